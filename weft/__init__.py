@@ -1,0 +1,57 @@
+"""weft: Warp kernels compiled to Numba, with exact reverse and forward mode gradients.
+
+``import weft as wp`` in place of ``import warp as wp``::
+
+    import numpy as np
+    import weft as wp
+
+    @wp.kernel
+    def scale(a: wp.array(dtype=float), s: float, out: wp.array(dtype=float)):
+        i = wp.tid()
+        out[i] = a[i] * s
+
+    a = wp.array(np.arange(4.0), dtype=float, requires_grad=True)
+    out = wp.zeros(4, dtype=float, requires_grad=True)
+    wp.launch(scale, dim=4, inputs=[a, 2.0], outputs=[out])
+"""
+__version__ = "0.1.0"
+
+from .errors import InternalError, KernelError, KernelNameError, KernelSyntaxError  # noqa: E402
+from .errors import KernelTypeError, LaunchError  # noqa: E402
+from . import types  # noqa: E402
+from .types import (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64,  # noqa: E402,A004
+                    float16, float32, float64, vec2, vec3, vec4, vec2h, vec3h, vec4h, vec2f,
+                    vec3f, vec4f, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,
+                    mat22h, mat33h, mat44h, mat22f, mat33f, mat44f, mat22d, mat33d, mat44d,
+                    quat, quath, quatf, quatd, transform, transformh, transformf, transformd)
+from .types import vector, matrix, quaternion, transformation  # noqa: E402
+from .stdlib import registry as _registry  # noqa: E402
+from .transpiler.lower_expr import SpecialForm as _SpecialForm  # noqa: E402
+from .runtime.kernel import kernel, func, Kernel, Function  # noqa: E402
+from .runtime.array import (array, array2d, array3d, array4d, zeros, zeros_like,  # noqa: E402
+                            ones, ones_like, full, full_like, empty, empty_like, clone, copy,
+                            from_numpy)
+from .runtime.device import (get_device, set_device, ScopedDevice, synchronize,  # noqa: E402
+                             is_cuda_available, get_cuda_device_count, Device)
+from .runtime.launch import launch, jvp  # noqa: E402
+from .runtime.tape import Tape  # noqa: E402
+
+tid = _SpecialForm("tid", "The launch index of the calling thread (in kernels only).")
+atomic_add = _SpecialForm("atomic_add", "atomic_add(array, index..., value) -> old value")
+atomic_sub = _SpecialForm("atomic_sub", "atomic_sub(array, index..., value) -> old value")
+atomic_min = _SpecialForm("atomic_min", "atomic_min(array, index..., value) -> old value")
+atomic_max = _SpecialForm("atomic_max", "atomic_max(array, index..., value) -> old value")
+
+
+def constant(value):
+    """Mark a module-level value as a kernel constant (``wp.constant(1.5)``)."""
+    return value
+
+
+def init():
+    """Kept for Warp compatibility: weft needs no initialisation."""
+
+
+for _name, _b in _registry.NAMESPACE.items():
+    globals().setdefault(_name, _b)
+del _name, _b

@@ -1,0 +1,95 @@
+"""Command line: ``weft show FILE.py:KERNEL [--adjoint|--tangent]`` and
+``weft transpile FILE.py -o DIR`` (also ``python -m weft``)."""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+
+from .errors import KernelError
+
+
+def _load_user_module(path):
+    path = os.path.abspath(path)
+    if not os.path.exists(path):
+        raise SystemExit(f"weft: no such file: {path}")
+    name = "weft_user_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    sys.path.insert(0, os.path.dirname(path))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.pop(0)
+    return mod
+
+
+def _kernels(mod):
+    from .runtime.kernel import Kernel
+    return {k.key: k for k in vars(mod).values() if isinstance(k, Kernel)}
+
+
+def _transpile(kernels, origin):
+    from .transpiler import pipeline
+    from .transpiler.state import CompileState
+    state = pipeline.run(CompileState(roots=list(kernels)))
+    return state.source
+
+
+def cmd_show(args):
+    path, _, name = args.target.rpartition(":")
+    if not path:
+        raise SystemExit("weft show: give FILE.py:KERNEL")
+    kernels = _kernels(_load_user_module(path))
+    if name not in kernels:
+        raise SystemExit(f"weft show: no kernel '{name}' in {path} (kernels: "
+                         f"{', '.join(sorted(kernels)) or 'none'})")
+    kind = "adjoint" if args.adjoint else "tangent" if args.tangent else "forward"
+    if args.all:
+        kind = "all"
+    sys.stdout.write(kernels[name].source(kind))
+    return 0
+
+
+def cmd_transpile(args):
+    mod = _load_user_module(args.file)
+    kernels = _kernels(mod)
+    if not kernels:
+        raise SystemExit(f"weft transpile: no kernels in {args.file}")
+    src = _transpile(sorted(kernels.values(), key=lambda k: k.key), args.file)
+    os.makedirs(args.output, exist_ok=True)
+    base = args.name or (os.path.splitext(os.path.basename(args.file))[0] + "_weft")
+    out = os.path.join(args.output, base + ".py")
+    with open(out, "w") as f:
+        f.write(src)
+    print(f"wrote {out} ({len(kernels)} kernel(s): {', '.join(sorted(kernels))})")
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="weft", description="Warp kernels to Numba source.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("show", help="print the generated source of a kernel")
+    s.add_argument("target", help="FILE.py:KERNEL")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--adjoint", action="store_true", help="the adjoint (reverse-mode) kernel")
+    g.add_argument("--tangent", action="store_true", help="the tangent (forward-mode) kernel")
+    g.add_argument("--all", action="store_true", help="the whole generated module")
+    s.set_defaults(fn=cmd_show)
+    t = sub.add_parser("transpile", help="write a module with every kernel of FILE.py")
+    t.add_argument("file")
+    t.add_argument("-o", "--output", required=True, help="output folder")
+    t.add_argument("--name", help="module name (default: <file>_weft)")
+    t.set_defaults(fn=cmd_transpile)
+    args = p.parse_args(argv)
+    try:
+        return args.fn(args)
+    except KernelError as exc:
+        print(f"weft: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

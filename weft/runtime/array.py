@@ -1,0 +1,263 @@
+"""``wp.array``: n-dimensional arrays of scalars, vectors or matrices, with gradients.
+
+Data lives in a numpy array whose trailing dimensions hold the components of vector or matrix
+elements: an array of 1000 ``vec3`` has ``shape == (1000,)`` and ``numpy()`` of shape
+``(1000, 3)``. On the CPU ``numpy()`` is a view, not a copy.
+
+Example::
+
+    >>> x = wp.array(np.zeros((4, 3)), dtype=wp.vec3, requires_grad=True)
+    >>> x.shape, x.grad.numpy().shape
+    ((4,), (4, 3))
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from . import device as D
+
+
+def _infer_dtype(data):
+    arr = np.asarray(data)
+    if arr.dtype == np.float64 and not isinstance(data, np.ndarray):
+        return T.float32  # Python floats, as Warp
+    if arr.dtype == np.int64 and not isinstance(data, np.ndarray):
+        return T.int32
+    return T.as_scalar_type(arr.dtype)
+
+
+class array:
+    """An array of ``dtype`` elements (see the module docstring).
+
+    ``wp.array(dtype=wp.vec3)`` without data is also the type annotation of kernel parameters.
+    """
+
+    def __init__(self, data=None, dtype=None, shape=None, ndim=None, device=None,
+                 requires_grad=False, copy=True, grad=None, **_warp_compat):
+        self.device = D.get_device(device)
+        self._grad = None
+        self._requires_grad = False
+        if data is None and shape is None:  # an annotation: wp.array(dtype=float, ndim=2)
+            self.dtype = T.as_value_type(dtype if dtype is not None else T.float32)
+            self._ndim = ndim or 1
+            self._data = None
+            return
+        if data is None:
+            dtype = T.as_value_type(dtype if dtype is not None else T.float32)
+            shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+            self.dtype = dtype
+            self._data = np.zeros(shape + T.element_shape(dtype), T.numpy_dtype(dtype))
+        else:
+            if isinstance(data, array):
+                data = data.numpy()
+            dtype = T.as_value_type(dtype) if dtype is not None else _infer_dtype(data)
+            self.dtype = dtype
+            np_dt = T.numpy_dtype(dtype)
+            src = np.asarray(data)
+            if copy or src.dtype != np_dt:
+                src = np.array(src, dtype=np_dt, copy=True)
+            eshape = T.element_shape(dtype)
+            if eshape:
+                n = int(np.prod(eshape))
+                if src.shape[-len(eshape):] != eshape:
+                    if src.size % n or (src.ndim and src.shape[-1] != eshape[-1] and
+                                        src.shape[-1] != n):
+                        raise ValueError(f"data of shape {src.shape} does not hold "
+                                         f"{T.type_name(dtype)} elements")
+                    src = src.reshape(-1, *eshape)
+            if shape is not None:
+                shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+                src = src.reshape(shape + eshape)
+            self._data = src
+        self._ndim = self._data.ndim - len(T.element_shape(self.dtype))
+        if grad is not None:
+            self._grad = grad
+            self._requires_grad = True
+        elif requires_grad:
+            self.requires_grad = True
+
+    # ------------------------------------------------------------------------- typing
+    def __class_getitem__(cls, dtype):
+        return T.ArrayType(T.as_value_type(dtype), 1)
+
+    @property
+    def _weft_array_type_(self):
+        return T.ArrayType(self.dtype, self._ndim)
+
+    # ------------------------------------------------------------------------- properties
+    @property
+    def shape(self):
+        return self._data.shape[:self._ndim]
+
+    @property
+    def ndim(self):
+        return self._ndim
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape)) if self._data is not None else 0
+
+    def __len__(self):
+        return self.shape[0]
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self._requires_grad = bool(value)
+        if value and self._grad is None:
+            self._grad = array(np.zeros_like(self._data), dtype=self.dtype, copy=False,
+                               device=self.device)
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, g):
+        self._grad = g if (g is None or isinstance(g, array)) else array(g, dtype=self.dtype)
+        self._requires_grad = g is not None
+
+    @property
+    def __array_interface__(self):
+        return self._data.__array_interface__
+
+    # ------------------------------------------------------------------------- data
+    def numpy(self):
+        """The data as numpy (a view on the CPU)."""
+        return self._data
+
+    def list(self):
+        return self._data.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def fill_(self, value):
+        self._data[...] = np.asarray(value, dtype=self._data.dtype).reshape(
+            T.element_shape(self.dtype) or ())
+        return self
+
+    def zero_(self):
+        self._data[...] = 0
+        return self
+
+    def assign(self, src):
+        data = src.numpy() if isinstance(src, array) else np.asarray(src)
+        self._data[...] = data.reshape(self._data.shape)
+        return self
+
+    def reshape(self, shape):
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        out = array(self._data.reshape(tuple(shape) + T.element_shape(self.dtype)),
+                    dtype=self.dtype, copy=False, device=self.device)
+        if self._grad is not None:
+            out._grad = self._grad.reshape(shape)
+            out._requires_grad = self._requires_grad
+        return out
+
+    def flatten(self):
+        return self.reshape(-1)
+
+    def to(self, device):
+        device = D.get_device(device)
+        if device == self.device:
+            return self
+        return array(self._data, dtype=self.dtype, device=device,
+                     requires_grad=self._requires_grad)
+
+    def __getitem__(self, key):
+        view = self._data[key]
+        if np.ndim(view) < len(T.element_shape(self.dtype)) + (0 if not isinstance(view, np.ndarray) else 0):
+            return view
+        if isinstance(view, np.ndarray) and view.ndim > len(T.element_shape(self.dtype)):
+            return array(view, dtype=self.dtype, copy=False, device=self.device)
+        return view
+
+    def __repr__(self):
+        return f"array({self._data!r}, dtype={T.type_name(self.dtype)})"
+
+    def __str__(self):
+        return str(self._data)
+
+
+def _shape(shape, n=None):
+    if shape is None:
+        shape = n
+    return (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+
+
+def zeros(shape=None, dtype=float, device=None, requires_grad=False, n=None, **kw):
+    """An array of zeros: ``wp.zeros(10, dtype=wp.vec3, requires_grad=True)``."""
+    return array(shape=_shape(shape, n), dtype=T.as_value_type(dtype), device=device,
+                 requires_grad=requires_grad)
+
+
+def empty(shape=None, dtype=float, device=None, requires_grad=False, n=None, **kw):
+    return zeros(shape, dtype, device, requires_grad, n)
+
+
+def full(shape=None, value=0, dtype=None, device=None, requires_grad=False, n=None, **kw):
+    if dtype is None:
+        dtype = type(value) if T.is_composite(type(value)) else _infer_dtype(value)
+    a = zeros(shape, dtype, device, requires_grad, n)
+    return a.fill_(value)
+
+
+def ones(shape=None, dtype=float, device=None, requires_grad=False, n=None, **kw):
+    return full(shape, 1, dtype, device, requires_grad, n)
+
+
+def zeros_like(src, device=None, requires_grad=None, **kw):
+    rg = src.requires_grad if requires_grad is None else requires_grad
+    return zeros(src.shape, src.dtype, device or src.device, rg)
+
+
+def empty_like(src, device=None, requires_grad=None, **kw):
+    return zeros_like(src, device, requires_grad)
+
+
+def ones_like(src, device=None, requires_grad=None, **kw):
+    return zeros_like(src, device, requires_grad).fill_(1)
+
+
+def full_like(src, value, device=None, requires_grad=None, **kw):
+    return zeros_like(src, device, requires_grad).fill_(value)
+
+
+def clone(src, device=None, requires_grad=None, **kw):
+    """A copy of ``src`` (data only; a fresh zero gradient when it requires one)."""
+    rg = src.requires_grad if requires_grad is None else requires_grad
+    return array(src.numpy(), dtype=src.dtype, device=device or src.device, requires_grad=rg,
+                 copy=True)
+
+
+def copy(dest, src, dest_offset=0, src_offset=0, count=0):
+    """Copy elements of ``src`` into ``dest`` (flattened, with offsets and count as Warp)."""
+    s = src.numpy().reshape((-1,) + T.element_shape(src.dtype))
+    d = dest.numpy().reshape((-1,) + T.element_shape(dest.dtype))
+    if count == 0:
+        count = min(len(s) - src_offset, len(d) - dest_offset)
+    d[dest_offset:dest_offset + count] = s[src_offset:src_offset + count]
+
+
+def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False):
+    return array(arr, dtype=dtype, shape=shape, device=device, requires_grad=requires_grad)
+
+
+def array2d(*args, **kw):
+    kw.setdefault("ndim", 2)
+    return array(*args, **kw)
+
+
+def array3d(*args, **kw):
+    kw.setdefault("ndim", 3)
+    return array(*args, **kw)
+
+
+def array4d(*args, **kw):
+    kw.setdefault("ndim", 4)
+    return array(*args, **kw)

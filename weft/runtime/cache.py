@@ -1,0 +1,113 @@
+"""Generated modules on disk, keyed by a hash of everything that affects them.
+
+Modules live in ``$WEFT_CACHE_DIR`` (default ``~/.cache/weft``, created 0700) as
+``<kernel>_<hash>.py`` and are imported from there, so Numba's ``cache=True`` keeps their
+machine code next to them and a new process neither transpiles nor recompiles.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+
+import numpy as np
+
+from .. import __version__
+
+
+def cache_dir():
+    root = os.environ.get("WEFT_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "weft")
+    os.makedirs(root, mode=0o700, exist_ok=True)
+    return root
+
+
+def _fingerprint(value, seen, out):
+    kind = getattr(value, "_weft_kind", None)
+    if kind in ("func", "kernel"):
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        src = value.parsed()
+        out.append(f"{kind}:{value.__name__}:" + ast.dump(src.tree, include_attributes=False))
+        for dep in value.custom_rules():
+            _fingerprint(dep, seen, out)
+        for dep in referenced_values(value):
+            _fingerprint(dep, seen, out)
+        return
+    if isinstance(value, (bool, int, float, str, np.number, np.ndarray)):
+        out.append(f"value:{type(value).__name__}:{np.asarray(value).tolist()!r}")
+        return
+    struct = getattr(value, "_wp_struct_", None)
+    if struct is not None:
+        out.append(f"struct:{value.__name__}:{struct.signature()}")
+        return
+    out.append(f"obj:{getattr(value, '__module__', '')}.{getattr(value, '__name__', type(value).__name__)}")
+
+
+def referenced_values(obj):
+    """Python values that the names of ``obj``'s source refer to (globals and closure)."""
+    src = obj.parsed()
+    fn = src.pyfunc
+    scope = dict(fn.__globals__)
+    if fn.__closure__:
+        for n, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                scope[n] = cell.cell_contents
+            except ValueError:
+                pass
+    out = []
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Attribute):
+            chain = []
+            base = node
+            while isinstance(base, ast.Attribute):
+                chain.append(base.attr)
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in scope:
+                value = scope[base.id]
+                for a in reversed(chain):
+                    value = getattr(value, a, None)
+                if value is not None:
+                    out.append(value)
+        elif isinstance(node, ast.Name) and node.id in scope:
+            out.append(scope[node.id])
+    return out
+
+
+def key_of(kernel, extra=""):
+    out = [f"weft {__version__}", extra]
+    _fingerprint(kernel, set(), out)
+    return hashlib.sha256("\n".join(out).encode()).hexdigest()[:20]
+
+
+def load_or_build(modname, build_source):
+    """Import cached module ``modname`` (building its source with ``build_source()`` first if
+    absent) and return it."""
+    if modname in sys.modules:
+        return sys.modules[modname]
+    path = os.path.join(cache_dir(), modname + ".py")
+    if not os.path.exists(path):
+        text = build_source()
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(modname, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[modname]
+        raise
+    return mod
+
+
+__all__ = ["cache_dir", "key_of", "load_or_build", "referenced_values", "inspect"]

@@ -1,0 +1,81 @@
+"""Devices: ``"cpu"`` always; ``"cuda"``/``"cuda:N"`` with the CUDA target."""
+from __future__ import annotations
+
+import contextlib
+
+from ..errors import LaunchError
+
+
+class Device:
+    def __init__(self, alias):
+        self.alias = alias
+
+    @property
+    def is_cpu(self):
+        return self.alias == "cpu"
+
+    @property
+    def is_cuda(self):
+        return self.alias.startswith("cuda")
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = get_device(other)
+        return isinstance(other, Device) and other.alias == self.alias
+
+    def __hash__(self):
+        return hash(self.alias)
+
+    def __str__(self):
+        return self.alias
+
+    __repr__ = __str__
+
+
+_CPU = Device("cpu")
+_current = [_CPU]
+
+
+def is_cuda_available():
+    try:
+        from numba import cuda
+        return bool(cuda.is_available())
+    except Exception:  # noqa: BLE001 - no driver, no toolkit: not available
+        return False
+
+
+def get_device(ident=None):
+    """The device named ``ident`` (a Device, "cpu", "cuda", "cuda:0") or the current one."""
+    if ident is None:
+        return _current[-1]
+    if isinstance(ident, Device):
+        return ident
+    ident = str(ident)
+    if ident == "cpu":
+        return _CPU
+    if ident.startswith("cuda"):
+        raise LaunchError(f"device '{ident}': no CUDA device was found (weft's CUDA target "
+                          "needs an NVIDIA GPU and driver, or NUMBA_ENABLE_CUDASIM=1)")
+    raise LaunchError(f"unknown device '{ident}' (use 'cpu' or 'cuda:N')")
+
+
+def set_device(ident):
+    _current[-1] = get_device(ident)
+
+
+@contextlib.contextmanager
+def ScopedDevice(ident):  # noqa: N802 - Warp's name
+    """``with wp.ScopedDevice("cpu"):`` makes arrays and launches default to that device."""
+    _current.append(get_device(ident))
+    try:
+        yield _current[-1]
+    finally:
+        _current.pop()
+
+
+def synchronize(device=None):
+    """Wait for all work on ``device``; CPU launches are synchronous, so this returns at once."""
+
+
+def get_cuda_device_count():
+    return 0

@@ -1,0 +1,140 @@
+"""``@wp.kernel`` and ``@wp.func``: user functions, compiled lazily through the transpiler."""
+from __future__ import annotations
+
+import functools
+
+from ..errors import KernelError
+from . import cache
+
+
+class _UserFunction:
+    _weft_kind = None
+
+    def __init__(self, pyfunc):
+        self.func = pyfunc
+        self.__name__ = pyfunc.__name__
+        self.__qualname__ = pyfunc.__qualname__
+        self.__doc__ = pyfunc.__doc__
+        self.__module__ = pyfunc.__module__
+        self.__wrapped__ = pyfunc
+        self._parsed = None
+        pyfunc._weft_kind = self._weft_kind
+
+    def parsed(self):
+        if self._parsed is None:
+            from ..transpiler.source import parse
+            self._parsed = parse(self.func)
+        return self._parsed
+
+    def custom_rules(self):
+        return []
+
+
+class Function(_UserFunction):
+    """A ``@wp.func``: callable from kernels and other funcs.
+
+    Example::
+
+        @wp.func
+        def square(x: float):
+            return x * x
+    """
+
+    _weft_kind = "func"
+
+    def __init__(self, pyfunc):
+        super().__init__(pyfunc)
+        self._weft_custom = {}
+
+    def __call__(self, *args, **kwargs):
+        raise KernelError(f"wp.func '{self.__name__}' can only be called inside a kernel or func")
+
+    def custom_rules(self):
+        return list(self._weft_custom.values())
+
+
+class Kernel(_UserFunction):
+    """A ``@wp.kernel``. Launch it with ``wp.launch``; read its generated code with
+    :meth:`source`.
+
+    Example::
+
+        @wp.kernel
+        def scale(a: wp.array(dtype=float), s: float):
+            i = wp.tid()
+            a[i] = a[i] * s
+
+        print(scale.source("adjoint"))
+    """
+
+    _weft_kind = "kernel"
+
+    def __init__(self, pyfunc, options=None):
+        super().__init__(pyfunc)
+        self.key = pyfunc.__name__
+        self.options = dict(options or {})
+        self._module = None
+        self._meta = None
+        self._launcher = None
+
+    @property
+    def module(self):
+        """The imported generated module (transpiled and cached on first use)."""
+        if self._module is None:
+            key = cache.key_of(self)
+            modname = f"{self.key}_{key}"
+            self._module = cache.load_or_build(modname, self._build_source)
+            self._meta = self._module.WEFT_KERNELS[self.key]
+        return self._module
+
+    def _build_source(self):
+        from ..transpiler import pipeline
+        from ..transpiler.state import CompileState
+        state = pipeline.run(CompileState(roots=[self]))
+        return state.source
+
+    def source(self, kind="all"):
+        """Generated Python source: ``"forward"``, ``"adjoint"``, ``"tangent"`` or ``"all"``
+        (the whole module, funcs included)."""
+        src = self.module.__loader__.get_source(self.module.__name__)
+        if kind == "all":
+            return src
+        suffix = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}[kind]
+        return _extract_function(src, f"{self.key}{suffix}")
+
+    @property
+    def meta(self):
+        self.module
+        return self._meta
+
+    def entry(self, kind):
+        suffix = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}[kind]
+        return getattr(self.module, f"{self.key}{suffix}")
+
+
+def _extract_function(src, fname):
+    lines = src.splitlines()
+    out = []
+    inside = False
+    for i, line in enumerate(lines):
+        if line.startswith(f"def {fname}("):
+            inside = True
+            if i > 0 and lines[i - 1].startswith("@"):
+                out.append(lines[i - 1])
+        elif inside and line and not line[0].isspace():
+            break
+        if inside:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def kernel(f=None, *, enable_backward=None, module=None, **options):
+    """Decorator making a Warp-style kernel (``@wp.kernel`` or ``@wp.kernel(...)``)."""
+    if f is None:
+        return functools.partial(kernel, enable_backward=enable_backward, module=module, **options)
+    return Kernel(f, options)
+
+
+def func(f):
+    """Decorator making a func callable from kernels (``@wp.func``)."""
+    return Function(f)

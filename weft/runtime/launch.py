@@ -1,0 +1,181 @@
+"""``wp.launch``: check arguments once per signature, convert them, run the generated kernel."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from ..errors import LaunchError
+from . import device as D
+from .array import array
+
+
+def _dims(dim):
+    if isinstance(dim, (int, np.integer)):
+        dims = (int(dim),)
+    else:
+        dims = tuple(int(d) for d in dim)
+    if not 1 <= len(dims) <= 4 or any(d < 0 for d in dims):
+        raise LaunchError(f"launch dim must be 1 to 4 non-negative integers, got {dim!r}")
+    return dims
+
+
+def param_types(kernel):
+    """(name, type) of each kernel parameter, from its annotations."""
+    cached = getattr(kernel, "_param_types", None)
+    if cached is None:
+        from ..transpiler.specialize import Specializer
+        src = kernel.parsed()
+        cached = [(n, t) for n, t, _ in Specializer().param_types(src, generic_ok=False)]
+        kernel._param_types = cached
+    return cached
+
+
+def convert_arg(kernel, pname, ptype, value, device):
+    """The value the generated kernel receives for one argument (raises LaunchError)."""
+    where = f"kernel '{kernel.key}' argument '{pname}'"
+    if isinstance(ptype, T.ArrayType):
+        if value is None:
+            raise LaunchError(f"{where}: expected an array, got None")
+        if not isinstance(value, array):
+            raise LaunchError(f"{where}: expected a wp.array of {T.type_name(ptype.dtype)}, got "
+                              f"{type(value).__name__}")
+        if value.dtype != ptype.dtype:
+            raise LaunchError(f"{where}: expected an array of {T.type_name(ptype.dtype)}, got "
+                              f"an array of {T.type_name(value.dtype)}")
+        if value.ndim != ptype.ndim:
+            raise LaunchError(f"{where}: expected an array of {ptype.ndim} dimension(s), got "
+                              f"{value.ndim}")
+        if value.device != device:
+            raise LaunchError(f"{where}: the array is on device '{value.device}' but the launch "
+                              f"is on '{device}'")
+        return value.numpy()
+    if T.is_composite(ptype):
+        try:
+            vals = np.asarray(value, dtype=T.numpy_dtype(ptype)).reshape(-1)
+        except (TypeError, ValueError):
+            vals = None
+        if vals is None or vals.size != ptype._length_:
+            raise LaunchError(f"{where}: expected a {T.type_name(ptype)}, got {value!r}")
+        return tuple(vals)
+    if T.is_scalar(ptype):
+        if isinstance(value, array) or isinstance(value, (list, tuple, np.ndarray)) and \
+                np.ndim(value) > 0:
+            raise LaunchError(f"{where}: expected a {T.type_name(ptype)} scalar, got "
+                              f"{type(value).__name__}")
+        if T.is_int(ptype) and isinstance(value, (float, np.floating)):
+            raise LaunchError(f"{where}: expected an integer ({T.type_name(ptype)}), got "
+                              f"{value!r}")
+        try:
+            return ptype._np_(value)
+        except (TypeError, ValueError):
+            raise LaunchError(f"{where}: expected a {T.type_name(ptype)}, got {value!r}") from None
+    raise LaunchError(f"{where}: unsupported parameter type {T.type_name(ptype)}")
+
+
+def pack(kernel, args, device):
+    ptypes = param_types(kernel)
+    if len(args) != len(ptypes):
+        raise LaunchError(f"kernel '{kernel.key}' takes {len(ptypes)} arguments "
+                          f"({', '.join(n for n, _ in ptypes)}), got {len(args)}")
+    return [convert_arg(kernel, n, t, a, device) for (n, t), a in zip(ptypes, args)]
+
+
+def grads_of(kernel, args, names_wanted, prefix):
+    """The gradient (or tangent) arrays matching ``names_wanted`` (``adj_x``) for ``args``."""
+    ptypes = param_types(kernel)
+    by_name = {f"{prefix}{n}": (t, a) for (n, t), a in zip(ptypes, args)}
+    out = []
+    for nm in names_wanted:
+        t, a = by_name[nm]
+        g = a.grad if isinstance(a, array) else None
+        out.append(None if g is None else g.numpy())
+    return out
+
+
+def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), device=None,
+           stream=None, adjoint=False, record_tape=True, record_cmd=False, max_blocks=0,
+           block_dim=256):
+    """Run ``kernel`` over ``dim`` threads (an int or a tuple of up to 4 ints).
+
+    ``inputs`` and ``outputs`` are the kernel's arguments in order. With ``adjoint=True`` the
+    adjoint kernel runs instead, accumulating into ``adj_inputs``/``adj_outputs`` (default: the
+    arrays' ``.grad``). Inside ``with wp.Tape()`` the launch is recorded for ``backward``.
+    """
+    dims = _dims(dim)
+    device = D.get_device(device)
+    args = list(inputs) + list(outputs)
+    values = pack(kernel, args, device)
+    meta = kernel.meta
+    tid_dims = meta["tid_dims"]
+    if tid_dims > 1 and len(dims) != tid_dims:
+        raise LaunchError(f"kernel '{kernel.key}' unpacks wp.tid() into {tid_dims} indices but "
+                          f"was launched with dim={dims}")
+    if adjoint:
+        adj = list(adj_inputs) + list(adj_outputs)
+        if adj:
+            adj_arrays = _explicit_adjoints(kernel, args, adj, meta["adj"])
+        else:
+            adj_arrays = grads_of(kernel, args, meta["adj"], "adj_")
+        kernel.entry("adjoint")(dims, *values, *adj_arrays)
+        return
+    kernel.entry("forward")(dims, *values)
+    if record_tape:
+        from .tape import active_tape
+        tape = active_tape()
+        if tape is not None:
+            tape.record_launch(kernel, dims, args, device)
+
+
+def _explicit_adjoints(kernel, args, adj, names):
+    ptypes = param_types(kernel)
+    if len(adj) != len(ptypes):
+        raise LaunchError(f"kernel '{kernel.key}': adj_inputs + adj_outputs must give one entry "
+                          f"per argument ({len(ptypes)}), got {len(adj)}")
+    by_name = {f"adj_{n}": a for (n, _), a in zip(ptypes, adj)}
+    return [by_name[n].numpy() if isinstance(by_name[n], array) else None for n in names]
+
+
+def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
+    """Forward mode: run the tangent kernel of ``kernel`` and return output tangents.
+
+    ``tangents`` maps input arrays (or parameter names, for float scalars and vectors) to their
+    tangent; arrays without one have tangent zero. Returns a dict mapping every output array
+    to its tangent array (same shape and dtype)::
+
+        t = wp.jvp(step, 1000, inputs=[x, v, 0.01], outputs=[x_out], tangents={x: dx})
+        dx_out = t[x_out].numpy()
+    """
+    dims = _dims(dim)
+    device = D.get_device(device)
+    args = list(inputs) + list(outputs)
+    values = pack(kernel, args, device)
+    tangents = dict(tangents or {})
+    by_id = {id(k): v for k, v in tangents.items() if not isinstance(k, str)}
+    ptypes = param_types(kernel)
+    outs = {}
+    tan_values = {}
+    for (n, t), a in zip(ptypes, args):
+        if isinstance(t, T.ArrayType):
+            if not T.is_differentiable(t):
+                continue
+            given = by_id.get(id(a))
+            if given is None and any(a is o for o in outputs):
+                given = zeros_like_tangent(a)
+            if given is not None:
+                given = given if isinstance(given, array) else array(given, dtype=a.dtype)
+                if given.shape != a.shape:
+                    raise LaunchError(f"tangent of argument '{n}' has shape {given.shape}, "
+                                      f"expected {a.shape}")
+                if any(a is o for o in outputs):
+                    outs[id(a)] = (a, given)
+            tan_values[f"tan_{n}"] = None if given is None else given.numpy()
+        elif T.is_differentiable(t):
+            given = tangents.get(n, by_id.get(id(a)) if not isinstance(a, (int, float)) else None)
+            tan_values[f"tan_{n}"] = convert_arg(kernel, f"tan_{n}", t, 0 if given is None
+                                                 else given, device)
+    kernel.entry("tangent")(dims, *values, *[tan_values[n] for n in kernel.meta["tan"]])
+    return {a: g for a, g in outs.values()}
+
+
+def zeros_like_tangent(a):
+    return array(np.zeros_like(a.numpy()), dtype=a.dtype, copy=False)

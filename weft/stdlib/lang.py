@@ -1,0 +1,63 @@
+"""Builtins of the language itself: ``wp.tid()``, tuples, array shapes."""
+from __future__ import annotations
+
+import ast
+
+from .. import types as T
+from ..transpiler.exprs import Ex, tup
+from .registry import builtin
+
+
+@builtin("tid", ["tid() -> int (one name) or a tuple (several names)"],
+         lambda ts, a: T.int32, differentiable=False, public=False)
+class tid:
+    def primal(axis):
+        return Ex(ast.Name("_tid" if axis is None else f"_i{axis}", ast.Load()), T.int32)
+
+
+@builtin("array_shape", ["a.shape"], lambda ts, a=None: T.TupleType((T.int32,) * ts[0].ndim),
+         differentiable=False, public=False)
+class array_shape:
+    def primal(a):
+        return Ex(ast.Attribute(a.node, "shape", ast.Load()),
+                  T.TupleType((T.int32,) * a.type.ndim))
+
+
+@builtin("make_tuple", ["(a, b, ...)"], lambda ts, a=None: T.TupleType(tuple(ts)),
+         public=False)
+class make_tuple:
+    def primal(*items):
+        return tup(list(items), T.TupleType(tuple(i.type for i in items)))
+
+    def adjoint(*items, ret, adj):
+        adj = adj.atom()
+        return [adj.comp(i) if T.is_differentiable(it.type) else None
+                for i, it in enumerate(items)]
+
+    def tangent(*args, ret):
+        n = len(args) // 2
+        items, tans = args[:n], args[n:]
+        from ..transpiler.exprs import zero
+        return tup([t if t is not None else zero(i.type) for i, t in zip(items, tans)],
+                   T.TupleType(tuple(i.type for i in items)))
+
+
+def _tuple_get_resolve(types, attrs):
+    t = types[0]
+    if isinstance(t, T.TupleType) and 0 <= attrs["index"] < len(t.types):
+        return t.types[attrs["index"]]
+    return None
+
+
+@builtin("tuple_get", ["t[i] (constant i)"], _tuple_get_resolve, public=False)
+class tuple_get:
+    def primal(t, index):
+        return t.comp(index)
+
+    def adjoint(t, ret, adj, index):
+        from ..transpiler.exprs import zero
+        items = [adj if i == index else zero(x) for i, x in enumerate(t.type.types)]
+        return [tup(items, t.type)]
+
+    def tangent(t, tt, ret, index):
+        return None if tt is None else tt.comp(index)

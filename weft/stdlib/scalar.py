@@ -1,0 +1,393 @@
+"""Scalar builtins and operators: arithmetic, comparisons, math functions, casts.
+
+Operators (``+``, ``*``, ``<``, ...) are builtins too (``add``, ``mul``, ``lt``, ...); the
+arithmetic ones accept vectors and matrices as well, see :mod:`weft.stdlib.arith`.
+"""
+from __future__ import annotations
+
+import ast
+
+from .. import types as T
+from ..transpiler.exprs import Ex, call, cast, const, mapc, select, zero
+from .registry import all_same, builtin, float_scalar, numeric_scalar, same_float
+
+# ----------------------------------------------------------------------------- comparisons
+
+_CMP = {"lt": ast.Lt, "le": ast.LtE, "gt": ast.Gt, "ge": ast.GtE, "eq": ast.Eq, "ne": ast.NotEq}
+
+
+def _comparison(name, op):
+    def resolve(types, attrs=None):
+        a, b = types
+        if a == b and (T.is_scalar(a) or (name in ("eq", "ne") and T.is_composite(a))):
+            return T.bool
+        return None
+
+    class rules:
+        def primal(a, b):
+            if T.is_composite(a.type):
+                return call("_wk.tuple_eq" if name == "eq" else "_wk.tuple_ne", a, b,
+                            type_=T.bool)
+            return Ex(ast.Compare(a.node, [op()], [b.node]), T.bool)
+
+    builtin(name, [f"{name}(a: Scalar, b: Scalar) -> bool  (both of one type)"], resolve,
+            differentiable=False, public=False)(rules)
+
+
+for _n, _op in _CMP.items():
+    _comparison(_n, _op)
+
+
+def _bool_op(name, op):
+    class rules:
+        def primal(a, b):
+            return Ex(ast.BinOp(a.node, op(), b.node), T.bool)
+
+    builtin(name, [f"{name}(a: bool, b: bool) -> bool"], all_same(lambda t: t is T.bool),
+            differentiable=False, public=False)(rules)
+
+
+_bool_op("bool_and", ast.BitAnd)
+_bool_op("bool_or", ast.BitOr)
+
+
+@builtin("bool_not", ["not x: bool -> bool"], all_same(lambda t: t is T.bool),
+         differentiable=False, public=False)
+class bool_not:
+    def primal(x):
+        return Ex(ast.UnaryOp(ast.Not(), x.node), T.bool)
+
+
+# ----------------------------------------------------------------------------- integer ops
+
+def _int_binop(name, helper_or_op, sig):
+    class rules:
+        def primal(a, b):
+            if isinstance(helper_or_op, str):
+                return cast(call(helper_or_op, a, b), a.type)
+            return Ex(ast.BinOp(a.node, helper_or_op(), b.node), a.type)
+
+    builtin(name, [sig], all_same(T.is_int), differentiable=False, public=False)(rules)
+
+
+_int_binop("bit_and", ast.BitAnd, "a & b (integers of one type)")
+_int_binop("bit_or", ast.BitOr, "a | b (integers of one type)")
+_int_binop("bit_xor", ast.BitXor, "a ^ b (integers of one type)")
+_int_binop("lshift", ast.LShift, "a << b (integers of one type)")
+_int_binop("rshift", ast.RShift, "a >> b (integers of one type)")
+
+
+@builtin("invert", ["~a (integer)"], all_same(T.is_int), differentiable=False, public=False)
+class invert:
+    def primal(a):
+        return cast(Ex(ast.UnaryOp(ast.Invert(), a.node), a.type), a.type)
+
+
+@builtin("mod", ["mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)"],
+         all_same(numeric_scalar))
+class mod:
+    def primal(a, b):
+        return cast(call("_wk.int_mod" if T.is_int(a.type) else "np.fmod", a, b), a.type)
+
+    def adjoint(a, b, ret, adj):
+        if T.is_int(a.type):
+            return [None, None]
+        # fmod(a, b) = a - trunc(a / b) * b
+        return [adj, -adj * call("np.trunc", a / b)]
+
+    def tangent(a, b, ta, tb, ret):
+        if T.is_int(a.type):
+            return None
+        return ta - tb * call("np.trunc", a / b)
+
+
+@builtin("floordiv", ["floordiv(a: Scalar, b: Scalar) -> Scalar"], all_same(numeric_scalar),
+         differentiable=False, public=False)
+class floordiv:
+    def primal(a, b):
+        if T.is_int(a.type):
+            return cast(call("_wk.int_div", a, b), a.type)
+        return cast(call("np.floor", a / b), a.type)
+
+
+@builtin("pow", ["pow(x: Float, y: Float) -> Float"], all_same(float_scalar))
+class pow:
+    def primal(x, y):
+        return call("np.power", x, y)
+
+    def adjoint(x, y, ret, adj):
+        x, y, ret = x.atom(), y.atom(), ret.atom()
+        return [adj * y * call("np.power", x, y - 1.0), adj * _log_or_zero(x) * ret]
+
+    def tangent(x, y, tx, ty, ret):
+        x, y = x.atom(), y.atom()
+        return tx * y * call("np.power", x, y - 1.0) + ty * _log_or_zero(x) * ret
+
+
+def _log_or_zero(x):
+    """log(x) where x > 0, else 0 (the derivative of x**y in y, guarded as Warp does)."""
+    pos = Ex(ast.Compare(x.node, [ast.Gt()], [zero(x.type).node]), T.bool)
+    return select(pos, call("np.log", x).atom(), zero(x.type))
+
+
+# ----------------------------------------------------------------------------- math functions
+
+def _unary(name, prim, d, doc=""):
+    """A float-scalar (and componentwise on float vectors) function with derivative ``d``."""
+
+    class rules:
+        def primal(x):
+            return mapc(lambda c: call(prim, c), x)
+
+        def adjoint(x, ret, adj):
+            x, ret = x.atom(), ret.atom()
+            return [mapc(lambda c, r, a: a * d(c, r), x, ret, adj)]
+
+        def tangent(x, tx, ret):
+            x, ret = x.atom(), ret.atom()
+            return mapc(lambda c, r, t: t * d(c, r), x, ret, tx)
+
+    rules.__doc__ = doc
+    builtin(name, [f"{name}(x: Float) -> Float"], _float_scalar_only)(rules)
+
+
+def _float_scalar_only(types, attrs=None):
+    if len(types) == 1 and T.is_float(types[0]):
+        return types[0]
+    return None
+
+
+def _c(x, v):
+    return const(v, x.type)
+
+
+_unary("sin", "np.sin", lambda x, r: call("np.cos", x))
+_unary("cos", "np.cos", lambda x, r: -call("np.sin", x))
+_unary("tan", "np.tan", lambda x, r: _c(x, 1.0) + r * r)
+_unary("exp", "np.exp", lambda x, r: r)
+_unary("log", "np.log", lambda x, r: _c(x, 1.0) / x)
+_unary("log2", "np.log2", lambda x, r: _c(x, 1.4426950408889634) / x)
+_unary("log10", "np.log10", lambda x, r: _c(x, 0.4342944819032518) / x)
+_unary("sqrt", "np.sqrt", lambda x, r: _c(x, 0.5) / r)
+_unary("tanh", "np.tanh", lambda x, r: _c(x, 1.0) - r * r)
+_unary("sinh", "np.sinh", lambda x, r: call("np.cosh", x))
+_unary("cosh", "np.cosh", lambda x, r: call("np.sinh", x))
+_unary("asin", "np.arcsin", lambda x, r: _c(x, 1.0) / call("np.sqrt", _c(x, 1.0) - x * x))
+_unary("acos", "np.arccos", lambda x, r: _c(x, -1.0) / call("np.sqrt", _c(x, 1.0) - x * x))
+_unary("atan", "np.arctan", lambda x, r: _c(x, 1.0) / (_c(x, 1.0) + x * x))
+
+
+def _flat(name, prim):
+    """Piecewise-constant functions: the derivative is zero almost everywhere."""
+
+    class rules:
+        def primal(x):
+            return mapc(lambda c: cast(call(prim, c), c.type), x)
+
+        def adjoint(x, ret, adj):
+            return [None]
+
+        def tangent(x, tx, ret):
+            return zero(x.type)
+
+    builtin(name, [f"{name}(x: Float) -> Float"], same_float)(rules)
+
+
+_flat("floor", "np.floor")
+_flat("ceil", "np.ceil")
+_flat("trunc", "np.trunc")
+_flat("round", "_wk.round_half_away")  # C round(): halves away from zero
+_flat("rint", "np.rint")
+
+
+@builtin("abs", ["abs(x: Scalar) -> Scalar", "abs(x: Vector) -> Vector"],
+         lambda ts, a=None: ts[0] if len(ts) == 1 and (numeric_scalar(ts[0]) or T.is_vector(ts[0]))
+         else None)
+class abs_:
+    def primal(x):
+        return mapc(lambda c: Ex(ast.Call(ast.Name("abs", ast.Load()), [c.node], []), c.type), x)
+
+    def adjoint(x, ret, adj):
+        if not T.is_float(T.scalar_of(x.type)):
+            return [None]
+        return [mapc(lambda c, a: select(Ex(ast.Compare(c.node, [ast.Lt()], [zero(c.type).node]),
+                                            T.bool), -a, a), x.atom(), adj.atom())]
+
+    def tangent(x, tx, ret):
+        if tx is None:
+            return None
+        return mapc(lambda c, t: select(Ex(ast.Compare(c.node, [ast.Lt()], [zero(c.type).node]),
+                                           T.bool), -t, t), x.atom(), tx.atom())
+
+
+def _minmax(name, op):
+    def resolve(types, attrs=None):
+        if len(types) == 2 and types[0] == types[1] and (
+                numeric_scalar(types[0]) or T.is_vector(types[0])):
+            return types[0]
+        return None
+
+    def pick(a, b):  # True where ``a`` is the result
+        return Ex(ast.Compare(a.node, [op()], [b.node]), T.bool)
+
+    class rules:
+        def primal(a, b):
+            return mapc(lambda x, y: select(pick(x, y), x, y), a.atom(), b.atom())
+
+        def adjoint(a, b, ret, adj):
+            if not T.is_float(T.scalar_of(a.type)):
+                return [None, None]
+            a, b, adj = a.atom(), b.atom(), adj.atom()
+            z = zero(T.scalar_of(a.type))
+            return [mapc(lambda x, y, g: select(pick(x, y), g, z), a, b, adj),
+                    mapc(lambda x, y, g: select(pick(x, y), z, g), a, b, adj)]
+
+        def tangent(a, b, ta, tb, ret):
+            if ta is None:
+                return None
+            return mapc(lambda x, y, s, t: select(pick(x, y), s, t), a.atom(), b.atom(),
+                        ta.atom(), tb.atom())
+
+    builtin(name, [f"{name}(a: Scalar, b: Scalar) -> Scalar", f"{name}(a: Vector, b: Vector)"
+                   " -> Vector (componentwise)"], resolve)(rules)
+
+
+_minmax("min", ast.LtE)
+_minmax("max", ast.GtE)
+
+
+@builtin("clamp", ["clamp(x: Scalar, lo: Scalar, hi: Scalar) -> Scalar"],
+         all_same(numeric_scalar))
+class clamp:
+    def primal(x, lo, hi):
+        x, lo, hi = x.atom(), lo.atom(), hi.atom()
+        below = Ex(ast.Compare(x.node, [ast.Lt()], [lo.node]), T.bool)
+        above = Ex(ast.Compare(x.node, [ast.Gt()], [hi.node]), T.bool)
+        return select(below, lo, select(above, hi, x))
+
+    def adjoint(x, lo, hi, ret, adj):
+        if not T.is_float(x.type):
+            return [None, None, None]
+        x, lo, hi, adj = x.atom(), lo.atom(), hi.atom(), adj.atom()
+        z = zero(x.type)
+        below = Ex(ast.Compare(x.node, [ast.Lt()], [lo.node]), T.bool)
+        above = Ex(ast.Compare(x.node, [ast.Gt()], [hi.node]), T.bool)
+        inside = Ex(ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), below.node),
+                                           ast.UnaryOp(ast.Not(), above.node)]), T.bool)
+        return [select(inside, adj, z), select(below, adj, z), select(above, adj, z)]
+
+    def tangent(x, lo, hi, tx, tlo, thi, ret):
+        if tx is None:
+            return None
+        x, lo, hi = x.atom(), lo.atom(), hi.atom()
+        below = Ex(ast.Compare(x.node, [ast.Lt()], [lo.node]), T.bool)
+        above = Ex(ast.Compare(x.node, [ast.Gt()], [hi.node]), T.bool)
+        return select(below, tlo, select(above, thi, tx))
+
+
+@builtin("sign", ["sign(x: Scalar) -> Scalar"], lambda ts, a=None: ts[0] if len(ts) == 1 and
+         numeric_scalar(ts[0]) else None)
+class sign:
+    def primal(x):
+        x = x.atom()
+        neg = Ex(ast.Compare(x.node, [ast.Lt()], [zero(x.type).node]), T.bool)
+        return select(neg, const(-1, x.type), const(1, x.type))
+
+    def adjoint(x, ret, adj):
+        return [None]
+
+    def tangent(x, tx, ret):
+        return None if tx is None else zero(x.type)
+
+
+@builtin("atan2", ["atan2(y: Float, x: Float) -> Float"], all_same(float_scalar))
+class atan2:
+    def primal(y, x):
+        return call("np.arctan2", y, x)
+
+    def adjoint(y, x, ret, adj):
+        y, x = y.atom(), x.atom()
+        d = (x * x + y * y).atom()
+        return [adj * x / d, -adj * y / d]
+
+    def tangent(y, x, ty, tx, ret):
+        y, x = y.atom(), x.atom()
+        return (ty * x - tx * y) / (x * x + y * y)
+
+
+@builtin("select", ["select(cond: bool|int, a: T, b: T) -> T  (a if cond is false, else b)"],
+         lambda ts, a=None: ts[1] if len(ts) == 3 and ts[1] == ts[2] and T.is_scalar(ts[0])
+         else None)
+class select_:
+    """Warp's ``select(cond, a, b)``: returns ``b`` when ``cond`` is true, else ``a``."""
+
+    def primal(c, a, b):
+        return select(_truth(c), b, a)
+
+    def adjoint(c, a, b, ret, adj):
+        if not T.is_differentiable(a.type):
+            return [None, None, None]
+        z = zero(a.type).atom()
+        cond = _truth(c)
+        return [None, select(cond, z, adj), select(cond, adj, z)]
+
+    def tangent(c, a, b, tc, ta, tb, ret):
+        if ta is None:
+            return None
+        return select(_truth(c), tb, ta)
+
+
+@builtin("where", ["where(cond: bool|int, a: T, b: T) -> T  (a if cond is true, else b)"],
+         lambda ts, a=None: ts[1] if len(ts) == 3 and ts[1] == ts[2] and T.is_scalar(ts[0])
+         else None)
+class where:
+    def primal(c, a, b):
+        return select(_truth(c), a, b)
+
+    def adjoint(c, a, b, ret, adj):
+        if not T.is_differentiable(a.type):
+            return [None, None, None]
+        z = zero(a.type).atom()
+        cond = _truth(c)
+        return [None, select(cond, adj, z), select(cond, z, adj)]
+
+    def tangent(c, a, b, tc, ta, tb, ret):
+        if ta is None:
+            return None
+        return select(_truth(c), ta, tb)
+
+
+def _truth(c):
+    if c.type is T.bool:
+        return c
+    return Ex(ast.Compare(c.node, [ast.NotEq()], [zero(c.type).node]), T.bool)
+
+
+# ----------------------------------------------------------------------------- casts
+
+def _cast_resolve(types, attrs):
+    target = attrs["type"]
+    if len(types) == 1 and T.is_scalar(types[0]):
+        return target
+    return None
+
+
+@builtin("cast", ["float32(x: Scalar) (any scalar type name converts any scalar)"],
+         _cast_resolve, public=False)
+class cast_:
+    def primal(x, type):
+        if type is T.bool:
+            return Ex(ast.Compare(x.node, [ast.NotEq()], [zero(x.type).node]), T.bool)
+        if T.is_int(type) and T.is_float(x.type):
+            return cast(call("np.trunc", x), type)
+        return cast(x, type)
+
+    def adjoint(x, ret, adj, type):
+        if not (T.is_float(x.type) and T.is_float(type)):
+            return [None]
+        return [cast(adj, x.type)]
+
+    def tangent(x, tx, ret, type):
+        if tx is None or not T.is_float(type):
+            return None
+        return cast(tx, type)

@@ -1,0 +1,189 @@
+"""Pass ``emit``: assemble the generated functions into one module and print it.
+
+Invariant: ``state.source`` is a complete, importable Python module whose text depends only on
+the input (deterministic), importing only math, numpy, numba and ``weft.stdlib.helpers``. Every
+statement that came from the user's source ends with ``# file.py:LINE``. This is the only place
+that calls ``ast.unparse``'s machinery.
+"""
+from __future__ import annotations
+
+import ast
+import os
+
+from .. import __version__, types as T
+from . import adjoint as A, tangent as TG
+from .codegen import assign
+from .exprs import NameGen, name
+from .forward import Forward
+
+CPU_KERNEL = "numba.njit(parallel=True, cache=True, error_model='numpy', nogil=True)"
+CPU_FUNC = "numba.njit(cache=True, error_model='numpy', nogil=True)"
+SCALARS = ("bool_", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+           "float16", "float32", "float64")
+
+
+class _Unparser(ast._Unparser):
+    """``ast.unparse`` that appends ``# file:line`` to statements carrying ``_weft_loc``."""
+
+    def __init__(self):
+        super().__init__()
+        self._pending = None
+
+    def traverse(self, node):
+        if isinstance(node, ast.stmt) and getattr(node, "_weft_loc", None) is not None:
+            comment = "  # " + node._weft_loc.comment()
+            if isinstance(node, (ast.If, ast.For, ast.While, ast.FunctionDef)):
+                self._pending = comment
+                super().traverse(node)
+            else:
+                super().traverse(node)
+                self.write(comment)
+            return
+        super().traverse(node)
+
+    def block(self, *, extra=None):
+        if self._pending is not None:
+            extra, self._pending = self._pending, None
+        return super().block(extra=extra)
+
+
+def unparse(node):
+    return _Unparser().visit(node)
+
+
+def _decorator(text):
+    return ast.parse(text, mode="eval").body
+
+
+def _function(fname, params, body, decorator, doc=None):
+    if doc:
+        body = [ast.Expr(ast.Constant(doc))] + body
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
+                         kw_defaults=[], defaults=[])
+    return ast.FunctionDef(fname, args, body or [ast.Pass()], [_decorator(decorator)],
+                           lineno=0)
+
+
+def _names_for(fir):
+    taken = {v.name for v in fir.params}
+    from .ir import defined_vars
+    taken |= {v.name for v in defined_vars(fir.body)}
+    taken |= {"adj_" + n for n in list(taken)} | {"tan_" + n for n in list(taken)}
+    return NameGen(taken)
+
+
+def _prologue(fir):
+    """Index variables of a kernel thread from the flat ``_tid``."""
+    out = []
+    axes = sorted({a for a in fir.tid_vars.values() if a is not None})
+    dims = fir.tid_dims
+    for a in axes:
+        node = name("_tid")
+        stride = None
+        for d in range(a + 1, dims):
+            term = ast.Subscript(name("_dim"), ast.Constant(d), ast.Load())
+            stride = term if stride is None else ast.BinOp(stride, ast.Mult(), term)
+        if stride is not None:
+            node = ast.BinOp(node, ast.FloorDiv(), stride)
+        if a > 0:
+            node = ast.BinOp(node, ast.Mod(), ast.Subscript(name("_dim"), ast.Constant(a),
+                                                             ast.Load()))
+        out.append(assign(f"_i{a}", node))
+    return out
+
+
+def _thread_loop(fir, body):
+    rng = ast.Call(ast.Attribute(name("numba"), "prange", ast.Load()),
+                   [ast.Call(ast.Attribute(name("_wk"), "launch_size", ast.Load()),
+                             [name("_dim")], [])], [])
+    return [ast.For(ast.Name("_tid", ast.Store()), rng, _prologue(fir) + (body or [ast.Pass()]),
+                    [])]
+
+
+def kernel_params(fir):
+    return [p.name for p in fir.params]
+
+
+def kernel_adj_params(fir):
+    """Adjoint arrays a kernel's ``__adj`` takes after its parameters."""
+    return [f"adj_{p.name}" for p in fir.params
+            if isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type)]
+
+
+def kernel_tan_params(fir):
+    return TG.func_params(fir)[len(fir.params):]
+
+
+def generate(fir, parts=("forward", "adjoint", "tangent")):
+    """The generated function definitions of one kernel or func."""
+    out = []
+    loc = fir.source and fir.source.filename
+    where = f"{os.path.basename(loc)}:{fir.source.first_line}" if loc else ""
+    kernel = fir.kind == "kernel"
+    base = f"{fir.name}__fwd" if kernel else fir.name
+    if "forward" in parts:
+        body = Forward(fir, _names_for(fir)).block(fir.body)
+        if kernel:
+            out.append(_function(base, ["_dim"] + kernel_params(fir), _thread_loop(fir, body),
+                                 CPU_KERNEL, f"Forward kernel of '{fir.name}' ({where})."))
+        else:
+            out.append(_function(base, kernel_params(fir), body, CPU_FUNC,
+                                 f"Func '{fir.name}' ({where})."))
+    if "adjoint" in parts:
+        gen = A.Adjoint(fir, _names_for(fir))
+        body = gen.body()
+        if kernel:
+            out.append(_function(f"{fir.name}__adj", ["_dim"] + kernel_params(fir)
+                                 + kernel_adj_params(fir), _thread_loop(fir, body), CPU_KERNEL,
+                                 f"Adjoint kernel of '{fir.name}': replays the forward body, "
+                                 "then runs it backwards."))
+        else:
+            body.append(A.func_returns(fir))
+            out.append(_function(f"{fir.name}__adj", A.func_signature(fir), body, CPU_FUNC,
+                                 f"Adjoint of '{fir.name}': returns the adjoints of its "
+                                 "differentiable parameters."))
+    if "tangent" in parts:
+        body = TG.Tangent(fir, _names_for(fir)).block(fir.body)
+        if kernel:
+            out.append(_function(f"{fir.name}__jvp", ["_dim"] + kernel_params(fir)
+                                 + kernel_tan_params(fir), _thread_loop(fir, body), CPU_KERNEL,
+                                 f"Tangent (forward-mode) kernel of '{fir.name}'."))
+        else:
+            if fir.ret_type is None:
+                body.append(ast.Return(None))
+            out.append(_function(f"{fir.name}__jvp", TG.func_params(fir), body, CPU_FUNC,
+                                 f"Tangent of '{fir.name}': returns (value, tangent)."))
+    return out
+
+
+def header(origin):
+    return [ast.Expr(ast.Constant(
+        f"Generated by weft {__version__} from {origin}.\n\nDo not edit: regenerate it with "
+        "`weft transpile`. It needs numpy, numba and weft's stdlib helpers.\n")),
+        ast.Import([ast.alias("math")]), ast.Import([ast.alias("numba")]),
+        ast.Import([ast.alias("numpy", "np")]),
+        ast.ImportFrom("numpy", [ast.alias(s) for s in SCALARS], 0),
+        ast.Assign([ast.Name("bool", ast.Store())], name("bool_"), lineno=0),
+        ast.ImportFrom("weft.stdlib", [ast.alias("helpers", "_wk")], 0)]
+
+
+def module_source(funcs, origin):
+    """Source of a module holding every function of ``funcs`` (callees first)."""
+    body = header(origin)
+    meta = {}
+    for fir in funcs:
+        body.extend(generate(fir))
+        if fir.kind == "kernel":
+            meta[fir.name] = {"tid_dims": fir.tid_dims, "adj": kernel_adj_params(fir),
+                              "tan": kernel_tan_params(fir)}
+    body.append(ast.Assign([ast.Name("WEFT_KERNELS", ast.Store())],
+                           ast.parse(repr(meta), mode="eval").body, lineno=0))
+    mod = ast.Module(body, [])
+    ast.fix_missing_locations(mod)
+    return unparse(mod) + "\n"
+
+
+def run(state):
+    origin = ", ".join(sorted({os.path.basename(k.parsed().filename) for k in state.roots}))
+    state.source = module_source(state.funcs, origin)
+    return state

@@ -1,0 +1,273 @@
+"""Typed expression building for the code generators and the builtin rules.
+
+An :class:`Ex` pairs a Python ``ast`` expression with its weft type. Arithmetic on ``Ex``
+objects emits the right code for the types: scalars become ``ast.BinOp``; vectors and matrices
+(flat tuples in generated code) become tuple literals of per-component expressions. Operands that
+would be evaluated more than once are first bound to a temporary through the active
+:class:`Builder`, so generated code never recomputes a subexpression.
+
+Builtin rules are written with these objects, e.g. the adjoint of ``sin`` is
+``adj * call("math.cos", x)``.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import contextvars
+import math
+
+import numpy as np
+
+from .. import types as T
+from ..errors import InternalError
+
+_builder = contextvars.ContextVar("weft_builder")
+
+
+class Builder:
+    """Collects statements while an expression is built; names temporaries deterministically."""
+
+    def __init__(self, names):
+        self.names = names  # shared NameGen of the function being generated
+        self.stmts = []
+
+    def let(self, ex, hint="t"):
+        """Bind ``ex`` to a fresh name and return an ``Ex`` naming it."""
+        if isinstance(ex.node, ast.Tuple):
+            # keep tuples literal, but bind each non-trivial component
+            elts = [self.let(c, hint).node if not _simple(c.node) else c.node for c in ex.items()]
+            return Ex(ast.Tuple(elts, ast.Load()), ex.type)
+        if _simple(ex.node):
+            return ex
+        name = self.names.fresh(hint)
+        self.stmts.append(ast.Assign([ast.Name(name, ast.Store())], ex.node, lineno=0))
+        return Ex(ast.Name(name, ast.Load()), ex.type)
+
+    @contextlib.contextmanager
+    def active(self):
+        token = _builder.set(self)
+        try:
+            yield self
+        finally:
+            _builder.reset(token)
+
+
+class NameGen:
+    """Fresh deterministic names ``_t0, _t1, ...`` per prefix."""
+
+    def __init__(self, taken=()):
+        self.taken = set(taken)
+        self.counts = {}
+
+    def fresh(self, hint="t"):
+        while True:
+            n = self.counts.get(hint, 0)
+            self.counts[hint] = n + 1
+            name = f"_{hint}{n}"
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+
+def _simple(node):
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        return isinstance(node.slice, ast.Constant)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) == 1:
+        return isinstance(node.args[0], ast.Constant)  # typed constant like float32(1.0)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return True
+    return False
+
+
+def name(n, ctx=ast.Load):
+    return ast.Name(n, ctx())
+
+
+def attr_path(path):
+    """``"math.sin"`` -> ast for ``math.sin``."""
+    parts = path.split(".")
+    node = ast.Name(parts[0], ast.Load())
+    for p in parts[1:]:
+        node = ast.Attribute(node, p, ast.Load())
+    return node
+
+
+class Ex:
+    """A typed expression. See the module docstring."""
+
+    __slots__ = ("node", "type")
+
+    def __init__(self, node, type_):
+        self.node = node
+        self.type = type_
+
+    def __repr__(self):
+        return f"Ex({ast.unparse(self.node)}: {T.type_name(self.type)})"
+
+    # --- components -------------------------------------------------------------------------
+    @property
+    def length(self):
+        if isinstance(self.type, T.TupleType):
+            return len(self.type.types)
+        return self.type._length_
+
+    def comp(self, i):
+        if isinstance(self.type, T.TupleType):
+            st = self.type.types[i]
+        else:
+            st = T.scalar_of(self.type)
+        if isinstance(self.node, ast.Tuple):
+            return Ex(self.node.elts[i], st)
+        return Ex(ast.Subscript(self.node, ast.Constant(i), ast.Load()), st)
+
+    def items(self):
+        return [self.comp(i) for i in range(self.length)]
+
+    def atom(self, hint="t"):
+        """This expression, bound to a name unless it is already cheap to repeat."""
+        if _simple(self.node):
+            return self
+        b = _builder.get(None)
+        if b is None:
+            raise InternalError("expression needs a temporary but no builder is active")
+        return b.let(self, hint)
+
+    # --- arithmetic ---------------------------------------------------------------------------
+    def _bin(self, other, op, reverse=False):
+        other = lift(other, T.scalar_of(self.type))
+        a, b = (other, self) if reverse else (self, other)
+        return binop(op, a, b)
+
+    def __add__(self, o):
+        return self._bin(o, ast.Add())
+
+    def __radd__(self, o):
+        return self._bin(o, ast.Add(), True)
+
+    def __sub__(self, o):
+        return self._bin(o, ast.Sub())
+
+    def __rsub__(self, o):
+        return self._bin(o, ast.Sub(), True)
+
+    def __mul__(self, o):
+        return self._bin(o, ast.Mult())
+
+    def __rmul__(self, o):
+        return self._bin(o, ast.Mult(), True)
+
+    def __truediv__(self, o):
+        return self._bin(o, ast.Div())
+
+    def __rtruediv__(self, o):
+        return self._bin(o, ast.Div(), True)
+
+    def __neg__(self):
+        if T.is_composite(self.type):
+            s = self.atom()
+            return tup([-c for c in s.items()], self.type)
+        return Ex(ast.UnaryOp(ast.USub(), self.node), self.type)
+
+
+def binop(op, a, b):
+    """``a op b`` for scalars, and componentwise for composites (scalars broadcast)."""
+    ca, cb = T.is_composite(a.type), T.is_composite(b.type)
+    if not ca and not cb:
+        return Ex(ast.BinOp(a.node, op, b.node), a.type)
+    out_t = a.type if ca else b.type
+    a, b = a.atom(), b.atom()
+    n = out_t._length_
+    comps = []
+    for i in range(n):
+        x = a.comp(i) if ca else a
+        y = b.comp(i) if cb else b
+        comps.append(Ex(ast.BinOp(x.node, op, y.node), T.scalar_of(out_t)))
+    return tup(comps, out_t)
+
+
+def tup(items, type_):
+    return Ex(ast.Tuple([i.node for i in items], ast.Load()), type_)
+
+
+def const(value, type_):
+    """A constant of scalar or composite ``type_`` written so Numba types it exactly."""
+    if isinstance(type_, T.TupleType):
+        return tup([const(value, t) for t in type_.types], type_)
+    if T.is_composite(type_):
+        vals = np.asarray(value, dtype=T.numpy_dtype(type_)).reshape(-1)
+        if vals.size == 1 and type_._length_ != 1:
+            vals = np.full(type_._length_, vals[0])
+        return tup([const(v, T.scalar_of(type_)) for v in vals], type_)
+    if type_ is T.bool:
+        return Ex(ast.Constant(bool(value)), type_)
+    v = T.numpy_dtype(type_).type(value)
+    if T.is_float(type_):
+        f = float(v)
+        if math.isnan(f) or math.isinf(f):
+            arg = ast.Call(name("float"), [ast.Constant(repr(f))], [])
+        else:
+            arg = ast.Constant(f)
+    else:
+        arg = ast.Constant(int(v))
+    return Ex(ast.Call(name(type_.__name__), [arg], []), type_)
+
+
+def zero(type_):
+    return const(0, type_)
+
+
+def lift(x, scalar_type):
+    """Python numbers become typed constants of ``scalar_type``; ``Ex`` passes through."""
+    if isinstance(x, Ex):
+        return x
+    if isinstance(x, (int, float, bool, np.number)):
+        return const(x, scalar_type)
+    raise InternalError(f"cannot use {x!r} in a generated expression")
+
+
+def call(path, *args, type_=None):
+    """``path(*args)``, e.g. ``call("math.cos", x)``; result type defaults to the first arg's."""
+    nodes = [a.node for a in args]
+    return Ex(ast.Call(attr_path(path), nodes, []), type_ if type_ is not None else args[0].type)
+
+
+def mapc(fn, *args, type_=None):
+    """Apply scalar ``fn`` per component when args are composite (scalar args broadcast)."""
+    comp_t = next((a.type for a in args if T.is_composite(a.type)), None)
+    if comp_t is None:
+        return fn(*args)
+    args = [a.atom() for a in args]
+    items = [fn(*[a.comp(i) if T.is_composite(a.type) else a for a in args])
+             for i in range(comp_t._length_)]
+    out_t = type_ or comp_t
+    if items and T.scalar_of(out_t) is not items[0].type and type_ is None:
+        out_t = T.vector(comp_t._length_, items[0].type) if T.is_vector(comp_t) else out_t
+    return tup(items, out_t)
+
+
+def cast(x, type_):
+    """Convert scalar ``x`` to scalar ``type_`` (``float32(x)``)."""
+    if x.type is type_:
+        return x
+    return Ex(ast.Call(name(type_.__name__), [x.node], []), type_)
+
+
+def select(c, a, b):
+    """``a if c else b`` (both evaluated; they are names or constants)."""
+    return Ex(ast.IfExp(c.node, a.node, b.node), a.type)
+
+
+def total(items):
+    """Sum of a list of scalar Ex as one left-folded expression."""
+    acc = items[0]
+    for it in items[1:]:
+        acc = Ex(ast.BinOp(acc.node, ast.Add(), it.node), acc.type)
+    return acc
+
+
+def dot(a, b):
+    a, b = a.atom(), b.atom()
+    return total([Ex(ast.BinOp(x.node, ast.Mult(), y.node), x.type)
+                  for x, y in zip(a.items(), b.items())])

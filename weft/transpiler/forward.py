@@ -1,0 +1,121 @@
+"""Pass ``forward``: IR -> Python statements computing the primal values.
+
+Invariant: the statements assign every IR variable by its IR name, with the semantics of the
+user's source. The adjoint generator reuses this class with ``replay=True``: array stores and
+atomics are then skipped (their values are not needed to run backwards) and each array view
+also gets the matching view of the adjoint array.
+"""
+from __future__ import annotations
+
+import ast
+
+from .. import types as T
+from . import ir
+from .codegen import Gen, assign, is_none, not_none, tag
+from .exprs import name
+
+
+class Forward(Gen):
+    def __init__(self, fir, names, replay=False, shadow="adj"):
+        super().__init__(fir, names)
+        self.replay = replay
+        self.shadow = shadow  # prefix of the shadow arrays that views must follow
+
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, s):
+        return getattr(self, "s_" + type(s).__name__)(s)
+
+    # --------------------------------------------------------------------------------- assign
+    def s_Assign(self, s):
+        e = s.expr
+        if isinstance(e, ir.Copy):
+            return [assign(s.dst.name, self.ex(e.src).node, s.loc)]
+        if isinstance(e, ir.Prim):
+            args = [self.ex(a) for a in e.args]
+            stmts, result = self.build(lambda: e.builtin.primal(*args, **e.attrs), s.loc)
+            return stmts + [assign(s.dst.name, result.node, s.loc)]
+        if isinstance(e, ir.Load):
+            return self.load(s)
+        if isinstance(e, ir.Call):
+            call = ast.Call(name(e.func.name), [self.ex(a).node for a in e.args], [])
+            if e.func.ret_type is None:
+                st = ast.Expr(call)
+                st._weft_loc = s.loc
+                return [st]
+            return [assign(s.dst.name, call, s.loc)]
+        raise TypeError(e)
+
+    def load(self, s):
+        e = s.expr
+        idx = self.idx_nodes(e.index)
+        arr = e.array.name
+        if isinstance(s.dst.type, T.ArrayType):  # a view
+            sl = idx[0] if len(idx) == 1 else ast.Tuple(idx, ast.Load())
+            out = [assign(s.dst.name, ast.Subscript(name(arr), sl, ast.Load()), s.loc)]
+            if self.replay or self.shadow == "tan":
+                out.append(self.shadow_view(s.dst.name, arr, sl, s.loc))
+            return out
+        return [assign(s.dst.name, self.load_element(arr, idx, e.array.type.dtype).node, s.loc)]
+
+    def shadow_view(self, dst, arr, sl, loc):
+        p = self.shadow
+        st = ast.If(not_none(f"{p}_{arr}"),
+                    [assign(f"{p}_{dst}", ast.Subscript(name(f"{p}_{arr}"), sl, ast.Load()))],
+                    [assign(f"{p}_{dst}", ast.Constant(None))])
+        return tag([st], loc)[0]
+
+    # --------------------------------------------------------------------------------- arrays
+    def s_Store(self, s):
+        if self.replay:
+            return []
+        return self.store_element(s.array.name, self.idx_nodes(s.index), self.ex(s.value), s.loc)
+
+    def s_AtomicRMW(self, s):
+        idx = self.idx_nodes(s.index)
+        if self.replay:
+            if s.dst is None:
+                return []
+            # the old value is not recorded: re-read the element (exact only when no other
+            # thread updated it meanwhile)
+            return [assign(s.dst.name, self.load_element(s.array.name, idx,
+                                                         s.array.type.dtype).node, s.loc)]
+        return self.atomic_element(s.op, s.array.name, idx, self.ex(s.value), s.loc,
+                                   dst=s.dst.name if s.dst is not None else None)
+
+    # --------------------------------------------------------------------------------- control
+    def s_If(self, s):
+        st = ast.If(self.ex(s.cond).node, self.block(s.body) or [ast.Pass()],
+                    self.block(s.orelse))
+        st._weft_loc = s.loc
+        return [st]
+
+    def s_Return(self, s):
+        st = ast.Return(self.ex(s.value).node if s.value is not None else None)
+        st._weft_loc = s.loc
+        return [st]
+
+    def loop_tail(self, s):
+        tail = [assign(h.name, name(e.name), s.loc) for h, e in s.carried]
+        if s.brk is not None:
+            br = ast.If(name(s.brk.name), [ast.Break()], [])
+            br._weft_loc = s.loc
+            tail.append(br)
+        return tail
+
+    def loop_header(self, s, body):
+        if s.kind == "for":
+            rng = ast.Call(name("range"), [self.ex(s.start).node, self.ex(s.stop).node,
+                                           self.ex(s.step).node], [])
+            st = ast.For(ast.Name(s.var.name, ast.Store()), rng, body, [])
+        else:
+            st = ast.While(ast.Constant(True), body, [])
+        st._weft_loc = s.loc
+        return st
+
+    def s_Loop(self, s):
+        return [self.loop_header(s, self.block(s.body) + self.loop_tail(s))]

@@ -1,0 +1,398 @@
+"""Pass ``lower``: Python AST of a kernel or func -> typed, structured IR (see :mod:`.ir`).
+
+Invariant guaranteed: the IR satisfies the invariants stated in :mod:`.ir`; every operand has
+a weft type; every type error in the source has been reported as a located ``KernelError``.
+
+Statements are handled here; expressions and calls in :mod:`.lower_expr`.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from .. import types as T
+from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from . import ir
+from .lower_expr import ExprLowerer
+from .source import error
+
+
+@dataclass
+class Exit:
+    """A way out of a block: ``fall`` (falls through), ``break``, ``continue`` or ``return``."""
+
+    kind: str
+    env: dict
+    block: list
+    value: object = None
+    node: object = None
+
+
+def assigned_names(stmts):
+    """Names a statement list (re)binds, in order of appearance, loop variables excluded."""
+    out = []
+
+    def add(target):
+        if isinstance(target, ast.Name):
+            if target.id not in out:
+                out.append(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                add(t)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            add(target.value)  # component assignment rebinds a local value
+
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    add(t)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                add(node.target)
+            elif isinstance(node, ast.For):
+                add(node.target)
+    return out
+
+
+def may_exit(stmts, loop_level=True):
+    """True if ``stmts`` can leave the enclosing block early (break/continue/return)."""
+    for s in stmts:
+        if isinstance(s, ast.Return):
+            return True
+        if loop_level and isinstance(s, (ast.Break, ast.Continue)):
+            return True
+        if isinstance(s, ast.If) and (may_exit(s.body, loop_level) or may_exit(s.orelse, loop_level)):
+            return True
+        if isinstance(s, (ast.For, ast.While)) and may_exit(s.body, loop_level=False):
+            return True
+    return False
+
+
+class Lowerer(ExprLowerer):
+    """Lowers one kernel or func body. See the module docstring."""
+
+    def lower_function(self, params):
+        """Lower the body with ``params`` (list of (name, type)) already bound."""
+        for pname, ptype in params:
+            v = ir.Var(pname, ptype)
+            self.versions[pname] = 0
+            self.env[pname] = v
+            self.params.append(v)
+        body = list(self.src.tree.body)
+        exits = self.lower_block(body)
+        self.finish_function(exits)
+        return self.block
+
+    def finish_function(self, exits):
+        rets = [e for e in exits if e.kind == "return" and e.value is not None]
+        for e in exits:
+            if e.kind in ("break", "continue"):
+                raise error(self.src, e.node, f"'{e.kind}' outside a loop", KernelSyntaxError)
+        if not rets:
+            if self.kind == "func":
+                self.ret_type = None
+            return
+        if self.kind == "kernel":
+            raise error(self.src, rets[0].node, "kernels cannot return a value", KernelSyntaxError)
+        missing = [e for e in exits if e.value is None]
+        if missing:
+            raise error(self.src, missing[0].node or self.src.tree,
+                        "this func returns a value on some paths but not on all of them",
+                        KernelSyntaxError)
+        rtype = rets[0].value.type
+        for e in rets[1:]:
+            if e.value.type != rtype:
+                raise error(self.src, e.node, f"returns {T.type_name(e.value.type)} here but "
+                            f"{T.type_name(rtype)} elsewhere", KernelTypeError)
+        self.ret_type = rtype
+        if len(rets) == 1:
+            self.block.append(ir.Return(rets[0].value, self.loc(rets[0].node)))
+            return
+        rv = self.new_temp(rtype, "ret")
+        for e in rets:
+            e.block.append(ir.Assign(rv, ir.Copy(e.value), self.loc(e.node)))
+        self.block.append(ir.Return(rv, self.loc(rets[0].node)))
+
+    # ------------------------------------------------------------------------------ blocks
+    def lower_block(self, stmts):
+        for i, s in enumerate(stmts):
+            if isinstance(s, (ast.Break, ast.Continue)):
+                return [Exit(type(s).__name__.lower(), dict(self.env), self.block, node=s)]
+            if isinstance(s, ast.Return):
+                value = None
+                if s.value is not None:
+                    value = self.lower_return_value(s.value)
+                return [Exit("return", dict(self.env), self.block, value, s)]
+            if isinstance(s, ast.If) and may_exit(s.body + s.orelse):
+                return self.lower_if_tail(s, stmts[i + 1:])
+            self.lower_stmt(s)
+        return [Exit("fall", dict(self.env), self.block)]
+
+    def in_block(self, env):
+        """Context: lower into a fresh statement list starting from ``env``."""
+        outer = self
+
+        class _Ctx:
+            def __enter__(self):
+                self.saved = (outer.block, outer.env)
+                outer.block, outer.env = [], dict(env)
+                return outer.block
+
+            def __exit__(self, *exc):
+                outer.block, outer.env = self.saved
+                return False
+
+        return _Ctx()
+
+    def lower_if_tail(self, s, rest):
+        """An ``if`` with an early exit: the statements after it move into its branches."""
+        cond = self.lower_condition(s.test)
+        env0 = dict(self.env)
+        with self.in_block(env0) as body:
+            exits = self.lower_block(list(s.body) + list(rest))
+        with self.in_block(env0) as orelse:
+            exits += self.lower_block(list(s.orelse) + list(rest))
+        self.block.append(ir.If(cond, body, orelse, self.loc(s)))
+        return exits
+
+    def merge(self, exits, node):
+        """Join fall-through exits: variables that differ get a merged version."""
+        envs = [e.env for e in exits]
+        merged = {}
+        for name in envs[0]:
+            if not all(name in env for env in envs):
+                continue
+            vs = [env[name] for env in envs]
+            if all(v is vs[0] for v in vs):
+                merged[name] = vs[0]
+                continue
+            if any(v.type != vs[0].type for v in vs) or isinstance(vs[0].type, T.ArrayType):
+                raise error(self.src, node, f"variable '{name}' has different types on the "
+                            "branches of this statement", KernelTypeError)
+            m = self.new_version(name, vs[0].type)
+            for e, v in zip(exits, vs):
+                e.block.append(ir.Assign(m, ir.Copy(v), self.loc(node)))
+            merged[name] = m
+        return merged
+
+    # ------------------------------------------------------------------------------ statements
+    def lower_stmt(self, s):
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            raise error(self.src, s, f"'{type(s).__name__}' statements are not supported in "
+                        "kernels", KernelSyntaxError)
+        method(s)
+
+    def stmt_Pass(self, s):
+        pass
+
+    def stmt_Expr(self, s):
+        if isinstance(s.value, ast.Constant):
+            return  # docstring or bare constant
+        self.lower_expr(s.value, allow_void=True)
+
+    def stmt_If(self, s):
+        cond = self.lower_condition(s.test)
+        env0 = dict(self.env)
+        with self.in_block(env0) as body:
+            (e1,) = self.lower_block(s.body)
+        with self.in_block(env0) as orelse:
+            (e2,) = self.lower_block(s.orelse)
+        self.block.append(ir.If(cond, body, orelse, self.loc(s)))
+        self.env = self.merge([e1, e2], s)
+
+    def stmt_Assign(self, s):
+        if isinstance(s.value, ast.Call) and self.is_tid_call(s.value):
+            if len(s.targets) != 1:
+                raise error(self.src, s, "assign wp.tid() to one target", KernelSyntaxError)
+            return self.assign_tid(s.targets[0], s.value)
+        if (len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)
+                and isinstance(s.value, ast.Tuple)):
+            # a, b = b, a: evaluate every value before binding any name
+            tgt = s.targets[0]
+            if len(tgt.elts) != len(s.value.elts):
+                raise error(self.src, s, f"cannot unpack {len(s.value.elts)} values into "
+                            f"{len(tgt.elts)} names", KernelSyntaxError)
+            values = [self.lower_expr(v) for v in s.value.elts]
+            for t, v in zip(tgt.elts, values):
+                self.assign(t, v, s)
+            return
+        value = self.lower_expr(s.value)
+        for t in s.targets:
+            self.assign(t, value, s)
+
+    def stmt_AnnAssign(self, s):
+        if s.value is None:
+            raise error(self.src, s, "a declaration needs a value", KernelSyntaxError)
+        value = self.lower_expr(s.value)
+        want = self.annotation_type(s.annotation)
+        if want is not None and value.type != want:
+            value = self.adapt_literal(value, want)
+            if value.type != want:
+                raise error(self.src, s.value, f"value of type {T.type_name(value.type)} does "
+                            f"not match the annotation {T.type_name(want)}", KernelTypeError)
+        self.assign(s.target, value, s)
+
+    def stmt_AugAssign(self, s):
+        op_name = self.BINOPS.get(type(s.op))
+        t = s.target
+        if isinstance(t, ast.Subscript) and self.is_array_expr(t.value):
+            arr, idx = self.lower_array_index(t)
+            value = self.lower_expr(s.value)
+            if isinstance(s.op, (ast.Add, ast.Sub)):
+                value = self.coerce_store(arr, value, s.value)
+                op = "add" if isinstance(s.op, ast.Add) else "sub"
+                self.block.append(ir.AtomicRMW(op, arr, idx, value, None, self.loc(s)))
+                return
+            old = self.emit(ir.Load(arr, idx), arr.type.dtype, s)
+            new = self.apply_builtin(op_name, [old, value], s)
+            self.block.append(ir.Store(arr, idx, new, self.loc(s)))
+            return
+        current = self.lower_expr(t)
+        value = self.lower_expr(s.value)
+        new = self.apply_builtin(op_name, [current, value], s)
+        self.assign(t, new, s)
+
+    def stmt_For(self, s):
+        if s.orelse:
+            raise error(self.src, s, "'for ... else' is not supported", KernelSyntaxError)
+        it = s.iter
+        if not (isinstance(it, ast.Call) and self.resolve_global(it.func) is range):
+            raise error(self.src, it, "kernels can only loop over range(...)", KernelSyntaxError)
+        if not isinstance(s.target, ast.Name):
+            raise error(self.src, s.target, "the loop variable must be a single name",
+                        KernelSyntaxError)
+        args = [self.lower_expr(a) for a in it.args]
+        if not 1 <= len(args) <= 3 or it.keywords:
+            raise error(self.src, it, "range() takes 1 to 3 integer arguments", KernelTypeError)
+        args = [self.adapt_literal(a, T.int32) for a in args]
+        for a, node in zip(args, it.args):
+            if not T.is_int(a.type):
+                raise error(self.src, node, f"range() needs integers, got {T.type_name(a.type)}",
+                            KernelTypeError)
+        if len(args) == 1:
+            args = [ir.Const(0, T.int32)] + args
+        if len(args) == 2:
+            args.append(ir.Const(1, T.int32))
+        start, stop, step = args
+        if isinstance(step, ir.Const) and step.value == 0:
+            raise error(self.src, it, "range() step must not be zero", KernelTypeError)
+        loopvar = self.new_version(s.target.id, T.int32)
+        self.lower_loop("for", s, list(s.body), loopvar, start, stop, step, exclude=s.target.id)
+
+    def stmt_While(self, s):
+        if s.orelse:
+            raise error(self.src, s, "'while ... else' is not supported", KernelSyntaxError)
+        stop = ast.If(test=ast.UnaryOp(ast.Not(), s.test), body=[ast.Break()], orelse=[])
+        ast.copy_location(stop, s.test)
+        ast.copy_location(stop.test, s.test)
+        ast.copy_location(stop.body[0], s.test)
+        self.lower_loop("while", s, [stop] + list(s.body), None, None, None, None, exclude=None)
+
+    def lower_loop(self, kind, s, body_stmts, loopvar, start, stop, step, exclude):
+        carried_names = [n for n in assigned_names(body_stmts) if n in self.env and n != exclude]
+        env_after = dict(self.env)
+        headers = {}
+        for n in carried_names:
+            pre = self.env[n]
+            if isinstance(pre.type, T.ArrayType):
+                raise error(self.src, s, f"array variable '{n}' cannot be reassigned in a loop",
+                            KernelTypeError)
+            h = self.new_version(n, pre.type)
+            self.block.append(ir.Assign(h, ir.Copy(pre), self.loc(s)))
+            headers[n] = h
+        env_body = dict(self.env)
+        env_body.update(headers)
+        if loopvar is not None:
+            env_body[exclude] = loopvar
+        with self.in_block(env_body) as body:
+            exits = self.lower_block(body_stmts)
+        ends = {n: self.new_version(n, headers[n].type) for n in carried_names}
+        brk = None
+        if any(e.kind == "break" for e in exits):
+            brk = self.new_temp(T.bool, "brk")
+        for e in exits:
+            if e.kind == "return":
+                raise error(self.src, e.node, "'return' inside a loop is not supported yet; "
+                            "break out of the loop and return after it", KernelSyntaxError)
+            for n in carried_names:
+                v = e.env.get(n)
+                if v is None:
+                    raise error(self.src, s, f"variable '{n}' is not defined on every path "
+                                "through this loop", KernelNameError)
+                if v.type != headers[n].type:
+                    raise error(self.src, s, f"variable '{n}' changes type inside this loop",
+                                KernelTypeError)
+                e.block.append(ir.Assign(ends[n], ir.Copy(v), self.loc(e.node or s)))
+            if brk is not None:
+                e.block.append(ir.Assign(brk, ir.Copy(ir.Const(e.kind == "break", T.bool)),
+                                         self.loc(e.node or s)))
+        carried = [(headers[n], ends[n]) for n in carried_names]
+        self.block.append(ir.Loop(kind, loopvar, start, stop, step, body, carried, brk,
+                                  self.loc(s)))
+        env_after.update(headers)
+        self.env = env_after
+        self.loop_names_defined_inside.update(
+            n for n in assigned_names(body_stmts) if n not in env_after)
+
+    # ------------------------------------------------------------------------------ assignment
+    def assign(self, target, value, stmt):
+        if isinstance(target, ast.Name):
+            return self.bind(target.id, value, target)
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value.type, T.TupleType):
+                raise error(self.src, target, f"cannot unpack a value of type "
+                            f"{T.type_name(value.type)}", KernelTypeError)
+            if len(value.type.types) != len(target.elts):
+                raise error(self.src, target, f"cannot unpack {len(value.type.types)} values "
+                            f"into {len(target.elts)} names", KernelTypeError)
+            for i, t in enumerate(target.elts):
+                item = self.apply_builtin("tuple_get", [value], stmt, attrs={"index": i})
+                self.assign(t, item, stmt)
+            return
+        if isinstance(target, ast.Subscript):
+            if self.is_array_expr(target.value):
+                arr, idx = self.lower_array_index(target)
+                if len(idx) != arr.type.ndim:
+                    raise error(self.src, target, f"assignment to an array needs {arr.type.ndim}"
+                                f" indices, got {len(idx)}", KernelTypeError)
+                value = self.coerce_store(arr, value, stmt)
+                self.block.append(ir.Store(arr, idx, value, self.loc(stmt)))
+                return
+            base = target.value
+            idx = self.lower_indices(target.slice)
+            current = self.lower_expr(base)
+            new = self.apply_builtin("insert", [current] + idx + [value], stmt)
+            return self.assign(base, new, stmt)
+        if isinstance(target, ast.Attribute):
+            current = self.lower_expr(target.value)
+            index = self.component_index(current.type, target.attr, target)
+            new = self.apply_builtin("insert", [current, ir.Const(index, T.int32), value], stmt)
+            return self.assign(target.value, new, stmt)
+        raise error(self.src, target, "cannot assign to this expression", KernelSyntaxError)
+
+    def bind(self, name, value, node):
+        old = self.env.get(name)
+        if old is not None and old.type != value.type:
+            value = self.adapt_literal(value, old.type)
+            if old.type != value.type:
+                raise error(self.src, node, f"cannot assign a value of type "
+                            f"{T.type_name(value.type)} to '{name}' of type "
+                            f"{T.type_name(old.type)}", KernelTypeError)
+        if isinstance(value, ir.Const) and value.literal and T.is_scalar(value.type):
+            value = ir.Const(value.value, value.type)  # a named literal has its type fixed
+        if self.is_fresh_temp(value):
+            value.name = self.version_name(name)
+            self.env[name] = value
+            return
+        v = self.new_version(name, value.type)
+        self.block.append(ir.Assign(v, ir.Copy(value), self.loc(node)))
+        self.env[name] = v
+
+    def coerce_store(self, arr, value, node):
+        want = arr.type.dtype
+        value = self.adapt_literal(value, want)
+        if value.type != want:
+            raise error(self.src, node, f"cannot store a value of type {T.type_name(value.type)}"
+                        f" into an array of {T.type_name(want)}", KernelTypeError)
+        return value

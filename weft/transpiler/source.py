@@ -1,0 +1,38 @@
+"""Getting a kernel or func's source: parse it and remember where it came from."""
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+
+from ..errors import KernelError
+from .state import Source
+
+
+def parse(pyfunc):
+    """Parse ``pyfunc``'s source into a :class:`Source` whose line numbers match the file."""
+    try:
+        filename = inspect.getsourcefile(pyfunc) or inspect.getfile(pyfunc)
+        lines, first = inspect.getsourcelines(pyfunc)
+    except (OSError, TypeError) as exc:
+        raise KernelError(f"cannot read the source of {pyfunc.__qualname__}: {exc}") from None
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
+    tree = ast.parse(dedented)
+    ast.increment_lineno(tree, first - 1)
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise KernelError(f"{pyfunc.__qualname__} is not a plain function definition")
+    file_lines = linecache.getlines(filename) or lines
+    return Source(pyfunc, filename, fdef.lineno, indent, file_lines, fdef)
+
+
+def error(src: Source, node, message, cls=KernelError, kind=None):
+    """Build a located error for ``node`` of ``src``."""
+    lineno = getattr(node, "lineno", src.first_line)
+    col = getattr(node, "col_offset", 0) + src.col_offset
+    line = src.lines[lineno - 1] if 0 < lineno <= len(src.lines) else None
+    kind = kind or ("kernel" if getattr(src.pyfunc, "_weft_kind", "kernel") == "kernel" else "func")
+    return cls(message, src.filename, lineno, col, line, src.pyfunc.__name__, kind)

@@ -1,0 +1,143 @@
+"""Pass ``specialize``: lowers a kernel and every func it calls, each func once per argument
+types. Invariant: ``state.funcs`` lists each reachable FuncIR once, callees before callers."""
+from __future__ import annotations
+
+import ast
+import typing
+
+from .. import types as T
+from ..errors import KernelSyntaxError, KernelTypeError
+from . import ir
+from .lower import Lowerer
+from .source import error
+
+
+class Specializer:
+    def __init__(self):
+        self.cache = {}
+        self.active = set()
+        self.order = []
+
+    # -------------------------------------------------------------------------- annotations
+    @staticmethod
+    def as_arg_type(value, fail):
+        """Type of a parameter from its annotation object; None means generic."""
+        if value is typing.Any:
+            return None
+        if isinstance(value, T.ArrayType):
+            return value
+        at = getattr(value, "_weft_array_type_", None)
+        if at is not None:
+            return at
+        if getattr(value, "_wp_struct_", None) is not None:
+            return value
+        try:
+            return T.as_value_type(value)
+        except TypeError:
+            raise fail(f"'{getattr(value, '__name__', value)}' is not a kernel type") from None
+
+    def param_types(self, src, generic_ok):
+        out = []
+        for a in src.tree.args.args:
+            if a.annotation is None:
+                if not generic_ok:
+                    raise error(src, a, f"kernel parameter '{a.arg}' needs a type annotation",
+                                KernelTypeError)
+                out.append((a.arg, None, a))
+                continue
+            value = src.pyfunc.__annotations__.get(a.arg)
+            if isinstance(value, str):
+                lw = Lowerer(src, "func", self)
+                try:
+                    value = eval(value, lw.globals)  # noqa: S307 - the user's own annotation
+                except Exception as exc:  # noqa: BLE001
+                    raise error(src, a.annotation, f"cannot evaluate annotation: {exc}",
+                                KernelTypeError) from None
+            out.append((a.arg, self.as_arg_type(value, lambda m: error(src, a.annotation, m,
+                                                                          KernelTypeError)), a))
+        if src.tree.args.vararg or src.tree.args.kwarg or src.tree.args.kwonlyargs:
+            raise error(src, src.tree, "*args, **kwargs and keyword-only parameters are not "
+                        "supported", KernelSyntaxError)
+        return out
+
+    # -------------------------------------------------------------------------- entry points
+    def lower_kernel(self, kernel):
+        src = kernel.parsed()
+        params = self.param_types(src, generic_ok=False)
+        lw = Lowerer(src, "kernel", self)
+        body = lw.lower_function([(n, t) for n, t, _ in params])
+        fir = self._finish(lw, kernel.key, "kernel", body, src)
+        return fir
+
+    def specialize(self, func, args, node, caller):
+        src = func.parsed()
+        params = self.param_types(src, generic_ok=True)
+        if len(args) != len(params):
+            raise caller.fail(node, f"{func.__name__}() takes {len(params)} arguments, "
+                              f"got {len(args)}", KernelTypeError)
+        bound = []
+        for (pname, ptype, pnode), a in zip(params, args):
+            if ptype is None:
+                t = a.type
+                if isinstance(a, ir.Const) and a.literal:
+                    t = a.type
+            else:
+                t = ptype
+                a2 = caller.adapt_literal(a, ptype)
+                if a2.type != ptype:
+                    raise caller.fail(node, f"argument '{pname}' of {func.__name__}() has type "
+                                      f"{T.type_name(ptype)}, got {T.type_name(a.type)}",
+                                      KernelTypeError)
+            bound.append((pname, t))
+        key = (func, tuple(t for _, t in bound))
+        fir = self.cache.get(key)
+        if fir is not None:
+            return fir
+        if key in self.active:
+            raise caller.fail(node, f"recursive call of {func.__name__}() is not supported",
+                              KernelSyntaxError)
+        self.active.add(key)
+        try:
+            lw = Lowerer(src, "func", self)
+            body = lw.lower_function(bound)
+            name = func.__name__
+            if any(t is None for _, t, _ in params):
+                name += "__" + "_".join(_mangle(t) for _, t in bound)
+            fir = self._finish(lw, name, "func", body, src)
+        finally:
+            self.active.discard(key)
+        fir.custom = {k: v for k, v in getattr(func, "_weft_custom", {}).items()}
+        self.cache[key] = fir
+        return fir
+
+    def _finish(self, lw, name, kind, body, src):
+        from .state import FuncIR
+        fir = FuncIR(name=name, kind=kind, params=lw.params, body=body, ret_type=lw.ret_type,
+                     callees=lw.callees, tid_dims=lw.tid_dims, source=src)
+        fir.tid_vars = lw.tid_vars
+        self.order.append(fir)
+        return fir
+
+
+def _mangle(t):
+    if isinstance(t, T.ArrayType):
+        return f"arr{t.ndim}{_mangle(t.dtype)}"
+    if isinstance(t, T.TupleType):
+        return "tup" + "".join(_mangle(x) for x in t.types)
+    return T.type_name(t)
+
+
+def run(state):
+    """Lower every root kernel of ``state`` (and, through them, their funcs)."""
+    sp = Specializer()
+    for k in state.roots:
+        sp.lower_kernel(k)
+    names = {}
+    for fir in sp.order:
+        base = fir.name
+        n = names.get(base, 0)
+        names[base] = n + 1
+        if n:
+            fir.name = f"{base}_{n}"
+    state.funcs = sp.order
+    return state

@@ -1,0 +1,146 @@
+"""Pass ``tangent``: IR -> Python statements computing primal values and their tangents.
+
+Invariant: after each statement, ``tan_<name>`` holds the directional derivative of every
+differentiable variable ``<name>`` along the input tangents (forward mode, JVP). Adjoint-free:
+loops need no stacks, the tangent simply runs alongside the primal.
+"""
+from __future__ import annotations
+
+import ast
+
+from .. import types as T
+from . import ir
+from .codegen import assign, not_none, zero_node
+from .exprs import Ex, name, zero
+from .forward import Forward
+
+
+def diff(v):
+    return not isinstance(v.type, T.ArrayType) and T.is_differentiable(v.type)
+
+
+def tan(v):
+    return f"tan_{v.name}"
+
+
+class Tangent(Forward):
+    def __init__(self, fir, names):
+        super().__init__(fir, names, replay=False, shadow="tan")
+
+    def tex(self, o):
+        """Tangent of an operand as an Ex (zero for constants); None when not differentiable."""
+        if not diff(o):
+            return None
+        if isinstance(o, ir.Const):
+            return zero(o.type)
+        return Ex(name(tan(o)), o.type)
+
+    def s_Assign(self, s):
+        out = super().s_Assign(s)
+        e = s.expr
+        d = s.dst
+        if isinstance(e, ir.Call) and e.func.ret_type is None:
+            return self.call_jvp(s, void=True)
+        if isinstance(d.type, T.ArrayType) or not diff(d):
+            return out
+        if isinstance(e, ir.Copy):
+            return out + [assign(tan(d), self.tex(e.src).node, s.loc)]
+        if isinstance(e, ir.Prim):
+            b = e.builtin
+            t = None
+            if b.differentiable and any(diff(a) for a in e.args):
+                args = [self.ex(a) for a in e.args]
+                tans = [self.tex(a) for a in e.args]
+                ret = Ex(name(d.name), d.type)
+                stmts, t = self.build(lambda: b.tangent(*args, *tans, ret=ret, **e.attrs), s.loc)
+                out += stmts
+            return out + [assign(tan(d), t.node if t is not None else zero_node(d.type), s.loc)]
+        if isinstance(e, ir.Load):
+            arr = e.array.name
+            load = self.load_element(f"tan_{arr}", self.idx_nodes(e.index), d.type)
+            st = ast.If(not_none(f"tan_{arr}"), [assign(tan(d), load.node, s.loc)],
+                        [assign(tan(d), zero_node(d.type), s.loc)])
+            st._weft_loc = s.loc
+            return out + [st]
+        if isinstance(e, ir.Call):
+            return self.call_jvp(s, void=False)
+        raise TypeError(e)
+
+    def call_jvp(self, s, void):
+        f = s.expr.func
+        args = [self.ex(a).node for a in s.expr.args]
+        for p, a in zip(f.params, s.expr.args):
+            if isinstance(p.type, T.ArrayType):
+                if T.is_differentiable(p.type):
+                    args.append(name(f"tan_{a.name}"))
+            elif diff(p):
+                args.append(self.tex(a).node)
+        call = ast.Call(name(f"{f.name}__jvp"), args, [])
+        if void:
+            st = ast.Expr(call)
+            st._weft_loc = s.loc
+            return [st]
+        if not diff(s.dst):
+            return [assign(s.dst.name, ast.Subscript(call, ast.Constant(0), ast.Load()), s.loc)]
+        target = ast.Tuple([ast.Name(s.dst.name, ast.Store()), ast.Name(tan(s.dst), ast.Store())],
+                           ast.Store())
+        return [assign(target, call, s.loc)]
+
+    def s_Store(self, s):
+        out = super().s_Store(s)
+        if not T.is_differentiable(s.array.type):
+            return out
+        arr = f"tan_{s.array.name}"
+        body = self.store_element(arr, self.idx_nodes(s.index), self.tex(s.value), s.loc)
+        st = ast.If(not_none(arr), body, [])
+        st._weft_loc = s.loc
+        return out + [st]
+
+    def s_AtomicRMW(self, s):
+        out = super().s_AtomicRMW(s)
+        if not T.is_differentiable(s.array.type):
+            return out
+        arr = f"tan_{s.array.name}"
+        idx = self.idx_nodes(s.index)
+        if s.op in ("add", "sub"):
+            body = self.atomic_element(s.op, arr, idx, self.tex(s.value), s.loc)
+        else:  # min/max: the tangent of the value that ended up in the array
+            cur = self.load_element(s.array.name, idx, s.array.type.dtype)
+            cond = ast.Compare(cur.node, [ast.Eq()], [self.ex(s.value).node])
+            body = [ast.If(cond, self.store_element(arr, idx, self.tex(s.value), s.loc), [])]
+        st = ast.If(not_none(arr), body, [])
+        st._weft_loc = s.loc
+        if s.dst is not None and diff(s.dst):
+            out.append(assign(tan(s.dst), zero_node(s.dst.type), s.loc))
+        return out + [st]
+
+    def s_Return(self, s):
+        v = s.value
+        if v is None:
+            return super().s_Return(s)
+        t = self.tex(v)
+        value = ast.Tuple([self.ex(v).node, t.node if t is not None else ast.Constant(0)],
+                          ast.Load())
+        st = ast.Return(value)
+        st._weft_loc = s.loc
+        return [st]
+
+    def loop_tail(self, s):
+        tail = [assign(tan(h), name(tan(e)), s.loc) for h, e in s.carried if diff(h)]
+        return tail + super().loop_tail(s)
+
+    def s_Loop(self, s):
+        pre = []
+        return pre + super().s_Loop(s)
+
+
+def func_params(fir):
+    """Parameter names of ``<func>__jvp``: params, then tangents of differentiable params."""
+    names = [p.name for p in fir.params]
+    for p in fir.params:
+        if isinstance(p.type, T.ArrayType):
+            if T.is_differentiable(p.type):
+                names.append(f"tan_{p.name}")
+        elif diff(p):
+            names.append(tan(p))
+    return names

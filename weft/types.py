@@ -1,0 +1,262 @@
+"""Value types of the kernel language: scalars, vectors, matrices, quaternions, transforms.
+
+Types are Python classes, as in Warp, so that ``dtype=wp.vec3`` and annotations such as
+``x: wp.float32`` work. At Python scope calling a type builds a value: a scalar type returns a
+numpy scalar, a vector or matrix type returns a small numpy array subclass::
+
+    >>> import weft as wp
+    >>> wp.vec3(1.0, 2.0, 3.0) * 2.0
+    vec3f([2., 4., 6.], dtype=float32)
+
+Inside generated code vectors and matrices are flat tuples of scalars (row-major for matrices);
+that representation lives in the transpiler, not here.
+"""
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+
+import numpy as np
+
+# ---------------------------------------------------------------------------------------------
+# scalars
+
+
+class Scalar:
+    """Base class of scalar types. ``float32(1.5)`` returns ``numpy.float32(1.5)``."""
+
+    _np_ = None
+    _kind_ = None  # "float", "int", "uint" or "bool"
+
+    def __new__(cls, value=0):
+        return cls._np_(value)
+
+
+def _scalar(name, np_type, kind):
+    return type(name, (Scalar,), {"_np_": np_type, "_kind_": kind, "__module__": __name__})
+
+
+bool = _scalar("bool", np.bool_, "bool")  # noqa: A001 - Warp's name
+int8 = _scalar("int8", np.int8, "int")
+uint8 = _scalar("uint8", np.uint8, "uint")
+int16 = _scalar("int16", np.int16, "int")
+uint16 = _scalar("uint16", np.uint16, "uint")
+int32 = _scalar("int32", np.int32, "int")
+uint32 = _scalar("uint32", np.uint32, "uint")
+int64 = _scalar("int64", np.int64, "int")
+uint64 = _scalar("uint64", np.uint64, "uint")
+float16 = _scalar("float16", np.float16, "float")
+float32 = _scalar("float32", np.float32, "float")
+float64 = _scalar("float64", np.float64, "float")
+
+scalar_types = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64,
+                float16, float32, float64)
+float_types = (float16, float32, float64)
+int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
+
+_BY_NUMPY = {np.dtype(t._np_): t for t in scalar_types}
+
+
+def is_scalar(t):
+    return isinstance(t, type) and issubclass(t, Scalar) and t is not Scalar
+
+
+def is_float(t):
+    """True for float scalars."""
+    return is_scalar(t) and t._kind_ == "float"
+
+
+def is_int(t):
+    return is_scalar(t) and t._kind_ in ("int", "uint")
+
+
+# ---------------------------------------------------------------------------------------------
+# vectors, matrices, quaternions, transforms
+
+
+class Composite(np.ndarray):
+    """Base of fixed-size value types. Instances are numpy arrays of the type's shape."""
+
+    _shape_ = ()
+    _length_ = 0
+    _wp_scalar_type_ = None
+    _wp_kind_ = None  # "vector", "matrix", "quaternion", "transformation"
+
+    def __new__(cls, *args, dtype=None):
+        dt = cls._wp_scalar_type_._np_
+        if len(args) == 0:
+            values = np.zeros(cls._length_, dtype=dt)
+        elif len(args) == 1 and np.ndim(args[0]) > 0:
+            values = np.asarray(args[0], dtype=dt).reshape(-1)
+        elif len(args) == 1:
+            values = np.full(cls._length_, args[0], dtype=dt)
+        else:
+            values = np.asarray([np.asarray(a, dtype=dt).reshape(-1) for a in args]).reshape(-1)
+        if values.size != cls._length_:
+            raise ValueError(f"{cls.__name__} takes {cls._length_} components, got {values.size}")
+        return values.reshape(cls._shape_).view(cls)
+
+    def __array_finalize__(self, obj):
+        pass
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), np.asarray(self).tolist()))
+
+
+def _rebuild(cls, values):
+    return cls(values)
+
+
+_COMPOSITES = {}
+_SUFFIX = {float16: "h", float32: "f", float64: "d", int8: "b", uint8: "ub", int16: "s",
+           uint16: "us", int32: "i", uint32: "ui", int64: "l", uint64: "ul", bool: "bool"}
+
+
+def _composite(kind, shape, dtype, base_name):
+    dtype = as_scalar_type(dtype)
+    key = (kind, shape, dtype)
+    cls = _COMPOSITES.get(key)
+    if cls is None:
+        length = 1
+        for s in shape:
+            length *= s
+        name = f"{base_name}{_SUFFIX[dtype]}"
+        cls = type(name, (Composite,), {"_shape_": shape, "_length_": length,
+                                         "_wp_scalar_type_": dtype, "_wp_kind_": kind,
+                                         "__module__": __name__})
+        _COMPOSITES[key] = cls
+    return cls
+
+
+def vector(length, dtype=float32):
+    """The vector type of ``length`` components of scalar ``dtype`` (``wp.types.vector``)."""
+    return _composite("vector", (int(length),), dtype, f"vec{int(length)}")
+
+
+def matrix(shape, dtype=float32):
+    """The row-major matrix type of ``shape=(rows, cols)`` (``wp.types.matrix``)."""
+    rows, cols = (int(s) for s in shape)
+    return _composite("matrix", (rows, cols), dtype, f"mat{rows}{cols}")
+
+
+def quaternion(dtype=float32):
+    """The quaternion type ``(x, y, z, w)`` of scalar ``dtype``."""
+    return _composite("quaternion", (4,), dtype, "quat")
+
+
+def transformation(dtype=float32):
+    """The rigid transform type ``(p.x, p.y, p.z, q.x, q.y, q.z, q.w)``."""
+    return _composite("transformation", (7,), dtype, "transform")
+
+
+def is_composite(t):
+    return isinstance(t, type) and issubclass(t, Composite) and t is not Composite
+
+
+def is_vector(t):
+    return is_composite(t) and t._wp_kind_ == "vector"
+
+
+def is_matrix(t):
+    return is_composite(t) and t._wp_kind_ == "matrix"
+
+
+# ---------------------------------------------------------------------------------------------
+# arrays (as types) and tuples
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """The type of an array argument: element ``dtype`` and number of dimensions."""
+
+    dtype: type
+    ndim: int = 1
+
+    def __str__(self):
+        return f"array(dtype={type_name(self.dtype)}, ndim={self.ndim})"
+
+
+@dataclass(frozen=True)
+class TupleType:
+    """The type of a tuple of values, such as a func returning several values."""
+
+    types: tuple
+
+    def __str__(self):
+        return "tuple(" + ", ".join(type_name(t) for t in self.types) + ")"
+
+
+class _Tid:
+    """Marker type of ``wp.tid()`` before it is unpacked."""
+
+
+def as_scalar_type(t):
+    """Map Python's ``float``/``int``/``bool`` and numpy dtypes to weft scalar types."""
+    if is_scalar(t):
+        return t
+    if t is builtins.float:
+        return float32
+    if t is builtins.int:
+        return int32
+    if t is builtins.bool:
+        return bool
+    try:
+        return _BY_NUMPY[np.dtype(t)]
+    except (TypeError, KeyError):
+        raise TypeError(f"{t!r} is not a scalar type") from None
+
+
+def as_value_type(t):
+    """Normalise a dtype given by a user to a weft value type (scalar or composite or struct)."""
+    if is_composite(t) or getattr(t, "_wp_struct_", None) is not None:
+        return t
+    return as_scalar_type(t)
+
+
+def type_name(t):
+    """A short readable name: ``float32``, ``vec3f``, ``array(dtype=vec3f, ndim=1)``."""
+    if isinstance(t, type):
+        return t.__name__
+    return str(t)
+
+
+def scalar_of(t):
+    """The scalar type of a scalar or composite type."""
+    if is_composite(t):
+        return t._wp_scalar_type_
+    return t
+
+
+def numpy_dtype(t):
+    return np.dtype(scalar_of(t)._np_)
+
+
+def element_shape(t):
+    """The trailing numpy shape one element of dtype ``t`` occupies in an array."""
+    return t._shape_ if is_composite(t) else ()
+
+
+def is_differentiable(t):
+    """True when values of type ``t`` carry gradients (they contain floats)."""
+    if isinstance(t, TupleType):
+        return any(is_differentiable(x) for x in t.types)
+    if isinstance(t, ArrayType):
+        return is_differentiable(t.dtype)
+    if getattr(t, "_wp_struct_", None) is not None:
+        return any(is_differentiable(f) for f in t._wp_struct_.fields.values())
+    return is_float(scalar_of(t))
+
+
+vec2h, vec3h, vec4h = (vector(n, float16) for n in (2, 3, 4))
+vec2f, vec3f, vec4f = (vector(n, float32) for n in (2, 3, 4))
+vec2d, vec3d, vec4d = (vector(n, float64) for n in (2, 3, 4))
+vec2i, vec3i, vec4i = (vector(n, int32) for n in (2, 3, 4))
+vec2, vec3, vec4 = vec2f, vec3f, vec4f
+mat22h, mat33h, mat44h = (matrix((n, n), float16) for n in (2, 3, 4))
+mat22f, mat33f, mat44f = (matrix((n, n), float32) for n in (2, 3, 4))
+mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
+mat22, mat33, mat44 = mat22f, mat33f, mat44f
+quath, quatf, quatd = (quaternion(t) for t in (float16, float32, float64))
+quat = quatf
+transformh, transformf, transformd = (transformation(t) for t in (float16, float32, float64))
+transform = transformf
