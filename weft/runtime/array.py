@@ -137,8 +137,7 @@ class array:
         return self._data if dtype is None else self._data.astype(dtype)
 
     def fill_(self, value):
-        self._data[...] = np.asarray(value, dtype=self._data.dtype).reshape(
-            T.element_shape(self.dtype) or ())
+        self._data[...] = np.asarray(value, dtype=self._data.dtype)
         return self
 
     def zero_(self):
@@ -170,9 +169,8 @@ class array:
                      requires_grad=self._requires_grad)
 
     def __getitem__(self, key):
+        """Indexing at Python scope: sub-arrays stay weft arrays, elements are numpy values."""
         view = self._data[key]
-        if np.ndim(view) < len(T.element_shape(self.dtype)) + (0 if not isinstance(view, np.ndarray) else 0):
-            return view
         if isinstance(view, np.ndarray) and view.ndim > len(T.element_shape(self.dtype)):
             return array(view, dtype=self.dtype, copy=False, device=self.device)
         return view

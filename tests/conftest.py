@@ -1,0 +1,15 @@
+"""Test session set-up: generated modules go to a private cache for the whole session.
+
+Each pytest-xdist worker shares the same folder (keyed by the parent's pid), so kernels
+compiled by one worker are reused by the others.
+"""
+import os
+import tempfile
+
+
+def pytest_configure(config):
+    if "WEFT_CACHE_DIR" not in os.environ:
+        tag = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
+        path = os.path.join(tempfile.gettempdir(), f"weft-test-cache-{tag}")
+        os.makedirs(path, exist_ok=True)
+        os.environ["WEFT_CACHE_DIR"] = path
