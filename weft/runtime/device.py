@@ -46,8 +46,8 @@ def is_cuda_available():
 
 def get_device(ident=None):
     """The device named ``ident`` (a Device, "cpu", "cuda", "cuda:0") or the current one."""
-    if ident is None:
-        return _current[-1]
+    if ident is None or ident is _CPU:
+        return _current[-1] if ident is None else _CPU
     if isinstance(ident, Device):
         return ident
     ident = str(ident)

@@ -75,7 +75,7 @@ class Kernel(_UserFunction):
         self.options = dict(options or {})
         self._module = None
         self._meta = None
-        self._launcher = None
+        self._entries = {}
 
     @property
     def module(self):
@@ -104,12 +104,17 @@ class Kernel(_UserFunction):
 
     @property
     def meta(self):
-        self.module
+        if self._meta is None:
+            self.module
         return self._meta
 
     def entry(self, kind):
-        suffix = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}[kind]
-        return getattr(self.module, f"{self.key}{suffix}")
+        """The generated njit function: ``"forward"``, ``"adjoint"`` or ``"tangent"``."""
+        fn = self._entries.get(kind)
+        if fn is None:
+            suffix = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}[kind]
+            fn = self._entries[kind] = getattr(self.module, f"{self.key}{suffix}")
+        return fn
 
 
 def _extract_function(src, fname):

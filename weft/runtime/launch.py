@@ -7,6 +7,7 @@ from .. import types as T
 from ..errors import LaunchError
 from . import device as D
 from .array import array
+from .tape import _stack as _tape_stack
 
 
 def _dims(dim):
@@ -72,12 +73,54 @@ def convert_arg(kernel, pname, ptype, value, device):
     raise LaunchError(f"{where}: unsupported parameter type {T.type_name(ptype)}")
 
 
-def pack(kernel, args, device):
+def _fast_converter(ptype):
+    """A check-and-convert for the common case, or None; falls back to ``convert_arg``."""
+    if isinstance(ptype, T.ArrayType):
+        dt, nd = ptype.dtype, ptype.ndim
+
+        def conv(v, device):
+            if type(v) is array and v.dtype is dt and v._ndim == nd and v.device is device:
+                return v._data
+            return None
+        return conv
+    if T.is_float(ptype):
+        np_t = ptype._np_
+
+        def conv(v, device):
+            return np_t(v) if type(v) is float or type(v) is np_t else None
+        return conv
+    if T.is_int(ptype):
+        np_t = ptype._np_
+
+        def conv(v, device):
+            return np_t(v) if type(v) is int else None
+        return conv
+    return lambda v, device: None
+
+
+def _binder(kernel):
     ptypes = param_types(kernel)
-    if len(args) != len(ptypes):
-        raise LaunchError(f"kernel '{kernel.key}' takes {len(ptypes)} arguments "
-                          f"({', '.join(n for n, _ in ptypes)}), got {len(args)}")
-    return [convert_arg(kernel, n, t, a, device) for (n, t), a in zip(ptypes, args)]
+    convs = [(n, t, _fast_converter(t)) for n, t in ptypes]
+
+    def bind(args, device):
+        if len(args) != len(convs):
+            raise LaunchError(f"kernel '{kernel.key}' takes {len(convs)} arguments "
+                              f"({', '.join(n for n, _, _ in convs)}), got {len(args)}")
+        out = []
+        for (n, t, conv), a in zip(convs, args):
+            v = conv(a, device)
+            out.append(convert_arg(kernel, n, t, a, device) if v is None else v)
+        return out
+
+    return bind
+
+
+def pack(kernel, args, device):
+    """The generated kernel's argument values for ``args`` (checked; raises LaunchError)."""
+    bind = kernel.__dict__.get("_bind")
+    if bind is None:
+        bind = kernel._bind = _binder(kernel)
+    return bind(args, device)
 
 
 def grads_of(kernel, args, names_wanted, prefix):
@@ -101,9 +144,9 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     adjoint kernel runs instead, accumulating into ``adj_inputs``/``adj_outputs`` (default: the
     arrays' ``.grad``). Inside ``with wp.Tape()`` the launch is recorded for ``backward``.
     """
-    dims = _dims(dim)
+    dims = (dim,) if type(dim) is int and dim >= 0 else _dims(dim)
     device = D.get_device(device)
-    args = list(inputs) + list(outputs)
+    args = [*inputs, *outputs]
     values = pack(kernel, args, device)
     meta = kernel.meta
     tid_dims = meta["tid_dims"]
@@ -119,11 +162,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         kernel.entry("adjoint")(dims, *values, *adj_arrays)
         return
     kernel.entry("forward")(dims, *values)
-    if record_tape:
-        from .tape import active_tape
-        tape = active_tape()
-        if tape is not None:
-            tape.record_launch(kernel, dims, args, device)
+    if record_tape and _tape_stack:
+        _tape_stack[-1].record_launch(kernel, dims, args, device)
 
 
 def _explicit_adjoints(kernel, args, adj, names):

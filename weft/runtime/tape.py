@@ -72,13 +72,12 @@ class Tape:
                 a.requires_grad = True
             a.grad.assign(g.numpy() if isinstance(g, array) else np.asarray(g))
         self._collect()
-        from .launch import grads_of
+        from .launch import grads_of, pack
         for rec in reversed(self.launches):
             if isinstance(rec, _Func):
                 rec.backward()
                 continue
             k = rec.kernel
-            from .launch import pack
             values = pack(k, rec.args, rec.device)
             adj = grads_of(k, rec.args, k.meta["adj"], "adj_")
             k.entry("adjoint")(rec.dims, *values, *adj)
