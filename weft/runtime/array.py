@@ -71,6 +71,9 @@ class array:
                 src = src.reshape(shape + eshape)
             self._data = src
         self._ndim = self._data.ndim - len(T.element_shape(self.dtype))
+        if self.device.is_cuda:
+            from numba import cuda
+            self._data = cuda.to_device(np.ascontiguousarray(self._data))
         if grad is not None:
             self._grad = grad
             self._requires_grad = True
@@ -109,8 +112,8 @@ class array:
     def requires_grad(self, value):
         self._requires_grad = bool(value)
         if value and self._grad is None:
-            self._grad = array(np.zeros_like(self._data), dtype=self.dtype, copy=False,
-                               device=self.device)
+            self._grad = array(np.zeros(self._data.shape, self._data.dtype), dtype=self.dtype,
+                               copy=False, device=self.device)
 
     @property
     def grad(self):
@@ -123,31 +126,56 @@ class array:
 
     @property
     def __array_interface__(self):
+        if self.device.is_cuda:
+            raise AttributeError("a CUDA array has __cuda_array_interface__, not __array_interface__")
         return self._data.__array_interface__
+
+    @property
+    def __cuda_array_interface__(self):
+        if not self.device.is_cuda:
+            raise AttributeError("a CPU array has __array_interface__, not __cuda_array_interface__")
+        return self._data.__cuda_array_interface__
 
     # ------------------------------------------------------------------------- data
     def numpy(self):
-        """The data as numpy (a view on the CPU)."""
+        """The data as numpy: a view on the CPU, a copy from a CUDA device."""
+        if self.device.is_cuda:
+            return self._data.copy_to_host()
         return self._data
 
+    def _write(self, fn):
+        """Apply ``fn`` to the host data in place (round trip through the host on CUDA)."""
+        if self.device.is_cuda:
+            host = self._data.copy_to_host()
+            fn(host)
+            self._data.copy_to_device(host)
+        else:
+            fn(self._data)
+        return self
+
     def list(self):
-        return self._data.tolist()
+        return self.numpy().tolist()
 
     def __array__(self, dtype=None, copy=None):
-        return self._data if dtype is None else self._data.astype(dtype)
+        data = self.numpy()
+        return data if dtype is None else data.astype(dtype)
 
     def fill_(self, value):
-        self._data[...] = np.asarray(value, dtype=self._data.dtype)
-        return self
+        value = np.asarray(value, dtype=self._data.dtype)
+
+        def fill(d):
+            d[...] = value
+        return self._write(fill)
 
     def zero_(self):
-        self._data[...] = 0
-        return self
+        return self.fill_(0)
 
     def assign(self, src):
         data = src.numpy() if isinstance(src, array) else np.asarray(src)
-        self._data[...] = data.reshape(self._data.shape)
-        return self
+
+        def put(d):
+            d[...] = data.reshape(d.shape)
+        return self._write(put)
 
     def reshape(self, shape):
         shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
@@ -165,21 +193,22 @@ class array:
         device = D.get_device(device)
         if device == self.device:
             return self
-        return array(self._data, dtype=self.dtype, device=device,
+        return array(self.numpy(), dtype=self.dtype, device=device,
                      requires_grad=self._requires_grad)
 
     def __getitem__(self, key):
         """Indexing at Python scope: sub-arrays stay weft arrays, elements are numpy values."""
-        view = self._data[key]
+        view = self._data[key] if not self.device.is_cuda else self.numpy()[key]
         if isinstance(view, np.ndarray) and view.ndim > len(T.element_shape(self.dtype)):
             return array(view, dtype=self.dtype, copy=False, device=self.device)
         return view
 
     def __repr__(self):
-        return f"array({self._data!r}, dtype={T.type_name(self.dtype)})"
+        dev = "" if self.device.is_cpu else f", device={self.device}"
+        return f"array({self.numpy()!r}, dtype={T.type_name(self.dtype)}{dev})"
 
     def __str__(self):
-        return str(self._data)
+        return str(self.numpy())
 
 
 def _shape(shape, n=None):
@@ -236,10 +265,12 @@ def clone(src, device=None, requires_grad=None, **kw):
 def copy(dest, src, dest_offset=0, src_offset=0, count=0):
     """Copy elements of ``src`` into ``dest`` (flattened, with offsets and count as Warp)."""
     s = src.numpy().reshape((-1,) + T.element_shape(src.dtype))
-    d = dest.numpy().reshape((-1,) + T.element_shape(dest.dtype))
-    if count == 0:
-        count = min(len(s) - src_offset, len(d) - dest_offset)
-    d[dest_offset:dest_offset + count] = s[src_offset:src_offset + count]
+
+    def put(d):
+        d = d.reshape((-1,) + T.element_shape(dest.dtype))
+        n = count or min(len(s) - src_offset, len(d) - dest_offset)
+        d[dest_offset:dest_offset + n] = s[src_offset:src_offset + n]
+    dest._write(put)
 
 
 def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False):

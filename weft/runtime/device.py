@@ -33,6 +33,7 @@ class Device:
 
 
 _CPU = Device("cpu")
+_CUDA = {}
 _current = [_CPU]
 
 
@@ -53,10 +54,20 @@ def get_device(ident=None):
     ident = str(ident)
     if ident == "cpu":
         return _CPU
-    if ident.startswith("cuda"):
-        raise LaunchError(f"device '{ident}': no CUDA device was found (weft's CUDA target "
-                          "needs an NVIDIA GPU and driver, or NUMBA_ENABLE_CUDASIM=1)")
-    raise LaunchError(f"unknown device '{ident}' (use 'cpu' or 'cuda:N')")
+    if ident == "cuda" or ident.startswith("cuda:"):
+        n = get_cuda_device_count()
+        if n == 0:
+            raise LaunchError(f"device '{ident}': no CUDA device was found (weft's CUDA target "
+                              "needs an NVIDIA GPU and driver, or NUMBA_ENABLE_CUDASIM=1 for "
+                              "Numba's simulator)")
+        index = 0 if ident == "cuda" else int(ident[5:] or 0)
+        if index >= n:
+            raise LaunchError(f"device '{ident}': only {n} CUDA device(s) found")
+        dev = _CUDA.get(index)
+        if dev is None:
+            dev = _CUDA[index] = Device(f"cuda:{index}")
+        return dev
+    raise LaunchError(f"unknown device '{ident}' (use 'cpu', 'cuda' or 'cuda:N')")
 
 
 def set_device(ident):
@@ -74,8 +85,14 @@ def ScopedDevice(ident):  # noqa: N802 - Warp's name
 
 
 def synchronize(device=None):
-    """Wait for all work on ``device``; CPU launches are synchronous, so this returns at once."""
+    """Wait until all launched work has finished (CPU launches are synchronous)."""
+    if _CUDA:
+        from numba import cuda
+        cuda.synchronize()
 
 
 def get_cuda_device_count():
-    return 0
+    if not is_cuda_available():
+        return 0
+    from numba import cuda
+    return len(cuda.gpus)

@@ -1,0 +1,59 @@
+"""Devices and CUDA arrays (under the simulator in CI), and the no-GPU error."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import weft as wp
+
+pytestmark = pytest.mark.cudasim
+
+
+def test_cpu_device_basics():
+    assert str(wp.get_device()) == "cpu"
+    assert wp.get_device("cpu").is_cpu
+    with wp.ScopedDevice("cpu") as d:
+        assert wp.get_device() is d
+    wp.synchronize()
+
+
+def test_cuda_array_round_trip_and_interfaces():
+    host = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = wp.array(host, dtype=wp.vec3, device="cuda", requires_grad=True)
+    assert str(a.device) == "cuda:0" and a.device.is_cuda
+    np.testing.assert_array_equal(a.numpy(), host)
+    assert a.grad.device == a.device and not a.grad.numpy().any()
+    with pytest.raises(AttributeError):
+        a.__array_interface__
+    cpu = a.to("cpu")
+    assert cpu.device.is_cpu and cpu.__array_interface__["shape"] == (2, 3)
+    back = cpu.to("cuda:0")
+    np.testing.assert_array_equal(back.numpy(), host)
+    z = wp.zeros(2, dtype=wp.vec3, device="cuda")
+    wp.copy(z, cpu)
+    np.testing.assert_array_equal(z.numpy(), host)
+    z.fill_(1.5)
+    np.testing.assert_array_equal(z.numpy(), np.full((2, 3), 1.5))
+    with wp.ScopedDevice("cuda"):
+        assert wp.zeros(3, dtype=float).device.is_cuda
+
+
+def test_unknown_device_name():
+    with pytest.raises(wp.LaunchError, match="unknown device"):
+        wp.zeros(3, dtype=float, device="tpu")
+
+
+def test_cuda_without_gpu_or_simulator_is_a_clear_error():
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    code = ("import weft as wp\n"
+            "try:\n    wp.zeros(3, dtype=float, device='cuda')\n"
+            "except wp.LaunchError as e:\n    print('ERR', e)\n"
+            "print('avail', wp.is_cuda_available())\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300)
+    if "avail True" in r.stdout:
+        pytest.skip("a real CUDA device is present")
+    assert "ERR device 'cuda': no CUDA device was found" in r.stdout, r.stdout + r.stderr
