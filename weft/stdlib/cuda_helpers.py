@@ -1,0 +1,152 @@
+"""The CUDA twins of :mod:`weft.stdlib.helpers`: device functions generated CUDA modules call as
+``_wk.<name>``.
+
+Math goes through libdevice with the precision of the argument (``sqrt_f32`` ->
+``libdevice.sqrtf``), because numba-cuda has no numpy ufuncs on scalars. Under Numba's CUDA
+simulator (``NUMBA_ENABLE_CUDASIM=1``) libdevice does not exist, so the same names are bound to
+numpy functions, which compute the same values in Python.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import config, cuda
+
+_dev = cuda.jit(device=True, inline="always")
+
+# numpy name used by the stdlib rules -> libdevice base name
+MATH = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "log", "log2": "log2",
+        "log10": "log10", "sqrt": "sqrt", "tanh": "tanh", "sinh": "sinh", "cosh": "cosh",
+        "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
+        "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "rint", "abs": "fabs",
+        "power": "pow", "fmod": "fmod", "copysign": "copysign"}
+_ARITY2 = {"arctan2", "power", "fmod", "copysign"}
+
+
+def _bind_math():
+    ns = globals()
+    if config.ENABLE_CUDASIM:
+        for np_name in MATH:
+            fn = getattr(np, np_name)
+            ns[f"{np_name}_f32"] = fn
+            ns[f"{np_name}_f64"] = fn
+        return
+    from numba.cuda import libdevice
+    for np_name, base in MATH.items():
+        for suffix, name in (("f32", base + "f"), ("f64", base)):
+            target = getattr(libdevice, name)
+            if np_name in _ARITY2:
+                ns[f"{np_name}_{suffix}"] = _dev(_two(target))
+            else:
+                ns[f"{np_name}_{suffix}"] = _dev(_one(target))
+
+
+def _one(f):
+    def g(x):
+        return f(x)
+    return g
+
+
+def _two(f):
+    def g(x, y):
+        return f(x, y)
+    return g
+
+
+_bind_math()
+
+
+@_dev
+def launch_size(dim):
+    n = 1
+    for d in dim:
+        n *= d
+    return n
+
+
+@_dev
+def trip_count(start, stop, step):
+    if step > 0:
+        n = (stop - start + step - 1) // step
+    else:
+        n = (start - stop - step - 1) // (-step)
+    return max(n, 0)
+
+
+@_dev
+def stack_slot(i, capacity, err):
+    """Index ``i`` of a per-thread stack of ``capacity`` entries; flags ``err`` on overflow
+    and returns a valid index so nothing is written out of bounds."""
+    if i >= capacity:
+        err[0] = 1
+        return capacity - 1
+    return i
+
+
+@_dev
+def int_div_trunc(a, b):
+    if b == 0:
+        return a - a
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+@_dev
+def int_div(a, b):
+    return int_div_trunc(a, b)
+
+
+@_dev
+def int_mod(a, b):
+    if b == 0:
+        return a - a
+    return a - int_div_trunc(a, b) * b
+
+
+@_dev
+def round_half_away(x):
+    return math.copysign(math.floor(abs(x) + 0.5), x)
+
+
+@_dev
+def tuple_eq(a, b):
+    for i in range(len(a)):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+@_dev
+def tuple_ne(a, b):
+    return not tuple_eq(a, b)
+
+
+@_dev
+def atomic_add(arr, idx, value):
+    return cuda.atomic.add(arr, idx, value)
+
+
+@_dev
+def atomic_sub(arr, idx, value):
+    return cuda.atomic.sub(arr, idx, value)
+
+
+@_dev
+def atomic_min(arr, idx, value):
+    return cuda.atomic.min(arr, idx, value)
+
+
+@_dev
+def atomic_max(arr, idx, value):
+    return cuda.atomic.max(arr, idx, value)
+
+
+@_dev
+def atomic_exch(arr, idx, value):
+    return cuda.atomic.exch(arr, idx, value)
+
+
+@_dev
+def atomic_cas(arr, idx, compare, value):
+    return cuda.atomic.cas(arr, idx, compare, value)
