@@ -76,27 +76,41 @@ class Kernel(_UserFunction):
         self._module = None
         self._meta = None
         self._entries = {}
+        self._modules = {}
 
     @property
     def module(self):
-        """The imported generated module (transpiled and cached on first use)."""
+        """The imported generated CPU module (transpiled and cached on first use)."""
         if self._module is None:
-            key = cache.key_of(self)
-            modname = f"{self.key}_{key}"
-            self._module = cache.load_or_build(modname, self._build_source)
+            self._module = self.module_for("cpu")
             self._meta = self._module.WEFT_KERNELS[self.key]
         return self._module
 
-    def _build_source(self):
+    def module_for(self, target):
+        """The generated module for ``"cpu"`` or ``"cuda"``."""
+        mod = self._modules.get(target)
+        if mod is None:
+            extra = target
+            if target == "cuda":
+                from ..transpiler.cuda import CUDA_STACK
+                extra += f" stack={CUDA_STACK}"
+            key = cache.key_of(self, extra)
+            modname = f"{self.key}_{key}" if target == "cpu" else f"{self.key}_cuda_{key}"
+            mod = cache.load_or_build(modname, lambda: self._build_source(target))
+            self._modules[target] = mod
+        return mod
+
+    def _build_source(self, target="cpu"):
         from ..transpiler import pipeline
         from ..transpiler.state import CompileState
-        state = pipeline.run(CompileState(roots=[self]))
+        state = pipeline.run(CompileState(roots=[self], options={"target": target}))
         return state.source
 
-    def source(self, kind="all"):
+    def source(self, kind="all", target="cpu"):
         """Generated Python source: ``"forward"``, ``"adjoint"``, ``"tangent"`` or ``"all"``
-        (the whole module, funcs included)."""
-        src = self.module.__loader__.get_source(self.module.__name__)
+        (the whole module, funcs included), for the ``"cpu"`` or ``"cuda"`` target."""
+        mod = self.module if target == "cpu" else self.module_for(target)
+        src = mod.__loader__.get_source(mod.__name__)
         if kind == "all":
             return src
         suffix = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}[kind]
@@ -108,12 +122,13 @@ class Kernel(_UserFunction):
             self.module
         return self._meta
 
-    def entry(self, kind):
-        """The generated njit function: ``"forward"``, ``"adjoint"`` or ``"tangent"``."""
-        fn = self._entries.get(kind)
+    def entry(self, kind, target="cpu"):
+        """The generated function: ``"forward"``, ``"adjoint"`` or ``"tangent"``."""
+        fn = self._entries.get((kind, target))
         if fn is None:
             suffix = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}[kind]
-            fn = self._entries[kind] = getattr(self.module, f"{self.key}{suffix}")
+            mod = self.module if target == "cpu" else self.module_for(target)
+            fn = self._entries[(kind, target)] = getattr(mod, f"{self.key}{suffix}")
         return fn
 
 

@@ -131,7 +131,7 @@ def grads_of(kernel, args, names_wanted, prefix):
     for nm in names_wanted:
         t, a = by_name[nm]
         g = a.grad if isinstance(a, array) else None
-        out.append(None if g is None else g.numpy())
+        out.append(None if g is None else g._data)
     return out
 
 
@@ -159,11 +159,40 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
             adj_arrays = _explicit_adjoints(kernel, args, adj, meta["adj"])
         else:
             adj_arrays = grads_of(kernel, args, meta["adj"], "adj_")
-        kernel.entry("adjoint")(dims, *values, *adj_arrays)
+        run(kernel, "adjoint", dims, values + adj_arrays, device)
         return
-    kernel.entry("forward")(dims, *values)
+    run(kernel, "forward", dims, values, device)
     if record_tape and _tape_stack:
         _tape_stack[-1].record_launch(kernel, dims, args, device)
+
+
+CUDA_BLOCK = 256
+
+
+def run(kernel, kind, dims, values, device):
+    """Call the generated ``kind`` function of ``kernel`` on ``device`` over ``dims``."""
+    if not device.is_cuda:
+        kernel.entry(kind)(dims, *values)
+        return
+    n = 1
+    for d in dims:
+        n *= d
+    if n == 0:
+        return
+    fn = kernel.entry(kind, "cuda")
+    blocks = (n + CUDA_BLOCK - 1) // CUDA_BLOCK
+    if kind != "adjoint":
+        fn[blocks, CUDA_BLOCK](dims, *values)
+        return
+    from numba import cuda
+    err = cuda.to_device(np.zeros(1, np.int32))
+    fn[blocks, CUDA_BLOCK](dims, *values, err)
+    if err.copy_to_host()[0]:
+        from ..transpiler.cuda import CUDA_STACK
+        raise RuntimeError(f"adjoint of kernel '{kernel.key}': a loop ran more than "
+                           f"{CUDA_STACK} iterations in one thread, more than the CUDA target "
+                           "records; the gradients of this launch are not valid. Set "
+                           "WEFT_CUDA_STACK to a larger value (before importing weft).")
 
 
 def _explicit_adjoints(kernel, args, adj, names):
@@ -172,7 +201,7 @@ def _explicit_adjoints(kernel, args, adj, names):
         raise LaunchError(f"kernel '{kernel.key}': adj_inputs + adj_outputs must give one entry "
                           f"per argument ({len(ptypes)}), got {len(adj)}")
     by_name = {f"adj_{n}": a for (n, _), a in zip(ptypes, adj)}
-    return [by_name[n].numpy() if isinstance(by_name[n], array) else None for n in names]
+    return [by_name[n]._data if isinstance(by_name[n], array) else None for n in names]
 
 
 def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
@@ -202,20 +231,23 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
             if given is None and any(a is o for o in outputs):
                 given = zeros_like_tangent(a)
             if given is not None:
-                given = given if isinstance(given, array) else array(given, dtype=a.dtype)
+                given = given if isinstance(given, array) else array(given, dtype=a.dtype,
+                                                                     device=device)
                 if given.shape != a.shape:
                     raise LaunchError(f"tangent of argument '{n}' has shape {given.shape}, "
                                       f"expected {a.shape}")
                 if any(a is o for o in outputs):
                     outs[id(a)] = (a, given)
-            tan_values[f"tan_{n}"] = None if given is None else given.numpy()
+            if given is not None and given.device != device:
+                given = given.to(device)
+            tan_values[f"tan_{n}"] = None if given is None else given._data
         elif T.is_differentiable(t):
             given = tangents.get(n, by_id.get(id(a)) if not isinstance(a, (int, float)) else None)
             tan_values[f"tan_{n}"] = convert_arg(kernel, f"tan_{n}", t, 0 if given is None
                                                  else given, device)
-    kernel.entry("tangent")(dims, *values, *[tan_values[n] for n in kernel.meta["tan"]])
+    run(kernel, "tangent", dims, values + [tan_values[n] for n in kernel.meta["tan"]], device)
     return {a: g for a, g in outs.values()}
 
 
 def zeros_like_tangent(a):
-    return array(np.zeros_like(a.numpy()), dtype=a.dtype, copy=False)
+    return array(np.zeros_like(a.numpy()), dtype=a.dtype, copy=False, device=a.device)

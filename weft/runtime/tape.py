@@ -72,7 +72,7 @@ class Tape:
                 a.requires_grad = True
             a.grad.assign(g.numpy() if isinstance(g, array) else np.asarray(g))
         self._collect()
-        from .launch import grads_of, pack
+        from .launch import grads_of, pack, run
         for rec in reversed(self.launches):
             if isinstance(rec, _Func):
                 rec.backward()
@@ -80,7 +80,7 @@ class Tape:
             k = rec.kernel
             values = pack(k, rec.args, rec.device)
             adj = grads_of(k, rec.args, k.meta["adj"], "adj_")
-            k.entry("adjoint")(rec.dims, *values, *adj)
+            run(k, "adjoint", rec.dims, values + adj, rec.device)
 
     def _collect(self):
         for rec in self.launches:

@@ -230,7 +230,9 @@ def lift(x, scalar_type):
 def call(path, *args, type_=None):
     """``path(*args)``, e.g. ``call("math.cos", x)``; result type defaults to the first arg's."""
     nodes = [a.node for a in args]
-    return Ex(ast.Call(attr_path(path), nodes, []), type_ if type_ is not None else args[0].type)
+    node = ast.Call(attr_path(path), nodes, [])
+    node._weft_types = tuple(a.type for a in args)  # lets the CUDA pass pick a precision
+    return Ex(node, type_ if type_ is not None else args[0].type)
 
 
 def mapc(fn, *args, type_=None):
