@@ -49,7 +49,7 @@ def convert_arg(kernel, pname, ptype, value, device):
         if value.device != device:
             raise LaunchError(f"{where}: the array is on device '{value.device}' but the launch "
                               f"is on '{device}'")
-        return value.numpy()
+        return value._data
     if T.is_composite(ptype):
         try:
             vals = np.asarray(value, dtype=T.numpy_dtype(ptype)).reshape(-1)
@@ -243,8 +243,9 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
             tan_values[f"tan_{n}"] = None if given is None else given._data
         elif T.is_differentiable(t):
             given = tangents.get(n, by_id.get(id(a)) if not isinstance(a, (int, float)) else None)
-            tan_values[f"tan_{n}"] = convert_arg(kernel, f"tan_{n}", t, 0 if given is None
-                                                 else given, device)
+            if given is None:
+                given = np.zeros(t._length_) if T.is_composite(t) else 0
+            tan_values[f"tan_{n}"] = convert_arg(kernel, f"tan_{n}", t, given, device)
     run(kernel, "tangent", dims, values + [tan_values[n] for n in kernel.meta["tan"]], device)
     return {a: g for a, g in outs.values()}
 

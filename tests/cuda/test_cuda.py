@@ -1,0 +1,136 @@
+"""The CUDA target: results equal the CPU target's (under Numba's simulator in CI), every
+generated CUDA function compiles to PTX for cc 9.0, and adjoint stack overflow is an error."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import weft as wp
+
+HERE = os.path.dirname(__file__)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(HERE, "..", "data"))
+import cuda_kernels as ck  # noqa: E402
+
+pytestmark = pytest.mark.cudasim
+
+
+def _cases(rng):
+    n = 6
+    x = rng.random((n, 3)) + 0.5
+    return [
+        (ck.step, n, lambda d: [wp.array(x, dtype=wp.vec3, device=d, requires_grad=True),
+                                wp.array(np.ones((n, 3)), dtype=wp.vec3, device=d,
+                                         requires_grad=True), 0.01],
+         lambda d: [wp.zeros(n, dtype=wp.vec3, device=d, requires_grad=True)]),
+        (ck.power_loop, n, lambda d: [wp.array(rng.random(n) + 0.5, dtype=float, device=d,
+                                               requires_grad=True), 3],
+         lambda d: [wp.zeros(n, dtype=float, device=d, requires_grad=True)]),
+        (ck.damped, n, lambda d: [wp.array(np.linspace(0.5, 3.0, n), dtype=wp.float64,
+                                           device=d, requires_grad=True)],
+         lambda d: [wp.zeros(n, dtype=wp.float64, device=d, requires_grad=True)]),
+        (ck.grid, (2, 3), lambda d: [wp.array(np.arange(6.0).reshape(2, 3) / 6, dtype=float,
+                                              device=d, requires_grad=True),
+                                     wp.mat22(1.0, 2.0, 0.5, -1.0)],
+         lambda d: [wp.zeros((2, 3), dtype=float, device=d, requires_grad=True)]),
+    ]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_cuda_matches_cpu_forward_adjoint_tangent(index):
+    results = {}
+    for dev in ("cpu", "cuda"):
+        kernel, dim, make_in, make_out = _cases(np.random.default_rng(index))[index]
+        inputs, outputs = make_in(dev), make_out(dev)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(kernel, dim=dim, inputs=inputs, outputs=outputs, device=dev)
+        seed = np.random.default_rng(7).random(outputs[0].numpy().shape)
+        tape.backward(grads={outputs[0]: seed})
+        grads = [a.grad.numpy().copy() for a in inputs if isinstance(a, wp.array)]
+        arr = inputs[0]
+        t = wp.jvp(kernel, dim, inputs=inputs, outputs=outputs, device=dev,
+                   tangents={arr: np.ones(arr.numpy().shape)})
+        results[dev] = (outputs[0].numpy().copy(), grads, t[outputs[0]].numpy().copy())
+    cpu, gpu = results["cpu"], results["cuda"]
+    np.testing.assert_allclose(gpu[0], cpu[0], rtol=1e-6, atol=1e-7)
+    for g_gpu, g_cpu in zip(gpu[1], cpu[1]):
+        np.testing.assert_allclose(g_gpu, g_cpu, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gpu[2], cpu[2], rtol=1e-5, atol=1e-6)
+    assert np.abs(cpu[1][0]).sum() > 0  # the gradient is not trivially zero
+
+
+def test_cuda_atomic_accumulation_matches_cpu():
+    x = np.linspace(-1, 1, 37).astype(np.float32)
+    out = {}
+    for dev in ("cpu", "cuda"):
+        xa = wp.array(x, device=dev, requires_grad=True)
+        loss = wp.zeros(1, dtype=float, device=dev, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(ck.reduce_sq, dim=37, inputs=[xa, loss], device=dev)
+        tape.backward(loss)
+        out[dev] = (loss.numpy()[0], xa.grad.numpy().copy())
+    np.testing.assert_allclose(out["cuda"][0], (x.astype(np.float64) ** 2).sum(), rtol=1e-5)
+    np.testing.assert_allclose(out["cuda"][1], 2 * x, rtol=1e-6)
+    np.testing.assert_allclose(out["cpu"][1], out["cuda"][1])
+
+
+def _subprocess(code, **env):
+    e = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    e["PYTHONPATH"] = ROOT + os.pathsep + os.path.join(HERE, "..", "data")
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
+                          timeout=900)
+
+
+PTX = """
+import numpy as np, weft as wp, cuda_kernels as ck
+from weft.runtime.ptx import compile_ptx
+n = 4
+v3 = wp.zeros(n, dtype=wp.vec3); f = wp.zeros(n, dtype=float); d = wp.zeros(n, dtype=wp.float64)
+cases = {"step": (ck.step, [v3, v3, 0.1, v3]), "power_loop": (ck.power_loop, [f, 3, f]),
+         "damped": (ck.damped, [d, d]), "reduce_sq": (ck.reduce_sq, [f, f]),
+         "grid": (ck.grid, [wp.zeros((2, 2), dtype=float), wp.mat22(), wp.zeros((2, 2), dtype=float)])}
+for name, (k, args) in cases.items():
+    ptx = compile_ptx(k, args, dims=(2, 2) if name == "grid" else (n,))
+    for kind, text in ptx.items():
+        print(name, kind, ".target sm_90" in text, "atom.global.add.f32" in text, "local" in text)
+"""
+
+
+def test_every_cuda_function_compiles_to_ptx_for_hopper():
+    pytest.importorskip("numba.cuda")
+    r = _subprocess(PTX)
+    if "NvvmSupportError" in r.stderr or "libNVVM cannot be found" in r.stderr:
+        pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = dict(((a, b), rest) for a, b, *rest in (ln.split() for ln in r.stdout.splitlines()))
+    assert len(lines) == 15
+    assert all(rest[0] == "True" for rest in lines.values())        # compiled for sm_90
+    assert lines[("reduce_sq", "forward")][1] == "True"             # a real float atomic
+    assert lines[("reduce_sq", "adjoint")][1] == "False"            # own-index: no atomics
+    assert lines[("power_loop", "adjoint")][2] == "True"            # loop stack in local memory
+
+
+OVERFLOW = """
+import numpy as np, weft as wp, cuda_kernels as ck
+a = wp.array(np.full(4, 1.01), dtype=float, device="cuda", requires_grad=True)
+out = wp.zeros(4, dtype=float, device="cuda", requires_grad=True)
+tape = wp.Tape()
+with tape:
+    wp.launch(ck.power_loop, dim=4, inputs=[a, 20], outputs=[out], device="cuda")
+try:
+    tape.backward(grads={out: np.ones(4)})
+except RuntimeError as e:
+    print("ERR", e)
+"""
+
+
+def test_adjoint_stack_overflow_is_an_error_not_a_wrong_gradient(tmp_path):
+    r = _subprocess(OVERFLOW, NUMBA_ENABLE_CUDASIM="1", WEFT_CUDA_STACK="8",
+                    WEFT_CACHE_DIR=str(tmp_path))
+    assert "ERR adjoint of kernel 'power_loop': a loop ran more than 8 iterations" in r.stdout, \
+        r.stdout + r.stderr[-2000:]

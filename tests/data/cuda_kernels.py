@@ -1,0 +1,50 @@
+"""Kernels exercising the CUDA target: funcs, loops (adjoint stacks), atomics, 2-D launches."""
+import weft as wp
+
+
+@wp.func
+def spring(xi: wp.vec3, xj: wp.vec3, rest: float, k: float):
+    d = xi - xj
+    l = wp.length(d)
+    return d * (k * (l - rest) / l)
+
+
+@wp.kernel
+def step(x: wp.array(dtype=wp.vec3), v: wp.array(dtype=wp.vec3), dt: float,
+         x_out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    f = spring(x[i], wp.vec3(0.0, 1.0, 0.0), 0.5, 10.0)
+    x_out[i] = x[i] + (v[i] + f * dt) * dt
+
+
+@wp.kernel
+def power_loop(a: wp.array(dtype=float), n: int, out: wp.array(dtype=float)):
+    i = wp.tid()
+    s = float(1.0)
+    for k in range(n):
+        s = s * a[i]
+    out[i] = s
+
+
+@wp.kernel
+def damped(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    y = x[i]
+    it = int(0)
+    while y > wp.float64(0.1) and it < 50:
+        y = y - wp.float64(0.1) * wp.sin(y) - wp.float64(0.05)
+        it = it + 1
+    out[i] = y * y
+
+
+@wp.kernel
+def reduce_sq(x: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(loss, 0, x[i] * x[i])
+
+
+@wp.kernel
+def grid(a: wp.array2d(dtype=float), m: wp.mat22, out: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    v = m * wp.vec2(a[i, j], float(j))
+    out[i, j] = v[0] * v[1] + wp.exp(a[i, j] * 0.5)

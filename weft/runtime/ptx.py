@@ -1,0 +1,71 @@
+"""Compile a kernel's CUDA functions to PTX without a GPU (a check that the real CUDA compiler
+accepts what the simulator runs).
+
+    >>> from weft.runtime.ptx import compile_ptx
+    >>> ptx = compile_ptx(step, [x, v, 0.01, x_out])      # {"forward": "...", ...}
+
+Needs numba-cuda with NVVM (``pip install "numba-cuda[cu13]"``) and must run in a process
+without ``NUMBA_ENABLE_CUDASIM``. With no driver, numba-cuda cannot ask a device for its compute
+capability when it compiles device functions; the check supplies ``cc`` instead.
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from .. import types as T
+from .array import array
+from .launch import param_types
+
+
+@contextlib.contextmanager
+def _assume_compute_capability(cc):
+    import numba.cuda.dispatcher as disp
+
+    class _Device:
+        compute_capability = cc
+
+    saved = disp.get_current_device
+    disp.get_current_device = lambda: _Device()
+    try:
+        yield
+    finally:
+        disp.get_current_device = saved
+
+
+def _typeof(value):
+    import numba
+    from numba import types
+    if value is None:
+        return types.none
+    return numba.typeof(value)
+
+
+def _host_value(ptype, value):
+    if isinstance(ptype, T.ArrayType):
+        return value.numpy() if isinstance(value, array) else value
+    if T.is_composite(ptype):
+        return tuple(np.asarray(value, T.numpy_dtype(ptype)).reshape(-1))
+    return ptype._np_(value)
+
+
+def compile_ptx(kernel, args, dims=(1,), cc=(9, 0), kinds=("forward", "adjoint", "tangent")):
+    """PTX text of the kernel's CUDA ``kinds`` for arguments like ``args`` (host values)."""
+    from numba import cuda
+    ptypes = param_types(kernel)
+    values = [_host_value(t, a) for (_, t), a in zip(ptypes, args)]
+    meta = kernel.meta
+    by_name = {n: v for (n, _), v in zip(ptypes, values)}
+    extra = {
+        "forward": [],
+        "adjoint": [by_name[n[4:]] for n in meta["adj"]] + [np.zeros(1, np.int32)],
+        "tangent": [by_name[n[4:]] for n in meta["tan"]],
+    }
+    out = {}
+    with _assume_compute_capability(cc):
+        for kind in kinds:
+            fn = kernel.entry(kind, "cuda")
+            sig = tuple(_typeof(v) for v in [tuple(dims)] + values + extra[kind])
+            out[kind], _ = cuda.compile_ptx(fn.py_func, sig, cc=cc)
+    return out
