@@ -27,7 +27,8 @@ from .types import (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint
 from .types import vector, matrix, quaternion, transformation  # noqa: E402
 from .stdlib import registry as _registry  # noqa: E402
 from .transpiler.lower_expr import SpecialForm as _SpecialForm  # noqa: E402
-from .runtime.kernel import kernel, func, Kernel, Function  # noqa: E402
+from .runtime.kernel import kernel, func, func_grad, func_replay, func_tangent  # noqa: E402
+from .runtime.kernel import Kernel, Function  # noqa: E402
 from .runtime.array import (array, array2d, array3d, array4d, zeros, zeros_like,  # noqa: E402
                             ones, ones_like, full, full_like, empty, empty_like, clone, copy,
                             from_numpy)
@@ -41,6 +42,7 @@ atomic_add = _SpecialForm("atomic_add", "atomic_add(array, index..., value) -> o
 atomic_sub = _SpecialForm("atomic_sub", "atomic_sub(array, index..., value) -> old value")
 atomic_min = _SpecialForm("atomic_min", "atomic_min(array, index..., value) -> old value")
 atomic_max = _SpecialForm("atomic_max", "atomic_max(array, index..., value) -> old value")
+adjoint = _SpecialForm("adjoint", "wp.adjoint[x]: the adjoint of input x, in func_grad rules")
 
 
 def constant(value):

@@ -158,3 +158,36 @@ def kernel(f=None, *, enable_backward=None, module=None, **options):
 def func(f):
     """Decorator making a func callable from kernels (``@wp.func``)."""
     return Function(f)
+
+
+def _custom_rule(kind):
+    def register(target):
+        if not isinstance(target, Function):
+            raise TypeError(f"@wp.func_{kind}(f) needs a @wp.func, got {target!r}")
+
+        def deco(rule):
+            fn = Function(rule)
+            target._weft_custom[kind] = fn
+            return fn
+        return deco
+    return register
+
+
+func_grad = _custom_rule("grad")
+func_grad.__doc__ = """Give ``f`` a hand-written adjoint (Warp's API)::
+
+    @wp.func_grad(safe_sqrt)
+    def adj_safe_sqrt(x: float, adj_ret: float):
+        if x > 0.0:
+            wp.adjoint[x] += adj_ret / (2.0 * wp.sqrt(x))
+"""
+func_replay = _custom_rule("replay")
+func_replay.__doc__ = """Give ``f`` a replay function: the adjoint recomputes ``f``'s value with it."""
+func_tangent = _custom_rule("tangent")
+func_tangent.__doc__ = """Give ``f`` a hand-written tangent (forward mode): it takes ``f``'s inputs
+and then the tangents of its float inputs, and returns the tangent of the output::
+
+    @wp.func_tangent(safe_sqrt)
+    def tan_safe_sqrt(x: float, tan_x: float):
+        return wp.where(x > 0.0, tan_x / (2.0 * wp.sqrt(x)), 0.0)
+"""

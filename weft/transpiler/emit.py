@@ -129,7 +129,13 @@ def generate(fir, parts=("forward", "adjoint", "tangent")):
         else:
             out.append(_function(base, kernel_params(fir), body, CPU_FUNC,
                                  f"Func '{fir.name}' ({where})."))
-    if "adjoint" in parts:
+    for kind in ("replay", "grad", "tangent"):
+        rule = fir.custom.get(kind)
+        if rule is not None and (kind != "grad" or "adjoint" in parts):
+            body = Forward(rule, _names_for(rule)).block(rule.body)
+            out.append(_function(rule.name, [p.name for p in rule.params], body, CPU_FUNC,
+                                 f"The user's {kind} rule of '{fir.name}' ({where})."))
+    if "adjoint" in parts and "grad" not in fir.custom:
         gen = A.Adjoint(fir, _names_for(fir))
         body = gen.body()
         if kernel:
@@ -142,7 +148,14 @@ def generate(fir, parts=("forward", "adjoint", "tangent")):
             out.append(_function(f"{fir.name}__adj", A.func_signature(fir), body, CPU_FUNC,
                                  f"Adjoint of '{fir.name}': returns the adjoints of its "
                                  "differentiable parameters."))
-    if "tangent" in parts:
+    if "tangent" in parts and "tangent" in fir.custom:
+        call_f = ast.Call(name(base), [name(p.name) for p in fir.params], [])
+        call_t = ast.Call(name(fir.custom["tangent"].name),
+                          [name(n) for n in TG.func_params(fir)], [])
+        body = [ast.Return(ast.Tuple([call_f, call_t], ast.Load()))]
+        out.append(_function(f"{fir.name}__jvp", TG.func_params(fir), body, CPU_FUNC,
+                             f"Tangent of '{fir.name}' from the user's tangent rule."))
+    elif "tangent" in parts:
         body = TG.Tangent(fir, _names_for(fir)).block(fir.body)
         if kernel:
             out.append(_function(f"{fir.name}__jvp", ["_dim"] + kernel_params(fir)

@@ -42,7 +42,10 @@ class Forward(Gen):
         if isinstance(e, ir.Load):
             return self.load(s)
         if isinstance(e, ir.Call):
-            call = ast.Call(name(e.func.name), [self.ex(a).node for a in e.args], [])
+            fname = e.func.name
+            if self.replay and "replay" in e.func.custom:
+                fname = e.func.custom["replay"].name
+            call = ast.Call(name(fname), [self.ex(a).node for a in e.args], [])
             if e.func.ret_type is None:
                 st = ast.Expr(call)
                 st._weft_loc = s.loc

@@ -71,14 +71,19 @@ def may_exit(stmts, loop_level=True):
 class Lowerer(ExprLowerer):
     """Lowers one kernel or func body. See the module docstring."""
 
-    def lower_function(self, params):
-        """Lower the body with ``params`` (list of (name, type)) already bound."""
+    def lower_function(self, params, prebound=None, epilogue=()):
+        """Lower the body with ``params`` (list of (name, type)) bound, then ``prebound`` local
+        names (name -> operand) and followed by the ``epilogue`` statements (AST)."""
         for pname, ptype in params:
             v = ir.Var(pname, ptype)
             self.versions[pname] = 0
             self.env[pname] = v
             self.params.append(v)
-        body = list(self.src.tree.body)
+        for name, value in (prebound or {}).items():
+            self.versions[name] = 0
+            self.names.taken.add(name)
+            self.env[name] = value
+        body = list(self.src.tree.body) + list(epilogue)
         exits = self.lower_block(body)
         self.finish_function(exits)
         return self.block

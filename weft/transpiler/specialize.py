@@ -3,7 +3,11 @@ types. Invariant: ``state.funcs`` lists each reachable FuncIR once, callees befo
 from __future__ import annotations
 
 import ast
+import copy
+import dataclasses
 import typing
+
+import numpy as np
 
 from .. import types as T
 from ..errors import KernelSyntaxError, KernelTypeError
@@ -106,17 +110,75 @@ class Specializer:
             fir = self._finish(lw, name, "func", body, src)
         finally:
             self.active.discard(key)
-        fir.custom = {k: v for k, v in getattr(func, "_weft_custom", {}).items()}
         self.cache[key] = fir
+        for kind, user_fn in getattr(func, "_weft_custom", {}).items():
+            fir.custom[kind] = self.lower_custom(kind, user_fn, fir)
         return fir
 
-    def _finish(self, lw, name, kind, body, src):
+    def lower_custom(self, kind, user_fn, fir):
+        """Lower a ``func_grad`` / ``func_replay`` / ``func_tangent`` rule of ``fir``.
+
+        grad: ``(inputs..., adj_ret)``; it adds into ``wp.adjoint[x]``, which becomes the local
+        ``adj_x``; the lowered function returns the tuple of those (the ``__adj`` convention).
+        replay: the same inputs as the func, used when the adjoint replays the forward.
+        tangent: ``(inputs..., tangents of the float inputs...)``, returns the output tangent.
+        """
+        src = user_fn.parsed()
+        names = [a.arg for a in src.tree.args.args]
+        inputs = [(n, p.type) for n, p in zip(names, fir.params)]
+        diff = [(n, t) for n, t in inputs if T.is_differentiable(t)
+                and not isinstance(t, T.ArrayType)]
+        prebound, epilogue, tree = {}, [], src.tree
+        if kind == "grad":
+            if any(isinstance(p.type, T.ArrayType) for p in fir.params):
+                raise error(src, src.tree, "func_grad of a func with array parameters is not "
+                            "supported", KernelSyntaxError)
+            extra = [(names[len(inputs)], fir.ret_type)] if fir.ret_type is not None else []
+            tree = _AdjointRefs().visit(copy.deepcopy(src.tree))
+            prebound = {f"adj_{n}": ir.Const(_zero_value(t), t) for n, t in diff}
+            epilogue = [ast.Return(ast.Tuple([ast.Name(f"adj_{n}", ast.Load()) for n, _ in diff],
+                                             ast.Load()))]
+            for node in ast.walk(epilogue[0]):
+                ast.copy_location(node, src.tree.body[-1])
+        elif kind == "tangent":
+            extra = [(names[len(inputs) + i], t) for i, (_, t) in enumerate(diff)]
+        else:
+            extra = []
+        wanted = len(inputs) + len(extra)
+        if len(names) != wanted:
+            raise error(src, src.tree, f"a {kind} rule for {fir.name}() takes {wanted} "
+                        f"parameters, got {len(names)}", KernelTypeError)
+        src = dataclasses.replace(src, tree=tree)
+        lw = Lowerer(src, "func", self)
+        body = lw.lower_function(inputs + extra, prebound, epilogue)
+        suffix = {"grad": "__adj", "replay": "__replay", "tangent": "__tangent"}[kind]
+        return self._finish(lw, fir.name + suffix, "func", body, src, register=False)
+
+    def _finish(self, lw, name, kind, body, src, register=True):
         from .state import FuncIR
         fir = FuncIR(name=name, kind=kind, params=lw.params, body=body, ret_type=lw.ret_type,
                      callees=lw.callees, tid_dims=lw.tid_dims, source=src)
         fir.tid_vars = lw.tid_vars
-        self.order.append(fir)
+        if register:
+            self.order.append(fir)
         return fir
+
+
+class _AdjointRefs(ast.NodeTransformer):
+    """``wp.adjoint[x]`` -> the local name ``adj_x`` (in func_grad rules)."""
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        base = node.value
+        if (isinstance(base, ast.Attribute) and base.attr == "adjoint"
+                or isinstance(base, ast.Name) and base.id == "adjoint") and isinstance(
+                node.slice, ast.Name):
+            return ast.copy_location(ast.Name(f"adj_{node.slice.id}", node.ctx), node)
+        return node
+
+
+def _zero_value(t):
+    return tuple(np.zeros(t._length_).tolist()) if T.is_composite(t) else 0.0
 
 
 def _mangle(t):
