@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 from .errors import InternalError, KernelError, KernelNameError, KernelSyntaxError  # noqa: E402
 from .errors import KernelTypeError, LaunchError  # noqa: E402
-from . import types  # noqa: E402
+from . import config, types  # noqa: E402
 from .types import (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64,  # noqa: E402,A004
                     float16, float32, float64, vec2, vec3, vec4, vec2h, vec3h, vec4h, vec2f,
                     vec3f, vec4f, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,

@@ -161,12 +161,48 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
             adj_arrays = grads_of(kernel, args, meta["adj"], "adj_")
         run(kernel, "adjoint", dims, values + adj_arrays, device)
         return
+    snapshots = None
+    if record_tape and _tape_stack and meta["overwrites"]:
+        snapshots = _overwrite_snapshots(kernel, meta["overwrites"], args, values)
     run(kernel, "forward", dims, values, device)
     if record_tape and _tape_stack:
-        _tape_stack[-1].record_launch(kernel, dims, args, device)
+        _tape_stack[-1].record_launch(kernel, dims, args, device, snapshots)
 
 
 CUDA_BLOCK = 256
+
+
+def _overwrite_snapshots(kernel, hazards, args, values):
+    """Copies of the arrays ``kernel`` reads and then overwrites (see ``weft.config``)."""
+    import warnings
+
+    from .. import config
+    from ..errors import KernelError
+    mode = config.overwrite_gradients
+    names = [n for n, _ in param_types(kernel)]
+    src = kernel.parsed()
+    snaps = {}
+    for name, read_line, write_line, own in hazards:
+        if mode == "snapshot" and own:
+            i = names.index(name)
+            data = values[i]
+            snaps[i] = data.copy() if isinstance(data, np.ndarray) else \
+                args[i].to("cpu").to(args[i].device)._data
+            continue
+        why = ("" if mode != "snapshot" else " with writes at other threads' elements, which a "
+               "snapshot cannot make exact;")
+        msg = (f"array '{name}' is read (line {read_line}) and then overwritten (line "
+               f"{write_line}) by this kernel;{why} the adjoint would replay from the "
+               "overwritten values. Write to another array, or set "
+               "wp.config.overwrite_gradients = 'snapshot'.")
+        line = src.lines[write_line - 1] if write_line <= len(src.lines) else None
+        err = KernelError(msg, src.filename, write_line, len(line) - len(line.lstrip()) if line
+                          else 0, line, kernel.key)
+        if mode == "warn":
+            warnings.warn(str(err), stacklevel=3)
+        else:
+            raise err
+    return snaps
 
 
 def run(kernel, kind, dims, values, device):

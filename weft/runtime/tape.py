@@ -24,10 +24,11 @@ def active_tape():
 
 
 class _Launch:
-    __slots__ = ("kernel", "dims", "args", "device")
+    __slots__ = ("kernel", "dims", "args", "device", "snapshots")
 
-    def __init__(self, kernel, dims, args, device):
+    def __init__(self, kernel, dims, args, device, snapshots=None):
         self.kernel, self.dims, self.args, self.device = kernel, dims, args, device
+        self.snapshots = snapshots or {}
 
 
 class Tape:
@@ -48,8 +49,8 @@ class Tape:
         _stack.remove(self)
         return False
 
-    def record_launch(self, kernel, dims, args, device):
-        self.launches.append(_Launch(kernel, dims, list(args), device))
+    def record_launch(self, kernel, dims, args, device, snapshots=None):
+        self.launches.append(_Launch(kernel, dims, list(args), device, snapshots))
 
     def record_func(self, backward, arrays):
         """Record a Python callback run during ``backward`` (Warp's ``Tape.record_func``)."""
@@ -79,6 +80,8 @@ class Tape:
                 continue
             k = rec.kernel
             values = pack(k, rec.args, rec.device)
+            for i, data in rec.snapshots.items():
+                values[i] = data  # replay from the values before the launch overwrote them
             adj = grads_of(k, rec.args, k.meta["adj"], "adj_")
             run(k, "adjoint", rec.dims, values + adj, rec.device)
 

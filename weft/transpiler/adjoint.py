@@ -40,6 +40,11 @@ class Adjoint(Gen):
         self.loop_names = {}
         self.depth = 0
         self.atomic_arrays = set()
+        self.overwritten = set()
+        if fir.kind == "kernel":
+            from .access import overwritten
+            names = {name for name, *_ in overwritten(fir)}
+            self.overwritten = {p for p in fir.params if p.name in names}
         for s in ir.walk(fir.body):
             if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load):
                 e = s.expr
@@ -253,7 +258,16 @@ class Adjoint(Gen):
         return [st]
 
     def r_Store(self, s):
-        return self.from_array(s.array, s.index, s.value, s.loc)
+        out = self.from_array(s.array, s.index, s.value, s.loc)
+        if s.array in self.overwritten and self.own_index(s.array, s.index):
+            # the kernel read this array before overwriting it: the element's old value has
+            # no influence past this store, so its adjoint restarts from zero here
+            reset = self.store_element(adj(s.array), self.idx_nodes(s.index),
+                                       zero(s.array.type.dtype), s.loc)
+            st = ast.If(not_none(adj(s.array)), reset, [])
+            st._weft_loc = s.loc
+            out.append(st)
+        return out
 
     def r_AtomicRMW(self, s):
         if s.op in ("add", "sub"):

@@ -196,8 +196,9 @@ def module_source(funcs, origin, target="cpu"):
             defs = [retarget(d, fir.kind == "kernel") for d in defs]
         body.extend(defs)
         if fir.kind == "kernel":
+            from .access import overwritten
             meta[fir.name] = {"tid_dims": fir.tid_dims, "adj": kernel_adj_params(fir),
-                              "tan": kernel_tan_params(fir)}
+                              "tan": kernel_tan_params(fir), "overwrites": overwritten(fir)}
     body.append(ast.Assign([ast.Name("WEFT_KERNELS", ast.Store())],
                            ast.parse(repr(meta), mode="eval").body, lineno=0))
     mod = ast.Module(body, [])

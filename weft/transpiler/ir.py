@@ -173,3 +173,32 @@ def defined_vars(stmts):
             if s.brk is not None:
                 seen.setdefault(id(s.brk), s.brk)
     return list(seen.values())
+
+
+def used_vars(stmts):
+    """Ids of every variable read as an operand somewhere in ``stmts``."""
+    used = set()
+
+    def add(*ops):
+        for o in ops:
+            if isinstance(o, Var):
+                used.add(id(o))
+
+    for s in walk(stmts):
+        if isinstance(s, Assign):
+            e = s.expr
+            if isinstance(e, (Prim, Call)):
+                add(*e.args)
+            elif isinstance(e, Load):
+                add(e.array, *e.index)
+            elif isinstance(e, Copy):
+                add(e.src)
+        elif isinstance(s, (Store, AtomicRMW)):
+            add(s.array, s.value, *s.index)
+        elif isinstance(s, If):
+            add(s.cond)
+        elif isinstance(s, Loop):
+            add(s.start, s.stop, s.step, s.brk, *(e for _, e in s.carried))
+        elif isinstance(s, Return):
+            add(s.value)
+    return used

@@ -1,0 +1,13 @@
+"""Global settings (``wp.config``), as in Warp.
+
+``overwrite_gradients``: what a Tape does with a launch whose kernel reads an array and then
+overwrites it (``x[i] = f(x[i])``), which would otherwise give wrong gradients because the
+adjoint replays the kernel from the overwritten values:
+
+- ``"snapshot"`` (default): copy the array before the launch and replay from the copy; the
+  gradient is exact (the cost is one copy of the array per recorded launch);
+- ``"error"``: raise a ``KernelError`` naming the lines that read and overwrite the array;
+- ``"warn"``: warn with the same message and record the launch as it is.
+"""
+
+overwrite_gradients = "snapshot"

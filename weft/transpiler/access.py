@@ -1,0 +1,72 @@
+"""Which array parameters a kernel or func reads and writes (through views and funcs too).
+
+Used to find arrays that a kernel reads and then overwrites (``x[i] = f(x[i])``): the adjoint
+replays the forward from the arrays as they are *after* the launch, so such reads need the values
+from before it (the tape keeps a snapshot) and the adjoint of the store must reset the element's
+adjoint (the overwritten value has no further influence).
+"""
+from __future__ import annotations
+
+from .. import types as T
+from . import ir
+
+
+def summary(fir, cache):
+    """``{param index: {"read": line or None, "write": line or None, "own": bool}}``.
+
+    ``own`` stays True while every write uses the thread's own index (kernels only)."""
+    key = id(fir)
+    if key in cache:
+        return cache[key]
+    root = {p: i for i, p in enumerate(fir.params) if isinstance(p.type, T.ArrayType)}
+    out = {i: {"read": None, "write": None, "own": True} for i in root.values()}
+    from .codegen import Gen
+    owner = Gen(fir, None)
+
+    def mark(var, kind, line, own=True):
+        i = root.get(var)
+        if i is None:
+            return
+        rec = out[i]
+        if rec[kind] is None:
+            rec[kind] = line
+        if kind == "write" and not own:
+            rec["own"] = False
+
+    used = ir.used_vars(fir.body)
+    for s in ir.walk(fir.body):
+        if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load):
+            arr = s.expr.array
+            if isinstance(s.dst.type, T.ArrayType):
+                root[s.dst] = root.get(arr)  # a view aliases its array
+                if root[s.dst] is None:
+                    del root[s.dst]
+            else:
+                mark(arr, "read", s.loc.lineno)
+        elif isinstance(s, ir.Store):
+            mark(s.array, "write", s.loc.lineno, owner.own_index(s.array, s.index))
+        elif isinstance(s, ir.AtomicRMW):
+            mark(s.array, "write", s.loc.lineno, False)
+            if s.dst is not None and id(s.dst) in used:  # the old value is used
+                mark(s.array, "read", s.loc.lineno)
+        elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Call):
+            callee = summary(s.expr.func, cache)
+            for j, a in enumerate(s.expr.args):
+                if j in callee and isinstance(a, ir.Var):
+                    for kind in ("read", "write"):
+                        if callee[j][kind] is not None:
+                            mark(a, kind, s.loc.lineno, own=False)
+    cache[key] = out
+    return out
+
+
+def overwritten(fir):
+    """Array params of kernel ``fir`` that are both read and written: ``[(name, read line,
+    write line, writes use own index)]``. Pure accumulation (atomic adds that nobody reads
+    back) is not a hazard."""
+    found = []
+    for i, rec in summary(fir, {}).items():
+        if rec["read"] is not None and rec["write"] is not None and T.is_differentiable(
+                fir.params[i].type):
+            found.append((fir.params[i].name, rec["read"], rec["write"], rec["own"]))
+    return found
