@@ -81,8 +81,26 @@ def referenced_values(obj):
     return out
 
 
+_CODE_HASH = []
+
+
+def _weft_code_hash():
+    """Hash of weft's own code generators, so that a changed weft never reuses stale modules."""
+    if not _CODE_HASH:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        h = hashlib.sha256()
+        for sub in ("transpiler", "stdlib"):
+            folder = os.path.join(root, sub)
+            for name in sorted(os.listdir(folder)):
+                if name.endswith(".py"):
+                    with open(os.path.join(folder, name), "rb") as f:
+                        h.update(name.encode() + f.read())
+        _CODE_HASH.append(h.hexdigest()[:16])
+    return _CODE_HASH[0]
+
+
 def key_of(kernel, extra=""):
-    out = [f"weft {__version__}", extra]
+    out = [f"weft {__version__} {_weft_code_hash()}", extra]
     _fingerprint(kernel, set(), out)
     return hashlib.sha256("\n".join(out).encode()).hexdigest()[:20]
 

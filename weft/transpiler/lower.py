@@ -131,6 +131,14 @@ class Lowerer(ExprLowerer):
             if isinstance(s, ast.If) and may_exit(s.body + s.orelse):
                 return self.lower_if_tail(s, stmts[i + 1:])
             self.lower_stmt(s)
+            if isinstance(s, (ast.For, ast.While)) and self.loop_returned is not None:
+                # a return inside the loop left it through a flag: return after it
+                has_value, self.loop_returned = self.loop_returned, None
+                check = ast.If(ast.Name("__retf", ast.Load()), [ast.Return(
+                    ast.Name("__retv", ast.Load()) if has_value else None)], [])
+                for node in ast.walk(check):
+                    ast.copy_location(node, s)
+                return self.lower_block([check] + list(stmts[i + 1:]))
         return [Exit("fall", dict(self.env), self.block)]
 
     def in_block(self, env):
@@ -295,14 +303,13 @@ class Lowerer(ExprLowerer):
         self.lower_loop("while", s, [stop] + list(s.body), None, None, None, None, exclude=None)
 
     def lower_loop(self, kind, s, body_stmts, loopvar, start, stop, step, exclude):
-        carried_names = [n for n in assigned_names(body_stmts) if n in self.env and n != exclude]
+        # arrays are never carried: ``a[i] = x`` stores into an array without rebinding it
+        carried_names = [n for n in assigned_names(body_stmts) if n in self.env and n != exclude
+                         and not isinstance(self.env[n].type, T.ArrayType)]
         env_after = dict(self.env)
         headers = {}
         for n in carried_names:
             pre = self.env[n]
-            if isinstance(pre.type, T.ArrayType):
-                raise error(self.src, s, f"array variable '{n}' cannot be reassigned in a loop",
-                            KernelTypeError)
             h = self.new_version(n, pre.type)
             self.block.append(ir.Assign(h, ir.Copy(pre), self.loc(s)))
             headers[n] = h
@@ -316,10 +323,13 @@ class Lowerer(ExprLowerer):
         brk = None
         if any(e.kind == "break" for e in exits):
             brk = self.new_temp(T.bool, "brk")
+        ret = self.loop_return_slots(exits, s)
+        if ret and brk is None:
+            brk = self.new_temp(T.bool, "brk")
         for e in exits:
-            if e.kind == "return":
-                raise error(self.src, e.node, "'return' inside a loop is not supported yet; "
-                            "break out of the loop and return after it", KernelSyntaxError)
+            for h, end, value in ret:
+                v = value(e)
+                e.block.append(ir.Assign(end, ir.Copy(v), self.loc(e.node or s)))
             for n in carried_names:
                 v = e.env.get(n)
                 if v is None:
@@ -330,15 +340,53 @@ class Lowerer(ExprLowerer):
                                 KernelTypeError)
                 e.block.append(ir.Assign(ends[n], ir.Copy(v), self.loc(e.node or s)))
             if brk is not None:
-                e.block.append(ir.Assign(brk, ir.Copy(ir.Const(e.kind == "break", T.bool)),
-                                         self.loc(e.node or s)))
+                e.block.append(ir.Assign(brk, ir.Copy(ir.Const(e.kind in ("break", "return"),
+                                                              T.bool)), self.loc(e.node or s)))
         carried = [(headers[n], ends[n]) for n in carried_names]
+        carried += [(h, end) for h, end, _ in ret]
         self.block.append(ir.Loop(kind, loopvar, start, stop, step, body, carried, brk,
                                   self.loc(s)))
         env_after.update(headers)
+        for (h, _, _), n in zip(ret, ("__retf", "__retv")):
+            env_after[n] = h
         self.env = env_after
         self.loop_names_defined_inside.update(
             n for n in assigned_names(body_stmts) if n not in env_after)
+
+    def loop_return_slots(self, exits, s):
+        """For ``return`` inside a loop: a flag and a value carried through the loop.
+
+        Returns ``[(header, end, value_of_exit)]``; the headers are initialised before the loop
+        (False, and a zero of the returned type) and ``lower_block`` returns after the loop when
+        the flag is set."""
+        rets = [e for e in exits if e.kind == "return"]
+        if not rets:
+            return []
+        with_value = [e for e in rets if e.value is not None]
+        if with_value and len(with_value) != len(rets):
+            raise error(self.src, rets[0].node, "this func returns a value on some paths but "
+                        "not on all of them", KernelSyntaxError)
+        slots = []
+        hf = self.new_version("__retf", T.bool)
+        self.block.append(ir.Assign(hf, ir.Copy(ir.Const(False, T.bool)), self.loc(s)))
+        ef = self.new_version("__retf", T.bool)
+        slots.append((hf, ef, lambda e: ir.Const(True, T.bool) if e in rets
+                      else e.env.get("__retf", hf)))
+        if with_value:
+            rtype = with_value[0].value.type
+            for e in with_value[1:]:
+                if e.value.type != rtype:
+                    raise error(self.src, e.node, f"returns {T.type_name(e.value.type)} here but"
+                                f" {T.type_name(rtype)} elsewhere", KernelTypeError)
+            hv = self.new_version("__retv", rtype)
+            self.block.append(ir.Assign(hv, ir.Copy(ir.Const(0, rtype)), self.loc(s)))
+            ev = self.new_version("__retv", rtype)
+            slots.append((hv, ev, lambda e: e.value if e in rets
+                          else e.env.get("__retv", hv)))
+        for e in rets:
+            e.kind = "break"
+        self.loop_returned = bool(with_value)
+        return slots
 
     # ------------------------------------------------------------------------------ assignment
     def assign(self, target, value, stmt):

@@ -54,6 +54,7 @@ class ExprLowerer:
         self.tid_vars = {}             # Var -> launch axis (None: flattened index)
         self.last_temp = None
         self.loop_names_defined_inside = set()
+        self.loop_returned = None      # set by a loop left through ``return``
         fn = src.pyfunc
         self.globals = dict(fn.__globals__)
         if fn.__closure__:

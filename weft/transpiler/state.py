@@ -32,6 +32,9 @@ class FuncIR:
     source: Optional[Source] = None
     custom: dict = field(default_factory=dict)    # custom adjoint/tangent FuncIRs (func_grad)
 
+    def __repr__(self):
+        return f"FuncIR({self.name})"
+
 
 @dataclass
 class CompileState:
