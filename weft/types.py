@@ -167,12 +167,19 @@ def is_matrix(t):
 
 @dataclass(frozen=True)
 class ArrayType:
-    """The type of an array argument: element ``dtype`` and number of dimensions."""
+    """The type of an array argument: element ``dtype`` and number of dimensions.
+
+    ``local`` arrays are per-thread buffers made by ``wp.alloc_local(dtype, size)``; ``size``
+    is their fixed length."""
 
     dtype: type
     ndim: int = 1
+    local: bool = False
+    size: int = 0
 
     def __str__(self):
+        if self.local:
+            return f"alloc_local({type_name(self.dtype)}, {self.size})"
         return f"array(dtype={type_name(self.dtype)}, ndim={self.ndim})"
 
 
@@ -241,7 +248,7 @@ def is_differentiable(t):
     if isinstance(t, TupleType):
         return any(is_differentiable(x) for x in t.types)
     if isinstance(t, ArrayType):
-        return is_differentiable(t.dtype)
+        return not t.local and is_differentiable(t.dtype)
     if getattr(t, "_wp_struct_", None) is not None:
         return any(is_differentiable(f) for f in t._wp_struct_.fields.values())
     return is_float(scalar_of(t))

@@ -207,6 +207,11 @@ def _overwrite_snapshots(kernel, hazards, args, values):
 
 def run(kernel, kind, dims, values, device):
     """Call the generated ``kind`` function of ``kernel`` on ``device`` over ``dims``."""
+    if kind != "forward" and kernel.meta.get("no_derivative"):
+        from ..errors import KernelError
+        src = kernel.parsed()
+        raise KernelError(kernel.meta["no_derivative"], src.filename, src.first_line, 0,
+                          src.lines[src.first_line - 1], kernel.key)
     if not device.is_cuda:
         kernel.entry(kind)(dims, *values)
         return

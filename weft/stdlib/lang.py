@@ -61,3 +61,12 @@ class tuple_get:
 
     def tangent(t, tt, ret, index):
         return None if tt is None else tt.comp(index)
+
+
+@builtin("alloc_local", ["alloc_local(dtype, size, value=0) -> a per-thread buffer"],
+         lambda ts, a: None, differentiable=False, public=False)
+class alloc_local:
+    """Emitted by the generators themselves (a buffer is not an expression)."""
+
+    def primal(value):
+        raise NotImplementedError

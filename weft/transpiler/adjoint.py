@@ -239,7 +239,7 @@ class Adjoint(Gen):
 
     def from_array(self, arr, index, v, loc, scale=None, cond=None):
         """``adj_v += adj_arr[index]`` (times -1 for subtraction)."""
-        if not diff(v):
+        if not diff(v) or not T.is_differentiable(arr.type):
             return []
         idx = self.idx_nodes(index)
 

@@ -55,6 +55,13 @@ class _Retarget(ast.NodeTransformer):
     # --- stacks -----------------------------------------------------------------------------
     def visit_Assign(self, node):
         v = node.value
+        if (isinstance(v, ast.Call) and _is(v.func, "np.empty") and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and not node.targets[0].id.startswith("_stk")):
+            # a wp.alloc_local buffer: its size is a constant
+            v.func = ast.Attribute(ast.Attribute(ast.Name("cuda", ast.Load()), "local",
+                                                 ast.Load()), "array", ast.Load())
+            return node
         if (len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and node.targets[0].id.startswith("_stk") and isinstance(v, ast.Call)):
             name = node.targets[0].id
@@ -111,9 +118,10 @@ def retarget(fdef, is_kernel):
         body = []
         for st in fdef.body:
             if isinstance(st, ast.For) and _is(st.iter.func, "numba.prange"):
-                body.append(ast.Assign([ast.Name("_tid", ast.Store())],
+                index = st.target.id
+                body.append(ast.Assign([ast.Name(index, ast.Store())],
                                        _decorator("cuda.grid(1)"), lineno=0))
-                guard = ast.If(ast.Compare(ast.Name("_tid", ast.Load()), [ast.Lt()],
+                guard = ast.If(ast.Compare(ast.Name(index, ast.Load()), [ast.Lt()],
                                            [st.iter.args[0]]), st.body, [])
                 body.append(guard)
             else:

@@ -96,8 +96,10 @@ def _thread_loop(fir, body):
     rng = ast.Call(ast.Attribute(name("numba"), "prange", ast.Load()),
                    [ast.Call(ast.Attribute(name("_wk"), "launch_size", ast.Load()),
                              [name("_dim")], [])], [])
-    return [ast.For(ast.Name("_tid", ast.Store()), rng, _prologue(fir) + (body or [ast.Pass()]),
-                    [])]
+    # prange may give an unsigned index: make it signed so index arithmetic stays integer
+    tid = assign("_tid", ast.Call(name("int64"), [name("_p")], []))
+    return [ast.For(ast.Name("_p", ast.Store()), rng, [tid] + _prologue(fir) +
+                    (body or [ast.Pass()]), [])]
 
 
 def kernel_params(fir):
@@ -196,9 +198,10 @@ def module_source(funcs, origin, target="cpu"):
             defs = [retarget(d, fir.kind == "kernel") for d in defs]
         body.extend(defs)
         if fir.kind == "kernel":
-            from .access import overwritten
+            from .access import local_buffer_gradient, overwritten
             meta[fir.name] = {"tid_dims": fir.tid_dims, "adj": kernel_adj_params(fir),
-                              "tan": kernel_tan_params(fir), "overwrites": overwritten(fir)}
+                              "tan": kernel_tan_params(fir), "overwrites": overwritten(fir),
+                              "no_derivative": local_buffer_gradient(fir)}
     body.append(ast.Assign([ast.Name("WEFT_KERNELS", ast.Store())],
                            ast.parse(repr(meta), mode="eval").body, lineno=0))
     mod = ast.Module(body, [])

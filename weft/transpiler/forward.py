@@ -35,6 +35,8 @@ class Forward(Gen):
         e = s.expr
         if isinstance(e, ir.Copy):
             return [assign(s.dst.name, self.ex(e.src).node, s.loc)]
+        if isinstance(e, ir.Prim) and e.builtin.name == "alloc_local":
+            return self.alloc_local(s)
         if isinstance(e, ir.Prim):
             args = [self.ex(a) for a in e.args]
             stmts, result = self.build(lambda: e.builtin.primal(*args, **e.attrs), s.loc)
@@ -52,6 +54,25 @@ class Forward(Gen):
                 return [st]
             return [assign(s.dst.name, call, s.loc)]
         raise TypeError(e)
+
+    def alloc_local(self, s):
+        """``buf = np.empty(size, dtype)`` then a fill loop (``cuda.local.array`` on CUDA)."""
+        t = s.dst.type
+        shape = ast.Constant(t.size) if not T.is_composite(t.dtype) else ast.Tuple(
+            [ast.Constant(t.size)] + [ast.Constant(d) for d in T.element_shape(t.dtype)],
+            ast.Load())
+        dt = ast.Attribute(name("np"), T.scalar_of(t.dtype).__name__.replace("bool", "bool_"),
+                           ast.Load())
+        alloc = assign(s.dst.name, ast.Call(ast.Attribute(name("np"), "empty", ast.Load()),
+                                            [shape, dt], []), s.loc)
+        j = self.names.fresh("j") if self.names is not None else "_j"
+        from .exprs import const
+        fill = self.store_element(s.dst.name, [name(j)], const(s.expr.attrs["value"], t.dtype),
+                                  s.loc)
+        loop = ast.For(ast.Name(j, ast.Store()), ast.Call(name("range"), [ast.Constant(t.size)],
+                                                          []), fill, [])
+        loop._weft_loc = s.loc
+        return [alloc, loop]
 
     def load(self, s):
         e = s.expr
@@ -74,7 +95,7 @@ class Forward(Gen):
 
     # --------------------------------------------------------------------------------- arrays
     def s_Store(self, s):
-        if self.replay:
+        if self.replay and not s.array.type.local:  # thread-local buffers must be replayed
             return []
         return self.store_element(s.array.name, self.idx_nodes(s.index), self.ex(s.value), s.loc)
 

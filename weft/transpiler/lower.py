@@ -252,7 +252,7 @@ class Lowerer(ExprLowerer):
         if isinstance(t, ast.Subscript) and self.is_array_expr(t.value):
             arr, idx = self.lower_array_index(t)
             value = self.lower_expr(s.value)
-            if isinstance(s.op, (ast.Add, ast.Sub)):
+            if isinstance(s.op, (ast.Add, ast.Sub)) and not arr.type.local:
                 value = self.coerce_store(arr, value, s.value)
                 op = "add" if isinstance(s.op, ast.Add) else "sub"
                 self.block.append(ir.AtomicRMW(op, arr, idx, value, None, self.loc(s)))

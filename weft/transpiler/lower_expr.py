@@ -91,6 +91,9 @@ class ExprLowerer:
         return v
 
     def is_fresh_temp(self, v):
+        if isinstance(v.type, T.ArrayType) and v.type.local and self.block and \
+                isinstance(self.block[-1], ir.Assign) and self.block[-1].dst is v:
+            return True  # name the buffer after the user's variable
         return (v is self.last_temp and self.block and isinstance(self.block[-1], ir.Assign)
                 and self.block[-1].dst is v and not isinstance(v.type, T.ArrayType))
 
@@ -417,6 +420,8 @@ class ExprLowerer:
         return attrs
 
     def call_special(self, sf, node):
+        if sf.name == "alloc_local":
+            return self.alloc_local(node)
         if sf.name == "tid":
             raise self.fail(node, "assign wp.tid() directly to names: tid = wp.tid() or "
                             "i, j = wp.tid()", KernelSyntaxError)
@@ -436,6 +441,37 @@ class ExprLowerer:
             self.block.append(ir.AtomicRMW(ATOMICS[sf.name], arr, idx, value, dst, self.loc(node)))
             return dst
         raise self.fail(node, f"wp.{sf.name} is not supported here", KernelSyntaxError)
+
+    def alloc_local(self, node):
+        """``wp.alloc_local(dtype, size, value=0)``: a per-thread buffer (Dr.Jit's alloc_local)."""
+        args = list(node.args)
+        kw = {k.arg: k.value for k in node.keywords}
+        if len(args) < 2 and "size" not in kw:
+            raise self.fail(node, "wp.alloc_local(dtype, size, value=0) needs a dtype and a size")
+        dtype_node = args[0] if args else kw.get("dtype")
+        size_node = args[1] if len(args) > 1 else kw.get("size")
+        try:
+            dtype = T.as_value_type(self.resolve_global(dtype_node))
+        except TypeError:
+            raise self.fail(dtype_node, "wp.alloc_local needs a value type") from None
+        size = self.resolve_global(size_node) if not isinstance(size_node, ast.Constant) \
+            else size_node.value
+        if not isinstance(size, int) or size <= 0:
+            raise self.fail(size_node, "the size of wp.alloc_local must be a positive integer "
+                            "constant (a literal, or a global or wp.constant)")
+        value_node = args[2] if len(args) > 2 else kw.get("value")
+        value = 0 if value_node is None else (
+            value_node.value if isinstance(value_node, ast.Constant) else
+            self.resolve_global(value_node))
+        if isinstance(value_node, ast.UnaryOp) and isinstance(value_node.operand, ast.Constant):
+            value = -value_node.operand.value
+        if not isinstance(value, (int, float)):
+            raise self.fail(node, "the value of wp.alloc_local must be a number constant")
+        t = T.ArrayType(dtype, 1, local=True, size=size)
+        v = self.new_temp(t, "local")
+        self.block.append(ir.Assign(v, ir.Prim(registry.lookup("alloc_local"), [],
+                                               {"value": value}), self.loc(node)))
+        return v
 
     def call_func(self, func, node):
         if node.keywords:

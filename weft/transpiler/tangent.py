@@ -55,6 +55,8 @@ class Tangent(Forward):
                 stmts, t = self.build(lambda: b.tangent(*args, *tans, ret=ret, **e.attrs), s.loc)
                 out += stmts
             return out + [assign(tan(d), t.node if t is not None else zero_node(d.type), s.loc)]
+        if isinstance(e, ir.Load) and e.array.type.local:
+            return out + [assign(tan(d), zero_node(d.type), s.loc)]
         if isinstance(e, ir.Load):
             arr = e.array.name
             load = self.load_element(f"tan_{arr}", self.idx_nodes(e.index), d.type)
