@@ -11,3 +11,7 @@ adjoint replays the kernel from the overwritten values:
 """
 
 overwrite_gradients = "snapshot"
+
+#: CPU launches of fewer threads than this run a serial twin of the kernel (compiled on first
+#: use): starting the thread pool costs more than such a launch. 0 disables it.
+serial_threshold = 256

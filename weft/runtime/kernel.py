@@ -77,6 +77,7 @@ class Kernel(_UserFunction):
         self._meta = None
         self._entries = {}
         self._modules = {}
+        self._serial_forward = None  # set by the first small CPU launch (see launch.py)
 
     @property
     def module(self):
@@ -95,7 +96,7 @@ class Kernel(_UserFunction):
                 from ..transpiler.cuda import CUDA_STACK
                 extra += f" stack={CUDA_STACK}"
             key = cache.key_of(self, extra)
-            modname = f"{self.key}_{key}" if target == "cpu" else f"{self.key}_cuda_{key}"
+            modname = f"{self.key}_{key}" if target == "cpu" else f"{self.key}_{target}_{key}"
             mod = cache.load_or_build(modname, lambda: self._build_source(target))
             self._modules[target] = mod
         return mod

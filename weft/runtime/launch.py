@@ -6,6 +6,7 @@ import numpy as np
 from .. import types as T
 from ..errors import LaunchError
 from . import device as D
+from .. import config
 from .array import array
 from .tape import _stack as _tape_stack
 
@@ -148,6 +149,12 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     device = D.get_device(device)
     args = [*inputs, *outputs]
     values = pack(kernel, args, device)
+    if (not adjoint and not _tape_stack and device.alias == "cpu" and len(dims) == 1
+            and dims[0] < config.serial_threshold):
+        fast = kernel._serial_forward  # the common small launch: no further checks needed
+        if fast is not None:
+            fast(dims, *values)
+            return
     meta = kernel.meta
     tid_dims = meta["tid_dims"]
     if tid_dims > 1 and len(dims) != tid_dims:
@@ -170,6 +177,13 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
 
 
 CUDA_BLOCK = 256
+
+
+def _size(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
 
 
 def _overwrite_snapshots(kernel, hazards, args, values):
@@ -213,7 +227,12 @@ def run(kernel, kind, dims, values, device):
         raise KernelError(kernel.meta["no_derivative"], src.filename, src.first_line, 0,
                           src.lines[src.first_line - 1], kernel.key)
     if not device.is_cuda:
-        kernel.entry(kind)(dims, *values)
+        n = dims[0] if len(dims) == 1 else _size(dims)
+        target = "serial" if n < config.serial_threshold else "cpu"
+        fn = kernel.entry(kind, target)
+        if kind == "forward" and target == "serial" and kernel.meta["tid_dims"] <= 1:
+            kernel._serial_forward = fn
+        fn(dims, *values)
         return
     n = 1
     for d in dims:
