@@ -8,21 +8,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-try:  # TEMP until atomics lands
-    from .atomics import (atomic_add, atomic_cas, atomic_exch, atomic_max,  # noqa: F401
-                          atomic_min, atomic_sub)
-except ImportError:
-    @numba.njit
-    def atomic_add(a, i, v):
-        old = a[i]
-        a[i] += v
-        return old
-
-    @numba.njit
-    def atomic_sub(a, i, v):
-        old = a[i]
-        a[i] -= v
-        return old
+from .atomics import (atomic_add, atomic_cas, atomic_exch, atomic_max,  # noqa: F401
+                      atomic_min, atomic_sub)
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 
