@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from .atomics import (atomic_add, atomic_cas, atomic_exch, atomic_max,  # noqa: F401
                       atomic_min, atomic_sub)
@@ -80,3 +82,61 @@ def tuple_eq(a, b):
 @_jit
 def tuple_ne(a, b):
     return not tuple_eq(a, b)
+
+
+#: per-thread accumulation buffers are used while they take at most this many bytes in all
+PRIVATE_BUDGET = 64 << 20
+# the size of Numba's thread pool (numba.get_num_threads() would make kernels uncacheable);
+# kernels also check each thread id against the buffer's length
+_POOL = numba.config.NUMBA_NUM_THREADS
+
+
+def private_ok(a):
+    """Whether per-thread copies of ``a`` fit the budget (see ``private_buffer``); False for
+    an adjoint array that was not asked for (None)."""
+    return a is not None and _POOL * a.size * a.itemsize <= PRIVATE_BUDGET
+
+
+def private_buffer(a, ok):
+    """Zeroed per-thread copies of ``a`` (shape ``(threads,) + a.shape``), or an empty array.
+
+    Kernels that only accumulate into ``a`` add into their thread's copy with plain ``+=`` and
+    the copies are summed into ``a`` after the launch: on x86 a float atomic add is a
+    compare-and-swap loop, many times dearer than the reduction."""
+    if a is None:
+        return np.zeros((0, 0), np.float32)
+    return np.zeros((_POOL if ok else 0,) + a.shape, a.dtype)
+
+
+def reduce_private(a, acc):
+    """``a += acc.sum(axis=0)``."""
+    if a is not None:
+        for w in range(acc.shape[0]):
+            a += acc[w]
+
+
+@overload(private_ok, jit_options={"cache": True})
+def _private_ok(a):
+    if isinstance(a, types.NoneType):
+        return lambda a: False
+    return lambda a: _POOL * a.size * a.itemsize <= PRIVATE_BUDGET
+
+
+@overload(private_buffer, jit_options={"cache": True})
+def _private_buffer(a, ok):
+    if isinstance(a, types.NoneType):
+        return lambda a, ok: np.zeros((0, 0), np.float32)
+    return lambda a, ok: np.zeros((_POOL if ok else 0,) + a.shape, a.dtype)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _reduce(a, acc):
+    for w in range(acc.shape[0]):
+        a += acc[w]
+
+
+@overload(reduce_private, jit_options={"cache": True})
+def _reduce_private(a, acc):
+    if isinstance(a, types.NoneType):
+        return lambda a, acc: None
+    return lambda a, acc: _reduce(a, acc)

@@ -112,3 +112,37 @@ def local_buffer_gradient(fir):
                     "differentiate thread-local buffers, so this kernel has no adjoint or "
                     "tangent. Keep differentiable values out of the buffer.")
     return None
+
+
+def private_accumulators(fir):
+    """Arrays a CPU kernel only accumulates into, which may get per-thread private buffers.
+
+    Returns ``(forward, adjoint)`` name lists: kernel array parameters whose only accesses are
+    ``atomic_add``/``atomic_sub`` (old value unused), and ``adj_<p>`` for parameters ``p`` that
+    are read but never written (so the adjoint only accumulates into ``adj_p``). Arrays passed to
+    funcs or viewed are left alone."""
+    used = ir.used_vars(fir.body)
+    uses = {id(p): [] for p in fir.params if isinstance(p.type, T.ArrayType)}
+    for s in ir.walk(fir.body):
+        if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load) and id(s.expr.array) in uses:
+            uses[id(s.expr.array)].append("view" if isinstance(s.dst.type, T.ArrayType)
+                                          else "load")
+        elif isinstance(s, ir.Store) and id(s.array) in uses:
+            uses[id(s.array)].append("store")
+        elif isinstance(s, ir.AtomicRMW) and id(s.array) in uses:
+            plain = s.op in ("add", "sub") and (s.dst is None or id(s.dst) not in used)
+            uses[id(s.array)].append("accumulate" if plain else "atomic")
+        elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Call):
+            for a in s.expr.args:
+                if id(a) in uses:
+                    uses[id(a)].append("call")
+    forward, adjoint = [], []
+    for p in fir.params:
+        kinds = set(uses.get(id(p), ()))
+        if not kinds or p.type.local:
+            continue
+        if kinds == {"accumulate"}:
+            forward.append(p.name)
+        if kinds == {"load"} and T.is_differentiable(p.type):
+            adjoint.append(f"adj_{p.name}")
+    return forward, adjoint

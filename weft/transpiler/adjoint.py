@@ -101,8 +101,9 @@ class Adjoint(Gen):
                                     "not supported yet")
         dt = ast.Attribute(name("np"), "bool_" if t is T.bool else T.scalar_of(t).__name__,
                            ast.Load())
+        # one row per iteration, holding an element as arrays of that type hold it
         shape = cap_node if not T.is_composite(t) else ast.Tuple(
-            [cap_node, ast.Constant(t._length_)], ast.Load())
+            [cap_node] + [ast.Constant(d) for d in T.element_shape(t)], ast.Load())
         return ast.Call(ast.Attribute(name("np"), "empty", ast.Load()), [shape, dt], [])
 
     def record_loop(self, s):

@@ -58,6 +58,7 @@ class Gen:
     def __init__(self, fir, names):
         self.fir = fir
         self.names = names
+        self.private = set()   # arrays accumulated into per-thread copies (CPU kernels)
         self.copies = {}
         for s in ir.walk(fir.body):
             if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Copy) and isinstance(
@@ -114,7 +115,25 @@ class Gen:
         return out
 
     def atomic_element(self, fn, arr_name, idx_nodes, value, loc, dst=None):
-        """``_wk.atomic_<fn>`` per component; optionally bind the old value to ``dst``."""
+        """``_wk.atomic_<fn>`` per component; optionally bind the old value to ``dst``.
+
+        Arrays in ``self.private`` (CPU kernels that only accumulate into them) add into the
+        calling thread's private copy instead, when the launch allotted one."""
+        if arr_name in self.private and fn in ("add", "sub") and dst is None:
+            op = ast.Add() if fn == "add" else ast.Sub()
+            own = self.store_element(f"_acc_{arr_name}", [name("_w")] + list(idx_nodes), value,
+                                     loc, op=op)
+            shared = self._atomics(fn, arr_name, idx_nodes, value, loc, dst)
+            rows = ast.Subscript(ast.Attribute(name(f"_acc_{arr_name}"), "shape", ast.Load()),
+                                 ast.Constant(0), ast.Load())
+            cond = ast.BoolOp(ast.And(), [name(f"_pv_{arr_name}"), ast.Compare(
+                name("_w"), [ast.Lt()], [rows])])
+            st = ast.If(cond, own, shared)
+            st._weft_loc = loc
+            return [st]
+        return self._atomics(fn, arr_name, idx_nodes, value, loc, dst)
+
+    def _atomics(self, fn, arr_name, idx_nodes, value, loc, dst):
         out = []
         olds = []
         items = value.items() if T.is_composite(value.type) else [value]

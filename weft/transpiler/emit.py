@@ -92,14 +92,30 @@ def _prologue(fir):
     return out
 
 
-def _thread_loop(fir, body):
+def _thread_loop(fir, body, private=()):
+    """The loop over launch indices, with per-thread accumulation buffers set up before it and
+    added into their arrays after it (``private``: names of arrays only accumulated into)."""
     rng = ast.Call(ast.Attribute(name("numba"), "prange", ast.Load()),
                    [ast.Call(ast.Attribute(name("_wk"), "launch_size", ast.Load()),
                              [name("_dim")], [])], [])
     # prange may give an unsigned index: make it signed so index arithmetic stays integer
-    tid = assign("_tid", ast.Call(name("int64"), [name("_p")], []))
-    return [ast.For(ast.Name("_p", ast.Store()), rng, [tid] + _prologue(fir) +
-                    (body or [ast.Pass()]), [])]
+    head = [assign("_tid", ast.Call(name("int64"), [name("_p")], []))]
+    before, after = [], []
+    if private:
+        head.append(assign("_w", ast.parse("numba.get_thread_id()", mode="eval").body))
+    for a in private:
+        setup = [assign(f"_pv_{a}", ast.Call(ast.Attribute(name("_wk"), "private_ok",
+                                                           ast.Load()), [name(a)], [])),
+                 assign(f"_acc_{a}", ast.Call(ast.Attribute(name("_wk"), "private_buffer",
+                                                            ast.Load()),
+                                              [name(a), name(f"_pv_{a}")], []))]
+        reduce = [ast.If(name(f"_pv_{a}"), [ast.Expr(ast.Call(ast.Attribute(
+            name("_wk"), "reduce_private", ast.Load()), [name(a), name(f"_acc_{a}")], []))], [])]
+        before += setup
+        after += reduce
+    loop = ast.For(ast.Name("_p", ast.Store()), rng, head + _prologue(fir) +
+                   (body or [ast.Pass()]), [])
+    return before + [loop] + after
 
 
 def kernel_params(fir):
@@ -116,17 +132,24 @@ def kernel_tan_params(fir):
     return TG.func_params(fir)[len(fir.params):]
 
 
-def generate(fir, parts=("forward", "adjoint", "tangent")):
+def generate(fir, parts=("forward", "adjoint", "tangent"), target="cpu"):
     """The generated function definitions of one kernel or func."""
     out = []
+    private_fwd, private_adj = [], []
+    if fir.kind == "kernel" and target != "cuda":
+        from .access import private_accumulators
+        private_fwd, private_adj = private_accumulators(fir)
     loc = fir.source and fir.source.filename
     where = f"{os.path.basename(loc)}:{fir.source.first_line}" if loc else ""
     kernel = fir.kind == "kernel"
     base = f"{fir.name}__fwd" if kernel else fir.name
     if "forward" in parts:
-        body = Forward(fir, _names_for(fir)).block(fir.body)
+        gen = Forward(fir, _names_for(fir))
+        gen.private = set(private_fwd)
+        body = gen.block(fir.body)
         if kernel:
-            out.append(_function(base, ["_dim"] + kernel_params(fir), _thread_loop(fir, body),
+            out.append(_function(base, ["_dim"] + kernel_params(fir),
+                                 _thread_loop(fir, body, private_fwd),
                                  CPU_KERNEL, f"Forward kernel of '{fir.name}' ({where})."))
         else:
             out.append(_function(base, kernel_params(fir), body, CPU_FUNC,
@@ -139,10 +162,12 @@ def generate(fir, parts=("forward", "adjoint", "tangent")):
                                  f"The user's {kind} rule of '{fir.name}' ({where})."))
     if "adjoint" in parts and "grad" not in fir.custom:
         gen = A.Adjoint(fir, _names_for(fir))
+        gen.private = set(private_adj)
         body = gen.body()
         if kernel:
             out.append(_function(f"{fir.name}__adj", ["_dim"] + kernel_params(fir)
-                                 + kernel_adj_params(fir), _thread_loop(fir, body), CPU_KERNEL,
+                                 + kernel_adj_params(fir), _thread_loop(fir, body, private_adj),
+                                 CPU_KERNEL,
                                  f"Adjoint kernel of '{fir.name}': replays the forward body, "
                                  "then runs it backwards."))
         else:
@@ -205,7 +230,7 @@ def module_source(funcs, origin, target="cpu"):
     body = header(origin, target)
     meta = {}
     for fir in funcs:
-        defs = generate(fir)
+        defs = generate(fir, target=target)
         if target == "cuda":
             from .cuda import retarget
             defs = [retarget(d, fir.kind == "kernel") for d in defs]

@@ -21,6 +21,12 @@ class Forward(Gen):
         self.replay = replay
         self.shadow = shadow  # prefix of the shadow arrays that views must follow
 
+    @property
+    def used_vars(self):
+        if getattr(self, "_used", None) is None:
+            self._used = ir.used_vars(self.fir.body)
+        return self._used
+
     def block(self, stmts):
         out = []
         for s in stmts:
@@ -34,7 +40,14 @@ class Forward(Gen):
     def s_Assign(self, s):
         e = s.expr
         if isinstance(e, ir.Copy):
-            return [assign(s.dst.name, self.ex(e.src).node, s.loc)]
+            out = [assign(s.dst.name, self.ex(e.src).node, s.loc)]
+            if (isinstance(s.dst.type, T.ArrayType) and isinstance(e.src, ir.Var)
+                    and (self.replay or self.shadow == "tan")
+                    and T.is_differentiable(s.dst.type) and not s.dst.type.local):
+                # a named view (``row = a[i]``) brings its shadow view along
+                p = self.shadow
+                out.append(assign(f"{p}_{s.dst.name}", name(f"{p}_{e.src.name}"), s.loc))
+            return out
         if isinstance(e, ir.Prim) and e.builtin.name == "alloc_local":
             return self.alloc_local(s)
         if isinstance(e, ir.Prim):
@@ -108,8 +121,9 @@ class Forward(Gen):
             # thread updated it meanwhile)
             return [assign(s.dst.name, self.load_element(s.array.name, idx,
                                                          s.array.type.dtype).node, s.loc)]
+        used = s.dst is not None and id(s.dst) in self.used_vars
         return self.atomic_element(s.op, s.array.name, idx, self.ex(s.value), s.loc,
-                                   dst=s.dst.name if s.dst is not None else None)
+                                   dst=s.dst.name if used else None)
 
     # --------------------------------------------------------------------------------- control
     def s_If(self, s):
