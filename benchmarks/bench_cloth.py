@@ -157,6 +157,102 @@ def forward_table(sizes, repeat):
     return rows
 
 
+STEPS = 64
+
+
+def diff_weft_like(wp, n, repeat):
+    """Forward (recorded) and backward times of 64 steps, and d loss / d v0."""
+    sim = Sim(wp, n, steps_state=STEPS, requires_grad=True)
+    tape = wp.Tape()
+
+    def forward():
+        nonlocal tape
+        tape = wp.Tape()
+        sim.loss.zero_()
+        with tape:
+            for s in range(STEPS):
+                sim.step(s, s + 1, sim.fs[s])
+            wp.launch(sim.k["height_loss"], sim.n, inputs=[sim.xs[STEPS], sim.loss])
+        if hasattr(wp, "synchronize"):
+            wp.synchronize()
+
+    def backward():
+        tape.zero()
+        tape.backward(sim.loss)
+        if hasattr(wp, "synchronize"):
+            wp.synchronize()
+
+    forward()
+    backward()
+    tf = timeit(forward, repeat)
+    tb = float("inf")
+    for _ in range(repeat):
+        forward()
+        t = time.perf_counter()
+        backward()
+        tb = min(tb, time.perf_counter() - t)
+    return tf, tb, float(sim.loss.numpy()[0]), np.array(sim.vs[0].grad.numpy())
+
+
+def diff_jax(n, repeat):
+    import jax
+    import jax.numpy as jnp
+    x0, inv_mass, pairs, rest = cloth.make_cloth(n)
+    i, j = jnp.asarray(pairs[:, 0]), jnp.asarray(pairs[:, 1])
+    w = jnp.asarray(inv_mass)[:, None]
+    g = jnp.where(w > 0, jnp.asarray(cloth.GRAVITY, jnp.float32), 0.0)
+    rest = jnp.asarray(rest)
+
+    def step(state, _):
+        x, v = state
+        d = x[i] - x[j]
+        l = jnp.linalg.norm(d, axis=1)
+        nrm = d / l[:, None]
+        m = cloth.KE * (l - rest) + cloth.KD * jnp.sum(nrm * (v[i] - v[j]), axis=1)
+        fs = nrm * m[:, None]
+        f = jax.ops.segment_sum(fs, j, len(x0)) - jax.ops.segment_sum(fs, i, len(x0))
+        v = v + (f * w + g) * cloth.DT
+        return (x + v * cloth.DT, v), None
+
+    def loss(v0):
+        (x, _), _ = jax.lax.scan(step, (jnp.asarray(x0), v0), None, length=STEPS)
+        return jnp.sum(x[:, 1] ** 2 + 0.1 * x[:, 0])
+
+    v0 = jnp.zeros_like(jnp.asarray(x0))
+    fwd = jax.jit(loss)
+    both = jax.jit(jax.value_and_grad(loss))
+    tf = timeit(lambda: fwd(v0).block_until_ready(), repeat)
+    tfb = timeit(lambda: both(v0)[1].block_until_ready(), repeat)
+    value, grad = both(v0)
+    return tf, max(tfb - tf, 0.0), float(value), np.asarray(grad)
+
+
+def diff_table(sizes, repeat):
+    import weft
+    rows = []
+    for n in sizes:
+        row = {"N": n}
+        tf, tb, lw, gw = diff_weft_like(weft, n, repeat)
+        row.update({"weft fwd": tf, "weft bwd": tb, "weft total": tf + tb})
+        scale = np.abs(gw).max()
+        try:
+            import warp
+            warp.config.quiet = True
+            tf2, tb2, lw2, gw2 = diff_weft_like(warp, n, repeat)
+            row.update({"warp fwd": tf2, "warp bwd": tb2, "weft/warp": (tf + tb) / (tf2 + tb2),
+                        "grad diff vs warp": float(np.abs(gw - gw2).max() / scale)})
+        except ImportError:
+            pass
+        try:
+            tf3, tb3, lw3, gw3 = diff_jax(n, repeat)
+            row.update({"jax fwd": tf3, "jax bwd": tb3, "weft/jax": (tf + tb) / (tf3 + tb3),
+                        "grad diff vs jax": float(np.abs(gw - gw3).max() / scale)})
+        except ImportError:
+            pass
+        rows.append(row)
+    return rows
+
+
 def print_table(title, rows, markdown, ms_keys):
     print(f"\n{title}")
     keys = list(rows[0].keys())
@@ -186,6 +282,7 @@ def print_table(title, rows, markdown, ms_keys):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256])
+    ap.add_argument("--diff-sizes", type=int, nargs="+", default=[32, 64, 128])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
@@ -197,6 +294,11 @@ def main():
         r["weft/numba"] = r["weft"] / r["numba"]
     print_table(f"Cloth forward, time per frame ({SUBSTEPS} substeps)", rows, args.markdown,
                 {"weft", "numba", "numpy", "warp"})
+    rows = diff_table(args.diff_sizes, args.repeat)
+    print_table(f"Differentiable cloth, {STEPS} steps, loss on final positions, gradient to "
+                "initial velocities (grad diff: max |difference| / max |weft gradient|)", rows,
+                args.markdown, {"weft fwd", "weft bwd", "weft total", "warp fwd", "warp bwd",
+                                "jax fwd", "jax bwd"})
 
 
 if __name__ == "__main__":
