@@ -78,11 +78,12 @@ def same_float_scalar(types, attrs=None):
     return None
 
 
-def all_same(pred, result=None):
-    """Arguments all of one type satisfying ``pred``; result is that type (or ``result``)."""
+def all_same(pred, result=None, arity=2):
+    """``arity`` arguments all of one type satisfying ``pred``; the result is that type (or
+    ``result``)."""
 
     def resolve(types, attrs=None):
-        if types and all(t == types[0] for t in types) and pred(types[0]):
+        if len(types) == arity and all(t == types[0] for t in types) and pred(types[0]):
             return types[0] if result is None else result
         return None
 

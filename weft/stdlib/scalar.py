@@ -51,7 +51,7 @@ _bool_op("bool_and", ast.BitAnd)
 _bool_op("bool_or", ast.BitOr)
 
 
-@builtin("bool_not", ["not x: bool -> bool"], all_same(lambda t: t is T.bool),
+@builtin("bool_not", ["not x: bool -> bool"], all_same(lambda t: t is T.bool, arity=1),
          differentiable=False, public=False)
 class bool_not:
     def primal(x):
@@ -77,7 +77,8 @@ _int_binop("lshift", ast.LShift, "a << b (integers of one type)")
 _int_binop("rshift", ast.RShift, "a >> b (integers of one type)")
 
 
-@builtin("invert", ["~a (integer)"], all_same(T.is_int), differentiable=False, public=False)
+@builtin("invert", ["~a (integer)"], all_same(T.is_int, arity=1), differentiable=False,
+         public=False)
 class invert:
     def primal(a):
         return cast(Ex(ast.UnaryOp(ast.Invert(), a.node), a.type), a.type)
@@ -257,7 +258,7 @@ _minmax("max", ast.GtE)
 
 
 @builtin("clamp", ["clamp(x: Scalar, lo: Scalar, hi: Scalar) -> Scalar"],
-         all_same(numeric_scalar))
+         all_same(numeric_scalar, arity=3))
 class clamp:
     def primal(x, lo, hi):
         x, lo, hi = x.atom(), lo.atom(), hi.atom()
@@ -271,7 +272,9 @@ class clamp:
         x, lo, hi, adj = x.atom(), lo.atom(), hi.atom(), adj.atom()
         z = zero(x.type)
         below = Ex(ast.Compare(x.node, [ast.Lt()], [lo.node]), T.bool)
-        above = Ex(ast.Compare(x.node, [ast.Gt()], [hi.node]), T.bool)
+        # as the primal: below wins when lo > hi
+        above = Ex(ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), below.node), ast.Compare(
+            x.node, [ast.Gt()], [hi.node])]), T.bool)
         inside = Ex(ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), below.node),
                                            ast.UnaryOp(ast.Not(), above.node)]), T.bool)
         return [select(inside, adj, z), select(below, adj, z), select(above, adj, z)]
