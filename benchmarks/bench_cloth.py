@@ -177,7 +177,8 @@ def diff_weft_like(wp, n, repeat):
             wp.synchronize()
 
     def backward():
-        tape.zero()
+        for a in sim.xs + sim.vs + sim.fs:  # a fresh tape's zero() clears nothing (Warp)
+            a.grad.zero_()
         tape.backward(sim.loss)
         if hasattr(wp, "synchronize"):
             wp.synchronize()

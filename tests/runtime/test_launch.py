@@ -173,3 +173,17 @@ def test_kernel_source_is_readable_and_annotated():
     assert "# test_launch.py:" in src
     assert "def axpy__fwd" in axpy.source("forward")
     assert "def axpy__jvp" in axpy.source("tangent")
+
+
+def test_tape_zero_clears_only_gradients_backward_used_as_warp():
+    x, y, out = _arrays()
+    x.grad.fill_(5.0)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(axpy, dim=5, inputs=[3.0, x, y], outputs=[out])
+    tape.zero()  # nothing has run backward on this tape yet: Warp clears nothing
+    np.testing.assert_allclose(x.grad.numpy(), 5.0)
+    tape.backward(grads={out: np.ones(5, np.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), 8.0)  # gradients accumulate
+    tape.zero()
+    assert not x.grad.numpy().any() and not out.grad.numpy().any()

@@ -72,28 +72,24 @@ class Tape:
             if a.grad is None:
                 a.requires_grad = True
             a.grad.assign(g.numpy() if isinstance(g, array) else np.asarray(g))
-        self._collect()
         from .launch import grads_of, pack, run
         for rec in reversed(self.launches):
             if isinstance(rec, _Func):
                 rec.backward()
                 continue
             k = rec.kernel
+            for a in rec.args:  # as Warp: the gradients backward used are the ones zero() clears
+                if isinstance(a, array) and a.grad is not None:
+                    self.gradients[a] = a.grad
             values = pack(k, rec.args, rec.device)
             for i, data in rec.snapshots.items():
                 values[i] = data  # replay from the values before the launch overwrote them
             adj = grads_of(k, rec.args, k.meta["adj"], "adj_")
             run(k, "adjoint", rec.dims, values + adj, rec.device)
 
-    def _collect(self):
-        for rec in self.launches:
-            for a in getattr(rec, "args", getattr(rec, "arrays", [])):
-                if isinstance(a, array) and a.grad is not None:
-                    self.gradients[a] = a.grad
-
     def zero(self):
-        """Zero the gradients of every array the recorded launches touched."""
-        self._collect()
+        """Zero the gradients used by ``backward`` so far (Warp's semantics: a tape that has not
+        run backward yet zeros nothing)."""
         for g in self.gradients.values():
             g.zero_()
 
