@@ -58,4 +58,7 @@ def init():
 
 for _name, _b in _registry.NAMESPACE.items():
     globals().setdefault(_name, _b)
+from .stdlib.quat import FUNCS as _quat_funcs  # noqa: E402  (kernel-language builtins)
+
+globals().update(_quat_funcs)
 del _name, _b

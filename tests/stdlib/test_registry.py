@@ -22,7 +22,7 @@ from weft.stdlib import helpers
 from weft.stdlib.registry import REGISTRY
 from weft.transpiler.exprs import Builder, Ex, NameGen
 
-POOL = [T.float64, T.vec2d, T.vec3d, T.mat22d, T.mat33d]
+POOL = [T.float64, T.vec2d, T.vec3d, T.mat22d, T.mat33d, T.quatd]
 NEEDS_ATTRS = {"cast", "construct", "identity", "tuple_get", "make_tuple", "tid",
                "array_shape", "alloc_local", "extract", "insert"}
 # domains where the functions are smooth (away from kinks, poles and branch cuts)

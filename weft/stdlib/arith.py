@@ -72,6 +72,8 @@ class pos:
 
 def _mul_kind(a, b):
     """Classify ``a * b``: returns (kind, result type) or None."""
+    if a == b and T.is_composite(a) and a._wp_kind_ == "quaternion":
+        return ("qq", a)
     if T.is_scalar(a) and T.is_scalar(b):
         return ("ss", a) if a == b and a is not T.bool else None
     if T.is_scalar(a) and T.is_composite(b) and T.scalar_of(b) is a:
@@ -138,8 +140,27 @@ def outer(a, b):
     return tup([x * y for x in a.items() for y in b.items()], mt)
 
 
+def quat_mul(a, b):
+    """Hamilton product of quaternions ``(x, y, z, w)``."""
+    a, b = a.atom(), b.atom()
+    x1, y1, z1, w1 = a.items()
+    x2, y2, z2, w2 = b.items()
+    return tup([w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+                w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2,
+                w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2], a.type)
+
+
+def _conj(q):
+    q = q.atom()
+    x, y, z, w = q.items()
+    return tup([-x, -y, -z, w], q.type)
+
+
 def mul(a, b):
     kind, out_t = _mul_kind(a.type, b.type)
+    if kind == "qq":
+        return quat_mul(a, b)
     if kind in ("ss", "sc", "cs"):
         out = binop(ast.Mult(), a, b)
         return cast(out, out_t) if T.is_int(out_t) else out
@@ -148,6 +169,8 @@ def mul(a, b):
 
 def _mul_adjoint(a, b, adj):
     kind, _ = _mul_kind(a.type, b.type)
+    if kind == "qq":  # d(a b) = da b + a db: adjoints through conjugates
+        return [quat_mul(adj, _conj(b)), quat_mul(_conj(a), adj)]
     if kind == "ss":
         return [adj * b, adj * a]
     if kind == "sc":

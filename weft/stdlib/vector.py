@@ -36,6 +36,9 @@ def _construct_resolve(types, attrs):
         return t  # rows
     if len(types) == 1 and T.is_composite(types[0]) and types[0]._shape_ == t._shape_:
         return t  # conversion between precisions
+    if t._wp_kind_ == "transformation" and len(types) == 2 and types[0] == T.vector(3, st) \
+            and types[1] == T.quaternion(st):
+        return t  # transform(p, q)
     return None
 
 
@@ -46,10 +49,12 @@ def _construct_parts(args, t):
         return [(args[0], list(range(n)))]
     if len(args) == 1:
         return [(args[0], list(range(n)))]
-    if args and T.is_composite(args[0].type):
-        c = t._shape_[1]
-        return [(a, list(range(i * c, (i + 1) * c))) for i, a in enumerate(args)]
-    return [(a, [i]) for i, a in enumerate(args)]
+    out, start = [], 0
+    for a in args:  # rows of a matrix, (p, q) of a transform, or scalars
+        size = a.type._length_ if T.is_composite(a.type) else 1
+        out.append((a, list(range(start, start + size))))
+        start += size
+    return out
 
 
 @builtin("construct", ["vec3(x, y, z) / vec3(s) / vec3() / mat33(9 scalars) / mat33(row0, row1,"

@@ -182,6 +182,9 @@ class ExprLowerer:
         return self.python_constant(self.resolve_global(node), node)
 
     def component_index(self, t, attr, node):
+        if T.is_composite(t) and t._wp_kind_ == "transformation" and attr in ("p", "q"):
+            raise self.fail(node, f"use wp.transform_get_{'translation' if attr == 'p' else 'rotation'}"
+                            f"(t) for t.{attr}")
         names = {"x": 0, "y": 1, "z": 2, "w": 3}
         if T.is_composite(t) and not T.is_matrix(t) and attr in names and names[attr] < t._length_:
             return names[attr]
@@ -387,6 +390,8 @@ class ExprLowerer:
             args = [self.lower_expr(a) for a in node.args]
             args = [self.adapt_literal(a, callee) for a in args]
             return self.apply_builtin("construct", args, node, {"type": callee})
+        if callee in (T.vector, T.matrix, T.quaternion, T.transformation):
+            return self.generic_constructor(callee, node)
         named = {py.abs: "abs", py.min: "min", py.max: "max", py.round: "round", py.pow: "pow"}
         if callee in named:
             args = [self.lower_expr(a) for a in node.args]
@@ -402,6 +407,33 @@ class ExprLowerer:
             raise self.fail(node, f"len() of {T.type_name(x.type)} is not supported")
         raise self.fail(node.func, f"'{ast.unparse(node.func)}' ({type(callee).__name__}) cannot "
                         "be called in kernels", KernelTypeError)
+
+    def generic_constructor(self, factory, node):
+        """In-kernel ``wp.vector(x, y, z)``, ``wp.matrix(..., shape=(r, c))``,
+        ``wp.quaternion(x, y, z, w)``, ``wp.transformation(p, q)``: the scalar type comes from
+        the arguments (or ``dtype=``)."""
+        args = [self.lower_expr(a) for a in node.args]
+        kw = {k.arg: k.value for k in node.keywords}
+        dtype = self.resolve_global(kw["dtype"]) if "dtype" in kw else None
+        typed = [a for a in args if not (isinstance(a, ir.Const) and a.literal)]
+        st = T.as_scalar_type(dtype) if dtype is not None else (
+            T.scalar_of(typed[0].type) if typed else T.float32)
+        n = sum(a.type._length_ if T.is_composite(a.type) else 1 for a in args)
+        if factory is T.vector:
+            length = self.resolve_global(kw["length"]) if "length" in kw else n
+            t = T.vector(length, st)
+        elif factory is T.matrix:
+            if "shape" not in kw:
+                raise self.fail(node, "wp.matrix(...) in a kernel needs shape=(rows, cols)")
+            shape = ast.literal_eval(kw["shape"]) if isinstance(kw["shape"], ast.Tuple) else \
+                self.resolve_global(kw["shape"])
+            t = T.matrix(shape, st)
+        elif factory is T.quaternion:
+            t = T.quaternion(st)
+        else:
+            t = T.transformation(st)
+        args = [self.adapt_literal(a, t) for a in args]
+        return self.apply_builtin("construct", args, node, {"type": t})
 
     def call_keywords(self, node, b):
         attrs = {}

@@ -1,0 +1,93 @@
+"""Quaternion and transform builtins, written in weft's own kernel language.
+
+These are ordinary generic funcs (untyped parameters, specialised per argument types), so weft
+derives their adjoints and tangents exactly as for user code: there are no hand-written rules
+to get wrong. Quaternions are ``(x, y, z, w)``; transforms ``(p.x, p.y, p.z, q.x, q.y, q.z,
+q.w)``, as in Warp.
+"""
+import weft as wp  # resolved when a kernel using these is compiled, not at import
+
+
+@wp.func
+def quat_identity():
+    return wp.quat(0.0, 0.0, 0.0, 1.0)
+
+
+@wp.func
+def quat_from_axis_angle(axis, angle):
+    half = angle * 0.5
+    s = wp.sin(half)
+    return wp.quaternion(axis[0] * s, axis[1] * s, axis[2] * s, wp.cos(half))
+
+
+@wp.func
+def quat_inverse(q):
+    return wp.quaternion(-q[0], -q[1], -q[2], q[3])
+
+
+@wp.func
+def quat_rotate(q, x):
+    u = wp.vector(q[0], q[1], q[2])
+    w = q[3]
+    return x * (2.0 * w * w - 1.0) + wp.cross(u, x) * (2.0 * w) + u * (2.0 * wp.dot(u, x))
+
+
+@wp.func
+def quat_rotate_inv(q, x):
+    u = wp.vector(q[0], q[1], q[2])
+    w = q[3]
+    return x * (2.0 * w * w - 1.0) - wp.cross(u, x) * (2.0 * w) + u * (2.0 * wp.dot(u, x))
+
+
+@wp.func
+def quat_to_matrix(q):
+    x = q[0]
+    y = q[1]
+    z = q[2]
+    w = q[3]
+    return wp.matrix(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w),
+                     2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
+                     2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y),
+                     shape=(3, 3))
+
+
+@wp.func
+def transform_get_translation(t):
+    return wp.vector(t[0], t[1], t[2])
+
+
+@wp.func
+def transform_get_rotation(t):
+    return wp.quaternion(t[3], t[4], t[5], t[6])
+
+
+@wp.func
+def transform_point(t, p):
+    return quat_rotate(transform_get_rotation(t), p) + transform_get_translation(t)
+
+
+@wp.func
+def transform_vector(t, v):
+    return quat_rotate(transform_get_rotation(t), v)
+
+
+@wp.func
+def transform_multiply(a, b):
+    qa = transform_get_rotation(a)
+    p = quat_rotate(qa, transform_get_translation(b)) + transform_get_translation(a)
+    return wp.transformation(p, qa * transform_get_rotation(b))
+
+
+@wp.func
+def transform_inverse(t):
+    qi = quat_inverse(transform_get_rotation(t))
+    return wp.transformation(-quat_rotate(qi, transform_get_translation(t)), qi)
+
+
+@wp.func
+def transform_identity():
+    return wp.transform(wp.vec3(0.0, 0.0, 0.0), wp.quat(0.0, 0.0, 0.0, 1.0))
+
+
+FUNCS = {name: value for name, value in dict(globals()).items()
+         if getattr(value, "_weft_kind", None) == "func"}
