@@ -58,7 +58,8 @@ def init():
 
 for _name, _b in _registry.NAMESPACE.items():
     globals().setdefault(_name, _b)
-from .stdlib.quat import FUNCS as _quat_funcs  # noqa: E402  (kernel-language builtins)
+from .stdlib import interp as _interp, quat as _quat  # noqa: E402  (kernel-language builtins)
 
-globals().update(_quat_funcs)
+globals().update(_quat.FUNCS)
+globals().update(_interp.FUNCS)
 del _name, _b

@@ -20,7 +20,7 @@ MATH = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "log", "l
         "log10": "log10", "sqrt": "sqrt", "tanh": "tanh", "sinh": "sinh", "cosh": "cosh",
         "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
         "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "rint", "abs": "fabs",
-        "power": "pow", "fmod": "fmod", "copysign": "copysign"}
+        "power": "pow", "fmod": "fmod", "copysign": "copysign", "cbrt": "cbrt"}
 _ARITY2 = {"arctan2", "power", "fmod", "copysign"}
 
 

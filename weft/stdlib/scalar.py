@@ -394,3 +394,134 @@ class cast_:
         if tx is None or not T.is_float(type):
             return None
         return cast(tx, type)
+
+
+# ----------------------------------------------------------------------------- more math
+
+_unary("cbrt", "np.cbrt", lambda x, r: _c(x, 1.0 / 3.0) / (r * r))
+
+
+def _erf_like(name, sign):
+    k = 1.1283791670955126  # 2 / sqrt(pi)
+
+    class rules:
+        def primal(x):
+            return mapc(lambda c: cast(call(f"math.{name}", c), c.type), x)
+
+        def adjoint(x, ret, adj):
+            x = x.atom()
+            return [mapc(lambda c, a: a * _c(c, sign * k) * call("np.exp", -(c * c)), x, adj)]
+
+        def tangent(x, tx, ret):
+            x = x.atom()
+            return mapc(lambda c, t: t * _c(c, sign * k) * call("np.exp", -(c * c)), x, tx)
+
+    builtin(name, [f"{name}(x: Float) -> Float"], _float_scalar_only)(rules)
+
+
+_erf_like("erf", 1.0)
+_erf_like("erfc", -1.0)
+
+
+def _scaled(name, factor):
+    class rules:
+        def primal(x):
+            return x * factor
+
+        def adjoint(x, ret, adj):
+            return [adj * factor]
+
+        def tangent(x, tx, ret):
+            return tx * factor
+
+    builtin(name, [f"{name}(x: Float) -> Float"], same_float)(rules)
+
+
+_scaled("degrees", 57.29577951308232)
+_scaled("radians", 0.017453292519943295)
+
+
+@builtin("frac", ["frac(x: Float) -> Float  (x - trunc(x))"], same_float)
+class frac:
+    def primal(x):
+        x = x.atom()
+        return mapc(lambda c: c - cast(call("np.trunc", c), c.type), x)
+
+    def adjoint(x, ret, adj):
+        return [adj]
+
+    def tangent(x, tx, ret):
+        return tx
+
+
+@builtin("copysign", ["copysign(x: Float, y: Float) -> Float"], all_same(float_scalar))
+class copysign:
+    def primal(x, y):
+        return call("np.copysign", x, y)
+
+    def adjoint(x, y, ret, adj):
+        x, y = x.atom(), y.atom()
+        return [select(_same_sign(x, y), adj, -adj), None]
+
+    def tangent(x, y, tx, ty, ret):
+        x, y = x.atom(), y.atom()
+        return select(_same_sign(x, y), tx, -tx)
+
+
+def _same_sign(x, y):
+    one = const(1.0, x.type)
+    return Ex(ast.Compare(call("np.copysign", one, x).node, [ast.Eq()],
+                          [call("np.copysign", one, y).node]), T.bool)
+
+
+def _predicate(name, test):
+    class rules:
+        def primal(x):
+            x = x.atom()
+            return Ex(test(x), T.bool)
+
+    builtin(name, [f"{name}(x: Float) -> bool"],
+            lambda ts, a=None: T.bool if len(ts) == 1 and T.is_float(ts[0]) else None,
+            differentiable=False)(rules)
+
+
+def _inf(x):
+    return const(float("inf"), x.type).node
+
+
+# comparisons only, so the same code runs on every target
+_predicate("isnan", lambda x: ast.Compare(x.node, [ast.NotEq()], [x.node]))
+_predicate("isinf", lambda x: ast.Compare(ast.Call(ast.Name("abs", ast.Load()), [x.node], []),
+                                          [ast.Eq()], [_inf(x)]))
+_predicate("isfinite", lambda x: ast.Compare(ast.BinOp(x.node, ast.Sub(), x.node), [ast.Eq()],
+                                             [zero(x.type).node]))
+
+
+@builtin("nonzero", ["nonzero(x: Scalar) -> Scalar  (1 where x != 0, else 0)"],
+         lambda ts, a=None: ts[0] if len(ts) == 1 and numeric_scalar(ts[0]) else None)
+class nonzero:
+    def primal(x):
+        x = x.atom()
+        return select(Ex(ast.Compare(x.node, [ast.NotEq()], [zero(x.type).node]), T.bool),
+                      const(1, x.type), zero(x.type))
+
+    def adjoint(x, ret, adj):
+        return [None]
+
+    def tangent(x, tx, ret):
+        return None if tx is None else zero(x.type)
+
+
+@builtin("step", ["step(x: Scalar) -> Scalar  (0 where x < 0, else 1)"],
+         lambda ts, a=None: ts[0] if len(ts) == 1 and numeric_scalar(ts[0]) else None)
+class step:
+    def primal(x):
+        x = x.atom()
+        return select(Ex(ast.Compare(x.node, [ast.Lt()], [zero(x.type).node]), T.bool),
+                      zero(x.type), const(1, x.type))
+
+    def adjoint(x, ret, adj):
+        return [None]
+
+    def tangent(x, tx, ret):
+        return None if tx is None else zero(x.type)

@@ -40,6 +40,7 @@ class Adjoint(Gen):
         self.loop_names = {}
         self.depth = 0
         self.atomic_arrays = set()
+        self.needed = adjoint_needed(fir)
         self.overwritten = set()
         if fir.kind == "kernel":
             from .access import overwritten
@@ -167,7 +168,7 @@ class Adjoint(Gen):
     def r_Assign(self, s):
         e = s.expr
         if isinstance(e, ir.Copy):
-            if not diff(s.dst):
+            if not diff(s.dst) or id(s.dst) not in self.needed:
                 return []
             out = self.accumulate(e.src, Ex(name(adj(s.dst)), s.dst.type), s.loc) \
                 if isinstance(e.src, ir.Var) else []
@@ -185,7 +186,8 @@ class Adjoint(Gen):
 
     def r_prim(self, s):
         b = s.expr.builtin
-        if not b.differentiable or not diff(s.dst) or not any(diff(a) for a in s.expr.args):
+        if not b.differentiable or not diff(s.dst) or not any(diff(a) for a in s.expr.args) \
+                or id(s.dst) not in self.needed:
             return self.consumed(s.dst, s.loc)
         args = [self.ex(a) for a in s.expr.args]
         ret = Ex(name(s.dst.name), s.dst.type)
@@ -319,6 +321,46 @@ class Adjoint(Gen):
         st = ast.For(ast.Name(k, ast.Store()), rng, tag(body, s.loc), [])
         st._weft_loc = s.loc
         return [st]
+
+
+def adjoint_needed(fir):
+    """Ids of the variables whose adjoint can be nonzero: those that flow, through
+    differentiable operations, into an array store, an atomic, a returned value or a func
+    call. The reverse sweep skips the others (zero-skipping done statically), which also keeps
+    a NaN or inf that only feeds a non-differentiable test (``isnan(x / 0)``) out of the
+    gradients: 0 * inf would be NaN."""
+    needed = set()
+
+    def need(*ops):
+        for o in ops:
+            if isinstance(o, ir.Var) and id(o) not in needed:
+                needed.add(id(o))
+                changed[0] = True
+
+    changed = [True]
+    while changed[0]:
+        changed[0] = False
+        for st in ir.walk(fir.body):
+            if isinstance(st, (ir.Store, ir.AtomicRMW)) and T.is_differentiable(st.array.type):
+                need(st.value)
+            elif isinstance(st, ir.Return):
+                need(st.value)
+            elif isinstance(st, ir.Loop):
+                for h, e in st.carried:
+                    if id(h) in needed:
+                        need(e)
+            elif isinstance(st, ir.Assign):
+                e = st.expr
+                if isinstance(e, ir.Call) and (id(st.dst) in needed or any(
+                        isinstance(p.type, T.ArrayType) for p in e.func.params)):
+                    need(*e.args)
+                elif id(st.dst) not in needed:
+                    continue
+                elif isinstance(e, ir.Copy):
+                    need(e.src)
+                elif isinstance(e, ir.Prim) and e.builtin.differentiable:
+                    need(*e.args)
+    return needed
 
 
 def func_signature(fir):

@@ -80,11 +80,15 @@ class Specializer:
             raise caller.fail(node, f"{func.__name__}() takes {len(params)} arguments, "
                               f"got {len(args)}", KernelTypeError)
         bound = []
+        # a number literal passed to a generic parameter takes the precision of the other
+        # arguments (lerp(a, b, 0.25) with float64 a and b is all float64)
+        anchor = next((a.type for a in args if not (isinstance(a, ir.Const) and a.literal)),
+                      None)
         for (pname, ptype, pnode), a in zip(params, args):
             if ptype is None:
                 t = a.type
-                if isinstance(a, ir.Const) and a.literal:
-                    t = a.type
+                if isinstance(a, ir.Const) and a.literal and anchor is not None:
+                    t = caller.adapt_literal(a, anchor).type
             else:
                 t = ptype
                 a2 = caller.adapt_literal(a, ptype)
