@@ -240,6 +240,8 @@ def run(kernel, kind, dims, values, device):
     if n == 0:
         return
     fn = kernel.entry(kind, "cuda")
+    if kind != "forward":
+        values = _cuda_shadows(kernel, kind, values)
     blocks = (n + CUDA_BLOCK - 1) // CUDA_BLOCK
     if kind != "adjoint":
         fn[blocks, CUDA_BLOCK](dims, *values)
@@ -253,6 +255,22 @@ def run(kernel, kind, dims, values, device):
                            f"{CUDA_STACK} iterations in one thread, more than the CUDA target "
                            "records; the gradients of this launch are not valid. Set "
                            "WEFT_CUDA_STACK to a larger value (before importing weft).")
+
+
+def _cuda_shadows(kernel, kind, values):
+    """On CUDA, adjoint and tangent arrays that were not given (None) become zeroed scratch
+    arrays: the CUDA code always takes views of them (see weft.transpiler.cuda)."""
+    from numba import cuda
+    names = [n for n, _ in param_types(kernel)]
+    primal = dict(zip(names, values))
+    extra = kernel.meta["adj" if kind == "adjoint" else "tan"]
+    out = list(values[:len(names)])
+    for name, v in zip(extra, values[len(names):]):
+        if v is None:
+            base = primal[name[4:]]
+            v = cuda.to_device(np.zeros(base.shape, base.dtype))
+        out.append(v)
+    return out
 
 
 def _explicit_adjoints(kernel, args, adj, names):

@@ -69,7 +69,7 @@ class _Retarget(ast.NodeTransformer):
                 self.stacks.add(name)
                 shape, dtype = v.args
                 cap = ast.Constant(CUDA_STACK)
-                new_shape = ast.Tuple([cap, shape.elts[1]], ast.Load()) \
+                new_shape = ast.Tuple([cap] + shape.elts[1:], ast.Load()) \
                     if isinstance(shape, ast.Tuple) else cap
                 node.value = ast.Call(ast.Attribute(ast.Attribute(
                     ast.Name("cuda", ast.Load()), "local", ast.Load()), "array", ast.Load()),
@@ -84,6 +84,13 @@ class _Retarget(ast.NodeTransformer):
         self.generic_visit(node)
         if not node.body:  # the grow statement of a while-loop stack was removed
             return None
+        # the shadow view of an adjoint/tangent array: ``adj_v = adj_a[i]`` or None. numba-cuda
+        # would type ``adj_v`` as Optional; on CUDA the runtime passes real (zero) arrays for
+        # missing adjoints and tangents, so the view is always taken
+        if (len(node.orelse) == 1 and isinstance(node.orelse[0], ast.Assign)
+                and isinstance(node.orelse[0].value, ast.Constant)
+                and node.orelse[0].value.value is None and len(node.body) == 1):
+            return node.body
         return node
 
     def visit_Subscript(self, node):
