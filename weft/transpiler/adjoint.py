@@ -148,6 +148,14 @@ class Adjoint(Gen):
         target = Ex(name(adj(v)), v.type)
 
         def build():
+            if T.is_composite(v.type) and isinstance(contribution.node, ast.Tuple):
+                # leave components with a literal zero contribution alone (x + 0.0 is not
+                # free: without fast-math LLVM must keep it for -0.0)
+                from .exprs import tup
+                c = contribution
+                items = [target.comp(i) if _is_zero(c.comp(i).node) else
+                         target.comp(i) + c.comp(i) for i in range(v.type._length_)]
+                return tup(items, v.type)
             if isinstance(v.type, T.TupleType):
                 c = contribution.atom()
                 items = [target.comp(i) + c.comp(i) if T.is_differentiable(t) else target.comp(i)
@@ -321,6 +329,12 @@ class Adjoint(Gen):
         st = ast.For(ast.Name(k, ast.Store()), rng, tag(body, s.loc), [])
         st._weft_loc = s.loc
         return [st]
+
+
+def _is_zero(node):
+    """A literal zero as the generators write it: ``float32(0.0)``."""
+    return (isinstance(node, ast.Call) and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant) and node.args[0].value == 0)
 
 
 def adjoint_needed(fir):

@@ -162,6 +162,9 @@ def generate(fir, parts=("forward", "adjoint", "tangent"), target="cpu"):
                                  f"The user's {kind} rule of '{fir.name}' ({where})."))
     if "adjoint" in parts and "grad" not in fir.custom:
         gen = A.Adjoint(fir, _names_for(fir))
+        # per-thread buffers only pay off where accumulation would otherwise be atomic
+        atomic = {f"adj_{p.name}" for p in gen.atomic_arrays}
+        private_adj = [a for a in private_adj if a in atomic]
         gen.private = set(private_adj)
         body = gen.body()
         if kernel:
