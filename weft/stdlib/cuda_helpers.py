@@ -13,6 +13,8 @@ import math
 import numpy as np
 from numba import config, cuda
 
+from . import _portable
+
 _dev = cuda.jit(device=True, inline="always")
 
 # numpy name used by the stdlib rules -> libdevice base name
@@ -56,22 +58,9 @@ def _two(f):
 
 _bind_math()
 
-
-@_dev
-def launch_size(dim):
-    n = 1
-    for d in dim:
-        n *= d
-    return n
-
-
-@_dev
-def trip_count(start, stop, step):
-    if step > 0:
-        n = (stop - start + step - 1) // step
-    else:
-        n = (start - stop - step - 1) // (-step)
-    return max(n, 0)
+for _name in _portable.PORTABLE:
+    globals()[_name] = _dev(getattr(_portable, _name))
+int_div = int_div_trunc  # noqa: F821
 
 
 @_dev
@@ -85,41 +74,8 @@ def stack_slot(i, capacity, err):
 
 
 @_dev
-def int_div_trunc(a, b):
-    if b == 0:
-        return a - a
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-@_dev
-def int_div(a, b):
-    return int_div_trunc(a, b)
-
-
-@_dev
-def int_mod(a, b):
-    if b == 0:
-        return a - a
-    return a - int_div_trunc(a, b) * b
-
-
-@_dev
 def round_half_away(x):
     return math.copysign(math.floor(abs(x) + 0.5), x)
-
-
-@_dev
-def tuple_eq(a, b):
-    for i in range(len(a)):
-        if a[i] != b[i]:
-            return False
-    return True
-
-
-@_dev
-def tuple_ne(a, b):
-    return not tuple_eq(a, b)
 
 
 @_dev
