@@ -42,6 +42,10 @@ atomic_add = _SpecialForm("atomic_add", "atomic_add(array, index..., value) -> o
 atomic_sub = _SpecialForm("atomic_sub", "atomic_sub(array, index..., value) -> old value")
 atomic_min = _SpecialForm("atomic_min", "atomic_min(array, index..., value) -> old value")
 atomic_max = _SpecialForm("atomic_max", "atomic_max(array, index..., value) -> old value")
+randf = _SpecialForm("randf", "randf(state[, lo, hi]) -> float32 (advances state)")
+randi = _SpecialForm("randi", "randi(state[, lo, hi]) -> int32 (advances state)")
+randu = _SpecialForm("randu", "randu(state) -> uint32 (advances state)")
+randn = _SpecialForm("randn", "randn(state) -> float32, normal (advances state twice)")
 alloc_local = _SpecialForm("alloc_local", "alloc_local(dtype, size, value=0): a per-thread "
                            "buffer read and written with computed indices (as Dr.Jit's)")
 adjoint = _SpecialForm("adjoint", "wp.adjoint[x]: the adjoint of input x, in func_grad rules")

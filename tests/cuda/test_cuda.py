@@ -134,3 +134,14 @@ def test_adjoint_stack_overflow_is_an_error_not_a_wrong_gradient(tmp_path):
                     WEFT_CACHE_DIR=str(tmp_path))
     assert "ERR adjoint of kernel 'power_loop': a loop ran more than 8 iterations" in r.stdout, \
         r.stdout + r.stderr[-2000:]
+
+
+def test_random_streams_are_the_same_on_cuda():
+    sys.path.insert(0, os.path.join(HERE, "..", "stdlib"))
+    import test_random as tr
+    with wp.ScopedDevice("cuda"):
+        f, i, g = tr._run(n=3)
+    f2, i2, g2 = tr._run(n=3)
+    np.testing.assert_array_equal(f, f2)
+    np.testing.assert_array_equal(i, i2)
+    np.testing.assert_allclose(g, g2, rtol=2e-6)

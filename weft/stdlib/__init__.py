@@ -3,4 +3,4 @@
 Importing this package registers every builtin in :data:`registry.REGISTRY`.
 """
 from . import registry  # noqa: F401
-from . import arith, lang, scalar, vector  # noqa: F401  (registration side effects)
+from . import arith, lang, random, scalar, vector  # noqa: F401  (registration side effects)

@@ -1,7 +1,8 @@
 """Helpers written once in plain Python and compiled for both targets: ``helpers.py`` wraps
 them with ``numba.njit``, ``cuda_helpers.py`` with ``cuda.jit(device=True)``. Each is
 self-contained (no calls to other helpers), since a compiled helper can only call compiled
-functions."""
+functions; the random-number helpers call ``rand_pcg``, which each target binds first."""
+import numpy as np
 
 
 def launch_size(dim):
@@ -54,3 +55,42 @@ def tuple_ne(a, b):
 
 
 PORTABLE = ("launch_size", "trip_count", "int_div_trunc", "int_mod", "tuple_eq", "tuple_ne")
+
+
+# --- random numbers: Warp's generator (rand.h: the PCG hash of Jarzynski & Olano) -----------
+# 64-bit integer arithmetic with masks, so the same code wraps identically compiled or not.
+
+def rand_pcg(state):
+    b = (np.int64(state) * 747796405 + 2891336453) & 0xFFFFFFFF
+    c = (((b >> ((b >> 28) + 4)) ^ b) * 277803737) & 0xFFFFFFFF
+    return np.uint32((c >> 22) ^ c)
+
+
+def u32(x):
+    """An integer's low 32 bits as uint32 (C's conversion)."""
+    return np.uint32(np.int64(x) & 0xFFFFFFFF)
+
+
+def u32_add(a, b):
+    return np.uint32((np.int64(a) + np.int64(b)) & 0xFFFFFFFF)
+
+
+def rand_float(state):
+    """A float32 in [0, 1 - 2**-24] from a fresh state, as Warp's randf."""
+    return np.float32(np.int64(state) >> 8) * np.float32(1.0 / 16777216.0)
+
+
+def rand_int(state):
+    """The state's bits as an int32, as Warp's randi."""
+    s = np.int64(state)
+    return np.int32(s - 4294967296 if s >= 2147483648 else s)
+
+
+def rand_int_range(state, lo, hi):
+    """``state % (hi - lo) + lo`` with C's unsigned arithmetic, as Warp's randi(state, lo, hi)."""
+    span = (np.int64(hi) - np.int64(lo)) & 0xFFFFFFFF
+    r = (np.int64(state) % span + np.int64(lo)) & 0xFFFFFFFF
+    return np.int32(r - 4294967296 if r >= 2147483648 else r)
+
+
+PORTABLE += ("rand_pcg", "u32", "u32_add", "rand_float", "rand_int", "rand_int_range")

@@ -51,6 +51,11 @@ def assigned_names(stmts):
                 add(node.target)
             elif isinstance(node, ast.For):
                 add(node.target)
+            elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+                fname = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+                    node.func, "id", None)
+                if fname in ("randf", "randi", "randu", "randn"):
+                    add(node.args[0])  # a random draw advances its state variable
     return out
 
 

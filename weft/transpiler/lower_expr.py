@@ -4,6 +4,8 @@ from __future__ import annotations
 import ast
 import builtins as py
 
+import numpy as np
+
 from .. import types as T
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from ..stdlib import registry
@@ -451,7 +453,51 @@ class ExprLowerer:
             attrs = {"type": T.matrix((n, n), dtype)}
         return attrs
 
+    def random_draw(self, sf, node):
+        """``wp.randf(state[, lo, hi])``, ``randi``, ``randu``, ``randn``: each draw advances
+        the caller's ``state`` variable (Warp passes it by reference)."""
+        if not node.args or not isinstance(node.args[0], ast.Name) or \
+                node.args[0].id not in self.env or self.env[node.args[0].id].type is not T.uint32:
+            raise self.fail(node, f"wp.{sf.name}(state, ...) needs a state variable made by "
+                            "wp.rand_init (a uint32)")
+        name = node.args[0].id
+        extra = [self.lower_expr(a) for a in node.args[1:]]
+
+        def draw():
+            s = self.apply_builtin("rand_pcg", [self.env[name]], node)
+            self.bind(name, s, node)
+            return self.env[name]
+
+        if sf.name == "randn":
+            u1 = self.apply_builtin("rand_float", [draw()], node)
+            u2 = self.apply_builtin("rand_float", [draw()], node)
+            eps = ir.Const(5.96e-8, T.float32)
+            r = self.apply_builtin("add", [u1, eps], node)
+            r = self.apply_builtin("log", [r], node)
+            r = self.apply_builtin("mul", [ir.Const(-2.0, T.float32), r], node)
+            r = self.apply_builtin("sqrt", [r], node)
+            a = self.apply_builtin("mul", [ir.Const(float(np.float32(2.0) * np.float32(np.pi)),
+                                                    T.float32), u2], node)
+            return self.apply_builtin("mul", [r, self.apply_builtin("cos", [a], node)], node)
+        s = draw()
+        if sf.name == "randf":
+            v = self.apply_builtin("rand_float", [s], node)
+            if len(extra) == 2:
+                lo, hi = (self.adapt_literal(e, T.float32) for e in extra)
+                span = self.apply_builtin("sub", [hi, lo], node)
+                v = self.apply_builtin("add", [self.apply_builtin("mul", [span, v], node), lo],
+                                       node)
+            return v
+        if sf.name == "randi":
+            if len(extra) == 2:
+                lo, hi = (self.adapt_literal(e, T.int32) for e in extra)
+                return self.apply_builtin("rand_int_range", [s, lo, hi], node)
+            return self.apply_builtin("rand_int", [s], node)
+        return s  # randu
+
     def call_special(self, sf, node):
+        if sf.name in ("randf", "randi", "randu", "randn"):
+            return self.random_draw(sf, node)
         if sf.name == "alloc_local":
             return self.alloc_local(node)
         if sf.name == "tid":
