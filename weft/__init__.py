@@ -46,6 +46,11 @@ randf = _SpecialForm("randf", "randf(state[, lo, hi]) -> float32 (advances state
 randi = _SpecialForm("randi", "randi(state[, lo, hi]) -> int32 (advances state)")
 randu = _SpecialForm("randu", "randu(state) -> uint32 (advances state)")
 randn = _SpecialForm("randn", "randn(state) -> float32, normal (advances state twice)")
+sample_unit_sphere_surface = _SpecialForm("sample_unit_sphere_surface", "-> vec3 on the sphere")
+sample_unit_sphere = _SpecialForm("sample_unit_sphere", "-> vec3 in the unit ball")
+sample_unit_disk = _SpecialForm("sample_unit_disk", "-> vec2 in the unit disk")
+sample_unit_ring = _SpecialForm("sample_unit_ring", "-> vec2 on the unit circle")
+sample_triangle = _SpecialForm("sample_triangle", "-> barycentric vec2")
 alloc_local = _SpecialForm("alloc_local", "alloc_local(dtype, size, value=0): a per-thread "
                            "buffer read and written with computed indices (as Dr.Jit's)")
 adjoint = _SpecialForm("adjoint", "wp.adjoint[x]: the adjoint of input x, in func_grad rules")

@@ -97,3 +97,32 @@ def test_uniform_statistics():
     assert 0.0 <= u.min() and u.max() < 1.0 and abs(u.mean() - 0.5) < 0.02
     z = g[:, :4].ravel()
     assert abs(z.mean()) < 0.05 and abs(z.std() - 1.0) < 0.05
+
+
+@wp.kernel
+def samplers(out3: wp.array2d(dtype=wp.vec3), out2: wp.array2d(dtype=wp.vec2)):
+    tid = wp.tid()
+    state = wp.rand_init(3, tid)
+    out3[tid, 0] = wp.sample_unit_sphere_surface(state)
+    out3[tid, 1] = wp.sample_unit_sphere(state)
+    out2[tid, 0] = wp.sample_unit_disk(state)
+    out2[tid, 1] = wp.sample_unit_ring(state)
+    out2[tid, 2] = wp.sample_triangle(state)
+
+
+def test_samplers_match_numbers_printed_by_warp():
+    a = wp.zeros((64, 2), dtype=wp.vec3)
+    b = wp.zeros((64, 3), dtype=wp.vec2)
+    wp.launch(samplers, 64, inputs=[a, b])
+    got = np.concatenate([a.numpy()[0].ravel(), b.numpy()[0].ravel()])
+    warp = [0.01368514820933342, -0.9953870177268982, 0.09495992213487625, 0.5527376532554626,
+            0.588601291179657, 0.05949430912733078, 0.10330351442098618, 0.7290728688240051,
+            0.04765184596180916, -0.9988639950752258, 0.2738490104675293, 0.31791189312934875]
+    np.testing.assert_allclose(got, warp, rtol=2e-6, atol=1e-7)
+    sphere = np.linalg.norm(a.numpy()[:, 0], axis=1)
+    ball = np.linalg.norm(a.numpy()[:, 1], axis=1)
+    np.testing.assert_allclose(sphere, 1.0, rtol=1e-5)
+    assert (ball <= 1.0 + 1e-6).all() and (np.linalg.norm(b.numpy()[:, 0], axis=1) <= 1.0).all()
+    np.testing.assert_allclose(np.linalg.norm(b.numpy()[:, 1], axis=1), 1.0, rtol=1e-5)
+    tri = b.numpy()[:, 2]
+    assert (tri >= 0).all() and (tri.sum(1) <= 1.0 + 1e-6).all()

@@ -54,7 +54,8 @@ def assigned_names(stmts):
             elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
                 fname = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
                     node.func, "id", None)
-                if fname in ("randf", "randi", "randu", "randn"):
+                if fname in ("randf", "randi", "randu", "randn") or (
+                        fname or "").startswith("sample_"):
                     add(node.args[0])  # a random draw advances its state variable
     return out
 

@@ -479,6 +479,8 @@ class ExprLowerer:
             a = self.apply_builtin("mul", [ir.Const(float(np.float32(2.0) * np.float32(np.pi)),
                                                     T.float32), u2], node)
             return self.apply_builtin("mul", [r, self.apply_builtin("cos", [a], node)], node)
+        if sf.name.startswith("sample_"):
+            return self.random_sample(sf.name, draw, node)
         s = draw()
         if sf.name == "randf":
             v = self.apply_builtin("rand_float", [s], node)
@@ -495,8 +497,46 @@ class ExprLowerer:
             return self.apply_builtin("rand_int", [s], node)
         return s  # randu
 
+    def random_sample(self, kind, draw, node):
+        """Warp's geometric samplers (rand.h), in the order Warp draws its numbers."""
+        f = ir.Const
+
+        def op(name, *args):
+            return self.apply_builtin(name, list(args), node)
+
+        def u():
+            return op("rand_float", draw())
+
+        two_pi = f(float(np.float32(2.0) * np.float32(np.pi)), T.float32)
+        one, two = f(1.0, T.float32), f(2.0, T.float32)
+        if kind in ("sample_unit_sphere_surface", "sample_unit_sphere"):
+            phi = op("acos", op("sub", one, op("mul", two, u())))
+            theta = op("mul", two_pi, u())
+            r = op("pow", u(), f(float(np.float32(1.0) / np.float32(3.0)), T.float32)) \
+                if kind == "sample_unit_sphere" else one
+            sp = op("sin", phi)
+            return self.apply_builtin("construct", [op("mul", op("mul", r, op("cos", theta)), sp),
+                                                    op("mul", op("mul", r, op("sin", theta)), sp),
+                                                    op("mul", r, op("cos", phi))], node,
+                                      {"type": T.vec3})
+        if kind == "sample_unit_disk":
+            r = op("sqrt", u())
+            theta = op("mul", two_pi, u())
+            return self.apply_builtin("construct", [op("mul", r, op("cos", theta)),
+                                                    op("mul", r, op("sin", theta))], node,
+                                      {"type": T.vec2})
+        if kind == "sample_unit_ring":
+            theta = op("mul", two_pi, u())
+            return self.apply_builtin("construct", [op("cos", theta), op("sin", theta)], node,
+                                      {"type": T.vec2})
+        if kind == "sample_triangle":
+            r = op("sqrt", u())
+            return self.apply_builtin("construct", [op("sub", one, r), op("mul", u(), r)], node,
+                                      {"type": T.vec2})
+        raise self.fail(node, f"wp.{kind} is not supported")
+
     def call_special(self, sf, node):
-        if sf.name in ("randf", "randi", "randu", "randn"):
+        if sf.name in ("randf", "randi", "randu", "randn") or sf.name.startswith("sample_"):
             return self.random_draw(sf, node)
         if sf.name == "alloc_local":
             return self.alloc_local(node)
