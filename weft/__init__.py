@@ -67,8 +67,8 @@ def init():
 
 for _name, _b in _registry.NAMESPACE.items():
     globals().setdefault(_name, _b)
-from .stdlib import interp as _interp, quat as _quat  # noqa: E402  (kernel-language builtins)
+from .stdlib import interp as _interp, linalg as _linalg, quat as _quat  # noqa: E402
 
-globals().update(_quat.FUNCS)
-globals().update(_interp.FUNCS)
+for _module in (_quat, _interp, _linalg):  # builtins written in the kernel language
+    globals().update(_module.FUNCS)
 del _name, _b

@@ -134,6 +134,11 @@ class Lowerer(ExprLowerer):
                 if s.value is not None:
                     value = self.lower_return_value(s.value)
                 return [Exit("return", dict(self.env), self.block, value, s)]
+            if isinstance(s, ast.If):
+                cond = self.static_condition(s.test)
+                if cond is not None:  # a compile-time condition: only the branch taken exists
+                    return self.lower_block(list(s.body if cond else s.orelse) +
+                                            list(stmts[i + 1:]))
             if isinstance(s, ast.If) and may_exit(s.body + s.orelse):
                 return self.lower_if_tail(s, stmts[i + 1:])
             self.lower_stmt(s)
@@ -146,6 +151,19 @@ class Lowerer(ExprLowerer):
                     ast.copy_location(node, s)
                 return self.lower_block([check] + list(stmts[i + 1:]))
         return [Exit("fall", dict(self.env), self.block)]
+
+    def static_condition(self, test):
+        """True/False when an ``if`` test is a compile-time constant, else None. Lowering the
+        test has no side effects worth keeping when it folds to a constant."""
+        saved = (list(self.block), dict(self.env), self.last_temp, dict(self.names.counts),
+                 set(self.names.taken), dict(self.versions), list(self.callees))
+        try:
+            c = self.lower_condition(test)
+        except Exception:  # noqa: BLE001 - lowered again, for real, with its error
+            c = None
+        (self.block[:], self.env, self.last_temp, self.names.counts, self.names.taken,
+         self.versions, self.callees[:]) = saved
+        return bool(c.value) if isinstance(c, ir.Const) else None
 
     def in_block(self, env):
         """Context: lower into a fresh statement list starting from ``env``."""

@@ -317,7 +317,17 @@ class ExprLowerer:
             return ir.Const(int(x.value), st, literal=True)
         return x
 
+    _FOLD = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+             "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+             "bool_and": lambda a, b: a and b, "bool_or": lambda a, b: a or b,
+             "bool_not": lambda a: not a}
+
     def apply_builtin(self, name, args, node, attrs=None):
+        if name in self._FOLD and all(isinstance(a, ir.Const) and T.is_scalar(a.type)
+                                      for a in args):
+            # constant conditions (len(v) == 3, wp.constant flags) fold, so that an ``if`` on
+            # them keeps only the branch taken, as in Warp
+            return ir.Const(bool(self._FOLD[name](*[a.value for a in args])), T.bool)
         b = registry.lookup(name)
         attrs = attrs or {}
         types = [a.type for a in args]

@@ -1,0 +1,59 @@
+"""Matrix builtins written in the kernel language: values against numpy, gradients against FD."""
+import numpy as np
+
+import weft as wp
+
+
+@wp.kernel
+def mats(a: wp.array(dtype=wp.mat33d), b: wp.array(dtype=wp.mat22d), v: wp.array(dtype=wp.vec3d),
+         out: wp.array2d(dtype=wp.float64)):
+    i = wp.tid()
+    m = a[i]
+    inv = wp.inverse(m)
+    inv2 = wp.inverse(b[i])
+    out[i, 0] = wp.determinant(m) + wp.determinant(b[i])
+    out[i, 1] = wp.trace(inv) + wp.trace(inv2)
+    out[i, 2] = wp.ddot(m, wp.diag(v[i])) + wp.dot(wp.get_diag(m), v[i])
+    out[i, 3] = wp.length(wp.skew(v[i]) * wp.cw_div(v[i], wp.get_diag(m)))
+
+
+def _ref(a, b, v):
+    out = []
+    for m, n, x in zip(a, b, v):
+        s = np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])
+        out.append([np.linalg.det(m) + np.linalg.det(n),
+                    np.trace(np.linalg.inv(m)) + np.trace(np.linalg.inv(n)),
+                    np.sum(m * np.diag(x)) + np.diag(m) @ x,
+                    np.linalg.norm(s @ (x / np.diag(m)))])
+    return np.array(out)
+
+
+def _launch(a, b, v, grad=False):
+    arrs = [wp.array(a, dtype=wp.mat33d, requires_grad=grad),
+            wp.array(b, dtype=wp.mat22d, requires_grad=grad),
+            wp.array(v, dtype=wp.vec3d, requires_grad=grad)]
+    out = wp.zeros((len(a), 4), dtype=wp.float64, requires_grad=grad)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(mats, len(a), inputs=arrs, outputs=[out])
+    return arrs, out, tape
+
+
+def test_values_and_gradients():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 3, 3)) + 3 * np.eye(3)
+    b = rng.standard_normal((3, 2, 2)) + 2 * np.eye(2)
+    v = rng.standard_normal((3, 3))
+    arrs, out, tape = _launch(a, b, v, grad=True)
+    np.testing.assert_allclose(out.numpy(), _ref(a, b, v), rtol=1e-12)
+    seed = rng.standard_normal((3, 4))
+    tape.backward(grads={out: seed})
+    h = 1e-6
+    for k, base in enumerate((a, b, v)):
+        fd = np.zeros_like(base)
+        for idx in np.ndindex(base.shape):
+            p, m = [a.copy(), b.copy(), v.copy()], [a.copy(), b.copy(), v.copy()]
+            p[k][idx] += h
+            m[k][idx] -= h
+            fd[idx] = ((_ref(*p) - _ref(*m)) / (2 * h) * seed).sum()
+        np.testing.assert_allclose(arrs[k].grad.numpy(), fd, rtol=1e-6, atol=1e-8)

@@ -1,0 +1,89 @@
+"""Matrix builtins in the kernel language: weft differentiates them like user funcs.
+
+Sizes are chosen with compile-time ``if len(m) == n`` tests, which keep only the branch taken.
+"""
+import weft as wp
+
+
+@wp.func
+def trace(m):
+    t = m[0, 0] + m[1, 1]
+    if len(m) > 2:
+        t = t + m[2, 2]
+    if len(m) > 3:
+        t = t + m[3, 3]
+    return t
+
+
+@wp.func
+def get_diag(m):
+    if len(m) == 2:
+        return wp.vector(m[0, 0], m[1, 1])
+    if len(m) == 3:
+        return wp.vector(m[0, 0], m[1, 1], m[2, 2])
+    return wp.vector(m[0, 0], m[1, 1], m[2, 2], m[3, 3])
+
+
+@wp.func
+def diag(d):
+    z = d[0] * 0.0
+    if len(d) == 2:
+        return wp.matrix(d[0], z, z, d[1], shape=(2, 2))
+    if len(d) == 3:
+        return wp.matrix(d[0], z, z, z, d[1], z, z, z, d[2], shape=(3, 3))
+    return wp.matrix(d[0], z, z, z, z, d[1], z, z, z, z, d[2], z, z, z, z, d[3], shape=(4, 4))
+
+
+@wp.func
+def ddot(a, b):
+    """Double contraction sum_ij a_ij b_ij."""
+    s = wp.dot(a[0], b[0]) + wp.dot(a[1], b[1])
+    if len(a) > 2:
+        s = s + wp.dot(a[2], b[2])
+    if len(a) > 3:
+        s = s + wp.dot(a[3], b[3])
+    return s
+
+
+@wp.func
+def skew(v):
+    """The cross-product matrix: skew(v) * x == cross(v, x)."""
+    z = v[0] * 0.0
+    return wp.matrix(z, -v[2], v[1], v[2], z, -v[0], -v[1], v[0], z, shape=(3, 3))
+
+
+@wp.func
+def determinant(m):
+    if len(m) == 2:
+        return m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]
+    return (m[0, 0] * (m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1])
+            - m[0, 1] * (m[1, 0] * m[2, 2] - m[1, 2] * m[2, 0])
+            + m[0, 2] * (m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0]))
+
+
+@wp.func
+def inverse(m):
+    """The inverse of a 2x2 or 3x3 matrix (zero where the determinant is zero, as Warp)."""
+    d = determinant(m)
+    s = wp.where(d != 0.0 * d, 1.0 / d, 0.0 * d)
+    if len(m) == 2:
+        return wp.matrix(m[1, 1], -m[0, 1], -m[1, 0], m[0, 0], shape=(2, 2)) * s
+    return wp.matrix(m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1], m[0, 2] * m[2, 1] - m[0, 1] * m[2, 2],
+                     m[0, 1] * m[1, 2] - m[0, 2] * m[1, 1],
+                     m[1, 2] * m[2, 0] - m[1, 0] * m[2, 2], m[0, 0] * m[2, 2] - m[0, 2] * m[2, 0],
+                     m[0, 2] * m[1, 0] - m[0, 0] * m[1, 2],
+                     m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0], m[0, 1] * m[2, 0] - m[0, 0] * m[2, 1],
+                     m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0], shape=(3, 3)) * s
+
+
+@wp.func
+def cw_div(a, b):
+    if len(a) == 2:
+        return wp.vector(a[0] / b[0], a[1] / b[1])
+    if len(a) == 3:
+        return wp.vector(a[0] / b[0], a[1] / b[1], a[2] / b[2])
+    return wp.vector(a[0] / b[0], a[1] / b[1], a[2] / b[2], a[3] / b[3])
+
+
+FUNCS = {name: value for name, value in dict(globals()).items()
+         if getattr(value, "_weft_kind", None) == "func"}
