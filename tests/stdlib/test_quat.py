@@ -101,3 +101,29 @@ def test_axis_angle_and_generic_constructor_dtype():
     wp.launch(axis_angle, 2, inputs=[axis, angle], outputs=[out])
     ref = R.from_rotvec(np.array([[0, 0, 0.5], np.array([1, 1, 0]) / np.sqrt(2) * -1.2])).as_quat()
     np.testing.assert_allclose(out.numpy(), ref, atol=1e-12)
+
+
+@wp.kernel
+def rpy_slerp(angles: wp.array(dtype=wp.vec3d), t: wp.array(dtype=wp.float64),
+              out: wp.array(dtype=wp.quatd)):
+    i = wp.tid()
+    a = angles[i]
+    q0 = wp.quat_rpy(a[0], a[1], a[2])
+    q1 = wp.quat_rpy(a[2], a[0], a[1])
+    out[i] = wp.quat_slerp(q0, q1, t[i])
+
+
+def test_rpy_and_slerp_against_scipy():
+    rng = np.random.default_rng(5)
+    ang = rng.uniform(-1, 1, (4, 3))
+    tt = rng.uniform(0, 1, 4)
+    out = wp.zeros(4, dtype=wp.quatd)
+    wp.launch(rpy_slerp, 4, inputs=[wp.array(ang, dtype=wp.vec3d),
+                                    wp.array(tt, dtype=wp.float64)], outputs=[out])
+    from scipy.spatial.transform import Slerp
+    for i in range(4):
+        r0 = R.from_euler("xyz", ang[i])       # Warp's rpy: roll about x, pitch y, yaw z
+        r1 = R.from_euler("xyz", ang[i][[2, 0, 1]])
+        expected = Slerp([0, 1], R.concatenate([r0, r1]))(tt[i])
+        got = R.from_quat(out.numpy()[i])
+        assert (got.inv() * expected).magnitude() < 1e-9

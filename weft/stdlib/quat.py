@@ -52,6 +52,35 @@ def quat_to_matrix(q):
 
 
 @wp.func
+def quat_rpy(roll, pitch, yaw):
+    """The quaternion of roll, pitch and yaw angles (Warp's convention)."""
+    cy = wp.cos(yaw * 0.5)
+    sy = wp.sin(yaw * 0.5)
+    cr = wp.cos(roll * 0.5)
+    sr = wp.sin(roll * 0.5)
+    cp = wp.cos(pitch * 0.5)
+    sp = wp.sin(pitch * 0.5)
+    return wp.quaternion(cy * sr * cp - sy * cr * sp, cy * cr * sp + sy * sr * cp,
+                         sy * cr * cp - cy * sr * sp, cy * cr * cp + sy * sr * sp)
+
+
+@wp.func
+def _axis_angle(q):
+    v = wp.vector(q[0], q[1], q[2])
+    axis = wp.normalize(v)
+    if q[3] < 0.0 * q[3]:
+        axis = -axis
+    return axis, 2.0 * wp.atan2(wp.length(v), wp.abs(q[3]))
+
+
+@wp.func
+def quat_slerp(q0, q1, t):
+    """Spherical interpolation from q0 (t = 0) to q1 (t = 1), as Warp."""
+    axis, angle = _axis_angle(quat_inverse(q0) * q1)
+    return q0 * quat_from_axis_angle(axis, t * angle)
+
+
+@wp.func
 def transform_get_translation(t):
     return wp.vector(t[0], t[1], t[2])
 
@@ -90,4 +119,4 @@ def transform_identity():
 
 
 FUNCS = {name: value for name, value in dict(globals()).items()
-         if getattr(value, "_weft_kind", None) == "func"}
+         if getattr(value, "_weft_kind", None) == "func" and not name.startswith("_")}
