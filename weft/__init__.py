@@ -23,7 +23,9 @@ from .types import (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint
                     float16, float32, float64, vec2, vec3, vec4, vec2h, vec3h, vec4h, vec2f,
                     vec3f, vec4f, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,
                     mat22h, mat33h, mat44h, mat22f, mat33f, mat44f, mat22d, mat33d, mat44d,
-                    quat, quath, quatf, quatd, transform, transformh, transformf, transformd)
+                    quat, quath, quatf, quatd, transform, transformh, transformf, transformd,
+                    spatial_vector, spatial_vectorh, spatial_vectorf, spatial_vectord,
+                    spatial_matrix, spatial_matrixh, spatial_matrixf, spatial_matrixd)
 from .types import vector, matrix, quaternion, transformation  # noqa: E402
 from .stdlib import registry as _registry  # noqa: E402
 from .transpiler.lower_expr import SpecialForm as _SpecialForm  # noqa: E402
@@ -42,6 +44,7 @@ atomic_add = _SpecialForm("atomic_add", "atomic_add(array, index..., value) -> o
 atomic_sub = _SpecialForm("atomic_sub", "atomic_sub(array, index..., value) -> old value")
 atomic_min = _SpecialForm("atomic_min", "atomic_min(array, index..., value) -> old value")
 atomic_max = _SpecialForm("atomic_max", "atomic_max(array, index..., value) -> old value")
+atomic_exch = _SpecialForm("atomic_exch", "atomic_exch(array, index..., value) -> old value")
 randf = _SpecialForm("randf", "randf(state[, lo, hi]) -> float32 (advances state)")
 randi = _SpecialForm("randi", "randi(state[, lo, hi]) -> int32 (advances state)")
 randu = _SpecialForm("randu", "randu(state) -> uint32 (advances state)")

@@ -265,5 +265,11 @@ mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
 mat22, mat33, mat44 = mat22f, mat33f, mat44f
 quath, quatf, quatd = (quaternion(t) for t in (float16, float32, float64))
 quat = quatf
+spatial_vectorh, spatial_vectorf, spatial_vectord = (vector(6, t) for t in (float16, float32,
+                                                                           float64))
+spatial_vector = spatial_vectorf
+spatial_matrixh, spatial_matrixf, spatial_matrixd = (matrix((6, 6), t) for t in (float16, float32,
+                                                                                float64))
+spatial_matrix = spatial_matrixf
 transformh, transformf, transformd = (transformation(t) for t in (float16, float32, float64))
 transform = transformf

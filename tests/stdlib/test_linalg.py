@@ -57,3 +57,33 @@ def test_values_and_gradients():
             m[k][idx] -= h
             fd[idx] = ((_ref(*p) - _ref(*m)) / (2 * h) * seed).sum()
         np.testing.assert_allclose(arrs[k].grad.numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
+@wp.kernel
+def spatial(a: wp.array(dtype=wp.spatial_vectord), b: wp.array(dtype=wp.spatial_vectord),
+            out: wp.array2d(dtype=wp.float64), slot: wp.array(dtype=int)):
+    i = wp.tid()
+    c = wp.spatial_cross(a[i], b[i])
+    d = wp.spatial_cross_dual(a[i], b[i])
+    m = wp.matrix_from_rows(wp.spatial_top(c), wp.spatial_bottom(c), wp.spatial_top(d))
+    n = wp.matrix_from_cols(wp.spatial_top(c), wp.spatial_bottom(c), wp.spatial_top(d))
+    out[i, 0] = wp.spatial_dot(a[i], b[i])
+    out[i, 1] = wp.determinant(m) - wp.determinant(n)
+    out[i, 2] = m[1, 2] + d[5]
+    wp.atomic_exch(slot, 0, i + 1)
+
+
+def test_spatial_algebra_and_matrix_from_rows_cols():
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((5, 6)), rng.standard_normal((5, 6))
+    out = wp.zeros((5, 3), dtype=wp.float64)
+    slot = wp.zeros(1, dtype=int)
+    wp.launch(spatial, 5, inputs=[wp.array(a, dtype=wp.spatial_vectord),
+                                  wp.array(b, dtype=wp.spatial_vectord)], outputs=[out, slot])
+    wa, va, wb, vb = a[:, :3], a[:, 3:], b[:, :3], b[:, 3:]
+    c_bottom = np.cross(wa, vb) + np.cross(va, wb)
+    d_bottom = np.cross(wa, vb)
+    np.testing.assert_allclose(out.numpy()[:, 0], (a * b).sum(1))
+    np.testing.assert_allclose(out.numpy()[:, 1], 0.0, atol=1e-12)  # det(M) == det(M^T)
+    np.testing.assert_allclose(out.numpy()[:, 2], c_bottom[:, 2] + d_bottom[:, 2])
+    assert 1 <= slot.numpy()[0] <= 5  # some thread's value, whole

@@ -85,5 +85,46 @@ def cw_div(a, b):
     return wp.vector(a[0] / b[0], a[1] / b[1], a[2] / b[2], a[3] / b[3])
 
 
+@wp.func
+def matrix_from_rows(r0, r1, r2):
+    return wp.matrix(r0[0], r0[1], r0[2], r1[0], r1[1], r1[2], r2[0], r2[1], r2[2], shape=(3, 3))
+
+
+@wp.func
+def matrix_from_cols(c0, c1, c2):
+    return wp.matrix(c0[0], c1[0], c2[0], c0[1], c1[1], c2[1], c0[2], c1[2], c2[2], shape=(3, 3))
+
+
+# --- spatial vectors (6 components: top = angular, bottom = linear, as Warp) ----------------
+
+@wp.func
+def spatial_top(a):
+    return wp.vector(a[0], a[1], a[2])
+
+
+@wp.func
+def spatial_bottom(a):
+    return wp.vector(a[3], a[4], a[5])
+
+
+@wp.func
+def spatial_dot(a, b):
+    return wp.dot(spatial_top(a), spatial_top(b)) + wp.dot(spatial_bottom(a), spatial_bottom(b))
+
+
+@wp.func
+def spatial_cross(a, b):
+    w = wp.cross(spatial_top(a), spatial_top(b))
+    v = wp.cross(spatial_top(a), spatial_bottom(b)) + wp.cross(spatial_bottom(a), spatial_top(b))
+    return wp.vector(w[0], w[1], w[2], v[0], v[1], v[2])
+
+
+@wp.func
+def spatial_cross_dual(a, b):
+    w = wp.cross(spatial_top(a), spatial_top(b)) + wp.cross(spatial_bottom(a), spatial_bottom(b))
+    v = wp.cross(spatial_top(a), spatial_bottom(b))
+    return wp.vector(w[0], w[1], w[2], v[0], v[1], v[2])
+
+
 FUNCS = {name: value for name, value in dict(globals()).items()
          if getattr(value, "_weft_kind", None) == "func"}

@@ -28,7 +28,8 @@ class SpecialForm:
         raise RuntimeError(f"wp.{self.name}() can only be called inside a kernel or func")
 
 
-ATOMICS = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomic_max": "max"}
+ATOMICS = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomic_max": "max",
+           "atomic_exch": "exch"}
 
 
 class ExprLowerer:
