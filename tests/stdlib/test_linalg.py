@@ -87,3 +87,17 @@ def test_spatial_algebra_and_matrix_from_rows_cols():
     np.testing.assert_allclose(out.numpy()[:, 1], 0.0, atol=1e-12)  # det(M) == det(M^T)
     np.testing.assert_allclose(out.numpy()[:, 2], c_bottom[:, 2] + d_bottom[:, 2])
     assert 1 <= slot.numpy()[0] <= 5  # some thread's value, whole
+
+
+@wp.kernel
+def args(v: wp.array(dtype=wp.vec4), out: wp.array2d(dtype=int)):
+    i = wp.tid()
+    out[i, 0] = int(wp.argmin(v[i]))
+    out[i, 1] = int(wp.argmax(v[i]))
+
+
+def test_argmin_argmax_first_extreme():
+    data = np.array([[3, 1, 1, 5], [2, 2, 9, 9], [-1, 0, -4, 7]], np.float32)
+    out = wp.zeros((3, 2), dtype=int)
+    wp.launch(args, 3, inputs=[wp.array(data, dtype=wp.vec4)], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), np.stack([data.argmin(1), data.argmax(1)], 1))

@@ -403,3 +403,24 @@ class identity:
         n = type._shape_[0]
         return tup([const(1.0 if i == j else 0.0, T.scalar_of(type)) for i in range(n)
                     for j in range(n)], type)
+
+
+def _arg_extreme(name, op):
+    class rules:
+        def primal(v):
+            v = v.atom()
+            best, idx = v.comp(0), Ex(ast.Constant(0), T.uint32)
+            for i in range(1, v.type._length_):
+                c = v.comp(i)
+                better = Ex(ast.Compare(c.node, [op()], [best.node]), T.bool)
+                best = select(better, c, best).atom()
+                idx = select(better, Ex(ast.Constant(i), T.uint32), idx).atom()
+            return call("uint32", idx, type_=T.uint32)
+
+    builtin(name, [f"{name}(v: Vector) -> uint32  (index of the first {name[3:]}imum)"],
+            lambda ts, a=None: T.uint32 if len(ts) == 1 and T.is_vector(ts[0]) else None,
+            differentiable=False)(rules)
+
+
+_arg_extreme("argmin", ast.Lt)
+_arg_extreme("argmax", ast.Gt)
