@@ -30,6 +30,14 @@ def int_div_trunc(a, b):
     return q if (a >= 0) == (b >= 0) else -q
 
 
+def int_floor_div(a, b):
+    """Integer ``//``: floor division, as Warp (while ``/`` truncates and ``%`` keeps the sign
+    of ``a``, as C); division by zero gives 0."""
+    if b == 0:
+        return a - a
+    return a // b
+
+
 def int_mod(a, b):
     """C integer remainder (sign of ``a``); remainder by zero gives 0."""
     if b == 0:
@@ -54,7 +62,8 @@ def tuple_ne(a, b):
     return False
 
 
-PORTABLE = ("launch_size", "trip_count", "int_div_trunc", "int_mod", "tuple_eq", "tuple_ne")
+PORTABLE = ("launch_size", "trip_count", "int_div_trunc", "int_floor_div", "int_mod", "tuple_eq",
+            "tuple_ne")
 
 
 # --- random numbers: Warp's generator (rand.h: the PCG hash of Jarzynski & Olano) -----------

@@ -60,7 +60,6 @@ _bind_math()
 
 for _name in _portable.PORTABLE:
     globals()[_name] = _dev(getattr(_portable, _name))
-int_div = int_div_trunc  # noqa: F821
 
 
 @_dev

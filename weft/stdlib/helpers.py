@@ -19,7 +19,6 @@ _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 
 for _name in _portable.PORTABLE:
     globals()[_name] = _jit(getattr(_portable, _name))
-int_div = int_div_trunc  # noqa: F821 - integer ``//`` truncates toward zero, as in Warp
 
 
 @_jit

@@ -107,7 +107,7 @@ class mod:
 class floordiv:
     def primal(a, b):
         if T.is_int(a.type):
-            return cast(call("_wk.int_div", a, b), a.type)
+            return cast(call("_wk.int_floor_div", a, b), a.type)
         return cast(call("np.floor", a / b), a.type)
 
 
