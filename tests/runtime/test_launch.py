@@ -187,3 +187,21 @@ def test_tape_zero_clears_only_gradients_backward_used_as_warp():
     np.testing.assert_allclose(x.grad.numpy(), 8.0)  # gradients accumulate
     tape.zero()
     assert not x.grad.numpy().any() and not out.grad.numpy().any()
+
+
+@wp.kernel
+def first_index_only(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    t = wp.tid()
+    wp.atomic_add(out, t, x[t])
+
+
+def test_single_tid_in_a_2d_launch_is_the_first_index_as_warp():
+    x = wp.array(np.arange(1.0, 5.0, dtype=np.float32), requires_grad=True)
+    out = wp.zeros(4, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(first_index_only, (3, 5), inputs=[x, out])
+    # Warp: threads (i, j) all see tid == i, so rows 0..2 are hit 5 times each
+    np.testing.assert_allclose(out.numpy(), [5.0, 10.0, 15.0, 0.0])
+    tape.backward(grads={out: np.ones(4, np.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), [5.0, 5.0, 5.0, 0.0])

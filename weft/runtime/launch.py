@@ -229,6 +229,10 @@ def run(kernel, kind, dims, values, device):
     if not device.is_cuda:
         n = dims[0] if len(dims) == 1 else _size(dims)
         target = "serial" if n < config.serial_threshold else "cpu"
+        if kind == "adjoint" and len(dims) > 1 and kernel.meta["tid_dims"] <= 1:
+            # wp.tid() into one name is the first index: threads share it, so the adjoint's
+            # plain accumulation at "own" indices would race; run it without threads
+            target = "serial"
         fn = kernel.entry(kind, target)
         if kind == "forward" and target == "serial" and kernel.meta["tid_dims"] <= 1:
             kernel._serial_forward = fn

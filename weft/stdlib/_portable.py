@@ -13,6 +13,14 @@ def launch_size(dim):
     return n
 
 
+def first_index(tid, dim):
+    """The first launch index of flat thread ``tid`` (``tid`` itself in a 1-D launch)."""
+    inner = 1
+    for k in range(1, len(dim)):
+        inner *= dim[k]
+    return tid // inner
+
+
 def trip_count(start, stop, step):
     """``len(range(start, stop, step))``."""
     if step > 0:
@@ -62,7 +70,7 @@ def tuple_ne(a, b):
     return False
 
 
-PORTABLE = ("launch_size", "trip_count", "int_div_trunc", "int_floor_div", "int_mod", "tuple_eq",
+PORTABLE = ("launch_size", "first_index", "trip_count", "int_div_trunc", "int_floor_div", "int_mod", "tuple_eq",
             "tuple_ne")
 
 

@@ -12,7 +12,8 @@ from .registry import builtin
          lambda ts, a: T.int32, differentiable=False, public=False)
 class tid:
     def primal(axis):
-        return Ex(ast.Name("_tid" if axis is None else f"_i{axis}", ast.Load()), T.int32)
+        # one name: the first launch index, as Warp (the thread index of a 1-D launch)
+        return Ex(ast.Name("_first" if axis is None else f"_i{axis}", ast.Load()), T.int32)
 
 
 @builtin("array_shape", ["a.shape"], lambda ts, a=None: T.TupleType((T.int32,) * ts[0].ndim),

@@ -75,6 +75,10 @@ def _names_for(fir):
 def _prologue(fir):
     """Index variables of a kernel thread from the flat ``_tid``."""
     out = []
+    if None in fir.tid_vars.values():
+        out.append(assign("_first", ast.Call(ast.Attribute(name("_wk"), "first_index",
+                                                           ast.Load()),
+                                             [name("_tid"), name("_dim")], [])))
     axes = sorted({a for a in fir.tid_vars.values() if a is not None})
     dims = fir.tid_dims
     for a in axes:
