@@ -127,3 +127,19 @@ def test_rpy_and_slerp_against_scipy():
         expected = Slerp([0, 1], R.concatenate([r0, r1]))(tt[i])
         got = R.from_quat(out.numpy()[i])
         assert (got.inv() * expected).magnitude() < 1e-9
+
+
+@wp.kernel
+def from_matrix(m: wp.array(dtype=wp.mat33d), out: wp.array(dtype=wp.quatd)):
+    i = wp.tid()
+    out[i] = wp.quat_from_matrix(m[i])
+
+
+def test_quat_from_matrix_all_branches():
+    rots = R.from_rotvec(np.array([[0.1, 0.2, 0.3], [3.0, 0.1, 0.0], [0.1, 3.0, 0.2],
+                                   [0.0, 0.2, 3.0], [2.5, -1.0, 1.0]]))  # trace >= 0 and < 0
+    out = wp.zeros(5, dtype=wp.quatd)
+    wp.launch(from_matrix, 5, inputs=[wp.array(rots.as_matrix(), dtype=wp.mat33d)],
+              outputs=[out])
+    for q, r in zip(out.numpy(), rots):
+        assert (R.from_quat(q).inv() * r).magnitude() < 1e-9

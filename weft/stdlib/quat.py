@@ -81,6 +81,52 @@ def quat_slerp(q0, q1, t):
 
 
 @wp.func
+def quat_from_matrix(m):
+    """The rotation quaternion of a 3x3 rotation matrix (Warp's branch on the trace)."""
+    z0 = m[0, 0] * 0.0
+    x = z0
+    y = z0
+    z = z0
+    w = z0
+    tr = m[0, 0] + m[1, 1] + m[2, 2]
+    if tr >= z0:
+        h = wp.sqrt(tr + 1.0)
+        w = 0.5 * h
+        h = 0.5 / h
+        x = (m[2, 1] - m[1, 2]) * h
+        y = (m[0, 2] - m[2, 0]) * h
+        z = (m[1, 0] - m[0, 1]) * h
+    else:
+        d = 0
+        if m[1, 1] > m[0, 0]:
+            d = 1
+        if m[2, 2] > m[d, d]:
+            d = 2
+        if d == 0:
+            h = wp.sqrt((m[0, 0] - (m[1, 1] + m[2, 2])) + 1.0)
+            x = 0.5 * h
+            h = 0.5 / h
+            y = (m[0, 1] + m[1, 0]) * h
+            z = (m[2, 0] + m[0, 2]) * h
+            w = (m[2, 1] - m[1, 2]) * h
+        elif d == 1:
+            h = wp.sqrt((m[1, 1] - (m[2, 2] + m[0, 0])) + 1.0)
+            y = 0.5 * h
+            h = 0.5 / h
+            z = (m[1, 2] + m[2, 1]) * h
+            x = (m[0, 1] + m[1, 0]) * h
+            w = (m[0, 2] - m[2, 0]) * h
+        else:
+            h = wp.sqrt((m[2, 2] - (m[0, 0] + m[1, 1])) + 1.0)
+            z = 0.5 * h
+            h = 0.5 / h
+            x = (m[2, 0] + m[0, 2]) * h
+            y = (m[1, 2] + m[2, 1]) * h
+            w = (m[1, 0] - m[0, 1]) * h
+    return wp.normalize(wp.quaternion(x, y, z, w))
+
+
+@wp.func
 def transform_get_translation(t):
     return wp.vector(t[0], t[1], t[2])
 

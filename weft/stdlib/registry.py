@@ -99,4 +99,6 @@ def numeric_scalar(t):
 
 
 def float_vector(t):
-    return T.is_vector(t) and T.is_float(T.scalar_of(t))
+    """Float vectors, and quaternions where vector algebra applies (dot, length, normalize)."""
+    return (T.is_vector(t) or T.is_composite(t) and t._wp_kind_ == "quaternion") and \
+        T.is_float(T.scalar_of(t))

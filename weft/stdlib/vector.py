@@ -353,8 +353,8 @@ class normalize:
 
 @builtin("outer", ["outer(a: Vector, b: Vector) -> Matrix"],
          lambda ts, a=None: T.matrix((ts[0]._length_, ts[1]._length_), T.scalar_of(ts[0]))
-         if len(ts) == 2 and float_vector(ts[0]) and float_vector(ts[1])
-         and T.scalar_of(ts[0]) is T.scalar_of(ts[1]) else None)
+         if len(ts) == 2 and float_vector(ts[0]) and float_vector(ts[1]) and T.is_vector(ts[0])
+         and T.is_vector(ts[1]) and T.scalar_of(ts[0]) is T.scalar_of(ts[1]) else None)
 class outer:
     def primal(a, b):
         return _outer(a, b)
