@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 
 from .. import types as T
-from ..transpiler.exprs import Ex, binop, cast, dot, tup
+from ..transpiler.exprs import binop, cast, dot, tup
 from .registry import builtin
 
 

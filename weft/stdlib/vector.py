@@ -244,7 +244,6 @@ class insert:
 
 
 def _insert_one(v, k, x):
-    st = T.scalar_of(v.type)
     if isinstance(k.node, ast.Constant):
         return tup([x if i == k.node.value else v.comp(i) for i in range(v.type._length_)],
                    v.type)

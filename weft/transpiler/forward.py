@@ -11,7 +11,7 @@ import ast
 
 from .. import types as T
 from . import ir
-from .codegen import Gen, assign, is_none, not_none, tag
+from .codegen import Gen, assign, not_none, tag
 from .exprs import name
 
 
