@@ -1,22 +1,29 @@
-"""A 1M-element vec3 transcendental kernel, forward and adjoint: weft against hand-written
-parallel Numba (and NVIDIA Warp / JAX when importable).
+"""A 1M-element vec3 transcendental kernel, forward and adjoint: weft against a hand-written
+parallel Numba kernel doing the same float32 math (and NVIDIA Warp CPU / JAX when importable).
 
-    python benchmarks/bench_transcendental.py [--n 1000000] [--repeat 10] [--markdown]
+    python benchmarks/bench_transcendental.py [--n 1000000] [--repeat 15] [--markdown]
 
-The hand-written adjoint is derived by hand and checked against weft's before timing.
+weft is timed two ways: through ``wp.launch`` (argument checks and dispatch included) and
+through the generated njit function itself (``kernel.entry(...)``). Times are the median of
+``--repeat`` runs after warm-up, in ms. The hand-written adjoint is derived by hand; before
+anything is timed the script checks that weft and the hand-written kernels agree (forward and
+adjoint, np.allclose) and stops if they do not.
 """
 import argparse
 import os
+import platform
+import statistics
 import sys
 import time
 
 import numba
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+RTOL, ATOL = 1e-5, 1e-5   # float32 math; libm calls may differ in the last bit
 
 
 def build(wp):
+    """The kernel, for weft or for NVIDIA Warp (same source, ``wp`` is either module)."""
     @wp.kernel
     def transcendental(x: wp.array(dtype=wp.vec3), y: wp.array(dtype=wp.vec3)):
         i = wp.tid()
@@ -27,130 +34,200 @@ def build(wp):
     return transcendental
 
 
-@numba.njit(parallel=True, cache=True, error_model="numpy")
+# ---------------------------------------------------------------- hand-written Numba kernels
+# Scalars on rows of (n, 3) float32 arrays; every constant is float32 so nothing is promoted
+# to float64 (a bare Python int or float literal times a float32 gives float64 in Numba).
+ONE, TWO, ZERO = np.float32(1.0), np.float32(2.0), np.float32(0.0)
+
+
+@numba.njit(parallel=True, fastmath=False, error_model="numpy", cache=True)
 def nb_forward(x, y):
     for i in numba.prange(x.shape[0]):
         a, b, c = x[i, 0], x[i, 1], x[i, 2]
-        n = np.sqrt(a * a + b * b + c * c)
+        n = np.sqrt(a * a + b * b + c * c)                 # wp.length(v)
         y[i, 0] = np.sin(a) * np.exp(b) * n
-        y[i, 1] = np.cos(b) * np.log(np.float32(1.0) + c * c) * n
-        y[i, 2] = (np.tanh(c) + np.sqrt(np.float32(1.0) + a * a)) * n
+        y[i, 1] = np.cos(b) * np.log(ONE + c * c) * n
+        y[i, 2] = (np.tanh(c) + np.sqrt(ONE + a * a)) * n
 
 
-@numba.njit(parallel=True, cache=True, error_model="numpy")
-def nb_adjoint(x, gy, gx):
-    one = np.float32(1.0)
+@numba.njit(parallel=True, fastmath=False, error_model="numpy", cache=True)
+def nb_adjoint(x, adj_y, adj_x):
+    """adj_x += J(x)^T adj_y for y = s(x) * |x| (accumulates, as weft's adjoint does)."""
     for i in numba.prange(x.shape[0]):
         a, b, c = x[i, 0], x[i, 1], x[i, 2]
         n = np.sqrt(a * a + b * b + c * c)
-        sa, ca, eb = np.sin(a), np.cos(a), np.exp(b)
-        cb, sb = np.cos(b), np.sin(b)
-        l1 = np.log(one + c * c)
-        th = np.tanh(c)
-        r = np.sqrt(one + a * a)
-        s0, s1, s2 = sa * eb, cb * l1, th + r
-        g0, g1, g2 = gy[i, 0], gy[i, 1], gy[i, 2]
-        gn = (g0 * s0 + g1 * s1 + g2 * s2) / n      # through the length
-        ga = g0 * n * ca * eb + g2 * n * a / r + gn * a
-        gb = g0 * n * sa * eb - g1 * n * sb * l1 + gn * b
-        gc = g1 * n * cb * 2 * c / (one + c * c) + g2 * n * (one - th * th) + gn * c
-        gx[i, 0] += ga
-        gx[i, 1] += gb
-        gx[i, 2] += gc
+        sa, ca, eb, cb, sb = np.sin(a), np.cos(a), np.exp(b), np.cos(b), np.sin(b)
+        q = ONE + c * c
+        lq, th, r = np.log(q), np.tanh(c), np.sqrt(ONE + a * a)
+        g0, g1, g2 = adj_y[i, 0], adj_y[i, 1], adj_y[i, 2]
+        # y_k = s_k * n: adj_s_k = g_k * n, adj_n = sum_k g_k * s_k; d n / d x = x / n
+        gs0, gs1, gs2 = g0 * n, g1 * n, g2 * n
+        gn = g0 * (sa * eb) + g1 * (cb * lq) + g2 * (th + r)
+        gn = gn / n if n != ZERO else ZERO                  # wp.length's adjoint at 0 is 0
+        adj_x[i, 0] += gs0 * ca * eb + gs2 * a / r + gn * a
+        adj_x[i, 1] += gs0 * sa * eb - gs1 * sb * lq + gn * b
+        adj_x[i, 2] += gs1 * cb * TWO * c / q + gs2 * (ONE - th * th) + gn * c
 
 
-def best(fn, repeat):
-    fn()
-    t = []
+# ----------------------------------------------------------------------------------- helpers
+def median_ms(fns, repeat, warmup=2):
+    """Median wall time in ms of each callable in ``fns`` (name -> fn) over ``repeat`` runs
+    after ``warmup`` runs. The callables take turns, so a load spike on this shared machine
+    slows all of them alike instead of one column."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in fns}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        t.append(time.perf_counter() - t0)
-    return min(t)
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(t) * 1e3 for name, t in times.items()}
 
 
+def cpu_info():
+    try:
+        with open("/proc/cpuinfo") as f:
+            names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+        return f"{names[0]} ({len(names)} logical CPUs)"
+    except (OSError, IndexError):
+        return f"{platform.processor() or platform.machine()} ({os.cpu_count()} logical CPUs)"
+
+
+def check(name, got, want):
+    """np.allclose of ``got`` against the hand-written result; returns the max |difference|."""
+    diff = float(np.abs(got - want).max())
+    ok = np.allclose(got, want, rtol=RTOL, atol=ATOL)
+    print(f"  {name:<34} max |diff| {diff:.2e}  {'ok' if ok else 'MISMATCH'}")
+    return ok
+
+
+# ------------------------------------------------------------------------- optional columns
+def setup_warp(xh, gyh, y_ref, gx_ref):
+    """(forward, adjoint) callables for NVIDIA Warp on the CPU, checked against the
+    hand-written results, or None when Warp is not importable."""
+    try:
+        import warp
+    except ImportError:
+        return None
+    warp.config.quiet = True                                # Warp < 1.10
+    warp.config.log_level = 40                              # Warp >= 1.10: errors only
+    warp.init()
+    k, n, dev = build(warp), xh.shape[0], "cpu"
+    x = warp.array(xh, dtype=warp.vec3, requires_grad=True, device=dev)
+    y = warp.zeros(n, dtype=warp.vec3, requires_grad=True, device=dev)
+    y.grad.assign(gyh)
+    fwd = lambda: warp.launch(k, dim=n, inputs=[x], outputs=[y], device=dev)  # noqa: E731
+    adj = lambda: warp.launch(k, dim=n, inputs=[x], outputs=[y], adj_inputs=[x.grad],  # noqa
+                              adj_outputs=[y.grad], adjoint=True, device=dev)
+    fwd()
+    adj()
+    check("warp forward vs hand-written", y.numpy(), y_ref)
+    check("warp adjoint vs hand-written", x.grad.numpy(), gx_ref)
+    return fwd, adj
+
+
+def setup_jax(xh, gyh, y_ref, gx_ref):
+    """(forward, adjoint) callables for jax.jit(vmap(...)) and its jax.vjp, or None."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+
+    def elem(v):                                            # one row, the same math
+        a, b, c = v[0], v[1], v[2]
+        s = jnp.stack([jnp.sin(a) * jnp.exp(b), jnp.cos(b) * jnp.log(1.0 + c * c),
+                       jnp.tanh(c) + jnp.sqrt(1.0 + a * a)])
+        return s * jnp.sqrt(a * a + b * b + c * c)
+    f = jax.vmap(elem)
+    fwd_j = jax.jit(f)
+    adj_j = jax.jit(lambda x, g: jax.vjp(f, x)[1](g)[0])
+    x, g = jnp.asarray(xh), jnp.asarray(gyh)
+    check("jax forward vs hand-written", np.asarray(fwd_j(x)), y_ref)
+    check("jax adjoint (vjp) vs hand-written", np.asarray(adj_j(x, g)), gx_ref)
+    return lambda: fwd_j(x).block_until_ready(), lambda: adj_j(x, g).block_until_ready()
+
+
+# ------------------------------------------------------------------------------------- main
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--markdown", action="store_true")
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=1_000_000, help="number of vec3 elements")
+    ap.add_argument("--repeat", type=int, default=15, help="timed runs per measurement")
+    ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
     args = ap.parse_args()
     import weft as wp
-    n = args.n
+
+    n, rep = args.n, args.repeat
     rng = np.random.default_rng(0)
-    xh = rng.uniform(-1, 1, (n, 3)).astype(np.float32)
+    xh = rng.uniform(-1.0, 1.0, (n, 3)).astype(np.float32)
     gyh = rng.standard_normal((n, 3)).astype(np.float32)
+
+    # weft: arrays with gradients; the generated functions take the same numpy buffers
     k = build(wp)
     x = wp.array(xh, dtype=wp.vec3, requires_grad=True)
     y = wp.zeros(n, dtype=wp.vec3, requires_grad=True)
     y.grad.assign(gyh)
-    fwd_launch = lambda: wp.launch(k, n, inputs=[x], outputs=[y])  # noqa: E731
-    adj_launch = lambda: wp.launch(k, n, inputs=[x], outputs=[y], adjoint=True)  # noqa: E731
-    f_raw, a_raw = k.entry("forward"), k.entry("adjoint")
+    fwd_raw, adj_raw = k.entry("forward"), k.entry("adjoint")
     xd, yd, gxd, gyd = x.numpy(), y.numpy(), x.grad.numpy(), y.grad.numpy()
+    weft_fwd = lambda: wp.launch(k, dim=n, inputs=[x], outputs=[y])  # noqa: E731
+    weft_adj = lambda: wp.launch(k, dim=n, inputs=[x], outputs=[y], adjoint=True)  # noqa: E731
+    raw_fwd = lambda: fwd_raw((n,), xd, yd)  # noqa: E731
+    raw_adj = lambda: adj_raw((n,), xd, yd, gxd, gyd)  # noqa: E731
+
+    # hand-written: plain (n, 3) float32 arrays
     y_nb, gx_nb = np.zeros_like(xh), np.zeros_like(xh)
+    hand_fwd = lambda: nb_forward(xh, y_nb)  # noqa: E731
+    hand_adj = lambda: nb_adjoint(xh, gyh, gx_nb)  # noqa: E731
 
-    # the two must agree before they are timed
-    fwd_launch()
+    # the two must agree before they are timed (adjoints accumulate: start from zero)
+    print(f"agreement (np.allclose, rtol={RTOL:g}, atol={ATOL:g}):")
+    weft_fwd()
     x.grad.zero_()
-    adj_launch()
-    nb_forward(xh, y_nb)
-    nb_adjoint(xh, gyh, gx_nb)
-    err_f = float(np.abs(y.numpy() - y_nb).max())
-    err_a = float(np.abs(x.grad.numpy() - gx_nb).max() / np.abs(gx_nb).max())
-    assert err_f < 1e-4 and err_a < 1e-4, (err_f, err_a)
+    weft_adj()
+    hand_fwd()
+    hand_adj()
+    ok = check("weft forward vs hand-written", y.numpy(), y_nb)
+    ok &= check("weft adjoint vs hand-written", x.grad.numpy(), gx_nb)
+    y_raw = np.zeros_like(xh)
+    fwd_raw((n,), xd, y_raw)
+    ok &= check("weft entry() forward vs wp.launch", y_raw, y.numpy())
+    if not ok:
+        sys.exit("weft and the hand-written kernels disagree: not timing")
+    y_ref, gx_ref = y_nb.copy(), gx_nb.copy()
 
-    rows = [("forward", best(fwd_launch, args.repeat), best(lambda: f_raw((n,), xd, yd),
-                                                            args.repeat),
-             best(lambda: nb_forward(xh, y_nb), args.repeat)),
-            ("adjoint", best(adj_launch, args.repeat),
-             best(lambda: a_raw((n,), xd, yd, gxd, gyd), args.repeat),
-             best(lambda: nb_adjoint(xh, gyh, gx_nb), args.repeat))]
-    extra = {}
-    try:
-        import warp
-        warp.config.quiet = True
-        kw = build(warp)
-        xw = warp.array(xh, dtype=warp.vec3, requires_grad=True)
-        yw = warp.zeros(n, dtype=warp.vec3, requires_grad=True)
-        yw.grad.assign(gyh)
-        extra["warp"] = (best(lambda: warp.launch(kw, n, inputs=[xw], outputs=[yw]),
-                              args.repeat),
-                         best(lambda: warp.launch(kw, n, inputs=[xw], outputs=[yw],
-                                                  adj_inputs=[xw.grad], adj_outputs=[yw.grad],
-                                                  adjoint=True), args.repeat))
-    except ImportError:
-        pass
-    try:
-        import jax
-        import jax.numpy as jnp
+    # every contender as (forward, adjoint) callables; optional ones when importable
+    contenders = {"weft wp.launch": (weft_fwd, weft_adj), "weft entry()": (raw_fwd, raw_adj),
+                  "hand numba": (hand_fwd, hand_adj)}
+    for name, setup in (("warp CPU", setup_warp), ("jax", setup_jax)):
+        fns = setup(xh, gyh, y_ref, gx_ref)
+        if fns is None:
+            print(f"  ({name} not importable: column skipped)")
+        else:
+            contenders[name] = fns
+    ms = {p: median_ms({c: f[j] for c, f in contenders.items()}, rep)
+          for j, p in enumerate(("forward", "adjoint"))}
 
-        def f(v):
-            a, b, c = v[:, 0], v[:, 1], v[:, 2]
-            nn = jnp.sqrt(a * a + b * b + c * c)
-            return jnp.stack([jnp.sin(a) * jnp.exp(b), jnp.cos(b) * jnp.log(1 + c * c),
-                              jnp.tanh(c) + jnp.sqrt(1 + a * a)], 1) * nn[:, None]
-        xj, gj = jnp.asarray(xh), jnp.asarray(gyh)
-        fj = jax.jit(f)
-        vj = jax.jit(lambda v, g: jax.vjp(f, v)[1](g)[0])
-        extra["jax"] = (best(lambda: fj(xj).block_until_ready(), args.repeat),
-                        best(lambda: vj(xj, gj).block_until_ready(), args.repeat))
-    except ImportError:
-        pass
-
-    print(f"{n} vec3 elements, {numba.get_num_threads()} threads; weft and hand-written "
-          f"agree: forward max |diff| {err_f:.1e}, adjoint max rel diff {err_a:.1e}")
-    head = ["pass", "weft wp.launch (ms)", "weft generated fn (ms)", "hand-written numba (ms)",
-            "weft/numba"] + [f"{k} (ms)" for k in extra]
+    print(f"\nCPU: {cpu_info()}; numba {numba.__version__}, {numba.get_num_threads()} threads "
+          f"({numba.threading_layer()} layer); n = {n:,} vec3 float32; median of {rep} runs, "
+          f"ms")
+    base = ("weft wp.launch", "weft entry()", "hand numba")
+    extra = [c for c in contenders if c not in base]
+    head = ["pass", *base, "launch/hand", "entry/hand", *extra]
+    table = []
+    for p, t in ms.items():
+        ratios = [f"{t[c] / t['hand numba']:.2f}x" for c in base[:2]]   # weft / hand-written
+        table.append([p] + [f"{t[c]:.2f}" for c in base] + ratios
+                     + [f"{t[c]:.2f}" for c in extra])
     if args.markdown:
-        print("| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+        print("\n| " + " | ".join(head) + " |\n|" + "---|" * len(head))
+        for r in table:
+            print("| " + " | ".join(r) + " |")
     else:
-        print("  ".join(f"{h:>24}" for h in head))
-    for j, (name, tl, tr, tn) in enumerate(rows):
-        cells = [name, f"{tl * 1e3:.2f}", f"{tr * 1e3:.2f}", f"{tn * 1e3:.2f}", f"{tl / tn:.2f}"]
-        cells += [f"{v[j] * 1e3:.2f}" for v in extra.values()]
-        print(("| " + " | ".join(cells) + " |") if args.markdown else
-              "  ".join(f"{c:>24}" for c in cells))
+        w = [max(len(h), *(len(r[c]) for r in table)) for c, h in enumerate(head)]
+        for r in [head] + table:
+            print("  ".join(c.rjust(w[i]) if i else c.ljust(w[i]) for i, c in enumerate(r)))
 
 
 if __name__ == "__main__":
