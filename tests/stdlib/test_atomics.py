@@ -1,7 +1,17 @@
-"""CPU atomics under parallel launches that collide, and their pure-Python fallback."""
+"""CPU atomics (weft.stdlib.atomics) under parallel launches that collide, and their fallback.
+
+Collisions: 200_000 prange iterations update 7 slots. Every op's returned old values are checked
+exactly against what a linearisable history allows (add/sub: each partial sum appears once;
+exch: the old values chain the stored ones; min/max: successful updates form a monotone chain;
+cas: a CAS-loop counter hands out each count once), with expected results from numpy.
+These catch a non-atomic update only where the threads really run at the same time: on a host
+whose vCPUs are time-sliced even a plain racy ``a[i % 7] += 1`` prange loses nothing.
+"""
+import json
 import os
 import subprocess
 import sys
+import textwrap
 
 import numba
 import numpy as np
@@ -11,90 +21,237 @@ from weft.stdlib.atomics import (atomic_add, atomic_cas, atomic_exch, atomic_max
                                  atomic_sub)
 
 N = 200_000
+SLOTS = 7
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint32, np.uint64]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @numba.njit(parallel=True)
-def _add_into_slots(out, n, value):
+def _all_ops(step, vals, add, sub, lo, hi, xch, cnt, o_add, o_sub, o_min, o_max, o_xch, o_cnt):
+    n = vals.shape[0]
     for i in numba.prange(n):
-        atomic_add(out, i % out.shape[0], value)
+        s = i % add.shape[0]
+        o_add[i] = atomic_add(add, s, step)           # step: int64 / float64, cast to dtype
+        o_sub[i] = atomic_sub(sub, s, step)
+        o_min[i] = atomic_min(lo, s, vals[i])          # descending: every call improves locally
+        o_max[i] = atomic_max(hi, s, vals[n - 1 - i])  # ascending
+        o_xch[i] = atomic_exch(xch, s, i + 1)
+        expected = cnt[s]                              # racy read: the CAS loop corrects it
+        while True:
+            got = atomic_cas(cnt, s, expected, expected + 1)
+            if got == expected:
+                break
+            expected = got
+        o_cnt[i] = expected
+
+
+def _run_all_ops(dtype, n=N, slots=SLOTS):
+    dtype = np.dtype(dtype)
+    step = 0.5 if dtype.kind == "f" else 3
+    vals = np.arange(n)[::-1].copy()
+    if dtype.kind != "u":
+        vals -= n // 2
+    vals = vals.astype(dtype)
+    counts = np.bincount(np.arange(n) % slots, minlength=slots)
+    add = np.zeros(slots, dtype)
+    sub = (counts * step).astype(dtype)
+    lo = np.full(slots, vals.max() // 2, dtype)  # mid-range starts: some calls must not store
+    hi = np.full(slots, vals.max() // 2, dtype)
+    xch = np.zeros(slots, dtype)
+    cnt = np.zeros(slots, dtype)
+    olds = [np.empty(n, dtype) for _ in range(6)]
+    _all_ops(step, vals, add, sub, lo, hi, xch, cnt, *olds)
+    return dict(step=step, vals=vals, counts=counts, add=add, sub=sub, lo=lo, hi=hi, xch=xch,
+                cnt=cnt, init=dtype.type(vals.max() // 2), o_add=olds[0], o_sub=olds[1],
+                o_min=olds[2], o_max=olds[3], o_xch=olds[4], o_cnt=olds[5])
+
+
+def _check_chain(olds, vals, init, final, better):
+    """min/max history: calls that stored form a monotone chain from ``init`` to ``final``."""
+    stored = better(vals, olds)  # a call stored its value iff it beat the old one returned
+    assert 0 < stored.sum() < len(vals)
+    chain = np.sort(np.concatenate([[init], vals[stored]]))
+    np.testing.assert_array_equal(np.sort(np.concatenate([olds[stored], [final]])), chain)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_all_ops_collide_without_losing_updates(dtype):
+    r = _run_all_ops(dtype)
+    dt, step, vals, counts = np.dtype(dtype), r["step"], r["vals"], r["counts"]
+    slot = np.arange(N) % SLOTS
+    # add / sub: final values and each partial sum returned exactly once
+    np.testing.assert_array_equal(r["add"], (counts * step).astype(dt))
+    np.testing.assert_array_equal(r["sub"], np.zeros(SLOTS, dt))
+    # min / max against numpy's own reductions
+    lo, hi = np.full(SLOTS, r["init"], dt), np.full(SLOTS, r["init"], dt)
+    np.minimum.at(lo, slot, vals)
+    np.maximum.at(hi, slot, vals[::-1])
+    np.testing.assert_array_equal(r["lo"], lo)
+    np.testing.assert_array_equal(r["hi"], hi)
+    # cas counter and exch: every slot counted, the last exchanged value stays
+    np.testing.assert_array_equal(r["cnt"], counts.astype(dt))
+    for s in range(SLOTS):
+        m = slot == s
+        k = np.arange(counts[s])
+        np.testing.assert_array_equal(np.sort(r["o_add"][m]), (k * step).astype(dt))
+        np.testing.assert_array_equal(np.sort(r["o_sub"][m]), ((k + 1) * step).astype(dt))
+        np.testing.assert_array_equal(np.sort(r["o_cnt"][m]), k.astype(dt))
+        written = (np.nonzero(m)[0] + 1).astype(dt)
+        np.testing.assert_array_equal(np.sort(np.append(r["o_xch"][m], r["xch"][s])),
+                                      np.sort(np.append(written, dt.type(0))))
+        _check_chain(r["o_min"][m], vals[m], r["init"], r["lo"][s], np.less)
+        _check_chain(r["o_max"][m], vals[::-1][m], r["init"], r["hi"][s], np.greater)
 
 
 @numba.njit(parallel=True)
-def _sub_2d(out, n):
+def _grid(a, n):
     for i in numba.prange(n):
-        atomic_sub(out, (i % 3, (i // 3) % 2), 1.0)
+        idx = (np.int32(i % a.shape[0]), np.uint16((i // a.shape[0]) % a.shape[1]))  # mixed ints
+        atomic_add(a, idx, 1.0)
+        atomic_sub(a, (i % a.shape[0], (i // a.shape[0]) % a.shape[1]), 0.25)
 
 
-@numba.njit(parallel=True)
-def _counter(counter, olds):
-    for i in numba.prange(olds.shape[0]):
-        olds[i] = atomic_add(counter, 0, 1)
-
-
-@numba.njit(parallel=True)
-def _minmax(values, lo, hi):
-    for i in numba.prange(values.shape[0]):
-        atomic_min(lo, 0, values[i])
-        atomic_max(hi, 0, values[i])
+@pytest.mark.parametrize("view", ["C", "strided", "F"])
+def test_tuple_index_on_views(view):
+    base = np.zeros((6, 8), np.float64)
+    view_of = {"C": lambda x: x, "strided": lambda x: x[::-2, 1::3], "F": lambda x: x.T}[view]
+    a = view_of(base)
+    assert numba.typeof(a).layout == {"C": "C", "strided": "A", "F": "F"}[view]
+    n = a.size * 1000
+    _grid(a, n)
+    np.testing.assert_array_equal(a, np.full(a.shape, 750.0))
+    inside = np.zeros(base.shape, bool)
+    view_of(inside)[...] = True
+    assert inside.sum() == a.size and not base[~inside].any()  # nothing else was written
 
 
 @numba.njit
-def _exch_cas(a):
-    old1 = atomic_exch(a, 0, 5)
-    old2 = atomic_cas(a, 0, 5, 9)   # matches: stores 9
-    old3 = atomic_cas(a, 0, 5, 11)  # does not match
-    return old1, old2, old3, a[0]
+def _semantics(f, i32, u32):
+    """Single-threaded results of every op on edge cases (compiled and as ``.py_func``)."""
+    nan = np.nan
+    f[0] = 1.0
+    rf = [atomic_min(f, 0, nan), f[0], atomic_max(f, 0, nan), f[0]]  # a NaN value is ignored
+    f[0] = nan
+    rf += [atomic_min(f, 0, 1.0), atomic_max(f, 0, 1.0)]             # a stored NaN stays
+    f[0] = 0.0
+    rf += [atomic_min(f, 0, -0.0), np.copysign(1.0, f[0])]           # -0.0 does not replace 0.0
+    f[0] = 2.0
+    rf += [atomic_min(f, 0, -np.inf), f[0], atomic_max(f, 0, 3), f[0]]
+    rf += [atomic_exch(f, 0, 7.5), atomic_cas(f, 0, 7.0, 1.0), f[0],
+           atomic_cas(f, 0, 7.5, 1.5), f[0], atomic_sub(f, 0, 0.5), f[0]]
+    i32[1] = 5
+    ri = [atomic_add(i32, 1, 2.7), i32[1], atomic_sub(i32, 1, -3), i32[1],  # 2.7 -> 2
+          atomic_min(i32, 1, -4), atomic_max(i32, 1, np.int64(2) ** 40 + 9), i32[1],  # wraps to 9
+          atomic_cas(i32, 1, 8, 1), atomic_cas(i32, 1, 9, 1), i32[1], atomic_exch(i32, 1, 0)]
+    u32[0] = 5
+    ru = [atomic_sub(u32, 0, 6), u32[0], atomic_add(u32, (0,), 1), u32[0],  # unsigned wrap
+          atomic_max(u32, 0, 3), atomic_min(u32, 0, 3), u32[0], atomic_min(u32, 0, -1), u32[0]]
+    return rf, ri, ru
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.uint32,
-                                   np.uint64])
-def test_add_collides_without_losing_updates(dtype):
-    out = np.zeros(7, dtype)
-    _add_into_slots(out, N, dtype(1))
-    expected = np.bincount(np.arange(N) % 7, minlength=7).astype(dtype)
-    np.testing.assert_array_equal(out, expected)
+def test_semantics_compiled_and_python_agree():
+    nan, inf = np.nan, np.inf
+    expected = ([1.0, 1.0, 1.0, 1.0, nan, nan, 0.0, 1.0, 2.0, -inf, -inf, 3.0,
+                 3.0, 7.5, 7.5, 7.5, 1.5, 1.5, 1.0],
+                [5, 7, 7, 10, 10, -4, 9, 9, 9, 1, 1],
+                [5, 2 ** 32 - 1, 2 ** 32 - 1, 0, 0, 3, 3, 3, 3])
+    for fn in (_semantics, _semantics.py_func):
+        args = np.zeros(1), np.zeros(2, np.int32), np.zeros(1, np.uint32)
+        got = fn(*args)
+        for g, e, a in zip(got, expected, args):
+            if fn is _semantics.py_func:  # old values keep the array's dtype
+                assert [type(x) for x in g] == [a.dtype.type] * len(e)
+            np.testing.assert_array_equal(np.array(g, a.dtype), np.array(e, a.dtype),
+                                          err_msg=str(fn))
+        np.testing.assert_array_equal(args[0], [1.0])
+        np.testing.assert_array_equal(args[1], [0, 0])
+    lists = [numba.types.List(numba.typeof(a).dtype) for a in args]
+    assert _semantics.nopython_signatures[0].return_type == numba.types.Tuple(lists)
 
 
-def test_sub_with_tuple_index_on_a_strided_view():
-    base = np.zeros((3, 4), np.float64)
-    view = base[:, ::2]  # non-contiguous (3, 2) view
-    _sub_2d(view, 6000)
-    np.testing.assert_array_equal(view, np.full((3, 2), -1000.0))
-    assert not base[:, 1::2].any()
+@numba.njit
+def _use(a, i):
+    return atomic_add(a, i, 1)
 
 
-def test_returned_old_values_are_a_permutation():
-    counter = np.zeros(1, np.int64)
-    olds = np.empty(50_000, np.int64)
-    _counter(counter, olds)
-    assert counter[0] == 50_000
-    np.testing.assert_array_equal(np.sort(olds), np.arange(50_000))
+def _readonly():
+    a = np.zeros(2)
+    a.flags.writeable = False
+    return a
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
-def test_min_max(dtype):
-    values = (np.random.default_rng(1).random(100_000) * 1000 - 500).astype(dtype)
-    lo = np.array([dtype(10 ** 6)])
-    hi = np.array([dtype(-10 ** 6)])
-    _minmax(values, lo, hi)
-    assert lo[0] == values.min() and hi[0] == values.max()
+@pytest.mark.parametrize("args", [(np.zeros((2, 2)), 1), (np.zeros(2), 1.0), (_readonly(), 0),
+                                  (np.zeros(2, np.complex128), 1), (np.zeros((2, 2)), (1, 1, 1))],
+                         ids=["too-few-indices", "float-index", "readonly", "complex",
+                              "too-many-indices"])
+def test_unsupported_arguments_do_not_type(args):
+    with pytest.raises(numba.core.errors.TypingError, match="atomic_add"):
+        _use(*args)
 
 
-def test_exch_and_cas():
-    a = np.array([3], np.int32)
-    assert _exch_cas(a) == (3, 5, 9, 9)
-    f = np.array([1.5])
-    assert _exch_cas.py_func(f) == (1.5, 5, 9, 9)
+def _subprocess(code, **env):
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=ROOT, **env), cwd=ROOT,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
 
 
-def test_python_fallback_without_jit():
-    code = ("import numpy as np\n"
-            "from tests.stdlib.test_atomics import _add_into_slots, _counter\n"
-            "out = np.zeros(3, np.float32); _add_into_slots(out, 30, np.float32(2))\n"
-            "c = np.zeros(1, np.int64); o = np.empty(5, np.int64); _counter(c, o)\n"
-            "print(out.tolist(), c[0], sorted(o.tolist()))\n")
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       cwd=root, timeout=300)
-    assert r.stdout.strip() == "[20.0, 20.0, 20.0] 5 [0, 1, 2, 3, 4]", r.stderr
+def test_python_fallback_without_jit_matches_compiled():
+    code = """
+        import json, numba, numpy as np
+        from tests.stdlib import test_atomics as t
+        assert numba.config.DISABLE_JIT and not hasattr(t._all_ops, "py_func")
+        out = {}
+        for dt in t.DTYPES:
+            r = t._run_all_ops(dt, n=300, slots=3)
+            out[np.dtype(dt).name] = {k: np.asarray(v).tolist() for k, v in r.items()}
+        print(json.dumps(out))
+    """
+    out = json.loads(_subprocess(code, NUMBA_DISABLE_JIT="1"))
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)  # one thread runs the prange in order, as the interpreter does
+    try:
+        compiled = {np.dtype(dt).name: _run_all_ops(dt, n=300, slots=3) for dt in DTYPES}
+    finally:
+        numba.set_num_threads(threads)
+    for name, r in compiled.items():
+        for key, value in r.items():  # final states and every returned old value, in order
+            np.testing.assert_array_equal(np.array(out[name][key], np.asarray(value).dtype),
+                                          value, err_msg=f"{name} {key}")
+        np.testing.assert_array_equal(r["o_xch"][3:], np.arange(1, 298))  # serial exch history
+
+
+def test_cached_kernel_and_boundscheck(tmp_path):
+    (tmp_path / "kern.py").write_text(textwrap.dedent("""
+        import numba
+        from weft.stdlib.atomics import atomic_add, atomic_max
+        @numba.njit(parallel=True, error_model="numpy", cache=True)
+        def hist(bins, out, top):
+            for i in numba.prange(bins.shape[0]):
+                atomic_add(out, bins[i], 1)
+                atomic_max(top, 0, bins[i] * 0.5)
+        @numba.njit(cache=True)
+        def one(a, i):  # serial: Numba skips bounds checks inside prange, even its own
+            return atomic_add(a, (i, 1), 1)
+    """))
+    code = f"""
+        import sys, numpy as np
+        sys.path.insert(0, {str(tmp_path)!r})
+        from kern import hist, one
+        out, top = np.zeros(4, np.int64), np.zeros(1, np.float32)
+        hist(np.array([0, 1, 1, 3] * 1000 + [{{extra}}]), out, top)
+        a = np.zeros((3, 2))
+        try:
+            one(a, {{row}})
+        except IndexError:
+            print("IndexError", end=" ")
+        print(out.tolist(), top[0], a.sum(), len(hist.stats.cache_hits))
+    """
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    assert _subprocess(code.format(extra=2, row=2), **env).split() == [
+        "[1000,", "2000,", "1,", "1000]", "1.5", "1.0", "0"]
+    assert _subprocess(code.format(extra=3, row=0), **env).split() == [
+        "[1000,", "2000,", "0,", "1001]", "1.5", "1.0", "1"]  # loaded from the cache
+    assert _subprocess(code.format(extra=3, row=3), NUMBA_BOUNDSCHECK="1").split() == [
+        "IndexError", "[1000,", "2000,", "0,", "1001]", "1.5", "0.0", "0"]
