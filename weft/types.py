@@ -234,7 +234,19 @@ def scalar_of(t):
     return t
 
 
+def is_struct(t):
+    """True for a ``@wp.struct`` class."""
+    return isinstance(t, type) and getattr(t, "_wp_struct_", None) is not None
+
+
+def struct_fields(t):
+    """``{name: type}`` of a ``@wp.struct`` class, in declaration order."""
+    return t._wp_struct_.fields
+
+
 def numpy_dtype(t):
+    if is_struct(t):
+        return t._wp_struct_.numpy_dtype()
     return np.dtype(scalar_of(t)._np_)
 
 
@@ -249,7 +261,7 @@ def is_differentiable(t):
         return any(is_differentiable(x) for x in t.types)
     if isinstance(t, ArrayType):
         return not t.local and is_differentiable(t.dtype)
-    if getattr(t, "_wp_struct_", None) is not None:
+    if is_struct(t):
         return any(is_differentiable(f) for f in t._wp_struct_.fields.values())
     return is_float(scalar_of(t))
 
@@ -273,3 +285,8 @@ spatial_matrixh, spatial_matrixf, spatial_matrixd = (matrix((6, 6), t) for t in 
 spatial_matrix = spatial_matrixf
 transformh, transformf, transformd = (transformation(t) for t in (float16, float32, float64))
 transform = transformf
+
+# every precision suffix of Warp's vector types: vec2b, vec3ub, vec4s, vec2us, vec3ui, vec4l, ...
+VECTOR_ALIASES = {f"vec{n}{_SUFFIX[t]}": vector(n, t) for n in (2, 3, 4)
+                  for t in (int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16,
+                            float32, float64)}

@@ -93,7 +93,8 @@ n = 4
 v3 = wp.zeros(n, dtype=wp.vec3); f = wp.zeros(n, dtype=float); d = wp.zeros(n, dtype=wp.float64)
 cases = {"step": (ck.step, [v3, v3, 0.1, v3]), "power_loop": (ck.power_loop, [f, 3, f]),
          "damped": (ck.damped, [d, d]), "reduce_sq": (ck.reduce_sq, [f, f]),
-         "grid": (ck.grid, [wp.zeros((2, 2), dtype=float), wp.mat22(), wp.zeros((2, 2), dtype=float)])}
+         "grid": (ck.grid, [wp.zeros((2, 2), dtype=float), wp.mat22(), wp.zeros((2, 2), dtype=float)]),
+         "bodies": (ck.bodies, [wp.zeros(n, dtype=ck.Body), ck.Params(w=f), wp.zeros(n, dtype=ck.Body)])}
 for name, (k, args) in cases.items():
     ptx = compile_ptx(k, args, dims=(2, 2) if name == "grid" else (n,))
     for kind, text in ptx.items():
@@ -108,7 +109,7 @@ def test_every_cuda_function_compiles_to_ptx_for_hopper():
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     lines = dict(((a, b), rest) for a, b, *rest in (ln.split() for ln in r.stdout.splitlines()))
-    assert len(lines) == 15
+    assert len(lines) == 18
     assert all(rest[0] == "True" for rest in lines.values())        # compiled for sm_90
     assert lines[("reduce_sq", "forward")][1] == "True"             # a real float atomic
     assert lines[("reduce_sq", "adjoint")][1] == "False"            # own-index: no atomics

@@ -34,3 +34,23 @@ def grid(a: wp.array2d(dtype=float), m: wp.mat22, out: wp.array2d(dtype=float)):
     i, j = wp.tid()
     v = m * wp.vec2(a[i, j], float(j))
     out[i, j] = v[0] * v[1] + wp.exp(a[i, j] * 0.5)
+
+
+@wp.struct
+class Body:
+    x: wp.vec3
+    m: float
+
+
+@wp.struct
+class Params:
+    g: wp.vec3
+    w: wp.array(dtype=float)
+
+
+@wp.kernel
+def bodies(b: wp.array(dtype=Body), prm: Params, out: wp.array(dtype=Body)):
+    i = wp.tid()
+    q = b[i]
+    q.x = q.x + prm.g * (b[i].m * prm.w[i])
+    out[i] = q

@@ -44,7 +44,7 @@ def _fingerprint(value, seen, out):
     if isinstance(value, (bool, int, float, str, np.number, np.ndarray)):
         out.append(f"value:{type(value).__name__}:{np.asarray(value).tolist()!r}")
         return
-    struct = getattr(value, "_wp_struct_", None)
+    struct = getattr(value, "_wp_struct_", None) if isinstance(value, type) else None
     if struct is not None:
         out.append(f"struct:{value.__name__}:{struct.signature()}")
         return

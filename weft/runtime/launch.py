@@ -21,15 +21,79 @@ def _dims(dim):
     return dims
 
 
-def param_types(kernel):
-    """(name, type) of each kernel parameter, from its annotations."""
-    cached = getattr(kernel, "_param_types", None)
+def user_param_types(kernel):
+    """(name, type) of each kernel parameter as declared, from its annotations."""
+    cached = getattr(kernel, "_user_param_types", None)
     if cached is None:
         from ..transpiler.specialize import Specializer
         src = kernel.parsed()
         cached = [(n, t) for n, t, _ in Specializer().param_types(src, generic_ok=False)]
-        kernel._param_types = cached
+        kernel._user_param_types = cached
     return cached
+
+
+def param_types(kernel):
+    """(name, type) of each parameter of the generated kernel: the declared ones, with struct
+    parameters split into one per member (``s__x``) and arrays of structs into one array per
+    member, as the lowering pass does (see :mod:`weft.runtime.struct`)."""
+    cached = getattr(kernel, "_param_types", None)
+    if cached is None:
+        from ..transpiler.lower_struct import flat_leaves
+        cached = []
+        for n, t in user_param_types(kernel):
+            cached.extend(flat_leaves(t, n))
+        kernel._param_types = cached
+        kernel._has_structs = len(cached) != len(user_param_types(kernel)) or any(
+            _is_structish(t) for _, t in user_param_types(kernel))
+    return cached
+
+
+def flat_leaves_of(t, name):
+    from ..transpiler.lower_struct import flat_leaves
+    return flat_leaves(t, name)
+
+
+def _is_structish(t):
+    return T.is_struct(t) or isinstance(t, T.ArrayType) and T.is_struct(t.dtype)
+
+
+def flatten_args(kernel, args):
+    """The user's arguments -> the generated kernel's arguments (struct members split out)."""
+    param_types(kernel)
+    if not kernel._has_structs:
+        return args
+    ups = user_param_types(kernel)
+    if len(args) != len(ups):
+        raise LaunchError(f"kernel '{kernel.key}' takes {len(ups)} arguments "
+                          f"({', '.join(n for n, _ in ups)}), got {len(args)}")
+    out = []
+    for (n, t), a in zip(ups, args):
+        _flatten_value(kernel, n, t, a, out)
+    return out
+
+
+def _flatten_value(kernel, name, t, a, out):
+    where = f"kernel '{kernel.key}' argument '{name.replace('__', '.')}'"
+    if T.is_struct(t):
+        if not isinstance(a, t):
+            raise LaunchError(f"{where}: expected a {t.__name__} struct, got "
+                              f"{type(a).__name__}")
+        for f, ft in T.struct_fields(t).items():
+            v = getattr(a, f)
+            if isinstance(ft, T.ArrayType) and v is None:
+                raise LaunchError(f"{where}: member '{f}' (an array) is not set")
+            _flatten_value(kernel, f"{name}__{f}", ft, v, out)
+        return
+    if isinstance(t, T.ArrayType) and T.is_struct(t.dtype):
+        if not isinstance(a, array) or a.dtype is not t.dtype or a.ndim != t.ndim:
+            got = f"an array of {T.type_name(a.dtype)}" if isinstance(a, array) else \
+                type(a).__name__
+            raise LaunchError(f"{where}: expected an array of {t.dtype.__name__} with {t.ndim} "
+                              f"dimension(s), got {got}")
+        for f, ft in T.struct_fields(t.dtype).items():
+            _flatten_value(kernel, f"{name}__{f}", T.ArrayType(ft, t.ndim), a.field(f), out)
+        return
+    out.append(a)
 
 
 def convert_arg(kernel, pname, ptype, value, device):
@@ -136,6 +200,34 @@ def grads_of(kernel, args, names_wanted, prefix):
     return out
 
 
+def retain_grads(kernel, args, adj_values):
+    """Warp's ``retain_grad``: the adjoint of a store zeroes the stored elements' gradient,
+    except for arrays made with ``retain_grad=True``, whose adjoint then works on a copy."""
+    stores = kernel.meta.get("stores") or ()
+    if not stores:
+        return adj_values
+    names = [n for n, _ in param_types(kernel)]
+    slots = {n[4:]: k for k, n in enumerate(kernel.meta["adj"])}
+    out = list(adj_values)
+    for name, accumulated in stores:
+        a = args[names.index(name)]
+        k = slots.get(name)
+        if k is None or out[k] is None or not getattr(a, "retain_grad", False):
+            continue
+        if accumulated:
+            raise LaunchError(f"kernel '{kernel.key}' both stores into and reads array "
+                              f"'{name}', which has retain_grad=True: weft cannot keep the "
+                              "gradient of the stored elements and add the reads' gradient")
+        g = out[k]
+        if isinstance(g, np.ndarray):
+            out[k] = g.copy()
+        else:
+            from numba import cuda
+            out[k] = cuda.device_array_like(g)
+            out[k].copy_to_device(g)
+    return out
+
+
 def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), device=None,
            stream=None, adjoint=False, record_tape=True, record_cmd=False, max_blocks=0,
            block_dim=256):
@@ -148,6 +240,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     dims = (dim,) if type(dim) is int and dim >= 0 else _dims(dim)
     device = D.get_device(device)
     args = [*inputs, *outputs]
+    if kernel.__dict__.get("_has_structs", True):
+        args = flatten_args(kernel, args)
     values = pack(kernel, args, device)
     if (not adjoint and not _tape_stack and device.alias == "cpu" and len(dims) == 1
             and dims[0] < config.serial_threshold):
@@ -163,9 +257,13 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if adjoint:
         adj = list(adj_inputs) + list(adj_outputs)
         if adj:
+            if kernel._has_structs:
+                raise LaunchError(f"kernel '{kernel.key}' has struct parameters: give their "
+                                  "gradients through the arrays' .grad, not adj_inputs")
             adj_arrays = _explicit_adjoints(kernel, args, adj, meta["adj"])
         else:
             adj_arrays = grads_of(kernel, args, meta["adj"], "adj_")
+        adj_arrays = retain_grads(kernel, args, adj_arrays)
         run(kernel, "adjoint", dims, values + adj_arrays, device)
         return
     snapshots = None
@@ -298,19 +396,18 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
     """
     dims = _dims(dim)
     device = D.get_device(device)
-    args = list(inputs) + list(outputs)
+    user_args = list(inputs) + list(outputs)
+    args = flatten_args(kernel, user_args)
     values = pack(kernel, args, device)
     tangents = dict(tangents or {})
     by_id = {id(k): v for k, v in tangents.items() if not isinstance(k, str)}
-    ptypes = param_types(kernel)
-    outs = {}
-    tan_values = {}
-    for (n, t), a in zip(ptypes, args):
-        if isinstance(t, T.ArrayType):
-            if not T.is_differentiable(t):
-                continue
-            given = by_id.get(id(a))
-            if given is None and any(a is o for o in outputs):
+    out_ids = {id(o) for o in outputs}
+    # the tangent array of each user array (outputs get a zero one), flattened like the args
+    user_tans, outs = [], {}
+    for (n, t), a in zip(user_param_types(kernel), user_args):
+        given = by_id.get(id(a)) if isinstance(t, T.ArrayType) else None
+        if isinstance(t, T.ArrayType) and T.is_differentiable(t):
+            if given is None and id(a) in out_ids:
                 given = zeros_like_tangent(a)
             if given is not None:
                 given = given if isinstance(given, array) else array(given, dtype=a.dtype,
@@ -318,11 +415,21 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
                 if given.shape != a.shape:
                     raise LaunchError(f"tangent of argument '{n}' has shape {given.shape}, "
                                       f"expected {a.shape}")
-                if any(a is o for o in outputs):
+                if given.device != device:
+                    given = given.to(device)
+                if id(a) in out_ids:
                     outs[id(a)] = (a, given)
-            if given is not None and given.device != device:
-                given = given.to(device)
-            tan_values[f"tan_{n}"] = None if given is None else given._data
+        user_tans.append(given)
+    flat_tans = _flatten_tangents(kernel, user_tans)
+    tan_values = {}
+    for (n, t), a, given in zip(param_types(kernel), args, flat_tans):
+        if isinstance(t, T.ArrayType):
+            if given is None and id(a) in by_id:  # an array member of a struct argument
+                given = by_id[id(a)]
+                given = given if isinstance(given, array) else array(given, dtype=a.dtype,
+                                                                     device=device)
+            if T.is_differentiable(t):
+                tan_values[f"tan_{n}"] = None if given is None else given._data
         elif T.is_differentiable(t):
             given = tangents.get(n, by_id.get(id(a)) if not isinstance(a, (int, float)) else None)
             if given is None:
@@ -330,6 +437,24 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
             tan_values[f"tan_{n}"] = convert_arg(kernel, f"tan_{n}", t, given, device)
     run(kernel, "tangent", dims, values + [tan_values[n] for n in kernel.meta["tan"]], device)
     return {a: g for a, g in outs.values()}
+
+
+def _flatten_tangents(kernel, user_tans):
+    """Tangent arrays aligned with the flattened parameters: an array of structs' tangent (an
+    array of the same structs) splits into member views like the array itself."""
+    if not kernel._has_structs:
+        return user_tans
+    out = []
+    for (n, t), g in zip(user_param_types(kernel), user_tans):
+        for key, lt in flat_leaves_of(t, n):
+            if g is None or not isinstance(t, T.ArrayType):
+                out.append(None)
+                continue
+            view = g
+            for f in key[len(n) + 2:].split("__") if key != n else []:
+                view = view.field(f)
+            out.append(view)
+    return out
 
 
 def zeros_like_tangent(a):

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import types as T
 from .array import array
-from .launch import param_types
+from .launch import flatten_args, param_types
 
 
 @contextlib.contextmanager
@@ -54,6 +54,7 @@ def compile_ptx(kernel, args, dims=(1,), cc=(9, 0), kinds=("forward", "adjoint",
     """PTX text of the kernel's CUDA ``kinds`` for arguments like ``args`` (host values)."""
     from numba import cuda
     ptypes = param_types(kernel)
+    args = flatten_args(kernel, list(args))
     values = [_host_value(t, a) for (_, t), a in zip(ptypes, args)]
     meta = kernel.meta
     by_name = {n: v for (n, _), v in zip(ptypes, values)}

@@ -163,6 +163,7 @@ class Specializer:
         fir = FuncIR(name=name, kind=kind, params=lw.params, body=body, ret_type=lw.ret_type,
                      callees=lw.callees, tid_dims=lw.tid_dims, source=src)
         fir.tid_vars = lw.tid_vars
+        fir.ret_struct = getattr(lw, "ret_struct", None)
         if register:
             self.order.append(fir)
         return fir

@@ -31,6 +31,7 @@ class FuncIR:
     tid_dims: int = 0         # kernels: how many launch dimensions wp.tid() was unpacked into
     source: Optional[Source] = None
     custom: dict = field(default_factory=dict)    # custom adjoint/tangent FuncIRs (func_grad)
+    ret_struct: Any = None    # the struct class when the func returns one (as a member tuple)
 
     def __repr__(self):
         return f"FuncIR({self.name})"
