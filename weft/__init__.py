@@ -27,6 +27,7 @@ from .types import (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint
                     spatial_vector, spatial_vectorh, spatial_vectorf, spatial_vectord,
                     spatial_matrix, spatial_matrixh, spatial_matrixf, spatial_matrixd)
 from .types import vector, matrix, quaternion, transformation  # noqa: E402
+globals().update(types.VECTOR_ALIASES)
 from .stdlib import registry as _registry  # noqa: E402
 from .transpiler.lower_expr import SpecialForm as _SpecialForm  # noqa: E402
 from .runtime.kernel import kernel, func, func_grad, func_replay, func_tangent  # noqa: E402
@@ -38,6 +39,7 @@ from .runtime.device import (get_device, set_device, ScopedDevice, synchronize, 
                              is_cuda_available, get_cuda_device_count, Device)
 from .runtime.launch import launch, jvp  # noqa: E402
 from .runtime.tape import Tape  # noqa: E402
+from .runtime.struct import struct  # noqa: E402
 
 tid = _SpecialForm("tid", "The launch index of the calling thread (in kernels only).")
 atomic_add = _SpecialForm("atomic_add", "atomic_add(array, index..., value) -> old value")
@@ -70,8 +72,8 @@ def init():
 
 for _name, _b in _registry.NAMESPACE.items():
     globals().setdefault(_name, _b)
-from .stdlib import interp as _interp, linalg as _linalg, quat as _quat  # noqa: E402
+from .stdlib import interp as _interp, linalg as _linalg, noise as _noise, quat as _quat  # noqa: E402,E501
 
-for _module in (_quat, _interp, _linalg):  # builtins written in the kernel language
+for _module in (_quat, _interp, _linalg, _noise):  # builtins written in the kernel language
     globals().update(_module.FUNCS)
 del _name, _b

@@ -161,6 +161,19 @@ def func(f):
     return Function(f)
 
 
+def func_with_outputs(n):
+    """For builtins with Warp's output arguments (``wp.svd3(A, U, sigma, V)``): the decorated
+    func takes the inputs and returns the ``n`` outputs (a tuple when ``n > 1``); a call
+    ``f(inputs..., out1, ..., outn)`` assigns them to the trailing argument variables."""
+    def deco(f):
+        from ..transpiler.lower import OUTPUT_ARGS
+        fn = Function(f)
+        fn._weft_outputs = n
+        OUTPUT_ARGS[fn.__name__] = n  # loops carry the variables such a call assigns
+        return fn
+    return deco
+
+
 def _custom_rule(kind):
     def register(target):
         if not isinstance(target, Function):

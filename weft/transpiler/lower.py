@@ -14,6 +14,7 @@ from .. import types as T
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from . import ir
 from .lower_expr import ExprLowerer
+from .lower_struct import STRUCTISH, StructArr, StructRef, is_struct_array
 from .source import error
 
 
@@ -26,6 +27,15 @@ class Exit:
     block: list
     value: object = None
     node: object = None
+
+
+# builtins with Warp's output arguments: name -> number of trailing outputs
+OUTPUT_ARGS = {"svd3": 3, "qr3": 2, "eig3": 2, "quat_to_axis_angle": 2}
+
+
+def _call_name(node):
+    f = node.func
+    return f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
 
 
 def assigned_names(stmts):
@@ -57,6 +67,9 @@ def assigned_names(stmts):
                 if fname in ("randf", "randi", "randu", "randn") or (
                         fname or "").startswith("sample_"):
                     add(node.args[0])  # a random draw advances its state variable
+            if isinstance(node, ast.Call) and OUTPUT_ARGS.get(_call_name(node), 0):
+                for a in node.args[-OUTPUT_ARGS[_call_name(node)]:]:
+                    add(a)  # wp.svd3(A, U, sigma, V) assigns U, sigma and V
     return out
 
 
@@ -81,6 +94,10 @@ class Lowerer(ExprLowerer):
         """Lower the body with ``params`` (list of (name, type)) bound, then ``prebound`` local
         names (name -> operand) and followed by the ``epilogue`` statements (AST)."""
         for pname, ptype in params:
+            if T.is_struct(ptype) or is_struct_array(ptype):
+                self.bind_struct_param(pname, ptype)
+                continue
+            self.check_precision(ptype, self.src.tree)
             v = ir.Var(pname, ptype)
             self.versions[pname] = 0
             self.env[pname] = v
@@ -328,7 +345,8 @@ class Lowerer(ExprLowerer):
 
     def lower_loop(self, kind, s, body_stmts, loopvar, start, stop, step, exclude):
         # arrays are never carried: ``a[i] = x`` stores into an array without rebinding it
-        carried_names = [n for n in assigned_names(body_stmts) if n in self.env and n != exclude
+        carried_names = [n for n in self.expand_struct_names(assigned_names(body_stmts))
+                         if n in self.env and n != exclude
                          and not isinstance(self.env[n].type, T.ArrayType)]
         env_after = dict(self.env)
         headers = {}
@@ -415,7 +433,15 @@ class Lowerer(ExprLowerer):
     # ------------------------------------------------------------------------------ assignment
     def assign(self, target, value, stmt):
         if isinstance(target, ast.Name):
+            if isinstance(value, STRUCTISH):
+                return self.bind_struct(target.id, value, target)
+            if isinstance(self.env.get(target.id), StructRef):
+                raise error(self.src, target, f"cannot assign a value of type "
+                            f"{T.type_name(value.type)} to struct '{target.id}'",
+                            KernelTypeError)
             return self.bind(target.id, value, target)
+        if isinstance(target, ast.Attribute) and self.assign_struct_attr(target, value, stmt):
+            return
         if isinstance(target, (ast.Tuple, ast.List)):
             if not isinstance(value.type, T.TupleType):
                 raise error(self.src, target, f"cannot unpack a value of type "
@@ -433,6 +459,8 @@ class Lowerer(ExprLowerer):
                 if len(idx) != arr.type.ndim:
                     raise error(self.src, target, f"assignment to an array needs {arr.type.ndim}"
                                 f" indices, got {len(idx)}", KernelTypeError)
+                if isinstance(arr, StructArr):
+                    return self.store_element(arr, idx, value, stmt)
                 value = self.coerce_store(arr, value, stmt)
                 self.block.append(ir.Store(arr, idx, value, self.loc(stmt)))
                 return

@@ -10,6 +10,7 @@ from ..stdlib import registry
 from . import ir
 from .exprs import NameGen
 from .lower_random import RandomLowering
+from .lower_struct import STRUCTISH, StructArr, StructLowering, StructRef, StructVal
 from .source import error
 
 
@@ -31,7 +32,7 @@ ATOMICS = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomi
            "atomic_exch": "exch"}
 
 
-class ExprLowerer(RandomLowering):
+class ExprLowerer(RandomLowering, StructLowering):
     BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
               ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul",
               ast.BitAnd: "bit_and", ast.BitOr: "bit_or", ast.BitXor: "bit_xor",
@@ -87,10 +88,20 @@ class ExprLowerer(RandomLowering):
         return ir.Var(self.names.fresh(hint), type_)
 
     def emit(self, expr, type_, node):
+        self.check_precision(type_, node)
         v = self.new_temp(type_)
         self.block.append(ir.Assign(v, expr, self.loc(node)))
         self.last_temp = v
         return v
+
+    def check_precision(self, t, node):
+        """float16 values are refused with a clear error: Numba has no float16 on the CPU."""
+        if isinstance(t, T.ArrayType):
+            t = t.dtype
+        if (T.is_scalar(t) or T.is_composite(t)) and T.scalar_of(t) is T.float16:
+            raise self.fail(node, f"{T.type_name(t)}: float16 values are not supported in "
+                            "kernels yet (Numba has no float16 arithmetic on the CPU); use "
+                            "float32 kernels, and float16 arrays only outside kernels")
 
     def is_fresh_temp(self, v):
         if isinstance(v.type, T.ArrayType) and v.type.local and self.block and \
@@ -163,6 +174,8 @@ class ExprLowerer(RandomLowering):
 
     def expr_Name(self, node):
         v = self.env.get(node.id)
+        if isinstance(v, StructRef):
+            return self.read_struct(node.id, v.type, node)
         if v is not None:
             return v
         if node.id in self.loop_names_defined_inside:
@@ -175,7 +188,26 @@ class ExprLowerer(RandomLowering):
     def expr_Attribute(self, node):
         base_global = self.resolve_global(node.value)
         if base_global is None:  # attribute of a kernel value
+            key = self.struct_key(node)
+            if key is not None:  # s.x, s.inner.y, s.arr
+                if T.is_struct(key[1]) or isinstance(key[1], T.ArrayType) and \
+                        T.is_struct(key[1].dtype):
+                    return self.read_struct(key[0], key[1], node)
+                v = self.env.get(key[0])
+                if v is None:
+                    raise self.fail(node, f"'{ast.unparse(node)}' is not set", KernelNameError)
+                return v
+            elem = self.struct_element(node)
+            if elem is not None:  # a[i].x: load that member only
+                m, idx = elem
+                if isinstance(m, StructArr):
+                    return self.load_element(m, idx)
+                return self.emit(ir.Load(m, idx), m.type.dtype, node)
             base = self.lower_expr(node.value)
+            if isinstance(base, StructVal):
+                return self.member(base, node.attr, node)
+            if isinstance(base, StructArr) and node.attr == "shape":
+                base = self.first_member_array(base)
             if isinstance(base.type, T.ArrayType) and node.attr == "shape":
                 return self.emit(ir.Prim(registry.lookup("array_shape"), [base]),
                                  T.TupleType((T.int32,) * base.type.ndim), node)
@@ -249,12 +281,17 @@ class ExprLowerer(RandomLowering):
 
     def expr_Tuple(self, node):
         items = [self.lower_expr(e) for e in node.elts]
+        for e, i in zip(node.elts, items):
+            if isinstance(i, STRUCTISH):
+                raise self.fail(e, "structs cannot be put in tuples; return or pass them alone")
         items = [ir.Const(i.value, i.type) if isinstance(i, ir.Const) else i for i in items]
         return self.emit(ir.Prim(registry.lookup("make_tuple"), items),
                          T.TupleType(tuple(i.type for i in items)), node)
 
     def lower_return_value(self, node):
         v = self.lower_expr(node)
+        if isinstance(v, STRUCTISH):
+            return self.pack_struct_return(v, node)
         if isinstance(v, ir.Const) and v.literal:
             v = ir.Const(v.value, v.type)
         return v
@@ -263,6 +300,9 @@ class ExprLowerer(RandomLowering):
     def is_array_expr(self, node):
         if isinstance(node, ast.Name) and node.id in self.env:
             return isinstance(self.env[node.id].type, T.ArrayType)
+        if isinstance(node, ast.Attribute):
+            key = self.struct_key(node)
+            return key is not None and isinstance(key[1], T.ArrayType)
         if isinstance(node, ast.Subscript):
             return self.is_array_expr(node.value)
         return False
@@ -291,6 +331,11 @@ class ExprLowerer(RandomLowering):
     def expr_Subscript(self, node):
         if self.is_array_expr(node.value):
             arr, idx = self.lower_array_index(node)
+            if isinstance(arr, StructArr):
+                if len(idx) != arr.type.ndim:
+                    raise self.fail(node, "views of arrays of structs are not supported; "
+                                    "index every dimension")
+                return self.load_element(arr, idx)
             if len(idx) == arr.type.ndim:
                 return self.emit(ir.Load(arr, idx), arr.type.dtype, node)
             view_t = T.ArrayType(arr.type.dtype, arr.type.ndim - len(idx))
@@ -385,6 +430,9 @@ class ExprLowerer(RandomLowering):
             attrs = self.call_keywords(node, callee)
             return self.apply_builtin(callee.name, args, node, attrs)
         if getattr(callee, "_weft_kind", None) == "func":
+            if callee.__module__ == "weft.stdlib.quat" and callee.__name__ in (
+                    "quat_identity", "transform_identity"):
+                return self.identity_of(callee.__name__, node)
             return self.call_func(callee, node)
         if getattr(callee, "_weft_kind", None) == "kernel":
             raise self.fail(node, "kernels cannot be called from kernels; use a wp.func",
@@ -398,6 +446,8 @@ class ExprLowerer(RandomLowering):
             if isinstance(x, ir.Const) and x.literal:
                 return ir.Const(x.value, t)
             return self.apply_builtin("cast", [x], node, {"type": t})
+        if T.is_struct(callee):
+            return self.construct_struct(callee, node)
         if T.is_composite(callee):
             args = [self.lower_expr(a) for a in node.args]
             args = [self.adapt_literal(a, callee) for a in args]
@@ -446,6 +496,22 @@ class ExprLowerer(RandomLowering):
             t = T.transformation(st)
         args = [self.adapt_literal(a, t) for a in args]
         return self.apply_builtin("construct", args, node, {"type": t})
+
+    def identity_of(self, name, node):
+        """``wp.quat_identity(dtype=float32)``, ``wp.transform_identity(dtype=float32)``."""
+        given = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]
+        if len(given) > 1 or any(k.arg != "dtype" for k in node.keywords):
+            raise self.fail(node, f"wp.{name}() takes one argument, dtype")
+        try:
+            st = T.as_scalar_type(self.resolve_global(given[0])) if given else T.float32
+        except TypeError:
+            st = None
+        if st is None or not T.is_float(st):
+            raise self.fail(node, f"wp.{name}(dtype) needs a float type (float16, float32 or "
+                            "float64)")
+        if name == "quat_identity":
+            return ir.Const((0.0, 0.0, 0.0, 1.0), T.quaternion(st))
+        return ir.Const((0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), T.transformation(st))
 
     def call_keywords(self, node, b):
         attrs = {}
@@ -523,8 +589,21 @@ class ExprLowerer(RandomLowering):
         if node.keywords:
             raise self.fail(node, "keyword arguments to funcs are not supported yet",
                             KernelSyntaxError)
+        nout = getattr(func, "_weft_outputs", 0)
+        if nout:
+            return self.call_with_outputs(func, node, nout)
+        return self.call_func_plain(func, node)
+
+    def call_func_plain(self, func, node):
         args = [self.lower_expr(a) for a in node.args]
+        if func.__module__.startswith("weft.stdlib."):  # a kernel-language builtin
+            from ..stdlib.signatures import check_call
+            msg = check_call(func.__name__, [a.type for a in args],
+                             [isinstance(a, ir.Const) and a.literal for a in args])
+            if msg:
+                raise self.fail(node, msg, KernelTypeError)
         fir = self.ctx.specialize(func, args, node, self)
+        args = self.flatten_call_args(args, node)
         args = [self.adapt_literal(a, p.type) for a, p in zip(args, fir.params)]
         args = [ir.Const(a.value, a.type) if isinstance(a, ir.Const) and a.literal else a
                 for a in args]
@@ -534,4 +613,35 @@ class ExprLowerer(RandomLowering):
             self.block.append(ir.Assign(self.new_temp(T.TupleType(()), "void"),
                                         ir.Call(fir, args), self.loc(node)))
             return None
-        return self.emit(ir.Call(fir, args), fir.ret_type, node)
+        out = self.emit(ir.Call(fir, args), fir.ret_type, node)
+        if fir.ret_struct is not None:
+            return self.unpack_struct_return(fir.ret_struct, out, node)
+        return out
+
+    def first_member_array(self, arr):
+        m = next(iter(arr.members.values()))
+        return self.first_member_array(m) if isinstance(m, StructArr) else m
+
+    def call_with_outputs(self, func, node, nout):
+        """Warp's output-argument builtins (``wp.svd3(A, U, sigma, V)``): the func returns the
+        outputs, which are assigned to the trailing argument variables."""
+        if len(node.args) <= nout:
+            raise self.fail(node, f"wp.{func.__name__}() takes {nout} output variables after "
+                            "its inputs")
+        targets = node.args[-nout:]
+        call = ast.copy_location(ast.Call(node.func, node.args[:-nout], []), node)
+        result = self.call_func_plain(func, call)
+        values = [result] if nout == 1 else [
+            self.apply_builtin("tuple_get", [result], node, attrs={"index": k})
+            for k in range(nout)]
+        for target, value in zip(targets, values):
+            if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+                raise self.fail(target, f"output argument of wp.{func.__name__}() must be a "
+                                "variable")
+            if isinstance(target, ast.Name) and target.id in self.env and \
+                    self.env[target.id].type != value.type:
+                raise self.fail(target, f"output argument '{target.id}' of wp.{func.__name__}() "
+                                f"has type {T.type_name(self.env[target.id].type)}; it needs "
+                                f"{T.type_name(value.type)}")
+            self.assign(target, value, node)
+        return None
