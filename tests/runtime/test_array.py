@@ -21,8 +21,11 @@ def test_float64_data_converted_to_float32_vec3():
 
 
 def test_list_inference_and_scalar_types():
-    assert wp.array([1.0, 2.0]).dtype is wp.float32
-    assert wp.array([1, 2, 3]).dtype is wp.int32
+    # numpy's inference, as Warp 1.19 (measured: docs/warp-semantics.md)
+    assert wp.array([1.0, 2.0]).dtype is wp.float64
+    assert wp.array([1, 2, 3]).dtype is wp.int64
+    assert wp.array([1, 2.5]).dtype is wp.float64
+    assert wp.array([True, False]).dtype is wp.bool
     assert wp.array(np.zeros(3, np.float64)).dtype is wp.float64
     m = wp.array(np.zeros((2, 3, 3)), dtype=wp.mat33)
     assert m.shape == (2,) and m.numpy().shape == (2, 3, 3)
@@ -49,6 +52,12 @@ def test_clone_copy_assign_fill_zero_reshape():
     b = wp.clone(a)
     b.numpy()[0] = 100
     assert a.numpy()[0] == 0  # clone copies
+    g = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+    g.grad.fill_(7.0)
+    gc = wp.clone(g)  # as Warp: requires_grad kept and the gradient values copied
+    assert gc.requires_grad and gc.grad is not g.grad
+    np.testing.assert_array_equal(gc.grad.numpy(), [7.0, 7.0])
+    np.testing.assert_array_equal(wp.clone(g, requires_grad=True).grad.numpy(), [0.0, 0.0])
     c = wp.zeros(6, dtype=float)
     wp.copy(c, a)
     np.testing.assert_array_equal(c.numpy(), np.arange(6.0))

@@ -90,7 +90,8 @@ def test_tape_backward_loss_and_gradients():
     tape.backward(loss)
     o = 3.0 * x.numpy() + y.numpy()
     np.testing.assert_allclose(loss.numpy()[0], (o * o).sum(), rtol=1e-5)
-    np.testing.assert_allclose(out.grad.numpy(), 2 * o, rtol=1e-5)
+    # as Warp: the adjoint of axpy's store consumed out's gradient (docs/warp-semantics.md)
+    np.testing.assert_allclose(out.grad.numpy(), 0.0)
     np.testing.assert_allclose(x.grad.numpy(), 6 * o, rtol=1e-5)
     np.testing.assert_allclose(y.grad.numpy(), 2 * o, rtol=1e-5)
     assert x in tape.gradients and tape.gradients[x] is x.grad

@@ -19,12 +19,44 @@ from . import device as D
 
 
 def _infer_dtype(data):
-    arr = np.asarray(data)
-    if arr.dtype == np.float64 and not isinstance(data, np.ndarray):
-        return T.float32  # Python floats, as Warp
-    if arr.dtype == np.int64 and not isinstance(data, np.ndarray):
-        return T.int32
-    return T.as_scalar_type(arr.dtype)
+    """numpy's dtype of the data, as Warp 1.19: ``[1, 2]`` is int64, ``[1.0, 2.5]`` float64."""
+    return T.as_scalar_type(np.asarray(data).dtype)
+
+
+def _struct_records(data, dtype):
+    """A structured numpy array from (nested lists of) struct instances."""
+    def rec(x):
+        if isinstance(x, dtype):
+            return x._record()
+        if isinstance(x, (list, tuple)):
+            return [rec(y) for y in x]
+        raise TypeError(f"an array of {dtype.__name__} needs {dtype.__name__} instances, got "
+                        f"{type(x).__name__}")
+    out = np.empty(np.shape(np.empty(_nested_shape(data), dtype=object)), dtype.numpy_dtype())
+    flat = out.reshape(-1)
+    for k, r in enumerate(_flatten_list(rec(data))):
+        flat[k] = r
+    return out
+
+
+def _nested_shape(x):
+    shape = []
+    while isinstance(x, (list, tuple)) and not isinstance(x, np.void):
+        shape.append(len(x))
+        if not x:
+            break
+        x = x[0]
+        if isinstance(x, tuple):  # a record
+            break
+    return tuple(shape)
+
+
+def _flatten_list(x):
+    if isinstance(x, list):
+        for y in x:
+            yield from _flatten_list(y)
+    else:
+        yield x
 
 
 class array:
@@ -33,9 +65,13 @@ class array:
     ``wp.array(dtype=wp.vec3)`` without data is also the type annotation of kernel parameters.
     """
 
+    retain_grad = False  # Warp: the adjoint of a store into this array keeps its gradient
+
     def __init__(self, data=None, dtype=None, shape=None, ndim=None, device=None,
-                 requires_grad=False, copy=True, grad=None, **_warp_compat):
+                 requires_grad=False, copy=True, grad=None, retain_grad=False, **_warp_compat):
         self.device = D.get_device(device)
+        if retain_grad:
+            self.retain_grad = True
         self._grad = None
         self._requires_grad = False
         if data is None and shape is None:  # an annotation: wp.array(dtype=float, ndim=2)
@@ -51,6 +87,11 @@ class array:
         else:
             if isinstance(data, array):
                 data = data.numpy()
+            if dtype is None and isinstance(data, (list, tuple)) and data and \
+                    T.is_struct(type(data[0])):
+                dtype = type(data[0])
+            if dtype is not None and T.is_struct(dtype) and not isinstance(data, np.ndarray):
+                data = _struct_records(data, dtype)
             dtype = T.as_value_type(dtype) if dtype is not None else _infer_dtype(data)
             self.dtype = dtype
             np_dt = T.numpy_dtype(dtype)
@@ -196,6 +237,24 @@ class array:
         return array(self.numpy(), dtype=self.dtype, device=device,
                      requires_grad=self._requires_grad)
 
+    def field(self, name):
+        """A view of one member of every element of an array of structs, as an array of the
+        member's type; its ``.grad`` is the same member of this array's ``.grad``."""
+        views = self.__dict__.setdefault("_fields", {})
+        cached = views.get(name)
+        if cached is not None and cached[0] is self._grad:
+            return cached[1]
+        ftype = T.struct_fields(self.dtype)[name]
+        out = array.__new__(array)
+        out.device = self.device
+        out.dtype = ftype
+        out._ndim = self._ndim
+        out._data = _field_data(self._data, name, self.device)
+        out._grad = self._grad.field(name) if self._grad is not None else None
+        out._requires_grad = self._requires_grad
+        views[name] = (self._grad, out)
+        return out
+
     def __getitem__(self, key):
         """Indexing at Python scope: sub-arrays stay weft arrays, elements are numpy values."""
         view = self._data[key] if not self.device.is_cuda else self.numpy()[key]
@@ -211,6 +270,20 @@ class array:
         return str(self.numpy())
 
 
+def _field_data(data, name, device):
+    """The strided view of field ``name`` of structured array data (host or CUDA)."""
+    if not device.is_cuda or isinstance(data, np.ndarray):
+        return data[name]
+    if hasattr(data, "_ary"):  # the CUDA simulator's device array wraps numpy
+        return type(data)(data._ary[name])
+    fdt, offset = data.dtype.fields[name][:2]
+    shape = data.shape + fdt.shape
+    strides = data.strides + tuple(
+        np.empty(fdt.shape, fdt.base).strides) if fdt.shape else data.strides
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    return DeviceNDArray(shape, strides, fdt.base, gpu_data=data.gpu_data.view(offset))
+
+
 def _shape(shape, n=None):
     if shape is None:
         shape = n
@@ -220,22 +293,22 @@ def _shape(shape, n=None):
 def zeros(shape=None, dtype=float, device=None, requires_grad=False, n=None, **kw):
     """An array of zeros: ``wp.zeros(10, dtype=wp.vec3, requires_grad=True)``."""
     return array(shape=_shape(shape, n), dtype=T.as_value_type(dtype), device=device,
-                 requires_grad=requires_grad)
+                 requires_grad=requires_grad, retain_grad=kw.get("retain_grad", False))
 
 
 def empty(shape=None, dtype=float, device=None, requires_grad=False, n=None, **kw):
-    return zeros(shape, dtype, device, requires_grad, n)
+    return zeros(shape, dtype, device, requires_grad, n, **kw)
 
 
 def full(shape=None, value=0, dtype=None, device=None, requires_grad=False, n=None, **kw):
     if dtype is None:
         dtype = type(value) if T.is_composite(type(value)) else _infer_dtype(value)
-    a = zeros(shape, dtype, device, requires_grad, n)
+    a = zeros(shape, dtype, device, requires_grad, n, **kw)
     return a.fill_(value)
 
 
 def ones(shape=None, dtype=float, device=None, requires_grad=False, n=None, **kw):
-    return full(shape, 1, dtype, device, requires_grad, n)
+    return full(shape, 1, dtype, device, requires_grad, n, **kw)
 
 
 def zeros_like(src, device=None, requires_grad=None, **kw):
@@ -256,10 +329,14 @@ def full_like(src, value, device=None, requires_grad=None, **kw):
 
 
 def clone(src, device=None, requires_grad=None, **kw):
-    """A copy of ``src`` (data only; a fresh zero gradient when it requires one)."""
+    """A copy of ``src`` in new memory. As in Warp, the gradient is copied too, unless
+    ``requires_grad`` is given (then the clone's gradient starts at zero)."""
     rg = src.requires_grad if requires_grad is None else requires_grad
-    return array(src.numpy(), dtype=src.dtype, device=device or src.device, requires_grad=rg,
-                 copy=True)
+    out = array(src.numpy(), dtype=src.dtype, device=device or src.device, requires_grad=rg,
+                copy=True)
+    if requires_grad is None and src.grad is not None and out.grad is not None:
+        out.grad.assign(src.grad.numpy())
+    return out
 
 
 def copy(dest, src, dest_offset=0, src_offset=0, count=0):

@@ -72,7 +72,7 @@ class Tape:
             if a.grad is None:
                 a.requires_grad = True
             a.grad.assign(g.numpy() if isinstance(g, array) else np.asarray(g))
-        from .launch import grads_of, pack, run
+        from .launch import grads_of, pack, retain_grads, run
         for rec in reversed(self.launches):
             if isinstance(rec, _Func):
                 rec.backward()
@@ -84,7 +84,7 @@ class Tape:
             values = pack(k, rec.args, rec.device)
             for i, data in rec.snapshots.items():
                 values[i] = data  # replay from the values before the launch overwrote them
-            adj = grads_of(k, rec.args, k.meta["adj"], "adj_")
+            adj = retain_grads(k, rec.args, grads_of(k, rec.args, k.meta["adj"], "adj_"))
             run(k, "adjoint", rec.dims, values + adj, rec.device)
 
     def zero(self):

@@ -19,7 +19,8 @@ def summary(fir, cache):
     if key in cache:
         return cache[key]
     root = {p: i for i, p in enumerate(fir.params) if isinstance(p.type, T.ArrayType)}
-    out = {i: {"read": None, "write": None, "own": True} for i in root.values()}
+    out = {i: {"read": None, "write": None, "own": True, "store": None, "accumulate": None}
+           for i in root.values()}
     from .codegen import Gen
     owner = Gen(fir, None)
 
@@ -45,15 +46,17 @@ def summary(fir, cache):
                 mark(arr, "read", s.loc.lineno)
         elif isinstance(s, ir.Store):
             mark(s.array, "write", s.loc.lineno, owner.own_index(s.array, s.index))
+            mark(s.array, "store", s.loc.lineno)
         elif isinstance(s, ir.AtomicRMW):
             mark(s.array, "write", s.loc.lineno, False)
+            mark(s.array, "accumulate", s.loc.lineno)
             if s.dst is not None and id(s.dst) in used:  # the old value is used
                 mark(s.array, "read", s.loc.lineno)
         elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Call):
             callee = summary(s.expr.func, cache)
             for j, a in enumerate(s.expr.args):
                 if j in callee and isinstance(a, ir.Var):
-                    for kind in ("read", "write"):
+                    for kind in ("read", "write", "store", "accumulate"):
                         if callee[j][kind] is not None:
                             mark(a, kind, s.loc.lineno, own=False)
     cache[key] = out
@@ -70,6 +73,18 @@ def overwritten(fir):
                 fir.params[i].type):
             found.append((fir.params[i].name, rec["read"], rec["write"], rec["own"]))
     return found
+
+
+def stored(fir):
+    """Differentiable array params of kernel ``fir`` with plain stores ``a[i] = v``, whose
+    adjoint zeroes the stored elements' gradient: ``[(name, the gradient is also accumulated
+    into (the array is read or atomically updated))]``."""
+    out = []
+    for i, rec in summary(fir, {}).items():
+        if rec["store"] is not None and T.is_differentiable(fir.params[i].type):
+            out.append((fir.params[i].name, rec["read"] is not None or
+                        rec["accumulate"] is not None))
+    return out
 
 
 def local_buffer_gradient(fir):

@@ -19,7 +19,7 @@ import ast
 from .. import types as T
 from ..errors import KernelSyntaxError
 from . import ir
-from .codegen import Gen, assign, index_node, not_none, tag, zero_node
+from .codegen import Gen, adj_zero_node, assign, index_node, not_none, tag
 from .exprs import Ex, const, name, zero
 from .forward import Forward
 
@@ -41,11 +41,6 @@ class Adjoint(Gen):
         self.depth = 0
         self.atomic_arrays = set()
         self.needed = adjoint_needed(fir)
-        self.overwritten = set()
-        if fir.kind == "kernel":
-            from .access import overwritten
-            names = {name for name, *_ in overwritten(fir)}
-            self.overwritten = {p for p in fir.params if p.name in names}
         for s in ir.walk(fir.body):
             if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load):
                 e = s.expr
@@ -64,7 +59,7 @@ class Adjoint(Gen):
         init = []
         for v in ir.defined_vars(self.fir.body) + [p for p in self.fir.params]:
             if diff(v):
-                init.append(assign(adj(v), zero_node(v.type)))
+                init.append(assign(adj(v), adj_zero_node(v.type)))
         out += init
         for r in rets:
             if diff(r.value):
@@ -171,7 +166,7 @@ class Adjoint(Gen):
         """Reset ``adj_v`` after its definition was reversed (needed inside loops)."""
         if self.depth == 0 or not diff(v):
             return []
-        return [assign(adj(v), zero_node(v.type), loc)]
+        return [assign(adj(v), adj_zero_node(v.type), loc)]
 
     def r_Assign(self, s):
         e = s.expr
@@ -270,15 +265,38 @@ class Adjoint(Gen):
 
     def r_Store(self, s):
         out = self.from_array(s.array, s.index, s.value, s.loc)
-        if s.array in self.overwritten and self.own_index(s.array, s.index):
-            # the kernel read this array before overwriting it: the element's old value has
-            # no influence past this store, so its adjoint restarts from zero here
+        if T.is_differentiable(s.array.type) and s.array not in self.shared_arrays():
+            # the value the element held before this store has no influence past it, so the
+            # element's adjoint restarts from zero (as Warp's adj_array_store): exact for an
+            # array written twice, by a loop or by two launches, and for read-then-overwrite.
+            # Only where every access to the array is at the thread's own element: else
+            # another thread may still need that adjoint (Warp races there)
             reset = self.store_element(adj(s.array), self.idx_nodes(s.index),
                                        zero(s.array.type.dtype), s.loc)
             st = ast.If(not_none(adj(s.array)), reset, [])
             st._weft_loc = s.loc
             out.append(st)
         return out
+
+    def shared_arrays(self):
+        """Array params accessed somewhere at an element that may be another thread's (or
+        passed to a func, or viewed)."""
+        if getattr(self, "_shared", None) is None:
+            shared = set()
+            for st in ir.walk(self.fir.body):
+                if isinstance(st, (ir.Store, ir.AtomicRMW)):
+                    if not self.own_index(st.array, st.index):
+                        shared.add(st.array)
+                elif isinstance(st, ir.Assign) and isinstance(st.expr, ir.Load):
+                    e = st.expr
+                    if isinstance(st.dst.type, T.ArrayType) or not self.own_index(e.array,
+                                                                                 e.index):
+                        shared.add(e.array)
+                elif isinstance(st, ir.Assign) and isinstance(st.expr, ir.Call):
+                    shared.update(a for a in st.expr.args if isinstance(a, ir.Var) and
+                                  isinstance(a.type, T.ArrayType))
+            self._shared = shared
+        return self._shared
 
     def r_AtomicRMW(self, s):
         if s.op in ("add", "sub"):
@@ -321,7 +339,7 @@ class Adjoint(Gen):
         for h, e in s.carried:
             if diff(h):
                 body += self.accumulate(e, Ex(name(adj(h)), h.type), s.loc)
-                body.append(assign(adj(h), zero_node(h.type), s.loc))
+                body.append(assign(adj(h), adj_zero_node(h.type), s.loc))
         body += self.reverse(s.body)
         self.depth -= 1
         rng = ast.Call(name("range"), [ast.BinOp(name(n), ast.Sub(), ast.Constant(1)),

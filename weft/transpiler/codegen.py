@@ -180,3 +180,11 @@ class Gen:
 
 def zero_node(t):
     return zero(t).node
+
+
+def adj_zero_node(t):
+    """The initial value of an adjoint: -0.0, the exact identity of IEEE addition, so that
+    LLVM folds the first accumulation ``-0.0 + x`` into ``x`` (``0.0 + x`` is not ``x`` for
+    ``x = -0.0`` and stays an add without fast-math)."""
+    from .exprs import const
+    return const(-0.0, t).node

@@ -245,9 +245,10 @@ def module_source(funcs, origin, target="cpu"):
             defs = [_serial(d) for d in defs]
         body.extend(defs)
         if fir.kind == "kernel":
-            from .access import local_buffer_gradient, overwritten
+            from .access import local_buffer_gradient, overwritten, stored
             meta[fir.name] = {"tid_dims": fir.tid_dims, "adj": kernel_adj_params(fir),
                               "tan": kernel_tan_params(fir), "overwrites": overwritten(fir),
+                              "stores": stored(fir),
                               "no_derivative": local_buffer_gradient(fir)}
     body.append(ast.Assign([ast.Name("WEFT_KERNELS", ast.Store())],
                            ast.parse(repr(meta), mode="eval").body, lineno=0))

@@ -1,0 +1,70 @@
+"""The adjoint of a store ``a[i] = v`` zeroes the stored element's gradient, as Warp's
+``adj_array_store``: exact when an element is written twice (in a loop, or by two launches
+reusing a buffer); ``retain_grad=True`` arrays keep theirs."""
+import numpy as np
+import pytest
+
+import weft as wp
+from weft.errors import LaunchError
+
+
+@wp.kernel
+def write_in_loop(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    for k in range(3):
+        out[i] = x[i] * float(k)  # only the last write survives: out = 2 x
+
+
+@wp.kernel
+def scale(x: wp.array(dtype=float), c: float, y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * c
+
+
+@wp.kernel
+def square_into(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * x[i] + y[i]
+
+
+def test_overwritten_element_gets_no_gradient():
+    x = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+    out = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(write_in_loop, 2, inputs=[x], outputs=[out])
+    tape.backward(grads={out: np.ones(2)})
+    np.testing.assert_allclose(out.numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0])
+    np.testing.assert_allclose(out.grad.numpy(), [0.0, 0.0])  # consumed, as in Warp
+
+
+def test_reused_buffer_across_launches():
+    # y = 2x; z = 3y; y = 5z (the buffer y written again); loss = sum(y) = 30 sum(x)
+    x = wp.array([1.0, -1.0, 0.5], dtype=float, requires_grad=True)
+    y = wp.zeros(3, dtype=float, requires_grad=True)
+    z = wp.zeros(3, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(scale, 3, inputs=[x, 2.0], outputs=[y])
+        wp.launch(scale, 3, inputs=[y, 3.0], outputs=[z])
+        wp.launch(scale, 3, inputs=[z, 5.0], outputs=[y])
+    tape.backward(grads={y: np.ones(3)})
+    np.testing.assert_allclose(x.grad.numpy(), [30.0, 30.0, 30.0])
+
+
+def test_retain_grad_keeps_the_stored_gradient():
+    x = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+    y = wp.zeros(2, dtype=float, requires_grad=True, retain_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(scale, 2, inputs=[x, 3.0], outputs=[y])
+    tape.backward(grads={y: np.array([1.0, 10.0])})
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 30.0])
+    np.testing.assert_allclose(y.grad.numpy(), [1.0, 10.0])
+    y2 = wp.zeros(2, dtype=float, requires_grad=True, retain_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(square_into, 2, inputs=[x], outputs=[y2])
+    with pytest.raises(LaunchError, match="retain_grad"):
+        tape.backward(grads={y2: np.ones(2)})
