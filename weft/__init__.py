@@ -47,6 +47,8 @@ atomic_sub = _SpecialForm("atomic_sub", "atomic_sub(array, index..., value) -> o
 atomic_min = _SpecialForm("atomic_min", "atomic_min(array, index..., value) -> old value")
 atomic_max = _SpecialForm("atomic_max", "atomic_max(array, index..., value) -> old value")
 atomic_exch = _SpecialForm("atomic_exch", "atomic_exch(array, index..., value) -> old value")
+atomic_cas = _SpecialForm("atomic_cas", "atomic_cas(array, index..., compare, value) -> old "
+                          "value; stores value where the element equals compare (integers)")
 randf = _SpecialForm("randf", "randf(state[, lo, hi]) -> float32 (advances state)")
 randi = _SpecialForm("randi", "randi(state[, lo, hi]) -> int32 (advances state)")
 randu = _SpecialForm("randu", "randu(state) -> uint32 (advances state)")

@@ -17,6 +17,7 @@ import numba
 import numpy as np
 import pytest
 
+import weft as wp
 from weft.stdlib.atomics import (atomic_add, atomic_cas, atomic_exch, atomic_max, atomic_min,
                                  atomic_sub)
 
@@ -255,3 +256,23 @@ def test_cached_kernel_and_boundscheck(tmp_path):
         "[1000,", "2000,", "0,", "1001]", "1.5", "1.0", "1"]  # loaded from the cache
     assert _subprocess(code.format(extra=3, row=3), NUMBA_BOUNDSCHECK="1").split() == [
         "IndexError", "[1000,", "2000,", "0,", "1001]", "1.5", "0.0", "0"]
+
+
+@wp.kernel
+def claim_slots(owner: wp.array(dtype=wp.int32), got: wp.array(dtype=wp.int32)):
+    i = wp.tid()
+    # every thread tries to claim slot i % 4; exactly one per slot wins (old value -1)
+    old = wp.atomic_cas(owner, i % 4, -1, i)
+    if old == -1:
+        wp.atomic_add(got, i % 4, 1)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_atomic_cas_in_kernels(device):
+    n = 1000
+    owner = wp.array(np.full(4, -1, np.int32), dtype=wp.int32, device=device)
+    got = wp.zeros(4, dtype=wp.int32, device=device)
+    wp.launch(claim_slots, n, inputs=[owner, got], device=device)
+    o = owner.numpy()
+    np.testing.assert_array_equal(got.numpy(), [1, 1, 1, 1])  # one winner per slot
+    assert all(0 <= o[s] < n and o[s] % 4 == s for s in range(4))

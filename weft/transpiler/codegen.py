@@ -114,7 +114,7 @@ class Gen:
             out.append(s)
         return out
 
-    def atomic_element(self, fn, arr_name, idx_nodes, value, loc, dst=None):
+    def atomic_element(self, fn, arr_name, idx_nodes, value, loc, dst=None, compare=None):
         """``_wk.atomic_<fn>`` per component; optionally bind the old value to ``dst``.
 
         Arrays in ``self.private`` (CPU kernels that only accumulate into them) add into the
@@ -131,17 +131,18 @@ class Gen:
             st = ast.If(cond, own, shared)
             st._weft_loc = loc
             return [st]
-        return self._atomics(fn, arr_name, idx_nodes, value, loc, dst)
+        return self._atomics(fn, arr_name, idx_nodes, value, loc, dst, compare)
 
-    def _atomics(self, fn, arr_name, idx_nodes, value, loc, dst):
+    def _atomics(self, fn, arr_name, idx_nodes, value, loc, dst, compare=None):
         out = []
         olds = []
         items = value.items() if T.is_composite(value.type) else [value]
         for extra, item in zip(component_indices(value.type), items):
             parts = list(idx_nodes) + [ast.Constant(e) for e in extra]
             idx = parts[0] if len(parts) == 1 else ast.Tuple(parts, ast.Load())
-            call = ast.Call(ast.Attribute(name("_wk"), f"atomic_{fn}", ast.Load()),
-                            [name(arr_name), idx, item.node], [])
+            args = [name(arr_name), idx, item.node] if compare is None else \
+                [name(arr_name), idx, compare.node, item.node]
+            call = ast.Call(ast.Attribute(name("_wk"), f"atomic_{fn}", ast.Load()), args, [])
             olds.append(call)
         if dst is None:
             for c in olds:

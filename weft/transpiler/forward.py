@@ -123,7 +123,8 @@ class Forward(Gen):
                                                          s.array.type.dtype).node, s.loc)]
         used = s.dst is not None and id(s.dst) in self.used_vars
         return self.atomic_element(s.op, s.array.name, idx, self.ex(s.value), s.loc,
-                                   dst=s.dst.name if used else None)
+                                   dst=s.dst.name if used else None,
+                                   compare=None if s.compare is None else self.ex(s.compare))
 
     # --------------------------------------------------------------------------------- control
     def s_If(self, s):

@@ -102,12 +102,13 @@ class Store:
 class AtomicRMW:
     """``wp.atomic_add(array, index, value)`` and friends; ``dst`` receives the old value."""
 
-    op: str  # "add" or "sub", "min", "max"
+    op: str  # "add" or "sub", "min", "max", "exch", "cas"
     array: Var
     index: list
     value: Any
     dst: Optional[Var]
     loc: Loc
+    compare: Any = None  # "cas": the value the element must hold for ``value`` to be stored
 
 
 @dataclass
@@ -195,6 +196,8 @@ def used_vars(stmts):
                 add(e.src)
         elif isinstance(s, (Store, AtomicRMW)):
             add(s.array, s.value, *s.index)
+            if isinstance(s, AtomicRMW) and s.compare is not None:
+                add(s.compare)
         elif isinstance(s, If):
             add(s.cond)
         elif isinstance(s, Loop):

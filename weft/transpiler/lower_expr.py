@@ -29,7 +29,7 @@ class SpecialForm:
 
 
 ATOMICS = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomic_max": "max",
-           "atomic_exch": "exch"}
+           "atomic_exch": "exch", "atomic_cas": "cas"}
 
 
 class ExprLowerer(RandomLowering, StructLowering):
@@ -544,13 +544,21 @@ class ExprLowerer(RandomLowering, StructLowering):
             arr = self.lower_expr(node.args[0])
             if not isinstance(arr.type, T.ArrayType):
                 raise self.fail(node.args[0], f"wp.{sf.name} needs an array as first argument")
-            idx = [self.adapt_literal(self.lower_expr(a), T.int32) for a in node.args[1:-1]]
+            cas = sf.name == "atomic_cas"
+            idx_nodes = node.args[1:-2] if cas else node.args[1:-1]
+            idx = [self.adapt_literal(self.lower_expr(a), T.int32) for a in idx_nodes]
             if len(idx) != arr.type.ndim or not all(T.is_int(i.type) for i in idx):
                 raise self.fail(node, f"wp.{sf.name} needs {arr.type.ndim} integer indices")
+            if cas and not T.is_int(arr.type.dtype):
+                raise self.fail(node, "wp.atomic_cas(array, index..., compare, value) needs an "
+                                f"array of integers, got one of {T.type_name(arr.type.dtype)}")
             value = self.lower_expr(node.args[-1])
             value = self.coerce_store(arr, value, node.args[-1])
+            compare = self.coerce_store(arr, self.lower_expr(node.args[-2]), node.args[-2]) \
+                if cas else None
             dst = self.new_temp(arr.type.dtype)
-            self.block.append(ir.AtomicRMW(ATOMICS[sf.name], arr, idx, value, dst, self.loc(node)))
+            self.block.append(ir.AtomicRMW(ATOMICS[sf.name], arr, idx, value, dst, self.loc(node),
+                                           compare))
             return dst
         raise self.fail(node, f"wp.{sf.name} is not supported here", KernelSyntaxError)
 
