@@ -1,5 +1,6 @@
 """Interpolation builtins in the kernel language (differentiated by weft like user funcs)."""
 import weft as wp
+from weft.stdlib.registry import kernel_language_builtins
 
 
 @wp.func
@@ -15,5 +16,4 @@ def smoothstep(edge0, edge1, x):
     return t * t * (3.0 - 2.0 * t)
 
 
-FUNCS = {name: value for name, value in dict(globals()).items()
-         if getattr(value, "_weft_kind", None) == "func"}
+FUNCS = kernel_language_builtins(globals())

@@ -3,6 +3,7 @@
 Sizes are chosen with compile-time ``if len(m) == n`` tests, which keep only the branch taken.
 """
 import weft as wp
+from weft.stdlib.registry import kernel_language_builtins
 
 
 @wp.func
@@ -53,27 +54,70 @@ def skew(v):
 
 
 @wp.func
+def _sub2(m):
+    """The 2x2 minors of a 4x4 matrix's top two rows (s) and bottom two rows (c)."""
+    s0 = m[0, 0] * m[1, 1] - m[1, 0] * m[0, 1]
+    s1 = m[0, 0] * m[1, 2] - m[1, 0] * m[0, 2]
+    s2 = m[0, 0] * m[1, 3] - m[1, 0] * m[0, 3]
+    s3 = m[0, 1] * m[1, 2] - m[1, 1] * m[0, 2]
+    s4 = m[0, 1] * m[1, 3] - m[1, 1] * m[0, 3]
+    s5 = m[0, 2] * m[1, 3] - m[1, 2] * m[0, 3]
+    c5 = m[2, 2] * m[3, 3] - m[3, 2] * m[2, 3]
+    c4 = m[2, 1] * m[3, 3] - m[3, 1] * m[2, 3]
+    c3 = m[2, 1] * m[3, 2] - m[3, 1] * m[2, 2]
+    c2 = m[2, 0] * m[3, 3] - m[3, 0] * m[2, 3]
+    c1 = m[2, 0] * m[3, 2] - m[3, 0] * m[2, 2]
+    c0 = m[2, 0] * m[3, 1] - m[3, 0] * m[2, 1]
+    return wp.vector(s0, s1, s2, s3, s4, s5), wp.vector(c0, c1, c2, c3, c4, c5)
+
+
+@wp.func
 def determinant(m):
     if len(m) == 2:
         return m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]
-    return (m[0, 0] * (m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1])
-            - m[0, 1] * (m[1, 0] * m[2, 2] - m[1, 2] * m[2, 0])
-            + m[0, 2] * (m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0]))
+    if len(m) == 3:
+        return (m[0, 0] * (m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1])
+                - m[0, 1] * (m[1, 0] * m[2, 2] - m[1, 2] * m[2, 0])
+                + m[0, 2] * (m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0]))
+    s, c = _sub2(m)
+    return s[0] * c[5] - s[1] * c[4] + s[2] * c[3] + s[3] * c[2] - s[4] * c[1] + s[5] * c[0]
 
 
 @wp.func
 def inverse(m):
-    """The inverse of a 2x2 or 3x3 matrix (zero where the determinant is zero, as Warp)."""
+    """The inverse of a 2x2, 3x3 or 4x4 matrix (zero where the determinant is zero, as Warp)."""
     d = determinant(m)
-    s = wp.where(d != 0.0 * d, 1.0 / d, 0.0 * d)
+    r = wp.where(d != 0.0 * d, 1.0 / d, 0.0 * d)
     if len(m) == 2:
-        return wp.matrix(m[1, 1], -m[0, 1], -m[1, 0], m[0, 0], shape=(2, 2)) * s
-    return wp.matrix(m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1], m[0, 2] * m[2, 1] - m[0, 1] * m[2, 2],
-                     m[0, 1] * m[1, 2] - m[0, 2] * m[1, 1],
-                     m[1, 2] * m[2, 0] - m[1, 0] * m[2, 2], m[0, 0] * m[2, 2] - m[0, 2] * m[2, 0],
-                     m[0, 2] * m[1, 0] - m[0, 0] * m[1, 2],
-                     m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0], m[0, 1] * m[2, 0] - m[0, 0] * m[2, 1],
-                     m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0], shape=(3, 3)) * s
+        return wp.matrix(m[1, 1], -m[0, 1], -m[1, 0], m[0, 0], shape=(2, 2)) * r
+    if len(m) == 3:
+        return wp.matrix(m[1, 1] * m[2, 2] - m[1, 2] * m[2, 1],
+                         m[0, 2] * m[2, 1] - m[0, 1] * m[2, 2],
+                         m[0, 1] * m[1, 2] - m[0, 2] * m[1, 1],
+                         m[1, 2] * m[2, 0] - m[1, 0] * m[2, 2],
+                         m[0, 0] * m[2, 2] - m[0, 2] * m[2, 0],
+                         m[0, 2] * m[1, 0] - m[0, 0] * m[1, 2],
+                         m[1, 0] * m[2, 1] - m[1, 1] * m[2, 0],
+                         m[0, 1] * m[2, 0] - m[0, 0] * m[2, 1],
+                         m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0], shape=(3, 3)) * r
+    s, c = _sub2(m)
+    return wp.matrix(
+        m[1, 1] * c[5] - m[1, 2] * c[4] + m[1, 3] * c[3],
+        -m[0, 1] * c[5] + m[0, 2] * c[4] - m[0, 3] * c[3],
+        m[3, 1] * s[5] - m[3, 2] * s[4] + m[3, 3] * s[3],
+        -m[2, 1] * s[5] + m[2, 2] * s[4] - m[2, 3] * s[3],
+        -m[1, 0] * c[5] + m[1, 2] * c[2] - m[1, 3] * c[1],
+        m[0, 0] * c[5] - m[0, 2] * c[2] + m[0, 3] * c[1],
+        -m[3, 0] * s[5] + m[3, 2] * s[2] - m[3, 3] * s[1],
+        m[2, 0] * s[5] - m[2, 2] * s[2] + m[2, 3] * s[1],
+        m[1, 0] * c[4] - m[1, 1] * c[2] + m[1, 3] * c[0],
+        -m[0, 0] * c[4] + m[0, 1] * c[2] - m[0, 3] * c[0],
+        m[3, 0] * s[4] - m[3, 1] * s[2] + m[3, 3] * s[0],
+        -m[2, 0] * s[4] + m[2, 1] * s[2] - m[2, 3] * s[0],
+        -m[1, 0] * c[3] + m[1, 1] * c[1] - m[1, 2] * c[0],
+        m[0, 0] * c[3] - m[0, 1] * c[1] + m[0, 2] * c[0],
+        -m[3, 0] * s[3] + m[3, 1] * s[1] - m[3, 2] * s[0],
+        m[2, 0] * s[3] - m[2, 1] * s[1] + m[2, 2] * s[0], shape=(4, 4)) * r
 
 
 @wp.func
@@ -126,5 +170,4 @@ def spatial_cross_dual(a, b):
     return wp.vector(w[0], w[1], w[2], v[0], v[1], v[2])
 
 
-FUNCS = {name: value for name, value in dict(globals()).items()
-         if getattr(value, "_weft_kind", None) == "func"}
+FUNCS = kernel_language_builtins(globals())

@@ -6,6 +6,8 @@ to get wrong. Quaternions are ``(x, y, z, w)``; transforms ``(p.x, p.y, p.z, q.x
 q.w)``, as in Warp.
 """
 import weft as wp  # resolved when a kernel using these is compiled, not at import
+from weft.stdlib.registry import kernel_language_builtins
+from weft.runtime.kernel import func_with_outputs
 
 
 @wp.func
@@ -71,6 +73,22 @@ def _axis_angle(q):
     if q[3] < 0.0 * q[3]:
         axis = -axis
     return axis, 2.0 * wp.atan2(wp.length(v), wp.abs(q[3]))
+
+
+@func_with_outputs(2)
+def quat_to_axis_angle(q):
+    """``wp.quat_to_axis_angle(q, axis, angle)`` assigns the rotation's unit axis and angle."""
+    return _axis_angle(q)
+
+
+@wp.func
+def quat_between_vectors(a, b):
+    """The shortest-arc rotation taking the direction of ``a`` to that of ``b`` (as Warp:
+    opposite directions are not handled)."""
+    an = wp.normalize(a)
+    bn = wp.normalize(b)
+    c = wp.cross(an, bn)
+    return wp.normalize(wp.quaternion(c[0], c[1], c[2], 1.0 + wp.dot(an, bn)))
 
 
 @wp.func
@@ -164,5 +182,4 @@ def transform_identity():
     return wp.transform(wp.vec3(0.0, 0.0, 0.0), wp.quat(0.0, 0.0, 0.0, 1.0))
 
 
-FUNCS = {name: value for name, value in dict(globals()).items()
-         if getattr(value, "_weft_kind", None) == "func" and not name.startswith("_")}
+FUNCS = kernel_language_builtins(globals())

@@ -102,3 +102,10 @@ def float_vector(t):
     """Float vectors, and quaternions where vector algebra applies (dot, length, normalize)."""
     return (T.is_vector(t) or T.is_composite(t) and t._wp_kind_ == "quaternion") and \
         T.is_float(T.scalar_of(t))
+
+
+def kernel_language_builtins(namespace):
+    """The public ``@wp.func`` builtins of a stdlib module written in the kernel language
+    (``FUNCS = kernel_language_builtins(globals())``); names starting with ``_`` are helpers."""
+    return {n: v for n, v in dict(namespace).items()
+            if getattr(v, "_weft_kind", None) == "func" and not n.startswith("_")}
