@@ -29,7 +29,8 @@ NEEDS_ATTRS = {"cast", "construct", "identity", "tuple_get", "make_tuple", "tid"
 # domains where the functions are smooth (away from kinks, poles and branch cuts)
 DOMAIN = {"asin": (-0.8, 0.8), "acos": (-0.8, 0.8), "log": (0.3, 2.0), "log2": (0.3, 2.0),
           "log10": (0.3, 2.0), "sqrt": (0.3, 2.0), "pow": (0.5, 1.5), "mod": (0.3, 0.9),
-          "tan": (-1.0, 1.0), "normalize": (0.5, 1.5), "length": (0.5, 1.5)}
+          "tan": (-1.0, 1.0), "erfinv": (-0.95, 0.95), "erfcinv": (0.05, 1.95),
+          "normalize": (0.5, 1.5), "length": (0.5, 1.5)}
 
 
 def signatures(b):

@@ -2,6 +2,8 @@
 them with ``numba.njit``, ``cuda_helpers.py`` with ``cuda.jit(device=True)``. Each is
 self-contained (no calls to other helpers), since a compiled helper can only call compiled
 functions; the random-number helpers call ``rand_pcg``, which each target binds first."""
+import math
+
 import numpy as np
 
 
@@ -70,8 +72,70 @@ def tuple_ne(a, b):
     return False
 
 
-PORTABLE = ("launch_size", "first_index", "trip_count", "int_div_trunc", "int_floor_div", "int_mod", "tuple_eq",
-            "tuple_ne")
+def erf_inverse(v, complement):
+    """``erfinv(v)``, or ``erfcinv(v)`` when ``complement``, in float64.
+
+    A closed-form first guess (Winitzki's, or the Maclaurin series near zero) refined by Halley
+    steps on ``erf(w) = y`` or, in the tails, on ``erfc(w) = z``: both residuals have
+    ``f'' = -2 w f'``, so a step is ``w -= f / (f' + w f)``. Each argument is reduced without
+    cancellation (``1 - |v|`` and ``2 - v`` are exact where they are taken), so the result is as
+    accurate as ``math.erf``/``math.erfc`` allow, down to the far tail of ``erfcinv``. One
+    function serves both builtins because compiled helpers cannot call each other."""
+    x = np.float64(v)
+    y = 0.0
+    z = 0.0
+    s = 1.0
+    tail = False
+    if complement:
+        if not (x >= 0.0 and x <= 2.0):
+            return math.nan
+        if x == 0.0:
+            return math.inf
+        if x == 2.0:
+            return -math.inf
+        if x < 0.5:
+            z = x
+            tail = True
+        elif x > 1.5:
+            z = 2.0 - x
+            s = -1.0
+            tail = True
+        else:
+            y = 1.0 - x
+    else:
+        if not (x >= -1.0 and x <= 1.0):
+            return math.nan
+        if x == 1.0 or x == -1.0:
+            return math.copysign(math.inf, x)
+        if abs(x) > 0.5:
+            z = 1.0 - abs(x)
+            s = math.copysign(1.0, x)
+            tail = True
+        else:
+            y = x
+    if tail:
+        lg = math.log(z) + math.log(2.0 - z)  # log(1 - y * y) for y = 1 - z
+        t = 4.330746750799873 + 0.5 * lg      # 2 / (pi * 0.147) + lg / 2
+        w = math.sqrt(math.sqrt(t * t - lg / 0.147) - t)
+    else:
+        u = 0.886226925452758 * y             # sqrt(pi) / 2 * y
+        u2 = u * u
+        w = u * (1.0 + u2 * (1.0 / 3.0 + u2 * (7.0 / 30.0 + u2 * (127.0 / 630.0))))
+    for _ in range(4 if tail else 2):  # the first guess is coarser in the tails
+        if tail:
+            f = math.erfc(w) - z
+            d = -1.1283791670955126 * math.exp(-w * w)
+        else:
+            f = math.erf(w) - y
+            d = 1.1283791670955126 * math.exp(-w * w)
+        den = d + w * f
+        if den != 0.0:
+            w = w - f / den
+    return s * w
+
+
+PORTABLE = ("launch_size", "first_index", "trip_count", "int_div_trunc", "int_floor_div",
+            "int_mod", "tuple_eq", "tuple_ne", "erf_inverse")
 
 
 # --- random numbers: Warp's generator (rand.h: the PCG hash of Jarzynski & Olano) -----------

@@ -423,6 +423,36 @@ _erf_like("erf", 1.0)
 _erf_like("erfc", -1.0)
 
 
+def _erf_inverse(name, complement):
+    """erfinv / erfcinv: computed in float64 and rounded to the argument's precision (as
+    Warp's CPU builtins); the derivative is -+sqrt(pi)/2 exp(ret^2)."""
+    k = -0.886226925452758 if complement else 0.886226925452758  # sqrt(pi) / 2
+
+    def d(c, r):
+        return _c(c, k) * call("np.exp", r * r)
+
+    class rules:
+        def primal(x):
+            return mapc(lambda c: cast(call("_wk.erf_inverse", cast(c, T.float64),
+                                            Ex(ast.Constant(complement), T.bool),
+                                            type_=T.float64), c.type), x)
+
+        def adjoint(x, ret, adj):
+            x, ret = x.atom(), ret.atom()
+            return [mapc(lambda c, r, a: a * d(c, r), x, ret, adj)]
+
+        def tangent(x, tx, ret):
+            x, ret = x.atom(), ret.atom()
+            return mapc(lambda c, r, t: t * d(c, r), x, ret, tx)
+
+    domain = "0 <= x <= 2" if complement else "-1 <= x <= 1"
+    builtin(name, [f"{name}(x: Float) -> Float  ({domain})"], _float_scalar_only)(rules)
+
+
+_erf_inverse("erfinv", False)
+_erf_inverse("erfcinv", True)
+
+
 def _scaled(name, factor):
     class rules:
         def primal(x):
