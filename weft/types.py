@@ -86,6 +86,8 @@ class Composite(np.ndarray):
         dt = cls._wp_scalar_type_._np_
         if len(args) == 0:
             values = np.zeros(cls._length_, dtype=dt)
+            if cls._wp_kind_ == "transformation":
+                values[6] = 1  # Warp's Python-scope transform() is the identity (in kernels: 0)
         elif len(args) == 1 and np.ndim(args[0]) > 0:
             values = np.asarray(args[0], dtype=dt).reshape(-1)
         elif len(args) == 1:

@@ -35,10 +35,14 @@ def _cases(rng):
                                               device=d, requires_grad=True),
                                      wp.mat22(1.0, 2.0, 0.5, -1.0)],
          lambda d: [wp.zeros((2, 3), dtype=float, device=d, requires_grad=True)]),
+        (ck.half, n, lambda d: [wp.array(np.linspace(-1, 1, 2 * n).reshape(n, 2),
+                                         dtype=wp.vec2h, device=d, requires_grad=True), 0.75],
+         lambda d: [wp.zeros(n, dtype=wp.float16, device=d, requires_grad=True),
+                    wp.zeros(1, dtype=wp.float16, device=d, requires_grad=True)]),
     ]
 
 
-@pytest.mark.parametrize("index", range(4))
+@pytest.mark.parametrize("index", range(5))
 def test_cuda_matches_cpu_forward_adjoint_tangent(index):
     results = {}
     for dev in ("cpu", "cuda"):
@@ -94,11 +98,14 @@ v3 = wp.zeros(n, dtype=wp.vec3); f = wp.zeros(n, dtype=float); d = wp.zeros(n, d
 cases = {"step": (ck.step, [v3, v3, 0.1, v3]), "power_loop": (ck.power_loop, [f, 3, f]),
          "damped": (ck.damped, [d, d]), "reduce_sq": (ck.reduce_sq, [f, f]),
          "grid": (ck.grid, [wp.zeros((2, 2), dtype=float), wp.mat22(), wp.zeros((2, 2), dtype=float)]),
-         "bodies": (ck.bodies, [wp.zeros(n, dtype=ck.Body), ck.Params(w=f), wp.zeros(n, dtype=ck.Body)])}
+         "bodies": (ck.bodies, [wp.zeros(n, dtype=ck.Body), ck.Params(w=f), wp.zeros(n, dtype=ck.Body)]),
+         "half": (ck.half, [wp.zeros(n, dtype=wp.vec2h), 0.5, wp.zeros(n, dtype=wp.float16),
+                            wp.zeros(1, dtype=wp.float16)])}
 for name, (k, args) in cases.items():
     ptx = compile_ptx(k, args, dims=(2, 2) if name == "grid" else (n,))
     for kind, text in ptx.items():
-        print(name, kind, ".target sm_90" in text, "atom.global.add.f32" in text, "local" in text)
+        print(name, kind, ".target sm_90" in text, "atom.global.add.f32" in text, "local" in text,
+              "atom.cas.b32" in text)
 """
 
 
@@ -109,11 +116,13 @@ def test_every_cuda_function_compiles_to_ptx_for_hopper():
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     lines = dict(((a, b), rest) for a, b, *rest in (ln.split() for ln in r.stdout.splitlines()))
-    assert len(lines) == 18
+    assert len(lines) == 21
     assert all(rest[0] == "True" for rest in lines.values())        # compiled for sm_90
     assert lines[("reduce_sq", "forward")][1] == "True"             # a real float atomic
     assert lines[("reduce_sq", "adjoint")][1] == "False"            # own-index: no atomics
     assert lines[("power_loop", "adjoint")][2] == "True"            # loop stack in local memory
+    assert lines[("half", "forward")][3] == "True"      # float16 atomics: CAS on the 32-bit word
+    assert lines[("half", "adjoint")][3] == "True"      # and the neighbour's gradient too
 
 
 OVERFLOW = """

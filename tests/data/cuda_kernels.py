@@ -54,3 +54,12 @@ def bodies(b: wp.array(dtype=Body), prm: Params, out: wp.array(dtype=Body)):
     q = b[i]
     q.x = q.x + prm.g * (b[i].m * prm.w[i])
     out[i] = q
+
+
+@wp.kernel
+def half(x: wp.array(dtype=wp.vec2h), s: wp.float16, out: wp.array(dtype=wp.float16),
+         total: wp.array(dtype=wp.float16)):
+    i = wp.tid()
+    v = x[i] * s + x[(i + 1) % 6]  # a neighbour's element: its gradient needs an atomic
+    out[i] = wp.sin(v[0]) * v[1]
+    wp.atomic_add(total, 0, v[0])

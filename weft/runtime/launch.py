@@ -114,7 +114,7 @@ def convert_arg(kernel, pname, ptype, value, device):
         if value.device != device:
             raise LaunchError(f"{where}: the array is on device '{value.device}' but the launch "
                               f"is on '{device}'")
-        return value._data
+        return kernel_data(value)
     if T.is_composite(ptype):
         try:
             vals = np.asarray(value, dtype=T.numpy_dtype(ptype)).reshape(-1)
@@ -122,7 +122,7 @@ def convert_arg(kernel, pname, ptype, value, device):
             vals = None
         if vals is None or vals.size != ptype._length_:
             raise LaunchError(f"{where}: expected a {T.type_name(ptype)}, got {value!r}")
-        return tuple(vals)
+        return tuple(vals.astype(np.float32) if vals.dtype == np.float16 else vals)
     if T.is_scalar(ptype):
         if isinstance(value, array) or isinstance(value, (list, tuple, np.ndarray)) and \
                 np.ndim(value) > 0:
@@ -132,14 +132,33 @@ def convert_arg(kernel, pname, ptype, value, device):
             raise LaunchError(f"{where}: expected an integer ({T.type_name(ptype)}), got "
                               f"{value!r}")
         try:
-            return ptype._np_(value)
+            return _kernel_scalar(ptype, value)
         except (TypeError, ValueError):
             raise LaunchError(f"{where}: expected a {T.type_name(ptype)}, got {value!r}") from None
     raise LaunchError(f"{where}: unsupported parameter type {T.type_name(ptype)}")
 
 
+def kernel_data(a):
+    """What a generated kernel receives for array ``a`` (or its gradient or tangent): its data,
+    with float16 elements seen as their uint16 bits (Numba has no CPU float16; the generated
+    code converts with ``_wk.h2f``/``_wk.f2h``)."""
+    d = a._data
+    return d.view(np.uint16) if d.dtype == np.float16 else d
+
+
+def _kernel_scalar(ptype, value):
+    """A scalar argument as the kernel takes it: float16 values as float32 (rounded to half)."""
+    if ptype is T.float16:
+        return np.float32(np.float16(value))
+    return ptype._np_(value)
+
+
 def _fast_converter(ptype):
     """A check-and-convert for the common case, or None; falls back to ``convert_arg``."""
+    if isinstance(ptype, T.ArrayType) and T.scalar_of(ptype.dtype) is T.float16:
+        return lambda v, device: None  # the general path makes the uint16 view
+    if ptype is T.float16:
+        return lambda v, device: None
     if isinstance(ptype, T.ArrayType):
         dt, nd = ptype.dtype, ptype.ndim
 
@@ -196,7 +215,7 @@ def grads_of(kernel, args, names_wanted, prefix):
     for nm in names_wanted:
         t, a = by_name[nm]
         g = a.grad if isinstance(a, array) else None
-        out.append(None if g is None else g._data)
+        out.append(None if g is None else kernel_data(g))
     return out
 
 
@@ -299,7 +318,7 @@ def _overwrite_snapshots(kernel, hazards, args, values):
             i = names.index(name)
             data = values[i]
             snaps[i] = data.copy() if isinstance(data, np.ndarray) else \
-                args[i].to("cpu").to(args[i].device)._data
+                kernel_data(args[i].to("cpu").to(args[i].device))
             continue
         why = ("" if mode != "snapshot" else " with writes at other threads' elements, which a "
                "snapshot cannot make exact;")
@@ -381,7 +400,7 @@ def _explicit_adjoints(kernel, args, adj, names):
         raise LaunchError(f"kernel '{kernel.key}': adj_inputs + adj_outputs must give one entry "
                           f"per argument ({len(ptypes)}), got {len(adj)}")
     by_name = {f"adj_{n}": a for (n, _), a in zip(ptypes, adj)}
-    return [by_name[n]._data if isinstance(by_name[n], array) else None for n in names]
+    return [kernel_data(by_name[n]) if isinstance(by_name[n], array) else None for n in names]
 
 
 def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
@@ -429,7 +448,7 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
                 given = given if isinstance(given, array) else array(given, dtype=a.dtype,
                                                                      device=device)
             if T.is_differentiable(t):
-                tan_values[f"tan_{n}"] = None if given is None else given._data
+                tan_values[f"tan_{n}"] = None if given is None else kernel_data(given)
         elif T.is_differentiable(t):
             given = tangents.get(n, by_id.get(id(a)) if not isinstance(a, (int, float)) else None)
             if given is None:

@@ -43,11 +43,15 @@ def _typeof(value):
 
 
 def _host_value(ptype, value):
+    """A host stand-in of what a launch passes for one argument (float16 as launches pass it:
+    arrays as uint16 bits, values as float32)."""
     if isinstance(ptype, T.ArrayType):
-        return value.numpy() if isinstance(value, array) else value
+        data = value.numpy() if isinstance(value, array) else value
+        return data.view(np.uint16) if data.dtype == np.float16 else data
     if T.is_composite(ptype):
-        return tuple(np.asarray(value, T.numpy_dtype(ptype)).reshape(-1))
-    return ptype._np_(value)
+        vals = np.asarray(value, T.numpy_dtype(ptype)).reshape(-1)
+        return tuple(vals.astype(np.float32) if vals.dtype == np.float16 else vals)
+    return np.float32(np.float16(value)) if ptype is T.float16 else ptype._np_(value)
 
 
 def compile_ptx(kernel, args, dims=(1,), cc=(9, 0), kinds=("forward", "adjoint", "tangent")):

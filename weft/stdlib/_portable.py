@@ -138,6 +138,133 @@ PORTABLE = ("launch_size", "first_index", "trip_count", "int_div_trunc", "int_fl
             "int_mod", "tuple_eq", "tuple_ne", "erf_inverse")
 
 
+# --- float16: stored as IEEE half bits (uint16 views of the arrays), computed as float32 ------
+# Numba has no float16 on the CPU, so kernels see float16 arrays as uint16 and hold float16
+# values as float32 numbers that are exactly representable in half precision.
+
+def f2h(x):
+    """The IEEE half bits (uint16) nearest to float32 ``x`` (ties to even, as numpy's cast):
+    overflow gives inf, NaN stays a (quiet) NaN, tiny values become subnormals or zero."""
+    b = np.int64(np.float32(x).view(np.uint32))
+    sign = (b >> 16) & 0x8000
+    e = (b >> 23) & 0xFF
+    m = b & 0x7FFFFF
+    if e == 0xFF:
+        return np.uint16(sign | 0x7C00 | (0x200 if m != 0 else 0))
+    h_exp = e - 112  # rebias 127 -> 15
+    if h_exp >= 31:
+        return np.uint16(sign | 0x7C00)
+    if h_exp <= 0:
+        if h_exp < -10:  # below half the smallest subnormal: rounds to zero
+            return np.uint16(sign)
+        m = m | 0x800000
+        shift = 14 - h_exp
+        h = m >> shift
+        rem = m & ((1 << shift) - 1)
+        half = 1 << (shift - 1)
+    else:
+        h = (h_exp << 10) | (m >> 13)
+        rem = m & 0x1FFF
+        half = 0x1000
+    if rem > half or (rem == half and (h & 1) == 1):
+        h += 1  # a carry moves into the exponent, up to inf: still the right encoding
+    return np.uint16(sign | h)
+
+
+def h2f(h):
+    """The float32 value of IEEE half bits ``h`` (exact)."""
+    v = np.int64(h)
+    sign = (v & 0x8000) << 16
+    e = (v >> 10) & 0x1F
+    m = v & 0x3FF
+    if e == 0:  # zero or subnormal: m * 2**-24
+        f = np.float32(m) * np.float32(5.960464477539063e-08)
+        return -f if sign != 0 else f
+    if e == 0x1F:
+        bits = sign | 0x7F800000 | (m << 13)
+    else:
+        bits = sign | ((e + 112) << 23) | (m << 13)
+    return np.uint32(bits).view(np.float32)
+
+
+PORTABLE += ("f2h", "h2f")
+
+
+# Helpers below call other helpers by their global names (``f2h``, ``h2f``, ``cas_half_bits``):
+# each target compiles them with its own compiled versions bound to those names (see
+# ``bind_composed``). Uncompiled, they use the functions of this module.
+
+def round_f16(x):
+    """``x`` rounded to the nearest float16, as a float32 (the generated modules' ``float16``)."""
+    return h2f(f2h(x))
+
+
+def cas_half_bits(arr, idx, compare, value):
+    """Non-atomic stand-in for the targets' 16-bit compare-and-swap (uncompiled code only)."""
+    old = arr[idx]
+    if old == compare:
+        arr[idx] = value
+    return old
+
+
+def half_rmw(arr, idx, value, op):
+    """One atomic read-modify-write of half bits ``arr[idx]`` (a compare-and-swap loop), with
+    ``op`` 0: add, 1: subtract, 2: exchange, 3: min, 4: max (min/max store ``value`` only
+    while it is below/above the element, so a NaN value is ignored, as Warp). Returns the old
+    value as float32."""
+    old = arr[idx]
+    while True:
+        cur = h2f(old)
+        if op == 0:
+            new = cur + value
+        elif op == 1:
+            new = cur - value
+        elif (op == 3 and not value < cur) or (op == 4 and not value > cur):
+            return cur
+        else:
+            new = value
+        prev = cas_half_bits(arr, idx, old, f2h(new))
+        if prev == old:
+            return cur
+        old = prev
+
+
+def atomic_add_f16(arr, idx, value):
+    return half_rmw(arr, idx, value, 0)
+
+
+def atomic_sub_f16(arr, idx, value):
+    return half_rmw(arr, idx, value, 1)
+
+
+def atomic_exch_f16(arr, idx, value):
+    return half_rmw(arr, idx, value, 2)
+
+
+def atomic_min_f16(arr, idx, value):
+    return half_rmw(arr, idx, value, 3)
+
+
+def atomic_max_f16(arr, idx, value):
+    return half_rmw(arr, idx, value, 4)
+
+
+COMPOSED = ("round_f16", "half_rmw", "atomic_add_f16", "atomic_sub_f16", "atomic_min_f16",
+            "atomic_max_f16", "atomic_exch_f16")
+
+
+def bind_composed(namespace, jit):
+    """Compile the ``COMPOSED`` helpers with ``jit``, their helper calls resolved in
+    ``namespace`` (a target's helper module, which must already hold its compiled ``f2h``,
+    ``h2f`` and ``cas_half_bits``), and add them to it."""
+    import types
+    for name in COMPOSED:
+        fn = globals()[name]
+        rebound = types.FunctionType(fn.__code__, namespace, fn.__name__, fn.__defaults__)
+        rebound.__doc__ = fn.__doc__
+        namespace[name] = jit(rebound)
+
+
 # --- random numbers: Warp's generator (rand.h: the PCG hash of Jarzynski & Olano) -----------
 # 64-bit integer arithmetic with masks, so the same code wraps identically compiled or not.
 

@@ -171,6 +171,54 @@ def _cas_intrinsic(typingctx, arr, idx, compare, value):
     return dt(arr, idx, compare, value), codegen
 
 
+@intrinsic
+def cas_half_word(typingctx, arr, idx, compare, value):
+    """Compare-and-swap of a 16-bit element (float16 arrays are uint16 views in kernels)
+    through the aligned 32-bit word that holds it, since NVVM has no 16-bit ``cmpxchg``; the
+    CPU uses the same code, so its tests cover the CUDA path. Returns the old element. The
+    other half of the word is written back unchanged within the same atomic swap, so a
+    concurrent update of the neighbouring element makes the swap fail and retry, never lost.
+    Little-endian (x86, NVIDIA GPUs): the element at the lower address is the low half."""
+    if not (_supported(arr, idx, compare, value) and arr.dtype.bitwidth == 16):
+        return None
+    dt = arr.dtype
+
+    def codegen(context, builder, signature, args):
+        i16, i32, i64 = llir.IntType(16), llir.IntType(32), llir.IntType(64)
+        ptr = _element_pointer(context, builder, arr, args[0], idx, args[1])
+        expected = context.cast(builder, args[2], compare, dt)
+        new = builder.zext(context.cast(builder, args[3], value, dt), i32)
+        addr = builder.ptrtoint(ptr, i64)
+        word_ptr = builder.inttoptr(builder.and_(addr, i64(~3)), i32.as_pointer())
+        shift = builder.trunc(builder.mul(builder.and_(addr, i64(2)), i64(8)), i32)
+        keep = builder.xor(builder.shl(i32(0xFFFF), shift), i32(-1))
+        # an atomic read of the word (NVVM rejects ``load atomic``; an ``or`` with 0 is one)
+        start = builder.atomic_rmw("or", word_ptr, i32(0), ORDERING)
+        entry = builder.block
+        loop = builder.append_basic_block("cas_half.loop")
+        swap = builder.append_basic_block("cas_half.swap")
+        done = builder.append_basic_block("cas_half.done")
+        builder.branch(loop)
+
+        builder.position_at_end(loop)
+        word = builder.phi(i32)
+        word.add_incoming(start, entry)
+        current = builder.trunc(builder.lshr(word, shift), i16)
+        builder.cbranch(builder.icmp_unsigned("==", current, expected), swap, done)
+
+        builder.position_at_end(swap)
+        res = builder.cmpxchg(word_ptr, word, builder.or_(builder.and_(word, keep),
+                                                          builder.shl(new, shift)),
+                              ORDERING, ORDERING)
+        word.add_incoming(builder.extract_value(res, 0), swap)
+        builder.cbranch(builder.extract_value(res, 1), done, loop)
+
+        builder.position_at_end(done)  # after a successful swap `current` is `expected`
+        return current
+
+    return dt(arr, idx, compare, value), codegen
+
+
 # ----------------------------------------------------------------- pure-Python (no-JIT) path
 def _as_dtype(arr, value):
     """``value`` as ``arr``'s scalar type, with the JIT's C-style cast (wrap, truncate)."""
@@ -219,6 +267,15 @@ def atomic_cas(arr, idx, compare, value):
     return old
 
 
+def cas_half_bits(arr, idx, compare, value):
+    """Atomically ``if arr[idx] == compare: arr[idx] = value`` on a 16-bit integer array
+    (through its 32-bit word when compiled, see ``cas_half_word``); returns the old value."""
+    old = arr[idx]
+    if old == compare:
+        arr[idx] = value
+    return old
+
+
 # ------------------------------------------------------------------------ Numba registrations
 def _register(fn, impl):
     @overload(fn, jit_options={"nogil": True})
@@ -238,4 +295,11 @@ def _ov_cas(arr, idx, compare, value):
         return lambda arr, idx, compare, value: _cas_intrinsic(arr, idx, compare, value)
 
 
-__all__ = ["atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_exch", "atomic_cas"]
+@overload(cas_half_bits, jit_options={"nogil": True})
+def _ov_cas_half(arr, idx, compare, value):
+    if _supported(arr, idx, compare, value) and arr.dtype.bitwidth == 16:
+        return lambda arr, idx, compare, value: cas_half_word(arr, idx, compare, value)
+
+
+__all__ = ["atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_exch", "atomic_cas",
+           "cas_half_bits"]

@@ -61,6 +61,16 @@ _bind_math()
 for _name in _portable.PORTABLE:
     globals()[_name] = _dev(getattr(_portable, _name))
 
+if config.ENABLE_CUDASIM:
+    cas_half_bits = _portable.cas_half_bits  # the simulator runs threads one at a time
+else:
+    from .atomics import cas_half_word
+
+    @_dev
+    def cas_half_bits(arr, idx, compare, value):
+        return cas_half_word(arr, idx, compare, value)
+_portable.bind_composed(globals(), _dev)  # float16 rounding and atomics
+
 
 @_dev
 def stack_slot(i, capacity, err):

@@ -13,12 +13,13 @@ from numba.extending import overload
 from . import _portable
 
 from .atomics import (atomic_add, atomic_cas, atomic_exch, atomic_max,  # noqa: F401
-                      atomic_min, atomic_sub)
+                      atomic_min, atomic_sub, cas_half_bits)
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 
 for _name in _portable.PORTABLE:
     globals()[_name] = _jit(getattr(_portable, _name))
+_portable.bind_composed(globals(), _jit)  # float16 rounding and atomics
 
 
 @_jit

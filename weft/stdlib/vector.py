@@ -39,6 +39,9 @@ def _construct_resolve(types, attrs):
     if t._wp_kind_ == "transformation" and len(types) == 2 and types[0] == T.vector(3, st) \
             and types[1] == T.quaternion(st):
         return t  # transform(p, q)
+    if t._wp_kind_ == "quaternion" and len(types) == 2 and types[0] == T.vector(3, st) \
+            and types[1] is st:
+        return t  # quaternion(v, w): imaginary part and real part
     return None
 
 
@@ -50,7 +53,7 @@ def _construct_parts(args, t):
     if len(args) == 1:
         return [(args[0], list(range(n)))]
     out, start = [], 0
-    for a in args:  # rows of a matrix, (p, q) of a transform, or scalars
+    for a in args:  # rows of a matrix, (p, q) of a transform, (v, w) of a quaternion, scalars
         size = a.type._length_ if T.is_composite(a.type) else 1
         out.append((a, list(range(start, start + size))))
         start += size
@@ -58,7 +61,8 @@ def _construct_parts(args, t):
 
 
 @builtin("construct", ["vec3(x, y, z) / vec3(s) / vec3() / mat33(9 scalars) / mat33(row0, row1,"
-                       " row2) / vec3d(v: vec3f)"], _construct_resolve, public=False)
+                       " row2) / vec3d(v: vec3f) / transform(p, q) / quat(v: vec3, w)"],
+         _construct_resolve, public=False)
 class construct:
     def primal(*args, type):
         st = T.scalar_of(type)

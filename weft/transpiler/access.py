@@ -154,8 +154,8 @@ def private_accumulators(fir):
     forward, adjoint = [], []
     for p in fir.params:
         kinds = set(uses.get(id(p), ()))
-        if not kinds or p.type.local:
-            continue
+        if not kinds or p.type.local or T.scalar_of(p.type.dtype) is T.float16:
+            continue  # float16 arrays are updated through their half bits, never privately
         if kinds == {"accumulate"}:
             forward.append(p.name)
         if kinds == {"load"} and T.is_differentiable(p.type):

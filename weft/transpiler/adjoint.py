@@ -19,7 +19,7 @@ import ast
 from .. import types as T
 from ..errors import KernelSyntaxError
 from . import ir
-from .codegen import Gen, adj_zero_node, assign, index_node, not_none, tag
+from .codegen import Gen, adj_zero_node, assign, index_node, not_none, storage_dtype_node, tag
 from .exprs import Ex, const, name, zero
 from .forward import Forward
 
@@ -95,8 +95,7 @@ class Adjoint(Gen):
         if isinstance(t, T.TupleType):
             raise KernelSyntaxError(f"{self.fir.name}: tuple values carried through a loop are "
                                     "not supported yet")
-        dt = ast.Attribute(name("np"), "bool_" if t is T.bool else T.scalar_of(t).__name__,
-                           ast.Load())
+        dt = storage_dtype_node(t)
         # one row per iteration, holding an element as arrays of that type hold it
         shape = cap_node if not T.is_composite(t) else ast.Tuple(
             [cap_node] + [ast.Constant(d) for d in T.element_shape(t)], ast.Load())

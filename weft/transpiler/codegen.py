@@ -42,6 +42,38 @@ def index_node(parts):
     return ast.Tuple(list(parts), ast.Load())
 
 
+def storage_dtype_node(t):
+    """``np.<dtype>`` of buffers the generated code allocates itself (loop stacks, thread-local
+    arrays) for values of type ``t``: float16 values are held as float32 there."""
+    st = T.scalar_of(t)
+    nm = "bool_" if st is T.bool else "float32" if st is T.float16 else st.__name__
+    return ast.Attribute(name("np"), nm, ast.Load())
+
+
+def is_half(t):
+    """Values of type ``t`` are float16 (held as float32 rounded to half precision)."""
+    return not isinstance(t, (T.TupleType, T.ArrayType)) and T.scalar_of(t) is T.float16
+
+
+def round_half(ex):
+    """``float16(x)`` per component: round a float32 value to half precision (the generated
+    module binds ``float16`` to ``_wk.round_f16``)."""
+    def one(c):
+        node = c.node
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "float16":
+            return c
+        return Ex(ast.Call(name("float16"), [node], []), T.float16)
+    if T.is_composite(ex.type):
+        from .exprs import tup
+        return tup([one(c) for c in ex.atom().items()], ex.type)
+    return one(ex)
+
+
+def _wk_call(fn, *args):
+    return ast.Call(ast.Attribute(name("_wk"), fn, ast.Load()), list(args), [])
+
+
 def component_indices(dtype):
     """Trailing numpy indices of each flat component of one element of ``dtype``."""
     shape = T.element_shape(dtype)
@@ -60,10 +92,22 @@ class Gen:
         self.names = names
         self.private = set()   # arrays accumulated into per-thread copies (CPU kernels)
         self.copies = {}
+        # thread-local buffers hold float16 values as float32, as loop stacks do
+        self.plain_buffers = {p.name for p in fir.params
+                              if isinstance(p.type, T.ArrayType) and p.type.local}
         for s in ir.walk(fir.body):
             if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Copy) and isinstance(
                     s.expr.src, ir.Var):
                 self.copies[s.dst] = s.expr.src
+            if isinstance(s, ir.Assign) and isinstance(s.dst.type, T.ArrayType) and \
+                    s.dst.type.local:
+                self.plain_buffers.add(s.dst.name)
+
+    def half_storage(self, arr_name, dtype):
+        """Whether ``arr_name`` holds float16 elements as half bits (a uint16 view of a user
+        array, its gradient or tangent), rather than as float32 (buffers weft allocates)."""
+        return is_half(dtype) and not arr_name.startswith("_stk") and \
+            arr_name not in self.plain_buffers and not arr_name.startswith("_acc_")
 
     def ex(self, o):
         if isinstance(o, ir.Var):
@@ -91,9 +135,11 @@ class Gen:
     def load_element(self, arr_name, idx_nodes, dtype):
         """Expression reading one element (scalar or composite) of ``arr_name``."""
         comps = []
+        half = self.half_storage(arr_name, dtype)
         for extra in component_indices(dtype):
             sl = index_node(list(idx_nodes) + [ast.Constant(e) for e in extra])
-            comps.append(ast.Subscript(name(arr_name), sl, ast.Load()))
+            c = ast.Subscript(name(arr_name), sl, ast.Load())
+            comps.append(_wk_call("h2f", c) if half else c)
         if not T.is_composite(dtype):
             return Ex(comps[0], dtype)
         return Ex(ast.Tuple(comps, ast.Load()), dtype)
@@ -103,10 +149,16 @@ class Gen:
         out = []
         value = value if not T.is_composite(value.type) else value
         items = value.items() if T.is_composite(value.type) else [value]
+        half = self.half_storage(arr_name, value.type)
         for extra, item in zip(component_indices(value.type), items):
             sl = index_node(list(idx_nodes) + [ast.Constant(e) for e in extra])
             target = ast.Subscript(name(arr_name), sl, ast.Store())
-            if op is None:
+            if half:  # a = f2h(h2f(a) + v): a plain read-modify-write of the half bits
+                v = item.node if op is None else ast.BinOp(
+                    _wk_call("h2f", ast.Subscript(name(arr_name), sl, ast.Load())), op,
+                    item.node)
+                s = ast.Assign([target], _wk_call("f2h", v), lineno=0)
+            elif op is None:
                 s = ast.Assign([target], item.node, lineno=0)
             else:
                 s = ast.AugAssign(target, op, item.node)
@@ -137,12 +189,13 @@ class Gen:
         out = []
         olds = []
         items = value.items() if T.is_composite(value.type) else [value]
+        suffix = "_f16" if self.half_storage(arr_name, value.type) else ""
         for extra, item in zip(component_indices(value.type), items):
             parts = list(idx_nodes) + [ast.Constant(e) for e in extra]
             idx = parts[0] if len(parts) == 1 else ast.Tuple(parts, ast.Load())
             args = [name(arr_name), idx, item.node] if compare is None else \
                 [name(arr_name), idx, compare.node, item.node]
-            call = ast.Call(ast.Attribute(name("_wk"), f"atomic_{fn}", ast.Load()), args, [])
+            call = _wk_call(f"atomic_{fn}{suffix}", *args)
             olds.append(call)
         if dst is None:
             for c in olds:

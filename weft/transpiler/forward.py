@@ -11,8 +11,14 @@ import ast
 
 from .. import types as T
 from . import ir
-from .codegen import Gen, assign, not_none, tag
+from .codegen import Gen, assign, is_half, not_none, round_half, storage_dtype_node, tag
 from .exprs import name
+
+
+# builtins whose float16 result is exactly one of their float16 operands (or its negation)
+EXACT_BUILTINS = frozenset({"neg", "extract", "tuple_get", "make_tuple", "select", "where", "min",
+                            "max", "abs", "clamp", "sign", "floor", "ceil", "trunc", "rint",
+                            "round", "copy"})
 
 
 class Forward(Gen):
@@ -52,7 +58,7 @@ class Forward(Gen):
             return self.alloc_local(s)
         if isinstance(e, ir.Prim):
             args = [self.ex(a) for a in e.args]
-            stmts, result = self.build(lambda: e.builtin.primal(*args, **e.attrs), s.loc)
+            stmts, result = self.build(lambda: self.primal(e, args, s.dst.type), s.loc)
             return stmts + [assign(s.dst.name, result.node, s.loc)]
         if isinstance(e, ir.Load):
             return self.load(s)
@@ -68,14 +74,22 @@ class Forward(Gen):
             return [assign(s.dst.name, call, s.loc)]
         raise TypeError(e)
 
+    def primal(self, e, args, type_):
+        """A builtin's primal value; float16 results are rounded to half precision, as each
+        operation on Warp's ``half`` rounds (builtins whose result is one of their operands or
+        its negation need no rounding)."""
+        result = e.builtin.primal(*args, **e.attrs)
+        if is_half(type_) and e.builtin.name not in EXACT_BUILTINS:
+            result = round_half(result)
+        return result
+
     def alloc_local(self, s):
         """``buf = np.empty(size, dtype)`` then a fill loop (``cuda.local.array`` on CUDA)."""
         t = s.dst.type
         shape = ast.Constant(t.size) if not T.is_composite(t.dtype) else ast.Tuple(
             [ast.Constant(t.size)] + [ast.Constant(d) for d in T.element_shape(t.dtype)],
             ast.Load())
-        dt = ast.Attribute(name("np"), T.scalar_of(t.dtype).__name__.replace("bool", "bool_"),
-                           ast.Load())
+        dt = storage_dtype_node(t.dtype)
         alloc = assign(s.dst.name, ast.Call(ast.Attribute(name("np"), "empty", ast.Load()),
                                             [shape, dt], []), s.loc)
         j = self.names.fresh("j") if self.names is not None else "_j"

@@ -97,7 +97,6 @@ class Lowerer(ExprLowerer):
             if T.is_struct(ptype) or is_struct_array(ptype):
                 self.bind_struct_param(pname, ptype)
                 continue
-            self.check_precision(ptype, self.src.tree)
             v = ir.Var(pname, ptype)
             self.versions[pname] = 0
             self.env[pname] = v

@@ -88,20 +88,10 @@ class ExprLowerer(RandomLowering, StructLowering):
         return ir.Var(self.names.fresh(hint), type_)
 
     def emit(self, expr, type_, node):
-        self.check_precision(type_, node)
         v = self.new_temp(type_)
         self.block.append(ir.Assign(v, expr, self.loc(node)))
         self.last_temp = v
         return v
-
-    def check_precision(self, t, node):
-        """float16 values are refused with a clear error: Numba has no float16 on the CPU."""
-        if isinstance(t, T.ArrayType):
-            t = t.dtype
-        if (T.is_scalar(t) or T.is_composite(t)) and T.scalar_of(t) is T.float16:
-            raise self.fail(node, f"{T.type_name(t)}: float16 values are not supported in "
-                            "kernels yet (Numba has no float16 arithmetic on the CPU); use "
-                            "float32 kernels, and float16 arrays only outside kernels")
 
     def is_fresh_temp(self, v):
         if isinstance(v.type, T.ArrayType) and v.type.local and self.block and \
@@ -298,14 +288,23 @@ class ExprLowerer(RandomLowering, StructLowering):
 
     # ------------------------------------------------------------------------------ indexing
     def is_array_expr(self, node):
+        """Whether ``node`` denotes an array or a view of one (``a``, ``s.arr``, ``a[i]`` of a
+        2-D ``a``), as opposed to an element (``a[i]`` of a 1-D ``a``, whose ``[0, 0]`` is a
+        component)."""
+        return self.array_expr_ndim(node) is not None
+
+    def array_expr_ndim(self, node):
         if isinstance(node, ast.Name) and node.id in self.env:
-            return isinstance(self.env[node.id].type, T.ArrayType)
+            t = self.env[node.id].type
+            return t.ndim if isinstance(t, T.ArrayType) else None
         if isinstance(node, ast.Attribute):
             key = self.struct_key(node)
-            return key is not None and isinstance(key[1], T.ArrayType)
+            return key[1].ndim if key is not None and isinstance(key[1], T.ArrayType) else None
         if isinstance(node, ast.Subscript):
-            return self.is_array_expr(node.value)
-        return False
+            inner = self.array_expr_ndim(node.value)
+            n = len(node.slice.elts) if isinstance(node.slice, ast.Tuple) else 1
+            return inner - n if inner is not None and inner > n else None
+        return None
 
     def lower_indices(self, sl):
         elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
@@ -471,31 +470,60 @@ class ExprLowerer(RandomLowering, StructLowering):
                         "be called in kernels", KernelTypeError)
 
     def generic_constructor(self, factory, node):
-        """In-kernel ``wp.vector(x, y, z)``, ``wp.matrix(..., shape=(r, c))``,
-        ``wp.quaternion(x, y, z, w)``, ``wp.transformation(p, q)``: the scalar type comes from
-        the arguments (or ``dtype=``)."""
+        """In-kernel ``wp.vector(x, y, z)``, ``wp.vector(s, length=3)``,
+        ``wp.vector(length=3, dtype=float)``, ``wp.matrix(..., shape=(r, c))``,
+        ``wp.quaternion(x, y, z, w)``, ``wp.quaternion(v, w)``, ``wp.transformation(p, q)``:
+        the scalar type comes from the arguments, else from ``dtype=`` (float32 by default);
+        with no components the value is zero, as in Warp."""
+        what = {T.vector: "wp.vector", T.matrix: "wp.matrix", T.quaternion: "wp.quaternion",
+                T.transformation: "wp.transformation"}[factory]
         args = [self.lower_expr(a) for a in node.args]
-        kw = {k.arg: k.value for k in node.keywords}
-        dtype = self.resolve_global(kw["dtype"]) if "dtype" in kw else None
+        kw = {k.arg: self.static_keyword(k, what) for k in node.keywords}
+        allowed = {T.vector: {"length", "dtype"}, T.matrix: {"shape", "dtype"}}.get(
+            factory, {"dtype"})
+        for k in node.keywords:
+            if k.arg not in allowed:
+                raise self.fail(k, f"{what}() takes no keyword '{k.arg}' (it takes "
+                                f"{', '.join(sorted(allowed))})")
         typed = [a for a in args if not (isinstance(a, ir.Const) and a.literal)]
-        st = T.as_scalar_type(dtype) if dtype is not None else (
-            T.scalar_of(typed[0].type) if typed else T.float32)
+        try:
+            st = T.as_scalar_type(kw["dtype"]) if "dtype" in kw else (
+                T.scalar_of(typed[0].type) if typed else T.float32)
+        except TypeError:
+            raise self.fail(node, f"{what}(dtype=...) needs a scalar type") from None
         n = sum(a.type._length_ if T.is_composite(a.type) else 1 for a in args)
         if factory is T.vector:
-            length = self.resolve_global(kw["length"]) if "length" in kw else n
+            length = kw.get("length", n)
+            if not isinstance(length, int) or length < 1:
+                raise self.fail(node, "wp.vector() needs its components or length=N")
             t = T.vector(length, st)
         elif factory is T.matrix:
-            if "shape" not in kw:
+            shape = kw.get("shape")
+            if not (isinstance(shape, tuple) and len(shape) == 2 and all(
+                    isinstance(d, int) and d > 0 for d in shape)):
                 raise self.fail(node, "wp.matrix(...) in a kernel needs shape=(rows, cols)")
-            shape = ast.literal_eval(kw["shape"]) if isinstance(kw["shape"], ast.Tuple) else \
-                self.resolve_global(kw["shape"])
             t = T.matrix(shape, st)
         elif factory is T.quaternion:
             t = T.quaternion(st)
         else:
             t = T.transformation(st)
+        if n not in (0, t._length_) and not (n == 1 and factory in (T.vector, T.matrix)):
+            raise self.fail(node, f"{what}() for {T.type_name(t)} takes 0, "
+                            f"{'1 (a fill value) or ' if n == 1 else ''}{t._length_} "
+                            f"components, got {n}")
         args = [self.adapt_literal(a, t) for a in args]
         return self.apply_builtin("construct", args, node, {"type": t})
+
+    def static_keyword(self, kw, what):
+        """The compile-time value of keyword argument ``kw`` (a literal or a global)."""
+        try:
+            return ast.literal_eval(kw.value)
+        except ValueError:
+            pass
+        value = self.resolve_global(kw.value)
+        if value is None:
+            raise self.fail(kw.value, f"{what}({kw.arg}=...) must be a constant")
+        return value
 
     def identity_of(self, name, node):
         """``wp.quat_identity(dtype=float32)``, ``wp.transform_identity(dtype=float32)``."""
