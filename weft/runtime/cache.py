@@ -48,7 +48,32 @@ def _fingerprint(value, seen, out):
     if struct is not None:
         out.append(f"struct:{value.__name__}:{struct.signature()}")
         return
-    out.append(f"obj:{getattr(value, '__module__', '')}.{getattr(value, '__name__', type(value).__name__)}")
+    out.append(_describe(value, seen, out))
+
+
+def _describe(value, seen, out):
+    """A key for any other value a kernel names: distinct values must give distinct keys (a
+    kernel closing over ``wp.sin`` and one over ``wp.cos`` differ only here), so anything
+    without a stable name falls back to its ``repr`` (at worst a cache miss, never a stale
+    hit)."""
+    from ..stdlib.registry import Builtin
+    if isinstance(value, Builtin):
+        return f"builtin:{value.name}"
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            _fingerprint(item, seen, out)
+        return f"seq:{type(value).__name__}:{len(value)}"
+    if value is None:
+        return "none"
+    if isinstance(value, type):
+        return (f"type:{value.__module__}.{value.__qualname__}:{getattr(value, '_shape_', '')}:"
+                f"{getattr(getattr(value, '_wp_scalar_type_', None), '__name__', '')}")
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    if name is None and isinstance(getattr(value, "name", None), str):
+        name = value.name  # weft's special forms (wp.tid, wp.atomic_add, ...)
+    if isinstance(name, str):
+        return f"obj:{type(value).__qualname__}:{getattr(value, '__module__', '')}.{name}"
+    return f"obj:{type(value).__qualname__}:{value!r}"
 
 
 def referenced_values(obj):

@@ -1,0 +1,40 @@
+"""The module cache key covers every value a kernel names: kernels differing only in a
+captured builtin, tuple constant or type get different modules (a shared key would silently run
+the wrong code)."""
+import numpy as np
+
+import weft as wp
+from weft.runtime.cache import key_of
+
+
+def _closing_over(fn):
+    @wp.kernel
+    def apply(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64)):
+        i = wp.tid()
+        y[i] = fn(x[i])
+    return apply
+
+
+def test_kernels_closing_over_different_builtins_compute_each_builtin():
+    x = np.array([0.3, 1.1])
+    for fn, ref in ((wp.sin, np.sin), (wp.cos, np.cos), (wp.exp, np.exp)):
+        k = _closing_over(fn)
+        y = wp.zeros(2, dtype=wp.float64)
+        wp.launch(k, 2, inputs=[wp.array(x, dtype=wp.float64)], outputs=[y])
+        np.testing.assert_allclose(y.numpy(), ref(x), rtol=1e-15)
+
+
+def _closing_over_value(c):
+    @wp.kernel
+    def use(y: wp.array(dtype=float)):
+        y[0] = float(c[0]) + float(c[1])
+    return use
+
+
+def test_keys_differ_for_captured_tuples_and_types():
+    assert key_of(_closing_over_value((1, 2))) != key_of(_closing_over_value((1, 3)))
+    assert key_of(_closing_over(wp.sin)) == key_of(_closing_over(wp.sin))  # deterministic
+    m1 = wp.types.matrix((12, 3), wp.float32)
+    m2 = wp.types.matrix((1, 23), wp.float32)
+    assert m1.__name__ == m2.__name__  # the names collide; the keys must not
+    assert key_of(_closing_over_value(m1)) != key_of(_closing_over_value(m2))
