@@ -371,3 +371,30 @@ def test_tangent_of_a_scalar_parameter():
     check(k_scalar_param, 5, [f64(a), 0.7], [out64(5)],
           lambda a, s: a * np.exp(s * a) + s * s, scalar_grads=["s"])
 
+
+
+@wp.func
+def column_of(m, j):
+    return wp.vector(m[0, j], m[1, j], m[2, j])
+
+
+@wp.func
+def times(x, s):
+    return x * s
+
+
+@wp.kernel
+def k_generic_literals(a: wp.array(dtype=wp.mat33d), out: wp.array(dtype=wp.vec3d),
+                       o2: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    out[i] = column_of(a[i], 1)                   # an int literal stays an index
+    o2[i] = times(a[i][0, 0], 2.5) + wp.lerp(a[i][1, 1], a[i][2, 2], 1)  # floats adapt
+
+
+def test_literals_passed_to_generic_funcs():
+    m = np.arange(18.0).reshape(2, 3, 3)
+    out = wp.zeros(2, dtype=wp.vec3d)
+    o2 = wp.zeros(2, dtype=wp.float64)
+    wp.launch(k_generic_literals, 2, inputs=[wp.array(m, dtype=wp.mat33d)], outputs=[out, o2])
+    np.testing.assert_array_equal(out.numpy(), m[:, :, 1])
+    np.testing.assert_array_equal(o2.numpy(), m[:, 0, 0] * 2.5 + m[:, 2, 2])

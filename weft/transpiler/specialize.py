@@ -81,13 +81,17 @@ class Specializer:
                               f"got {len(args)}", KernelTypeError)
         bound = []
         # a number literal passed to a generic parameter takes the precision of the other
-        # arguments (lerp(a, b, 0.25) with float64 a and b is all float64)
+        # arguments (lerp(a, b, 0.25) with float64 a and b is all float64); an int literal
+        # stays an integer (an index, a count), except for the stdlib's builtins, whose
+        # declared signatures (already checked) say where a Float is meant
         anchor = next((a.type for a in args if not (isinstance(a, ir.Const) and a.literal)),
                       None)
+        stdlib = func.func.__module__.startswith("weft.stdlib.")
         for (pname, ptype, pnode), a in zip(params, args):
             if ptype is None:
                 t = a.type
-                if isinstance(a, ir.Const) and a.literal and anchor is not None:
+                if isinstance(a, ir.Const) and a.literal and anchor is not None and (
+                        stdlib or not T.is_int(a.type) or T.is_int(T.scalar_of(anchor))):
                     t = caller.adapt_literal(a, anchor).type
             else:
                 t = ptype
