@@ -58,6 +58,23 @@ sample_unit_sphere = _SpecialForm("sample_unit_sphere", "-> vec3 in the unit bal
 sample_unit_disk = _SpecialForm("sample_unit_disk", "-> vec2 in the unit disk")
 sample_unit_ring = _SpecialForm("sample_unit_ring", "-> vec2 on the unit circle")
 sample_triangle = _SpecialForm("sample_triangle", "-> barycentric vec2")
+sample_unit_square = _SpecialForm("sample_unit_square", "-> vec2 in [-0.5, 0.5)^2")
+sample_unit_cube = _SpecialForm("sample_unit_cube", "-> vec3 in [-0.5, 0.5)^3")
+sample_unit_hemisphere_surface = _SpecialForm("sample_unit_hemisphere_surface",
+                                              "-> vec3 on the unit sphere, z >= 0")
+sample_unit_hemisphere = _SpecialForm("sample_unit_hemisphere", "-> vec3 in the unit ball, z >= 0")
+sample_cdf = _SpecialForm("sample_cdf", "sample_cdf(state, cdf: array(dtype=float32)) -> int: the "
+                          "first index with cdf[index] >= randf(state) (advances state)")
+poisson = _SpecialForm("poisson", "poisson(state, lam: float32) -> uint32 (advances state, "
+                       "unless lam == 0)")
+transform_set_translation = _SpecialForm("transform_set_translation", "transform_set_translation("
+                                         "xform, p): xform.p = p, in place")
+transform_set_rotation = _SpecialForm("transform_set_rotation", "transform_set_rotation(xform, q):"
+                                      " xform.q = q, in place")
+atomic_and = _SpecialForm("atomic_and", "atomic_and(array, index..., value) -> old value "
+                          "(int32/uint32/int64/uint64 arrays)")
+atomic_or = _SpecialForm("atomic_or", "atomic_or(array, index..., value) -> old value")
+atomic_xor = _SpecialForm("atomic_xor", "atomic_xor(array, index..., value) -> old value")
 alloc_local = _SpecialForm("alloc_local", "alloc_local(dtype, size, value=0): a per-thread "
                            "buffer read and written with computed indices (as Dr.Jit's)")
 adjoint = _SpecialForm("adjoint", "wp.adjoint[x]: the adjoint of input x, in func_grad rules")
@@ -74,8 +91,8 @@ def init():
 
 for _name, _b in _registry.NAMESPACE.items():
     globals().setdefault(_name, _b)
-from .stdlib import interp as _interp, linalg as _linalg, noise as _noise, quat as _quat  # noqa: E402,E501
+from .stdlib import decomp as _decomp, interp as _interp, linalg as _linalg, noise as _noise, quat as _quat  # noqa: E402,E501
 
-for _module in (_quat, _interp, _linalg, _noise):  # builtins written in the kernel language
+for _module in (_quat, _interp, _linalg, _noise, _decomp):  # builtins in the kernel language
     globals().update(_module.FUNCS)
 del _name, _b

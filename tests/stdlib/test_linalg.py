@@ -101,3 +101,32 @@ def test_argmin_argmax_first_extreme():
     out = wp.zeros((3, 2), dtype=int)
     wp.launch(args, 3, inputs=[wp.array(data, dtype=wp.vec4)], outputs=[out])
     np.testing.assert_array_equal(out.numpy(), np.stack([data.argmin(1), data.argmax(1)], 1))
+
+
+@wp.kernel
+def adjoint6(r: wp.array(dtype=wp.mat33d), s: wp.array(dtype=wp.mat33d),
+             out: wp.array(dtype=wp.spatial_matrixd)):
+    i = wp.tid()
+    out[i] = wp.spatial_adjoint(r[i], s[i])
+
+
+def test_spatial_adjoint_blocks_and_gradients():
+    from tests.gradcheck import Arr, check, forward
+    rng = np.random.default_rng(3)
+    r, s = rng.standard_normal((2, 3, 3, 3))
+
+    def blocks(r, s):  # Warp's layout: [[r, 0], [s, r]]
+        z = np.zeros_like(r)
+        return np.concatenate([np.concatenate([r, z], 2), np.concatenate([s, r], 2)], 1)
+
+    out = [Arr(np.zeros((3, 6, 6)), wp.spatial_matrixd)]
+    check(adjoint6, 3, [Arr(r, wp.mat33d), Arr(s, wp.mat33d)], out, blocks, fwd_rtol=0,
+          fwd_atol=0)
+    # with r = R, s = skew(p) R: the twist (w, v) goes to (R w, p x R w + R v)
+    q, _ = np.linalg.qr(r[0])
+    p, w, v = rng.standard_normal((3, 3))
+    skew = np.array([[0, -p[2], p[1]], [p[2], 0, -p[0]], [-p[1], p[0], 0]])
+    m = forward(adjoint6, 3, [Arr(np.array([q] * 3), wp.mat33d),
+                              Arr(np.array([skew @ q] * 3), wp.mat33d)], out)[0][0]
+    np.testing.assert_allclose(m @ np.r_[w, v], np.r_[q @ w, np.cross(p, q @ w) + q @ v],
+                               rtol=1e-12)

@@ -5,12 +5,12 @@ import pytest
 
 import weft as wp
 from weft.errors import KernelError
-from weft.stdlib import interp, linalg, noise, quat
+from weft.stdlib import decomp, interp, linalg, noise, quat
 from weft.stdlib.signatures import SIGNATURES, _parse, accepts
 
 
 def test_every_kernel_language_builtin_declares_signatures():
-    for module in (quat, linalg, interp, noise):
+    for module in (quat, linalg, interp, noise, decomp):
         for name in module.FUNCS:
             assert name in SIGNATURES, f"{module.__name__}.{name} has no signature"
             for sig in SIGNATURES[name]:

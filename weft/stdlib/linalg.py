@@ -170,4 +170,16 @@ def spatial_cross_dual(a, b):
     return wp.vector(w[0], w[1], w[2], v[0], v[1], v[2])
 
 
+@wp.func
+def spatial_adjoint(r, s):
+    """The 6x6 spatial matrix [[r, 0], [s, r]] (Warp's block layout): with r = R and
+    s = skew(p) R for a transform (R, p), it maps the twist (w, v) to (R w, p x R w + R v)."""
+    return wp.matrix(r[0, 0], r[0, 1], r[0, 2], 0.0, 0.0, 0.0,
+                     r[1, 0], r[1, 1], r[1, 2], 0.0, 0.0, 0.0,
+                     r[2, 0], r[2, 1], r[2, 2], 0.0, 0.0, 0.0,
+                     s[0, 0], s[0, 1], s[0, 2], r[0, 0], r[0, 1], r[0, 2],
+                     s[1, 0], s[1, 1], s[1, 2], r[1, 0], r[1, 1], r[1, 2],
+                     s[2, 0], s[2, 1], s[2, 2], r[2, 0], r[2, 1], r[2, 2], shape=(6, 6))
+
+
 FUNCS = kernel_language_builtins(globals())

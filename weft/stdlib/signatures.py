@@ -46,7 +46,9 @@ SIGNATURES = {
     "spatial_dot": ["spatial_dot(a: vec6, b: vec6) -> Float"],
     "spatial_cross": ["spatial_cross(a: vec6, b: vec6) -> vec6"],
     "spatial_cross_dual": ["spatial_cross_dual(a: vec6, b: vec6) -> vec6"],
+    "spatial_adjoint": ["spatial_adjoint(r: mat33, s: mat33) -> mat66"],
     "svd3": ["svd3(A: mat33, U: mat33, sigma: vec3, V: mat33)  (U, sigma, V are outputs)"],
+    "svd2": ["svd2(A: mat22, U: mat22, sigma: vec2, V: mat22)  (U, sigma, V are outputs)"],
     "qr3": ["qr3(A: mat33, Q: mat33, R: mat33)  (Q, R are outputs)"],
     "eig3": ["eig3(A: mat33, Q: mat33, d: vec3)  (Q, d are outputs)"],
     # quat.py
