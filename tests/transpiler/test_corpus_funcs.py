@@ -398,3 +398,22 @@ def test_literals_passed_to_generic_funcs():
     wp.launch(k_generic_literals, 2, inputs=[wp.array(m, dtype=wp.mat33d)], outputs=[out, o2])
     np.testing.assert_array_equal(out.numpy(), m[:, :, 1])
     np.testing.assert_array_equal(o2.numpy(), m[:, 0, 0] * 2.5 + m[:, 2, 2])
+
+
+@wp.func
+def scaled_sum(x: float, y: float = 2.0, z: float = 0.5):
+    return x * y + z
+
+
+@wp.kernel
+def k_defaults(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = scaled_sum(a[i]) + scaled_sum(a[i], 4.0) * 10.0 + scaled_sum(a[i], z=1.0) * 100.0
+
+
+def test_func_default_and_keyword_arguments_as_warp():
+    a = np.array([3.0, -1.0], np.float32)
+    out = wp.zeros(2, dtype=float)
+    wp.launch(k_defaults, 2, inputs=[wp.array(a, dtype=float)], outputs=[out])
+    np.testing.assert_allclose(out.numpy(), (a * 2 + 0.5) + (a * 4 + 0.5) * 10 + (a * 2 + 1) * 100,
+                               rtol=1e-6)

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from .. import types as T
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ..stdlib.random import DRAWS
 from . import ir
-from .lower_expr import ExprLowerer
+from .lower_expr import ExprLowerer, is_transform_part
 from .lower_struct import STRUCTISH, StructArr, StructRef, is_struct_array
 from .source import error
 
@@ -64,8 +65,7 @@ def assigned_names(stmts):
             elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
                 fname = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
                     node.func, "id", None)
-                if fname in ("randf", "randi", "randu", "randn") or (
-                        fname or "").startswith("sample_"):
+                if fname in DRAWS or (fname or "").startswith("sample_"):
                     add(node.args[0])  # a random draw advances its state variable
             if isinstance(node, ast.Call) and OUTPUT_ARGS.get(_call_name(node), 0):
                 for a in node.args[-OUTPUT_ARGS[_call_name(node)]:]:
@@ -470,6 +470,9 @@ class Lowerer(ExprLowerer):
             return self.assign(base, new, stmt)
         if isinstance(target, ast.Attribute):
             current = self.lower_expr(target.value)
+            if is_transform_part(current.type, target.attr):
+                new = self.with_transform_part(current, target.attr, value, stmt)
+                return self.assign(target.value, new, stmt)
             index = self.component_index(current.type, target.attr, target)
             new = self.apply_builtin("insert", [current, ir.Const(index, T.int32), value], stmt)
             return self.assign(target.value, new, stmt)

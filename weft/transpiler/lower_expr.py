@@ -2,16 +2,24 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import builtins as py
 
 from .. import types as T
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
-from ..stdlib import registry
+from ..stdlib import random, registry
 from . import ir
 from .exprs import NameGen
 from .lower_random import RandomLowering
 from .lower_struct import STRUCTISH, StructArr, StructLowering, StructRef, StructVal
 from .source import error
+
+
+TRANSFORM_PARTS = {"p": (0, 3), "q": (3, 4)}  # first component and length in a transform
+
+
+def is_transform_part(t, attr):
+    return T.is_composite(t) and t._wp_kind_ == "transformation" and attr in TRANSFORM_PARTS
 
 
 class SpecialForm:
@@ -29,7 +37,8 @@ class SpecialForm:
 
 
 ATOMICS = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomic_max": "max",
-           "atomic_exch": "exch", "atomic_cas": "cas"}
+           "atomic_exch": "exch", "atomic_cas": "cas", "atomic_and": "and", "atomic_or": "or",
+           "atomic_xor": "xor"}
 
 
 class ExprLowerer(RandomLowering, StructLowering):
@@ -201,14 +210,55 @@ class ExprLowerer(RandomLowering, StructLowering):
             if isinstance(base.type, T.ArrayType) and node.attr == "shape":
                 return self.emit(ir.Prim(registry.lookup("array_shape"), [base]),
                                  T.TupleType((T.int32,) * base.type.ndim), node)
+            if is_transform_part(base.type, node.attr):
+                return self.transform_part(base, node.attr, node)
             index = self.component_index(base.type, node.attr, node)
             return self.apply_builtin("extract", [base, ir.Const(index, T.int32)], node)
         return self.python_constant(self.resolve_global(node), node)
 
+    def transform_set(self, name, node):
+        """``wp.transform_set_translation(t, p)`` / ``transform_set_rotation(t, q)``: Warp's
+        in-place setters, the same as ``t.p = p`` / ``t.q = q``."""
+        if len(node.args) != 2 or node.keywords:
+            raise self.fail(node, f"wp.{name}(xform, value) takes two arguments")
+        target = node.args[0]
+        if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)) or (
+                isinstance(target, ast.Subscript) and self.is_array_expr(target.value)):
+            raise self.fail(target, f"wp.{name}() modifies a variable in place: pass a "
+                            "variable (load an array element into one, or write "
+                            "xforms[i].p = ... instead)")
+        t = self.lower_expr(target)
+        if not (T.is_composite(t.type) and t.type._wp_kind_ == "transformation"):
+            raise self.fail(target, f"wp.{name}() needs a transform, got "
+                            f"{T.type_name(t.type)}")
+        attr = "p" if name.endswith("translation") else "q"
+        self.assign(target, self.with_transform_part(t, attr, self.lower_expr(node.args[1]),
+                                                     node), node)
+        return None
+
+    def transform_part(self, t, attr, node):
+        """``t.p`` (the translation, a vec3) or ``t.q`` (the rotation, a quaternion)."""
+        start, n = TRANSFORM_PARTS[attr]
+        st = T.scalar_of(t.type)
+        comps = [self.apply_builtin("extract", [t, ir.Const(start + k, T.int32)], node)
+                 for k in range(n)]
+        part_t = T.vector(3, st) if attr == "p" else T.quaternion(st)
+        return self.apply_builtin("construct", comps, node, {"type": part_t})
+
+    def with_transform_part(self, t, attr, value, node):
+        """A copy of transform ``t`` with ``t.p`` or ``t.q`` replaced by ``value``."""
+        start, n = TRANSFORM_PARTS[attr]
+        want = T.vector(3, T.scalar_of(t.type)) if attr == "p" else T.quaternion(T.scalar_of(t.type))
+        value = self.adapt_literal(value, want)
+        if value.type != want:
+            raise self.fail(node, f"t.{attr} of a {T.type_name(t.type)} takes a "
+                            f"{T.type_name(want)}, got {T.type_name(value.type)}")
+        for k in range(n):
+            c = self.apply_builtin("extract", [value, ir.Const(k, T.int32)], node)
+            t = self.apply_builtin("insert", [t, ir.Const(start + k, T.int32), c], node)
+        return t
+
     def component_index(self, t, attr, node):
-        if T.is_composite(t) and t._wp_kind_ == "transformation" and attr in ("p", "q"):
-            raise self.fail(node, f"use wp.transform_get_{'translation' if attr == 'p' else 'rotation'}"
-                            f"(t) for t.{attr}")
         names = {"x": 0, "y": 1, "z": 2, "w": 3}
         if T.is_composite(t) and not T.is_matrix(t) and attr in names and names[attr] < t._length_:
             return names[attr]
@@ -558,7 +608,9 @@ class ExprLowerer(RandomLowering, StructLowering):
         return attrs
 
     def call_special(self, sf, node):
-        if sf.name in ("randf", "randi", "randu", "randn") or sf.name.startswith("sample_"):
+        if sf.name in ("transform_set_translation", "transform_set_rotation"):
+            return self.transform_set(sf.name, node)
+        if sf.name in random.DRAWS or sf.name.startswith("sample_"):
             return self.random_draw(sf, node)
         if sf.name == "alloc_local":
             return self.alloc_local(node)
@@ -580,6 +632,10 @@ class ExprLowerer(RandomLowering, StructLowering):
             if cas and not T.is_int(arr.type.dtype):
                 raise self.fail(node, "wp.atomic_cas(array, index..., compare, value) needs an "
                                 f"array of integers, got one of {T.type_name(arr.type.dtype)}")
+            if ATOMICS[sf.name] in ("and", "or", "xor") and arr.type.dtype not in (
+                    T.int32, T.uint32, T.int64, T.uint64):
+                raise self.fail(node, f"wp.{sf.name} needs an array of int32, uint32, int64 or "
+                                f"uint64 (as on CUDA), got one of {T.type_name(arr.type.dtype)}")
             value = self.lower_expr(node.args[-1])
             value = self.coerce_store(arr, value, node.args[-1])
             compare = self.coerce_store(arr, self.lower_expr(node.args[-2]), node.args[-2]) \
@@ -622,20 +678,48 @@ class ExprLowerer(RandomLowering, StructLowering):
         return v
 
     def call_func(self, func, node):
-        if node.keywords:
-            raise self.fail(node, "keyword arguments to funcs are not supported yet",
-                            KernelSyntaxError)
         nout = getattr(func, "_weft_outputs", 0)
         if nout:
+            if node.keywords:
+                raise self.fail(node, "keyword arguments to funcs with output arguments are "
+                                "not supported yet", KernelSyntaxError)
             return self.call_with_outputs(func, node, nout)
-        return self.call_func_plain(func, node)
+        return self.call_func_plain(func, node, *self.func_call_args(func, node))
 
-    def call_func_plain(self, func, node):
+    def func_call_args(self, func, node):
+        """The lowered arguments of a func call in parameter order: the positional ones, then
+        keyword arguments and the Python defaults of parameters not given (as Warp); and how
+        many leading ones the call gives (up to the last one given)."""
         args = [self.lower_expr(a) for a in node.args]
+        params = inspect.signature(func.func).parameters
+        names = list(params)
+        if not node.keywords and len(args) >= len(names):
+            return args, len(args)
+        given = {}
+        for k in node.keywords:
+            if k.arg not in names[len(args):]:
+                raise self.fail(k, f"{func.__name__}() got an unexpected keyword argument "
+                                f"'{k.arg}'", KernelTypeError)
+            given[k.arg] = self.lower_expr(k.value)
+        for n in names[len(args):]:
+            if n in given:
+                args.append(given[n])
+            elif params[n].default is not inspect.Parameter.empty:
+                args.append(self.python_constant(params[n].default, node))
+            else:
+                raise self.fail(node, f"{func.__name__}() takes {len(names)} arguments, got "
+                                f"{len(node.args) + len(node.keywords)} (no '{n}')",
+                                KernelTypeError)
+        return args, max([len(node.args)] + [names.index(n) + 1 for n in given])
+
+    def call_func_plain(self, func, node, args=None, n_given=None):
+        if args is None:
+            args = [self.lower_expr(a) for a in node.args]
         if func.__module__.startswith("weft.stdlib."):  # a kernel-language builtin
             from ..stdlib.signatures import check_call
-            msg = check_call(func.__name__, [a.type for a in args],
-                             [isinstance(a, ir.Const) and a.literal for a in args])
+            shown = args[:n_given]  # the signatures describe the arguments as written
+            msg = check_call(func.__name__, [a.type for a in shown],
+                             [isinstance(a, ir.Const) and a.literal for a in shown])
             if msg:
                 raise self.fail(node, msg, KernelTypeError)
         fir = self.ctx.specialize(func, args, node, self)
@@ -660,10 +744,16 @@ class ExprLowerer(RandomLowering, StructLowering):
 
     def call_with_outputs(self, func, node, nout):
         """Warp's output-argument builtins (``wp.svd3(A, U, sigma, V)``): the func returns the
-        outputs, which are assigned to the trailing argument variables."""
-        if len(node.args) <= nout:
-            raise self.fail(node, f"wp.{func.__name__}() takes {nout} output variables after "
-                            "its inputs")
+        outputs, which are assigned to the trailing argument variables. Called with the inputs
+        only, they return the outputs instead (``U, sigma, V = wp.svd3(A)``), as Warp's
+        value-returning overloads."""
+        n_inputs = len(inspect.signature(func.func).parameters)
+        if len(node.args) == n_inputs:
+            return self.call_func_plain(func, node)
+        if len(node.args) != n_inputs + nout:
+            raise self.fail(node, f"wp.{func.__name__}() takes {n_inputs} input(s), then "
+                            f"either nothing (it returns its {nout} outputs) or {nout} output "
+                            f"variables; got {len(node.args)} arguments")
         targets = node.args[-nout:]
         call = ast.copy_location(ast.Call(node.func, node.args[:-nout], []), node)
         result = self.call_func_plain(func, call)

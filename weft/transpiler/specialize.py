@@ -80,19 +80,23 @@ class Specializer:
             raise caller.fail(node, f"{func.__name__}() takes {len(params)} arguments, "
                               f"got {len(args)}", KernelTypeError)
         bound = []
-        # a number literal passed to a generic parameter takes the precision of the other
-        # arguments (lerp(a, b, 0.25) with float64 a and b is all float64); an int literal
-        # stays an integer (an index, a count), except for the stdlib's builtins, whose
-        # declared signatures (already checked) say where a Float is meant
-        anchor = next((a.type for a in args if not (isinstance(a, ir.Const) and a.literal)),
-                      None)
+        # a number literal passed to a generic parameter takes the precision of the first
+        # other argument of its kind (lerp(a, b, 0.25) with float64 a and b is all float64;
+        # pnoise(state, x, 4) keeps 4 an integer); an int literal with no integer argument
+        # beside it stays int32, except in the stdlib's builtins, whose declared signatures
+        # (already checked) say a Float is meant there (lerp(a, b, 1))
+        typed = [a.type for a in args if not (isinstance(a, ir.Const) and a.literal)]
+        anchor_int = next((t for t in typed if T.is_int(T.scalar_of(t))), None)
+        anchor_float = next((t for t in typed if T.is_float(T.scalar_of(t))), None)
         stdlib = func.func.__module__.startswith("weft.stdlib.")
         for (pname, ptype, pnode), a in zip(params, args):
             if ptype is None:
                 t = a.type
-                if isinstance(a, ir.Const) and a.literal and anchor is not None and (
-                        stdlib or not T.is_int(a.type) or T.is_int(T.scalar_of(anchor))):
-                    t = caller.adapt_literal(a, anchor).type
+                if isinstance(a, ir.Const) and a.literal:
+                    anchor = anchor_float if T.is_float(a.type) else (
+                        anchor_int or (anchor_float if stdlib else None))
+                    if anchor is not None:
+                        t = caller.adapt_literal(a, anchor).type
             else:
                 t = ptype
                 a2 = caller.adapt_literal(a, ptype)
