@@ -2,13 +2,22 @@
 
 Expected values come from two independent sources: a plain-Python transcription of Warp's
 ``rand.h`` (the PCG hash of Jarzynski & Olano), and numbers printed by NVIDIA Warp 1.19 on the
-CPU for the same kernel (seed 42, thread 0).
+CPU for the same kernel (seed 42, thread 0). The later samplers (``sample_unit_square``,
+``sample_unit_cube``, ``sample_unit_hemisphere[_surface]``, ``poisson``, ``sample_cdf``) are
+pinned by ``tests/data/make_random_reference.py`` (Warp 1.19, CPU), and checked for their
+distributions independently of Warp.
 """
 import math
+import os
+import sys
 
 import numpy as np
+import pytest
 
 import weft as wp
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data"))
+import make_random_reference as ref  # noqa: E402
 
 M = 0xFFFFFFFF
 
@@ -126,3 +135,132 @@ def test_samplers_match_numbers_printed_by_warp():
     np.testing.assert_allclose(np.linalg.norm(b.numpy()[:, 1], axis=1), 1.0, rtol=1e-5)
     tri = b.numpy()[:, 2]
     assert (tri >= 0).all() and (tri.sum(1) <= 1.0 + 1e-6).all()
+
+
+# ------------------------------------------------ the later samplers, poisson and sample_cdf
+
+@wp.kernel
+def more_samplers(seed: int, lams: wp.array(dtype=float), cdf: wp.array(dtype=float),
+                  out3: wp.array2d(dtype=wp.vec3), out2: wp.array(dtype=wp.vec2),
+                  outp: wp.array2d(dtype=wp.uint32), outc: wp.array2d(dtype=int)):
+    # the kernel of tests/data/make_random_reference.py
+    tid = wp.tid()
+    state = wp.rand_init(seed, tid)
+    out2[tid] = wp.sample_unit_square(state)
+    out3[tid, 0] = wp.sample_unit_cube(state)
+    out3[tid, 1] = wp.sample_unit_hemisphere_surface(state)
+    out3[tid, 2] = wp.sample_unit_hemisphere(state)
+    n = lams.shape[0]
+    for j in range(n):
+        outp[tid, j] = wp.poisson(state, lams[j])  # the state is carried through the loop
+    outc[tid, 0] = wp.sample_cdf(state, cdf)
+    outc[tid, 1] = wp.sample_cdf(state, cdf)
+    outp[tid, n] = wp.randu(state, wp.uint32(5), wp.uint32(17))
+    outp[tid, n + 1] = wp.randu(state)  # the state after all of the above
+
+
+# --- BEGIN WARP REFERENCE (tests/data/make_random_reference.py, Warp 1.19.0, CPU)
+SQUARE = [
+    0.36973208, -0.045259714, 0.24894273, 0.30813807, -0.3004262, -0.27900398, 0.3066439,
+    0.26611274,
+]
+CUBE = [
+    -0.27430284, 0.36935812, -0.18169117, -0.17169338, -0.39073104, 0.42859167, 0.41180122,
+    0.40422708, -0.31949216, -0.44326222, -0.08168429, -0.24924338,
+]
+HEMI_SURFACE = [
+    0.8660982, 0.041172452, 0.49817538, -0.5543739, 0.6993704, 0.45116577, 0.6105854, 0.7919265,
+    0.0061552892, -0.4055306, -0.17659222, 0.89686126,
+]
+HEMI = [
+    0.2722569, -0.15543546, 0.86440045, 0.45852032, -0.016134081, 0.5928887, 0.10589546,
+    -0.5958369, 0.329609, 0.20180175, 0.84761363, 0.1180497,
+]
+COUNTS = [0, 0, 1, 7, 14, 43, 1005, 999796, 7, 298881128, 0, 1, 4, 12, 9, 40, 991, 1000239, 9, 981558195, 0, 0, 1, 9, 8, 36, 1012, 999323, 7, 1602292839, 0, 1, 3, 6, 11, 35, 1009, 999768, 7, 1005382909]
+SUMMARY = {'counts': [0, 127, 741, 2561, 2603, 9586, 255938, 255988212], 'randu': 548561191518, 'cdf': [648, 662], 'square': 0.988405168056488, 'cube': 4.448501646518707, 'hemi': [138.84907205117634, 126.87118836515583]}
+CDF_INDEX = {}
+CDF_INDEX[0] = [4, 2, 4, 2, 2, 3, 2, 4, 4, 3, 4, 3, 4, 2, 2, 4, 3, 2, 4, 2, 0, 0, 4, 4, 3, 4, 0, 4, 3, 4, 4, 2], [648, 662]
+CDF_INDEX[1] = [2, 0, 2, 1, 1, 2, 1, 2, 2, 2, 2, 2, 2, 1, 1, 2, 2, 1, 2, 0, 0, 0, 2, 2, 2, 2, 0, 2, 2, 2, 2, 1], [321, 327]
+CDF_INDEX[2] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0, 0]
+CDF_INDEX[3] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0, 0]
+# --- END WARP REFERENCE
+
+
+def test_more_samplers_match_numbers_printed_by_warp():
+    out3, out2, outp, outc = ref.run(wp, more_samplers, ref.N, ref.cdfs()[0])
+    s = ref.SHOW
+    np.testing.assert_array_equal(out2[:s].ravel(), np.array(SQUARE, np.float32))
+    np.testing.assert_array_equal(out3[:s, 0].ravel(), np.array(CUBE, np.float32))
+    # acos/sin/cos/pow from the C library: equal here, an ulp apart at most elsewhere
+    np.testing.assert_allclose(out3[:s, 1].ravel(), HEMI_SURFACE, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(out3[:s, 2].ravel(), HEMI, rtol=2e-6, atol=1e-7)
+    np.testing.assert_array_equal(outp[:s].ravel(), COUNTS)
+    got = ref.summary(out3, out2, outp, outc)
+    for key in ("counts", "randu", "cdf", "square", "cube"):  # every thread's stream is Warp's
+        assert got[key] == SUMMARY[key], key
+    np.testing.assert_allclose(got["hemi"], SUMMARY["hemi"], rtol=1e-6)
+    for i, cdf in enumerate(ref.cdfs()[1:], 1):
+        outc = ref.run(wp, more_samplers, ref.N, cdf)[3]
+        first, sums = CDF_INDEX[i]
+        np.testing.assert_array_equal(outc[:16].ravel(), first)
+        assert [int(v) for v in outc.sum(0)] == sums
+
+
+def test_more_samplers_distributions():
+    n = 100_000
+    w = np.diff(ref.cdfs()[0], prepend=0.0)
+    out3, out2, outp, outc = ref.run(wp, more_samplers, n, ref.cdfs()[0], seed=5)
+    assert (out2 >= -0.5).all() and (out2 < 0.5).all() and (np.abs(out2.mean(0)) < 0.005).all()
+    cube = out3[:, 0]
+    assert (cube >= -0.5).all() and (cube < 0.5).all() and (np.abs(cube.mean(0)) < 0.005).all()
+    surf, ball = out3[:, 1], out3[:, 2]
+    np.testing.assert_allclose(np.linalg.norm(surf, axis=1), 1.0, rtol=1e-5)
+    assert (surf[:, 2] >= 0).all() and abs(surf[:, 2].mean() - 0.5) < 0.005
+    assert (np.linalg.norm(ball, axis=1) <= 1.0 + 1e-6).all() and (ball[:, 2] >= 0).all()
+    assert abs(ball[:, 2].mean() - 3.0 / 8.0) < 0.005  # the mean height of the half ball
+    for j, lam in enumerate(ref.LAMS):
+        k = outp[:, j].astype(np.float64)
+        assert abs(k.mean() - lam) <= 5 * math.sqrt(lam / n) + 1e-12, (lam, k.mean())
+        # Warp's float32 PTRS overdisperses large lam (its log-density test loses digits to
+        # cancellation): the variance is 0.9% high at 1e5, 3.4% at 1e6, in Warp as here
+        if lam <= 1000.0:
+            assert abs(k.var() - lam) <= 5 * math.sqrt((lam + 2 * lam * lam) / n) + 1e-12, \
+                (lam, k.var())
+    freq = np.bincount(outc.ravel(), minlength=len(w)) / outc.size
+    assert freq[1] == 0.0  # a bin of weight zero (a repeated cdf value) is never drawn
+    np.testing.assert_allclose(freq, w, atol=5 * math.sqrt(0.25 / outc.size))
+
+
+@pytest.mark.cudasim
+def test_more_samplers_are_the_same_on_cuda():
+    cpu = ref.run(wp, more_samplers, 3, ref.cdfs()[0])
+    with wp.ScopedDevice("cuda"):
+        gpu = ref.run(wp, more_samplers, 3, ref.cdfs()[0])
+    for a, b in zip(cpu[1:], gpu[1:]):  # the square, the counts, the indices: exactly
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(cpu[0][:, 0], gpu[0][:, 0])  # the cube
+    # the simulator's numpy cos is not the C library's: an ulp apart on the hemispheres
+    np.testing.assert_allclose(cpu[0], gpu[0], rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("body, message", [
+    ("k = wp.poisson(s, x)", "needs a float32 lam"),
+    ("k = wp.sample_cdf(s, c2)", "needs a 1-D array of float32"),
+    ("k = wp.sample_unit_cube(s, 1)", "takes only the state"),
+    ("k = wp.randf(s, 2.0)", "got 2 arguments"),        # Warp rejects one bound too
+    ("k = wp.randi(s, 1, 2, 3)", "got 4 arguments"),
+    ("k = wp.randn(s, 1.0)", "takes only the state"),
+    ("k = wp.randf(s, lo=0.0, hi=1.0)", "positional arguments only"),
+])
+def test_misused_random_builtins_are_kernel_errors(tmp_path, body, message):
+    import importlib.util
+    from weft.errors import KernelError
+    path = tmp_path / "bad_random.py"
+    path.write_text("import weft as wp\n\n\n@wp.kernel\n"
+                    "def bad(x: wp.float64, c2: wp.array2d(dtype=float)):\n"
+                    f"    s = wp.rand_init(1)\n    {body}\n")
+    spec = importlib.util.spec_from_file_location("bad_random", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    with pytest.raises(KernelError, match=message):
+        mod.bad.module
