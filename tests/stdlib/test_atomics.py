@@ -276,3 +276,48 @@ def test_atomic_cas_in_kernels(device):
     o = owner.numpy()
     np.testing.assert_array_equal(got.numpy(), [1, 1, 1, 1])  # one winner per slot
     assert all(0 <= o[s] < n and o[s] % 4 == s for s in range(4))
+
+
+@wp.kernel
+def bitwise(flags: wp.array(dtype=wp.uint32), masks: wp.array(dtype=wp.int64),
+            parity: wp.array(dtype=wp.int32), seen: wp.array(dtype=wp.int64)):
+    i = wp.tid()
+    wp.atomic_or(flags, i % 3, wp.uint32(1) << wp.uint32(i % 32))
+    old = wp.atomic_and(masks, 0, ~(wp.int64(1) << wp.int64(i % 64)))
+    wp.atomic_xor(parity, i % 2, 1 << (i % 7))
+    # every thread saw a mask still holding its own bit or already cleared: record what it saw
+    wp.atomic_add(seen, 0, wp.int64(wp.bit_count(old)))
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_bitwise_atomics_under_collisions(device):
+    n = 70_000 if device == "cpu" else 700
+    flags = wp.zeros(3, dtype=wp.uint32, device=device)
+    masks = wp.array(np.array([-1], np.int64), dtype=wp.int64, device=device)
+    parity = wp.zeros(2, dtype=wp.int32, device=device)
+    seen = wp.zeros(1, dtype=wp.int64, device=device)
+    wp.launch(bitwise, n, inputs=[flags, masks, parity, seen], device=device)
+    want_flags = [0, 0, 0]
+    want_parity = [0, 0]
+    for i in range(n):
+        want_flags[i % 3] |= 1 << (i % 32)
+        want_parity[i % 2] ^= 1 << (i % 7)
+    np.testing.assert_array_equal(flags.numpy(), want_flags)
+    np.testing.assert_array_equal(parity.numpy(), want_parity)  # a lost xor flips a bit
+    assert masks.numpy()[0] == 0
+    # with atomics each clear is seen once: the old values' bit counts are 64, 63, ..., then 0
+    # (when bits repeat the count stops falling), whatever order the threads ran in
+    olds = seen.numpy()[0]
+    assert olds == sum(range(65)), olds
+
+
+@pytest.mark.parametrize("dtype", [wp.int8, wp.float32])
+def test_bitwise_atomics_need_32_or_64_bit_integers(dtype):
+    from weft.errors import KernelError
+
+    @wp.kernel
+    def bad(a: wp.array(dtype=dtype)):
+        wp.atomic_or(a, 0, dtype(1))
+
+    with pytest.raises(KernelError, match="needs an array of int32, uint32, int64 or uint64"):
+        bad.module

@@ -143,3 +143,39 @@ def test_quat_from_matrix_all_branches():
               outputs=[out])
     for q, r in zip(out.numpy(), rots):
         assert (R.from_quat(q).inv() * r).magnitude() < 1e-9
+
+
+@wp.kernel
+def transform_members(xf: wp.array(dtype=wp.transformd), p: wp.array(dtype=wp.vec3d),
+                      q: wp.array(dtype=wp.quatd), out: wp.array(dtype=wp.transformd),
+                      moved: wp.array(dtype=wp.vec3d), edited: wp.array(dtype=wp.transformd)):
+    i = wp.tid()
+    t = xf[i]
+    moved[i] = wp.quat_rotate(t.q, p[i]) + t.p * t.q.w   # reads of the parts
+    t.p = p[i] * 2.0                                     # writes of the parts
+    t.q = wp.normalize(q[i])
+    out[i] = t
+    s = xf[i]
+    wp.transform_set_translation(s, t.p + s.p)           # Warp's in-place setters
+    wp.transform_set_rotation(s, wp.quat_identity(wp.float64))
+    edited[i] = s
+    edited[i].p = edited[i].p * 3.0                      # a part of an array element
+
+
+def test_transform_parts_read_written_and_set_in_place():
+    from tests.gradcheck import Arr, check
+    rng = np.random.default_rng(8)
+    qs = R.random(3, random_state=9).as_quat()
+    xf = np.concatenate([rng.normal(size=(3, 3)), qs], 1)
+    p = rng.normal(size=(3, 3))
+    q = R.random(3, random_state=10).as_quat() * 1.5
+
+    def ref(xf, p, q):
+        moved = R.from_quat(xf[:, 3:]).apply(p) + xf[:, :3] * xf[:, 6:7]
+        out = np.concatenate([2 * p, q / np.linalg.norm(q, axis=1)[:, None]], 1)
+        edited = np.concatenate([3 * (2 * p + xf[:, :3]), np.tile([0, 0, 0, 1.0], (3, 1))], 1)
+        return out, moved, edited
+
+    check(transform_members, 3, [Arr(xf, wp.transformd), Arr(p, wp.vec3d), Arr(q, wp.quatd)],
+          [Arr(np.zeros((3, 7)), wp.transformd), Arr(np.zeros((3, 3)), wp.vec3d),
+           Arr(np.zeros((3, 7)), wp.transformd)], ref)

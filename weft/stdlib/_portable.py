@@ -134,8 +134,24 @@ def erf_inverse(v, complement):
     return s * w
 
 
+def bit_count(x, width):
+    """The number of set bits of integer ``x`` in its ``width``-bit two's complement form
+    (Warp's ``bit_count``: -1 as an int8 has 8)."""
+    v = np.int64(x)
+    n = 0
+    if width < 64:
+        v = v & ((np.int64(1) << width) - 1)
+    elif v < 0:  # count the sign bit here, so that v - 1 below never overflows
+        v = v & 0x7FFFFFFFFFFFFFFF
+        n = 1
+    while v != 0:
+        v = v & (v - 1)
+        n += 1
+    return np.int32(n)
+
+
 PORTABLE = ("launch_size", "first_index", "trip_count", "int_div_trunc", "int_floor_div",
-            "int_mod", "tuple_eq", "tuple_ne", "erf_inverse")
+            "int_mod", "tuple_eq", "tuple_ne", "erf_inverse", "bit_count")
 
 
 # --- float16: stored as IEEE half bits (uint16 views of the arrays), computed as float32 ------

@@ -5,7 +5,8 @@ kernels accumulate into shared arrays from many threads. These functions therefo
 ``atomicrmw`` / ``cmpxchg`` through ``numba.extending.intrinsic`` and are reachable from ``njit``
 code (``parallel=True``, ``cache=True``) through ``numba.extending.overload``.
 
-* ``atomic_add`` / ``atomic_sub`` / ``atomic_min`` / ``atomic_max`` / ``atomic_exch``
+* ``atomic_add`` / ``atomic_sub`` / ``atomic_min`` / ``atomic_max`` / ``atomic_exch`` and, on
+  integer arrays, ``atomic_and`` / ``atomic_or`` / ``atomic_xor``
   ``(arr, idx, value)`` and ``atomic_cas(arr, idx, compare, value)`` update ``arr[idx]`` and
   return its OLD value (``atomic_cas`` stores ``value`` only where the old value equals
   ``compare``).
@@ -59,6 +60,9 @@ _RMW = {
     "min": (None, "min", "umin"),
     "max": (None, "max", "umax"),
     "exch": ("xchg", "xchg", "xchg"),
+    "and": (None, "and", "and"),   # bitwise: integer arrays only (see _register)
+    "or": (None, "or", "or"),
+    "xor": (None, "xor", "xor"),
 }
 
 
@@ -239,12 +243,19 @@ def _python(op):
                 arr[idx] = value if value < old else old
             elif op == "max":
                 arr[idx] = value if value > old else old
+            elif op == "and":
+                arr[idx] = old & value
+            elif op == "or":
+                arr[idx] = old | value
+            elif op == "xor":
+                arr[idx] = old ^ value
             else:
                 arr[idx] = value
         return old
 
     what = {"add": "arr[idx] + value", "sub": "arr[idx] - value", "exch": "value",
-            "min": "min(arr[idx], value)", "max": "max(arr[idx], value)"}[op]
+            "min": "min(arr[idx], value)", "max": "max(arr[idx], value)",
+            "and": "arr[idx] & value", "or": "arr[idx] | value", "xor": "arr[idx] ^ value"}[op]
     fn.__name__ = fn.__qualname__ = f"atomic_{op}"
     fn.__doc__ = f"Atomically ``arr[idx] = {what}``; returns the old ``arr[idx]``."
     return fn
@@ -255,6 +266,9 @@ atomic_sub = _python("sub")
 atomic_min = _python("min")
 atomic_max = _python("max")
 atomic_exch = _python("exch")
+atomic_and = _python("and")
+atomic_or = _python("or")
+atomic_xor = _python("xor")
 
 
 def atomic_cas(arr, idx, compare, value):
@@ -277,16 +291,18 @@ def cas_half_bits(arr, idx, compare, value):
 
 
 # ------------------------------------------------------------------------ Numba registrations
-def _register(fn, impl):
+def _register(fn, impl, integers_only=False):
     @overload(fn, jit_options={"nogil": True})
     def _ov(arr, idx, value):
-        if _supported(arr, idx, value):
+        if _supported(arr, idx, value) and not (
+                integers_only and not isinstance(arr.dtype, types.Integer)):
             return lambda arr, idx, value: impl(arr, idx, value)
 
 
 for _op, _fn in (("add", atomic_add), ("sub", atomic_sub), ("min", atomic_min),
-                 ("max", atomic_max), ("exch", atomic_exch)):
-    _register(_fn, _rmw_intrinsic(_op))
+                 ("max", atomic_max), ("exch", atomic_exch), ("and", atomic_and),
+                 ("or", atomic_or), ("xor", atomic_xor)):
+    _register(_fn, _rmw_intrinsic(_op), integers_only=_op in ("and", "or", "xor"))
 
 
 @overload(atomic_cas, jit_options={"nogil": True})
@@ -302,4 +318,5 @@ def _ov_cas_half(arr, idx, compare, value):
 
 
 __all__ = ["atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_exch", "atomic_cas",
+           "atomic_and", "atomic_or", "atomic_xor",
            "cas_half_bits"]

@@ -87,6 +87,7 @@ def round_half_away(x):
     return math.copysign(math.floor(abs(x) + 0.5), x)
 
 
+# one wrapper per op, written out: numba-cuda does not resolve a closure's captured stub
 @_dev
 def atomic_add(arr, idx, value):
     return cuda.atomic.add(arr, idx, value)
@@ -110,6 +111,21 @@ def atomic_max(arr, idx, value):
 @_dev
 def atomic_exch(arr, idx, value):
     return cuda.atomic.exch(arr, idx, value)
+
+
+@_dev
+def atomic_and(arr, idx, value):
+    return cuda.atomic.and_(arr, idx, value)
+
+
+@_dev
+def atomic_or(arr, idx, value):
+    return cuda.atomic.or_(arr, idx, value)
+
+
+@_dev
+def atomic_xor(arr, idx, value):
+    return cuda.atomic.xor(arr, idx, value)
 
 
 @_dev

@@ -12,8 +12,9 @@ from numba.extending import overload
 
 from . import _portable
 
-from .atomics import (atomic_add, atomic_cas, atomic_exch, atomic_max,  # noqa: F401
-                      atomic_min, atomic_sub, cas_half_bits)
+from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_exch,  # noqa: F401
+                      atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
+                      cas_half_bits)
 
 _jit = numba.njit(cache=True, error_model="numpy", nogil=True)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 
 from .. import types as T
-from ..transpiler.exprs import Ex, call, cast, const, mapc, select, zero
+from ..transpiler.exprs import Ex, call, cast, const, mapc, select, wrap_int, zero
 from .registry import all_same, builtin, float_scalar, numeric_scalar, same_float
 
 # ----------------------------------------------------------------------------- comparisons
@@ -65,7 +65,7 @@ def _int_binop(name, helper_or_op, sig):
         def primal(a, b):
             if isinstance(helper_or_op, str):
                 return cast(call(helper_or_op, a, b), a.type)
-            return Ex(ast.BinOp(a.node, helper_or_op(), b.node), a.type)
+            return Ex(wrap_int(ast.BinOp(a.node, helper_or_op(), b.node), a.type), a.type)
 
     builtin(name, [sig], all_same(T.is_int), differentiable=False, public=False)(rules)
 
@@ -77,11 +77,20 @@ _int_binop("lshift", ast.LShift, "a << b (integers of one type)")
 _int_binop("rshift", ast.RShift, "a >> b (integers of one type)")
 
 
+@builtin("bit_count", ["bit_count(x: Int) -> int32  (set bits of the two's complement form)"],
+         lambda ts, a=None: T.int32 if len(ts) == 1 and T.is_int(ts[0]) else None,
+         differentiable=False)
+class bit_count:
+    def primal(x):
+        width = 8 * T.numpy_dtype(x.type).itemsize
+        return call("_wk.bit_count", cast(x, T.int64), const(width, T.int64), type_=T.int32)
+
+
 @builtin("invert", ["~a (integer)"], all_same(T.is_int, arity=1), differentiable=False,
          public=False)
 class invert:
     def primal(a):
-        return cast(Ex(ast.UnaryOp(ast.Invert(), a.node), a.type), a.type)
+        return Ex(wrap_int(ast.UnaryOp(ast.Invert(), a.node), a.type), a.type)
 
 
 @builtin("mod", ["mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)"],
@@ -133,12 +142,14 @@ def _log_or_zero(x):
 
 # ----------------------------------------------------------------------------- math functions
 
-def _unary(name, prim, d, doc=""):
-    """A float-scalar (and componentwise on float vectors) function with derivative ``d``."""
+def _unary(name, prim, d, doc="", sig=None):
+    """A float-scalar (and componentwise on float vectors) function with derivative ``d``;
+    ``prim`` is the path of the function to call, or a function building the call."""
+    build = prim if callable(prim) else (lambda c: call(prim, c))
 
     class rules:
         def primal(x):
-            return mapc(lambda c: call(prim, c), x)
+            return mapc(build, x)
 
         def adjoint(x, ret, adj):
             x, ret = x.atom(), ret.atom()
@@ -149,7 +160,7 @@ def _unary(name, prim, d, doc=""):
             return mapc(lambda c, r, t: t * d(c, r), x, ret, tx)
 
     rules.__doc__ = doc
-    builtin(name, [f"{name}(x: Float) -> Float"], _float_scalar_only)(rules)
+    builtin(name, [sig or f"{name}(x: Float) -> Float"], _float_scalar_only)(rules)
 
 
 def _float_scalar_only(types, attrs=None):
@@ -427,26 +438,12 @@ def _erf_inverse(name, complement):
     """erfinv / erfcinv: computed in float64 and rounded to the argument's precision (as
     Warp's CPU builtins); the derivative is -+sqrt(pi)/2 exp(ret^2)."""
     k = -0.886226925452758 if complement else 0.886226925452758  # sqrt(pi) / 2
-
-    def d(c, r):
-        return _c(c, k) * call("np.exp", r * r)
-
-    class rules:
-        def primal(x):
-            return mapc(lambda c: cast(call("_wk.erf_inverse", cast(c, T.float64),
-                                            Ex(ast.Constant(complement), T.bool),
-                                            type_=T.float64), c.type), x)
-
-        def adjoint(x, ret, adj):
-            x, ret = x.atom(), ret.atom()
-            return [mapc(lambda c, r, a: a * d(c, r), x, ret, adj)]
-
-        def tangent(x, tx, ret):
-            x, ret = x.atom(), ret.atom()
-            return mapc(lambda c, r, t: t * d(c, r), x, ret, tx)
-
     domain = "0 <= x <= 2" if complement else "-1 <= x <= 1"
-    builtin(name, [f"{name}(x: Float) -> Float  ({domain})"], _float_scalar_only)(rules)
+    _unary(name, lambda c: cast(call("_wk.erf_inverse", cast(c, T.float64),
+                                     Ex(ast.Constant(complement), T.bool), type_=T.float64),
+                                c.type),
+           lambda x, r: _c(x, k) * call("np.exp", r * r), doc=_erf_inverse.__doc__,
+           sig=f"{name}(x: Float) -> Float  ({domain})")
 
 
 _erf_inverse("erfinv", False)

@@ -168,14 +168,28 @@ class Ex:
         if T.is_composite(self.type):
             s = self.atom()
             return tup([-c for c in s.items()], self.type)
-        return Ex(ast.UnaryOp(ast.USub(), self.node), self.type)
+        return Ex(wrap_int(ast.UnaryOp(ast.USub(), self.node), self.type), self.type)
+
+
+_NARROW_INTS = (T.int8, T.uint8, T.int16, T.uint16, T.int32, T.uint32)
+
+
+def wrap_int(node, t):
+    """``node`` as a value of scalar type ``t``: Numba computes 8-, 16- and 32-bit integer
+    arithmetic in 64 bits, so a result that may leave the type's range (``uint32(5) - 17``,
+    an int32 overflow) is wrapped back to it, as C and Warp do, before ``%``, ``>>``, ``//`` or
+    a comparison can see the wide value."""
+    if t in _NARROW_INTS:
+        return ast.Call(name(t.__name__), [node], [])
+    return node
 
 
 def binop(op, a, b):
-    """``a op b`` for scalars, and componentwise for composites (scalars broadcast)."""
+    """``a op b`` for scalars, and componentwise for composites (scalars broadcast); integer
+    results wrap to their type's width."""
     ca, cb = T.is_composite(a.type), T.is_composite(b.type)
     if not ca and not cb:
-        return Ex(ast.BinOp(a.node, op, b.node), a.type)
+        return Ex(wrap_int(ast.BinOp(a.node, op, b.node), a.type), a.type)
     out_t = a.type if ca else b.type
     a, b = a.atom(), b.atom()
     n = out_t._length_
@@ -183,7 +197,8 @@ def binop(op, a, b):
     for i in range(n):
         x = a.comp(i) if ca else a
         y = b.comp(i) if cb else b
-        comps.append(Ex(ast.BinOp(x.node, op, y.node), T.scalar_of(out_t)))
+        st = T.scalar_of(out_t)
+        comps.append(Ex(wrap_int(ast.BinOp(x.node, op, y.node), st), st))
     return tup(comps, out_t)
 
 
