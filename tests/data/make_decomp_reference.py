@@ -9,9 +9,9 @@ and paste what it prints over the block between the ``BEGIN WARP REFERENCE`` and
 ``END WARP REFERENCE`` markers of ``tests/stdlib/test_decomp.py``. float32 values are printed
 as the shortest decimal that reads back as the same float32, float64 ones as Python's repr.
 
-``tests/stdlib/test_decomp.py`` imports ``matrices`` and ``matrices2`` from here (without Warp);
-its kernels ``losses32`` and ``svd2_losses32`` must compute the same losses as ``_kernels`` and
-``_kernels2`` below.
+``tests/stdlib/test_decomp.py`` imports this module (without Warp) and runs the same kernels,
+``kernels(weft)``, through the same ``run_*`` functions on the same ``matrices()`` and
+``matrices2()``.
 """
 import contextlib
 import sys
@@ -19,15 +19,35 @@ import textwrap
 
 import numpy as np
 
-try:
-    import warp as wp
-except ImportError:  # the tests import matrices() from here without Warp
-    wp = None
+
+def rotations(rng, n, dim=3):
+    """``n`` random rotations: of a uniform angle in 2-D, the QR factor of a normal matrix in
+    3-D."""
+    if dim == 2:
+        t = rng.uniform(-np.pi, np.pi, n)
+        c, s = np.cos(t), np.sin(t)
+        return np.stack([c, -s, s, c], 1).reshape(n, 2, 2)
+    q, _ = np.linalg.qr(rng.normal(size=(n, 3, 3)))
+    return q * np.sign(np.linalg.det(q))[:, None, None]
 
 
-def _rotation(rng):
-    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
-    return q * np.sign(np.linalg.det(q))
+def with_singular_values(rng, sv):
+    """A matrix U diag(sv[k]) V^T of random rotations U and V for each row ``sv[k]``."""
+    sv = np.asarray(sv, dtype=np.float64)
+    n, dim = sv.shape
+    return rotations(rng, n, dim) @ (sv[:, :, None] * np.swapaxes(rotations(rng, n, dim), 1, 2))
+
+
+def _signed_pair(rng, dim):
+    """Two normal random matrices, the first with a positive determinant, the second with a
+    negative one."""
+    a = rng.normal(size=(dim, dim))
+    b = rng.normal(size=(dim, dim))
+    if np.linalg.det(a) < 0:
+        a[0] = -a[0]
+    if np.linalg.det(b) > 0:
+        b[0] = -b[0]
+    return a, b
 
 
 def matrices():
@@ -35,20 +55,10 @@ def matrices():
     one, one with a negative determinant, one with singular values 1.5, 1.497, 0.4 (0.2% apart)
     and one with a negative determinant and singular values 3, 1, 0.1."""
     rng = np.random.default_rng(2025)
-    a = rng.normal(size=(3, 3))
-    b = rng.normal(size=(3, 3))
-    if np.linalg.det(a) < 0:
-        a[0] = -a[0]
-    if np.linalg.det(b) > 0:
-        b[0] = -b[0]
-    c = _rotation(rng) @ np.diag([1.5, 1.497, 0.4]) @ _rotation(rng).T
-    d = _rotation(rng) @ np.diag([3.0, -1.0, 0.1]) @ _rotation(rng).T
+    a, b = _signed_pair(rng, 3)
+    c = with_singular_values(rng, [[1.5, 1.497, 0.4]])[0]
+    d = with_singular_values(rng, [[3.0, -1.0, 0.1]])[0]
     return np.array([a, b, c, d]).astype(np.float32)
-
-
-def _rotation2(rng):
-    t = rng.uniform(-np.pi, np.pi)
-    return np.array([[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]])
 
 
 def matrices2():
@@ -56,47 +66,23 @@ def matrices2():
     determinant, one with singular values 1.5 and 1.497 (0.2% apart), a rank-1 one, 2 I
     (repeated singular values) and zero."""
     rng = np.random.default_rng(2026)
-    a = rng.normal(size=(2, 2))
-    b = rng.normal(size=(2, 2))
-    if np.linalg.det(a) < 0:
-        a[0] = -a[0]
-    if np.linalg.det(b) > 0:
-        b[0] = -b[0]
-    c = _rotation2(rng) @ np.diag([1.5, 1.497]) @ _rotation2(rng).T
+    a, b = _signed_pair(rng, 2)
+    c = with_singular_values(rng, [[1.5, 1.497]])[0]
     d = np.array([[0.5, -1.0], [1.5, -3.0]])
     return np.array([a, b, c, d, 2.0 * np.eye(2), np.zeros((2, 2))]).astype(np.float32)
 
 
-def _kernels():
-    @wp.kernel
-    def decomp32(A: wp.array(dtype=wp.mat33), U: wp.array(dtype=wp.mat33),
-                 s: wp.array(dtype=wp.vec3), V: wp.array(dtype=wp.mat33),
-                 Q: wp.array(dtype=wp.mat33), R: wp.array(dtype=wp.mat33),
-                 E: wp.array(dtype=wp.mat33), d: wp.array(dtype=wp.vec3)):
-        i = wp.tid()
-        u = wp.mat33()
-        sg = wp.vec3()
-        v = wp.mat33()
-        wp.svd3(A[i], u, sg, v)
-        U[i] = u
-        s[i] = sg
-        V[i] = v
-        q = wp.mat33()
-        r = wp.mat33()
-        wp.qr3(A[i], q, r)
-        Q[i] = q
-        R[i] = r
-        e = wp.mat33()
-        dd = wp.vec3()
-        wp.eig3(A[i] + wp.transpose(A[i]), e, dd)
-        E[i] = e
-        d[i] = dd
+def kernels(wp):
+    """The kernels, compiled by ``wp`` (``warp`` or ``weft``): the decompositions of 3x3 float64
+    matrices (eig3 of a separate symmetric input), their float32 values with three losses to
+    differentiate, and the same for svd2."""
 
     @wp.kernel
-    def decomp64(A: wp.array(dtype=wp.mat33d), U: wp.array(dtype=wp.mat33d),
-                 s: wp.array(dtype=wp.vec3d), V: wp.array(dtype=wp.mat33d),
-                 Q: wp.array(dtype=wp.mat33d), R: wp.array(dtype=wp.mat33d),
-                 E: wp.array(dtype=wp.mat33d), d: wp.array(dtype=wp.vec3d)):
+    def decomp64(A: wp.array(dtype=wp.mat33d), S: wp.array(dtype=wp.mat33d),
+                 U: wp.array(dtype=wp.mat33d), s: wp.array(dtype=wp.vec3d),
+                 V: wp.array(dtype=wp.mat33d), Q: wp.array(dtype=wp.mat33d),
+                 R: wp.array(dtype=wp.mat33d), E: wp.array(dtype=wp.mat33d),
+                 d: wp.array(dtype=wp.vec3d)):
         i = wp.tid()
         u = wp.mat33d()
         sg = wp.vec3d()
@@ -112,13 +98,16 @@ def _kernels():
         R[i] = r
         e = wp.mat33d()
         dd = wp.vec3d()
-        wp.eig3(A[i] + wp.transpose(A[i]), e, dd)
+        wp.eig3(S[i], e, dd)
         E[i] = e
         d[i] = dd
 
     @wp.kernel
-    def losses32(A: wp.array(dtype=wp.mat33), loss: wp.array2d(dtype=float)):
-        # the same as losses32 in tests/stdlib/test_decomp.py
+    def losses32(A: wp.array(dtype=wp.mat33), U: wp.array(dtype=wp.mat33),
+                 s: wp.array(dtype=wp.vec3), V: wp.array(dtype=wp.mat33),
+                 Q: wp.array(dtype=wp.mat33), R: wp.array(dtype=wp.mat33),
+                 E: wp.array(dtype=wp.mat33), d: wp.array(dtype=wp.vec3),
+                 loss: wp.array2d(dtype=float)):
         i = wp.tid()
         a = A[i]
         W = wp.mat33(0.3, -0.7, 1.1, 0.5, 0.2, -0.4, -0.9, 0.6, 0.8)
@@ -134,25 +123,16 @@ def _kernels():
         wp.qr3(a, q, r)
         loss[i, 1] = wp.ddot(W, q) + wp.ddot(wp.transpose(W), r)
         e = wp.mat33()
-        d = wp.vec3()
-        wp.eig3(a + wp.transpose(a), e, d)
-        loss[i, 2] = wp.ddot(W, wp.cw_mul(e, e)) + wp.dot(w, d)
-
-    return decomp32, decomp64, losses32
-
-
-def _kernels2():
-    @wp.kernel
-    def svd2_32(A: wp.array(dtype=wp.mat22), U: wp.array(dtype=wp.mat22),
-                s: wp.array(dtype=wp.vec2), V: wp.array(dtype=wp.mat22)):
-        i = wp.tid()
-        u = wp.mat22()
-        sg = wp.vec2()
-        v = wp.mat22()
-        wp.svd2(A[i], u, sg, v)
+        dd = wp.vec3()
+        wp.eig3(a + wp.transpose(a), e, dd)
+        loss[i, 2] = wp.ddot(W, wp.cw_mul(e, e)) + wp.dot(w, dd)
         U[i] = u
         s[i] = sg
         V[i] = v
+        Q[i] = q
+        R[i] = r
+        E[i] = e
+        d[i] = dd
 
     @wp.kernel
     def svd2_64(A: wp.array(dtype=wp.mat22d), U: wp.array(dtype=wp.mat22d),
@@ -167,8 +147,9 @@ def _kernels2():
         V[i] = v
 
     @wp.kernel
-    def svd2_losses32(A: wp.array(dtype=wp.mat22), loss: wp.array(dtype=float)):
-        # the same as svd2_losses32 in tests/stdlib/test_decomp.py
+    def svd2_losses32(A: wp.array(dtype=wp.mat22), U: wp.array(dtype=wp.mat22),
+                      s: wp.array(dtype=wp.vec2), V: wp.array(dtype=wp.mat22),
+                      loss: wp.array(dtype=float)):
         i = wp.tid()
         W = wp.mat22(0.3, -0.7, 1.1, 0.5)
         w = wp.vec2(0.7, -0.3)
@@ -178,60 +159,99 @@ def _kernels2():
         wp.svd2(A[i], u, sg, v)
         loss[i] = (wp.ddot(W, wp.cw_mul(u, u)) + wp.dot(w, sg)
                    + wp.ddot(wp.transpose(W), wp.cw_mul(v, v)))
+        U[i] = u
+        s[i] = sg
+        V[i] = v
 
-    return svd2_32, svd2_64, svd2_losses32
+    return {"decomp64": decomp64, "losses32": losses32, "svd2_64": svd2_64,
+            "svd2_losses32": svd2_losses32}
 
 
-def _reference2():
-    svd2_32, svd2_64, svd2_losses32 = _kernels2()
-    mats = matrices2()
-    n = len(mats)
-    out = {}
-    for prec, M, Vec, kernel in (("32", wp.mat22, wp.vec2, svd2_32),
-                                 ("64", wp.mat22d, wp.vec2d, svd2_64)):
-        res = [wp.zeros(n, dtype=t) for t in (M, Vec, M)]
-        wp.launch(kernel, n, inputs=[wp.array(mats.astype(np.float64), dtype=M)], outputs=res,
-                  device="cpu")
-        for k, r in zip("U s V".split(), res):
-            out["svd2_" + k + prec] = r.numpy()
-    A = wp.array(mats, dtype=wp.mat22, requires_grad=True, device="cpu")
-    loss = wp.zeros(n, dtype=float, requires_grad=True, device="cpu")
+def run_decomp64(wp, kernel, A, S, requires_grad=False):
+    """``kernel`` (decomp64 of ``kernels(wp)``) on the float64 matrices ``A`` and the symmetric
+    ``S``: the input arrays, the output arrays (U, s, V, Q, R, E, d) and the tape."""
+    n = len(A)
+    ins = [wp.array(x, dtype=wp.mat33d, requires_grad=requires_grad) for x in (A, S)]
+    outs = [wp.zeros(n, dtype=t, requires_grad=requires_grad)
+            for t in (wp.mat33d, wp.vec3d, wp.mat33d, wp.mat33d, wp.mat33d, wp.mat33d, wp.vec3d)]
     tape = wp.Tape()
     with tape:
-        wp.launch(svd2_losses32, n, inputs=[A], outputs=[loss], device="cpu")
-    tape.backward(grads={loss: wp.ones(n, dtype=float, device="cpu")})
-    out["svd2_grad32"] = A.grad.numpy()   # [matrix, 2, 2]
-    return out
+        wp.launch(kernel, n, inputs=ins, outputs=outs)
+    return ins, outs, tape
 
 
-def _reference():
-    decomp32, decomp64, losses32 = _kernels()
+def run_losses32(wp, kernel, A, requires_grad=False):
+    """``kernel`` (losses32 of ``kernels(wp)``) on the matrices ``A`` in float32: the input
+    array, the values U, s, V, Q, R, E, d (numpy), the losses and the tape."""
+    n = len(A)
+    a = wp.array(np.asarray(A, np.float32), dtype=wp.mat33, requires_grad=requires_grad)
+    outs = [wp.zeros(n, dtype=t) for t in (wp.mat33, wp.vec3, wp.mat33, wp.mat33, wp.mat33,
+                                            wp.mat33, wp.vec3)]
+    loss = wp.zeros((n, 3), dtype=float, requires_grad=requires_grad)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, n, inputs=[a], outputs=outs + [loss])
+    return a, [o.numpy() for o in outs], loss, tape
+
+
+def run_svd2_64(wp, kernel, A, requires_grad=False):
+    """``kernel`` (svd2_64 of ``kernels(wp)``) on the float64 matrices ``A``: the input array,
+    the output arrays (U, s, V) and the tape."""
+    n = len(A)
+    a = wp.array(A, dtype=wp.mat22d, requires_grad=requires_grad)
+    outs = [wp.zeros(n, dtype=t, requires_grad=requires_grad)
+            for t in (wp.mat22d, wp.vec2d, wp.mat22d)]
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, n, inputs=[a], outputs=outs)
+    return a, outs, tape
+
+
+def run_svd2_losses32(wp, kernel, A, requires_grad=False):
+    """``kernel`` (svd2_losses32 of ``kernels(wp)``) on the matrices ``A`` in float32: the input
+    array, the values U, s, V (numpy), the loss and the tape."""
+    n = len(A)
+    a = wp.array(np.asarray(A, np.float32), dtype=wp.mat22, requires_grad=requires_grad)
+    outs = [wp.zeros(n, dtype=t) for t in (wp.mat22, wp.vec2, wp.mat22)]
+    loss = wp.zeros(n, dtype=float, requires_grad=requires_grad)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, n, inputs=[a], outputs=outs + [loss])
+    return a, [o.numpy() for o in outs], loss, tape
+
+
+def _reference(wp):
+    K = kernels(wp)
+    out = {}
     mats = matrices()
     n = len(mats)
-    out = {}
-    for prec, M, Vec, decomp in (("32", wp.mat33, wp.vec3, decomp32),
-                                 ("64", wp.mat33d, wp.vec3d, decomp64)):
-        res = [wp.zeros(n, dtype=t) for t in (M, Vec, M, M, M, M, Vec)]
-        wp.launch(decomp, n, inputs=[wp.array(mats.astype(np.float64), dtype=M)], outputs=res,
-                  device="cpu")
-        U, s, V, Q, R, E, d = (r.numpy() for r in res)
-        rec = np.einsum("nij,nj,nkj->nik", U.astype(float), s.astype(float), V.astype(float))
+    a, res32, loss, tape = run_losses32(wp, K["losses32"], mats, requires_grad=True)
+    A = mats.astype(np.float64)
+    res64 = [o.numpy() for o in run_decomp64(wp, K["decomp64"], A, A + np.swapaxes(A, 1, 2))[1]]
+    for prec, res in (("32", res32), ("64", res64)):
+        U, s, V = (r.astype(np.float64) for r in res[:3])
         tol = 1e-5 if prec == "32" else 1e-13
-        assert np.abs(rec - mats).max() < tol * 3, "Warp's sweeps have not converged"
-        for k, v in zip("U s V Q R E d".split(), (U, s, V, Q, R, E, d)):
+        assert np.abs((U * s[:, None, :]) @ np.swapaxes(V, 1, 2) - A).max() < tol * 3, \
+            "Warp's sweeps have not converged"
+        for k, v in zip("U s V Q R E d".split(), res):
             out[k + prec] = v
     grads = []
     for k in range(3):
-        A = wp.array(mats, dtype=wp.mat33, requires_grad=True, device="cpu")
-        loss = wp.zeros((n, 3), dtype=float, requires_grad=True, device="cpu")
-        tape = wp.Tape()
-        with tape:
-            wp.launch(losses32, n, inputs=[A], outputs=[loss], device="cpu")
         seed = np.zeros((n, 3), np.float32)
         seed[:, k] = 1.0
-        tape.backward(grads={loss: wp.array(seed, device="cpu")})
-        grads.append(A.grad.numpy())
+        tape.backward(grads={loss: wp.array(seed)})
+        grads.append(a.grad.numpy().copy())
+        tape.zero()
     out["grad32"] = np.stack(grads, 1)   # [matrix, loss, 3, 3]
+
+    mats = matrices2()
+    _, outs, _ = run_svd2_64(wp, K["svd2_64"], mats.astype(np.float64))
+    a, res32, loss, tape = run_svd2_losses32(wp, K["svd2_losses32"], mats, requires_grad=True)
+    for prec, res in (("32", res32), ("64", [o.numpy() for o in outs])):
+        for k, v in zip("U s V".split(), res):
+            out["svd2_" + k + prec] = v
+    tape.backward(grads={loss: wp.ones(len(mats), dtype=float)})
+    out["svd2_grad32"] = a.grad.numpy()   # [matrix, 2, 2]
     return out
 
 
@@ -248,10 +268,12 @@ def _literal(values, prec):
 
 
 def main(file=sys.stdout):
+    import warp as wp
+
     with contextlib.redirect_stdout(sys.stderr):  # Warp's start-up and module messages
         wp.init()
-        out = _reference()
-        out.update(_reference2())
+        wp.set_device("cpu")
+        out = _reference(wp)
     p = lambda s: print(s, file=file)  # noqa: E731
     p(f"# --- BEGIN WARP REFERENCE (tests/data/make_decomp_reference.py, Warp "
       f"{wp.config.version}, CPU)")

@@ -10,19 +10,16 @@ and paste what it prints over the block between the ``BEGIN WARP REFERENCE`` and
 ``END WARP REFERENCE`` markers of ``tests/stdlib/test_random.py``. Floats are printed as the
 shortest decimal that reads back as the same float32.
 
-``tests/stdlib/test_random.py`` imports the inputs (``SEED``, ``LAMS``, ``cdfs()``, ``N``) from
-here, without Warp, and runs the same kernel as ``_kernel`` below.
+``tests/stdlib/test_random.py`` imports this module (without Warp) and runs the same kernel,
+``kernels(weft)``, through the same ``run`` on the same inputs (``SEED``, ``LAMS``, ``cdfs()``,
+``N``).
 """
 import contextlib
 import sys
-import textwrap
 
 import numpy as np
 
-try:
-    import warp as wp
-except ImportError:  # the tests import the inputs from here without Warp
-    wp = None
+from make_noise_reference import f32  # the same float32 literals
 
 SEED = 11
 N = 256      # threads whose results are summed (every thread's stream must be Warp's)
@@ -41,7 +38,9 @@ def cdfs():
             np.zeros(0, np.float32)]
 
 
-def _kernel():
+def kernels(wp):
+    """The kernel, compiled by ``wp`` (``warp`` or ``weft``)."""
+
     @wp.kernel
     def more_samplers(seed: int, lams: wp.array(dtype=float), cdf: wp.array(dtype=float),
                       out3: wp.array2d(dtype=wp.vec3), out2: wp.array(dtype=wp.vec2),
@@ -54,34 +53,26 @@ def _kernel():
         out3[tid, 2] = wp.sample_unit_hemisphere(state)
         n = lams.shape[0]
         for j in range(n):
-            outp[tid, j] = wp.poisson(state, lams[j])
+            outp[tid, j] = wp.poisson(state, lams[j])  # the state is carried through the loop
         outc[tid, 0] = wp.sample_cdf(state, cdf)
         outc[tid, 1] = wp.sample_cdf(state, cdf)
         outp[tid, n] = wp.randu(state, wp.uint32(5), wp.uint32(17))
         outp[tid, n + 1] = wp.randu(state)  # the state after all of the above
 
-    return more_samplers
+    return {"more_samplers": more_samplers}
 
 
-def run(module, kernel, n, cdf, seed=SEED, device=None):
-    """Launch ``kernel`` (Warp's or weft's, ``module`` being ``warp`` or ``weft``) on ``n``
-    threads; returns numpy arrays (vec3 samples, vec2 samples, uint32 counts, cdf indices)."""
-    lams = module.array(np.array(LAMS, np.float32), dtype=float, device=device)
-    c = module.array(cdf, dtype=float, device=device)
-    out3 = module.zeros((n, 3), dtype=module.vec3, device=device)
-    out2 = module.zeros(n, dtype=module.vec2, device=device)
-    outp = module.zeros((n, len(LAMS) + 2), dtype=module.uint32, device=device)
-    outc = module.zeros((n, 2), dtype=int, device=device)
-    module.launch(kernel, n, inputs=[seed, lams, c, out3, out2, outp, outc], device=device)
+def run(wp, kernel, n, cdf, seed=SEED, device=None):
+    """Launch ``kernel`` (more_samplers of ``kernels(wp)``) on ``n`` threads; returns numpy
+    arrays (vec3 samples, vec2 samples, uint32 counts, cdf indices)."""
+    lams = wp.array(np.array(LAMS, np.float32), dtype=float, device=device)
+    c = wp.array(cdf, dtype=float, device=device)
+    out3 = wp.zeros((n, 3), dtype=wp.vec3, device=device)
+    out2 = wp.zeros(n, dtype=wp.vec2, device=device)
+    outp = wp.zeros((n, len(LAMS) + 2), dtype=wp.uint32, device=device)
+    outc = wp.zeros((n, 2), dtype=int, device=device)
+    wp.launch(kernel, n, inputs=[seed, lams, c, out3, out2, outp, outc], device=device)
     return out3.numpy(), out2.numpy(), outp.numpy(), outc.numpy()
-
-
-def f32(values):
-    """A list literal of float32 values, wrapped at 99 columns."""
-    items = [np.format_float_positional(np.float32(v), unique=True, trim="0") + ","
-             for v in np.ravel(values)]
-    return "[\n" + textwrap.fill(" ".join(items), 99, initial_indent="    ",
-                                 subsequent_indent="    ") + "\n]"
 
 
 def ints(values):
@@ -100,8 +91,11 @@ def summary(out3, out2, outp, outc):
 
 
 def main(out):
+    import warp as wp
+
     wp.init()
-    k = _kernel()
+    wp.set_device("cpu")
+    k = kernels(wp)["more_samplers"]
     p = print
     p("# --- BEGIN WARP REFERENCE (tests/data/make_random_reference.py, Warp "
       f"{wp.config.version}, CPU)", file=out)

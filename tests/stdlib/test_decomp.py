@@ -4,13 +4,17 @@ bit in both precisions), and exact gradients (adjoint and tangent against float6
 differences, also at rank-deficient and near-repeated inputs, finite at exactly repeated ones).
 
 The Warp values were printed by ``tests/data/make_decomp_reference.py`` (Warp 1.19, CPU) for
-its ``matrices()`` and ``matrices2()``.
+its ``matrices()`` and ``matrices2()``; its kernels (``kernels(wp)``) and launches (``run_*``)
+run here under weft.
 """
+from functools import partial
+
 import numpy as np
 import pytest
 
 import weft as wp
-from tests.data.make_decomp_reference import matrices, matrices2
+from tests.data import make_decomp_reference as ref
+from tests.data.make_decomp_reference import matrices, matrices2, rotations, with_singular_values
 from tests.gradcheck import Arr, check
 
 # --- BEGIN WARP REFERENCE (tests/data/make_decomp_reference.py, Warp 1.19.0, CPU)
@@ -179,96 +183,15 @@ WARP['svd2_grad32'] = np.reshape([
 # --- END WARP REFERENCE
 
 
-@wp.kernel
-def decomp64(A: wp.array(dtype=wp.mat33d), S: wp.array(dtype=wp.mat33d),
-             U: wp.array(dtype=wp.mat33d), s: wp.array(dtype=wp.vec3d),
-             V: wp.array(dtype=wp.mat33d), Q: wp.array(dtype=wp.mat33d),
-             R: wp.array(dtype=wp.mat33d), E: wp.array(dtype=wp.mat33d),
-             d: wp.array(dtype=wp.vec3d)):
-    i = wp.tid()
-    u = wp.mat33d()
-    sg = wp.vec3d()
-    v = wp.mat33d()
-    wp.svd3(A[i], u, sg, v)
-    U[i] = u
-    s[i] = sg
-    V[i] = v
-    q = wp.mat33d()
-    r = wp.mat33d()
-    wp.qr3(A[i], q, r)
-    Q[i] = q
-    R[i] = r
-    e = wp.mat33d()
-    dd = wp.vec3d()
-    wp.eig3(S[i], e, dd)
-    E[i] = e
-    d[i] = dd
-
-
-@wp.kernel
-def losses32(A: wp.array(dtype=wp.mat33), U: wp.array(dtype=wp.mat33),
-             s: wp.array(dtype=wp.vec3), V: wp.array(dtype=wp.mat33),
-             Q: wp.array(dtype=wp.mat33), R: wp.array(dtype=wp.mat33),
-             E: wp.array(dtype=wp.mat33), d: wp.array(dtype=wp.vec3),
-             loss: wp.array2d(dtype=float)):
-    # the losses of losses32 in tests/data/make_decomp_reference.py
-    i = wp.tid()
-    a = A[i]
-    W = wp.mat33(0.3, -0.7, 1.1, 0.5, 0.2, -0.4, -0.9, 0.6, 0.8)
-    w = wp.vec3(0.7, -0.3, 1.3)
-    u = wp.mat33()
-    sg = wp.vec3()
-    v = wp.mat33()
-    wp.svd3(a, u, sg, v)
-    loss[i, 0] = (wp.ddot(W, wp.cw_mul(u, u)) + wp.dot(w, sg)
-                  + wp.ddot(wp.transpose(W), wp.cw_mul(v, v)))
-    q = wp.mat33()
-    r = wp.mat33()
-    wp.qr3(a, q, r)
-    loss[i, 1] = wp.ddot(W, q) + wp.ddot(wp.transpose(W), r)
-    e = wp.mat33()
-    dd = wp.vec3()
-    wp.eig3(a + wp.transpose(a), e, dd)
-    loss[i, 2] = wp.ddot(W, wp.cw_mul(e, e)) + wp.dot(w, dd)
-    U[i] = u
-    s[i] = sg
-    V[i] = v
-    Q[i] = q
-    R[i] = r
-    E[i] = e
-    d[i] = dd
-
-
-def _rotations(rng, n):
-    q, _ = np.linalg.qr(rng.normal(size=(n, 3, 3)))
-    return q * np.sign(np.linalg.det(q))[:, None, None]
-
-
-def _with_singular_values(rng, sv):
-    sv = np.asarray(sv, dtype=np.float64)
-    return _rotations(rng, len(sv)) @ (sv[:, :, None] * np.swapaxes(_rotations(rng, len(sv)),
-                                                                    1, 2))
+K = ref.kernels(wp)   # the kernels of the reference script, compiled by weft
+decomp64, svd2_64 = K["decomp64"], K["svd2_64"]
+_run32 = partial(ref.run_losses32, wp, K["losses32"])
+_run_svd2_64 = partial(ref.run_svd2_64, wp, svd2_64)
+_run_svd2_32 = partial(ref.run_svd2_losses32, wp, K["svd2_losses32"])
 
 
 def _run64(A, S):
-    n = len(A)
-    outs = [wp.zeros(n, dtype=t) for t in (wp.mat33d, wp.vec3d, wp.mat33d, wp.mat33d,
-                                            wp.mat33d, wp.mat33d, wp.vec3d)]
-    wp.launch(decomp64, n, inputs=[wp.array(A, dtype=wp.mat33d), wp.array(S, dtype=wp.mat33d)],
-              outputs=outs)
-    return [o.numpy() for o in outs]
-
-
-def _run32(A, requires_grad=False):
-    n = len(A)
-    a = wp.array(np.asarray(A, np.float32), dtype=wp.mat33, requires_grad=requires_grad)
-    outs = [wp.zeros(n, dtype=t) for t in (wp.mat33, wp.vec3, wp.mat33, wp.mat33, wp.mat33,
-                                            wp.mat33, wp.vec3)]
-    loss = wp.zeros((n, 3), dtype=float, requires_grad=requires_grad)
-    tape = wp.Tape()
-    with tape:
-        wp.launch(losses32, n, inputs=[a], outputs=outs + [loss])
-    return a, [o.numpy() for o in outs], loss, tape
+    return [o.numpy() for o in ref.run_decomp64(wp, decomp64, A, S)[1]]
 
 
 def _assert_rotations(M, tol):
@@ -310,10 +233,10 @@ def _special(rng):
     values, the identity and the zero matrix."""
     n = 64
     A = [rng.normal(size=(n, 3, 3)),
-         _with_singular_values(rng, [[1.0, 1.0 + 1e-9, 0.3]] * 8),     # near-repeated
-         _with_singular_values(rng, [[2.0, 1.0, -1.0]] * 8),           # repeated |sigma|
-         _with_singular_values(rng, [[2.0, 1.0, 0.0]] * 8),            # rank 2
-         _with_singular_values(rng, [[1e3, 1.0, 1e-3]] * 8),           # condition 1e6
+         with_singular_values(rng, [[1.0, 1.0 + 1e-9, 0.3]] * 8),      # near-repeated
+         with_singular_values(rng, [[2.0, 1.0, -1.0]] * 8),            # repeated |sigma|
+         with_singular_values(rng, [[2.0, 1.0, 0.0]] * 8),             # rank 2
+         with_singular_values(rng, [[1e3, 1.0, 1e-3]] * 8),            # condition 1e6
          np.array([np.eye(3), np.diag([2.0, 2.0, 1.0]), np.zeros((3, 3)),
                    np.outer([1.0, 2.0, 3.0], [0.5, -1.0, 2.0])])]
     A = np.concatenate(A)
@@ -370,12 +293,12 @@ def test_gradients_match_warp():
 def test_gradients_against_finite_differences():
     rng = np.random.default_rng(7)
     A = np.concatenate([rng.normal(size=(2, 3, 3)),
-                        _with_singular_values(rng, [[1.5, 1.497, -0.4],    # near-repeated
-                                                    [2.0, 1.0, 0.0]])])    # rank 2
+                        with_singular_values(rng, [[1.5, 1.497, -0.4],    # near-repeated
+                                                   [2.0, 1.0, 0.0]])])    # rank 2
     A[1, 0] *= -1.0  # a negative determinant
     S = rng.normal(size=(4, 3, 3))
     S = S + np.swapaxes(S, 1, 2)
-    rot = _rotations(rng, 1)[0]
+    rot = rotations(rng, 1)[0]
     S[3] = rot @ np.diag([1.0, 1.003, 2.0]) @ rot.T  # near-repeated eigenvalues
     m = lambda: Arr(np.zeros((4, 3, 3)), wp.mat33d)  # noqa: E731
     v = lambda: Arr(np.zeros((4, 3)), wp.vec3d)      # noqa: E731
@@ -389,13 +312,7 @@ def test_repeated_values_give_finite_gradients():
     A = np.array([np.eye(3), np.diag([2.0, 2.0, 1.0]), np.zeros((3, 3))])
     S = np.array([np.eye(3), np.diag([1.0, 1.0, 2.0]), np.zeros((3, 3))])
     rng = np.random.default_rng(8)
-    a = wp.array(A, dtype=wp.mat33d, requires_grad=True)
-    sa = wp.array(S, dtype=wp.mat33d, requires_grad=True)
-    outs = [wp.zeros(3, dtype=t, requires_grad=True)
-            for t in (wp.mat33d, wp.vec3d, wp.mat33d, wp.mat33d, wp.mat33d, wp.mat33d, wp.vec3d)]
-    tape = wp.Tape()
-    with tape:
-        wp.launch(decomp64, 3, inputs=[a, sa], outputs=outs)
+    (a, sa), outs, tape = ref.run_decomp64(wp, decomp64, A, S, requires_grad=True)
     U, s, V = (o.numpy() for o in outs[:3])
     # the sigma part alone: d(sum sigma)/dA = U V^T (the identity for the first two)
     tape.backward(grads={outs[1]: np.ones((3, 3))})
@@ -410,72 +327,6 @@ def test_repeated_values_give_finite_gradients():
 
 
 # ------------------------------------------------------------------------------------ svd2
-
-@wp.kernel
-def svd2_64(A: wp.array(dtype=wp.mat22d), U: wp.array(dtype=wp.mat22d),
-            s: wp.array(dtype=wp.vec2d), V: wp.array(dtype=wp.mat22d)):
-    i = wp.tid()
-    u = wp.mat22d()
-    sg = wp.vec2d()
-    v = wp.mat22d()
-    wp.svd2(A[i], u, sg, v)
-    U[i] = u
-    s[i] = sg
-    V[i] = v
-
-
-@wp.kernel
-def svd2_losses32(A: wp.array(dtype=wp.mat22), U: wp.array(dtype=wp.mat22),
-                  s: wp.array(dtype=wp.vec2), V: wp.array(dtype=wp.mat22),
-                  loss: wp.array(dtype=float)):
-    # the loss of svd2_losses32 in tests/data/make_decomp_reference.py
-    i = wp.tid()
-    W = wp.mat22(0.3, -0.7, 1.1, 0.5)
-    w = wp.vec2(0.7, -0.3)
-    u = wp.mat22()
-    sg = wp.vec2()
-    v = wp.mat22()
-    wp.svd2(A[i], u, sg, v)
-    loss[i] = (wp.ddot(W, wp.cw_mul(u, u)) + wp.dot(w, sg)
-               + wp.ddot(wp.transpose(W), wp.cw_mul(v, v)))
-    U[i] = u
-    s[i] = sg
-    V[i] = v
-
-
-def _rotations2(rng, n):
-    t = rng.uniform(-np.pi, np.pi, n)
-    c, s = np.cos(t), np.sin(t)
-    return np.stack([c, -s, s, c], 1).reshape(n, 2, 2)
-
-
-def _with_singular_values2(rng, sv):
-    sv = np.asarray(sv, dtype=np.float64)
-    return _rotations2(rng, len(sv)) @ (sv[:, :, None] * np.swapaxes(_rotations2(rng, len(sv)),
-                                                                     1, 2))
-
-
-def _run_svd2_64(A, requires_grad=False):
-    n = len(A)
-    a = wp.array(A, dtype=wp.mat22d, requires_grad=requires_grad)
-    outs = [wp.zeros(n, dtype=t, requires_grad=requires_grad)
-            for t in (wp.mat22d, wp.vec2d, wp.mat22d)]
-    tape = wp.Tape()
-    with tape:
-        wp.launch(svd2_64, n, inputs=[a], outputs=outs)
-    return a, outs, tape
-
-
-def _run_svd2_32(A, requires_grad=False):
-    n = len(A)
-    a = wp.array(np.asarray(A, np.float32), dtype=wp.mat22, requires_grad=requires_grad)
-    outs = [wp.zeros(n, dtype=t) for t in (wp.mat22, wp.vec2, wp.mat22)]
-    loss = wp.zeros(n, dtype=float, requires_grad=requires_grad)
-    tape = wp.Tape()
-    with tape:
-        wp.launch(svd2_losses32, n, inputs=[a], outputs=outs + [loss])
-    return a, [o.numpy() for o in outs], loss, tape
-
 
 def _check_svd2(A, U, s, V, tol):
     """Warp's conventions, to ``tol`` relative to each matrix's largest entry: A = U diag(s) V^T,
@@ -501,13 +352,13 @@ def test_svd2_float64_against_numpy():
     rng = np.random.default_rng(12)
     A = np.concatenate([
         rng.normal(size=(64, 2, 2)),                              # half with det < 0
-        _with_singular_values2(rng, [[1.0, 1.0 + 1e-9]] * 8),    # near-repeated
-        _with_singular_values2(rng, [[2.0, 2.0]] * 4),           # repeated: rotations
-        _with_singular_values2(rng, [[2.0, 2.0]] * 4) @ np.diag([1.0, -1.0]),  # reflections
-        _with_singular_values2(rng, [[1e3, 1.0]] * 8),           # condition 1e3
+        with_singular_values(rng, [[1.0, 1.0 + 1e-9]] * 8),      # near-repeated
+        with_singular_values(rng, [[2.0, 2.0]] * 4),             # repeated: rotations
+        with_singular_values(rng, [[2.0, 2.0]] * 4) @ np.diag([1.0, -1.0]),  # reflections
+        with_singular_values(rng, [[1e3, 1.0]] * 8),             # condition 1e3
         np.array([np.eye(2), -np.eye(2), [[0.0, -1.0], [1.0, 0.0]], [[0.0, 2.0], [2.0, 0.0]],
                   np.diag([1.0, -1.0]), np.zeros((2, 2))]),
-        _with_singular_values2(rng, [[2.0, 0.0]] * 8),           # rank 1
+        with_singular_values(rng, [[2.0, 0.0]] * 8),             # rank 1
         np.array([np.outer([1.0, 3.0], [0.5, -1.0]), np.outer([0.3, -0.2], [1.1, 0.7])])])
     _, outs, _ = _run_svd2_64(A)
     U, s, V = (o.numpy() for o in outs)
@@ -559,7 +410,7 @@ def test_svd2_gradient_matches_warp():
 def test_svd2_gradients_against_finite_differences():
     rng = np.random.default_rng(13)
     A = np.concatenate([rng.normal(size=(2, 2, 2)),
-                        _with_singular_values2(rng, [[1.5, 1.497], [2.0, 0.05]])])
+                        with_singular_values(rng, [[1.5, 1.497], [2.0, 0.05]])])
     if np.linalg.det(A[0]) * np.linalg.det(A[1]) > 0:
         A[1, 0] *= -1.0  # one negative determinant
     m = lambda: Arr(np.zeros((4, 2, 2)), wp.mat22d)  # noqa: E731

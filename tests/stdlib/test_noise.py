@@ -3,11 +3,13 @@ float32, exact gradients (adjoint and tangent against float64 finite differences
 properties that do not depend on Warp (periodicity, zeros on the lattice).
 
 The Warp values below were printed by ``tests/data/make_noise_reference.py`` (Warp 1.19, CPU)
-for the points ``points(dim)`` defined there; rerun it to regenerate the block.
+at its ``points()``, with its kernels (``kernels(wp)``), which run here under weft; rerun it to
+regenerate the block.
 """
 import os
 import subprocess
 import sys
+from functools import partial
 
 import numpy as np
 import pytest
@@ -16,9 +18,8 @@ import weft as wp
 from tests.gradcheck import Arr, check
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data"))
-from make_noise_reference import CURL_ARGS, N, PERIODS, SEEDS, points  # noqa: E402
-
-VEC = {2: wp.vec2, 3: wp.vec3, 4: wp.vec4}
+import make_noise_reference as ref  # noqa: E402
+from make_noise_reference import PERIODS, SEEDS, points  # noqa: E402
 
 # --- BEGIN WARP REFERENCE (tests/data/make_noise_reference.py, Warp 1.19.0, CPU)
 NOISE, PNOISE, CURL, GRAD, CURL_GRAD = {}, {}, {}, {}, {}
@@ -249,52 +250,8 @@ CURL_GRAD[4] = [
 # --- END WARP REFERENCE
 
 
-# ----------------------------------------------------------------------------- kernels
-
-@wp.kernel
-def values(seed: int, x1: wp.array(dtype=float), x2: wp.array(dtype=wp.vec2),
-           x3: wp.array(dtype=wp.vec3), x4: wp.array(dtype=wp.vec4), octaves: wp.uint32,
-           lacunarity: float, gain: float, out: wp.array2d(dtype=float),
-           c2: wp.array2d(dtype=wp.vec2), c3: wp.array2d(dtype=wp.vec3),
-           c4: wp.array2d(dtype=wp.vec3)):
-    i = wp.tid()
-    s = wp.rand_init(seed)
-    out[i, 0] = wp.noise(s, x1[i])
-    out[i, 1] = wp.noise(s, x2[i])
-    out[i, 2] = wp.noise(s, x3[i])
-    out[i, 3] = wp.noise(s, x4[i])
-    out[i, 4] = wp.pnoise(s, x1[i], 4)
-    out[i, 5] = wp.pnoise(s, x2[i], 3, 5)
-    out[i, 6] = wp.pnoise(s, x3[i], 2, 4, 3)
-    out[i, 7] = wp.pnoise(s, x4[i], 3, 2, 4, 5)
-    c2[i, 0] = wp.curlnoise(s, x2[i])
-    c3[i, 0] = wp.curlnoise(s, x3[i])
-    c4[i, 0] = wp.curlnoise(s, x4[i])
-    c2[i, 1] = wp.curlnoise(s, x2[i], octaves, lacunarity, gain)
-    c3[i, 1] = wp.curlnoise(s, x3[i], octaves, lacunarity=lacunarity, gain=gain)
-    c4[i, 1] = wp.curlnoise(s, x4[i], octaves, lacunarity, gain)
-
-
-def _points(n=N):
-    x = {1: points(1)[:n, 0]}
-    x.update({d: points(d)[:n] for d in (2, 3, 4)})
-    return x
-
-
-def run_values(seed, x, octaves=CURL_ARGS[0], lacunarity=CURL_ARGS[1], gain=CURL_ARGS[2],
-               device="cpu"):
-    """(noise and pnoise of each dimension as the columns of one array, {dim: curlnoise with
-    default arguments and with the given ones})."""
-    n = len(x[1])
-    arrs = [wp.array(x[1], dtype=float, device=device)] + [
-        wp.array(x[d], dtype=VEC[d], device=device) for d in (2, 3, 4)]
-    out = wp.zeros((n, 8), dtype=float, device=device)
-    curl = {2: wp.zeros((n, 2), dtype=wp.vec2, device=device),
-            3: wp.zeros((n, 2), dtype=wp.vec3, device=device),
-            4: wp.zeros((n, 2), dtype=wp.vec3, device=device)}
-    wp.launch(values, n, inputs=[seed, *arrs, wp.uint32(octaves), lacunarity, gain, out,
-                                 curl[2], curl[3], curl[4]], device=device)
-    return out.numpy(), {d: c.numpy() for d, c in curl.items()}
+K = ref.kernels(wp)   # the kernels of the reference script, compiled by weft
+run_values = partial(ref.run_values, wp, K["values"])
 
 
 def assert_bits(got, want, what):
@@ -309,7 +266,7 @@ def assert_bits(got, want, what):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_values_match_warp_bit_for_bit(seed):
-    out, curl = run_values(seed, _points())
+    out, curl = run_values(seed, points())
     for d in (1, 2, 3, 4):
         assert_bits(out[:, d - 1], NOISE[seed, d], f"noise {d}-D")
         assert_bits(out[:, d + 3], PNOISE[seed, d], f"pnoise {d}-D")
@@ -354,6 +311,7 @@ def test_pnoise_is_periodic_and_noise_vanishes_on_the_lattice():
 
 # ----------------------------------------------------------------------------- gradients
 
+# weft's own: Warp's noise builtins are float32 only
 @wp.kernel
 def grads64(seed: int, x1: wp.array(dtype=wp.float64), x2: wp.array(dtype=wp.vec2d),
             x3: wp.array(dtype=wp.vec3d), x4: wp.array(dtype=wp.vec4d), octaves: wp.uint32,
@@ -397,8 +355,7 @@ def check_gradients_match_warp():
     """Warp differentiates noise with its analytic gradient and curlnoise with its analytic
     Hessian (in float32); weft derives both itself (here in float64, at the same points)."""
     n = 6
-    x = {1: points(1)[:n, 0].astype(np.float64)}
-    x.update({d: points(d)[:n].astype(np.float64) for d in (2, 3, 4)})
+    x = {d: v.astype(np.float64) for d, v in points(n).items()}
     vec = {2: wp.vec2d, 3: wp.vec3d, 4: wp.vec4d}
 
     def grads(octaves, seed_out, seed_curl):
@@ -463,7 +420,7 @@ def test_cuda_target_matches_warp():
             np.testing.assert_allclose(np.ravel(got), want, rtol=1e-5, atol=1e-6, err_msg=what)
 
     n = 3
-    out, curl = run_values(SEEDS[0], _points(n), device="cuda")
+    out, curl = run_values(SEEDS[0], points(n), device="cuda")
     for d in (1, 2, 3, 4):
         same(out[:, d - 1], NOISE[SEEDS[0], d][:n], f"noise {d}-D")
         same(out[:, d + 3], PNOISE[SEEDS[0], d][:n], f"pnoise {d}-D")

@@ -139,24 +139,7 @@ def test_samplers_match_numbers_printed_by_warp():
 
 # ------------------------------------------------ the later samplers, poisson and sample_cdf
 
-@wp.kernel
-def more_samplers(seed: int, lams: wp.array(dtype=float), cdf: wp.array(dtype=float),
-                  out3: wp.array2d(dtype=wp.vec3), out2: wp.array(dtype=wp.vec2),
-                  outp: wp.array2d(dtype=wp.uint32), outc: wp.array2d(dtype=int)):
-    # the kernel of tests/data/make_random_reference.py
-    tid = wp.tid()
-    state = wp.rand_init(seed, tid)
-    out2[tid] = wp.sample_unit_square(state)
-    out3[tid, 0] = wp.sample_unit_cube(state)
-    out3[tid, 1] = wp.sample_unit_hemisphere_surface(state)
-    out3[tid, 2] = wp.sample_unit_hemisphere(state)
-    n = lams.shape[0]
-    for j in range(n):
-        outp[tid, j] = wp.poisson(state, lams[j])  # the state is carried through the loop
-    outc[tid, 0] = wp.sample_cdf(state, cdf)
-    outc[tid, 1] = wp.sample_cdf(state, cdf)
-    outp[tid, n] = wp.randu(state, wp.uint32(5), wp.uint32(17))
-    outp[tid, n + 1] = wp.randu(state)  # the state after all of the above
+more_samplers = ref.kernels(wp)["more_samplers"]   # the reference script's, compiled by weft
 
 
 # --- BEGIN WARP REFERENCE (tests/data/make_random_reference.py, Warp 1.19.0, CPU)
