@@ -139,19 +139,7 @@ def _jacobi(s11, s21, s22, s31, s32, s33):
         s, q = _jacobi_step(s, q)
         s, q = _jacobi_step(s, q)
         s, q = _jacobi_step(s, q)
-    return q
-
-
-@wp.func
-def _quat_mat(q):
-    x = q[0]
-    y = q[1]
-    z = q[2]
-    w = q[3]
-    return wp.matrix(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y),
-                     2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x),
-                     2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y),
-                     shape=(3, 3))
+    return wp.quaternion(q[0], q[1], q[2], q[3])
 
 
 # ------------------------------------------------------------------------------------ QR
@@ -235,7 +223,7 @@ def _svd(A):
     c2 = At[2]
     q = _jacobi(wp.dot(c0, c0), wp.dot(c1, c0), wp.dot(c1, c1), wp.dot(c2, c0),
                 wp.dot(c2, c1), wp.dot(c2, c2))
-    V = _quat_mat(q)
+    V = wp.quat_to_matrix(q)
     Bt = wp.transpose(A @ V)
     b0 = Bt[0]
     b1 = Bt[1]
@@ -282,7 +270,7 @@ def _svd(A):
 @wp.func
 def _eig(A):
     """(Q, d) as Warp's eig3: Jacobi on the lower triangle of A, d = diag(Q^T A Q)."""
-    Q = _quat_mat(_jacobi(A[0, 0], A[1, 0], A[1, 1], A[2, 0], A[2, 1], A[2, 2]))
+    Q = wp.quat_to_matrix(_jacobi(A[0, 0], A[1, 0], A[1, 1], A[2, 0], A[2, 1], A[2, 2]))
     D = (wp.transpose(Q) @ A) @ Q
     return Q, wp.vector(D[0, 0], D[1, 1], D[2, 2])
 
@@ -409,54 +397,52 @@ def _eig_frame(A, Q):
 
 # ------------------------------------------------------------------ rules: SVD (dP = U^T dA V)
 
-@wp.func_tangent(_svd)
-def _svd_tangent(A, dA):
-    U, s, V = _svd(A)
-    F = _svd_gaps(s)
+@wp.func
+def _svd_jvp(U, s, V, F, dA):
+    """Tangents (dU, dsigma, dV) of A = U diag(s) V^T along dA (any size; F: the gaps)."""
     S = wp.diag(s)
     dP = (wp.transpose(U) @ dA) @ V
     dPt = wp.transpose(dP)
     dU = U @ wp.cw_mul(F, dP @ S + S @ dPt)
     dV = V @ wp.cw_mul(F, S @ dP + dPt @ S)
     return dU, wp.get_diag(dP), dV
+
+
+@wp.func
+def _svd_vjp(U, s, V, F, gU, gs, gV):
+    """The adjoint of A from those of U, sigma and V (any size; F: the gaps)."""
+    S = wp.diag(s)
+    Ut = wp.transpose(U)
+    Vt = wp.transpose(V)
+    KU = wp.cw_mul(F, Ut @ gU - wp.transpose(gU) @ U)
+    KV = wp.cw_mul(F, Vt @ gV - wp.transpose(gV) @ V)
+    return (U @ (wp.diag(gs) + KU @ S + S @ KV)) @ Vt
+
+
+@wp.func_tangent(_svd)
+def _svd_tangent(A, dA):
+    U, s, V = _svd(A)
+    return _svd_jvp(U, s, V, _svd_gaps(s), dA)
 
 
 @wp.func_grad(_svd)
 def _svd_grad(A, adj_ret):
     U, s, V = _svd(A)
     gU, gs, gV = adj_ret
-    F = _svd_gaps(s)
-    S = wp.diag(s)
-    Ut = wp.transpose(U)
-    Vt = wp.transpose(V)
-    KU = wp.cw_mul(F, Ut @ gU - wp.transpose(gU) @ U)
-    KV = wp.cw_mul(F, Vt @ gV - wp.transpose(gV) @ V)
-    wp.adjoint[A] += (U @ (wp.diag(gs) + KU @ S + S @ KV)) @ Vt
+    wp.adjoint[A] += _svd_vjp(U, s, V, _svd_gaps(s), gU, gs, gV)
 
 
 @wp.func_tangent(_svd2)
 def _svd2_tangent(A, dA):
     U, s, V = _svd2(A)
-    F = _svd2_gaps(s)
-    S = wp.diag(s)
-    dP = (wp.transpose(U) @ dA) @ V
-    dPt = wp.transpose(dP)
-    dU = U @ wp.cw_mul(F, dP @ S + S @ dPt)
-    dV = V @ wp.cw_mul(F, S @ dP + dPt @ S)
-    return dU, wp.get_diag(dP), dV
+    return _svd_jvp(U, s, V, _svd2_gaps(s), dA)
 
 
 @wp.func_grad(_svd2)
 def _svd2_grad(A, adj_ret):
     U, s, V = _svd2(A)
     gU, gs, gV = adj_ret
-    F = _svd2_gaps(s)
-    S = wp.diag(s)
-    Ut = wp.transpose(U)
-    Vt = wp.transpose(V)
-    KU = wp.cw_mul(F, Ut @ gU - wp.transpose(gU) @ U)
-    KV = wp.cw_mul(F, Vt @ gV - wp.transpose(gV) @ V)
-    wp.adjoint[A] += (U @ (wp.diag(gs) + KU @ S + S @ KV)) @ Vt
+    wp.adjoint[A] += _svd_vjp(U, s, V, _svd2_gaps(s), gU, gs, gV)
 
 
 # --------------------------------------- rules: QR (Omega = Q^T dQ from the leading 2x2 of R)
