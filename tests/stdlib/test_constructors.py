@@ -7,7 +7,7 @@ import pytest
 
 import weft as wp
 from tests.gradcheck import Arr, check
-from weft.errors import KernelError
+from tests.kernel_errors import kernel_error
 
 vec5d = wp.types.vector(5, wp.float64)
 mat23d = wp.types.matrix((2, 3), wp.float64)
@@ -86,14 +86,7 @@ def test_python_scope_defaults_as_warp():
     ("v = wp.vector(x, length=n)", "must be a constant"),
 ])
 def test_malformed_constructors_are_kernel_errors(tmp_path, body, message):
-    import importlib.util
-    path = tmp_path / "bad_ctor.py"
-    path.write_text("import weft as wp\n\n\n@wp.kernel\n"
-                    "def bad(x: float, n: int, out: wp.array(dtype=float)):\n"
-                    f"    {body}\n    out[0] = 0.0\n")
-    spec = importlib.util.spec_from_file_location("bad_ctor", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    with pytest.raises(KernelError, match=message.replace("(", r"\(").replace(")", r"\)")) as e:
-        mod.bad.module
-    assert "bad_ctor.py:6" in str(e.value) and "^" in str(e.value)
+    err = str(kernel_error(tmp_path, "x: float, n: int, out: wp.array(dtype=float)",
+                           [body, "out[0] = 0.0"], "bad_ctor"))
+    assert message in err
+    assert "bad_ctor.py:6" in err and "^" in err

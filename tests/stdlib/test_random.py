@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import weft as wp
+from tests.kernel_errors import kernel_error
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data"))
 import make_random_reference as ref  # noqa: E402
@@ -236,14 +237,6 @@ def test_more_samplers_are_the_same_on_cuda():
     ("k = wp.randf(s, lo=0.0, hi=1.0)", "positional arguments only"),
 ])
 def test_misused_random_builtins_are_kernel_errors(tmp_path, body, message):
-    import importlib.util
-    from weft.errors import KernelError
-    path = tmp_path / "bad_random.py"
-    path.write_text("import weft as wp\n\n\n@wp.kernel\n"
-                    "def bad(x: wp.float64, c2: wp.array2d(dtype=float)):\n"
-                    f"    s = wp.rand_init(1)\n    {body}\n")
-    spec = importlib.util.spec_from_file_location("bad_random", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    with pytest.raises(KernelError, match=message):
-        mod.bad.module
+    err = kernel_error(tmp_path, "x: wp.float64, c2: wp.array2d(dtype=float)",
+                       ["s = wp.rand_init(1)", body], "bad_random")
+    assert message in str(err)
