@@ -8,8 +8,8 @@ and offset give the same integers and floats as Warp, on every target.
 
 ``poisson`` and ``sample_cdf`` loop, so they are written below in the kernel language, as
 Warp's ``rand.h`` (float32 operations in Warp's order, so that every accept/reject decision is
-Warp's); ``_poisson`` returns the new state with the count, and the lowering rebinds the
-caller's state variable to it.
+Warp's); ``poisson_count`` returns the count and the new state, and the lowering rebinds
+the caller's state variable to it.
 """
 from __future__ import annotations
 
@@ -52,8 +52,11 @@ _state_fn("rand_float", "_wk.rand_float", T.float32)
 _state_fn("rand_int", "_wk.rand_int", T.int32)
 _state_fn("rand_int_range", "_wk.rand_int_range", T.int32, arity=3)
 
-# calls that advance their first argument, a state variable (with every ``sample_*`` name)
-DRAWS = {"randf", "randi", "randu", "randn", "poisson"}
+def is_draw(name):
+    """Whether a call of ``wp.<name>`` is a random draw, which advances its first argument, a
+    state variable (the lowering rebinds it, and carries it through loops)."""
+    return name in ("randf", "randi", "randu", "randn", "poisson") or (
+        name or "").startswith("sample_")
 
 
 # ------------------------------------------------------------------ poisson (Warp's rand.h)
@@ -86,7 +89,7 @@ def _loggam(x: float):
 
 
 @func
-def _poisson(state: wp.uint32, lam: float):
+def poisson_count(state: wp.uint32, lam: float):
     """Warp's ``poisson(state, lam)``: 0 for ``lam == 0`` (no draw); below 10 the
     multiplication method (a product of uniforms against exp(-lam)); from 10 on Hoermann's
     transformed rejection (PTRS, 1993), as NumPy's. Returns the count and the new state."""
@@ -124,7 +127,7 @@ def _poisson(state: wp.uint32, lam: float):
 
 
 @func
-def _cdf_index(cdf: wp.array(dtype=float), u: float):
+def cdf_index(cdf: wp.array(dtype=float), u: float):
     """The first index of ``cdf`` whose value is not below ``u`` (the last index if none;
     0 for an empty array): Warp's ``lower_bound``, a binary search."""
     lower = int(0)

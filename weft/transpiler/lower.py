@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from .. import types as T
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
-from ..stdlib.random import DRAWS
+from ..stdlib.random import is_draw
 from . import ir
-from .lower_expr import ExprLowerer, is_transform_part
+from .lower_expr import ExprLowerer
+from .lower_values import is_transform_part
 from .lower_struct import STRUCTISH, StructArr, StructRef, is_struct_array
 from .source import error
 
@@ -65,7 +66,7 @@ def assigned_names(stmts):
             elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
                 fname = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
                     node.func, "id", None)
-                if fname in DRAWS or (fname or "").startswith("sample_"):
+                if is_draw(fname):
                     add(node.args[0])  # a random draw advances its state variable
             if isinstance(node, ast.Call) and OUTPUT_ARGS.get(_call_name(node), 0):
                 for a in node.args[-OUTPUT_ARGS[_call_name(node)]:]:

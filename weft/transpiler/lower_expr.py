@@ -2,24 +2,19 @@
 from __future__ import annotations
 
 import ast
-import inspect
 import builtins as py
 
 from .. import types as T
 from ..errors import KernelNameError, KernelSyntaxError, KernelTypeError
-from ..stdlib import random, registry
+from ..stdlib import registry
+from ..stdlib.random import is_draw
 from . import ir
 from .exprs import NameGen
+from .lower_calls import CallLowering
 from .lower_random import RandomLowering
 from .lower_struct import STRUCTISH, StructArr, StructLowering, StructRef, StructVal
+from .lower_values import ValueLowering, is_transform_part
 from .source import error
-
-
-TRANSFORM_PARTS = {"p": (0, 3), "q": (3, 4)}  # first component and length in a transform
-
-
-def is_transform_part(t, attr):
-    return T.is_composite(t) and t._wp_kind_ == "transformation" and attr in TRANSFORM_PARTS
 
 
 class SpecialForm:
@@ -41,7 +36,7 @@ ATOMICS = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomi
            "atomic_xor": "xor"}
 
 
-class ExprLowerer(RandomLowering, StructLowering):
+class ExprLowerer(RandomLowering, StructLowering, ValueLowering, CallLowering):
     BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
               ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul",
               ast.BitAnd: "bit_and", ast.BitOr: "bit_or", ast.BitXor: "bit_xor",
@@ -215,48 +210,6 @@ class ExprLowerer(RandomLowering, StructLowering):
             index = self.component_index(base.type, node.attr, node)
             return self.apply_builtin("extract", [base, ir.Const(index, T.int32)], node)
         return self.python_constant(self.resolve_global(node), node)
-
-    def transform_set(self, name, node):
-        """``wp.transform_set_translation(t, p)`` / ``transform_set_rotation(t, q)``: Warp's
-        in-place setters, the same as ``t.p = p`` / ``t.q = q``."""
-        if len(node.args) != 2 or node.keywords:
-            raise self.fail(node, f"wp.{name}(xform, value) takes two arguments")
-        target = node.args[0]
-        if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)) or (
-                isinstance(target, ast.Subscript) and self.is_array_expr(target.value)):
-            raise self.fail(target, f"wp.{name}() modifies a variable in place: pass a "
-                            "variable (load an array element into one, or write "
-                            "xforms[i].p = ... instead)")
-        t = self.lower_expr(target)
-        if not (T.is_composite(t.type) and t.type._wp_kind_ == "transformation"):
-            raise self.fail(target, f"wp.{name}() needs a transform, got "
-                            f"{T.type_name(t.type)}")
-        attr = "p" if name.endswith("translation") else "q"
-        self.assign(target, self.with_transform_part(t, attr, self.lower_expr(node.args[1]),
-                                                     node), node)
-        return None
-
-    def transform_part(self, t, attr, node):
-        """``t.p`` (the translation, a vec3) or ``t.q`` (the rotation, a quaternion)."""
-        start, n = TRANSFORM_PARTS[attr]
-        st = T.scalar_of(t.type)
-        comps = [self.apply_builtin("extract", [t, ir.Const(start + k, T.int32)], node)
-                 for k in range(n)]
-        part_t = T.vector(3, st) if attr == "p" else T.quaternion(st)
-        return self.apply_builtin("construct", comps, node, {"type": part_t})
-
-    def with_transform_part(self, t, attr, value, node):
-        """A copy of transform ``t`` with ``t.p`` or ``t.q`` replaced by ``value``."""
-        start, n = TRANSFORM_PARTS[attr]
-        want = T.vector(3, T.scalar_of(t.type)) if attr == "p" else T.quaternion(T.scalar_of(t.type))
-        value = self.adapt_literal(value, want)
-        if value.type != want:
-            raise self.fail(node, f"t.{attr} of a {T.type_name(t.type)} takes a "
-                            f"{T.type_name(want)}, got {T.type_name(value.type)}")
-        for k in range(n):
-            c = self.apply_builtin("extract", [value, ir.Const(k, T.int32)], node)
-            t = self.apply_builtin("insert", [t, ir.Const(start + k, T.int32), c], node)
-        return t
 
     def component_index(self, t, attr, node):
         names = {"x": 0, "y": 1, "z": 2, "w": 3}
@@ -519,78 +472,6 @@ class ExprLowerer(RandomLowering, StructLowering):
         raise self.fail(node.func, f"'{ast.unparse(node.func)}' ({type(callee).__name__}) cannot "
                         "be called in kernels", KernelTypeError)
 
-    def generic_constructor(self, factory, node):
-        """In-kernel ``wp.vector(x, y, z)``, ``wp.vector(s, length=3)``,
-        ``wp.vector(length=3, dtype=float)``, ``wp.matrix(..., shape=(r, c))``,
-        ``wp.quaternion(x, y, z, w)``, ``wp.quaternion(v, w)``, ``wp.transformation(p, q)``:
-        the scalar type comes from the arguments, else from ``dtype=`` (float32 by default);
-        with no components the value is zero, as in Warp."""
-        what = {T.vector: "wp.vector", T.matrix: "wp.matrix", T.quaternion: "wp.quaternion",
-                T.transformation: "wp.transformation"}[factory]
-        args = [self.lower_expr(a) for a in node.args]
-        kw = {k.arg: self.static_keyword(k, what) for k in node.keywords}
-        allowed = {T.vector: {"length", "dtype"}, T.matrix: {"shape", "dtype"}}.get(
-            factory, {"dtype"})
-        for k in node.keywords:
-            if k.arg not in allowed:
-                raise self.fail(k, f"{what}() takes no keyword '{k.arg}' (it takes "
-                                f"{', '.join(sorted(allowed))})")
-        typed = [a for a in args if not (isinstance(a, ir.Const) and a.literal)]
-        try:
-            st = T.as_scalar_type(kw["dtype"]) if "dtype" in kw else (
-                T.scalar_of(typed[0].type) if typed else T.float32)
-        except TypeError:
-            raise self.fail(node, f"{what}(dtype=...) needs a scalar type") from None
-        n = sum(a.type._length_ if T.is_composite(a.type) else 1 for a in args)
-        if factory is T.vector:
-            length = kw.get("length", n)
-            if not isinstance(length, int) or length < 1:
-                raise self.fail(node, "wp.vector() needs its components or length=N")
-            t = T.vector(length, st)
-        elif factory is T.matrix:
-            shape = kw.get("shape")
-            if not (isinstance(shape, tuple) and len(shape) == 2 and all(
-                    isinstance(d, int) and d > 0 for d in shape)):
-                raise self.fail(node, "wp.matrix(...) in a kernel needs shape=(rows, cols)")
-            t = T.matrix(shape, st)
-        elif factory is T.quaternion:
-            t = T.quaternion(st)
-        else:
-            t = T.transformation(st)
-        if n not in (0, t._length_) and not (n == 1 and factory in (T.vector, T.matrix)):
-            raise self.fail(node, f"{what}() for {T.type_name(t)} takes 0, "
-                            f"{'1 (a fill value) or ' if n == 1 else ''}{t._length_} "
-                            f"components, got {n}")
-        args = [self.adapt_literal(a, t) for a in args]
-        return self.apply_builtin("construct", args, node, {"type": t})
-
-    def static_keyword(self, kw, what):
-        """The compile-time value of keyword argument ``kw`` (a literal or a global)."""
-        try:
-            return ast.literal_eval(kw.value)
-        except ValueError:
-            pass
-        value = self.resolve_global(kw.value)
-        if value is None:
-            raise self.fail(kw.value, f"{what}({kw.arg}=...) must be a constant")
-        return value
-
-    def identity_of(self, name, node):
-        """``wp.quat_identity(dtype=float32)``, ``wp.transform_identity(dtype=float32)``."""
-        given = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]
-        if len(given) > 1 or any(k.arg != "dtype" for k in node.keywords):
-            raise self.fail(node, f"wp.{name}() takes one argument, dtype")
-        try:
-            st = T.as_scalar_type(self.resolve_global(given[0])) if given else T.float32
-        except TypeError:
-            st = None
-        if st is None or not T.is_float(st):
-            raise self.fail(node, f"wp.{name}(dtype) needs a float type (float16, float32 or "
-                            "float64)")
-        if name == "quat_identity":
-            return ir.Const((0.0, 0.0, 0.0, 1.0), T.quaternion(st))
-        return ir.Const((0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), T.transformation(st))
-
     def call_keywords(self, node, b):
         attrs = {}
         for kw in node.keywords:
@@ -610,7 +491,7 @@ class ExprLowerer(RandomLowering, StructLowering):
     def call_special(self, sf, node):
         if sf.name in ("transform_set_translation", "transform_set_rotation"):
             return self.transform_set(sf.name, node)
-        if sf.name in random.DRAWS or sf.name.startswith("sample_"):
+        if is_draw(sf.name):
             return self.random_draw(sf, node)
         if sf.name == "alloc_local":
             return self.alloc_local(node)
@@ -677,97 +558,6 @@ class ExprLowerer(RandomLowering, StructLowering):
                                                {"value": value}), self.loc(node)))
         return v
 
-    def call_func(self, func, node):
-        nout = getattr(func, "_weft_outputs", 0)
-        if nout:
-            if node.keywords:
-                raise self.fail(node, "keyword arguments to funcs with output arguments are "
-                                "not supported yet", KernelSyntaxError)
-            return self.call_with_outputs(func, node, nout)
-        return self.call_func_plain(func, node, *self.func_call_args(func, node))
-
-    def func_call_args(self, func, node):
-        """The lowered arguments of a func call in parameter order: the positional ones, then
-        keyword arguments and the Python defaults of parameters not given (as Warp); and how
-        many leading ones the call gives (up to the last one given)."""
-        args = [self.lower_expr(a) for a in node.args]
-        params = inspect.signature(func.func).parameters
-        names = list(params)
-        if not node.keywords and len(args) >= len(names):
-            return args, len(args)
-        given = {}
-        for k in node.keywords:
-            if k.arg not in names[len(args):]:
-                raise self.fail(k, f"{func.__name__}() got an unexpected keyword argument "
-                                f"'{k.arg}'", KernelTypeError)
-            given[k.arg] = self.lower_expr(k.value)
-        for n in names[len(args):]:
-            if n in given:
-                args.append(given[n])
-            elif params[n].default is not inspect.Parameter.empty:
-                args.append(self.python_constant(params[n].default, node))
-            else:
-                raise self.fail(node, f"{func.__name__}() takes {len(names)} arguments, got "
-                                f"{len(node.args) + len(node.keywords)} (no '{n}')",
-                                KernelTypeError)
-        return args, max([len(node.args)] + [names.index(n) + 1 for n in given])
-
-    def call_func_plain(self, func, node, args=None, n_given=None):
-        if args is None:
-            args = [self.lower_expr(a) for a in node.args]
-        if func.__module__.startswith("weft.stdlib."):  # a kernel-language builtin
-            from ..stdlib.signatures import check_call
-            shown = args[:n_given]  # the signatures describe the arguments as written
-            msg = check_call(func.__name__, [a.type for a in shown],
-                             [isinstance(a, ir.Const) and a.literal for a in shown])
-            if msg:
-                raise self.fail(node, msg, KernelTypeError)
-        fir = self.ctx.specialize(func, args, node, self)
-        args = self.flatten_call_args(args, node)
-        args = [self.adapt_literal(a, p.type) for a, p in zip(args, fir.params)]
-        args = [ir.Const(a.value, a.type) if isinstance(a, ir.Const) and a.literal else a
-                for a in args]
-        if fir not in self.callees:
-            self.callees.append(fir)
-        if fir.ret_type is None:
-            self.block.append(ir.Assign(self.new_temp(T.TupleType(()), "void"),
-                                        ir.Call(fir, args), self.loc(node)))
-            return None
-        out = self.emit(ir.Call(fir, args), fir.ret_type, node)
-        if fir.ret_struct is not None:
-            return self.unpack_struct_return(fir.ret_struct, out, node)
-        return out
-
     def first_member_array(self, arr):
         m = next(iter(arr.members.values()))
         return self.first_member_array(m) if isinstance(m, StructArr) else m
-
-    def call_with_outputs(self, func, node, nout):
-        """Warp's output-argument builtins (``wp.svd3(A, U, sigma, V)``): the func returns the
-        outputs, which are assigned to the trailing argument variables. Called with the inputs
-        only, they return the outputs instead (``U, sigma, V = wp.svd3(A)``), as Warp's
-        value-returning overloads."""
-        n_inputs = len(inspect.signature(func.func).parameters)
-        if len(node.args) == n_inputs:
-            return self.call_func_plain(func, node)
-        if len(node.args) != n_inputs + nout:
-            raise self.fail(node, f"wp.{func.__name__}() takes {n_inputs} input(s), then "
-                            f"either nothing (it returns its {nout} outputs) or {nout} output "
-                            f"variables; got {len(node.args)} arguments")
-        targets = node.args[-nout:]
-        call = ast.copy_location(ast.Call(node.func, node.args[:-nout], []), node)
-        result = self.call_func_plain(func, call)
-        values = [result] if nout == 1 else [
-            self.apply_builtin("tuple_get", [result], node, attrs={"index": k})
-            for k in range(nout)]
-        for target, value in zip(targets, values):
-            if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
-                raise self.fail(target, f"output argument of wp.{func.__name__}() must be a "
-                                "variable")
-            if isinstance(target, ast.Name) and target.id in self.env and \
-                    self.env[target.id].type != value.type:
-                raise self.fail(target, f"output argument '{target.id}' of wp.{func.__name__}() "
-                                f"has type {T.type_name(self.env[target.id].type)}; it needs "
-                                f"{T.type_name(value.type)}")
-            self.assign(target, value, node)
-        return None

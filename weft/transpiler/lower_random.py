@@ -8,6 +8,7 @@ import ast
 import numpy as np
 
 from .. import types as T
+from ..stdlib.random import cdf_index, poisson_count
 from . import ir
 
 
@@ -78,13 +79,12 @@ class RandomLowering:
         return s  # randu
 
     def random_poisson(self, name, extra, node):
-        """``wp.poisson(state, lam)``: the kernel-language ``_poisson`` (Warp's algorithms,
+        """``wp.poisson(state, lam)``: the kernel-language ``poisson_count`` (Warp's algorithms,
         which loop) returns the count and the advanced state, rebound to the caller's."""
-        from ..stdlib import random
         lam = self.adapt_literal(extra[0], T.float32) if len(extra) == 1 else None
         if lam is None or lam.type is not T.float32:
             raise self.fail(node, "wp.poisson(state, lam) needs a float32 lam")
-        out = self.call_func_plain(random._poisson, node, [self.env[name], lam], 2)
+        out = self.call_func_plain(poisson_count, node, [self.env[name], lam], 2)
         count, state = (self.apply_builtin("tuple_get", [out], node, attrs={"index": k})
                         for k in (0, 1))
         self.bind(name, state, node)
@@ -93,13 +93,12 @@ class RandomLowering:
     def random_sample_cdf(self, draw, extra, node):
         """``wp.sample_cdf(state, cdf)``: one uniform draw, then the first index of the 1-D
         float32 array ``cdf`` whose value is not below it (binary search, as Warp)."""
-        from ..stdlib import random
         cdf = extra[0] if len(extra) == 1 else None
         if cdf is None or not isinstance(cdf.type, T.ArrayType) or cdf.type.ndim != 1 or \
                 cdf.type.dtype is not T.float32:
             raise self.fail(node, "wp.sample_cdf(state, cdf) needs a 1-D array of float32")
         u = self.apply_builtin("rand_float", [draw()], node)
-        return self.call_func_plain(random._cdf_index, node, [cdf, u], 2)
+        return self.call_func_plain(cdf_index, node, [cdf, u], 2)
 
     def random_sample(self, kind, draw, node):
         """Warp's geometric samplers (rand.h), in the order Warp draws its numbers."""
