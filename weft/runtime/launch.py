@@ -122,7 +122,7 @@ def convert_arg(kernel, pname, ptype, value, device):
             vals = None
         if vals is None or vals.size != ptype._length_:
             raise LaunchError(f"{where}: expected a {T.type_name(ptype)}, got {value!r}")
-        return tuple(vals.astype(np.float32) if vals.dtype == np.float16 else vals)
+        return kernel_tuple(vals)
     if T.is_scalar(ptype):
         if isinstance(value, array) or isinstance(value, (list, tuple, np.ndarray)) and \
                 np.ndim(value) > 0:
@@ -132,33 +132,41 @@ def convert_arg(kernel, pname, ptype, value, device):
             raise LaunchError(f"{where}: expected an integer ({T.type_name(ptype)}), got "
                               f"{value!r}")
         try:
-            return _kernel_scalar(ptype, value)
+            return kernel_scalar(ptype, value)
         except (TypeError, ValueError):
             raise LaunchError(f"{where}: expected a {T.type_name(ptype)}, got {value!r}") from None
     raise LaunchError(f"{where}: unsupported parameter type {T.type_name(ptype)}")
 
 
+# Numba has no CPU float16: kernels see float16 array elements as their uint16 bits (the
+# generated code converts with ``_wk.h2f``/``_wk.f2h``) and float16 values as float32.
+
+def half_bits(data):
+    """Array ``data`` (numpy or device) as a kernel takes it: float16 viewed as uint16."""
+    return data.view(np.uint16) if data.dtype == np.float16 else data
+
+
 def kernel_data(a):
-    """What a generated kernel receives for array ``a`` (or its gradient or tangent): its data,
-    with float16 elements seen as their uint16 bits (Numba has no CPU float16; the generated
-    code converts with ``_wk.h2f``/``_wk.f2h``)."""
-    d = a._data
-    return d.view(np.uint16) if d.dtype == np.float16 else d
+    """What a generated kernel receives for wp.array ``a`` (or its gradient or tangent)."""
+    return half_bits(a._data)
 
 
-def _kernel_scalar(ptype, value):
-    """A scalar argument as the kernel takes it: float16 values as float32 (rounded to half)."""
+def kernel_scalar(ptype, value):
+    """A scalar argument as the kernel takes it (float16 as a float32 rounded to half)."""
     if ptype is T.float16:
         return np.float32(np.float16(value))
     return ptype._np_(value)
 
 
+def kernel_tuple(values):
+    """The components of a vector, matrix, ... argument as the kernel takes them."""
+    return tuple(values.astype(np.float32) if values.dtype == np.float16 else values)
+
+
 def _fast_converter(ptype):
     """A check-and-convert for the common case, or None; falls back to ``convert_arg``."""
-    if isinstance(ptype, T.ArrayType) and T.scalar_of(ptype.dtype) is T.float16:
-        return lambda v, device: None  # the general path makes the uint16 view
-    if ptype is T.float16:
-        return lambda v, device: None
+    if T.scalar_of(ptype.dtype if isinstance(ptype, T.ArrayType) else ptype) is T.float16:
+        return lambda v, device: None  # the general path converts float16
     if isinstance(ptype, T.ArrayType):
         dt, nd = ptype.dtype, ptype.ndim
 

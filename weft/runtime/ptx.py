@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import types as T
 from .array import array
-from .launch import flatten_args, param_types
+from .launch import flatten_args, half_bits, kernel_scalar, kernel_tuple, param_types
 
 
 @contextlib.contextmanager
@@ -46,12 +46,10 @@ def _host_value(ptype, value):
     """A host stand-in of what a launch passes for one argument (float16 as launches pass it:
     arrays as uint16 bits, values as float32)."""
     if isinstance(ptype, T.ArrayType):
-        data = value.numpy() if isinstance(value, array) else value
-        return data.view(np.uint16) if data.dtype == np.float16 else data
+        return half_bits(value.numpy() if isinstance(value, array) else value)
     if T.is_composite(ptype):
-        vals = np.asarray(value, T.numpy_dtype(ptype)).reshape(-1)
-        return tuple(vals.astype(np.float32) if vals.dtype == np.float16 else vals)
-    return np.float32(np.float16(value)) if ptype is T.float16 else ptype._np_(value)
+        return kernel_tuple(np.asarray(value, T.numpy_dtype(ptype)).reshape(-1))
+    return kernel_scalar(ptype, value)
 
 
 def compile_ptx(kernel, args, dims=(1,), cc=(9, 0), kinds=("forward", "adjoint", "tangent")):

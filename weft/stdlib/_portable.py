@@ -206,21 +206,13 @@ def h2f(h):
 PORTABLE += ("f2h", "h2f")
 
 
-# Helpers below call other helpers by their global names (``f2h``, ``h2f``, ``cas_half_bits``):
-# each target compiles them with its own compiled versions bound to those names (see
-# ``bind_composed``). Uncompiled, they use the functions of this module.
+# Helpers below call other helpers by their global names (``f2h``, ``h2f``, ``cas_half_bits``
+# from ``atomics.py``): each target compiles them with its own versions bound to those names
+# (``bind_composed``), so they are only called through ``helpers`` and ``cuda_helpers``.
 
 def round_f16(x):
     """``x`` rounded to the nearest float16, as a float32 (the generated modules' ``float16``)."""
     return h2f(f2h(x))
-
-
-def cas_half_bits(arr, idx, compare, value):
-    """Non-atomic stand-in for the targets' 16-bit compare-and-swap (uncompiled code only)."""
-    old = arr[idx]
-    if old == compare:
-        arr[idx] = value
-    return old
 
 
 def half_rmw(arr, idx, value, op):

@@ -62,7 +62,7 @@ for _name in _portable.PORTABLE:
     globals()[_name] = _dev(getattr(_portable, _name))
 
 if config.ENABLE_CUDASIM:
-    cas_half_bits = _portable.cas_half_bits  # the simulator runs threads one at a time
+    from .atomics import cas_half_bits  # its pure-Python path: the simulator is serial
 else:
     from .atomics import cas_half_word
 

@@ -87,6 +87,7 @@ class Adjoint(Gen):
         if key not in self.loop_names:
             n = self.names.fresh("n")
             stacks = {id(h): self.names.fresh("stk") for h, _ in loop.carried}
+            self.plain_buffers.update(stacks.values())
             self.loop_names[key] = (n, stacks)
         return self.loop_names[key]
 

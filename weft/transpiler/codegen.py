@@ -92,7 +92,8 @@ class Gen:
         self.names = names
         self.private = set()   # arrays accumulated into per-thread copies (CPU kernels)
         self.copies = {}
-        # thread-local buffers hold float16 values as float32, as loop stacks do
+        # buffers weft allocates itself (thread-local arrays; the adjoint adds its loop stacks)
+        # hold float16 values as float32
         self.plain_buffers = {p.name for p in fir.params
                               if isinstance(p.type, T.ArrayType) and p.type.local}
         for s in ir.walk(fir.body):
@@ -106,8 +107,7 @@ class Gen:
     def half_storage(self, arr_name, dtype):
         """Whether ``arr_name`` holds float16 elements as half bits (a uint16 view of a user
         array, its gradient or tangent), rather than as float32 (buffers weft allocates)."""
-        return is_half(dtype) and not arr_name.startswith("_stk") and \
-            arr_name not in self.plain_buffers and not arr_name.startswith("_acc_")
+        return is_half(dtype) and arr_name not in self.plain_buffers
 
     def ex(self, o):
         if isinstance(o, ir.Var):

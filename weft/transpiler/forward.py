@@ -15,10 +15,12 @@ from .codegen import Gen, assign, is_half, not_none, round_half, storage_dtype_n
 from .exprs import name
 
 
-# builtins whose float16 result is exactly one of their float16 operands (or its negation)
-EXACT_BUILTINS = frozenset({"neg", "extract", "tuple_get", "make_tuple", "select", "where", "min",
-                            "max", "abs", "clamp", "sign", "floor", "ceil", "trunc", "rint",
-                            "round", "copy"})
+# builtins whose float16 result is made of their float16 operands (moved, picked or negated)
+# or of constants, so it needs no rounding (conversions from other precisions already emit
+# ``float16(...)``)
+EXACT_BUILTINS = frozenset({"neg", "pos", "extract", "insert", "construct", "transpose",
+                            "identity", "tuple_get", "select", "where", "min", "max", "abs",
+                            "clamp", "sign", "floor", "ceil", "trunc", "rint", "round"})
 
 
 class Forward(Gen):
