@@ -319,11 +319,21 @@ def test_repeated_values_give_finite_gradients():
     np.testing.assert_allclose(a.grad.numpy(), U @ np.swapaxes(V, 1, 2), atol=1e-14)
     np.testing.assert_allclose(a.grad.numpy()[:2], np.array([np.eye(3)] * 2), atol=1e-14)
     tape.zero()
-    tape.backward(grads={o: rng.normal(size=o.numpy().shape) for o in outs})
+    dy = {o: rng.normal(size=o.numpy().shape) for o in outs}
+    tape.backward(grads=dy)
     assert np.all(np.isfinite(a.grad.numpy())) and np.all(np.isfinite(sa.grad.numpy()))
-    tan = wp.jvp(decomp64, 3, inputs=[a, sa], outputs=outs,
-                 tangents={a: rng.normal(size=(3, 3, 3)), sa: rng.normal(size=(3, 3, 3))})
+    dx = {a: rng.normal(size=(3, 3, 3)), sa: rng.normal(size=(3, 3, 3))}
+    tan = wp.jvp(decomp64, 3, inputs=[a, sa], outputs=outs, tangents=dx)
     assert all(np.all(np.isfinite(tan[o].numpy())) for o in outs)
+    _assert_adjoint_is_tangent_transposed(dx, dy, tan)
+
+
+def _assert_adjoint_is_tangent_transposed(dx, dy, tan):
+    """<J dx, dy> == <dx, J^T dy>: where the coupling of coinciding values is dropped, the
+    adjoint and tangent rules must drop the same terms."""
+    lhs = sum(float((tan[o].numpy() * g).sum()) for o, g in dy.items())
+    rhs = sum(float((x.grad.numpy() * d).sum()) for x, d in dx.items())
+    assert lhs == pytest.approx(rhs, rel=1e-10, abs=1e-10)
 
 
 # ------------------------------------------------------------------------------------ svd2
@@ -430,10 +440,13 @@ def test_svd2_degenerate_inputs_give_finite_gradients():
     np.testing.assert_allclose(a.grad.numpy()[:3], A[:3] / s[:3, :1, None], atol=1e-15)
     tape.zero()
     rng = np.random.default_rng(14)
-    tape.backward(grads={o: rng.normal(size=o.numpy().shape) for o in outs})
+    dy = {o: rng.normal(size=o.numpy().shape) for o in outs}
+    tape.backward(grads=dy)
     assert np.all(np.isfinite(a.grad.numpy()))
-    tan = wp.jvp(svd2_64, 5, inputs=[a], outputs=outs, tangents={a: rng.normal(size=(5, 2, 2))})
+    dx = {a: rng.normal(size=(5, 2, 2))}
+    tan = wp.jvp(svd2_64, 5, inputs=[a], outputs=outs, tangents=dx)
     assert all(np.all(np.isfinite(tan[o].numpy())) for o in outs)
+    _assert_adjoint_is_tangent_transposed(dx, dy, tan)
 
 
 @wp.kernel
