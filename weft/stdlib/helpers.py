@@ -12,6 +12,17 @@ from numba.extending import overload
 
 from . import _portable
 
+# Numba registers its threading layer's entry points (``get_thread_id``, ``do_scheduling``, ...)
+# with LLVM only when that layer is launched: at the compile of a ``parallel=True`` function, or
+# at the load of a cached one. Cached code that reaches them otherwise (a serial kernel asking
+# for its thread id, a cached function calling a parallel helper) is linked, in a new process,
+# against symbols that do not exist yet and jumps to address 0. Every generated CPU module
+# imports this module first, so launching the layer here (about 3 ms) makes those symbols
+# exist before any cached kernel is loaded.
+from numba.np.ufunc.parallel import _launch_threads
+
+_launch_threads()
+
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_exch,  # noqa: F401
                       atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
                       cas_half_bits)
