@@ -6,6 +6,8 @@ compiled by one worker are reused by the others.
 import os
 import tempfile
 
+import pytest
+
 
 def pytest_configure(config):
     # CUDA-target tests run under Numba's CUDA simulator unless a real GPU is asked for
@@ -18,3 +20,24 @@ def pytest_configure(config):
         path = os.path.join(tempfile.gettempdir(), f"weft-test-cache-{tag}")
         os.makedirs(path, exist_ok=True)
         os.environ["WEFT_CACHE_DIR"] = path
+
+
+def pytest_collection_modifyitems(config, items):
+    config.addinivalue_line("markers", "cold: compiles anew on every run by design (exempt from "
+                            "the warm-cache check)")
+
+
+@pytest.fixture(autouse=True)
+def _warm_cache_check(request):
+    """With ``WEFT_EXPECT_WARM=1`` (the second test run of ``.ci/run``, against the cache the
+    first run filled) a test that transpiles or compiles anything fails: a new process must load
+    every kernel from the cache."""
+    if not os.environ.get("WEFT_EXPECT_WARM") or request.node.get_closest_marker("cold"):
+        yield
+        return
+    from weft.runtime.cache import STATS
+    before = {k: len(v) for k, v in STATS.items()}
+    yield
+    new = {k: v[before[k]:] for k, v in STATS.items() if len(v) > before[k]}
+    if new:
+        pytest.fail(f"work done again on a warm cache: {new}", pytrace=False)

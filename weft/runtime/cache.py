@@ -1,14 +1,15 @@
 """Generated modules on disk, keyed by a hash of everything that affects them.
 
-Modules live in ``$WEFT_CACHE_DIR`` (default ``~/.cache/weft``, created 0700) as
-``<kernel>_<hash>.py`` and are imported from there, so Numba's ``cache=True`` keeps their
-machine code next to them and a new process neither transpiles nor recompiles.
+Modules live in the cache directory (``$WEFT_CACHE_DIR``, default ``~/.cache/weft``; see
+:mod:`weft.diskcache` for when a directory is trusted) as ``<kernel>_<hash>.py`` beside
+``<kernel>_<hash>.py.sha256``, and are imported from there, so Numba caches their machine code
+and a new process neither transpiles nor recompiles. A module whose text no longer matches its
+recorded hash is rebuilt; generated code that is not valid Python is never written.
 """
 from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
 import inspect
 import os
 import sys
@@ -16,16 +17,12 @@ import tempfile
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, diskcache
 
 
 def cache_dir():
-    root = os.environ.get("WEFT_CACHE_DIR")
-    if not root:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(base, "weft")
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    return root
+    """The trusted cache directory (see :mod:`weft.diskcache`), or None: compile in memory."""
+    return diskcache.cache_root()
 
 
 def _fingerprint(value, seen, out):
@@ -87,22 +84,38 @@ def referenced_values(obj):
                 scope[n] = cell.cell_contents
             except ValueError:
                 pass
+    # names the function binds itself (parameters, assigned variables, loop variables) are not
+    # the globals of the same name: a kernel parameter ``x`` beside a global array ``x`` must
+    # not put that array's contents into the key
+    local = {a.arg for a in src.tree.args.args}
+    local |= {n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)
+              and isinstance(n.ctx, ast.Store)}
     out = []
-    for node in ast.walk(src.tree):
+
+    def visit(node):
         if isinstance(node, ast.Attribute):
-            chain = []
-            base = node
+            chain, base = [], node
             while isinstance(base, ast.Attribute):
                 chain.append(base.attr)
                 base = base.value
-            if isinstance(base, ast.Name) and base.id in scope:
-                value = scope[base.id]
-                for a in reversed(chain):
-                    value = getattr(value, a, None)
-                if value is not None:
-                    out.append(value)
-        elif isinstance(node, ast.Name) and node.id in scope:
-            out.append(scope[node.id])
+            if isinstance(base, ast.Name):
+                # only the value the whole chain names (``params.dt``, ``wp.sin``): the objects
+                # along it are not constants of the kernel, and their repr may hold addresses
+                if base.id in scope and base.id not in local:
+                    value = scope[base.id]
+                    for a in reversed(chain):
+                        value = getattr(value, a, None)
+                    if value is not None:
+                        out.append(value)
+                return
+        elif isinstance(node, ast.Name):
+            if node.id in scope and node.id not in local:
+                out.append(scope[node.id])
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(src.tree)
     return out
 
 
@@ -130,27 +143,147 @@ def key_of(kernel, extra=""):
     return hashlib.sha256("\n".join(out).encode()).hexdigest()[:20]
 
 
-def load_or_build(modname, build_source):
-    """Import cached module ``modname`` (building its source with ``build_source()`` first if
-    absent) and return it."""
-    if modname in sys.modules:
-        return sys.modules[modname]
-    path = os.path.join(cache_dir(), modname + ".py")
-    if not os.path.exists(path):
+_PREFIX = "weft_generated."  # generated modules' names in sys.modules
+
+#: what this process has built: generated modules transpiled, and functions of weft (generated
+#: or its own helpers) that Numba compiled rather than loaded from the cache
+STATS = {"transpiled": [], "compiled": []}
+
+
+def _watch_compiles():
+    from numba.core import event
+
+    class _Count(event.Listener):
+        """Counts outermost compiles of weft's functions (a helper compiled inside a user's
+        own ``numba.njit`` function is the user's compile, not weft's)."""
+
+        depth = 0
+
+        def on_start(self, ev):
+            fn = ev.data["dispatcher"].py_func
+            if self.depth == 0 and fn.__module__.startswith((_PREFIX, "weft.")):
+                STATS["compiled"].append(f"{fn.__module__}.{fn.__qualname__}")
+            self.depth += 1
+
+        def on_end(self, ev):
+            self.depth -= 1
+
+    event.register("numba:compile", _Count())
+
+
+_watch_compiles()
+
+
+def load_or_build(modname, build_source, cpu=True):
+    """Import generated module ``modname``: from the cache when a verified copy is there, else
+    built with ``build_source()`` (which raises ``KernelError`` for bad kernels), written to
+    the cache when it is writable and imported; in memory when there is no usable cache.
+    ``cpu``: the module's functions are ``numba.njit`` ones (given weft's verified cache)."""
+    full = _PREFIX + modname
+    mod = sys.modules.get(full)
+    if mod is not None:
+        return mod
+    root = cache_dir()
+    path = os.path.join(root, modname + ".py") if root is not None else None
+    text = _read_verified(path) if path is not None else None
+    if text is None:
         text = build_source()
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(modname, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = mod
+        STATS["transpiled"].append(modname)
+        _check_source(text, modname)
+        if path is not None and diskcache.writable():
+            _write(path, text)
+        else:
+            path = None
+    return _import(full, path, text, cpu)
+
+
+def _digest(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _read_verified(path):
+    """The text of cached module ``path`` when it matches its recorded hash; None when absent.
+    A module that was edited, truncated or garbled is reported and rebuilt."""
     try:
-        spec.loader.exec_module(mod)
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        _damaged(path, f"cannot be read ({exc.strerror})")
+        return None
+    try:
+        with open(path + ".sha256") as f:
+            recorded = f.read().strip()
+    except OSError:
+        recorded = None
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        text = None
+    if text is None or recorded != _digest(text):
+        _damaged(path, "does not match the hash weft recorded when it wrote it (edited or "
+                 "damaged)")
+        return None
+    return text
+
+
+def _damaged(path, why):
+    import warnings
+    warnings.warn(f"weft: the cached module {path!r} {why}; rebuilding it",
+                  diskcache.CacheWarning, stacklevel=4)
+
+
+def _check_source(text, modname):
+    """Generated code must be valid Python: anything else is weft's bug, and is never cached."""
+    try:
+        compile(text, modname + ".py", "exec")
+    except SyntaxError as exc:
+        from ..errors import InternalError
+        raise InternalError(f"the code generated for {modname} is not valid Python "
+                            f"(line {exc.lineno}: {exc.msg})") from None
+
+
+def _write(path, text):
+    """Write the module's hash, then the module, each atomically: a reader never sees a
+    module without its hash, and two processes writing the same module agree."""
+    folder = os.path.dirname(path)
+    try:
+        for target, data in ((path + ".sha256", _digest(text) + "\n"), (path, text)):
+            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                f.write(data)
+            os.replace(tmp, target)
+    except OSError as exc:
+        import warnings
+        warnings.warn(f"weft: could not write {path!r} to the cache ({exc.strerror}); "
+                      "compiling in memory", diskcache.CacheWarning, stacklevel=4)
+
+
+def _import(full, path, text, cpu):
+    """Execute the module (from its file when it has one, so Numba can cache its machine
+    code beside it) and register it in ``sys.modules``."""
+    import types
+    mod = types.ModuleType(full)
+    # the module's functions get weft's verified cache (diskcache.protect), not Numba's own
+    # (which would also create __pycache__ folders); without a file they compile in memory
+    runnable = text.replace("cache=True", "cache=False") if cpu or path is None else text
+    if path is None:
+        mod.__file__ = "<weft:" + full + ">"
+        import linecache  # so tracebacks and pdb show the generated lines
+        linecache.cache[mod.__file__] = (len(text), None, text.splitlines(True), mod.__file__)
+        code = compile(runnable, mod.__file__, "exec")
+    else:
+        mod.__file__ = path
+        code = compile(runnable, path, "exec")
+    mod.__weft_source__ = text
+    sys.modules[full] = mod
+    try:
+        exec(code, mod.__dict__)  # noqa: S102 - weft's own generated code, verified above
     except BaseException:
-        del sys.modules[modname]
+        del sys.modules[full]
         raise
-    return mod
+    return diskcache.protect(mod) if path is not None and cpu else mod
 
 
 __all__ = ["cache_dir", "key_of", "load_or_build", "referenced_values", "inspect"]

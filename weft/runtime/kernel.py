@@ -97,7 +97,8 @@ class Kernel(_UserFunction):
                 extra += f" stack={CUDA_STACK}"
             key = cache.key_of(self, extra)
             modname = f"{self.key}_{key}" if target == "cpu" else f"{self.key}_{target}_{key}"
-            mod = cache.load_or_build(modname, lambda: self._build_source(target))
+            mod = cache.load_or_build(modname, lambda: self._build_source(target),
+                                      cpu=target != "cuda")
             self._modules[target] = mod
         return mod
 
@@ -111,7 +112,7 @@ class Kernel(_UserFunction):
         """Generated Python source: ``"forward"``, ``"adjoint"``, ``"tangent"`` or ``"all"``
         (the whole module, funcs included), for the ``"cpu"`` or ``"cuda"`` target."""
         mod = self.module if target == "cpu" else self.module_for(target)
-        src = mod.__loader__.get_source(mod.__name__)
+        src = mod.__weft_source__
         if kind == "all":
             return src
         suffix = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}[kind]

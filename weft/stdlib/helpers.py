@@ -10,7 +10,13 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from numba.np.ufunc.parallel import _launch_threads
+
+from ..diskcache import njit
 from . import _portable
+from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_exch,  # noqa: F401
+                      atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
+                      cas_half_bits)
 
 # Numba registers its threading layer's entry points (``get_thread_id``, ``do_scheduling``, ...)
 # with LLVM only when that layer is launched: at the compile of a ``parallel=True`` function, or
@@ -19,15 +25,9 @@ from . import _portable
 # against symbols that do not exist yet and jumps to address 0. Every generated CPU module
 # imports this module first, so launching the layer here (about 3 ms) makes those symbols
 # exist before any cached kernel is loaded.
-from numba.np.ufunc.parallel import _launch_threads
-
 _launch_threads()
 
-from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_exch,  # noqa: F401
-                      atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
-                      cas_half_bits)
-
-_jit = numba.njit(cache=True, error_model="numpy", nogil=True)
+_jit = njit(error_model="numpy", nogil=True)  # cached in weft's verified cache
 
 for _name in _portable.PORTABLE:
     globals()[_name] = _jit(getattr(_portable, _name))
@@ -79,27 +79,27 @@ def reduce_private(a, acc):
             a += acc[w]
 
 
-@overload(private_ok, jit_options={"cache": True})
+@overload(private_ok)
 def _private_ok(a):
     if isinstance(a, types.NoneType):
         return lambda a: False
     return lambda a: _POOL * a.size * a.itemsize <= PRIVATE_BUDGET
 
 
-@overload(private_buffer, jit_options={"cache": True})
+@overload(private_buffer)
 def _private_buffer(a, ok):
     if isinstance(a, types.NoneType):
         return lambda a, ok: np.zeros((0, 0), np.float32)
     return lambda a, ok: np.zeros((_POOL if ok else 0,) + a.shape, a.dtype)
 
 
-@numba.njit(parallel=True, cache=True, nogil=True)
+@njit(parallel=True, nogil=True)
 def _reduce(a, acc):
     for w in range(acc.shape[0]):
         a += acc[w]
 
 
-@overload(reduce_private, jit_options={"cache": True})
+@overload(reduce_private)
 def _reduce_private(a, acc):
     if isinstance(a, types.NoneType):
         return lambda a, acc: None

@@ -1,0 +1,199 @@
+"""The cache directory is a trust boundary (weft imports code from it): directories others can
+write, symbolic links and foreign owners are refused; damaged or edited entries, weft's modules
+and Numba's files alike, are rebuilt; a read-only cache and no cache at all still run.
+
+Each case runs a small program in new processes against its own cache directory."""
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+PROGRAM = textwrap.dedent("""
+    import warnings
+    warnings.simplefilter("always")
+    import numpy as np
+    import weft as wp
+    from weft.runtime.cache import STATS
+
+    @wp.kernel
+    def k(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = wp.sin(x[i]) * 2.0
+
+    x = wp.array(np.linspace(0.0, 1.0, 8, dtype=np.float32), requires_grad=True)
+    y = wp.zeros(8, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(k, 8, inputs=[x], outputs=[y])
+    tape.backward(grads={y: np.ones(8, np.float32)})
+    print("y", y.numpy().round(6).tolist())
+    print("g", x.grad.numpy().round(6).tolist())
+    print("transpiled", len(STATS["transpiled"]), "compiled", len(STATS["compiled"]))
+""")
+EXPECTED_Y = [round(2 * float(__import__("numpy").sin(v)), 6)
+              for v in __import__("numpy").linspace(0.0, 1.0, 8, dtype="float32")]
+
+
+def script(folder, text=PROGRAM):
+    """The program as a file (weft reads kernels' source from their file)."""
+    path = folder / f"prog_{abs(hash(text)) % 10**8}.py"
+    if not path.exists():
+        path.write_text(text)
+    return str(path)
+
+
+def clean_env(extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("WEFT_CACHE_DIR", "WEFT_EXPECT_WARM")}
+    env.update(extra)
+    return env
+
+
+def run(folder, env_extra, prelude=""):
+    """Run the program (written into ``folder``) in a new process; check its values."""
+    r = subprocess.run([sys.executable, script(folder, prelude + PROGRAM)],
+                       capture_output=True, text=True, env=clean_env(env_extra), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+    assert [round(v, 5) for v in eval(lines["y"])] == [round(v, 5) for v in EXPECTED_Y]
+    return lines, r.stderr
+
+
+def counts(lines):
+    parts = lines["transpiled"].split()
+    return int(parts[0]), int(parts[2])
+
+
+def test_second_process_is_warm_and_agrees(tmp_path):
+    first, _ = run(tmp_path, {"WEFT_CACHE_DIR": str(tmp_path / "c")})
+    second, err = run(tmp_path, {"WEFT_CACHE_DIR": str(tmp_path / "c")})
+    assert counts(first)[0] > 0 and counts(second) == (0, 0)
+    assert first == {**second, "transpiled": first["transpiled"]}
+    assert "Warning" not in err
+    assert stat.S_IMODE(os.stat(tmp_path / "c").st_mode) == 0o700
+
+
+@pytest.mark.parametrize("kind", ["world-writable", "symlink", "group-writable"])
+def test_untrusted_directories_are_refused(tmp_path, kind):
+    target = tmp_path / "shared"
+    target.mkdir()
+    if kind == "world-writable":
+        target.chmod(0o777)
+        path = target
+    elif kind == "group-writable":
+        target.chmod(0o770)
+        path = target
+    else:
+        target.chmod(0o700)
+        path = tmp_path / "link"
+        path.symlink_to(target)
+    home = tmp_path / "home"
+    lines, err = run(tmp_path, {"WEFT_CACHE_DIR": str(path), "HOME": str(home),
+                      "XDG_CACHE_HOME": str(home / ".cache")})
+    why = {"symlink": "is a symbolic link"}.get(kind, "writable by group or others")
+    assert "not using the cache directory" in err and why in err, err
+    assert not any(p.suffix == ".py" for p in target.iterdir())  # nothing written there
+    assert any((home / ".cache" / "weft").glob("k_*.py"))        # the private fallback
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="needs root to make a directory owned by another user")
+def test_directory_of_another_user_is_refused(tmp_path):
+    target = tmp_path / "theirs"
+    target.mkdir(mode=0o700)
+    os.chown(target, 65534, 65534)
+    home = tmp_path / "home"
+    _, err = run(tmp_path, {"WEFT_CACHE_DIR": str(target), "HOME": str(home),
+                  "XDG_CACHE_HOME": str(home / ".cache")})
+    assert "owned by another user" in err
+
+
+def _entries(cache, suffix):
+    return sorted(p for p in cache.rglob("*" + suffix))
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garble", "edit"])
+def test_damaged_or_edited_module_is_rebuilt(tmp_path, damage):
+    cache = tmp_path / "c"
+    run(tmp_path, {"WEFT_CACHE_DIR": str(cache)})
+    for mod in _entries(cache, ".py"):
+        text = mod.read_text()
+        if damage == "truncate":
+            mod.write_text(text[:len(text) // 2])
+        elif damage == "garble":
+            mod.write_bytes(bytes(b ^ 0x5A for b in text.encode()[:200]) + text.encode()[200:])
+        else:  # a hand edit that is valid Python and would change the results
+            mod.write_text(text.replace("* float32(2.0)", "* float32(3.0)"))
+    lines, err = run(tmp_path, {"WEFT_CACHE_DIR": str(cache)})
+    assert "rebuilding it" in err
+    assert counts(lines)[0] > 0
+    third, err3 = run(tmp_path, {"WEFT_CACHE_DIR": str(cache)})
+    assert counts(third) == (0, 0) and "rebuilding" not in err3
+
+
+@pytest.mark.parametrize("which", [".nbi", ".nbc"])
+def test_damaged_numba_files_are_recompiled(tmp_path, which):
+    cache = tmp_path / "c"
+    run(tmp_path, {"WEFT_CACHE_DIR": str(cache)})
+    files = _entries(cache, which)
+    assert files
+    for k, f in enumerate(files):
+        blob = f.read_bytes()
+        f.write_bytes(blob[:len(blob) // 3] if k % 2 else
+                      blob[:40] + bytes(b ^ 0xFF for b in blob[40:80]) + blob[80:])
+    lines, err = run(tmp_path, {"WEFT_CACHE_DIR": str(cache)})
+    assert "damaged compiled-code cache file" in err
+    assert counts(lines)[1] > 0  # recompiled, not loaded
+    again, _ = run(tmp_path, {"WEFT_CACHE_DIR": str(cache)})
+    assert counts(again) == (0, 0)
+
+
+def test_two_processes_compiling_the_same_new_kernel_both_succeed(tmp_path):
+    env = clean_env({"WEFT_CACHE_DIR": str(tmp_path / "c")})
+    prog = script(tmp_path)
+    procs = [subprocess.Popen([sys.executable, prog], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    ys = [[line for line in o[0].splitlines() if line.startswith(("y ", "g "))] for o in outs]
+    assert ys[0] == ys[1] and len(ys[0]) == 2
+    lines, _ = run(tmp_path, {"WEFT_CACHE_DIR": str(tmp_path / "c")})
+    assert counts(lines) == (0, 0)
+
+
+def test_read_only_cache_still_runs(tmp_path):
+    cache = tmp_path / "c"
+    run(tmp_path, {"WEFT_CACHE_DIR": str(cache)})
+    before = sorted(str(p) for p in cache.rglob("*"))
+    lines, err = run(tmp_path, {"WEFT_CACHE_DIR": str(cache), "WEFT_CACHE_READONLY": "1"})
+    assert counts(lines) == (0, 0) and "Warning" not in err  # what is there is used
+    # a kernel the cache does not hold compiles in memory and writes nothing
+    other = script(tmp_path, PROGRAM.replace("* 2.0", "* 2.0 + 0.0"))
+    env = clean_env({"WEFT_CACHE_DIR": str(cache), "WEFT_CACHE_READONLY": "1"})
+    r = subprocess.run([sys.executable, other], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(str(p) for p in cache.rglob("*")) == before
+
+
+def test_no_usable_directory_compiles_in_memory(tmp_path):
+    # the default directory cannot be created (its parent is a file) and neither can a
+    # temporary one: every kernel compiles in memory, with one warning
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    prelude = f"import tempfile; tempfile.tempdir = {str(blocker / 'tmp')!r}\n"
+    lines, err = run(tmp_path, {"HOME": str(blocker / "home"),
+                                "XDG_CACHE_HOME": str(blocker / "xdg"), "WEFT_CACHE_DIR": ""},
+                     prelude)
+    assert err.count("compiling in memory") == 1, err
+    assert counts(lines)[0] > 0
+
+
+def test_weft_helpers_cache_under_the_cache_root():
+    from weft import diskcache
+    from weft.stdlib import helpers
+    cache = helpers.launch_size._cache
+    assert isinstance(cache, diskcache.VerifiedCache)
+    assert cache.cache_path.startswith(os.path.join(diskcache.cache_root(), "numba"))

@@ -1,0 +1,259 @@
+"""Where weft keeps compiled code on disk, and why that directory can be trusted.
+
+weft imports Python modules from its cache directory and Numba loads machine code from it, so
+the directory is a trust boundary: whoever can write there can run code as you. The rules:
+
+- The directory is ``$WEFT_CACHE_DIR``, else ``$XDG_CACHE_HOME/weft``, else ``~/.cache/weft``;
+  weft creates it with mode 0700.
+- An existing directory is used only if it is a real directory (not a symbolic link), owned by
+  the current user and not writable by group or others. Otherwise weft warns once and falls back
+  to the default directory (when that one passes) or to a new private temporary directory.
+- A trusted directory that is not writable (a read-only cache, or ``WEFT_CACHE_READONLY=1``, say
+  for a cache built into a container image) is still read: cached modules and machine code are
+  used, new kernels compile in memory.
+- With no usable directory at all, every kernel compiles in memory (no caching), with one
+  warning.
+- Numba's cache files (index and object code) are written with a SHA-256 of their contents and
+  verified before Numba reads them: a truncated, garbled or foreign file is ignored (with a
+  warning) and the function recompiled, never handed to the loader.
+
+:func:`njit` is ``numba.njit`` with these rules (weft's own helpers use it, so they never need a
+writable install directory); :func:`protect` gives the functions of a loaded generated module
+the same verified cache.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import tempfile
+import warnings
+
+import numba
+from numba.core import caching, dispatcher
+
+__all__ = ["cache_root", "writable", "njit", "protect", "CacheWarning"]
+
+
+class CacheWarning(UserWarning):
+    """The cache directory was refused, or a damaged cache entry was rebuilt."""
+
+
+_state = {}  # requested path -> (root or None, writable)
+
+
+def _default_root():
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "weft")
+
+
+def _why_untrusted(path):
+    """None when ``path`` (existing) may be used, else the reason it may not."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"cannot inspect it ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a directory"
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return "it is owned by another user"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "it is writable by group or others"
+    return None
+
+
+def _prepare(path):
+    """Create ``path`` (0700) if missing; return the reason it cannot be used, or None."""
+    if not os.path.lexists(path):
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            return f"cannot create it ({exc.strerror})"
+    return _why_untrusted(path)
+
+
+def cache_root():
+    """The trusted cache directory, or None when weft must compile in memory."""
+    wanted = os.environ.get("WEFT_CACHE_DIR") or _default_root()
+    hit = _state.get(wanted)
+    if hit is None:
+        hit = _state[wanted] = _resolve(wanted)
+    return hit[0]
+
+
+def writable():
+    """Whether new entries can be written into :func:`cache_root`."""
+    cache_root()
+    wanted = os.environ.get("WEFT_CACHE_DIR") or _default_root()
+    root, can_write = _state[wanted]
+    return root is not None and can_write
+
+
+def _resolve(wanted):
+    why = _prepare(wanted)
+    if why is None:
+        read_only = os.environ.get("WEFT_CACHE_READONLY", "") not in ("", "0")
+        return wanted, not read_only and os.access(wanted, os.W_OK | os.X_OK)
+    fallback = _default_root()
+    if fallback != wanted and _prepare(fallback) is None and os.access(fallback, os.W_OK):
+        where = fallback
+    else:
+        try:
+            where = tempfile.mkdtemp(prefix="weft-cache-")  # created 0700
+        except OSError:
+            where = None
+    warnings.warn(f"weft: not using the cache directory {wanted!r}: {why}; "
+                  + (f"using {where!r} instead" if where else "compiling in memory"),
+                  CacheWarning, stacklevel=3)
+    return where, where is not None
+
+
+# ---------------------------------------------------------------------------- Numba's files
+
+_MAGIC = b"weft-nb1"
+
+
+def _seal(payload):
+    return _MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def _unseal(blob, path):
+    """The payload of a sealed file, or None (with a warning) when it does not verify."""
+    head = len(_MAGIC) + 32
+    if blob[:len(_MAGIC)] == _MAGIC and len(blob) >= head and \
+            hashlib.sha256(blob[head:]).digest() == blob[len(_MAGIC):head]:
+        return blob[head:]
+    warnings.warn(f"weft: ignoring the damaged compiled-code cache file {path!r}; the function "
+                  "is recompiled", CacheWarning, stacklevel=2)
+    return None
+
+
+class _VerifiedFile(caching.IndexDataCacheFile):
+    """Numba's index and data files, sealed with a SHA-256 of their contents."""
+
+    def _load_index(self):
+        import pickle
+        try:
+            with open(self._index_path, "rb") as f:
+                blob = f.read()
+        except OSError:
+            return {}
+        payload = _unseal(blob, self._index_path)
+        if payload is None:
+            return {}
+        try:
+            version, stamp, overloads = pickle.loads(payload)
+        except Exception:  # noqa: BLE001 - a sealed file of an unknown layout: start afresh
+            return {}
+        if version != self._version or stamp != self._source_stamp:
+            return {}
+        return overloads
+
+    def _save_index(self, overloads):
+        import pickle
+        payload = pickle.dumps((self._version, self._source_stamp, overloads), protocol=-1)
+        with self._open_for_write(self._index_path) as f:
+            f.write(_seal(payload))
+
+    def _load_data(self, name):
+        import pickle
+        path = self._data_path(name)
+        with open(path, "rb") as f:
+            blob = f.read()
+        payload = _unseal(blob, path)
+        if payload is None:
+            raise OSError(f"damaged cache file {path}")  # Numba then recompiles
+        return pickle.loads(payload)
+
+    def _save_data(self, name, data):
+        with self._open_for_write(self._data_path(name)) as f:
+            f.write(_seal(self._dump(data)))
+
+
+class _Locator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+    """Numba files of any function weft compiles live under ``<cache root>/numba``."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = os.path.join(cache_root(), "numba",
+                                        self.get_suitable_cache_subpath(py_file))
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if cache_root() is None or not os.path.exists(py_file):
+            return None
+        self = cls(py_func, py_file)
+        if writable():
+            try:
+                self.ensure_cache_path()
+            except OSError:
+                pass  # read what is there; saving is skipped (see _Impl)
+        return self
+
+
+class _Impl(caching.CompileResultCacheImpl):
+    _locator_classes = [_Locator]
+
+
+class VerifiedCache(caching.FunctionCache):
+    """Numba's per-function cache, kept under weft's cache root and verified on load."""
+
+    _impl_class = _Impl
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        f = self._cache_file
+        self._cache_file = _VerifiedFile(f._cache_path, f._index_name[:-len(".nbi")],
+                                         f._source_stamp)
+
+    def save_overload(self, sig, data):
+        if not writable():
+            return
+        try:
+            super().save_overload(sig, data)
+        except OSError as exc:  # a full disk or a cache made read-only meanwhile
+            warnings.warn(f"weft: could not cache compiled code ({exc})", CacheWarning)
+
+
+def _use_verified_cache(disp):
+    """Give dispatcher ``disp`` the verified cache (or none when nothing can be cached)."""
+    if not isinstance(disp, dispatcher.Dispatcher):
+        return disp  # NUMBA_DISABLE_JIT=1: a plain Python function
+    try:
+        disp._cache = VerifiedCache(disp.py_func) if cache_root() is not None else \
+            caching.NullCache()
+    except RuntimeError:  # no locator: the function has no source file
+        disp._cache = caching.NullCache()
+    return disp
+
+
+def njit(*args, **options):
+    """``numba.njit(cache=True, ...)`` whose machine code goes to weft's verified cache (or
+    nowhere, when there is no usable cache directory)::
+
+        @njit(nogil=True)
+        def launch_size(dim): ...
+    """
+    options.pop("cache", None)
+
+    def wrap(fn):
+        return _use_verified_cache(numba.njit(**options)(fn))
+
+    if args and callable(args[0]) and not options:
+        return wrap(args[0])
+    return wrap
+
+
+def protect(module):
+    """Give every CPU dispatcher of a loaded generated ``module`` the verified cache (before
+    anything was compiled or loaded)."""
+    for value in vars(module).values():
+        if isinstance(value, dispatcher.Dispatcher):
+            _use_verified_cache(value)
+    return module
