@@ -28,10 +28,8 @@ from .types import (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint
                     spatial_matrix, spatial_matrixh, spatial_matrixf, spatial_matrixd)
 from .types import vector, matrix, quaternion, transformation  # noqa: E402
 globals().update(types.VECTOR_ALIASES)
-from .stdlib import registry as _registry  # noqa: E402
-from .transpiler.lower_expr import SpecialForm as _SpecialForm  # noqa: E402
-from .runtime.kernel import kernel, func, func_grad, func_replay, func_tangent  # noqa: E402
-from .runtime.kernel import Kernel, Function  # noqa: E402
+from .lang import func, func_grad, func_replay, func_tangent, Function  # noqa: E402
+from .runtime.kernel import kernel, Kernel  # noqa: E402
 from .runtime.array import (array, array2d, array3d, array4d, zeros, zeros_like,  # noqa: E402
                             ones, ones_like, full, full_like, empty, empty_like, clone, copy,
                             from_numpy)
@@ -40,44 +38,7 @@ from .runtime.device import (get_device, set_device, ScopedDevice, synchronize, 
 from .runtime.launch import launch, jvp  # noqa: E402
 from .runtime.tape import Tape  # noqa: E402
 from .runtime.struct import struct  # noqa: E402
-
-tid = _SpecialForm("tid", "The launch index of the calling thread (in kernels only).")
-atomic_add = _SpecialForm("atomic_add", "atomic_add(array, index..., value) -> old value")
-atomic_sub = _SpecialForm("atomic_sub", "atomic_sub(array, index..., value) -> old value")
-atomic_min = _SpecialForm("atomic_min", "atomic_min(array, index..., value) -> old value")
-atomic_max = _SpecialForm("atomic_max", "atomic_max(array, index..., value) -> old value")
-atomic_exch = _SpecialForm("atomic_exch", "atomic_exch(array, index..., value) -> old value")
-atomic_cas = _SpecialForm("atomic_cas", "atomic_cas(array, index..., compare, value) -> old "
-                          "value; stores value where the element equals compare (integers)")
-randf = _SpecialForm("randf", "randf(state[, lo, hi]) -> float32 (advances state)")
-randi = _SpecialForm("randi", "randi(state[, lo, hi]) -> int32 (advances state)")
-randu = _SpecialForm("randu", "randu(state) -> uint32 (advances state)")
-randn = _SpecialForm("randn", "randn(state) -> float32, normal (advances state twice)")
-sample_unit_sphere_surface = _SpecialForm("sample_unit_sphere_surface", "-> vec3 on the sphere")
-sample_unit_sphere = _SpecialForm("sample_unit_sphere", "-> vec3 in the unit ball")
-sample_unit_disk = _SpecialForm("sample_unit_disk", "-> vec2 in the unit disk")
-sample_unit_ring = _SpecialForm("sample_unit_ring", "-> vec2 on the unit circle")
-sample_triangle = _SpecialForm("sample_triangle", "-> barycentric vec2")
-sample_unit_square = _SpecialForm("sample_unit_square", "-> vec2 in [-0.5, 0.5)^2")
-sample_unit_cube = _SpecialForm("sample_unit_cube", "-> vec3 in [-0.5, 0.5)^3")
-sample_unit_hemisphere_surface = _SpecialForm("sample_unit_hemisphere_surface",
-                                              "-> vec3 on the unit sphere, z >= 0")
-sample_unit_hemisphere = _SpecialForm("sample_unit_hemisphere", "-> vec3 in the unit ball, z >= 0")
-sample_cdf = _SpecialForm("sample_cdf", "sample_cdf(state, cdf: array(dtype=float32)) -> int: the "
-                          "first index with cdf[index] >= randf(state) (advances state)")
-poisson = _SpecialForm("poisson", "poisson(state, lam: float32) -> uint32 (advances state, "
-                       "unless lam == 0)")
-transform_set_translation = _SpecialForm("transform_set_translation", "transform_set_translation("
-                                         "xform, p): xform.p = p, in place")
-transform_set_rotation = _SpecialForm("transform_set_rotation", "transform_set_rotation(xform, q):"
-                                      " xform.q = q, in place")
-atomic_and = _SpecialForm("atomic_and", "atomic_and(array, index..., value) -> old value "
-                          "(int32/uint32/int64/uint64 arrays)")
-atomic_or = _SpecialForm("atomic_or", "atomic_or(array, index..., value) -> old value")
-atomic_xor = _SpecialForm("atomic_xor", "atomic_xor(array, index..., value) -> old value")
-alloc_local = _SpecialForm("alloc_local", "alloc_local(dtype, size, value=0): a per-thread "
-                           "buffer read and written with computed indices (as Dr.Jit's)")
-adjoint = _SpecialForm("adjoint", "wp.adjoint[x]: the adjoint of input x, in func_grad rules")
+from .stdlib import namespace as _namespace  # noqa: E402
 
 
 def constant(value):
@@ -89,10 +50,8 @@ def init():
     """Kept for Warp compatibility: weft needs no initialisation."""
 
 
-for _name, _b in _registry.NAMESPACE.items():
-    globals().setdefault(_name, _b)
-from .stdlib import decomp as _decomp, interp as _interp, linalg as _linalg, noise as _noise, quat as _quat  # noqa: E402,E501
-
-for _module in (_quat, _interp, _linalg, _noise, _decomp):  # builtins in the kernel language
-    globals().update(_module.FUNCS)
-del _name, _b
+# every name kernels can call: builtins, special forms and kernel-language builtins, declared
+# in weft.stdlib (weft.stdlib.namespace collects them)
+for _name, _decl in _namespace().items():
+    globals().setdefault(_name, _decl)
+del _name, _decl

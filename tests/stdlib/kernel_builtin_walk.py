@@ -29,7 +29,6 @@ sys.path.insert(0, ROOT)
 import weft as wp  # noqa: E402
 from tests.gradcheck import Arr, check  # noqa: E402
 from weft.stdlib import decomp, interp, linalg, noise, quat  # noqa: E402
-from weft.stdlib.signatures import SIGNATURES  # noqa: E402
 
 MODULES = (quat, linalg, interp, noise, decomp)
 WORD_TYPES = {"Float": "wp.float64", "quat": "wp.quatd", "transform": "wp.transformd",
@@ -165,7 +164,7 @@ def main():
     cases = []
     for module in MODULES:
         for name in sorted(module.FUNCS):
-            for j, sig in enumerate(SIGNATURES.get(name, [])):
+            for j, sig in enumerate(module.FUNCS[name].signatures):
                 src = kernel_source(f"k_{name}_{j}", name, sig)
                 if src is None:
                     print(f"SKIP {sig}: no float inputs")

@@ -4,56 +4,12 @@ from __future__ import annotations
 import functools
 
 from ..errors import KernelError
+from ..lang import (Function, UserFunction, func, func_grad, func_replay,  # noqa: F401
+                    func_tangent)
 from . import cache
 
 
-class _UserFunction:
-    _weft_kind = None
-
-    def __init__(self, pyfunc):
-        self.func = pyfunc
-        self.__name__ = pyfunc.__name__
-        self.__qualname__ = pyfunc.__qualname__
-        self.__doc__ = pyfunc.__doc__
-        self.__module__ = pyfunc.__module__
-        self.__wrapped__ = pyfunc
-        self._parsed = None
-        pyfunc._weft_kind = self._weft_kind
-
-    def parsed(self):
-        if self._parsed is None:
-            from ..transpiler.source import parse
-            self._parsed = parse(self.func)
-        return self._parsed
-
-    def custom_rules(self):
-        return []
-
-
-class Function(_UserFunction):
-    """A ``@wp.func``: callable from kernels and other funcs.
-
-    Example::
-
-        @wp.func
-        def square(x: float):
-            return x * x
-    """
-
-    _weft_kind = "func"
-
-    def __init__(self, pyfunc):
-        super().__init__(pyfunc)
-        self._weft_custom = {}
-
-    def __call__(self, *args, **kwargs):
-        raise KernelError(f"wp.func '{self.__name__}' can only be called inside a kernel or func")
-
-    def custom_rules(self):
-        return list(self._weft_custom.values())
-
-
-class Kernel(_UserFunction):
+class Kernel(UserFunction):
     """A ``@wp.kernel``. Launch it with ``wp.launch``; read its generated code with
     :meth:`source`.
 
@@ -157,52 +113,3 @@ def kernel(f=None, *, enable_backward=None, module=None, **options):
     return Kernel(f, options)
 
 
-def func(f):
-    """Decorator making a func callable from kernels (``@wp.func``)."""
-    return Function(f)
-
-
-def func_with_outputs(n):
-    """For builtins with Warp's output arguments (``wp.svd3(A, U, sigma, V)``): the decorated
-    func takes the inputs and returns the ``n`` outputs (a tuple when ``n > 1``); a call
-    ``f(inputs..., out1, ..., outn)`` assigns them to the trailing argument variables."""
-    def deco(f):
-        from ..transpiler.lower import OUTPUT_ARGS
-        fn = Function(f)
-        fn._weft_outputs = n
-        OUTPUT_ARGS[fn.__name__] = n  # loops carry the variables such a call assigns
-        return fn
-    return deco
-
-
-def _custom_rule(kind):
-    def register(target):
-        if not isinstance(target, Function):
-            raise TypeError(f"@wp.func_{kind}(f) needs a @wp.func, got {target!r}")
-
-        def deco(rule):
-            fn = Function(rule)
-            target._weft_custom[kind] = fn
-            return fn
-        return deco
-    return register
-
-
-func_grad = _custom_rule("grad")
-func_grad.__doc__ = """Give ``f`` a hand-written adjoint (Warp's API)::
-
-    @wp.func_grad(safe_sqrt)
-    def adj_safe_sqrt(x: float, adj_ret: float):
-        if x > 0.0:
-            wp.adjoint[x] += adj_ret / (2.0 * wp.sqrt(x))
-"""
-func_replay = _custom_rule("replay")
-func_replay.__doc__ = """Give ``f`` a replay function: the adjoint recomputes ``f``'s value with it."""
-func_tangent = _custom_rule("tangent")
-func_tangent.__doc__ = """Give ``f`` a hand-written tangent (forward mode): it takes ``f``'s inputs
-and then the tangents of its float inputs, and returns the tangent of the output::
-
-    @wp.func_tangent(safe_sqrt)
-    def tan_safe_sqrt(x: float, tan_x: float):
-        return wp.where(x > 0.0, tan_x / (2.0 * wp.sqrt(x)), 0.0)
-"""

@@ -25,9 +25,8 @@ def user_param_types(kernel):
     """(name, type) of each kernel parameter as declared, from its annotations."""
     cached = getattr(kernel, "_user_param_types", None)
     if cached is None:
-        from ..transpiler.specialize import Specializer
-        src = kernel.parsed()
-        cached = [(n, t) for n, t, _ in Specializer().param_types(src, generic_ok=False)]
+        from ..transpiler.abi import declared_params
+        cached = [(n, t) for n, t, _ in declared_params(kernel.parsed(), generic_ok=False)]
         kernel._user_param_types = cached
     return cached
 
@@ -38,7 +37,7 @@ def param_types(kernel):
     member, as the lowering pass does (see :mod:`weft.runtime.struct`)."""
     cached = getattr(kernel, "_param_types", None)
     if cached is None:
-        from ..transpiler.lower_struct import flat_leaves
+        from ..transpiler.abi import flat_leaves
         cached = []
         for n, t in user_param_types(kernel):
             cached.extend(flat_leaves(t, n))
@@ -49,7 +48,7 @@ def param_types(kernel):
 
 
 def flat_leaves_of(t, name):
-    from ..transpiler.lower_struct import flat_leaves
+    from ..transpiler.abi import flat_leaves
     return flat_leaves(t, name)
 
 

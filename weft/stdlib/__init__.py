@@ -1,6 +1,19 @@
-"""Builtins usable inside kernels, each declared once with its derivative rules.
+"""Everything a kernel can call, each declared once in the module of its domain with its
+typing, derivative rules or lowering (see :mod:`.registry` for the declaration forms).
 
-Importing this package registers every builtin in :data:`registry.REGISTRY`.
+Importing this package registers the primitive builtins and special forms
+(:data:`registry.NAMESPACE`); the builtins written in the kernel language (quaternions,
+linear algebra, interpolation, noise, decompositions) are collected by :func:`namespace`, which
+``weft/__init__.py`` re-exports as ``wp.<name>``.
 """
 from . import registry  # noqa: F401
-from . import arith, lang, random, scalar, vector  # noqa: F401  (registration side effects)
+from . import arith, arrays, lang, random, scalar, vector  # noqa: F401  (registration)
+
+
+def namespace():
+    """``{name: declaration}`` of every public name kernels can call."""
+    from . import decomp, interp, linalg, noise, quat
+    out = dict(registry.NAMESPACE)
+    for module in (quat, interp, linalg, noise, decomp):
+        out.update(module.FUNCS)
+    return out

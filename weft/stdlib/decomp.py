@@ -60,8 +60,7 @@ precisions (``adj_eig3``, which divides by an exactly zero gap: NaN for the iden
   (a matrix built as ``M + wp.transpose(M)``, or the sum of the (i, j) and (j, i) entries).
 """
 import weft as wp  # resolved when a kernel using these is compiled, not at import
-from weft.runtime.kernel import func_with_outputs
-from weft.stdlib.registry import kernel_language_builtins
+from weft.lang import builtin_func, kernel_language_builtins
 
 
 # ------------------------------------------------------------------------------ precision
@@ -503,25 +502,27 @@ def _eig_grad(A, adj_ret):
 
 # ---------------------------------------------------------------------------- the builtins
 
-@func_with_outputs(3)
+@builtin_func([
+               'svd3(A: mat33, U: mat33, sigma: vec3, V: mat33)  (U, sigma, V are outputs)'], outputs=3)
 def svd3(A):
     """``wp.svd3(A, U, sigma, V)``: A = U diag(sigma) V^T (Warp's conventions, see above)."""
     return _svd(A)
 
 
-@func_with_outputs(3)
+@builtin_func([
+               'svd2(A: mat22, U: mat22, sigma: vec2, V: mat22)  (U, sigma, V are outputs)'], outputs=3)
 def svd2(A):
     """``wp.svd2(A, U, sigma, V)``: A = U diag(sigma) V^T for 2x2 A (Warp's conventions)."""
     return _svd2(A)
 
 
-@func_with_outputs(2)
+@builtin_func(['qr3(A: mat33, Q: mat33, R: mat33)  (Q, R are outputs)'], outputs=2)
 def qr3(A):
     """``wp.qr3(A, Q, R)``: A = Q R, Q a rotation, R upper triangular."""
     return _qr(A)
 
 
-@func_with_outputs(2)
+@builtin_func(['eig3(A: mat33, Q: mat33, d: vec3)  (Q, d are outputs)'], outputs=2)
 def eig3(A):
     """``wp.eig3(A, Q, d)``: A = Q diag(d) Q^T for symmetric A (lower triangle read)."""
     return _eig(A)

@@ -1,11 +1,13 @@
-"""Builtins of the language itself: ``wp.tid()``, tuples, array shapes."""
+"""Builtins of the language itself: ``wp.tid()``, tuples, array shapes, ``wp.adjoint``."""
 from __future__ import annotations
 
 import ast
 
 from .. import types as T
+from ..errors import KernelSyntaxError
+from ..transpiler import ir
 from ..transpiler.exprs import Ex, tup
-from .registry import builtin
+from .registry import builtin, lookup, special_form
 
 
 @builtin("tid", ["tid() -> int (one name) or a tuple (several names)"],
@@ -14,6 +16,42 @@ class tid:
     def primal(axis):
         # one name: the first launch index, as Warp (the thread index of a 1-D launch)
         return Ex(ast.Name("_first" if axis is None else f"_i{axis}", ast.Load()), T.int32)
+
+
+def _assign_tid(ctx, target, call):
+    """``i = wp.tid()`` (the first launch index, as Warp) or ``i, j = wp.tid()`` (one index
+    per launch dimension)."""
+    if ctx.kind != "kernel":
+        raise ctx.fail(call, "wp.tid() can only be used in kernels", KernelSyntaxError)
+    if call.args or call.keywords:
+        raise ctx.fail(call, "wp.tid() takes no arguments", KernelSyntaxError)
+    if isinstance(target, ast.Name):
+        v = ctx.emit(ir.Prim(lookup("tid"), [], {"axis": None}), T.int32, call)
+        ctx.tid_dims = max(ctx.tid_dims, 1)
+        ctx.tid_vars[v] = None
+        ctx.bind(target.id, v, target)
+        return
+    if isinstance(target, ast.Tuple) and 1 <= len(target.elts) <= 4:
+        ctx.tid_dims = len(target.elts)
+        for axis, t in enumerate(target.elts):
+            v = ctx.emit(ir.Prim(lookup("tid"), [], {"axis": axis}), T.int32, call)
+            ctx.tid_vars[v] = axis
+            ctx.assign(t, v, call)
+        return
+    raise ctx.fail(target, "wp.tid() unpacks into 1 to 4 names", KernelSyntaxError)
+
+
+@special_form("tid", "The launch index of the calling thread (in kernels only).",
+              lower_assign=_assign_tid)
+def tid_form(ctx, node):
+    raise ctx.fail(node, "assign wp.tid() directly to names: tid = wp.tid() or i, j = wp.tid()",
+                   KernelSyntaxError)
+
+
+# ``wp.adjoint[x]`` in a ``@wp.func_grad`` rule: the adjoint of input ``x`` (the specialiser
+# rewrites it to the rule's local ``adj_x`` before lowering, finding this object by value)
+adjoint = special_form("adjoint", "wp.adjoint[x]: the adjoint of input x, in func_grad rules")(
+    None)
 
 
 @builtin("array_shape", ["a.shape"], lambda ts, a=None: T.TupleType((T.int32,) * ts[0].ndim),

@@ -3,10 +3,10 @@
 Sizes are chosen with compile-time ``if len(m) == n`` tests, which keep only the branch taken.
 """
 import weft as wp
-from weft.stdlib.registry import kernel_language_builtins
+from weft.lang import builtin_func, kernel_language_builtins
 
 
-@wp.func
+@builtin_func(['trace(m: matN) -> Float'])
 def trace(m):
     t = m[0, 0] + m[1, 1]
     if len(m) > 2:
@@ -16,7 +16,7 @@ def trace(m):
     return t
 
 
-@wp.func
+@builtin_func(['get_diag(m: matN) -> vec'])
 def get_diag(m):
     if len(m) == 2:
         return wp.vector(m[0, 0], m[1, 1])
@@ -25,7 +25,7 @@ def get_diag(m):
     return wp.vector(m[0, 0], m[1, 1], m[2, 2], m[3, 3])
 
 
-@wp.func
+@builtin_func(['diag(d: vec) -> matN'])
 def diag(d):
     z = d[0] * 0.0
     if len(d) == 2:
@@ -35,7 +35,7 @@ def diag(d):
     return wp.matrix(d[0], z, z, z, z, d[1], z, z, z, z, d[2], z, z, z, z, d[3], shape=(4, 4))
 
 
-@wp.func
+@builtin_func(['ddot(a: mat, b: mat) -> Float  (same shape)'])
 def ddot(a, b):
     """Double contraction sum_ij a_ij b_ij."""
     s = wp.dot(a[0], b[0]) + wp.dot(a[1], b[1])
@@ -46,7 +46,7 @@ def ddot(a, b):
     return s
 
 
-@wp.func
+@builtin_func(['skew(v: vec3) -> mat33'])
 def skew(v):
     """The cross-product matrix: skew(v) * x == cross(v, x)."""
     z = v[0] * 0.0
@@ -71,7 +71,10 @@ def _sub2(m):
     return wp.vector(s0, s1, s2, s3, s4, s5), wp.vector(c0, c1, c2, c3, c4, c5)
 
 
-@wp.func
+@builtin_func([
+               'determinant(m: mat22) -> Float',
+               'determinant(m: mat33) -> Float',
+               'determinant(m: mat44) -> Float'])
 def determinant(m):
     if len(m) == 2:
         return m[0, 0] * m[1, 1] - m[0, 1] * m[1, 0]
@@ -83,7 +86,10 @@ def determinant(m):
     return s[0] * c[5] - s[1] * c[4] + s[2] * c[3] + s[3] * c[2] - s[4] * c[1] + s[5] * c[0]
 
 
-@wp.func
+@builtin_func([
+               'inverse(m: mat22) -> mat22',
+               'inverse(m: mat33) -> mat33',
+               'inverse(m: mat44) -> mat44'])
 def inverse(m):
     """The inverse of a 2x2, 3x3 or 4x4 matrix (zero where the determinant is zero, as Warp)."""
     d = determinant(m)
@@ -120,7 +126,7 @@ def inverse(m):
         m[2, 0] * s[3] - m[2, 1] * s[1] + m[2, 2] * s[0], shape=(4, 4)) * r
 
 
-@wp.func
+@builtin_func(['cw_div(a: vec, b: vec) -> vec  (same length)'])
 def cw_div(a, b):
     if len(a) == 2:
         return wp.vector(a[0] / b[0], a[1] / b[1])
@@ -129,48 +135,48 @@ def cw_div(a, b):
     return wp.vector(a[0] / b[0], a[1] / b[1], a[2] / b[2], a[3] / b[3])
 
 
-@wp.func
+@builtin_func(['matrix_from_rows(r0: vec3, r1: vec3, r2: vec3) -> mat33'])
 def matrix_from_rows(r0, r1, r2):
     return wp.matrix(r0[0], r0[1], r0[2], r1[0], r1[1], r1[2], r2[0], r2[1], r2[2], shape=(3, 3))
 
 
-@wp.func
+@builtin_func(['matrix_from_cols(c0: vec3, c1: vec3, c2: vec3) -> mat33'])
 def matrix_from_cols(c0, c1, c2):
     return wp.matrix(c0[0], c1[0], c2[0], c0[1], c1[1], c2[1], c0[2], c1[2], c2[2], shape=(3, 3))
 
 
 # --- spatial vectors (6 components: top = angular, bottom = linear, as Warp) ----------------
 
-@wp.func
+@builtin_func(['spatial_top(a: vec6) -> vec3'])
 def spatial_top(a):
     return wp.vector(a[0], a[1], a[2])
 
 
-@wp.func
+@builtin_func(['spatial_bottom(a: vec6) -> vec3'])
 def spatial_bottom(a):
     return wp.vector(a[3], a[4], a[5])
 
 
-@wp.func
+@builtin_func(['spatial_dot(a: vec6, b: vec6) -> Float'])
 def spatial_dot(a, b):
     return wp.dot(spatial_top(a), spatial_top(b)) + wp.dot(spatial_bottom(a), spatial_bottom(b))
 
 
-@wp.func
+@builtin_func(['spatial_cross(a: vec6, b: vec6) -> vec6'])
 def spatial_cross(a, b):
     w = wp.cross(spatial_top(a), spatial_top(b))
     v = wp.cross(spatial_top(a), spatial_bottom(b)) + wp.cross(spatial_bottom(a), spatial_top(b))
     return wp.vector(w[0], w[1], w[2], v[0], v[1], v[2])
 
 
-@wp.func
+@builtin_func(['spatial_cross_dual(a: vec6, b: vec6) -> vec6'])
 def spatial_cross_dual(a, b):
     w = wp.cross(spatial_top(a), spatial_top(b)) + wp.cross(spatial_bottom(a), spatial_bottom(b))
     v = wp.cross(spatial_top(a), spatial_bottom(b))
     return wp.vector(w[0], w[1], w[2], v[0], v[1], v[2])
 
 
-@wp.func
+@builtin_func(['spatial_adjoint(r: mat33, s: mat33) -> mat66'])
 def spatial_adjoint(r, s):
     """The 6x6 spatial matrix [[r, 0], [s, r]] (Warp's block layout): with r = R and
     s = skew(p) R for a transform (R, p), it maps the twist (w, v) to (R w, p x R w + R v)."""

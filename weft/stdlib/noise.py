@@ -15,7 +15,8 @@ derivative is the noise's Hessian, derived by weft.
 """
 import weft as wp  # resolved when a kernel using these is compiled
 from weft import types as T
-from weft.stdlib.registry import builtin, kernel_language_builtins
+from weft.lang import builtin_func, kernel_language_builtins
+from weft.stdlib.registry import builtin
 from weft.transpiler.exprs import cast, tup
 
 
@@ -350,7 +351,11 @@ def _noise4_grad(state: wp.uint32, x0: _u32, y0: _u32, z0: _u32, t0: _u32, x1: _
 
 # ----------------------------------------------------------------------------- public builtins
 
-@wp.func
+@builtin_func([
+               'noise(state: uint32, x: Float) -> Float',
+               'noise(state: uint32, xy: vec2) -> Float',
+               'noise(state: uint32, xyz: vec3) -> Float',
+               'noise(state: uint32, xyzt: vec4) -> Float'])
 def noise(state: wp.uint32, x):
     """Perlin noise of a scalar or a 2-, 3- or 4-D point, in about [-1, 1] (zero on the
     integer lattice); ``state`` (from ``wp.rand_init``) picks the field."""
@@ -380,7 +385,11 @@ def noise(state: wp.uint32, x):
                    dy, dz, x[3] - f[3])
 
 
-@wp.func
+@builtin_func([
+               'pnoise(state: uint32, x: Float, px: Int) -> Float',
+               'pnoise(state: uint32, xy: vec2, px: Int, py: Int) -> Float',
+               'pnoise(state: uint32, xyz: vec3, px: Int, py: Int, pz: Int) -> Float',
+               'pnoise(state: uint32, xyzt: vec4, px: Int, py: Int, pz: Int, pt: Int) -> Float'])
 def pnoise(state: wp.uint32, x, px, py=1, pz=1, pt=1):
     """Perlin noise that repeats with integer period ``px`` along x (``py``, ``pz``, ``pt``
     along the other axes of a 2-, 3- or 4-D point). As in Warp, the lattice index is
@@ -412,7 +421,10 @@ def pnoise(state: wp.uint32, x, px, py=1, pz=1, pt=1):
                    wp.uint32((t0 + 1) % int(pt)), dx, dy, dz, x[3] - f[3])
 
 
-@wp.func
+@builtin_func([
+               'curlnoise(state: uint32, xy: vec2[, octaves: uint32[, lacunarity: Float[, gain: Float]]]) -> vec2',
+               'curlnoise(state: uint32, xyz: vec3[, octaves: uint32[, lacunarity: Float[, gain: Float]]]) -> vec3',
+               'curlnoise(state: uint32, xyzt: vec4[, octaves: uint32[, lacunarity: Float[, gain: Float]]]) -> vec3'])
 def curlnoise(state: wp.uint32, xy, octaves: wp.uint32 = 1, lacunarity=2.0, gain=0.5):
     """A divergence-free field from the gradients of Perlin noise, summed over ``octaves``
     (each ``lacunarity`` times the frequency and ``gain`` times the amplitude of the one

@@ -5,43 +5,89 @@ derives their adjoints and tangents exactly as for user code: there are no hand-
 to get wrong. Quaternions are ``(x, y, z, w)``; transforms ``(p.x, p.y, p.z, q.x, q.y, q.z,
 q.w)``, as in Warp.
 """
+import ast
+
 import weft as wp  # resolved when a kernel using these is compiled, not at import
-from weft.stdlib.registry import kernel_language_builtins
-from weft.runtime.kernel import func_with_outputs
+from weft import types as T
+from weft.lang import builtin_func, kernel_language_builtins
+from weft.stdlib.registry import special_form
+from weft.transpiler import ir
 
 
-@wp.func
-def quat_identity():
-    return wp.quat(0.0, 0.0, 0.0, 1.0)
+def _identity(name, value, kind):
+    """``wp.quat_identity(dtype=float32)``, ``wp.transform_identity(dtype=float32)``."""
+    def lower(ctx, node):
+        given = list(node.args) + [k.value for k in node.keywords if k.arg == "dtype"]
+        if len(given) > 1 or any(k.arg != "dtype" for k in node.keywords):
+            raise ctx.fail(node, f"wp.{name}() takes one argument, dtype")
+        try:
+            st = T.as_scalar_type(ctx.resolve(given[0])) if given else T.float32
+        except TypeError:
+            st = None
+        if st is None or not T.is_float(st):
+            raise ctx.fail(node, f"wp.{name}(dtype) needs a float type (float16, float32 or "
+                           "float64)")
+        return ir.Const(value, kind(st))
+    return special_form(name, f"{name}(dtype=float32): the identity")(lower)
 
 
-@wp.func
+quat_identity = _identity("quat_identity", (0.0, 0.0, 0.0, 1.0), T.quaternion)
+transform_identity = _identity("transform_identity", (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0),
+                               T.transformation)
+
+
+def _transform_setter(name, attr):
+    """Warp's in-place setters ``wp.transform_set_translation(t, p)`` and
+    ``transform_set_rotation(t, q)``: the same as ``t.p = p`` / ``t.q = q``."""
+    def lower(ctx, node):
+        if len(node.args) != 2 or node.keywords:
+            raise ctx.fail(node, f"wp.{name}(xform, value) takes two arguments")
+        target = node.args[0]
+        if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)) or (
+                isinstance(target, ast.Subscript) and ctx.is_array_expr(target.value)):
+            raise ctx.fail(target, f"wp.{name}() modifies a variable in place: pass a variable "
+                           "(load an array element into one, or write xforms[i].p = ... "
+                           "instead)")
+        t = ctx.expr(target)
+        if not (T.is_composite(t.type) and t.type._wp_kind_ == "transformation"):
+            raise ctx.fail(target, f"wp.{name}() needs a transform, got {T.type_name(t.type)}")
+        ctx.assign(target, ctx.with_component(t, attr, ctx.expr(node.args[1]), node), node)
+        return None
+    return special_form(name, f"{name}(xform, value): xform.{attr} = value, in place",
+                        assigned=lambda node: node.args[:1])(lower)
+
+
+transform_set_translation = _transform_setter("transform_set_translation", "p")
+transform_set_rotation = _transform_setter("transform_set_rotation", "q")
+
+
+@builtin_func(['quat_from_axis_angle(axis: vec3, angle: Float) -> quat'])
 def quat_from_axis_angle(axis, angle):
     half = angle * 0.5
     s = wp.sin(half)
     return wp.quaternion(axis[0] * s, axis[1] * s, axis[2] * s, wp.cos(half))
 
 
-@wp.func
+@builtin_func(['quat_inverse(q: quat) -> quat'])
 def quat_inverse(q):
     return wp.quaternion(-q[0], -q[1], -q[2], q[3])
 
 
-@wp.func
+@builtin_func(['quat_rotate(q: quat, x: vec3) -> vec3'])
 def quat_rotate(q, x):
     u = wp.vector(q[0], q[1], q[2])
     w = q[3]
     return x * (2.0 * w * w - 1.0) + wp.cross(u, x) * (2.0 * w) + u * (2.0 * wp.dot(u, x))
 
 
-@wp.func
+@builtin_func(['quat_rotate_inv(q: quat, x: vec3) -> vec3'])
 def quat_rotate_inv(q, x):
     u = wp.vector(q[0], q[1], q[2])
     w = q[3]
     return x * (2.0 * w * w - 1.0) - wp.cross(u, x) * (2.0 * w) + u * (2.0 * wp.dot(u, x))
 
 
-@wp.func
+@builtin_func(['quat_to_matrix(q: quat) -> mat33'])
 def quat_to_matrix(q):
     x = q[0]
     y = q[1]
@@ -53,7 +99,7 @@ def quat_to_matrix(q):
                      shape=(3, 3))
 
 
-@wp.func
+@builtin_func(['quat_rpy(roll: Float, pitch: Float, yaw: Float) -> quat'])
 def quat_rpy(roll, pitch, yaw):
     """The quaternion of roll, pitch and yaw angles (Warp's convention)."""
     cy = wp.cos(yaw * 0.5)
@@ -75,13 +121,14 @@ def _axis_angle(q):
     return axis, 2.0 * wp.atan2(wp.length(v), wp.abs(q[3]))
 
 
-@func_with_outputs(2)
+@builtin_func([
+               'quat_to_axis_angle(q: quat, axis: vec3, angle: Float)  (axis, angle are outputs)'], outputs=2)
 def quat_to_axis_angle(q):
     """``wp.quat_to_axis_angle(q, axis, angle)`` assigns the rotation's unit axis and angle."""
     return _axis_angle(q)
 
 
-@wp.func
+@builtin_func(['quat_between_vectors(a: vec3, b: vec3) -> quat'])
 def quat_between_vectors(a, b):
     """The shortest-arc rotation taking the direction of ``a`` to that of ``b`` (as Warp:
     opposite directions are not handled)."""
@@ -91,14 +138,14 @@ def quat_between_vectors(a, b):
     return wp.normalize(wp.quaternion(c[0], c[1], c[2], 1.0 + wp.dot(an, bn)))
 
 
-@wp.func
+@builtin_func(['quat_slerp(q0: quat, q1: quat, t: Float) -> quat'])
 def quat_slerp(q0, q1, t):
     """Spherical interpolation from q0 (t = 0) to q1 (t = 1), as Warp."""
     axis, angle = _axis_angle(quat_inverse(q0) * q1)
     return q0 * quat_from_axis_angle(axis, t * angle)
 
 
-@wp.func
+@builtin_func(['quat_from_matrix(m: mat33) -> quat'])
 def quat_from_matrix(m):
     """The rotation quaternion of a 3x3 rotation matrix (Warp's branch on the trace)."""
     z0 = m[0, 0] * 0.0
@@ -144,42 +191,37 @@ def quat_from_matrix(m):
     return wp.normalize(wp.quaternion(x, y, z, w))
 
 
-@wp.func
+@builtin_func(['transform_get_translation(t: transform) -> vec3'])
 def transform_get_translation(t):
     return wp.vector(t[0], t[1], t[2])
 
 
-@wp.func
+@builtin_func(['transform_get_rotation(t: transform) -> quat'])
 def transform_get_rotation(t):
     return wp.quaternion(t[3], t[4], t[5], t[6])
 
 
-@wp.func
+@builtin_func(['transform_point(t: transform, p: vec3) -> vec3'])
 def transform_point(t, p):
     return quat_rotate(transform_get_rotation(t), p) + transform_get_translation(t)
 
 
-@wp.func
+@builtin_func(['transform_vector(t: transform, v: vec3) -> vec3'])
 def transform_vector(t, v):
     return quat_rotate(transform_get_rotation(t), v)
 
 
-@wp.func
+@builtin_func(['transform_multiply(a: transform, b: transform) -> transform'])
 def transform_multiply(a, b):
     qa = transform_get_rotation(a)
     p = quat_rotate(qa, transform_get_translation(b)) + transform_get_translation(a)
     return wp.transformation(p, qa * transform_get_rotation(b))
 
 
-@wp.func
+@builtin_func(['transform_inverse(t: transform) -> transform'])
 def transform_inverse(t):
     qi = quat_inverse(transform_get_rotation(t))
     return wp.transformation(-quat_rotate(qi, transform_get_translation(t)), qi)
-
-
-@wp.func
-def transform_identity():
-    return wp.transform(wp.vec3(0.0, 0.0, 0.0), wp.quat(0.0, 0.0, 0.0, 1.0))
 
 
 FUNCS = kernel_language_builtins(globals())

@@ -3,7 +3,7 @@ the samplers and ``poisson``.
 
 The state is a ``uint32`` that ``randf(state)`` and friends advance in place, as Warp's
 ``uint32&`` parameter: the lowering rebinds the state variable after each draw (see
-``lower_random.RandomLowering.random_draw``). The generator is Warp's PCG hash, so the same seed
+the draws at the end of this module). The generator is Warp's PCG hash, so the same seed
 and offset give the same integers and floats as Warp, on every target.
 
 ``poisson`` and ``sample_cdf`` loop, so they are written below in the kernel language, as
@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import weft as wp  # resolved when a kernel using the funcs below is compiled
 
+import ast
+
+import numpy as np
+
 from .. import types as T
-from ..runtime.kernel import func
+from ..lang import func
+from ..transpiler import ir
 from ..transpiler.exprs import call
-from .registry import builtin
+from .registry import builtin, special_form
 
 
 def _int_args(n):
@@ -51,12 +56,6 @@ _state_fn("rand_pcg", "_wk.rand_pcg", T.uint32)
 _state_fn("rand_float", "_wk.rand_float", T.float32)
 _state_fn("rand_int", "_wk.rand_int", T.int32)
 _state_fn("rand_int_range", "_wk.rand_int_range", T.int32, arity=3)
-
-def is_draw(name):
-    """Whether a call of ``wp.<name>`` is a random draw, which advances its first argument, a
-    state variable (the lowering rebinds it, and carries it through loops)."""
-    return name in ("randf", "randi", "randu", "randn", "poisson") or (
-        name or "").startswith("sample_")
 
 
 # ------------------------------------------------------------------ poisson (Warp's rand.h)
@@ -139,3 +138,185 @@ def cdf_index(cdf: wp.array(dtype=float), u: float):
         else:
             upper = mid
     return lower
+
+
+# ------------------------------------------------------------------ the draws (special forms)
+# Warp passes the generator state by reference, so every draw rebinds the caller's state
+# variable to the advanced state; loops then carry it (``assigned_args``).
+
+def _state_arg(node):
+    return node.args[:1]
+
+
+def draw_form(name, doc):
+    """Declare random draw ``wp.<name>(state, ...)``: its lowering is ``lower(ctx, node, draw,
+    extra)`` where ``draw()`` advances the state and returns it, ``extra`` the other arguments
+    (lowered)."""
+    def deco(lower):
+        def lower_call(ctx, node):
+            if not node.args or not isinstance(node.args[0], ast.Name) or \
+                    node.args[0].id not in ctx.env or \
+                    ctx.env[node.args[0].id].type is not T.uint32:
+                raise ctx.fail(node, f"wp.{name}(state, ...) needs a state variable made by "
+                               "wp.rand_init (a uint32)")
+            if node.keywords:
+                raise ctx.fail(node.keywords[0], f"wp.{name}() takes positional arguments only")
+            state = node.args[0].id
+
+            def draw():
+                s = ctx.apply("rand_pcg", [ctx.env[state]], node)
+                ctx.bind(state, s, node)
+                return ctx.env[state]
+
+            return lower(ctx, node, draw, [ctx.expr(a) for a in node.args[1:]])
+        return special_form(name, doc, assigned=_state_arg)(lower_call)
+    return deco
+
+
+def _arity(ctx, node, name, allowed, what):
+    if len(node.args) not in allowed:
+        raise ctx.fail(node, f"wp.{name}{what}: got {len(node.args)} arguments")
+
+
+@draw_form("randf", "randf(state[, lo, hi]) -> float32 (advances state)")
+def randf(ctx, node, draw, extra):
+    _arity(ctx, node, "randf", (1, 3), "(state) or wp.randf(state, lo, hi)")
+    v = ctx.apply("rand_float", [draw()], node)
+    if extra:
+        lo, hi = (ctx.adapt_literal(e, T.float32) for e in extra)
+        v = ctx.apply("add", [ctx.apply("mul", [ctx.apply("sub", [hi, lo], node), v], node), lo],
+                      node)
+    return v
+
+
+@draw_form("randi", "randi(state[, lo, hi]) -> int32 (advances state)")
+def randi(ctx, node, draw, extra):
+    _arity(ctx, node, "randi", (1, 3), "(state) or wp.randi(state, lo, hi)")
+    s = draw()
+    if extra:
+        lo, hi = (ctx.adapt_literal(e, T.int32) for e in extra)
+        return ctx.apply("rand_int_range", [s, lo, hi], node)
+    return ctx.apply("rand_int", [s], node)
+
+
+@draw_form("randu", "randu(state[, lo, hi]) -> uint32 (advances state)")
+def randu(ctx, node, draw, extra):
+    _arity(ctx, node, "randu", (1, 3), "(state) or wp.randu(state, lo, hi)")
+    s = draw()
+    if not extra:
+        return s
+    lo, hi = (ctx.adapt_literal(e, T.uint32) for e in extra)  # state % (hi - lo) + lo
+    if lo.type is not T.uint32 or hi.type is not T.uint32:
+        raise ctx.fail(node, "wp.randu(state, low, high) needs uint32 bounds")
+    return ctx.apply("add", [ctx.apply("mod", [s, ctx.apply("sub", [hi, lo], node)], node), lo],
+                     node)
+
+
+@draw_form("randn", "randn(state) -> float32, normal (advances state twice)")
+def randn(ctx, node, draw, extra):
+    _arity(ctx, node, "randn", (1,), "(state) takes only the state")
+    u1 = ctx.apply("rand_float", [draw()], node)
+    u2 = ctx.apply("rand_float", [draw()], node)
+    r = ctx.apply("add", [u1, ir.Const(5.96e-8, T.float32)], node)
+    r = ctx.apply("sqrt", [ctx.apply("mul", [ir.Const(-2.0, T.float32),
+                                             ctx.apply("log", [r], node)], node)], node)
+    a = ctx.apply("mul", [ir.Const(_TWO_PI, T.float32), u2], node)
+    return ctx.apply("mul", [r, ctx.apply("cos", [a], node)], node)
+
+
+@draw_form("poisson", "poisson(state, lam: float32) -> uint32 (advances state, unless lam == 0)")
+def poisson(ctx, node, draw, extra):
+    """The kernel-language ``poisson_count`` (Warp's algorithms, which loop) returns the count
+    and the advanced state, rebound to the caller's."""
+    lam = ctx.adapt_literal(extra[0], T.float32) if len(extra) == 1 else None
+    if lam is None or lam.type is not T.float32:
+        raise ctx.fail(node, "wp.poisson(state, lam) needs a float32 lam")
+    name = node.args[0].id
+    out = ctx.call_func(poisson_count, node, [ctx.env[name], lam], 2)
+    count, state = (ctx.apply("tuple_get", [out], node, attrs={"index": k}) for k in (0, 1))
+    ctx.bind(name, state, node)
+    return count
+
+
+@draw_form("sample_cdf", "sample_cdf(state, cdf: array(dtype=float32)) -> int: the first index "
+           "with cdf[index] >= randf(state) (advances state)")
+def sample_cdf(ctx, node, draw, extra):
+    """One uniform draw, then the first index of the 1-D float32 array ``cdf`` whose value is
+    not below it (binary search, as Warp)."""
+    cdf = extra[0] if len(extra) == 1 else None
+    if cdf is None or not isinstance(cdf.type, T.ArrayType) or cdf.type.ndim != 1 or \
+            cdf.type.dtype is not T.float32:
+        raise ctx.fail(node, "wp.sample_cdf(state, cdf) needs a 1-D array of float32")
+    u = ctx.apply("rand_float", [draw()], node)
+    return ctx.call_func(cdf_index, node, [cdf, u], 2)
+
+
+_TWO_PI = float(np.float32(2.0) * np.float32(np.pi))
+
+
+def _sampler(name, doc, build):
+    """Warp's geometric samplers (rand.h), drawing their numbers in Warp's order."""
+    def lower(ctx, node, draw, extra):
+        if extra:
+            raise ctx.fail(node, f"wp.{name}(state) takes only the state")
+
+        def op(fn, *args):
+            return ctx.apply(fn, list(args), node)
+
+        def u():
+            return op("rand_float", draw())
+
+        t, comps = build(op, u, lambda v: ir.Const(v, T.float32))
+        return ctx.apply("construct", comps, node, {"type": t})
+    return draw_form(name, doc)(lower)
+
+
+def _square(n, t):
+    return lambda op, u, f: (t, [op("sub", u(), f(0.5)) for _ in range(n)])
+
+
+def _sphere(hemisphere, solid):
+    def build(op, u, f):
+        # acos(1 - 2u) over the sphere, acos(1 - u) over the upper hemisphere
+        w = u() if hemisphere else op("mul", f(2.0), u())
+        phi = op("acos", op("sub", f(1.0), w))
+        theta = op("mul", f(_TWO_PI), u())
+        r = op("pow", u(), f(float(np.float32(1.0) / np.float32(3.0)))) if solid else f(1.0)
+        sp = op("sin", phi)
+        return T.vec3, [op("mul", op("mul", r, op("cos", theta)), sp),
+                        op("mul", op("mul", r, op("sin", theta)), sp),
+                        op("mul", r, op("cos", phi))]
+    return build
+
+
+def _disk(op, u, f):
+    r = op("sqrt", u())
+    theta = op("mul", f(_TWO_PI), u())
+    return T.vec2, [op("mul", r, op("cos", theta)), op("mul", r, op("sin", theta))]
+
+
+def _ring(op, u, f):
+    theta = op("mul", f(_TWO_PI), u())
+    return T.vec2, [op("cos", theta), op("sin", theta)]
+
+
+def _triangle(op, u, f):
+    r = op("sqrt", u())
+    return T.vec2, [op("sub", f(1.0), r), op("mul", u(), r)]
+
+
+sample_unit_square = _sampler("sample_unit_square", "-> vec2 in [-0.5, 0.5)^2",
+                              _square(2, T.vec2))
+sample_unit_cube = _sampler("sample_unit_cube", "-> vec3 in [-0.5, 0.5)^3", _square(3, T.vec3))
+sample_unit_sphere_surface = _sampler("sample_unit_sphere_surface", "-> vec3 on the sphere",
+                                      _sphere(False, False))
+sample_unit_sphere = _sampler("sample_unit_sphere", "-> vec3 in the unit ball",
+                              _sphere(False, True))
+sample_unit_hemisphere_surface = _sampler("sample_unit_hemisphere_surface",
+                                          "-> vec3 on the unit sphere, z >= 0",
+                                          _sphere(True, False))
+sample_unit_hemisphere = _sampler("sample_unit_hemisphere", "-> vec3 in the unit ball, z >= 0",
+                                  _sphere(True, True))
+sample_unit_disk = _sampler("sample_unit_disk", "-> vec2 in the unit disk", _disk)
+sample_unit_ring = _sampler("sample_unit_ring", "-> vec2 on the unit circle", _ring)
+sample_triangle = _sampler("sample_triangle", "-> barycentric vec2", _triangle)

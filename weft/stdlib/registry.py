@@ -1,4 +1,23 @@
-"""One declaration per builtin: its signatures, primal, adjoint and tangent rules.
+"""One declaration per name a kernel can call.
+
+Every callable a kernel can name is an object that answers two questions itself:
+``lower_call(ctx, node)`` lowers a call of it (``ctx``: the lowering context, see
+:mod:`weft.transpiler.lowering`), and ``assigned_args(node)`` lists the argument expressions the
+call assigns (a random draw advances its state variable; Warp's output-argument builtins assign
+their trailing arguments), which loops then carry. The lowering asks the object, never its name,
+so a user func named ``svd3`` or ``sample_scale`` is an ordinary func. The forms are:
+
+- :class:`Builtin`: a primitive with typing and derivative rules (below);
+- :class:`SpecialForm`: a name whose lowering is written beside it in its stdlib module
+  (``wp.tid``, the atomics, random draws, ``wp.alloc_local``, transform setters, ...);
+- :class:`weft.lang.Function`: a func in the kernel language, user-written or a stdlib builtin
+  (``@builtin_func(sigs, outputs=...)``, which declares its signatures and output arguments);
+- Python's own callables and weft's types (``abs``, ``float``, ``wp.vec3``, ``wp.vector``, a
+  struct class), whose declarations :func:`declaration_of` finds in
+  :mod:`weft.stdlib.constructors`.
+
+Primitive builtins
+------------------
 
 A builtin is declared as a class used as a namespace::
 
@@ -42,6 +61,69 @@ class Builtin:
 
     def __repr__(self):
         return f"<weft builtin {self.name}>"
+
+    def lower_call(self, ctx, node):
+        args = [ctx.expr(a) for a in node.args]
+        attrs = {}
+        for kw in node.keywords:
+            if self.attrs_rule is None or kw.arg not in self.attrs_rule:
+                raise ctx.fail(kw, f"{self.name}() takes no keyword argument '{kw.arg}'")
+            attrs[kw.arg] = ctx.static_value(kw.value, f"{self.name}({kw.arg}=...)")
+        return ctx.apply(self, args, node, attrs)
+
+    def assigned_args(self, node):
+        return []
+
+
+class SpecialForm:
+    """A name whose calls its own stdlib module lowers (``lower(ctx, node)``).
+
+    ``assigned(node)`` returns the argument expressions a call assigns; ``lower_assign(ctx,
+    target, node)``, when given, lowers ``target = <call>`` as a whole (``i, j = wp.tid()``).
+    """
+
+    def __init__(self, name, doc="", lower=None, assigned=None, lower_assign=None):
+        self.name = name
+        self.__doc__ = doc
+        self._lower = lower
+        self._assigned = assigned
+        self.lower_assign = lower_assign
+
+    def __repr__(self):
+        return f"<weft special form {self.name}>"
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"wp.{self.name}() can only be called inside a kernel or func")
+
+    def lower_call(self, ctx, node):
+        if self._lower is None:
+            raise ctx.fail(node, f"wp.{self.name} cannot be called here")
+        return self._lower(ctx, node)
+
+    def assigned_args(self, node):
+        return list(self._assigned(node)) if self._assigned is not None else []
+
+
+def special_form(name, doc, assigned=None, lower_assign=None):
+    """Declare a special form by decorating its lowering function::
+
+        @special_form("alloc_local", "alloc_local(dtype, size, value=0): a per-thread buffer")
+        def alloc_local(ctx, node): ...
+    """
+    def deco(lower):
+        form = SpecialForm(name, doc, lower, assigned, lower_assign)
+        NAMESPACE[name] = form
+        return form
+    return deco
+
+
+def declaration_of(obj):
+    """The declaration behind a Python object a kernel calls, or None when it cannot be
+    called in kernels."""
+    if hasattr(obj, "lower_call"):
+        return obj
+    from .constructors import python_declaration
+    return python_declaration(obj)
 
 
 def builtin(name, sigs, resolve, differentiable=True, public=True, attrs=None):
@@ -104,8 +186,3 @@ def float_vector(t):
         T.is_float(T.scalar_of(t))
 
 
-def kernel_language_builtins(namespace):
-    """The public ``@wp.func`` builtins of a stdlib module written in the kernel language
-    (``FUNCS = kernel_language_builtins(globals())``); names starting with ``_`` are helpers."""
-    return {n: v for n, v in dict(namespace).items()
-            if getattr(v, "_weft_kind", None) == "func" and not n.startswith("_")}

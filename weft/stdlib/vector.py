@@ -10,7 +10,7 @@ import ast
 from .. import types as T
 from ..transpiler.exprs import Ex, call, const, dot, mapc, select, tup, zero
 from .arith import outer as _outer, transpose as _transpose
-from .registry import builtin, float_vector
+from .registry import special_form, builtin, float_vector
 
 
 
@@ -399,13 +399,34 @@ class cw_mul:
         return mapc(lambda x, y, s, t: s * y + x * t, a, b, ta, tb)
 
 
-@builtin("identity", ["identity(n: int, dtype) -> Matrix"], lambda ts, a: a["type"], public=True,
-         differentiable=False, attrs=("n", "dtype"))
-class identity:
+@builtin("identity", ["identity(n: int, dtype) -> Matrix"], lambda ts, a: a["type"], public=False,
+         differentiable=False)
+class _identity:
     def primal(type):
         n = type._shape_[0]
         return tup([const(1.0 if i == j else 0.0, T.scalar_of(type)) for i in range(n)
                     for j in range(n)], type)
+
+
+@special_form("identity", "identity(n: int, dtype=float32) -> the n x n identity matrix")
+def identity(ctx, node):
+    given = dict(zip(("n", "dtype"), node.args))
+    for k in node.keywords:
+        if k.arg not in ("n", "dtype") or k.arg in given:
+            raise ctx.fail(k, f"wp.identity() takes n and dtype, got '{k.arg}'")
+        given[k.arg] = k.value
+    if "n" not in given or len(node.args) > 2:
+        raise ctx.fail(node, "wp.identity(n, dtype=float32) needs n")
+    n = ctx.static_value(given["n"], "wp.identity(n=...)")
+    try:
+        dtype = T.as_scalar_type(ctx.static_value(given["dtype"], "wp.identity(dtype=...)")
+                                 if "dtype" in given else T.float32)
+    except TypeError:
+        dtype = None
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1 or dtype is None:
+        raise ctx.fail(node, "wp.identity(n, dtype) needs a positive integer constant n and a "
+                       "scalar type")
+    return ctx.apply(_identity, [], node, {"type": T.matrix((n, n), dtype)})
 
 
 def _arg_extreme(name, op):

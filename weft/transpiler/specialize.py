@@ -5,14 +5,15 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
-import typing
 
 import numpy as np
 
 from .. import types as T
 from ..errors import KernelSyntaxError, KernelTypeError
 from . import ir
-from .lower import Lowerer
+from .abi import declared_params
+from .lowering.context import Lowering
+from .lowering.stmts import lower_function
 from .source import error
 
 
@@ -22,60 +23,18 @@ class Specializer:
         self.active = set()
         self.order = []
 
-    # -------------------------------------------------------------------------- annotations
-    @staticmethod
-    def as_arg_type(value, fail):
-        """Type of a parameter from its annotation object; None means generic."""
-        if value is typing.Any:
-            return None
-        if isinstance(value, T.ArrayType):
-            return value
-        at = getattr(value, "_weft_array_type_", None)
-        if at is not None:
-            return at
-        if getattr(value, "_wp_struct_", None) is not None:
-            return value
-        try:
-            return T.as_value_type(value)
-        except TypeError:
-            raise fail(f"'{getattr(value, '__name__', value)}' is not a kernel type") from None
-
-    def param_types(self, src, generic_ok):
-        out = []
-        for a in src.tree.args.args:
-            if a.annotation is None:
-                if not generic_ok:
-                    raise error(src, a, f"kernel parameter '{a.arg}' needs a type annotation",
-                                KernelTypeError)
-                out.append((a.arg, None, a))
-                continue
-            value = src.pyfunc.__annotations__.get(a.arg)
-            if isinstance(value, str):
-                lw = Lowerer(src, "func", self)
-                try:
-                    value = eval(value, lw.globals)  # noqa: S307 - the user's own annotation
-                except Exception as exc:  # noqa: BLE001
-                    raise error(src, a.annotation, f"cannot evaluate annotation: {exc}",
-                                KernelTypeError) from None
-            out.append((a.arg, self.as_arg_type(value, lambda m: error(src, a.annotation, m,
-                                                                          KernelTypeError)), a))
-        if src.tree.args.vararg or src.tree.args.kwarg or src.tree.args.kwonlyargs:
-            raise error(src, src.tree, "*args, **kwargs and keyword-only parameters are not "
-                        "supported", KernelSyntaxError)
-        return out
-
     # -------------------------------------------------------------------------- entry points
     def lower_kernel(self, kernel):
         src = kernel.parsed()
-        params = self.param_types(src, generic_ok=False)
-        lw = Lowerer(src, "kernel", self)
-        body = lw.lower_function([(n, t) for n, t, _ in params])
+        params = declared_params(src, generic_ok=False)
+        lw = Lowering(src, "kernel", self)
+        body = lower_function(lw, [(n, t) for n, t, _ in params])
         fir = self._finish(lw, kernel.key, "kernel", body, src)
         return fir
 
     def specialize(self, func, args, node, caller):
         src = func.parsed()
-        params = self.param_types(src, generic_ok=True)
+        params = declared_params(src, generic_ok=True)
         if len(args) != len(params):
             raise caller.fail(node, f"{func.__name__}() takes {len(params)} arguments, "
                               f"got {len(args)}", KernelTypeError)
@@ -88,7 +47,7 @@ class Specializer:
         typed = [a.type for a in args if not (isinstance(a, ir.Const) and a.literal)]
         anchor_int = next((t for t in typed if T.is_int(T.scalar_of(t))), None)
         anchor_float = next((t for t in typed if T.is_float(T.scalar_of(t))), None)
-        stdlib = func.func.__module__.startswith("weft.stdlib.")
+        stdlib = func.__module__.startswith("weft.stdlib.")  # where it is declared
         for (pname, ptype, pnode), a in zip(params, args):
             if ptype is None:
                 t = a.type
@@ -114,8 +73,8 @@ class Specializer:
                               KernelSyntaxError)
         self.active.add(key)
         try:
-            lw = Lowerer(src, "func", self)
-            body = lw.lower_function(bound)
+            lw = Lowering(src, "func", self)
+            body = lower_function(lw, bound)
             name = func.__name__
             if any(t is None for _, t, _ in params):
                 name += "__" + "_".join(_mangle(t) for _, t in bound)
@@ -146,7 +105,7 @@ class Specializer:
                 raise error(src, src.tree, "func_grad of a func with array parameters is not "
                             "supported", KernelSyntaxError)
             extra = [(names[len(inputs)], fir.ret_type)] if fir.ret_type is not None else []
-            tree = _AdjointRefs().visit(copy.deepcopy(src.tree))
+            tree = _AdjointRefs(src).visit(copy.deepcopy(src.tree))
             prebound = {f"adj_{n}": ir.Const(_zero_value(t), t) for n, t in diff}
             epilogue = [ast.Return(ast.Tuple([ast.Name(f"adj_{n}", ast.Load()) for n, _ in diff],
                                              ast.Load()))]
@@ -161,31 +120,45 @@ class Specializer:
             raise error(src, src.tree, f"a {kind} rule for {fir.name}() takes {wanted} "
                         f"parameters, got {len(names)}", KernelTypeError)
         src = dataclasses.replace(src, tree=tree)
-        lw = Lowerer(src, "func", self)
-        body = lw.lower_function(inputs + extra, prebound, epilogue)
+        lw = Lowering(src, "func", self)
+        body = lower_function(lw, inputs + extra, prebound, epilogue)
         suffix = {"grad": "__adj", "replay": "__replay", "tangent": "__tangent"}[kind]
         return self._finish(lw, fir.name + suffix, "func", body, src, register=False)
 
     def _finish(self, lw, name, kind, body, src, register=True):
         from .state import FuncIR
         fir = FuncIR(name=name, kind=kind, params=lw.params, body=body, ret_type=lw.ret_type,
-                     callees=lw.callees, tid_dims=lw.tid_dims, source=src)
-        fir.tid_vars = lw.tid_vars
-        fir.ret_struct = getattr(lw, "ret_struct", None)
+                     callees=lw.callees, tid_dims=lw.tid_dims, source=src,
+                     tid_vars=lw.tid_vars, ret_struct=lw.ret_struct)
         if register:
             self.order.append(fir)
         return fir
 
 
 class _AdjointRefs(ast.NodeTransformer):
-    """``wp.adjoint[x]`` -> the local name ``adj_x`` (in func_grad rules)."""
+    """``wp.adjoint[x]`` -> the local name ``adj_x`` (in func_grad rules), where the subscripted
+    name denotes weft's ``adjoint`` object."""
+
+    def __init__(self, src):
+        from ..stdlib.lang import adjoint
+        self.form = adjoint
+        self.scope = dict(src.pyfunc.__globals__)
+
+    def denotes_adjoint(self, node):
+        chain = []
+        while isinstance(node, ast.Attribute):
+            chain.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name) or node.id not in self.scope:
+            return False
+        value = self.scope[node.id]
+        for a in reversed(chain):
+            value = getattr(value, a, None)
+        return value is self.form
 
     def visit_Subscript(self, node):
         self.generic_visit(node)
-        base = node.value
-        if (isinstance(base, ast.Attribute) and base.attr == "adjoint"
-                or isinstance(base, ast.Name) and base.id == "adjoint") and isinstance(
-                node.slice, ast.Name):
+        if self.denotes_adjoint(node.value) and isinstance(node.slice, ast.Name):
             return ast.copy_location(ast.Name(f"adj_{node.slice.id}", node.ctx), node)
         return node
 

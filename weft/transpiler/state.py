@@ -29,6 +29,7 @@ class FuncIR:
     ret_type: Any = None      # None when the func returns nothing
     callees: list = field(default_factory=list)   # FuncIR called, in first-call order
     tid_dims: int = 0         # kernels: how many launch dimensions wp.tid() was unpacked into
+    tid_vars: dict = field(default_factory=dict)  # kernels: Var -> launch axis (None: first)
     source: Optional[Source] = None
     custom: dict = field(default_factory=dict)    # custom adjoint/tangent FuncIRs (func_grad)
     ret_struct: Any = None    # the struct class when the func returns one (as a member tuple)

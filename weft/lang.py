@@ -1,0 +1,143 @@
+"""Funcs of the kernel language: ``@wp.func``, its custom rules, and the stdlib's builtins
+written in the kernel language.
+
+This module is what the transpiler consumes and the stdlib declares with; it imports neither
+the runtime nor the transpiler. Everything a kernel can call answers ``lower_call(ctx, node)``
+(lower one call in the lowering context ``ctx``) and ``assigned_args(node)`` (the argument
+expressions the call assigns, which loops then carry); a func's answers depend on what it
+declares about itself (signatures, output arguments), never on its name.
+"""
+from __future__ import annotations
+
+import inspect
+
+
+class UserFunction:
+    """Base of kernels and funcs: a Python function whose source the transpiler reads."""
+
+    _weft_kind = None
+
+    def __init__(self, pyfunc):
+        self.func = pyfunc
+        self.__name__ = pyfunc.__name__
+        self.__qualname__ = pyfunc.__qualname__
+        self.__doc__ = pyfunc.__doc__
+        self.__module__ = pyfunc.__module__
+        self.__wrapped__ = pyfunc
+        self._parsed = None
+        pyfunc._weft_kind = self._weft_kind
+
+    def parsed(self):
+        """The parsed source (:class:`weft.transpiler.state.Source`), read once."""
+        if self._parsed is None:
+            from .transpiler.source import parse
+            self._parsed = parse(self.func)
+        return self._parsed
+
+    def custom_rules(self):
+        return []
+
+    def assigned_args(self, node):
+        return []
+
+
+class Function(UserFunction):
+    """A ``@wp.func``: callable from kernels and other funcs.
+
+    ``signatures`` (stdlib builtins only): the accepted argument types, checked at each call
+    (see :mod:`weft.stdlib.signatures`); ``outputs``: the number of Warp-style output arguments
+    (``wp.svd3(A, U, sigma, V)`` assigns its last three arguments).
+
+    Example::
+
+        @wp.func
+        def square(x: float):
+            return x * x
+    """
+
+    _weft_kind = "func"
+
+    def __init__(self, pyfunc, signatures=None, outputs=0):
+        super().__init__(pyfunc)
+        self._weft_custom = {}
+        self.signatures = list(signatures) if signatures is not None else None
+        self.outputs = outputs
+
+    def __call__(self, *args, **kwargs):
+        from .errors import KernelError
+        raise KernelError(f"wp.func '{self.__name__}' can only be called inside a kernel or func")
+
+    def custom_rules(self):
+        return list(self._weft_custom.values())
+
+    def n_inputs(self):
+        return len(inspect.signature(self.func).parameters)
+
+    def lower_call(self, ctx, node):
+        return ctx.call_func(self, node)
+
+    def assigned_args(self, node):
+        """Output arguments (``wp.svd3(A, U, sigma, V)``): the trailing variables it assigns."""
+        if self.outputs and len(node.args) > self.n_inputs():
+            return list(node.args[-self.outputs:])
+        return []
+
+
+def func(f):
+    """Decorator making a func callable from kernels (``@wp.func``)."""
+    return Function(f)
+
+
+def builtin_func(sigs, outputs=0):
+    """Declare a stdlib builtin written in the kernel language: a func with its signatures
+    (checked at every call, so a wrong call is reported where it is written) and, for Warp's
+    output-argument builtins, how many trailing arguments it assigns::
+
+        @builtin_func(["quat_to_axis_angle(q: quat, axis: vec3, angle: Float)  "
+                       "(axis, angle are outputs)"], outputs=2)
+        def quat_to_axis_angle(q):
+            return _axis_angle(q)
+    """
+    def deco(f):
+        return Function(f, signatures=sigs, outputs=outputs)
+    return deco
+
+
+def kernel_language_builtins(namespace):
+    """The public builtins of a stdlib module written in the kernel language
+    (``FUNCS = kernel_language_builtins(globals())``): funcs that declare signatures."""
+    return {n: v for n, v in dict(namespace).items()
+            if isinstance(v, Function) and v.signatures is not None}
+
+
+def _custom_rule(kind):
+    def register(target):
+        if not isinstance(target, Function):
+            raise TypeError(f"@wp.func_{kind}(f) needs a @wp.func, got {target!r}")
+
+        def deco(rule):
+            fn = Function(rule)
+            target._weft_custom[kind] = fn
+            return fn
+        return deco
+    return register
+
+
+func_grad = _custom_rule("grad")
+func_grad.__doc__ = """Give ``f`` a hand-written adjoint (Warp's API)::
+
+    @wp.func_grad(safe_sqrt)
+    def adj_safe_sqrt(x: float, adj_ret: float):
+        if x > 0.0:
+            wp.adjoint[x] += adj_ret / (2.0 * wp.sqrt(x))
+"""
+func_replay = _custom_rule("replay")
+func_replay.__doc__ = """Give ``f`` a replay function: the adjoint recomputes ``f``'s value with it."""
+func_tangent = _custom_rule("tangent")
+func_tangent.__doc__ = """Give ``f`` a hand-written tangent (forward mode): it takes ``f``'s inputs
+and then the tangents of its float inputs, and returns the tangent of the output::
+
+    @wp.func_tangent(safe_sqrt)
+    def tan_safe_sqrt(x: float, tan_x: float):
+        return wp.where(x > 0.0, tan_x / (2.0 * wp.sqrt(x)), 0.0)
+"""

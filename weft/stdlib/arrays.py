@@ -1,0 +1,89 @@
+"""Kernel operations on array memory: the atomics and ``wp.alloc_local``.
+
+``wp.atomic_add(a, i, ..., v)`` and friends update ``a[i, ...]`` and return the old value
+(IR ``AtomicRMW``; the CPU runs them as LLVM ``atomicrmw`` through :mod:`.atomics`, CUDA through
+``cuda.atomic``). Their adjoints and tangents are written by the generators (an atomic add's
+adjoint reads the adjoint of the element; min/max pass it to the value that ended up there).
+"""
+from __future__ import annotations
+
+import ast
+
+from .. import types as T
+from ..transpiler import ir
+from .registry import lookup, special_form
+
+ATOMICS = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomic_max": "max",
+           "atomic_exch": "exch", "atomic_cas": "cas", "atomic_and": "and", "atomic_or": "or",
+           "atomic_xor": "xor"}
+_BITWISE_TYPES = (T.int32, T.uint32, T.int64, T.uint64)
+
+
+def _atomic(name, doc):
+    op = ATOMICS[name]
+
+    def lower(ctx, node):
+        cas = op == "cas"
+        if len(node.args) < (4 if cas else 3):
+            raise ctx.fail(node, f"wp.{name}(array, index..., {'compare, ' if cas else ''}value)"
+                           " needs an array, indices and a value")
+        arr = ctx.expr(node.args[0])
+        if not isinstance(arr.type, T.ArrayType):
+            raise ctx.fail(node.args[0], f"wp.{name} needs an array as first argument")
+        idx_nodes = node.args[1:-2] if cas else node.args[1:-1]
+        idx = [ctx.adapt_literal(ctx.expr(a), T.int32) for a in idx_nodes]
+        if len(idx) != arr.type.ndim or not all(T.is_int(i.type) for i in idx):
+            raise ctx.fail(node, f"wp.{name} needs {arr.type.ndim} integer indices")
+        if cas and not T.is_int(arr.type.dtype):
+            raise ctx.fail(node, "wp.atomic_cas(array, index..., compare, value) needs an array "
+                           f"of integers, got one of {T.type_name(arr.type.dtype)}")
+        if op in ("and", "or", "xor") and arr.type.dtype not in _BITWISE_TYPES:
+            raise ctx.fail(node, f"wp.{name} needs an array of int32, uint32, int64 or uint64 "
+                           f"(as on CUDA), got one of {T.type_name(arr.type.dtype)}")
+        value = ctx.store_coerced(arr, ctx.expr(node.args[-1]), node.args[-1])
+        compare = ctx.store_coerced(arr, ctx.expr(node.args[-2]), node.args[-2]) if cas else None
+        dst = ctx.new_temp(arr.type.dtype)
+        ctx.add(ir.AtomicRMW(op, arr, idx, value, dst, ctx.loc(node), compare))
+        return dst
+
+    return special_form(name, doc)(lower)
+
+
+atomic_add = _atomic("atomic_add", "atomic_add(array, index..., value) -> old value")
+atomic_sub = _atomic("atomic_sub", "atomic_sub(array, index..., value) -> old value")
+atomic_min = _atomic("atomic_min", "atomic_min(array, index..., value) -> old value")
+atomic_max = _atomic("atomic_max", "atomic_max(array, index..., value) -> old value")
+atomic_exch = _atomic("atomic_exch", "atomic_exch(array, index..., value) -> old value")
+atomic_cas = _atomic("atomic_cas", "atomic_cas(array, index..., compare, value) -> old value; "
+                     "stores value where the element equals compare (integers)")
+atomic_and = _atomic("atomic_and", "atomic_and(array, index..., value) -> old value "
+                     "(int32/uint32/int64/uint64 arrays)")
+atomic_or = _atomic("atomic_or", "atomic_or(array, index..., value) -> old value")
+atomic_xor = _atomic("atomic_xor", "atomic_xor(array, index..., value) -> old value")
+
+
+@special_form("alloc_local", "alloc_local(dtype, size, value=0): a per-thread buffer read and "
+              "written with computed indices (as Dr.Jit's)")
+def alloc_local(ctx, node):
+    args = list(node.args)
+    kw = {k.arg: k.value for k in node.keywords}
+    if len(args) < 2 and "size" not in kw:
+        raise ctx.fail(node, "wp.alloc_local(dtype, size, value=0) needs a dtype and a size")
+    dtype_node = args[0] if args else kw.get("dtype")
+    size_node = args[1] if len(args) > 1 else kw.get("size")
+    try:
+        dtype = T.as_value_type(ctx.resolve(dtype_node))
+    except TypeError:
+        raise ctx.fail(dtype_node, "wp.alloc_local needs a value type") from None
+    size = ctx.resolve(size_node) if not isinstance(size_node, ast.Constant) else size_node.value
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        raise ctx.fail(size_node, "the size of wp.alloc_local must be a positive integer "
+                       "constant (a literal, or a global or wp.constant)")
+    value_node = args[2] if len(args) > 2 else kw.get("value")
+    value = 0 if value_node is None else ctx.static_value(value_node, "wp.alloc_local(value=...)")
+    if not isinstance(value, (int, float)):
+        raise ctx.fail(node, "the value of wp.alloc_local must be a number constant")
+    t = T.ArrayType(dtype, 1, local=True, size=size)
+    v = ctx.new_temp(t, "local")
+    ctx.add(ir.Assign(v, ir.Prim(lookup("alloc_local"), [], {"value": value}), ctx.loc(node)))
+    return v

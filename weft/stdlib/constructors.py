@@ -1,0 +1,155 @@
+"""Declarations for the Python objects kernels call that are not weft builtins: Python's own
+callables (``abs``, ``min``, ``max``, ``round``, ``pow``, ``len``, ``float``, ``int``, ``bool``)
+and weft's types used as constructors (``wp.float64(x)``, ``wp.vec3(...)``, Warp's generic
+``wp.vector(...)``/``wp.matrix(...)``/``wp.quaternion(...)``/``wp.transformation(...)``, a
+``@wp.struct`` class), found by :func:`python_declaration`."""
+from __future__ import annotations
+
+import builtins as py
+
+from .. import types as T
+from ..transpiler import ir
+from .registry import lookup
+
+
+class Form:
+    """A declaration made of a lowering function (``lower(ctx, node)``)."""
+
+    def __init__(self, name, lower):
+        self.name = name
+        self._lower = lower
+
+    def lower_call(self, ctx, node):
+        return self._lower(ctx, node)
+
+    def assigned_args(self, node):
+        return []
+
+
+def _alias(builtin_name):
+    """A Python builtin that is a weft builtin under another name (``abs`` -> ``abs``)."""
+    def lower(ctx, node):
+        return lookup(builtin_name).lower_call(ctx, node)
+    return Form(builtin_name, lower)
+
+
+def _cast(t):
+    """``float32(x)``, ``float(x)``, ``int(x)``: a conversion (a literal just takes the type)."""
+    def lower(ctx, node):
+        if len(node.args) != 1 or node.keywords:
+            raise ctx.fail(node, f"{T.type_name(t)}() takes one argument")
+        x = ctx.expr(node.args[0])
+        if isinstance(x, ir.Const) and x.literal:
+            return ir.Const(x.value, t)
+        return ctx.apply("cast", [x], node, {"type": t})
+    return Form(T.type_name(t), lower)
+
+
+def _construct(t):
+    """``wp.vec3(x, y, z)``, ``wp.mat22(...)``, ``wp.quat(...)``: a composite value."""
+    def lower(ctx, node):
+        args = [ctx.adapt_literal(ctx.expr(a), t) for a in node.args]
+        return ctx.apply("construct", args, node, {"type": t})
+    return Form(T.type_name(t), lower)
+
+
+def _len(ctx, node):
+    if len(node.args) != 1:
+        raise ctx.fail(node, "len() takes one argument")
+    x = ctx.expr(node.args[0])
+    if isinstance(x.type, T.ArrayType):
+        shape = ctx.emit(ir.Prim(lookup("array_shape"), [x]),
+                         T.TupleType((T.int32,) * x.type.ndim), node)
+        return ctx.apply("tuple_get", [shape], node, attrs={"index": 0})
+    if T.is_composite(x.type):
+        return ir.Const(x.type._shape_[0], T.int32)
+    raise ctx.fail(node, f"len() of {T.type_name(x.type)} is not supported")
+
+
+def _kernel_call(ctx, node):
+    raise ctx.fail(node, "kernels cannot be called from kernels; use a wp.func")
+
+
+# ---------------------------------------------------------------- Warp's generic constructors
+
+_GENERIC_NAMES = {T.vector: "wp.vector", T.matrix: "wp.matrix", T.quaternion: "wp.quaternion",
+                  T.transformation: "wp.transformation"}
+
+
+def _generic(factory):
+    """In-kernel ``wp.vector(x, y, z)``, ``wp.vector(s, length=3)``,
+    ``wp.vector(length=3, dtype=float)``, ``wp.matrix(..., shape=(r, c))``,
+    ``wp.quaternion(x, y, z, w)``, ``wp.quaternion(v, w)``, ``wp.transformation(p, q)``: the
+    scalar type comes from the arguments, else from ``dtype=`` (float32 by default); with no
+    components the value is zero, as in Warp."""
+    what = _GENERIC_NAMES[factory]
+    allowed = {T.vector: {"length", "dtype"}, T.matrix: {"shape", "dtype"}}.get(factory,
+                                                                              {"dtype"})
+
+    def lower(ctx, node):
+        args = [ctx.expr(a) for a in node.args]
+        for k in node.keywords:
+            if k.arg not in allowed:
+                raise ctx.fail(k, f"{what}() takes no keyword '{k.arg}' (it takes "
+                               f"{', '.join(sorted(allowed))})")
+        kw = {k.arg: ctx.static_value(k.value, f"{what}({k.arg}=...)") for k in node.keywords}
+        typed = [a for a in args if not (isinstance(a, ir.Const) and a.literal)]
+        try:
+            st = T.as_scalar_type(kw["dtype"]) if "dtype" in kw else (
+                T.scalar_of(typed[0].type) if typed else T.float32)
+        except TypeError:
+            raise ctx.fail(node, f"{what}(dtype=...) needs a scalar type") from None
+        n = sum(a.type._length_ if T.is_composite(a.type) else 1 for a in args)
+        if factory is T.vector:
+            length = kw.get("length", n)
+            if not isinstance(length, int) or length < 1:
+                raise ctx.fail(node, "wp.vector() needs its components or length=N")
+            t = T.vector(length, st)
+        elif factory is T.matrix:
+            shape = kw.get("shape")
+            if not (isinstance(shape, tuple) and len(shape) == 2 and all(
+                    isinstance(d, int) and d > 0 for d in shape)):
+                raise ctx.fail(node, "wp.matrix(...) in a kernel needs shape=(rows, cols)")
+            t = T.matrix(shape, st)
+        else:
+            t = factory(st)
+        if n not in (0, t._length_) and not (n == 1 and factory in (T.vector, T.matrix)):
+            raise ctx.fail(node, f"{what}() for {T.type_name(t)} takes 0, "
+                           f"{'1 (a fill value) or ' if n == 1 else ''}{t._length_} "
+                           f"components, got {n}")
+        args = [ctx.adapt_literal(a, t) for a in args]
+        return ctx.apply("construct", args, node, {"type": t})
+    return Form(what, lower)
+
+
+_PYTHON = {py.abs: _alias("abs"), py.min: _alias("min"), py.max: _alias("max"),
+           py.round: _alias("round"), py.pow: _alias("pow"), py.len: Form("len", _len),
+           py.float: _cast(T.float32), py.int: _cast(T.int32), py.bool: _cast(T.bool)}
+_PYTHON.update({f: _generic(f) for f in _GENERIC_NAMES})
+_BY_TYPE = {}
+
+
+def python_declaration(obj):
+    """The declaration of Python object ``obj`` as a kernel callee, or None."""
+    try:
+        found = _PYTHON.get(obj)
+    except TypeError:  # unhashable
+        return None
+    if found is not None:
+        return found
+    if getattr(obj, "_weft_kind", None) == "kernel":
+        return Form("kernel", _kernel_call)
+    if not isinstance(obj, type):
+        return None
+    form = _BY_TYPE.get(obj)
+    if form is None:
+        if T.is_scalar(obj):
+            form = _cast(obj)
+        elif T.is_composite(obj):
+            form = _construct(obj)
+        elif T.is_struct(obj):
+            form = Form(obj.__name__, lambda ctx, node: ctx.construct_struct(obj, node))
+        else:
+            return None
+        _BY_TYPE[obj] = form
+    return form

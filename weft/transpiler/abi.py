@@ -1,0 +1,140 @@
+"""The contract between the transpiler and the runtime: what a kernel's parameters are, and
+what the generated functions of a kernel take and are called.
+
+The runtime reads a kernel's parameter types with :func:`declared_params` (from annotations:
+nothing is lowered), splits struct arguments with :func:`flat_leaves`, and drives the generated
+functions through the :class:`KernelABI` that every generated module records for each of its
+kernels (``WEFT_ABI``). It never reaches into the transpiler's internals.
+"""
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass, field
+
+from .. import types as T
+
+
+# ---------------------------------------------------------------------------- parameter types
+
+def value_type_of(value, fail):
+    """The kernel type an annotation object denotes (None: generic, ``typing.Any``); ``fail``
+    builds the error for anything else."""
+    if value is typing.Any:
+        return None
+    if isinstance(value, T.ArrayType):
+        return value
+    at = getattr(value, "_weft_array_type_", None)
+    if at is not None:
+        return at
+    if getattr(value, "_wp_struct_", None) is not None:
+        return value
+    try:
+        return T.as_value_type(value)
+    except TypeError:
+        raise fail(f"'{getattr(value, '__name__', value)}' is not a kernel type") from None
+
+
+def declared_params(src, generic_ok):
+    """``[(name, type or None, ast.arg)]`` of the parameters of parsed function ``src`` (a
+    :class:`~weft.transpiler.state.Source`), from its annotations."""
+    from ..errors import KernelSyntaxError, KernelTypeError
+    from .source import error
+    out = []
+    for a in src.tree.args.args:
+        if a.annotation is None:
+            if not generic_ok:
+                raise error(src, a, f"kernel parameter '{a.arg}' needs a type annotation",
+                            KernelTypeError)
+            out.append((a.arg, None, a))
+            continue
+        value = src.pyfunc.__annotations__.get(a.arg)
+        if isinstance(value, str):
+            scope = dict(src.pyfunc.__globals__)
+            fn = src.pyfunc
+            for n, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+                try:
+                    scope[n] = cell.cell_contents
+                except ValueError:
+                    pass
+            try:
+                value = eval(value, scope)  # noqa: S307 - the user's own annotation
+            except Exception as exc:  # noqa: BLE001
+                raise error(src, a.annotation, f"cannot evaluate annotation: {exc}",
+                            KernelTypeError) from None
+        out.append((a.arg, value_type_of(value, lambda m, a=a: error(
+            src, a.annotation, m, KernelTypeError)), a))
+    if src.tree.args.vararg or src.tree.args.kwarg or src.tree.args.kwonlyargs:
+        raise error(src, src.tree, "*args, **kwargs and keyword-only parameters are not "
+                    "supported", KernelSyntaxError)
+    return out
+
+
+def is_struct_array(t):
+    return isinstance(t, T.ArrayType) and T.is_struct(t.dtype)
+
+
+def flat_leaves(t, prefix):
+    """``[(name, type)]`` of the ordinary values a value of type ``t`` named ``prefix`` splits
+    into (itself when it is not a struct or an array of structs): struct members are
+    ``prefix__member``, an array of structs one array per member."""
+    if T.is_struct(t):
+        out = []
+        for f, ft in T.struct_fields(t).items():
+            out.extend(flat_leaves(ft, f"{prefix}__{f}"))
+        return out
+    if is_struct_array(t):
+        out = []
+        for f, ft in T.struct_fields(t.dtype).items():
+            if isinstance(ft, T.ArrayType):
+                raise TypeError(f"struct {t.dtype.__name__} has an array member '{f}' and cannot "
+                                "be an array dtype")
+            out.extend(flat_leaves(T.ArrayType(ft, t.ndim), f"{prefix}__{f}"))
+        return out
+    return [(prefix, t)]
+
+
+# ---------------------------------------------------------------------------- the kernel ABI
+
+@dataclass(frozen=True)
+class ParamABI:
+    """One parameter of the generated kernel (struct members already split out): its name,
+    and the names of its adjoint and tangent parameters (None when it has none)."""
+
+    name: str
+    adjoint: typing.Optional[str] = None
+    tangent: typing.Optional[str] = None
+
+
+@dataclass(frozen=True)
+class KernelABI:
+    """What the generated functions of one kernel take and are called.
+
+    Each entry (``forward``, ``adjoint``, ``tangent``) takes the launch dimensions, then every
+    parameter, then (adjoint, tangent) the adjoint or tangent arrays and scalars of the
+    parameters that have one, in parameter order; the CUDA adjoint also takes an error word.
+    ``overwrites`` lists the arrays the kernel reads and then overwrites (name, read line, write
+    line, writes only at the thread's own element); ``stores`` the differentiable arrays it
+    stores into (name, also accumulated into); ``no_derivative`` why it has no adjoint (or
+    None)."""
+
+    kernel: str
+    tid_dims: int
+    params: tuple
+    entries: dict = field(default_factory=dict)
+    overwrites: tuple = ()
+    stores: tuple = ()
+    no_derivative: typing.Optional[str] = None
+
+    @property
+    def adjoint_params(self):
+        return tuple(p.adjoint for p in self.params if p.adjoint is not None)
+
+    @property
+    def tangent_params(self):
+        return tuple(p.tangent for p in self.params if p.tangent is not None)
+
+    def param(self, name):
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)

@@ -1,0 +1,147 @@
+"""Calls: every callee is asked to lower its own call (see :mod:`weft.stdlib.registry`); here
+are the two kinds of call the lowering itself knows, primitive builtins (typing by their
+signatures, constant folding) and funcs (positional, keyword and default arguments as Warp,
+signature checks of the stdlib's kernel-language builtins, Warp's output arguments)."""
+from __future__ import annotations
+
+import ast
+import inspect
+
+from ... import types as T
+from ...errors import KernelTypeError
+from ...stdlib import registry
+from .. import ir
+from . import literals, structs
+
+
+def expr_call(ctx, node):
+    callee = literals.resolve_global(ctx, node.func)
+    if callee is None:
+        raise ctx.fail(node.func, f"'{ast.unparse(node.func)}' is not callable in kernels",
+                       KernelTypeError)
+    decl = registry.declaration_of(callee)
+    if decl is None:
+        raise ctx.fail(node.func, f"'{ast.unparse(node.func)}' ({type(callee).__name__}) "
+                       "cannot be called in kernels", KernelTypeError)
+    return decl.lower_call(ctx, node)
+
+
+# ---------------------------------------------------------------------------- primitives
+
+_OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "floordiv": "//",
+              "pow": "**"}
+
+
+def apply_builtin(ctx, b, args, node, attrs=None):
+    """Apply primitive builtin ``b`` (the object, or an internal builtin's registry name):
+    type the call by its signatures, letting number literals take the type of the other
+    arguments, and emit it."""
+    if isinstance(b, str):
+        b = registry.lookup(b)
+    folded = literals.fold(b.name, args)
+    if folded is not None:
+        return folded
+    attrs = attrs or {}
+    types = [a.type for a in args]
+    rtype = b.resolve(types, attrs)
+    if rtype is None and any(isinstance(a, ir.Const) and a.literal for a in args):
+        anchor = next((a.type for a in args if not (isinstance(a, ir.Const) and a.literal)), None)
+        if anchor is not None:
+            args = [literals.adapt_literal(a, anchor) for a in args]
+            rtype = b.resolve([a.type for a in args], attrs)
+    if rtype is None:
+        given = ", ".join(T.type_name(t) for t in types)
+        sigs = "\n".join("    " + s for s in b.sigs)
+        raise ctx.fail(node, f"no signature of '{_OPERATORS.get(b.name, b.name)}' accepts "
+                       f"({given}); signatures:\n{sigs}", KernelTypeError)
+    args = [literals.typed(a) for a in args]
+    return ctx.emit(ir.Prim(b, args, dict(attrs)), rtype, node)
+
+
+# ---------------------------------------------------------------------------- funcs
+
+def call_func(ctx, func, node, args=None, n_given=None):
+    """A call of ``func`` (a :class:`weft.lang.Function`): its result, or None for a func that
+    returns nothing. ``args`` (already lowered, in parameter order) replaces the call's own."""
+    if args is None:
+        if func.outputs and len(node.args) > func.n_inputs():
+            return call_with_outputs(ctx, func, node)
+        args, n_given = func_call_args(ctx, func, node)
+    if func.signatures is not None:
+        from ...stdlib.signatures import check_call
+        shown = args[:n_given]  # the signatures describe the arguments as written
+        msg = check_call(func, [a.type for a in shown],
+                         [isinstance(a, ir.Const) and a.literal for a in shown])
+        if msg:
+            raise ctx.fail(node, msg, KernelTypeError)
+    fir = ctx.specializer.specialize(func, args, node, ctx)
+    args = structs.flatten_call_args(ctx, args, node)
+    args = [literals.typed(literals.adapt_literal(a, p.type)) for a, p in zip(args, fir.params)]
+    if fir not in ctx.callees:
+        ctx.callees.append(fir)
+    if fir.ret_type is None:
+        ctx.add(ir.Assign(ctx.new_temp(T.TupleType(()), "void"), ir.Call(fir, args),
+                          ctx.loc(node)))
+        return None
+    out = ctx.emit(ir.Call(fir, args), fir.ret_type, node)
+    if fir.ret_struct is not None:
+        return structs.unpack_struct_return(ctx, fir.ret_struct, out, node)
+    return out
+
+
+def func_call_args(ctx, func, node):
+    """The lowered arguments of a func call in parameter order: the positional ones, then
+    keyword arguments and the Python defaults of parameters not given (as Warp); and how many
+    leading ones the call gives (up to the last one given)."""
+    from .exprs import lower_expr
+    args = [lower_expr(ctx, a) for a in node.args]
+    params = inspect.signature(func.func).parameters
+    names = list(params)
+    if not node.keywords and len(args) >= len(names):
+        return args, len(args)
+    given = {}
+    for k in node.keywords:
+        if k.arg not in names[len(args):]:
+            raise ctx.fail(k, f"{func.__name__}() got an unexpected keyword argument '{k.arg}'",
+                           KernelTypeError)
+        given[k.arg] = lower_expr(ctx, k.value)
+    for n in names[len(args):]:
+        if n in given:
+            args.append(given[n])
+        elif params[n].default is not inspect.Parameter.empty:
+            args.append(literals.python_constant(ctx, params[n].default, node))
+        else:
+            raise ctx.fail(node, f"{func.__name__}() takes {len(names)} arguments, got "
+                           f"{len(node.args) + len(node.keywords)} (no '{n}')", KernelTypeError)
+    return args, max([len(node.args)] + [names.index(n) + 1 for n in given])
+
+
+def call_with_outputs(ctx, func, node):
+    """Warp's output-argument builtins (``wp.svd3(A, U, sigma, V)``): the func returns the
+    outputs, which are assigned to the trailing argument variables. (Called with the inputs
+    only they return the outputs instead, ``U, sigma, V = wp.svd3(A)``, as Warp's
+    value-returning overloads: that is an ordinary call.)"""
+    n_inputs, nout = func.n_inputs(), func.outputs
+    if node.keywords:
+        raise ctx.fail(node, f"wp.{func.__name__}() takes positional arguments only")
+    if len(node.args) != n_inputs + nout:
+        raise ctx.fail(node, f"wp.{func.__name__}() takes {n_inputs} input(s), then either "
+                       f"nothing (it returns its {nout} outputs) or {nout} output variables; "
+                       f"got {len(node.args)} arguments")
+    targets = node.args[-nout:]
+    call = ast.copy_location(ast.Call(node.func, node.args[:-nout], []), node)
+    from .exprs import lower_expr
+    result = call_func(ctx, func, call, [lower_expr(ctx, a) for a in call.args],
+                       len(call.args))
+    values = [result] if nout == 1 else [
+        ctx.apply("tuple_get", [result], node, attrs={"index": k}) for k in range(nout)]
+    for target, value in zip(targets, values):
+        if not isinstance(target, (ast.Name, ast.Attribute, ast.Subscript)):
+            raise ctx.fail(target, f"output argument of wp.{func.__name__}() must be a variable")
+        if isinstance(target, ast.Name) and target.id in ctx.env and \
+                ctx.env[target.id].type != value.type:
+            raise ctx.fail(target, f"output argument '{target.id}' of wp.{func.__name__}() has "
+                           f"type {T.type_name(ctx.env[target.id].type)}; it needs "
+                           f"{T.type_name(value.type)}")
+        ctx.assign(target, value, node)
+    return None

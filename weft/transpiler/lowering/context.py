@@ -1,0 +1,169 @@
+"""The state of lowering one kernel or func body, and the operations every feature module and
+every declaration (:mod:`weft.stdlib.registry`) lowers with.
+
+The feature modules (:mod:`.stmts`, :mod:`.exprs`, :mod:`.calls`, :mod:`.structs`,
+:mod:`.literals`) are functions of this context; the methods below are the small API they and
+the stdlib's special forms share. All working state is declared in ``__init__``.
+"""
+from __future__ import annotations
+
+import ast
+
+from ... import types as T
+from ...errors import KernelTypeError
+from .. import ir
+from ..exprs import NameGen
+from ..source import error
+
+
+class Lowering:
+    """Lowers one kernel or func body (``kind`` is ``"kernel"`` or ``"func"``)."""
+
+    def __init__(self, src, kind, specializer):
+        self.src = src                   # the parsed source (transpiler.state.Source)
+        self.kind = kind
+        self.specializer = specializer   # specialises called funcs, shared by one compilation
+        fn = src.pyfunc
+        self.globals = dict(fn.__globals__)  # names outside the body: globals, then closure
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    self.globals[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        taken = {n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)}
+        taken |= {a.arg for a in src.tree.args.args}
+        self.names = NameGen(taken)      # fresh temporaries, never a user's name
+        self.versions = {}               # user name -> last version number (SSA renaming)
+        self.env = {}                    # user name -> its current Var, Const or StructRef
+        self.block = []                  # IR statements of the block being lowered
+        self.params = []                 # parameter Vars (struct members split out)
+        self.callees = []                # FuncIR called, in first-call order
+        self.ret_type = None             # funcs: the returned type (None: returns nothing)
+        self.ret_struct = None           # funcs returning a struct: its class
+        self.tid_dims = 0                # kernels: how many indices wp.tid() was unpacked into
+        self.tid_vars = {}               # Var -> launch axis (None: the first launch index)
+        self.last_temp = None            # the temporary emitted last (renamed when bound)
+        self.defined_in_loops = set()    # names first assigned inside a loop body
+        self.loop_returned = None        # set by a loop that a ``return`` leaves
+        self.struct_markers = {}         # (name, struct type) -> its StructRef
+
+    # ------------------------------------------------------------------------ naming, errors
+    def loc(self, node):
+        return ir.Loc(self.src.filename, getattr(node, "lineno", self.src.first_line),
+                      getattr(node, "col_offset", 0) + self.src.col_offset)
+
+    def fail(self, node, msg, cls=KernelTypeError):
+        """A located error (raise it): ``raise ctx.fail(node, "...")``."""
+        return error(self.src, node, msg, cls)
+
+    def version_name(self, name):
+        while True:
+            n = self.versions.get(name, -1) + 1
+            self.versions[name] = n
+            cand = name if n == 0 else f"{name}_{n}"
+            if cand not in self.names.taken or n == 0:
+                self.names.taken.add(cand)
+                return cand
+
+    def new_version(self, name, type_):
+        return ir.Var(self.version_name(name), type_)
+
+    def new_temp(self, type_, hint="t"):
+        return ir.Var(self.names.fresh(hint), type_)
+
+    # ------------------------------------------------------------------------ IR building
+    def add(self, stmt):
+        self.block.append(stmt)
+
+    def emit(self, expr, type_, node):
+        """Assign IR expression ``expr`` to a new temporary of ``type_`` and return it."""
+        v = self.new_temp(type_)
+        self.block.append(ir.Assign(v, expr, self.loc(node)))
+        self.last_temp = v
+        return v
+
+    def is_fresh_temp(self, v):
+        if isinstance(v.type, T.ArrayType) and v.type.local and self.block and \
+                isinstance(self.block[-1], ir.Assign) and self.block[-1].dst is v:
+            return True  # name the buffer after the user's variable
+        return (v is self.last_temp and self.block and isinstance(self.block[-1], ir.Assign)
+                and self.block[-1].dst is v and not isinstance(v.type, T.ArrayType))
+
+    def in_block(self, env):
+        """Context manager: lower into a fresh statement list starting from ``env``."""
+        return _Block(self, env)
+
+    # ------------------------------------------------------------------------ the shared API
+    # (thin entries into the feature modules, for them and for the stdlib's special forms)
+    def expr(self, node, allow_void=False):
+        from .exprs import lower_expr
+        return lower_expr(self, node, allow_void)
+
+    def condition(self, node):
+        from .exprs import lower_condition
+        return lower_condition(self, node)
+
+    def apply(self, builtin, args, node, attrs=None):
+        """Apply a primitive builtin (the object, or the registry name of an internal one)."""
+        from .calls import apply_builtin
+        return apply_builtin(self, builtin, args, node, attrs)
+
+    def call_func(self, func, node, args=None, n_given=None):
+        from .calls import call_func
+        return call_func(self, func, node, args, n_given)
+
+    def bind(self, name, value, node):
+        from .stmts import bind
+        return bind(self, name, value, node)
+
+    def assign(self, target, value, node):
+        from .stmts import assign
+        return assign(self, target, value, node)
+
+    def store_coerced(self, arr, value, node):
+        from .stmts import coerce_store
+        return coerce_store(self, arr, value, node)
+
+    def with_component(self, value, attr, new, node):
+        """A copy of ``value`` with component ``attr`` (``v.x``, ``t.p``) set to ``new``."""
+        from .exprs import with_component
+        return with_component(self, value, attr, new, node)
+
+    def construct_struct(self, cls, node):
+        from .structs import construct_struct
+        return construct_struct(self, cls, node)
+
+    def is_array_expr(self, node):
+        from .exprs import is_array_expr
+        return is_array_expr(self, node)
+
+    def resolve(self, node):
+        from .literals import resolve_global
+        return resolve_global(self, node)
+
+    def adapt_literal(self, x, want):
+        from .literals import adapt_literal
+        return adapt_literal(x, want)
+
+    def constant(self, value, node):
+        from .literals import python_constant
+        return python_constant(self, value, node)
+
+    def static_value(self, node, what):
+        from .literals import static_value
+        return static_value(self, node, what)
+
+
+class _Block:
+    def __init__(self, ctx, env):
+        self.ctx, self.env = ctx, env
+
+    def __enter__(self):
+        self.saved = (self.ctx.block, self.ctx.env)
+        self.ctx.block, self.ctx.env = [], dict(self.env)
+        return self.ctx.block
+
+    def __exit__(self, *exc):
+        self.ctx.block, self.ctx.env = self.saved
+        return False

@@ -1,0 +1,273 @@
+"""Expressions: names, attributes and components, operators, conditions, indexing."""
+from __future__ import annotations
+
+import ast
+
+from ... import types as T
+from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ...stdlib import registry
+from .. import ir
+from . import calls, literals, structs
+from .structs import STRUCTISH, StructArr, StructRef, StructVal
+
+BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
+          ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul",
+          ast.BitAnd: "bit_and", ast.BitOr: "bit_or", ast.BitXor: "bit_xor",
+          ast.LShift: "lshift", ast.RShift: "rshift"}
+CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
+          ast.NotEq: "ne"}
+COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+TRANSFORM_PARTS = {"p": (0, 3), "q": (3, 4)}  # first component and length in a transform
+
+
+def lower_expr(ctx, node, allow_void=False):
+    handler = EXPRESSIONS.get(type(node))
+    if handler is None:
+        raise ctx.fail(node, f"'{type(node).__name__}' expressions are not supported in "
+                       "kernels", KernelSyntaxError)
+    out = handler(ctx, node)
+    if out is None and not allow_void:
+        raise ctx.fail(node, "this call returns no value", KernelTypeError)
+    return out
+
+
+def expr_constant(ctx, node):
+    if isinstance(node.value, (bool, int, float)):
+        return literals.python_constant(ctx, node.value, node)
+    raise ctx.fail(node, f"constants of type {type(node.value).__name__} are not supported in "
+                   "kernels", KernelTypeError)
+
+
+def expr_name(ctx, node):
+    v = ctx.env.get(node.id)
+    if isinstance(v, StructRef):
+        return structs.read_struct(ctx, node.id, v.type, node)
+    if v is not None:
+        return v
+    if node.id in ctx.defined_in_loops:
+        raise ctx.fail(node, f"'{node.id}' is only defined inside a loop above; define it "
+                       "before the loop to use it after", KernelNameError)
+    value = literals.resolve_global(ctx, node)
+    if value is None and node.id not in ctx.globals:
+        raise ctx.fail(node, f"name '{node.id}' is not defined", KernelNameError)
+    return literals.python_constant(ctx, value, node)
+
+
+def expr_attribute(ctx, node):
+    if literals.resolve_global(ctx, node.value) is not None:
+        return literals.python_constant(ctx, literals.resolve_global(ctx, node), node)
+    key = structs.struct_key(ctx, node)
+    if key is not None:  # s.x, s.inner.y, s.arr
+        if T.is_struct(key[1]) or structs.is_struct_array(key[1]):
+            return structs.read_struct(ctx, key[0], key[1], node)
+        v = ctx.env.get(key[0])
+        if v is None:
+            raise ctx.fail(node, f"'{ast.unparse(node)}' is not set", KernelNameError)
+        return v
+    elem = structs.struct_element(ctx, node)
+    if elem is not None:  # a[i].x: load that member only
+        m, idx = elem
+        if isinstance(m, StructArr):
+            return structs.load_element(ctx, m, idx)
+        return ctx.emit(ir.Load(m, idx), m.type.dtype, node)
+    base = lower_expr(ctx, node.value)
+    if isinstance(base, StructVal):
+        return structs.member(ctx, base, node.attr, node)
+    if isinstance(base, StructArr) and node.attr == "shape":
+        base = structs.first_member_array(base)
+    if isinstance(base.type, T.ArrayType) and node.attr == "shape":
+        return ctx.emit(ir.Prim(registry.lookup("array_shape"), [base]),
+                        T.TupleType((T.int32,) * base.type.ndim), node)
+    if is_transform_part(base.type, node.attr):
+        start, n = TRANSFORM_PARTS[node.attr]
+        comps = [ctx.apply("extract", [base, ir.Const(start + k, T.int32)], node)
+                 for k in range(n)]
+        return ctx.apply("construct", comps, node, {"type": part_type(base.type, node.attr)})
+    index = component_index(ctx, base.type, node.attr, node)
+    return ctx.apply("extract", [base, ir.Const(index, T.int32)], node)
+
+
+def component_index(ctx, t, attr, node):
+    if T.is_composite(t) and not T.is_matrix(t) and attr in COMPONENTS and \
+            COMPONENTS[attr] < t._length_:
+        return COMPONENTS[attr]
+    raise ctx.fail(node, f"{T.type_name(t)} has no attribute '{attr}'", KernelTypeError)
+
+
+def is_transform_part(t, attr):
+    return T.is_composite(t) and t._wp_kind_ == "transformation" and attr in TRANSFORM_PARTS
+
+
+def part_type(t, attr):
+    """The type of ``t.p`` (a vec3) or ``t.q`` (a quaternion) of transform type ``t``."""
+    st = T.scalar_of(t)
+    return T.vector(3, st) if attr == "p" else T.quaternion(st)
+
+
+def with_component(ctx, value, attr, new, node):
+    """A copy of ``value`` with component ``attr`` (``v.x``, or a transform's ``t.p``/``t.q``)
+    replaced by ``new``."""
+    if not is_transform_part(value.type, attr):
+        index = component_index(ctx, value.type, attr, node)
+        return ctx.apply("insert", [value, ir.Const(index, T.int32), new], node)
+    start, n = TRANSFORM_PARTS[attr]
+    want = part_type(value.type, attr)
+    new = literals.adapt_literal(new, want)
+    if new.type != want:
+        raise ctx.fail(node, f"t.{attr} of a {T.type_name(value.type)} takes a "
+                       f"{T.type_name(want)}, got {T.type_name(new.type)}")
+    for k in range(n):
+        c = ctx.apply("extract", [new, ir.Const(k, T.int32)], node)
+        value = ctx.apply("insert", [value, ir.Const(start + k, T.int32), c], node)
+    return value
+
+
+def expr_binop(ctx, node):
+    a = lower_expr(ctx, node.left)
+    b = lower_expr(ctx, node.right)
+    return ctx.apply(BINOPS[type(node.op)], [a, b], node)
+
+
+def expr_unaryop(ctx, node):
+    x = lower_expr(ctx, node.operand)
+    if isinstance(node.op, ast.Not):
+        return ctx.apply("bool_not", [truth(ctx, x, node)], node)
+    name = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert"}[type(node.op)]
+    if isinstance(x, ir.Const) and x.literal and name == "neg":
+        return ir.Const(-x.value, x.type, literal=True)
+    return ctx.apply(name, [x], node)
+
+
+def truth(ctx, x, node):
+    """A bool operand for a condition (numbers compare against zero, as in Warp)."""
+    if x.type is T.bool:
+        return x
+    if T.is_scalar(x.type):
+        return ctx.apply("ne", [x, ir.Const(0, x.type)], node)
+    raise ctx.fail(node, f"a value of type {T.type_name(x.type)} cannot be used as a "
+                   "condition", KernelTypeError)
+
+
+def lower_condition(ctx, node):
+    return truth(ctx, lower_expr(ctx, node), node)
+
+
+def expr_boolop(ctx, node):
+    # Warp evaluates both sides of ``and``/``or``
+    name = "bool_and" if isinstance(node.op, ast.And) else "bool_or"
+    acc = truth(ctx, lower_expr(ctx, node.values[0]), node.values[0])
+    for v in node.values[1:]:
+        acc = ctx.apply(name, [acc, truth(ctx, lower_expr(ctx, v), v)], node)
+    return acc
+
+
+def expr_compare(ctx, node):
+    left = lower_expr(ctx, node.left)
+    acc = None
+    for op, right_node in zip(node.ops, node.comparators):
+        name = CMPOPS.get(type(op))
+        if name is None:
+            raise ctx.fail(node, f"comparison '{type(op).__name__}' is not supported",
+                           KernelSyntaxError)
+        right = lower_expr(ctx, right_node)
+        c = ctx.apply(name, [left, right], node)
+        acc = c if acc is None else ctx.apply("bool_and", [acc, c], node)
+        left = right
+    return acc
+
+
+def expr_ifexp(ctx, node):
+    c = lower_condition(ctx, node.test)
+    a = lower_expr(ctx, node.body)
+    b = lower_expr(ctx, node.orelse)
+    return ctx.apply("where", [c, a, b], node)
+
+
+def expr_tuple(ctx, node):
+    items = [lower_expr(ctx, e) for e in node.elts]
+    for e, i in zip(node.elts, items):
+        if isinstance(i, STRUCTISH):
+            raise ctx.fail(e, "structs cannot be put in tuples; return or pass them alone")
+    items = [literals.typed(i) for i in items]
+    return ctx.emit(ir.Prim(registry.lookup("make_tuple"), items),
+                    T.TupleType(tuple(i.type for i in items)), node)
+
+
+def lower_return_value(ctx, node):
+    v = lower_expr(ctx, node)
+    if isinstance(v, STRUCTISH):
+        return structs.pack_struct_return(ctx, v, node)
+    return literals.typed(v)
+
+
+# ---------------------------------------------------------------------------- indexing
+
+def is_array_expr(ctx, node):
+    """Whether ``node`` denotes an array or a view of one (``a``, ``s.arr``, ``a[i]`` of a 2-D
+    ``a``), as opposed to an element (``a[i]`` of a 1-D ``a``, whose ``[0, 0]`` is a
+    component)."""
+    return array_expr_ndim(ctx, node) is not None
+
+
+def array_expr_ndim(ctx, node):
+    if isinstance(node, ast.Name) and node.id in ctx.env:
+        t = ctx.env[node.id].type
+        return t.ndim if isinstance(t, T.ArrayType) else None
+    if isinstance(node, ast.Attribute):
+        key = structs.struct_key(ctx, node)
+        return key[1].ndim if key is not None and isinstance(key[1], T.ArrayType) else None
+    if isinstance(node, ast.Subscript):
+        inner = array_expr_ndim(ctx, node.value)
+        n = len(node.slice.elts) if isinstance(node.slice, ast.Tuple) else 1
+        return inner - n if inner is not None and inner > n else None
+    return None
+
+
+def lower_indices(ctx, sl):
+    elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+    out = []
+    for e in elts:
+        if isinstance(e, ast.Slice):
+            raise ctx.fail(e, "slices are not supported in kernels", KernelSyntaxError)
+        i = literals.adapt_literal(lower_expr(ctx, e), T.int32)
+        if not T.is_int(i.type):
+            raise ctx.fail(e, f"indices must be integers, got {T.type_name(i.type)}")
+        out.append(i)
+    return out
+
+
+def lower_array_index(ctx, node):
+    """``a[i, j]`` (maybe through views ``a[i][j]``) -> (array Var, [index operands])."""
+    base = lower_expr(ctx, node.value)
+    idx = lower_indices(ctx, node.slice)
+    if len(idx) > base.type.ndim:
+        raise ctx.fail(node, f"too many indices ({len(idx)}) for an array of "
+                       f"{base.type.ndim} dimensions")
+    return base, idx
+
+
+def expr_subscript(ctx, node):
+    if is_array_expr(ctx, node.value):
+        arr, idx = lower_array_index(ctx, node)
+        if isinstance(arr, StructArr):
+            if len(idx) != arr.type.ndim:
+                raise ctx.fail(node, "views of arrays of structs are not supported; index every "
+                               "dimension")
+            return structs.load_element(ctx, arr, idx)
+        if len(idx) == arr.type.ndim:
+            return ctx.emit(ir.Load(arr, idx), arr.type.dtype, node)
+        view_t = T.ArrayType(arr.type.dtype, arr.type.ndim - len(idx))
+        return ctx.emit(ir.Load(arr, idx), view_t, node)
+    base = lower_expr(ctx, node.value)
+    idx = lower_indices(ctx, node.slice)
+    if isinstance(base.type, T.TupleType):
+        if len(idx) != 1 or not isinstance(idx[0], ir.Const):
+            raise ctx.fail(node, "tuples can only be indexed with a constant")
+        return ctx.apply("tuple_get", [base], node, attrs={"index": idx[0].value})
+    return ctx.apply("extract", [base] + idx, node)
+
+
+EXPRESSIONS = {ast.Constant: expr_constant, ast.Name: expr_name, ast.Attribute: expr_attribute,
+               ast.BinOp: expr_binop, ast.UnaryOp: expr_unaryop, ast.BoolOp: expr_boolop,
+               ast.Compare: expr_compare, ast.IfExp: expr_ifexp, ast.Tuple: expr_tuple,
+               ast.Subscript: expr_subscript, ast.Call: calls.expr_call}

@@ -1,0 +1,102 @@
+"""Names and constants: what a name outside the kernel denotes, Python values as typed
+constants, and how number literals take the type of their context (weak typing, as JAX)."""
+from __future__ import annotations
+
+import ast
+import builtins as py
+
+from ... import types as T
+from ...errors import KernelNameError, KernelTypeError
+from .. import ir
+
+
+def resolve_global(ctx, node):
+    """The Python object a Name/Attribute chain denotes outside the kernel, or None (a local
+    variable, or not a name)."""
+    if isinstance(node, ast.Name):
+        if node.id in ctx.env:
+            return None
+        if node.id in ctx.globals:
+            return ctx.globals[node.id]
+        return getattr(py, node.id, None)
+    if isinstance(node, ast.Attribute):
+        base = resolve_global(ctx, node.value)
+        if base is None:
+            return None
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            raise ctx.fail(node, f"'{ast.unparse(node.value)}' has no attribute "
+                           f"'{node.attr}'", KernelNameError) from None
+    return None
+
+
+def python_constant(ctx, value, node):
+    """An operand for a Python value captured from the enclosing scope."""
+    if isinstance(value, py.bool):
+        return ir.Const(value, T.bool)
+    if isinstance(value, int):
+        return ir.Const(value, T.int32, literal=True)
+    if isinstance(value, float):
+        return ir.Const(value, T.float32, literal=True)
+    if T.is_scalar(type(value)) or (hasattr(value, "dtype") and getattr(value, "shape", 1) == ()):
+        return ir.Const(value.item(), T.as_scalar_type(value.dtype))
+    if isinstance(value, T.Composite):
+        return ir.Const(tuple(value.reshape(-1).tolist()), type(value))
+    raise ctx.fail(node, f"'{ast.unparse(node)}' ({type(value).__name__}) cannot be used as a "
+                   "value in a kernel", KernelTypeError)
+
+
+def static_value(ctx, node, what):
+    """The compile-time value of ``node``: a literal (``3``, ``(3, 3)``, ``-1.0``) or a name
+    outside the kernel (``wp.float64``, a global constant)."""
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        pass
+    value = resolve_global(ctx, node)
+    if value is None:
+        raise ctx.fail(node, f"{what} must be a constant")
+    return value
+
+
+def annotation_type(ctx, node):
+    value = resolve_global(ctx, node)
+    if value is None:
+        raise ctx.fail(node, f"unknown type '{ast.unparse(node)}'", KernelNameError)
+    from ..abi import value_type_of
+    return value_type_of(value, lambda msg: ctx.fail(node, msg))
+
+
+def adapt_literal(x, want):
+    """A literal number takes the scalar type ``want`` when of the same kind."""
+    if not (isinstance(x, ir.Const) and x.literal):
+        return x
+    st = T.scalar_of(want) if (T.is_scalar(want) or T.is_composite(want)) else None
+    if st is None or st is T.bool:
+        return x
+    if T.is_float(st) and (T.is_float(x.type) or T.is_int(x.type)):
+        return ir.Const(float(x.value), st, literal=True)
+    if T.is_int(st) and T.is_int(x.type):
+        return ir.Const(int(x.value), st, literal=True)
+    return x
+
+
+def typed(x):
+    """A literal fixed to its current type (once it is named or passed on)."""
+    return ir.Const(x.value, x.type) if isinstance(x, ir.Const) and x.literal else x
+
+
+# comparisons and boolean operators of constants fold, so that ``if`` on a compile-time value
+# (len(v) == 3, a wp.constant flag) keeps only the branch taken, as in Warp
+FOLD = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+        "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+        "bool_and": lambda a, b: a and b, "bool_or": lambda a, b: a or b,
+        "bool_not": lambda a: not a}
+
+
+def fold(name, args):
+    """The folded constant of builtin ``name`` on constant ``args``, or None."""
+    if name in FOLD and all(isinstance(a, ir.Const) and T.is_scalar(a.type) for a in args):
+        return ir.Const(bool(FOLD[name](*[a.value for a in args])), T.bool)
+    return None

@@ -1,0 +1,526 @@
+"""Statements: blocks and their exits, branches, loops, assignment, and a function body.
+
+``break``, ``continue`` and ``return`` leave no trace in the IR: each block returns its
+:class:`Exit` records, statements after an ``if`` that may leave early move into its branches,
+joins merge differing variables with copies, loops carry every variable their body rebinds, and
+a ``return`` inside a loop becomes a flag and a value carried out of it (see :mod:`..ir`).
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ... import types as T
+from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from .. import ir
+from ..abi import is_struct_array
+from . import exprs, literals, structs
+from .structs import STRUCTISH, StructArr, StructRef
+
+
+@dataclass
+class Exit:
+    """A way out of a block: ``fall`` (falls through), ``break``, ``continue`` or ``return``."""
+
+    kind: str
+    env: dict
+    block: list
+    value: object = None
+    node: object = None
+
+
+# ---------------------------------------------------------------------------- analyses of AST
+
+def assigned_names(ctx, stmts):
+    """Names a statement list (re)binds, in order of appearance, loop variables excluded: the
+    targets of assignments, and the arguments that calls assign (a random draw advances its
+    state variable, an output-argument builtin assigns its outputs), as the callees declare."""
+    from ...stdlib.registry import declaration_of
+    out = []
+
+    def add(target):
+        if isinstance(target, ast.Name):
+            if target.id not in out:
+                out.append(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                add(t)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            add(target.value)  # component assignment rebinds a local value
+
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    add(t)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                add(node.target)
+            elif isinstance(node, ast.For):
+                add(node.target)
+            elif isinstance(node, ast.Call):
+                try:
+                    callee = ctx.resolve(node.func)
+                except Exception:  # noqa: BLE001 - reported where the call is lowered
+                    callee = None
+                decl = declaration_of(callee) if callee is not None else None
+                for a in decl.assigned_args(node) if decl is not None else ():
+                    add(a)
+    return out
+
+
+def may_exit(stmts, loop_level=True):
+    """True if ``stmts`` can leave the enclosing block early (break/continue/return)."""
+    for s in stmts:
+        if isinstance(s, ast.Return):
+            return True
+        if loop_level and isinstance(s, (ast.Break, ast.Continue)):
+            return True
+        if isinstance(s, ast.If) and (may_exit(s.body, loop_level) or
+                                      may_exit(s.orelse, loop_level)):
+            return True
+        if isinstance(s, (ast.For, ast.While)) and may_exit(s.body, loop_level=False):
+            return True
+    return False
+
+
+def breaks_out(stmts):
+    """True if ``stmts`` (a loop body) has a ``break`` of that loop."""
+    for s in stmts:
+        if isinstance(s, ast.Break):
+            return True
+        if isinstance(s, ast.If) and (breaks_out(s.body) or breaks_out(s.orelse)):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------- functions
+
+def lower_function(ctx, params, prebound=None, epilogue=()):
+    """Lower the body with ``params`` (list of (name, type)) bound, then ``prebound`` local
+    names (name -> operand) and followed by the ``epilogue`` statements (AST)."""
+    for pname, ptype in params:
+        if T.is_struct(ptype) or is_struct_array(ptype):
+            structs.bind_struct_param(ctx, pname, ptype)
+            continue
+        v = ir.Var(pname, ptype)
+        ctx.versions[pname] = 0
+        ctx.env[pname] = v
+        ctx.params.append(v)
+    for name, value in (prebound or {}).items():
+        ctx.versions[name] = 0
+        ctx.names.taken.add(name)
+        ctx.env[name] = value
+    body = list(ctx.src.tree.body) + list(epilogue)
+    exits = lower_block(ctx, body)
+    finish_function(ctx, exits)
+    return ctx.block
+
+
+def finish_function(ctx, exits):
+    rets = [e for e in exits if e.kind == "return" and e.value is not None]
+    for e in exits:
+        if e.kind in ("break", "continue"):
+            raise ctx.fail(e.node, f"'{e.kind}' outside a loop", KernelSyntaxError)
+    if not rets:
+        if ctx.kind == "func":
+            ctx.ret_type = None
+        return
+    if ctx.kind == "kernel":
+        raise ctx.fail(rets[0].node, "kernels cannot return a value", KernelSyntaxError)
+    missing = [e for e in exits if e.value is None]
+    if missing:
+        raise ctx.fail(missing[0].node or ctx.src.tree,
+                       "this func returns a value on some paths but not on all of them",
+                       KernelSyntaxError)
+    rtype = rets[0].value.type
+    for e in rets[1:]:
+        if e.value.type != rtype:
+            raise ctx.fail(e.node, f"returns {T.type_name(e.value.type)} here but "
+                           f"{T.type_name(rtype)} elsewhere", KernelTypeError)
+    ctx.ret_type = rtype
+    if len(rets) == 1:
+        ctx.add(ir.Return(rets[0].value, ctx.loc(rets[0].node)))
+        return
+    rv = ctx.new_temp(rtype, "ret")
+    for e in rets:
+        e.block.append(ir.Assign(rv, ir.Copy(e.value), ctx.loc(e.node)))
+    ctx.add(ir.Return(rv, ctx.loc(rets[0].node)))
+
+
+# ---------------------------------------------------------------------------- blocks
+
+def lower_block(ctx, stmts):
+    for i, s in enumerate(stmts):
+        if isinstance(s, (ast.Break, ast.Continue)):
+            return [Exit(type(s).__name__.lower(), dict(ctx.env), ctx.block, node=s)]
+        if isinstance(s, ast.Return):
+            value = None
+            if s.value is not None:
+                value = exprs.lower_return_value(ctx, s.value)
+            return [Exit("return", dict(ctx.env), ctx.block, value, s)]
+        if isinstance(s, ast.If):
+            cond = static_condition(ctx, s.test)
+            if cond is not None:  # a compile-time condition: only the branch taken exists
+                return lower_block(ctx, list(s.body if cond else s.orelse) + list(stmts[i + 1:]))
+        if isinstance(s, ast.If) and may_exit(s.body + s.orelse):
+            return lower_if_tail(ctx, s, stmts[i + 1:])
+        lower_stmt(ctx, s)
+        if isinstance(s, (ast.For, ast.While)) and ctx.loop_returned is not None:
+            # a return inside the loop left it through a flag: return after it
+            has_value, ctx.loop_returned = ctx.loop_returned, None
+            if is_endless(ctx, s):  # nothing leaves ``while True`` but its returns
+                value = ctx.env["__retv"] if has_value else None
+                return [Exit("return", dict(ctx.env), ctx.block, value, s)]
+            check = ast.If(ast.Name("__retf", ast.Load()), [ast.Return(
+                ast.Name("__retv", ast.Load()) if has_value else None)], [])
+            for node in ast.walk(check):
+                ast.copy_location(node, s)
+            return lower_block(ctx, [check] + list(stmts[i + 1:]))
+    return [Exit("fall", dict(ctx.env), ctx.block)]
+
+
+def is_endless(ctx, s):
+    """``while True:`` (or another constant true test) whose body has no ``break``."""
+    return (isinstance(s, ast.While) and not breaks_out(s.body)
+            and static_condition(ctx, s.test) is True)
+
+
+def static_condition(ctx, test):
+    """True/False when an ``if`` test is a compile-time constant, else None. Lowering the test
+    has no side effects worth keeping when it folds to a constant."""
+    saved = (list(ctx.block), dict(ctx.env), ctx.last_temp, dict(ctx.names.counts),
+             set(ctx.names.taken), dict(ctx.versions), list(ctx.callees))
+    try:
+        c = exprs.lower_condition(ctx, test)
+    except Exception:  # noqa: BLE001 - lowered again, for real, with its error
+        c = None
+    (ctx.block[:], ctx.env, ctx.last_temp, ctx.names.counts, ctx.names.taken, ctx.versions,
+     ctx.callees[:]) = saved
+    return bool(c.value) if isinstance(c, ir.Const) else None
+
+
+def lower_if_tail(ctx, s, rest):
+    """An ``if`` with an early exit: the statements after it move into its branches."""
+    cond = exprs.lower_condition(ctx, s.test)
+    env0 = dict(ctx.env)
+    with ctx.in_block(env0) as body:
+        exits = lower_block(ctx, list(s.body) + list(rest))
+    with ctx.in_block(env0) as orelse:
+        exits += lower_block(ctx, list(s.orelse) + list(rest))
+    ctx.add(ir.If(cond, body, orelse, ctx.loc(s)))
+    return exits
+
+
+def merge(ctx, exits, node):
+    """Join fall-through exits: variables that differ get a merged version."""
+    envs = [e.env for e in exits]
+    merged = {}
+    for name in envs[0]:
+        if not all(name in env for env in envs):
+            continue
+        vs = [env[name] for env in envs]
+        if all(v is vs[0] for v in vs):
+            merged[name] = vs[0]
+            continue
+        if any(v.type != vs[0].type for v in vs) or isinstance(vs[0].type, T.ArrayType):
+            raise ctx.fail(node, f"variable '{name}' has different types on the branches of "
+                           "this statement", KernelTypeError)
+        m = ctx.new_version(name, vs[0].type)
+        for e, v in zip(exits, vs):
+            e.block.append(ir.Assign(m, ir.Copy(v), ctx.loc(node)))
+        merged[name] = m
+    return merged
+
+
+# ---------------------------------------------------------------------------- statements
+
+def lower_stmt(ctx, s):
+    handler = STATEMENTS.get(type(s))
+    if handler is None:
+        raise ctx.fail(s, f"'{type(s).__name__}' statements are not supported in kernels",
+                       KernelSyntaxError)
+    handler(ctx, s)
+
+
+def stmt_pass(ctx, s):
+    pass
+
+
+def stmt_expr(ctx, s):
+    if isinstance(s.value, ast.Constant):
+        return  # docstring or bare constant
+    exprs.lower_expr(ctx, s.value, allow_void=True)
+
+
+def stmt_if(ctx, s):
+    cond = exprs.lower_condition(ctx, s.test)
+    env0 = dict(ctx.env)
+    with ctx.in_block(env0) as body:
+        (e1,) = lower_block(ctx, s.body)
+    with ctx.in_block(env0) as orelse:
+        (e2,) = lower_block(ctx, s.orelse)
+    ctx.add(ir.If(cond, body, orelse, ctx.loc(s)))
+    ctx.env = merge(ctx, [e1, e2], s)
+
+
+def stmt_assign(ctx, s):
+    if isinstance(s.value, ast.Call):
+        form = _assigning_form(ctx, s.value)
+        if form is not None:  # ``i, j = wp.tid()``: the form binds its targets itself
+            if len(s.targets) != 1:
+                raise ctx.fail(s, f"assign wp.{form.name}() to one target", KernelSyntaxError)
+            return form.lower_assign(ctx, s.targets[0], s.value)
+    if (len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)
+            and isinstance(s.value, ast.Tuple)):
+        # a, b = b, a: evaluate every value before binding any name
+        tgt = s.targets[0]
+        if len(tgt.elts) != len(s.value.elts):
+            raise ctx.fail(s, f"cannot unpack {len(s.value.elts)} values into "
+                           f"{len(tgt.elts)} names", KernelSyntaxError)
+        values = [exprs.lower_expr(ctx, v) for v in s.value.elts]
+        for t, v in zip(tgt.elts, values):
+            assign(ctx, t, v, s)
+        return
+    value = exprs.lower_expr(ctx, s.value)
+    for t in s.targets:
+        assign(ctx, t, value, s)
+
+
+def _assigning_form(ctx, call):
+    callee = ctx.resolve(call.func)
+    return callee if getattr(callee, "lower_assign", None) is not None else None
+
+
+def stmt_ann_assign(ctx, s):
+    if s.value is None:
+        raise ctx.fail(s, "a declaration needs a value", KernelSyntaxError)
+    value = exprs.lower_expr(ctx, s.value)
+    want = literals.annotation_type(ctx, s.annotation)
+    if want is not None and value.type != want:
+        value = literals.adapt_literal(value, want)
+        if value.type != want:
+            raise ctx.fail(s.value, f"value of type {T.type_name(value.type)} does not match "
+                           f"the annotation {T.type_name(want)}", KernelTypeError)
+    assign(ctx, s.target, value, s)
+
+
+def stmt_aug_assign(ctx, s):
+    op_name = exprs.BINOPS.get(type(s.op))
+    t = s.target
+    if isinstance(t, ast.Subscript) and exprs.is_array_expr(ctx, t.value):
+        arr, idx = exprs.lower_array_index(ctx, t)
+        value = exprs.lower_expr(ctx, s.value)
+        if isinstance(s.op, (ast.Add, ast.Sub)) and not arr.type.local:
+            value = coerce_store(ctx, arr, value, s.value)
+            op = "add" if isinstance(s.op, ast.Add) else "sub"
+            ctx.add(ir.AtomicRMW(op, arr, idx, value, None, ctx.loc(s)))
+            return
+        old = ctx.emit(ir.Load(arr, idx), arr.type.dtype, s)
+        new = ctx.apply(op_name, [old, value], s)
+        ctx.add(ir.Store(arr, idx, new, ctx.loc(s)))
+        return
+    current = exprs.lower_expr(ctx, t)
+    value = exprs.lower_expr(ctx, s.value)
+    new = ctx.apply(op_name, [current, value], s)
+    assign(ctx, t, new, s)
+
+
+def stmt_for(ctx, s):
+    if s.orelse:
+        raise ctx.fail(s, "'for ... else' is not supported", KernelSyntaxError)
+    it = s.iter
+    if not (isinstance(it, ast.Call) and ctx.resolve(it.func) is range):
+        raise ctx.fail(it, "kernels can only loop over range(...)", KernelSyntaxError)
+    if not isinstance(s.target, ast.Name):
+        raise ctx.fail(s.target, "the loop variable must be a single name", KernelSyntaxError)
+    args = [exprs.lower_expr(ctx, a) for a in it.args]
+    if not 1 <= len(args) <= 3 or it.keywords:
+        raise ctx.fail(it, "range() takes 1 to 3 integer arguments", KernelTypeError)
+    args = [literals.adapt_literal(a, T.int32) for a in args]
+    for a, node in zip(args, it.args):
+        if not T.is_int(a.type):
+            raise ctx.fail(node, f"range() needs integers, got {T.type_name(a.type)}",
+                           KernelTypeError)
+    if len(args) == 1:
+        args = [ir.Const(0, T.int32)] + args
+    if len(args) == 2:
+        args.append(ir.Const(1, T.int32))
+    start, stop, step = args
+    if isinstance(step, ir.Const) and step.value == 0:
+        raise ctx.fail(it, "range() step must not be zero", KernelTypeError)
+    loopvar = ctx.new_version(s.target.id, T.int32)
+    lower_loop(ctx, "for", s, list(s.body), loopvar, start, stop, step, exclude=s.target.id)
+
+
+def stmt_while(ctx, s):
+    if s.orelse:
+        raise ctx.fail(s, "'while ... else' is not supported", KernelSyntaxError)
+    stop = ast.If(test=ast.UnaryOp(ast.Not(), s.test), body=[ast.Break()], orelse=[])
+    ast.copy_location(stop, s.test)
+    ast.copy_location(stop.test, s.test)
+    ast.copy_location(stop.body[0], s.test)
+    lower_loop(ctx, "while", s, [stop] + list(s.body), None, None, None, None, exclude=None)
+
+
+def lower_loop(ctx, kind, s, body_stmts, loopvar, start, stop, step, exclude):
+    # arrays are never carried: ``a[i] = x`` stores into an array without rebinding it
+    carried_names = [n for n in structs.expand_struct_names(ctx, assigned_names(ctx, body_stmts))
+                     if n in ctx.env and n != exclude
+                     and not isinstance(ctx.env[n].type, T.ArrayType)]
+    env_after = dict(ctx.env)
+    headers = {}
+    for n in carried_names:
+        pre = ctx.env[n]
+        h = ctx.new_version(n, pre.type)
+        ctx.add(ir.Assign(h, ir.Copy(pre), ctx.loc(s)))
+        headers[n] = h
+    env_body = dict(ctx.env)
+    env_body.update(headers)
+    if loopvar is not None:
+        env_body[exclude] = loopvar
+    with ctx.in_block(env_body) as body:
+        exits = lower_block(ctx, body_stmts)
+    ends = {n: ctx.new_version(n, headers[n].type) for n in carried_names}
+    brk = None
+    if any(e.kind == "break" for e in exits):
+        brk = ctx.new_temp(T.bool, "brk")
+    ret = loop_return_slots(ctx, exits, s)
+    if ret and brk is None:
+        brk = ctx.new_temp(T.bool, "brk")
+    for e in exits:
+        for h, end, value in ret:
+            e.block.append(ir.Assign(end, ir.Copy(value(e)), ctx.loc(e.node or s)))
+        for n in carried_names:
+            v = e.env.get(n)
+            if v is None:
+                raise ctx.fail(s, f"variable '{n}' is not defined on every path through this "
+                               "loop", KernelNameError)
+            if v.type != headers[n].type:
+                raise ctx.fail(s, f"variable '{n}' changes type inside this loop",
+                               KernelTypeError)
+            e.block.append(ir.Assign(ends[n], ir.Copy(v), ctx.loc(e.node or s)))
+        if brk is not None:
+            e.block.append(ir.Assign(brk, ir.Copy(ir.Const(e.kind in ("break", "return"),
+                                                           T.bool)), ctx.loc(e.node or s)))
+    carried = [(headers[n], ends[n]) for n in carried_names]
+    carried += [(h, end) for h, end, _ in ret]
+    ctx.add(ir.Loop(kind, loopvar, start, stop, step, body, carried, brk, ctx.loc(s)))
+    env_after.update(headers)
+    for (h, _, _), n in zip(ret, ("__retf", "__retv")):
+        env_after[n] = h
+    ctx.env = env_after
+    ctx.defined_in_loops.update(n for n in assigned_names(ctx, body_stmts)
+                                if n not in env_after)
+
+
+def loop_return_slots(ctx, exits, s):
+    """For ``return`` inside a loop: a flag and a value carried through the loop.
+
+    Returns ``[(header, end, value_of_exit)]``; the headers are initialised before the loop
+    (False, and a zero of the returned type) and ``lower_block`` returns after the loop when
+    the flag is set."""
+    rets = [e for e in exits if e.kind == "return"]
+    if not rets:
+        return []
+    with_value = [e for e in rets if e.value is not None]
+    if with_value and len(with_value) != len(rets):
+        raise ctx.fail(rets[0].node, "this func returns a value on some paths but not on all "
+                       "of them", KernelSyntaxError)
+    slots = []
+    hf = ctx.new_version("__retf", T.bool)
+    ctx.add(ir.Assign(hf, ir.Copy(ir.Const(False, T.bool)), ctx.loc(s)))
+    ef = ctx.new_version("__retf", T.bool)
+    slots.append((hf, ef, lambda e: ir.Const(True, T.bool) if e in rets
+                  else e.env.get("__retf", hf)))
+    if with_value:
+        rtype = with_value[0].value.type
+        for e in with_value[1:]:
+            if e.value.type != rtype:
+                raise ctx.fail(e.node, f"returns {T.type_name(e.value.type)} here but "
+                               f"{T.type_name(rtype)} elsewhere", KernelTypeError)
+        hv = ctx.new_version("__retv", rtype)
+        ctx.add(ir.Assign(hv, ir.Copy(ir.Const(0, rtype)), ctx.loc(s)))
+        ev = ctx.new_version("__retv", rtype)
+        slots.append((hv, ev, lambda e: e.value if e in rets else e.env.get("__retv", hv)))
+    for e in rets:
+        e.kind = "break"
+    ctx.loop_returned = bool(with_value)
+    return slots
+
+
+STATEMENTS = {ast.Pass: stmt_pass, ast.Expr: stmt_expr, ast.If: stmt_if, ast.Assign: stmt_assign,
+              ast.AnnAssign: stmt_ann_assign, ast.AugAssign: stmt_aug_assign, ast.For: stmt_for,
+              ast.While: stmt_while}
+
+
+# ---------------------------------------------------------------------------- assignment
+
+def assign(ctx, target, value, stmt):
+    if isinstance(target, ast.Name):
+        if isinstance(value, STRUCTISH):
+            return structs.bind_struct(ctx, target.id, value, target)
+        if isinstance(ctx.env.get(target.id), StructRef):
+            raise ctx.fail(target, f"cannot assign a value of type {T.type_name(value.type)} "
+                           f"to struct '{target.id}'", KernelTypeError)
+        return bind(ctx, target.id, value, target)
+    if isinstance(target, ast.Attribute) and structs.assign_struct_attr(ctx, target, value, stmt):
+        return
+    if isinstance(target, (ast.Tuple, ast.List)):
+        if not isinstance(value.type, T.TupleType):
+            raise ctx.fail(target, f"cannot unpack a value of type {T.type_name(value.type)}",
+                           KernelTypeError)
+        if len(value.type.types) != len(target.elts):
+            raise ctx.fail(target, f"cannot unpack {len(value.type.types)} values into "
+                           f"{len(target.elts)} names", KernelTypeError)
+        for i, t in enumerate(target.elts):
+            item = ctx.apply("tuple_get", [value], stmt, attrs={"index": i})
+            assign(ctx, t, item, stmt)
+        return
+    if isinstance(target, ast.Subscript):
+        if exprs.is_array_expr(ctx, target.value):
+            arr, idx = exprs.lower_array_index(ctx, target)
+            if len(idx) != arr.type.ndim:
+                raise ctx.fail(target, f"assignment to an array needs {arr.type.ndim} indices, "
+                               f"got {len(idx)}", KernelTypeError)
+            if isinstance(arr, StructArr):
+                return structs.store_element(ctx, arr, idx, value, stmt)
+            value = coerce_store(ctx, arr, value, stmt)
+            ctx.add(ir.Store(arr, idx, value, ctx.loc(stmt)))
+            return
+        base = target.value
+        idx = exprs.lower_indices(ctx, target.slice)
+        current = exprs.lower_expr(ctx, base)
+        new = ctx.apply("insert", [current] + idx + [value], stmt)
+        return assign(ctx, base, new, stmt)
+    if isinstance(target, ast.Attribute):
+        current = exprs.lower_expr(ctx, target.value)
+        new = exprs.with_component(ctx, current, target.attr, value, target)
+        return assign(ctx, target.value, new, stmt)
+    raise ctx.fail(target, "cannot assign to this expression", KernelSyntaxError)
+
+
+def bind(ctx, name, value, node):
+    old = ctx.env.get(name)
+    if old is not None and old.type != value.type:
+        value = literals.adapt_literal(value, old.type)
+        if old.type != value.type:
+            raise ctx.fail(node, f"cannot assign a value of type {T.type_name(value.type)} to "
+                           f"'{name}' of type {T.type_name(old.type)}", KernelTypeError)
+    if isinstance(value, ir.Const) and value.literal and T.is_scalar(value.type):
+        value = ir.Const(value.value, value.type)  # a named literal has its type fixed
+    if ctx.is_fresh_temp(value):
+        value.name = ctx.version_name(name)
+        ctx.env[name] = value
+        return
+    v = ctx.new_version(name, value.type)
+    ctx.add(ir.Assign(v, ir.Copy(value), ctx.loc(node)))
+    ctx.env[name] = v
+
+
+def coerce_store(ctx, arr, value, node):
+    want = arr.type.dtype
+    value = literals.adapt_literal(value, want)
+    if value.type != want:
+        raise ctx.fail(node, f"cannot store a value of type {T.type_name(value.type)} into an "
+                       f"array of {T.type_name(want)}", KernelTypeError)
+    return value
