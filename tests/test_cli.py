@@ -69,7 +69,7 @@ import cli_kernels as ck
 x = wp.array(np.arange(3, dtype=np.float32)); y = wp.zeros(3, dtype=float)
 wp.launch(ck.squares, dim=3, inputs=[x], outputs=[y])
 assert np.allclose(y.numpy(), [0, 1, 4])
-st = ck.squares.entry("forward", "serial").stats  # 3 threads: the serial twin
+st = ck.squares.compiled("cpu").entry("forward", "serial").stats  # 3 threads: the serial twin
 print("hits", sum(st.cache_hits.values()), "misses", sum(st.cache_misses.values()))
 """
 

@@ -14,7 +14,7 @@
     out = wp.zeros(4, dtype=float, requires_grad=True)
     wp.launch(scale, dim=4, inputs=[a, 2.0], outputs=[out])
 """
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402,F401
 
 from .errors import InternalError, KernelError, KernelNameError, KernelSyntaxError  # noqa: E402
 from .errors import KernelTypeError, LaunchError  # noqa: E402

@@ -88,6 +88,10 @@ def func(f):
     return Function(f)
 
 
+#: the stdlib's builtins written in the kernel language, by name (filled by ``builtin_func``)
+BUILTIN_FUNCS = {}
+
+
 def builtin_func(sigs, outputs=0):
     """Declare a stdlib builtin written in the kernel language: a func with its signatures
     (checked at every call, so a wrong call is reported where it is written) and, for Warp's
@@ -99,7 +103,8 @@ def builtin_func(sigs, outputs=0):
             return _axis_angle(q)
     """
     def deco(f):
-        return Function(f, signatures=sigs, outputs=outputs)
+        fn = BUILTIN_FUNCS[f.__name__] = Function(f, signatures=sigs, outputs=outputs)
+        return fn
     return deco
 
 

@@ -38,21 +38,21 @@ def test_corpus_on_cuda(test):
 PTX = """
 import importlib, numpy as np, weft as wp
 from weft import types as T
-from weft.runtime.launch import param_types
 from weft.runtime.ptx import compile_ptx
 count = 0
 for name in {modules!r}:
     mod = importlib.import_module(name)
     for k in [v for v in vars(mod).values() if isinstance(v, wp.Kernel)]:
         args = []
-        for _, t in param_types(k):
+        ck = k.compiled("cuda")
+        for _, t in ck.user_params:
             if isinstance(t, T.ArrayType):
                 args.append(wp.zeros((4,) * t.ndim, dtype=t.dtype))
             elif T.is_composite(t):
                 args.append(np.zeros(t._length_))
             else:
                 args.append(3 if T.is_int(t) else 0.5)
-        dims = (4,) * max(k.meta["tid_dims"], 1)
+        dims = (4,) * max(ck.abi.tid_dims, 1)
         ptx = compile_ptx(k, args, dims=dims)
         assert all(".target sm_90" in text for text in ptx.values()), k.key
         count += 1

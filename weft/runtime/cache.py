@@ -17,7 +17,8 @@ import tempfile
 
 import numpy as np
 
-from .. import __version__, diskcache
+from .. import diskcache
+from .._version import __version__
 
 
 def cache_dir():

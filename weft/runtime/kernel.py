@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import functools
 
-from ..errors import KernelError
 from ..lang import (Function, UserFunction, func, func_grad, func_replay,  # noqa: F401
                     func_tangent)
 from . import cache
@@ -29,68 +28,59 @@ class Kernel(UserFunction):
         super().__init__(pyfunc)
         self.key = pyfunc.__name__
         self.options = dict(options or {})
-        self._module = None
-        self._meta = None
-        self._entries = {}
-        self._modules = {}
-        self._serial_forward = None  # set by the first small CPU launch (see launch.py)
+        self._compiled = {}
+
+    def compiled(self, device_kind="cpu"):
+        """The kernel compiled for ``"cpu"`` or ``"cuda"`` (its generated module transpiled, or
+        loaded from the cache, on first use; Numba compiles each entry on its first call)."""
+        ck = self._compiled.get(device_kind)
+        if ck is None:
+            from .compiled import CompiledKernel
+            ck = self._compiled[device_kind] = CompiledKernel(self, device_kind,
+                                                              self._load_module(device_kind))
+        return ck
+
+    def _load_module(self, device_kind):
+        from ..transpiler.state import CompileOptions
+        options = CompileOptions.for_device(device_kind)
+        extra = repr(options)
+        if device_kind == "cuda":
+            from ..transpiler.targets import CUDA_STACK
+            extra += f" stack={CUDA_STACK}"
+        key = cache.key_of(self, extra)
+        modname = f"{self.key}_{key}" if device_kind == "cpu" else f"{self.key}_cuda_{key}"
+        return cache.load_or_build(modname, lambda: self._build_source(options),
+                                   cpu=device_kind != "cuda")
+
+    def _build_source(self, options):
+        from ..transpiler import pipeline
+        from ..transpiler.state import CompileState
+        return pipeline.run(CompileState(roots=[self], options=options)).source
+
+    def entry(self, kind, target="cpu"):
+        """The generated function itself: ``kind`` is ``"forward"``, ``"adjoint"`` or
+        ``"tangent"``, ``target`` ``"cpu"``, ``"serial"`` or ``"cuda"`` (it takes the launch
+        dimensions, then the arguments; see :class:`weft.transpiler.abi.KernelABI`)."""
+        return self.compiled("cuda" if target == "cuda" else "cpu").entry(kind, target)
 
     @property
     def module(self):
-        """The imported generated CPU module (transpiled and cached on first use)."""
-        if self._module is None:
-            self._module = self.module_for("cpu")
-            self._meta = self._module.WEFT_KERNELS[self.key]
-        return self._module
-
-    def module_for(self, target):
-        """The generated module for ``"cpu"`` or ``"cuda"``."""
-        mod = self._modules.get(target)
-        if mod is None:
-            extra = target
-            if target == "cuda":
-                from ..transpiler.cuda import CUDA_STACK
-                extra += f" stack={CUDA_STACK}"
-            key = cache.key_of(self, extra)
-            modname = f"{self.key}_{key}" if target == "cpu" else f"{self.key}_{target}_{key}"
-            mod = cache.load_or_build(modname, lambda: self._build_source(target),
-                                      cpu=target != "cuda")
-            self._modules[target] = mod
-        return mod
-
-    def _build_source(self, target="cpu"):
-        from ..transpiler import pipeline
-        from ..transpiler.state import CompileState
-        state = pipeline.run(CompileState(roots=[self], options={"target": target}))
-        return state.source
+        """The generated CPU module (transpiled and cached on first use)."""
+        return self.compiled("cpu").module
 
     def source(self, kind="all", target="cpu"):
         """Generated Python source: ``"forward"``, ``"adjoint"``, ``"tangent"`` or ``"all"``
         (the whole module, funcs included), for the ``"cpu"`` or ``"cuda"`` target."""
-        mod = self.module if target == "cpu" else self.module_for(target)
-        src = mod.__weft_source__
+        ck = self.compiled("cuda" if target == "cuda" else "cpu")
+        src = ck.module.__weft_source__
         if kind == "all":
             return src
-        suffix = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}[kind]
-        return _extract_function(src, f"{self.key}{suffix}")
-
-    @property
-    def meta(self):
-        if self._meta is None:
-            self.module
-        return self._meta
-
-    def entry(self, kind, target="cpu"):
-        """The generated function: ``"forward"``, ``"adjoint"`` or ``"tangent"``."""
-        fn = self._entries.get((kind, target))
-        if fn is None:
-            suffix = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}[kind]
-            mod = self.module if target == "cpu" else self.module_for(target)
-            fn = self._entries[(kind, target)] = getattr(mod, f"{self.key}{suffix}")
-        return fn
+        return _extract_function(src, ck.abi.entries[kind]["cuda" if target == "cuda" else
+                                                        target])
 
 
 def _extract_function(src, fname):
+    """The text of function ``fname`` (with its decorator) in module source ``src``."""
     lines = src.splitlines()
     out = []
     inside = False

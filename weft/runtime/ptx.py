@@ -15,8 +15,8 @@ import contextlib
 import numpy as np
 
 from .. import types as T
+from .args import half_bits, kernel_scalar, kernel_tuple
 from .array import array
-from .launch import flatten_args, half_bits, kernel_scalar, kernel_tuple, param_types
 
 
 @contextlib.contextmanager
@@ -55,20 +55,20 @@ def _host_value(ptype, value):
 def compile_ptx(kernel, args, dims=(1,), cc=(9, 0), kinds=("forward", "adjoint", "tangent")):
     """PTX text of the kernel's CUDA ``kinds`` for arguments like ``args`` (host values)."""
     from numba import cuda
-    ptypes = param_types(kernel)
-    args = flatten_args(kernel, list(args))
-    values = [_host_value(t, a) for (_, t), a in zip(ptypes, args)]
-    meta = kernel.meta
-    by_name = {n: v for (n, _), v in zip(ptypes, values)}
+    ck = kernel.compiled("cuda")
+    args = ck.flatten(list(args))
+    values = [_host_value(t, a) for (_, t), a in zip(ck.params, args)]
+    by_name = {n: v for (n, _), v in zip(ck.params, values)}
     extra = {
         "forward": [],
-        "adjoint": [by_name[n[4:]] for n in meta["adj"]] + [np.zeros(1, np.int32)],
-        "tangent": [by_name[n[4:]] for n in meta["tan"]],
+        "adjoint": [by_name[p.name] for p in ck.abi.params if p.adjoint is not None] +
+                   [np.zeros(1, np.int32)],
+        "tangent": [by_name[p.name] for p in ck.abi.params if p.tangent is not None],
     }
     out = {}
     with _assume_compute_capability(cc):
         for kind in kinds:
-            fn = kernel.entry(kind, "cuda")
+            fn = ck.entry(kind, "cuda")
             sig = tuple(_typeof(v) for v in [tuple(dims)] + values + extra[kind])
             out[kind], _ = cuda.compile_ptx(fn.py_func, sig, cc=cc)
     return out

@@ -8,6 +8,10 @@ Example::
         wp.launch(loss_kernel, dim=n, inputs=[x_out, loss])
     tape.backward(loss)          # seeds loss.grad with 1
     x.grad.numpy()
+
+A record is any object with ``backward()`` and ``arrays`` (the arrays whose gradients it reads
+or writes): a recorded launch (:class:`weft.runtime.launch.Launch`) or a Python callback
+(:meth:`Tape.record_func`). The tape itself knows nothing about kernels.
 """
 from __future__ import annotations
 
@@ -19,16 +23,13 @@ from .array import array
 _stack = []
 
 
+def active_tapes():
+    """The tapes recording now, innermost last (the list itself: empty when none)."""
+    return _stack
+
+
 def active_tape():
     return _stack[-1] if _stack else None
-
-
-class _Launch:
-    __slots__ = ("kernel", "dims", "args", "device", "snapshots")
-
-    def __init__(self, kernel, dims, args, device, snapshots=None):
-        self.kernel, self.dims, self.args, self.device = kernel, dims, args, device
-        self.snapshots = snapshots or {}
 
 
 class Tape:
@@ -49,43 +50,37 @@ class Tape:
         _stack.remove(self)
         return False
 
-    def record_launch(self, kernel, dims, args, device, snapshots=None):
-        self.launches.append(_Launch(kernel, dims, list(args), device, snapshots))
+    def record(self, rec):
+        """Append a record (see the module docstring)."""
+        self.launches.append(rec)
 
     def record_func(self, backward, arrays):
         """Record a Python callback run during ``backward`` (Warp's ``Tape.record_func``)."""
-        self.launches.append(_Func(backward, arrays))
+        self.record(_Func(backward, arrays))
 
     def backward(self, loss=None, grads=None):
         """Run the adjoints of the recorded launches in reverse order.
 
         ``loss``: a one-element array whose gradient is seeded with 1. ``grads``: a dict
-        mapping arrays to the gradients to seed them with instead.
+        mapping arrays to the gradients to seed them with instead (arrays or numpy data of the
+        array's shape).
         """
         if loss is not None:
+            if not isinstance(loss, array):
+                raise LaunchError(f"backward(loss): loss must be a wp.array, got "
+                                  f"{type(loss).__name__}")
             if loss.grad is None:
                 raise LaunchError("backward(loss): the loss array was created without "
                                   "requires_grad=True, so it has no gradient to seed")
             self.loss = loss
             loss.grad.fill_(1)
         for a, g in (grads or {}).items():
-            if a.grad is None:
-                a.requires_grad = True
-            a.grad.assign(g.numpy() if isinstance(g, array) else np.asarray(g))
-        from .launch import grads_of, pack, retain_grads, run
+            _seed(a, g)
         for rec in reversed(self.launches):
-            if isinstance(rec, _Func):
-                rec.backward()
-                continue
-            k = rec.kernel
-            for a in rec.args:  # as Warp: the gradients backward used are the ones zero() clears
-                if isinstance(a, array) and a.grad is not None:
+            for a in rec.arrays:  # as Warp: the gradients backward used are the ones zero() clears
+                if a.grad is not None:
                     self.gradients[a] = a.grad
-            values = pack(k, rec.args, rec.device)
-            for i, data in rec.snapshots.items():
-                values[i] = data  # replay from the values before the launch overwrote them
-            adj = retain_grads(k, rec.args, grads_of(k, rec.args, k.meta["adj"], "adj_"))
-            run(k, "adjoint", rec.dims, values + adj, rec.device)
+            rec.backward()
 
     def zero(self):
         """Zero the gradients used by ``backward`` so far (Warp's semantics: a tape that has not
@@ -101,7 +96,22 @@ class Tape:
         self.loss = None
 
 
+def _seed(a, g):
+    """Set ``a.grad`` to ``g`` (checked: shape and type)."""
+    if not isinstance(a, array):
+        raise LaunchError(f"backward(grads=...): keys must be wp.arrays, got {type(a).__name__}")
+    data = g.numpy() if isinstance(g, array) else np.asarray(g)
+    want = tuple(a._data.shape)  # the array's shape and its elements' (n, 3) for vec3
+    if data.shape != want:
+        raise LaunchError(f"backward(grads=...): the gradient given for an array of shape "
+                          f"{a.shape} (dtype {getattr(a.dtype, '__name__', a.dtype)}) has shape "
+                          f"{data.shape}")
+    if a.grad is None:
+        a.requires_grad = True
+    a.grad.assign(data)
+
+
 class _Func:
     def __init__(self, backward, arrays):
         self.backward = backward
-        self.arrays = list(arrays)
+        self.arrays = [a for a in arrays if isinstance(a, array)]

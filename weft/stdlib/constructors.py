@@ -129,6 +129,14 @@ _PYTHON.update({f: _generic(f) for f in _GENERIC_NAMES})
 _BY_TYPE = {}
 
 
+def declaration_of(obj):
+    """The declaration behind a Python object a kernel calls, or None when it cannot be
+    called in kernels."""
+    if hasattr(obj, "lower_call"):
+        return obj
+    return python_declaration(obj)
+
+
 def python_declaration(obj):
     """The declaration of Python object ``obj`` as a kernel callee, or None."""
     try:

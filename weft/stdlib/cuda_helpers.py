@@ -17,13 +17,7 @@ from . import _portable
 
 _dev = cuda.jit(device=True, inline="always")
 
-# numpy name used by the stdlib rules -> libdevice base name
-MATH = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "log", "log2": "log2",
-        "log10": "log10", "sqrt": "sqrt", "tanh": "tanh", "sinh": "sinh", "cosh": "cosh",
-        "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
-        "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "rint", "abs": "fabs",
-        "power": "pow", "fmod": "fmod", "copysign": "copysign", "cbrt": "cbrt"}
-_ARITY2 = {"arctan2", "power", "fmod", "copysign"}
+from .mathnames import ARITY2 as _ARITY2, MATH  # noqa: E402
 
 
 def _bind_math():

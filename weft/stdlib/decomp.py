@@ -59,7 +59,7 @@ precisions (``adj_eig3``, which divides by an exactly zero gap: NaN for the iden
   ``adj_eig3`` spreads it over the whole matrix; the two agree on symmetric perturbations
   (a matrix built as ``M + wp.transpose(M)``, or the sum of the (i, j) and (j, i) entries).
 """
-import weft as wp  # resolved when a kernel using these is compiled, not at import
+from weft.stdlib import kernel_scope as wp  # names looked up when a kernel is compiled
 from weft.lang import builtin_func, kernel_language_builtins
 
 

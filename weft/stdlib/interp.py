@@ -1,5 +1,5 @@
 """Interpolation builtins in the kernel language (differentiated by weft like user funcs)."""
-import weft as wp
+from weft.stdlib import kernel_scope as wp  # names looked up when a kernel is compiled
 from weft.lang import builtin_func, kernel_language_builtins
 
 

@@ -2,7 +2,7 @@
 
 Sizes are chosen with compile-time ``if len(m) == n`` tests, which keep only the branch taken.
 """
-import weft as wp
+from weft.stdlib import kernel_scope as wp  # names looked up when a kernel is compiled
 from weft.lang import builtin_func, kernel_language_builtins
 
 

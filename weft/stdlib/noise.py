@@ -13,7 +13,7 @@ so ``noise`` and ``pnoise`` have exact adjoints and tangents, and so does ``curl
 sums the analytic gradient of the noise (written out here as Warp does) over octaves: its
 derivative is the noise's Hessian, derived by weft.
 """
-import weft as wp  # resolved when a kernel using these is compiled
+from weft.stdlib import kernel_scope as wp  # names looked up when a kernel is compiled
 from weft import types as T
 from weft.lang import builtin_func, kernel_language_builtins
 from weft.stdlib.registry import builtin

@@ -7,7 +7,7 @@ q.w)``, as in Warp.
 """
 import ast
 
-import weft as wp  # resolved when a kernel using these is compiled, not at import
+from weft.stdlib import kernel_scope as wp  # names looked up when a kernel is compiled
 from weft import types as T
 from weft.lang import builtin_func, kernel_language_builtins
 from weft.stdlib.registry import special_form

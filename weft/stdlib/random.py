@@ -13,7 +13,7 @@ the caller's state variable to it.
 """
 from __future__ import annotations
 
-import weft as wp  # resolved when a kernel using the funcs below is compiled
+from weft.stdlib import kernel_scope as wp  # names looked up when a kernel is compiled
 
 import ast
 

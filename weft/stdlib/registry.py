@@ -13,8 +13,8 @@ so a user func named ``svd3`` or ``sample_scale`` is an ordinary func. The forms
 - :class:`weft.lang.Function`: a func in the kernel language, user-written or a stdlib builtin
   (``@builtin_func(sigs, outputs=...)``, which declares its signatures and output arguments);
 - Python's own callables and weft's types (``abs``, ``float``, ``wp.vec3``, ``wp.vector``, a
-  struct class), whose declarations :func:`declaration_of` finds in
-  :mod:`weft.stdlib.constructors`.
+  struct class), declared in :mod:`weft.stdlib.constructors`, whose
+  :func:`~weft.stdlib.constructors.declaration_of` finds the declaration behind any object.
 
 Primitive builtins
 ------------------
@@ -115,15 +115,6 @@ def special_form(name, doc, assigned=None, lower_assign=None):
         NAMESPACE[name] = form
         return form
     return deco
-
-
-def declaration_of(obj):
-    """The declaration behind a Python object a kernel calls, or None when it cannot be
-    called in kernels."""
-    if hasattr(obj, "lower_call"):
-        return obj
-    from .constructors import python_declaration
-    return python_declaration(obj)
 
 
 def builtin(name, sigs, resolve, differentiable=True, public=True, attrs=None):

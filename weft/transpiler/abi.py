@@ -115,7 +115,8 @@ class KernelABI:
     ``overwrites`` lists the arrays the kernel reads and then overwrites (name, read line, write
     line, writes only at the thread's own element); ``stores`` the differentiable arrays it
     stores into (name, also accumulated into); ``no_derivative`` why it has no adjoint (or
-    None)."""
+    None); ``thread_indexed`` the arrays every thread accesses at its launch indices (name, the
+    launch axis of each index, None for the first), which must cover the launch."""
 
     kernel: str
     tid_dims: int
@@ -124,6 +125,7 @@ class KernelABI:
     overwrites: tuple = ()
     stores: tuple = ()
     no_derivative: typing.Optional[str] = None
+    thread_indexed: tuple = ()
 
     @property
     def adjoint_params(self):

@@ -1,7 +1,9 @@
 """Shared machinery of the three code generators (forward, adjoint, tangent).
 
-A generator turns IR statements into Python ``ast`` statements. Every emitted statement carries
-``_weft_loc`` (the user's ``file:line``), which the emit step prints as a trailing comment.
+A generator turns IR statements into Python ``ast`` statements for one target
+(:mod:`.targets`), reading the function's facts (:mod:`.analyze`). Every emitted statement
+carries ``_weft_loc`` (the user's ``file:line``), from which the assemble pass writes the
+user's source line above the statements it produced.
 """
 from __future__ import annotations
 
@@ -10,7 +12,14 @@ import ast
 from .. import types as T
 from ..errors import InternalError
 from . import ir
-from .exprs import Builder, Ex, const, name, zero
+from .exprs import Builder, Ex, NameGen, const, name, zero
+
+
+def located(stmt, loc):
+    """``stmt`` marked as coming from source location ``loc`` (unless already marked)."""
+    if getattr(stmt, "_weft_loc", None) is None:
+        stmt._weft_loc = loc
+    return stmt
 
 
 def assign(target, value_node, loc=None):
@@ -22,9 +31,34 @@ def assign(target, value_node, loc=None):
 
 def tag(stmts, loc):
     for s in stmts:
-        if getattr(s, "_weft_loc", None) is None:
-            s._weft_loc = loc
+        located(s, loc)
     return stmts
+
+
+def diff(v):
+    """Whether operand ``v`` carries a derivative: a value (not an array) of a differentiable
+    type."""
+    return not isinstance(v.type, T.ArrayType) and T.is_differentiable(v.type)
+
+
+def names_for(fir):
+    """The name generator of one function's generated code: every name of the IR is taken,
+    and each variable gets the base of its adjoint and tangent names (``_t5`` -> ``adj_t5``,
+    ``x_1`` -> ``adj_x_1``; the full name where the short one would collide)."""
+    taken = {v.name for v in fir.params} | {v.name for v in ir.defined_vars(fir.body)}
+    names = NameGen(taken)
+    seen = set(taken)
+    params = {v.name for v in fir.params}  # the ABI names parameters' shadows adj_<param>
+    for n in sorted(taken):
+        base = n[1:] if n.startswith("_") and not n.startswith("__") and n not in params else n
+        if base != n and (base in seen or base in names.bases.values()):
+            base = n
+        if base == "ret":  # adj_ret is the incoming adjoint of a func's result
+            base = "ret_"
+        names.bases[n] = base
+    for n in taken:
+        names.taken.update((f"adj_{names.bases[n]}", f"tan_{names.bases[n]}"))
+    return names
 
 
 def is_none(n):
@@ -70,7 +104,8 @@ def round_half(ex):
     return one(ex)
 
 
-def _wk_call(fn, *args):
+def wk_call(fn, *args):
+    """``_wk.<fn>(args...)``: a call of the target's helper module."""
     return ast.Call(ast.Attribute(name("_wk"), fn, ast.Load()), list(args), [])
 
 
@@ -87,19 +122,17 @@ def component_indices(dtype):
 class Gen:
     """Base: operands to expressions, statement dispatch, builders for temporaries."""
 
-    def __init__(self, fir, names):
+    def __init__(self, fir, names, facts, target):
         self.fir = fir
         self.names = names
-        self.private = set()   # arrays accumulated into per-thread copies (CPU kernels)
-        self.copies = {}
+        self.facts = facts      # analyze.FuncFacts of fir
+        self.target = target    # targets.Target
+        self.private = set()    # arrays accumulated into per-thread copies (CPU kernels)
         # buffers weft allocates itself (thread-local arrays; the adjoint adds its loop stacks)
         # hold float16 values as float32
         self.plain_buffers = {p.name for p in fir.params
                               if isinstance(p.type, T.ArrayType) and p.type.local}
         for s in ir.walk(fir.body):
-            if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Copy) and isinstance(
-                    s.expr.src, ir.Var):
-                self.copies[s.dst] = s.expr.src
             if isinstance(s, ir.Assign) and isinstance(s.dst.type, T.ArrayType) and \
                     s.dst.type.local:
                 self.plain_buffers.add(s.dst.name)
@@ -139,7 +172,7 @@ class Gen:
         for extra in component_indices(dtype):
             sl = index_node(list(idx_nodes) + [ast.Constant(e) for e in extra])
             c = ast.Subscript(name(arr_name), sl, ast.Load())
-            comps.append(_wk_call("h2f", c) if half else c)
+            comps.append(wk_call("h2f", c) if half else c)
         if not T.is_composite(dtype):
             return Ex(comps[0], dtype)
         return Ex(ast.Tuple(comps, ast.Load()), dtype)
@@ -155,15 +188,14 @@ class Gen:
             target = ast.Subscript(name(arr_name), sl, ast.Store())
             if half:  # a = f2h(h2f(a) + v): a plain read-modify-write of the half bits
                 v = item.node if op is None else ast.BinOp(
-                    _wk_call("h2f", ast.Subscript(name(arr_name), sl, ast.Load())), op,
+                    wk_call("h2f", ast.Subscript(name(arr_name), sl, ast.Load())), op,
                     item.node)
-                s = ast.Assign([target], _wk_call("f2h", v), lineno=0)
+                s = ast.Assign([target], wk_call("f2h", v), lineno=0)
             elif op is None:
                 s = ast.Assign([target], item.node, lineno=0)
             else:
                 s = ast.AugAssign(target, op, item.node)
-            s._weft_loc = loc
-            out.append(s)
+            out.append(located(s, loc))
         return out
 
     def atomic_element(self, fn, arr_name, idx_nodes, value, loc, dst=None, compare=None):
@@ -180,9 +212,7 @@ class Gen:
                                  ast.Constant(0), ast.Load())
             cond = ast.BoolOp(ast.And(), [name(f"_pv_{arr_name}"), ast.Compare(
                 name("_w"), [ast.Lt()], [rows])])
-            st = ast.If(cond, own, shared)
-            st._weft_loc = loc
-            return [st]
+            return [located(ast.If(cond, own, shared), loc)]
         return self._atomics(fn, arr_name, idx_nodes, value, loc, dst, compare)
 
     def _atomics(self, fn, arr_name, idx_nodes, value, loc, dst, compare=None):
@@ -195,41 +225,27 @@ class Gen:
             idx = parts[0] if len(parts) == 1 else ast.Tuple(parts, ast.Load())
             args = [name(arr_name), idx, item.node] if compare is None else \
                 [name(arr_name), idx, compare.node, item.node]
-            call = _wk_call(f"atomic_{fn}{suffix}", *args)
-            olds.append(call)
+            olds.append(self.target.atomic(f"atomic_{fn}{suffix}", args))
         if dst is None:
-            for c in olds:
-                s = ast.Expr(c)
-                s._weft_loc = loc
-                out.append(s)
+            out += [located(ast.Expr(c), loc) for c in olds]
         elif T.is_composite(value.type):
             out.append(assign(dst, ast.Tuple(olds, ast.Load()), loc))
         else:
             out.append(assign(dst, olds[0], loc))
         return out
 
-    # ---------------------------------------------------------------------- own-index analysis
-    def tid_axis(self, v):
-        seen = 0
-        while isinstance(v, ir.Var) and seen < 64:
-            if v in self.fir.tid_vars:
-                return ("tid", self.fir.tid_vars[v])
-            v = self.copies.get(v)
-            seen += 1
-        return None
-
     def own_index(self, arr, idx):
-        """True when ``arr[idx]`` is provably the calling thread's own element."""
-        if self.fir.kind != "kernel" or arr not in self.fir.params:
-            return False
-        axes = [self.tid_axis(i) for i in idx]
-        if any(a is None for a in axes):
-            return False
-        axes = [a[1] for a in axes]
-        if axes == [None]:
-            return arr.type.ndim == 1
-        return (None not in axes and sorted(axes) == list(range(self.fir.tid_dims))
-                and len(axes) == arr.type.ndim)
+        return self.facts.own_index(arr, idx)
+
+    def shadow(self, prefix, v):
+        """The adjoint (``prefix="adj"``) or tangent (``"tan"``) name of a Var or name."""
+        return self.names.shadow(prefix, v if isinstance(v, str) else v.name)
+
+    def adj(self, v):
+        return self.shadow("adj", v)
+
+    def tan(self, v):
+        return self.shadow("tan", v)
 
 
 def zero_node(t):

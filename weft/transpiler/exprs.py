@@ -22,6 +22,18 @@ from .. import types as T
 from ..errors import InternalError
 
 _builder = contextvars.ContextVar("weft_builder")
+_target = contextvars.ContextVar("weft_target", default=None)
+
+
+@contextlib.contextmanager
+def targeting(target):
+    """Context: math calls built by :func:`call` are spelled for ``target``
+    (:mod:`weft.transpiler.targets`)."""
+    token = _target.set(target)
+    try:
+        yield target
+    finally:
+        _target.reset(token)
 
 
 class Builder:
@@ -31,7 +43,7 @@ class Builder:
         self.names = names  # shared NameGen of the function being generated
         self.stmts = []
 
-    def let(self, ex, hint="t"):
+    def let(self, ex, hint="r"):
         """Bind ``ex`` to a fresh name and return an ``Ex`` naming it."""
         if isinstance(ex.node, ast.Tuple):
             # keep tuples literal, but bind each non-trivial component
@@ -53,20 +65,26 @@ class Builder:
 
 
 class NameGen:
-    """Fresh deterministic names ``_t0, _t1, ...`` per prefix."""
+    """Fresh deterministic names ``_t0, _t1, ...`` per prefix. A fresh ``_t3`` is never one
+    whose bare form ``t3`` is taken, so that its adjoint can be called ``adj_t3``."""
 
     def __init__(self, taken=()):
         self.taken = set(taken)
         self.counts = {}
+        self.bases = {}   # variable name -> the base of its shadows (adj_<base>, tan_<base>)
 
     def fresh(self, hint="t"):
         while True:
             n = self.counts.get(hint, 0)
             self.counts[hint] = n + 1
             name = f"_{hint}{n}"
-            if name not in self.taken:
+            if name not in self.taken and name[1:] not in self.taken:
                 self.taken.add(name)
                 return name
+
+    def shadow(self, prefix, name):
+        """The name of ``name``'s adjoint (``prefix="adj"``) or tangent (``"tan"``)."""
+        return f"{prefix}_{self.bases.get(name, name)}"
 
 
 def _simple(node):
@@ -125,7 +143,7 @@ class Ex:
     def items(self):
         return [self.comp(i) for i in range(self.length)]
 
-    def atom(self, hint="t"):
+    def atom(self, hint="r"):
         """This expression, bound to a name unless it is already cheap to repeat."""
         if _simple(self.node):
             return self
@@ -243,10 +261,15 @@ def lift(x, scalar_type):
 
 
 def call(path, *args, type_=None):
-    """``path(*args)``, e.g. ``call("math.cos", x)``; result type defaults to the first arg's."""
+    """``path(*args)``, e.g. ``call("np.cos", x)``; result type defaults to the first arg's.
+    Math functions (``np.*``, ``math.*``) are spelled by the target being generated for (CUDA
+    calls libdevice at the arguments' precision)."""
     nodes = [a.node for a in args]
-    node = ast.Call(attr_path(path), nodes, [])
-    node._weft_types = tuple(a.type for a in args)  # lets the CUDA pass pick a precision
+    target = _target.get()
+    if target is not None and path.startswith(("np.", "math.")):
+        node = target.math(path, nodes, tuple(a.type for a in args))
+    else:
+        node = ast.Call(attr_path(path), nodes, [])
     return Ex(node, type_ if type_ is not None else args[0].type)
 
 

@@ -1,4 +1,4 @@
-"""Pass ``forward``: IR -> Python statements computing the primal values.
+"""The forward generator: IR -> Python statements computing the primal values.
 
 Invariant: the statements assign every IR variable by its IR name, with the semantics of the
 user's source. The adjoint generator reuses this class with ``replay=True``: array stores and
@@ -11,7 +11,7 @@ import ast
 
 from .. import types as T
 from . import ir
-from .codegen import Gen, assign, is_half, not_none, round_half, storage_dtype_node, tag
+from .codegen import Gen, assign, is_half, located, not_none, round_half, storage_dtype_node, tag
 from .exprs import name
 
 
@@ -24,16 +24,10 @@ EXACT_BUILTINS = frozenset({"neg", "pos", "extract", "insert", "construct", "tra
 
 
 class Forward(Gen):
-    def __init__(self, fir, names, replay=False, shadow="adj"):
-        super().__init__(fir, names)
+    def __init__(self, fir, names, facts, target, replay=False, shadow="adj"):
+        super().__init__(fir, names, facts, target)
         self.replay = replay
-        self.shadow = shadow  # prefix of the shadow arrays that views must follow
-
-    @property
-    def used_vars(self):
-        if getattr(self, "_used", None) is None:
-            self._used = ir.used_vars(self.fir.body)
-        return self._used
+        self.shadow_prefix = shadow  # of the shadow arrays that views must follow
 
     def block(self, stmts):
         out = []
@@ -50,11 +44,11 @@ class Forward(Gen):
         if isinstance(e, ir.Copy):
             out = [assign(s.dst.name, self.ex(e.src).node, s.loc)]
             if (isinstance(s.dst.type, T.ArrayType) and isinstance(e.src, ir.Var)
-                    and (self.replay or self.shadow == "tan")
+                    and (self.replay or self.shadow_prefix == "tan")
                     and T.is_differentiable(s.dst.type) and not s.dst.type.local):
                 # a named view (``row = a[i]``) brings its shadow view along
-                p = self.shadow
-                out.append(assign(f"{p}_{s.dst.name}", name(f"{p}_{e.src.name}"), s.loc))
+                p = self.shadow_prefix
+                out.append(assign(self.shadow(p, s.dst), name(self.shadow(p, e.src)), s.loc))
             return out
         if isinstance(e, ir.Prim) and e.builtin.name == "alloc_local":
             return self.alloc_local(s)
@@ -70,9 +64,7 @@ class Forward(Gen):
                 fname = e.func.custom["replay"].name
             call = ast.Call(name(fname), [self.ex(a).node for a in e.args], [])
             if e.func.ret_type is None:
-                st = ast.Expr(call)
-                st._weft_loc = s.loc
-                return [st]
+                return [located(ast.Expr(call), s.loc)]
             return [assign(s.dst.name, call, s.loc)]
         raise TypeError(e)
 
@@ -91,17 +83,15 @@ class Forward(Gen):
         shape = ast.Constant(t.size) if not T.is_composite(t.dtype) else ast.Tuple(
             [ast.Constant(t.size)] + [ast.Constant(d) for d in T.element_shape(t.dtype)],
             ast.Load())
-        dt = storage_dtype_node(t.dtype)
-        alloc = assign(s.dst.name, ast.Call(ast.Attribute(name("np"), "empty", ast.Load()),
-                                            [shape, dt], []), s.loc)
+        alloc = assign(s.dst.name, self.target.local_array(shape, storage_dtype_node(t.dtype)),
+                       s.loc)
         j = self.names.fresh("j") if self.names is not None else "_j"
         from .exprs import const
         fill = self.store_element(s.dst.name, [name(j)], const(s.expr.attrs["value"], t.dtype),
                                   s.loc)
         loop = ast.For(ast.Name(j, ast.Store()), ast.Call(name("range"), [ast.Constant(t.size)],
                                                           []), fill, [])
-        loop._weft_loc = s.loc
-        return [alloc, loop]
+        return [alloc, located(loop, s.loc)]
 
     def load(self, s):
         e = s.expr
@@ -110,16 +100,21 @@ class Forward(Gen):
         if isinstance(s.dst.type, T.ArrayType):  # a view
             sl = idx[0] if len(idx) == 1 else ast.Tuple(idx, ast.Load())
             out = [assign(s.dst.name, ast.Subscript(name(arr), sl, ast.Load()), s.loc)]
-            if self.replay or self.shadow == "tan":
+            if self.replay or self.shadow_prefix == "tan":
                 out.append(self.shadow_view(s.dst.name, arr, sl, s.loc))
             return out
         return [assign(s.dst.name, self.load_element(arr, idx, e.array.type.dtype).node, s.loc)]
 
     def shadow_view(self, dst, arr, sl, loc):
-        p = self.shadow
-        st = ast.If(not_none(f"{p}_{arr}"),
-                    [assign(f"{p}_{dst}", ast.Subscript(name(f"{p}_{arr}"), sl, ast.Load()))],
-                    [assign(f"{p}_{dst}", ast.Constant(None))])
+        """The view of the adjoint (or tangent) array that follows a view of ``arr``; where the
+        target may pass None for it, None follows None."""
+        p = self.shadow_prefix
+        view = assign(self.shadow(p, dst), ast.Subscript(name(self.shadow(p, arr)), sl,
+                                                         ast.Load()), loc)
+        if not self.target.optional_shadows:
+            return view
+        st = ast.If(not_none(self.shadow(p, arr)), [view], [assign(self.shadow(p, dst),
+                                                                   ast.Constant(None))])
         return tag([st], loc)[0]
 
     # --------------------------------------------------------------------------------- arrays
@@ -137,29 +132,24 @@ class Forward(Gen):
             # thread updated it meanwhile)
             return [assign(s.dst.name, self.load_element(s.array.name, idx,
                                                          s.array.type.dtype).node, s.loc)]
-        used = s.dst is not None and id(s.dst) in self.used_vars
+        used = s.dst is not None and id(s.dst) in self.facts.used
         return self.atomic_element(s.op, s.array.name, idx, self.ex(s.value), s.loc,
                                    dst=s.dst.name if used else None,
                                    compare=None if s.compare is None else self.ex(s.compare))
 
     # --------------------------------------------------------------------------------- control
     def s_If(self, s):
-        st = ast.If(self.ex(s.cond).node, self.block(s.body) or [ast.Pass()],
-                    self.block(s.orelse))
-        st._weft_loc = s.loc
-        return [st]
+        st = ast.If(self.ex(s.cond).node, self.block(s.body), self.block(s.orelse))
+        return [located(st, s.loc)]
 
     def s_Return(self, s):
-        st = ast.Return(self.ex(s.value).node if s.value is not None else None)
-        st._weft_loc = s.loc
-        return [st]
+        return [located(ast.Return(self.ex(s.value).node if s.value is not None else None),
+                        s.loc)]
 
     def loop_tail(self, s):
         tail = [assign(h.name, name(e.name), s.loc) for h, e in s.carried]
         if s.brk is not None:
-            br = ast.If(name(s.brk.name), [ast.Break()], [])
-            br._weft_loc = s.loc
-            tail.append(br)
+            tail.append(located(ast.If(name(s.brk.name), [ast.Break()], []), s.loc))
         return tail
 
     def loop_header(self, s, body):
@@ -169,8 +159,7 @@ class Forward(Gen):
             st = ast.For(ast.Name(s.var.name, ast.Store()), rng, body, [])
         else:
             st = ast.While(ast.Constant(True), body, [])
-        st._weft_loc = s.loc
-        return st
+        return located(st, s.loc)
 
     def s_Loop(self, s):
         return [self.loop_header(s, self.block(s.body) + self.loop_tail(s))]

@@ -1,15 +1,31 @@
 """The transpiler as a visible list of passes.
 
-``PIPELINE`` runs in order on a :class:`~weft.transpiler.state.CompileState`. Set
-``WEFT_DUMP=lower,emit`` (pass names, or ``all``) to print the state after the named passes:
-the typed IR after ``lower``, the generated module after ``emit``.
+``PIPELINE`` is the list that runs, in order, on a :class:`~weft.transpiler.state.CompileState`;
+each pass is a module whose docstring states the invariant it guarantees:
+
+========== ====================== =============================================================
+pass       module                 after it
+========== ====================== =============================================================
+lower      ``specialize``,        the kernels and every func they call (once per argument
+           ``lowering/``          types) as typed, structured IR; user errors reported
+verify     ``verify``             the IR keeps its invariants (else weft's bug is reported)
+analyze    ``analyze``            per-function facts: accesses, own-element reads, hazards
+generate   ``generate`` (with     forward, adjoint and tangent functions per target, and the
+           ``forward``,           kernels' ABI
+           ``adjoint``,
+           ``tangent``,
+           ``targets``)
+assemble   ``assemble``           the module's source text
+========== ====================== =============================================================
+
+``WEFT_DUMP=lower,analyze,...`` (pass names, or ``all``) prints the state after those passes.
 """
 from __future__ import annotations
 
 import os
 import sys
 
-from . import emit, specialize
+from . import analyze, assemble, generate, specialize, verify
 from .ir import Assign, If, Loop
 
 
@@ -41,14 +57,37 @@ def _dump_ir(state):
     return "\n".join(lines)
 
 
-PIPELINE = [("lower", specialize.run), ("emit", emit.run)]
+def _dump_facts(state):
+    lines = []
+    for fir, f in state.facts.items():
+        lines.append(f"{fir.kind} {fir.name}:")
+        for p, acc in f.accesses.items():
+            kinds = ", ".join(f"{a.kind}{'(own)' if a.own else ''}@{a.line}" for a in acc)
+            lines.append(f"    {p.name}: {kinds or 'unused'}")
+        if fir.kind == "kernel":
+            fwd, adj = f.private_accumulators()
+            lines.append(f"    private buffers: forward {fwd}, adjoint {adj}")
+            lines.append(f"    overwritten: {f.overwritten()}; stored: {f.stored()}")
+    return "\n".join(lines)
+
+
+def _dump_defs(state):
+    return "\n\n".join(assemble.unparse(d) for d in state.defs)
+
+
+PIPELINE = [
+    ("lower", specialize.run, _dump_ir),
+    ("verify", verify.run, lambda state: "IR verified"),
+    ("analyze", analyze.run, _dump_facts),
+    ("generate", generate.run, _dump_defs),
+    ("assemble", assemble.run, lambda state: state.source),
+]
 
 
 def run(state):
     dump = {p.strip() for p in os.environ.get("WEFT_DUMP", "").split(",") if p.strip()}
-    for pass_name, fn in PIPELINE:
+    for pass_name, fn, show in PIPELINE:
         state = fn(state)
         if pass_name in dump or "all" in dump:
-            text = _dump_ir(state) if pass_name == "lower" else state.source
-            print(f"# ---- weft: after pass '{pass_name}' ----\n{text}", file=sys.stderr)
+            print(f"# ---- weft: after pass '{pass_name}' ----\n{show(state)}", file=sys.stderr)
     return state

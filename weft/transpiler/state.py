@@ -38,12 +38,28 @@ class FuncIR:
         return f"FuncIR({self.name})"
 
 
+@dataclass(frozen=True)
+class CompileOptions:
+    """What a compilation produces: ``targets`` (``("cpu", "serial")`` for a CPU module that
+    holds each kernel with and without threads, ``("cuda",)``) and ``mode`` (``"release"``;
+    ``"debug"`` checks every array access)."""
+
+    targets: tuple = ("cpu", "serial")
+    mode: str = "release"
+
+    @classmethod
+    def for_device(cls, device_kind, mode="release"):
+        return cls(("cuda",) if device_kind == "cuda" else ("cpu", "serial"), mode)
+
+
 @dataclass
 class CompileState:
     """What the pipeline works on: one kernel (or a set of kernels for the CLI)."""
 
-    roots: list                       # user Kernel objects
-    funcs: list = field(default_factory=list)        # FuncIR of every kernel and callee
-    modules: dict = field(default_factory=dict)      # part name -> list[ast.stmt]
-    source: str = ""                                  # final emitted module source
-    options: dict = field(default_factory=dict)
+    roots: list                                        # user Kernel objects
+    options: CompileOptions = field(default_factory=CompileOptions)
+    funcs: list = field(default_factory=list)          # lower: FuncIR of every kernel and func
+    facts: dict = field(default_factory=dict)          # analyze: FuncIR -> FuncFacts
+    defs: list = field(default_factory=list)           # generate: generated ast.FunctionDefs
+    abis: dict = field(default_factory=dict)           # generate: kernel name -> KernelABI
+    source: str = ""                                   # assemble: the module's source text

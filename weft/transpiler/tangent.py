@@ -1,4 +1,4 @@
-"""Pass ``tangent``: IR -> Python statements computing primal values and their tangents.
+"""The tangent generator: IR -> Python statements computing primal values and their tangents.
 
 Invariant: after each statement, ``tan_<name>`` holds the directional derivative of every
 differentiable variable ``<name>`` along the input tangents (forward mode, JVP). Adjoint-free:
@@ -10,22 +10,14 @@ import ast
 
 from .. import types as T
 from . import ir
-from .codegen import assign, not_none, zero_node
+from .codegen import assign, diff, located, not_none, zero_node
 from .exprs import Ex, name, zero
 from .forward import Forward
 
 
-def diff(v):
-    return not isinstance(v.type, T.ArrayType) and T.is_differentiable(v.type)
-
-
-def tan(v):
-    return f"tan_{v.name}"
-
-
 class Tangent(Forward):
-    def __init__(self, fir, names):
-        super().__init__(fir, names, replay=False, shadow="tan")
+    def __init__(self, fir, names, facts, target):
+        super().__init__(fir, names, facts, target, replay=False, shadow="tan")
 
     def tex(self, o):
         """Tangent of an operand as an Ex (zero for constants); None when not differentiable."""
@@ -33,7 +25,7 @@ class Tangent(Forward):
             return None
         if isinstance(o, ir.Const):
             return zero(o.type)
-        return Ex(name(tan(o)), o.type)
+        return Ex(name(self.tan(o)), o.type)
 
     def s_Assign(self, s):
         out = super().s_Assign(s)
@@ -44,7 +36,7 @@ class Tangent(Forward):
         if isinstance(d.type, T.ArrayType) or not diff(d):
             return out
         if isinstance(e, ir.Copy):
-            return out + [assign(tan(d), self.tex(e.src).node, s.loc)]
+            return out + [assign(self.tan(d), self.tex(e.src).node, s.loc)]
         if isinstance(e, ir.Prim):
             b = e.builtin
             t = None
@@ -54,16 +46,16 @@ class Tangent(Forward):
                 ret = Ex(name(d.name), d.type)
                 stmts, t = self.build(lambda: b.tangent(*args, *tans, ret=ret, **e.attrs), s.loc)
                 out += stmts
-            return out + [assign(tan(d), t.node if t is not None else zero_node(d.type), s.loc)]
+            return out + [assign(self.tan(d), t.node if t is not None else zero_node(d.type),
+                                 s.loc)]
         if isinstance(e, ir.Load) and e.array.type.local:
-            return out + [assign(tan(d), zero_node(d.type), s.loc)]
+            return out + [assign(self.tan(d), zero_node(d.type), s.loc)]
         if isinstance(e, ir.Load):
             arr = e.array.name
-            load = self.load_element(f"tan_{arr}", self.idx_nodes(e.index), d.type)
-            st = ast.If(not_none(f"tan_{arr}"), [assign(tan(d), load.node, s.loc)],
-                        [assign(tan(d), zero_node(d.type), s.loc)])
-            st._weft_loc = s.loc
-            return out + [st]
+            load = self.load_element(self.tan(arr), self.idx_nodes(e.index), d.type)
+            st = ast.If(not_none(self.tan(arr)), [assign(self.tan(d), load.node, s.loc)],
+                        [assign(self.tan(d), zero_node(d.type), s.loc)])
+            return out + [located(st, s.loc)]
         if isinstance(e, ir.Call):
             return self.call_jvp(s, void=False)
         raise TypeError(e)
@@ -74,35 +66,31 @@ class Tangent(Forward):
         for p, a in zip(f.params, s.expr.args):
             if isinstance(p.type, T.ArrayType):
                 if T.is_differentiable(p.type):
-                    args.append(name(f"tan_{a.name}"))
+                    args.append(name(self.tan(a)))
             elif diff(p):
                 args.append(self.tex(a).node)
         call = ast.Call(name(f"{f.name}__jvp"), args, [])
         if void:
-            st = ast.Expr(call)
-            st._weft_loc = s.loc
-            return [st]
+            return [located(ast.Expr(call), s.loc)]
         if not diff(s.dst):
             return [assign(s.dst.name, ast.Subscript(call, ast.Constant(0), ast.Load()), s.loc)]
-        target = ast.Tuple([ast.Name(s.dst.name, ast.Store()), ast.Name(tan(s.dst), ast.Store())],
-                           ast.Store())
+        target = ast.Tuple([ast.Name(s.dst.name, ast.Store()),
+                            ast.Name(self.tan(s.dst), ast.Store())], ast.Store())
         return [assign(target, call, s.loc)]
 
     def s_Store(self, s):
         out = super().s_Store(s)
         if not T.is_differentiable(s.array.type):
             return out
-        arr = f"tan_{s.array.name}"
+        arr = self.tan(s.array)
         body = self.store_element(arr, self.idx_nodes(s.index), self.tex(s.value), s.loc)
-        st = ast.If(not_none(arr), body, [])
-        st._weft_loc = s.loc
-        return out + [st]
+        return out + [located(ast.If(not_none(arr), body, []), s.loc)]
 
     def s_AtomicRMW(self, s):
         out = super().s_AtomicRMW(s)
         if not T.is_differentiable(s.array.type):
             return out
-        arr = f"tan_{s.array.name}"
+        arr = self.tan(s.array)
         idx = self.idx_nodes(s.index)
         if s.op in ("add", "sub"):
             body = self.atomic_element(s.op, arr, idx, self.tex(s.value), s.loc)
@@ -110,10 +98,9 @@ class Tangent(Forward):
             cur = self.load_element(s.array.name, idx, s.array.type.dtype)
             cond = ast.Compare(cur.node, [ast.Eq()], [self.ex(s.value).node])
             body = [ast.If(cond, self.store_element(arr, idx, self.tex(s.value), s.loc), [])]
-        st = ast.If(not_none(arr), body, [])
-        st._weft_loc = s.loc
+        st = located(ast.If(not_none(arr), body, []), s.loc)
         if s.dst is not None and diff(s.dst):
-            out.append(assign(tan(s.dst), zero_node(s.dst.type), s.loc))
+            out.append(assign(self.tan(s.dst), zero_node(s.dst.type), s.loc))
         return out + [st]
 
     def s_Return(self, s):
@@ -123,26 +110,14 @@ class Tangent(Forward):
         t = self.tex(v)
         value = ast.Tuple([self.ex(v).node, t.node if t is not None else ast.Constant(0)],
                           ast.Load())
-        st = ast.Return(value)
-        st._weft_loc = s.loc
-        return [st]
+        return [located(ast.Return(value), s.loc)]
 
     def loop_tail(self, s):
-        tail = [assign(tan(h), name(tan(e)), s.loc) for h, e in s.carried if diff(h)]
+        tail = [assign(self.tan(h), name(self.tan(e)), s.loc) for h, e in s.carried if diff(h)]
         return tail + super().loop_tail(s)
 
-    def s_Loop(self, s):
-        pre = []
-        return pre + super().s_Loop(s)
-
-
-def func_params(fir):
-    """Parameter names of ``<func>__jvp``: params, then tangents of differentiable params."""
-    names = [p.name for p in fir.params]
-    for p in fir.params:
-        if isinstance(p.type, T.ArrayType):
-            if T.is_differentiable(p.type):
-                names.append(f"tan_{p.name}")
-        elif diff(p):
-            names.append(tan(p))
-    return names
+    def func_params(self):
+        """Parameter names of ``<func>__jvp``: params, then tangents of differentiable
+        params."""
+        return [p.name for p in self.fir.params] + [
+            self.tan(p) for p in self.fir.params if T.is_differentiable(p.type)]

@@ -10,6 +10,7 @@ import inspect
 from ... import types as T
 from ...errors import KernelTypeError
 from ...stdlib import registry
+from ...stdlib.constructors import declaration_of
 from .. import ir
 from . import literals, structs
 
@@ -19,7 +20,7 @@ def expr_call(ctx, node):
     if callee is None:
         raise ctx.fail(node.func, f"'{ast.unparse(node.func)}' is not callable in kernels",
                        KernelTypeError)
-    decl = registry.declaration_of(callee)
+    decl = declaration_of(callee)
     if decl is None:
         raise ctx.fail(node.func, f"'{ast.unparse(node.func)}' ({type(callee).__name__}) "
                        "cannot be called in kernels", KernelTypeError)
@@ -93,8 +94,7 @@ def func_call_args(ctx, func, node):
     """The lowered arguments of a func call in parameter order: the positional ones, then
     keyword arguments and the Python defaults of parameters not given (as Warp); and how many
     leading ones the call gives (up to the last one given)."""
-    from .exprs import lower_expr
-    args = [lower_expr(ctx, a) for a in node.args]
+    args = [ctx.expr(a) for a in node.args]
     params = inspect.signature(func.func).parameters
     names = list(params)
     if not node.keywords and len(args) >= len(names):
@@ -104,7 +104,7 @@ def func_call_args(ctx, func, node):
         if k.arg not in names[len(args):]:
             raise ctx.fail(k, f"{func.__name__}() got an unexpected keyword argument '{k.arg}'",
                            KernelTypeError)
-        given[k.arg] = lower_expr(ctx, k.value)
+        given[k.arg] = ctx.expr(k.value)
     for n in names[len(args):]:
         if n in given:
             args.append(given[n])
@@ -130,9 +130,7 @@ def call_with_outputs(ctx, func, node):
                        f"got {len(node.args)} arguments")
     targets = node.args[-nout:]
     call = ast.copy_location(ast.Call(node.func, node.args[:-nout], []), node)
-    from .exprs import lower_expr
-    result = call_func(ctx, func, call, [lower_expr(ctx, a) for a in call.args],
-                       len(call.args))
+    result = call_func(ctx, func, call, [ctx.expr(a) for a in call.args], len(call.args))
     values = [result] if nout == 1 else [
         ctx.apply("tuple_get", [result], node, attrs={"index": k}) for k in range(nout)]
     for target, value in zip(targets, values):

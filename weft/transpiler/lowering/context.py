@@ -134,6 +134,11 @@ class Lowering:
         from .structs import construct_struct
         return construct_struct(self, cls, node)
 
+    def array_index(self, node):
+        """``a[i, j]`` -> (the array, [index operands])."""
+        from .exprs import lower_array_index
+        return lower_array_index(self, node)
+
     def is_array_expr(self, node):
         from .exprs import is_array_expr
         return is_array_expr(self, node)

@@ -14,6 +14,7 @@ from ... import types as T
 from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from .. import ir
 from ..abi import is_struct_array
+from ...stdlib.constructors import declaration_of
 from . import exprs, literals, structs
 from .structs import STRUCTISH, StructArr, StructRef
 
@@ -35,7 +36,6 @@ def assigned_names(ctx, stmts):
     """Names a statement list (re)binds, in order of appearance, loop variables excluded: the
     targets of assignments, and the arguments that calls assign (a random draw advances its
     state variable, an output-argument builtin assigns its outputs), as the callees declare."""
-    from ...stdlib.registry import declaration_of
     out = []
 
     def add(target):

@@ -23,6 +23,7 @@ from ...errors import KernelNameError
 from ...stdlib import registry
 from .. import ir
 from ..abi import flat_leaves, is_struct_array
+from .literals import typed
 
 
 class StructRef:
@@ -180,7 +181,7 @@ def struct_element(ctx, node):
     """``(member array or StructArr, indices)`` for ``a[i]``, ``a[i].inner`` ... of an
     array of structs, else None."""
     if isinstance(node, ast.Subscript) and ctx.is_array_expr(node.value):
-        arr, idx = _array_index(ctx, node)
+        arr, idx = ctx.array_index(node)
         if isinstance(arr, StructArr):
             if len(idx) != arr.type.ndim:
                 raise ctx.fail(node, "views of arrays of structs are not supported; index "
@@ -297,7 +298,7 @@ def pack_struct_return(ctx, value, node):
         raise ctx.fail(node, "funcs cannot return structs with array members yet; pass "
                         "the struct in and read its arrays there")
     ctx.ret_struct = value.type
-    leaves = [ir.Const(v.value, v.type) if isinstance(v, ir.Const) else v for v in leaves]
+    leaves = [typed(v) for v in leaves]
     return ctx.emit(ir.Prim(registry.lookup("make_tuple"), leaves),
                      T.TupleType(tuple(v.type for v in leaves)), node)
 
@@ -329,8 +330,3 @@ def flatten_call_args(ctx, args, node):
 def first_member_array(arr):
     m = next(iter(arr.members.values()))
     return first_member_array(m) if isinstance(m, StructArr) else m
-
-
-def _array_index(ctx, node):
-    from .exprs import lower_array_index
-    return lower_array_index(ctx, node)

@@ -1,0 +1,145 @@
+"""Launch arguments as the generated kernels take them: checked against the declared parameter
+types, struct arguments split into their members, values converted (float16 as the kernels
+hold it). Every check raises :class:`~weft.errors.LaunchError` naming the kernel and the
+parameter, before anything runs."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import types as T
+from ..errors import LaunchError
+from .array import array
+
+
+# Numba has no CPU float16: kernels see float16 array elements as their uint16 bits (the
+# generated code converts with ``_wk.h2f``/``_wk.f2h``) and float16 values as float32.
+
+def half_bits(data):
+    """Array ``data`` (numpy or device) as a kernel takes it: float16 viewed as uint16."""
+    return data.view(np.uint16) if data.dtype == np.float16 else data
+
+
+def kernel_data(a):
+    """What a generated kernel receives for wp.array ``a`` (or its gradient or tangent)."""
+    return half_bits(a._data)
+
+
+def kernel_scalar(ptype, value):
+    """A scalar argument as the kernel takes it (float16 as a float32 rounded to half)."""
+    if ptype is T.float16:
+        return np.float32(np.float16(value))
+    return ptype._np_(value)
+
+
+def kernel_tuple(values):
+    """The components of a vector, matrix, ... argument as the kernel takes them."""
+    return tuple(values.astype(np.float32) if values.dtype == np.float16 else values)
+
+
+def is_structish(t):
+    return T.is_struct(t) or isinstance(t, T.ArrayType) and T.is_struct(t.dtype)
+
+
+def flatten_value(where, t, a, out):
+    """Append the member values of argument ``a`` of declared type ``t`` to ``out`` (itself,
+    unless it is a struct or an array of structs)."""
+    if T.is_struct(t):
+        if not isinstance(a, t):
+            raise LaunchError(f"{where}: expected a {t.__name__} struct, got {type(a).__name__}")
+        for f, ft in T.struct_fields(t).items():
+            v = getattr(a, f)
+            if isinstance(ft, T.ArrayType) and v is None:
+                raise LaunchError(f"{where}: member '{f}' (an array) is not set")
+            flatten_value(f"{where}.{f}", ft, v, out)
+        return
+    if isinstance(t, T.ArrayType) and T.is_struct(t.dtype):
+        if not isinstance(a, array) or a.dtype is not t.dtype or a.ndim != t.ndim:
+            got = f"an array of {T.type_name(a.dtype)}" if isinstance(a, array) else \
+                type(a).__name__
+            raise LaunchError(f"{where}: expected an array of {t.dtype.__name__} with {t.ndim} "
+                              f"dimension(s), got {got}")
+        for f, ft in T.struct_fields(t.dtype).items():
+            flatten_value(f"{where}.{f}", T.ArrayType(ft, t.ndim), a.field(f), out)
+        return
+    out.append(a)
+
+
+def convert_arg(where, ptype, value, device):
+    """The value the generated kernel receives for one argument (raises LaunchError)."""
+    if isinstance(ptype, T.ArrayType):
+        if value is None:
+            raise LaunchError(f"{where}: expected an array, got None")
+        if not isinstance(value, array):
+            raise LaunchError(f"{where}: expected a wp.array of {T.type_name(ptype.dtype)}, got "
+                              f"{type(value).__name__}")
+        if value.dtype != ptype.dtype:
+            raise LaunchError(f"{where}: expected an array of {T.type_name(ptype.dtype)}, got "
+                              f"an array of {T.type_name(value.dtype)}")
+        if value.ndim != ptype.ndim:
+            raise LaunchError(f"{where}: expected an array of {ptype.ndim} dimension(s), got "
+                              f"{value.ndim}")
+        if value.device != device:
+            raise LaunchError(f"{where}: the array is on device '{value.device}' but the launch "
+                              f"is on '{device}'")
+        return kernel_data(value)
+    if T.is_composite(ptype):
+        try:
+            vals = np.asarray(value, dtype=T.numpy_dtype(ptype)).reshape(-1)
+        except (TypeError, ValueError):
+            vals = None
+        if vals is None or vals.size != ptype._length_:
+            raise LaunchError(f"{where}: expected a {T.type_name(ptype)}, got {value!r}")
+        return kernel_tuple(vals)
+    if T.is_scalar(ptype):
+        return _scalar(where, ptype, value)
+    raise LaunchError(f"{where}: unsupported parameter type {T.type_name(ptype)}")
+
+
+def _scalar(where, ptype, value):
+    if value is None or isinstance(value, (array, str, bytes)) or \
+            isinstance(value, (list, tuple, np.ndarray)) and np.ndim(value) > 0:
+        raise LaunchError(f"{where}: expected a {T.type_name(ptype)} scalar, got "
+                          f"{type(value).__name__}")
+    if T.is_int(ptype):
+        if isinstance(value, (float, np.floating)) or not isinstance(
+                value, (int, np.integer, bool, np.bool_)):
+            raise LaunchError(f"{where}: expected an integer ({T.type_name(ptype)}), got "
+                              f"{value!r}")
+        info = np.iinfo(ptype._np_)
+        if not info.min <= int(value) <= info.max:
+            raise LaunchError(f"{where}: {int(value)} is out of range for "
+                              f"{T.type_name(ptype)} ({info.min} to {info.max})")
+        return ptype._np_(int(value))
+    try:
+        return kernel_scalar(ptype, value)
+    except (TypeError, ValueError, OverflowError):
+        raise LaunchError(f"{where}: expected a {T.type_name(ptype)}, got {value!r}") from None
+
+
+def fast_converter(ptype):
+    """A check-and-convert for the common cases, or one returning None (the caller then falls
+    back to :func:`convert_arg`)."""
+    if T.scalar_of(ptype.dtype if isinstance(ptype, T.ArrayType) else ptype) is T.float16:
+        return lambda v, device: None  # the general path converts float16
+    if isinstance(ptype, T.ArrayType):
+        dt, nd = ptype.dtype, ptype.ndim
+
+        def conv(v, device):
+            if type(v) is array and v.dtype is dt and v._ndim == nd and v.device is device:
+                return v._data
+            return None
+        return conv
+    if T.is_float(ptype):
+        np_t = ptype._np_
+
+        def conv(v, device):
+            return np_t(v) if type(v) is float or type(v) is np_t else None
+        return conv
+    if ptype in (T.int32, T.int64):
+        np_t = ptype._np_
+        info = np.iinfo(np_t)
+
+        def conv(v, device):
+            return np_t(v) if type(v) is int and info.min <= v <= info.max else None
+        return conv
+    return lambda v, device: None

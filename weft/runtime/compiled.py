@@ -1,0 +1,79 @@
+"""One kernel compiled for one kind of device: its generated module, its ABI, its entry
+functions, and how launch arguments become the entries' arguments.
+
+This is the runtime's only view of a compiled kernel; it reads the module's ``WEFT_ABI`` (the
+typed contract of :mod:`weft.transpiler.abi`) and the kernel's declared parameter types, never
+the transpiler's internals.
+"""
+from __future__ import annotations
+
+from ..errors import LaunchError
+from ..transpiler.abi import declared_params, flat_leaves
+from . import args as A
+
+
+class CompiledKernel:
+    """``kernel`` compiled for ``device_kind`` (``"cpu"``: entries for the ``cpu`` and
+    ``serial`` targets; ``"cuda"``)."""
+
+    def __init__(self, kernel, device_kind, module):
+        self.kernel = kernel
+        self.key = kernel.key
+        self.device_kind = device_kind
+        self.module = module
+        self.abi = module.WEFT_ABI[kernel.key]
+        self.user_params = [(n, t) for n, t, _ in declared_params(kernel.parsed(),
+                                                                  generic_ok=False)]
+        self.params = [leaf for n, t in self.user_params for leaf in flat_leaves(t, n)]
+        if [n for n, _ in self.params] != [p.name for p in self.abi.params]:
+            from ..errors import InternalError
+            raise InternalError(f"kernel '{self.key}': the generated module's parameters "
+                                f"{[p.name for p in self.abi.params]} do not match the "
+                                f"declared ones {[n for n, _ in self.params]}")
+        self.types = dict(self.params)
+        self._index = {n: k for k, (n, _) in enumerate(self.params)}
+        self.has_structs = any(A.is_structish(t) for _, t in self.user_params)
+        self._entries = {}
+        self._converters = [(n, t, A.fast_converter(t)) for n, t in self.params]
+        self.serial_forward = None  # the entry small 1-D CPU launches take without checks
+
+    def entry(self, kind, target):
+        """The generated ``kind`` (forward, adjoint, tangent) function for ``target``."""
+        fn = self._entries.get((kind, target))
+        if fn is None:
+            fn = self._entries[(kind, target)] = getattr(self.module,
+                                                         self.abi.entries[kind][target])
+        return fn
+
+    def param_index(self, name):
+        return self._index[name]
+
+    # ------------------------------------------------------------------------ arguments
+    def where(self, name):
+        return f"kernel '{self.key}' argument '{name.replace('__', '.')}'"
+
+    def flatten(self, args):
+        """The user's arguments -> the generated kernel's arguments (struct members split)."""
+        if not self.has_structs:
+            return args
+        if len(args) != len(self.user_params):
+            raise self.count_error(len(args), self.user_params)
+        out = []
+        for (n, t), a in zip(self.user_params, args):
+            A.flatten_value(self.where(n), t, a, out)
+        return out
+
+    def count_error(self, got, params):
+        return LaunchError(f"kernel '{self.key}' takes {len(params)} arguments "
+                           f"({', '.join(n for n, _ in params)}), got {got}")
+
+    def bind(self, args, device):
+        """The generated kernel's argument values for ``args`` (flattened; checked)."""
+        convs = self._converters
+        if len(args) != len(convs):
+            raise self.count_error(len(args), self.params)
+        out = []
+        for (n, t, conv), a in zip(convs, args):
+            v = conv(a, device)
+            out.append(A.convert_arg(self.where(n), t, a, device) if v is None else v)
+        return out

@@ -1,0 +1,308 @@
+"""Pass ``analyze``: per-function facts that several generators need, computed once.
+
+Invariant: ``state.facts[fir]`` holds a :class:`FuncFacts` for every function of
+``state.funcs``, computed by one walk of its IR (callees first, so a call site sees what its
+callee does to the arrays it passes). The generators and the kernel ABI read these facts; none
+of them walks the IR to rediscover them:
+
+- every access to each array parameter (load, view, store, accumulation, other atomic, or a
+  func call it is passed to), whether it is at the calling thread's own element (``a[tid]``,
+  ``a[i, j]`` from ``i, j = wp.tid()``), and its line;
+- from those: arrays whose adjoint needs atomic accumulation, arrays some thread accesses at
+  another thread's element, arrays a CPU kernel may accumulate into through per-thread buffers
+  (forward and adjoint), arrays read and then overwritten, arrays stored into;
+- the variables whose adjoint can be nonzero (static zero-skipping), the variables read at all;
+- why a kernel has no derivative (a differentiable value stored into a thread-local buffer).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .. import types as T
+from . import ir
+
+
+@dataclass(frozen=True)
+class Access:
+    """One access to an array parameter: ``kind`` is ``load``, ``view`` (a sub-array taken),
+    ``store``, ``accumulate`` (atomic add/sub whose old value is unused), ``atomic`` (any other
+    atomic) or ``call`` (passed to a func, which accesses it as recorded in ``effects``)."""
+
+    kind: str
+    own: bool
+    line: int
+    effects: tuple = ()   # for "call": the kinds of access the callee makes
+
+
+@dataclass
+class FuncFacts:
+    fir: object
+    copies: dict = field(default_factory=dict)      # Var -> the Var it copies
+    used: set = field(default_factory=set)          # ids of Vars read as operands
+    accesses: dict = field(default_factory=dict)    # array param Var -> [Access]
+    needed: set = field(default_factory=set)        # ids of Vars whose adjoint can be nonzero
+    no_derivative: object = None                    # kernels: why there is no adjoint, or None
+    thread_indexed: list = field(default_factory=list)  # kernels: see unconditional_tid_accesses
+
+    # ------------------------------------------------------------------ own-element accesses
+    def tid_axis(self, v):
+        seen = 0
+        while isinstance(v, ir.Var) and seen < 64:
+            if v in self.fir.tid_vars:
+                return self.fir.tid_vars[v]
+            v = self.copies.get(v)
+            seen += 1
+        return "none"
+
+    def own_index(self, arr, idx):
+        """True when ``arr[idx]`` is provably the calling thread's own element."""
+        fir = self.fir
+        if fir.kind != "kernel" or arr not in fir.params:
+            return False
+        axes = [self.tid_axis(i) for i in idx]
+        if any(a == "none" for a in axes):
+            return False
+        if axes == [None]:
+            return arr.type.ndim == 1
+        return (None not in axes and sorted(axes) == list(range(fir.tid_dims))
+                and len(axes) == arr.type.ndim)
+
+    def kinds(self, arr):
+        """Every kind of access to array param ``arr``, through funcs too."""
+        out = set()
+        for a in self.accesses.get(arr, ()):
+            out.add(a.kind)
+            out.update(a.effects)
+        return out
+
+    # ------------------------------------------------------------------ derived sets
+    @property
+    def atomic_adjoint_arrays(self):
+        """Params whose adjoint accumulation must be atomic: read somewhere at an element that
+        may be another thread's, viewed, or passed to a func."""
+        return {p for p, acc in self.accesses.items()
+                if any(a.kind in ("view", "call") or (a.kind == "load" and not a.own)
+                       for a in acc)}
+
+    @property
+    def shared_arrays(self):
+        """Params accessed somewhere at an element that may be another thread's."""
+        return {p for p, acc in self.accesses.items() if any(not a.own for a in acc)}
+
+    def private_accumulators(self):
+        """``(forward, adjoint)`` name lists of arrays a CPU kernel only accumulates into, which
+        may get per-thread buffers: params only ``atomic_add``/``atomic_sub``-ed (old value
+        unused), and ``adj_<p>`` for params only read directly (the adjoint then only
+        accumulates into ``adj_p``). float16 arrays are updated through their half bits and
+        thread-local buffers are not shared: neither qualifies."""
+        forward, adjoint = [], []
+        for p in self.fir.params:
+            if not isinstance(p.type, T.ArrayType) or p.type.local or \
+                    T.scalar_of(p.type.dtype) is T.float16:
+                continue
+            kinds = {a.kind for a in self.accesses.get(p, ())}
+            if kinds == {"accumulate"}:
+                forward.append(p.name)
+            if kinds == {"load"} and T.is_differentiable(p.type):
+                adjoint.append(f"adj_{p.name}")
+        return forward, adjoint
+
+    def first_line(self, arr, kinds):
+        lines = [a.line for a in self.accesses.get(arr, ())
+                 if a.kind in kinds or set(a.effects) & set(kinds)]
+        return min(lines) if lines else None
+
+    def overwritten(self):
+        """Array params read and then written: ``[(name, read line, write line, every write
+        at the thread's own element)]``. Pure accumulation is not a hazard."""
+        found = []
+        for p in self.fir.params:
+            if not isinstance(p.type, T.ArrayType) or not T.is_differentiable(p.type):
+                continue
+            read = self.first_line(p, ("load", "read_old"))
+            write = self.first_line(p, ("store", "accumulate", "atomic"))
+            if read is not None and write is not None:
+                own = all(a.own for a in self.accesses[p] if a.kind == "store") and not any(
+                    a.kind in ("accumulate", "atomic") or (a.kind == "call" and set(a.effects) &
+                                                          {"store", "accumulate", "atomic"})
+                    for a in self.accesses[p])
+                found.append((p.name, read, write, own))
+        return found
+
+    def stored(self):
+        """Differentiable array params with plain stores ``a[i] = v``: ``[(name, the gradient
+        is also accumulated into (the array is read or atomically updated))]``."""
+        out = []
+        for p in self.fir.params:
+            if isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type) and \
+                    "store" in self.kinds(p):
+                k = self.kinds(p)
+                out.append((p.name, bool(k & {"load", "read_old", "accumulate", "atomic"})))
+        return out
+
+
+def analyze(fir, facts_of):
+    """The :class:`FuncFacts` of ``fir``; ``facts_of(callee)`` gives each callee's."""
+    facts = FuncFacts(fir)
+    for s in ir.walk(fir.body):
+        if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Copy) and \
+                isinstance(s.expr.src, ir.Var):
+            facts.copies[s.dst] = s.expr.src
+    facts.used = ir.used_vars(fir.body)
+    params = {p for p in fir.params if isinstance(p.type, T.ArrayType)}
+    facts.accesses = {p: [] for p in params}
+    root = {p: p for p in params}   # view Var -> the param it views
+
+    def record(arr, kind, line, own=False, effects=()):
+        p = root.get(arr)
+        if p is not None:
+            facts.accesses[p].append(Access(kind, own and arr is p, line, tuple(effects)))
+
+    for s in ir.walk(fir.body):
+        if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load):
+            e = s.expr
+            if isinstance(s.dst.type, T.ArrayType):
+                if e.array in root:
+                    root[s.dst] = root[e.array]
+                record(e.array, "view", s.loc.lineno)
+            else:
+                record(e.array, "load", s.loc.lineno, facts.own_index(e.array, e.index))
+        elif isinstance(s, ir.Store):
+            record(s.array, "store", s.loc.lineno, facts.own_index(s.array, s.index))
+        elif isinstance(s, ir.AtomicRMW):
+            old_used = s.dst is not None and id(s.dst) in facts.used
+            plain = s.op in ("add", "sub") and not old_used
+            record(s.array, "accumulate" if plain else "atomic", s.loc.lineno,
+                   facts.own_index(s.array, s.index), ("read_old",) if old_used else ())
+        elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Call):
+            callee = facts_of(s.expr.func)
+            for j, a in enumerate(s.expr.args):
+                if isinstance(a, ir.Var) and isinstance(a.type, T.ArrayType):
+                    cp = s.expr.func.params[j]
+                    record(a, "call", s.loc.lineno, effects=sorted(callee.kinds(cp)))
+    facts.needed = adjoint_needed(fir)
+    if fir.kind == "kernel":
+        facts.no_derivative = local_buffer_gradient(fir)
+        facts.thread_indexed = unconditional_tid_accesses(fir, facts)
+    return facts
+
+
+def unconditional_tid_accesses(fir, facts):
+    """``[(array param name, launch axis per index)]`` of the accesses every thread makes (in
+    the kernel's top-level block, not under a branch or loop) with indices that are all launch
+    indices (axis None: the first index, ``i = wp.tid()``). The launch checks those arrays are
+    at least as large as the launch along those axes."""
+    out = []
+    for s in fir.body:
+        if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load):
+            arr, idx = s.expr.array, s.expr.index
+        elif isinstance(s, (ir.Store, ir.AtomicRMW)):
+            arr, idx = s.array, s.index
+        else:
+            continue
+        if arr not in fir.params or arr.type.local:
+            continue
+        axes = tuple(facts.tid_axis(i) for i in idx)
+        if axes and "none" not in axes and (arr.name, axes) not in out:
+            out.append((arr.name, axes))
+    return out
+
+
+def adjoint_needed(fir):
+    """Ids of the variables whose adjoint can be nonzero: those that flow, through
+    differentiable operations, into an array store, an atomic, a returned value or a func
+    call. The reverse sweep skips the others (zero-skipping done statically), which also keeps
+    a NaN or inf that only feeds a non-differentiable test (``isnan(x / 0)``) out of the
+    gradients: 0 * inf would be NaN."""
+    needed = set()
+
+    def need(*ops):
+        for o in ops:
+            if isinstance(o, ir.Var) and id(o) not in needed:
+                needed.add(id(o))
+                changed[0] = True
+
+    changed = [True]
+    while changed[0]:
+        changed[0] = False
+        for st in ir.walk(fir.body):
+            if isinstance(st, (ir.Store, ir.AtomicRMW)) and T.is_differentiable(st.array.type):
+                need(st.value)
+            elif isinstance(st, ir.Return):
+                need(st.value)
+            elif isinstance(st, ir.Loop):
+                for h, e in st.carried:
+                    if id(h) in needed:
+                        need(e)
+            elif isinstance(st, ir.Assign):
+                e = st.expr
+                if isinstance(e, ir.Call) and (id(st.dst) in needed or any(
+                        isinstance(p.type, T.ArrayType) for p in e.func.params)):
+                    need(*e.args)
+                elif id(st.dst) not in needed:
+                    continue
+                elif isinstance(e, ir.Copy):
+                    need(e.src)
+                elif isinstance(e, ir.Prim) and e.builtin.differentiable:
+                    need(*e.args)
+    return needed
+
+
+def local_buffer_gradient(fir):
+    """A message when a gradient would have to flow through a thread-local buffer, else None.
+
+    That is the case when a value that depends on the kernel's differentiable inputs (float
+    parameters, reads of arrays) is stored into a ``wp.alloc_local`` buffer: weft does not
+    differentiate those buffers (as Dr.Jit), so the adjoint and tangent would be incomplete."""
+    active = {id(p) for p in fir.params if not isinstance(p.type, T.ArrayType)
+              and T.is_differentiable(p.type)}
+    changed = True
+    while changed:
+        changed = False
+
+        def mark(v):
+            nonlocal changed
+            if id(v) not in active:
+                active.add(id(v))
+                changed = True
+
+        for s in ir.walk(fir.body):
+            if isinstance(s, ir.Assign) and T.is_differentiable(s.dst.type):
+                e = s.expr
+                srcs = e.args if isinstance(e, (ir.Prim, ir.Call)) else \
+                    [e.src] if isinstance(e, ir.Copy) else []
+                if isinstance(e, ir.Load) and not e.array.type.local and \
+                        T.is_differentiable(e.array.type):
+                    mark(s.dst)
+                elif any(id(a) in active for a in srcs if isinstance(a, ir.Var)):
+                    mark(s.dst)
+            elif isinstance(s, ir.Loop):
+                for h, e in s.carried:
+                    if id(e) in active:
+                        mark(h)
+    for s in ir.walk(fir.body):
+        if isinstance(s, (ir.Store, ir.AtomicRMW)) and s.array.type.local and \
+                isinstance(s.value, ir.Var) and id(s.value) in active:
+            return (f"line {s.loc.lineno} stores a value that depends on the kernel's "
+                    "differentiable inputs into a wp.alloc_local buffer; weft does not "
+                    "differentiate thread-local buffers, so this kernel has no adjoint or "
+                    "tangent. Keep differentiable values out of the buffer.")
+    return None
+
+
+def run(state):
+    """Facts of every function of ``state`` and of their custom rules (a callee's facts are
+    computed before its callers', whatever the order of ``state.funcs``)."""
+    facts = {}
+
+    def facts_of(fir):
+        if fir not in facts:
+            facts[fir] = analyze(fir, facts_of)
+        return facts[fir]
+
+    for fir in state.funcs:
+        facts_of(fir)
+        for rule in fir.custom.values():
+            facts_of(rule)
+    state.facts = facts
+    return state

@@ -1,0 +1,164 @@
+"""Pass ``generate``: the forward, adjoint and tangent functions of every kernel and func.
+
+Invariant: ``state.defs`` holds, callees first, one ``ast.FunctionDef`` per generated function
+of the module, each built by a generator (:mod:`.forward`, :mod:`.adjoint`, :mod:`.tangent`) for
+a target object (:mod:`.targets`), and ``state.abis`` the :class:`~.abi.KernelABI` of every
+kernel. A CPU module holds each kernel twice, with threads (``k__fwd``) and without
+(``k__fwd_serial``); its funcs are shared. Nothing is compiled here: Numba compiles each
+function the first time it is called, so an adjoint nobody asks for costs nothing.
+"""
+from __future__ import annotations
+
+import ast
+import os
+
+from .. import types as T
+from .abi import KernelABI, ParamABI
+from .adjoint import Adjoint
+from .codegen import assign, names_for, wk_call
+from .exprs import name, targeting
+from .forward import Forward
+from .tangent import Tangent
+from .targets import TARGETS
+
+SUFFIX = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}
+
+
+def function_def(fname, params, body, decorator, doc=None):
+    if doc:
+        body = [ast.Expr(ast.Constant(doc))] + body
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
+                         kw_defaults=[], defaults=[])
+    return ast.FunctionDef(fname, args, body or [ast.Pass()], [decorator], lineno=0)
+
+
+def _where(fir):
+    loc = fir.source and fir.source.filename
+    return f"{os.path.basename(loc)}:{fir.source.first_line}" if loc else ""
+
+
+def prologue(fir):
+    """The launch indices of a kernel thread, from its flat index ``_tid``: ``_first`` (the
+    first index, for ``i = wp.tid()``) and ``_i<axis>`` (for ``i, j = wp.tid()``)."""
+    out = []
+    if None in fir.tid_vars.values():
+        out.append(assign("_first", wk_call("first_index", name("_tid"), name("_dim"))))
+    for a in sorted({a for a in fir.tid_vars.values() if a is not None}):
+        node = name("_tid")
+        stride = None
+        for d in range(a + 1, fir.tid_dims):
+            term = ast.Subscript(name("_dim"), ast.Constant(d), ast.Load())
+            stride = term if stride is None else ast.BinOp(stride, ast.Mult(), term)
+        if stride is not None:
+            node = ast.BinOp(node, ast.FloorDiv(), stride)
+        if a > 0:
+            node = ast.BinOp(node, ast.Mod(), ast.Subscript(name("_dim"), ast.Constant(a),
+                                                             ast.Load()))
+        out.append(assign(f"_i{a}", node))
+    return out
+
+
+def kernel_functions(fir, facts, target):
+    """The forward, adjoint and tangent kernels of ``fir`` for ``target``, and the names of
+    its parameters' adjoints and tangents."""
+    out = []
+    params = [p.name for p in fir.params]
+    private_fwd, private_adj = facts.private_accumulators() if target.private_accumulators \
+        else ([], [])
+    deco = target.decorator(kernel=True)
+    entry = {kind: f"{fir.name}{SUFFIX[kind]}{target.entry_suffix}" for kind in SUFFIX}
+
+    gen = Forward(fir, names_for(fir), facts, target)
+    gen.private = set(private_fwd)
+    out.append(function_def(entry["forward"], ["_dim"] + params, target.thread_loop(
+        prologue(fir), gen.block(fir.body), private_fwd), deco,
+        f"Forward kernel of '{fir.name}' ({_where(fir)})."))
+
+    adj = Adjoint(fir, names_for(fir), facts, target)
+    # per-thread buffers only pay off where accumulation would otherwise be atomic
+    atomic = {f"adj_{p.name}" for p in adj.atomic_arrays}
+    adj.private = {a for a in private_adj if a in atomic}
+    adj_names = {p.name: adj.adj(p) for p in fir.params
+                 if isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type)}
+    out.append(function_def(entry["adjoint"], ["_dim"] + params + list(adj_names.values()) +
+                            target.extra_params("adjoint"),
+                            target.thread_loop(prologue(fir), adj.body(), sorted(adj.private)),
+                            deco, f"Adjoint kernel of '{fir.name}': replays the forward body, "
+                            "then runs it backwards."))
+
+    tan = Tangent(fir, names_for(fir), facts, target)
+    tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
+    out.append(function_def(entry["tangent"], ["_dim"] + params + list(tan_names.values()),
+                            target.thread_loop(prologue(fir), tan.block(fir.body)), deco,
+                            f"Tangent (forward-mode) kernel of '{fir.name}'."))
+    return out, entry, adj_names, tan_names
+
+
+def func_functions(fir, facts_of, target):
+    """A func, its custom rules, its adjoint and its tangent (``facts_of(f)``: the facts of
+    ``f``)."""
+    out = []
+    facts = facts_of(fir)
+    fdeco = target.decorator(kernel=False)
+    where = _where(fir)
+    out.append(function_def(fir.name, [p.name for p in fir.params],
+                            Forward(fir, names_for(fir), facts, target).block(fir.body), fdeco,
+                            f"Func '{fir.name}' ({where})."))
+    for kind in ("replay", "grad", "tangent"):
+        rule = fir.custom.get(kind)
+        if rule is not None:
+            params = [p.name for p in rule.params]
+            if kind == "grad":
+                params += target.extra_params("adjoint")
+            body = Forward(rule, names_for(rule), facts_of(rule), target).block(rule.body)
+            out.append(function_def(rule.name, params, body, fdeco,
+                                    f"The user's {kind} rule of '{fir.name}' ({where})."))
+    if "grad" not in fir.custom:
+        gen = Adjoint(fir, names_for(fir), facts, target)
+        body = gen.body() + [gen.func_returns()]
+        out.append(function_def(f"{fir.name}__adj", gen.func_signature(), body, fdeco,
+                                f"Adjoint of '{fir.name}': returns the adjoints of its "
+                                "differentiable parameters."))
+    tan = Tangent(fir, names_for(fir), facts, target)
+    if "tangent" in fir.custom:
+        call_f = ast.Call(name(fir.name), [name(p.name) for p in fir.params], [])
+        call_t = ast.Call(name(fir.custom["tangent"].name),
+                          [name(n) for n in tan.func_params()], [])
+        out.append(function_def(f"{fir.name}__jvp", tan.func_params(),
+                                [ast.Return(ast.Tuple([call_f, call_t], ast.Load()))], fdeco,
+                                f"Tangent of '{fir.name}' from the user's tangent rule."))
+    else:
+        body = tan.block(fir.body)
+        if fir.ret_type is None:
+            body.append(ast.Return(None))
+        out.append(function_def(f"{fir.name}__jvp", tan.func_params(), body, fdeco,
+                                f"Tangent of '{fir.name}': returns (value, tangent)."))
+    return out
+
+
+def run(state):
+    targets = [TARGETS[t] for t in state.options.targets]
+    defs, abis = [], {}
+    for fir in state.funcs:
+        facts = state.facts[fir]
+        if fir.kind != "kernel":
+            with targeting(targets[0]):
+                defs += func_functions(fir, state.facts.__getitem__, targets[0])
+            continue
+        entries, adj_names, tan_names = {}, {}, {}
+        for target in targets:
+            with targeting(target):
+                fdefs, entry, adj_names, tan_names = kernel_functions(fir, facts, target)
+            defs += fdefs
+            for kind, fname in entry.items():
+                entries.setdefault(kind, {})[target.name] = fname
+        abis[fir.name] = KernelABI(
+            kernel=fir.name, tid_dims=fir.tid_dims,
+            params=tuple(ParamABI(p.name, adj_names.get(p.name), tan_names.get(p.name))
+                         for p in fir.params),
+            entries=entries, overwrites=tuple(facts.overwritten()),
+            stores=tuple(facts.stored()), no_derivative=facts.no_derivative,
+            thread_indexed=tuple(facts.thread_indexed))
+    state.defs = defs
+    state.abis = abis
+    return state

@@ -1,0 +1,177 @@
+"""Targets: what differs between the CPU (threads or not) and CUDA in generated code.
+
+The generators (:mod:`.forward`, :mod:`.adjoint`, :mod:`.tangent`) produce the same statements
+for every target and ask the target object for everything target-specific: the frame of a
+kernel (the loop over launch indices), decorators, math functions, atomics, thread-local
+buffers and the per-thread stacks the adjoint records loops on. No target is made by rewriting
+another's output.
+
+- :class:`CpuParallel`: ``numba.njit(parallel=True)`` over ``numba.prange``; arrays a kernel
+  only accumulates into get per-thread buffers summed after the loop (a float atomic add is a
+  compare-and-swap loop on x86).
+- :class:`CpuSerial`: the same kernels without threads, for launches too small to pay for
+  starting the thread pool (and for adjoints whose threads would share elements).
+- :class:`Cuda`: ``numba.cuda.jit``; a thread per launch index from ``cuda.grid(1)``; math
+  through libdevice at the argument's precision; stacks and buffers in ``cuda.local.array``
+  (a stack has a fixed capacity, every access checked, overflow reported through an error word
+  the adjoint takes last); adjoint and tangent arrays are always given (the runtime passes
+  zeroed arrays for missing ones), so views of them are always taken.
+"""
+from __future__ import annotations
+
+import ast
+import os
+
+from .. import types as T
+from ..stdlib.mathnames import MATH
+from .codegen import wk_call
+from .exprs import attr_path, name
+
+CUDA_STACK = int(os.environ.get("WEFT_CUDA_STACK", "1024"))
+
+
+def _expr(text):
+    return ast.parse(text, mode="eval").body
+
+
+
+
+class Target:
+    name = ""
+    optional_shadows = True      # adjoint/tangent arrays may be None (tested at compile time)
+    growable_stacks = True       # while-loop stacks can grow
+    private_accumulators = False
+    entry_suffix = ""            # appended to kernel entry names (``k__fwd_serial``)
+    helpers_module = "helpers"
+    kernel_decorator = "numba.njit(parallel=True, cache=True, error_model='numpy', nogil=True)"
+    func_decorator = "numba.njit(cache=True, error_model='numpy', nogil=True)"
+
+    # -- module ------------------------------------------------------------------------------
+    def imports(self):
+        return [ast.Import([ast.alias("math")]), ast.Import([ast.alias("numba")]),
+                ast.Import([ast.alias("numpy", "np")]),
+                ast.ImportFrom("weft.stdlib", [ast.alias(self.helpers_module, "_wk")], 0)]
+
+    # -- kernels ----------------------------------------------------------------------------
+    def decorator(self, kernel):
+        return _expr(self.kernel_decorator if kernel else self.func_decorator)
+
+    def extra_params(self, pass_kind):
+        """Parameters appended to adjoint/tangent functions (CUDA: the error word)."""
+        return []
+
+    def thread_loop(self, prologue, body, private=()):
+        """The kernel body run once per launch index: ``prologue`` computes the indices from
+        the flat ``_tid``; ``private`` names arrays accumulated into per-thread buffers."""
+        rng = ast.Call(self.range_function(), [wk_call("launch_size", name("_dim"))], [])
+        # prange may give an unsigned index: make it signed so index arithmetic stays integer
+        head = [_assign("_tid", ast.Call(name("int64"), [name("_p")], []))]
+        before, after = [], []
+        if private:
+            head.append(_assign("_w", _expr("numba.get_thread_id()")))
+        for a in private:
+            before += [_assign(f"_pv_{a}", wk_call("private_ok", name(a))),
+                       _assign(f"_acc_{a}", wk_call("private_buffer", name(a), name(f"_pv_{a}")))]
+            after.append(ast.If(name(f"_pv_{a}"), [ast.Expr(wk_call(
+                "reduce_private", name(a), name(f"_acc_{a}")))], []))
+        loop = ast.For(ast.Name("_p", ast.Store()), rng, head + prologue + (body or [ast.Pass()]),
+                       [])
+        return before + [loop] + after
+
+    def range_function(self):
+        return ast.Attribute(name("numba"), "prange", ast.Load())
+
+    # -- operations --------------------------------------------------------------------------
+    def math(self, path, args, types):
+        """A call of math function ``path`` (``np.sin``, ``math.cos``, as the rules write it)
+        on argument nodes of weft ``types``."""
+        return ast.Call(attr_path(path), args, [])
+
+    def atomic(self, fn, args):
+        return wk_call(fn, *args)
+
+    def local_array(self, shape, dtype_node):
+        """A thread-local buffer of constant ``shape``."""
+        return ast.Call(ast.Attribute(name("np"), "empty", ast.Load()), [shape, dtype_node], [])
+
+    def stack_alloc(self, capacity, shape_tail, dtype_node):
+        """A per-thread loop stack of ``capacity`` rows of shape ``shape_tail``."""
+        shape = capacity if not shape_tail else ast.Tuple(
+            [capacity] + [ast.Constant(d) for d in shape_tail], ast.Load())
+        return ast.Call(ast.Attribute(name("np"), "empty", ast.Load()), [shape, dtype_node], [])
+
+    def stack_grow(self, stack, count):
+        """Statements making room for row ``count`` of a while-loop stack."""
+        return [ast.If(ast.Compare(name(count), [ast.GtE()], [ast.Subscript(
+            ast.Attribute(name(stack), "shape", ast.Load()), ast.Constant(0), ast.Load())]),
+            [_assign(stack, wk_call("grow", name(stack)))], [])]
+
+    def stack_row(self, index):
+        """The index expression of a stack row (CUDA checks it against the capacity)."""
+        return index
+
+
+class CpuParallel(Target):
+    name = "cpu"
+    private_accumulators = True
+
+
+class CpuSerial(Target):
+    name = "serial"
+    entry_suffix = "_serial"
+    kernel_decorator = Target.func_decorator
+
+    def range_function(self):
+        return name("range")
+
+
+class Cuda(Target):
+    name = "cuda"
+    optional_shadows = False
+    growable_stacks = False
+    helpers_module = "cuda_helpers"
+    kernel_decorator = "cuda.jit(cache=True)"
+    func_decorator = "cuda.jit(device=True, cache=True)"
+
+    def imports(self):
+        return [ast.Import([ast.alias("math")]),
+                ast.ImportFrom("numba", [ast.alias("cuda")], 0),
+                ast.Import([ast.alias("numpy", "np")]),
+                ast.ImportFrom("weft.stdlib", [ast.alias("cuda_helpers", "_wk")], 0)]
+
+    def extra_params(self, pass_kind):
+        return ["_err"] if pass_kind == "adjoint" else []
+
+    def thread_loop(self, prologue, body, private=()):
+        guard = ast.If(ast.Compare(name("_p"), [ast.Lt()], [wk_call("launch_size", name("_dim"))]),
+                       [_assign("_tid", ast.Call(name("int64"), [name("_p")], []))] + prologue +
+                       (body or [ast.Pass()]), [])
+        return [_assign("_p", _expr("cuda.grid(1)")), guard]
+
+    def math(self, path, args, types):
+        module, _, fn = path.partition(".")
+        if module != "np" or fn not in MATH:
+            return super().math(path, args, types)
+        suffix = "f64" if any(T.scalar_of(t) is T.float64 for t in types) else "f32"
+        return wk_call(f"{fn}_{suffix}", *args)
+
+    def local_array(self, shape, dtype_node):
+        return ast.Call(_expr("cuda.local.array"), [shape, dtype_node], [])
+
+    def stack_alloc(self, capacity, shape_tail, dtype_node):
+        shape = ast.Constant(CUDA_STACK) if not shape_tail else ast.Tuple(
+            [ast.Constant(CUDA_STACK)] + [ast.Constant(d) for d in shape_tail], ast.Load())
+        return ast.Call(_expr("cuda.local.array"), [shape, dtype_node], [])
+
+    def stack_grow(self, stack, count):
+        return []  # fixed capacity: stack_row guards every access
+
+    def stack_row(self, index):
+        return wk_call("stack_slot", index, ast.Constant(CUDA_STACK), name("_err"))
+
+
+def _assign(target, value):
+    return ast.Assign([ast.Name(target, ast.Store())], value, lineno=0)
+
+
+TARGETS = {"cpu": CpuParallel(), "serial": CpuSerial(), "cuda": Cuda()}
