@@ -17,7 +17,7 @@
 from ._version import __version__  # noqa: E402,F401
 
 from .errors import InternalError, KernelError, KernelNameError, KernelSyntaxError  # noqa: E402
-from .errors import KernelTypeError, LaunchError  # noqa: E402
+from .errors import KernelTypeError, LaunchError, KernelIndexError, KernelFloatError  # noqa: E402,E501
 from . import config, types  # noqa: E402
 from .types import (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64,  # noqa: E402,A004
                     float16, float32, float64, vec2, vec3, vec4, vec2h, vec3h, vec4h, vec2f,

@@ -15,3 +15,13 @@ overwrite_gradients = "snapshot"
 #: CPU launches of fewer threads than this run a serial twin of the kernel (compiled on first
 #: use): starting the thread pool costs more than such a launch. 0 disables it.
 serial_threshold = 256
+
+#: ``"release"``: kernels as fast as they compile; ``"debug"``: every array access of the
+#: forward, adjoint and tangent kernels is checked (an out-of-range or negative index raises
+#: ``weft.KernelIndexError`` naming the kernel, pass, array, index, shape and source line).
+#: Per kernel: ``@wp.kernel(mode="debug")``.
+mode = "release"
+
+#: check every launch's written arrays (and the adjoint's and tangent's) for NaN and Inf,
+#: raising ``weft.KernelFloatError`` naming the kernel and the array
+verify_fp = False

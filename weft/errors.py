@@ -65,3 +65,11 @@ class InternalError(RuntimeError):
 
     def __init__(self, message):
         super().__init__(f"internal weft error (this is weft's bug, please report it): {message}")
+
+
+class KernelIndexError(IndexError):
+    """An array index out of range (or negative) in a kernel compiled in debug mode."""
+
+
+class KernelFloatError(FloatingPointError):
+    """A NaN or Inf written by a launch while ``wp.config.verify_fp`` is on."""

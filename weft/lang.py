@@ -18,6 +18,9 @@ class UserFunction:
     _weft_kind = None
 
     def __init__(self, pyfunc):
+        if not inspect.isfunction(pyfunc):
+            raise TypeError(f"@wp.{self._weft_kind or 'func'} needs a Python function defined "
+                            f"with def, got {pyfunc!r} ({type(pyfunc).__name__})")
         self.func = pyfunc
         self.__name__ = pyfunc.__name__
         self.__qualname__ = pyfunc.__qualname__

@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import types as T
 from . import device as D
+from . import hazards
 
 
 def _infer_dtype(data):
@@ -66,6 +67,7 @@ class array:
     """
 
     retain_grad = False  # Warp: the adjoint of a store into this array keeps its gradient
+    _exposed = False     # handed to numpy (a view that may be written behind weft's back)
 
     def __init__(self, data=None, dtype=None, shape=None, ndim=None, device=None,
                  requires_grad=False, copy=True, grad=None, retain_grad=False, **_warp_compat):
@@ -98,6 +100,8 @@ class array:
             src = np.asarray(data)
             if copy or src.dtype != np_dt:
                 src = np.array(src, dtype=np_dt, copy=True)
+            elif isinstance(data, np.ndarray):
+                self._exposed = True  # the caller's numpy array is this array's memory
             eshape = T.element_shape(dtype)
             if eshape:
                 n = int(np.prod(eshape))
@@ -169,6 +173,7 @@ class array:
     def __array_interface__(self):
         if self.device.is_cuda:
             raise AttributeError("a CUDA array has __cuda_array_interface__, not __array_interface__")
+        self._exposed = True
         return self._data.__array_interface__
 
     @property
@@ -182,10 +187,13 @@ class array:
         """The data as numpy: a view on the CPU, a copy from a CUDA device."""
         if self.device.is_cuda:
             return self._data.copy_to_host()
+        self._exposed = True  # numpy may write it: tapes check what they read of it
         return self._data
 
-    def _write(self, fn):
-        """Apply ``fn`` to the host data in place (round trip through the host on CUDA)."""
+    def _write(self, fn, writer="an array write"):
+        """Apply ``fn`` to the host data in place (round trip through the host on CUDA); what
+        recorded launches will read again is protected first (weft.runtime.hazards)."""
+        hazards.before_write(self, writer)
         if self.device.is_cuda:
             host = self._data.copy_to_host()
             fn(host)

@@ -36,6 +36,11 @@ class CompiledKernel:
         self._entries = {}
         self._converters = [(n, t, A.fast_converter(t)) for n, t in self.params]
         self.serial_forward = None  # the entry small 1-D CPU launches take without checks
+        # (argument index, dimension) of the arrays every thread indexes by its first launch
+        # index: even the fast path checks they cover a 1-D launch
+        self.first_index_checks = [(self._index[name], k)
+                                   for name, axes in self.abi.thread_indexed
+                                   for k, axis in enumerate(axes) if not axis]
 
     def entry(self, kind, target):
         """The generated ``kind`` (forward, adjoint, tangent) function for ``target``."""

@@ -30,32 +30,50 @@ class Kernel(UserFunction):
         self.options = dict(options or {})
         self._compiled = {}
 
-    def compiled(self, device_kind="cpu"):
-        """The kernel compiled for ``"cpu"`` or ``"cuda"`` (its generated module transpiled, or
-        loaded from the cache, on first use; Numba compiles each entry on its first call)."""
-        ck = self._compiled.get(device_kind)
+    def compiled(self, device_kind="cpu", mode=None):
+        """The kernel compiled for ``"cpu"`` or ``"cuda"`` in ``mode`` (``"release"`` or
+        ``"debug"``; default: the kernel's ``mode`` option, else ``wp.config.mode``): its
+        generated module transpiled, or loaded from the cache, on first use; Numba compiles
+        each entry on its first call."""
+        if mode is None:
+            from .. import config
+            mode = self.options.get("mode") or config.mode
+        ck = self._compiled.get((device_kind, mode))
         if ck is None:
             from .compiled import CompiledKernel
-            ck = self._compiled[device_kind] = CompiledKernel(self, device_kind,
-                                                              self._load_module(device_kind))
+            ck = self._compiled[(device_kind, mode)] = CompiledKernel(
+                self, device_kind, self._load_module(device_kind, mode))
         return ck
 
-    def _load_module(self, device_kind):
+    def _load_module(self, device_kind, mode):
         from ..transpiler.state import CompileOptions
-        options = CompileOptions.for_device(device_kind)
+        if mode not in ("release", "debug"):
+            raise ValueError(f"kernel '{self.key}': mode must be 'release' or 'debug', got "
+                             f"{mode!r}")
+        options = CompileOptions.for_device(device_kind, mode)
         extra = repr(options)
         if device_kind == "cuda":
             from ..transpiler.targets import CUDA_STACK
             extra += f" stack={CUDA_STACK}"
         key = cache.key_of(self, extra)
-        modname = f"{self.key}_{key}" if device_kind == "cpu" else f"{self.key}_cuda_{key}"
+        modname = self.key + ("" if device_kind == "cpu" else "_cuda") + \
+            ("_debug" if mode == "debug" else "") + f"_{key}"
         return cache.load_or_build(modname, lambda: self._build_source(options),
                                    cpu=device_kind != "cuda")
 
     def _build_source(self, options):
+        from ..errors import InternalError, KernelError
         from ..transpiler import pipeline
         from ..transpiler.state import CompileState
-        return pipeline.run(CompileState(roots=[self], options=options)).source
+        try:
+            return pipeline.run(CompileState(roots=[self], options=options)).source
+        except (KernelError, InternalError):
+            raise
+        except RecursionError:
+            raise KernelError(f"kernel '{self.key}' is nested too deeply to compile") from None
+        except Exception as exc:  # anything else is weft's bug: say so, and name the kernel
+            raise InternalError(f"while compiling kernel '{self.key}': "
+                                f"{type(exc).__name__}: {exc}") from exc
 
     def entry(self, kind, target="cpu"):
         """The generated function itself: ``kind`` is ``"forward"``, ``"adjoint"`` or

@@ -13,6 +13,7 @@ from .. import config
 from .. import types as T
 from ..errors import InternalError, KernelError, LaunchError
 from . import device as D
+from . import hazards
 from .args import convert_arg, kernel_data
 from .array import array
 from .tape import active_tapes
@@ -72,8 +73,9 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     values = ck.bind(args, device)
     tapes = active_tapes()
     if not adjoint and not tapes and len(dims) == 1 and dims[0] < config.serial_threshold \
-            and ck.serial_forward is not None and device.is_cpu:
-        ck.serial_forward(dims, *values)  # the common small launch: checked before
+            and ck.serial_forward is not None and device.is_cpu and not config.verify_fp and all(
+                args[i]._data.shape[k] >= dims[0] for i, k in ck.first_index_checks):
+        ck.serial_forward(dims, *values)  # the common small launch
         return
     check_dims(ck, dims, args)
     if adjoint:
@@ -81,11 +83,18 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         adj = explicit_adjoints(ck, args, given) if given else adjoint_arrays(ck, args)
         run(ck, "adjoint", dims, values + retain_grads(ck, args, adj), device)
         return
-    snapshots = None
-    if record_tape and tapes and ck.abi.overwrites:
+    recording = record_tape and tapes
+    snapshots = {}
+    if recording and ck.abi.overwrites:
         snapshots = overwrite_snapshots(ck, args, values)
+    if recording:
+        snapshots.update(alias_snapshots(ck, args, values))
+    if hazards.watched():
+        for name in ck.abi.writes:  # protect what recorded launches will read again
+            a = args[ck.param_index(name)]
+            hazards.before_write(a, f"a launch of kernel '{ck.key}'")
     run(ck, "forward", dims, values, device)
-    if record_tape and tapes:
+    if recording:
         tapes[-1].record(Launch(ck, dims, args, device, snapshots))
 
 
@@ -127,8 +136,9 @@ def run(ck, kind, dims, values, device):
             # plain accumulation at "own" indices would race; run it without threads
             target = "serial"
         fn = ck.entry(kind, target)
-        if kind == "forward" and target == "serial" and ck.abi.tid_dims <= 1:
-            ck.serial_forward = fn
+        if kind == "forward" and target == "serial" and ck.abi.tid_dims <= 1 and \
+                ck.abi.debug_sites is None:
+            ck.serial_forward = fn  # release builds only: the fast path passes no error word
         _call(ck, kind, fn, dims, values)
         return
     if _size(dims) == 0:
@@ -142,7 +152,7 @@ def run(ck, kind, dims, values, device):
         return
     from numba import cuda
     err = cuda.to_device(np.zeros(1, np.int32))
-    _call(ck, kind, fn[blocks, CUDA_BLOCK], dims, values + [err])
+    _call(ck, kind, fn[blocks, CUDA_BLOCK], dims, values, [err])
     if err.copy_to_host()[0]:
         from ..transpiler.targets import CUDA_STACK
         raise RuntimeError(f"adjoint of kernel '{ck.key}': a loop ran more than {CUDA_STACK} "
@@ -151,7 +161,64 @@ def run(ck, kind, dims, values, device):
                            "larger value (before importing weft).")
 
 
-def _call(ck, kind, fn, dims, values):
+def _call(ck, kind, fn, dims, values, extra=()):
+    """Call one entry (``extra``: the target's error words); in debug builds pass the debug
+    error word and raise what it reports; a failure to compile generated code is weft's bug,
+    reported as such."""
+    dbg = None
+    if ck.abi.debug_sites is not None:
+        dbg = np.zeros(4, np.int64)
+        if ck.device_kind == "cuda":
+            from numba import cuda
+            dbg = cuda.to_device(dbg)
+        extra = list(extra) + [dbg]
+    _invoke(ck, kind, fn, dims, list(values) + list(extra))
+    if dbg is not None:
+        report = dbg if isinstance(dbg, np.ndarray) else dbg.copy_to_host()
+        if report[0]:
+            raise index_error(ck, kind, dims, report, values)
+    if config.verify_fp:
+        verify_fp(ck, kind, values)
+
+
+def index_error(ck, kind, dims, report, values):
+    from ..errors import KernelIndexError
+    array, where, text, pass_kind = ck.abi.debug_sites[int(report[0]) - 1]
+    index, axis, n = (int(v) for v in report[1:4])
+    why = "negative" if index < 0 else "out of bounds"
+    base = array.split(" of ")[-1].replace(".", "__")  # the adjoint of s.x -> s__x
+    shape = ""
+    if base in ck.types and not array.startswith("a view"):
+        shape = f" with shape {values[ck.param_index(base)].shape[:ck.types[base].ndim]}"
+    return KernelIndexError(
+        f"kernel '{ck.key}' ({pass_kind} pass, launch dim={dims}): index {index} is {why} for "
+        f"axis {axis} of array '{array}'{shape} (length {n} along that axis)\n"
+        f"    at {where}: {text}")
+
+
+def verify_fp(ck, kind, values):
+    """``wp.config.verify_fp``: the arrays a launch wrote hold no NaN or Inf."""
+    from ..errors import KernelFloatError
+    n = len(ck.params)
+    if kind == "forward":
+        written = [(name, values[ck.param_index(name)]) for name in ck.abi.writes]
+    else:
+        field = "adjoint" if kind == "adjoint" else "tangent"
+        shadows = [p for p in ck.abi.params if getattr(p, field) is not None]
+        written = [(f"{getattr(p, field)}", v) for p, v in zip(shadows, values[n:])]
+    for name, data in written:
+        if data is None or not np.issubdtype(data.dtype, np.floating):
+            continue
+        host = data if isinstance(data, np.ndarray) else data.copy_to_host()
+        bad = ~np.isfinite(host)
+        if bad.any():
+            first = np.argwhere(bad)[0]
+            raise KernelFloatError(f"kernel '{ck.key}' ({kind}): array '{name}' holds "
+                                   f"{int(bad.sum())} non-finite value(s) (NaN or Inf), the first "
+                                   f"at index {tuple(int(i) for i in first)}")
+
+
+def _invoke(ck, kind, fn, dims, values):
     """Call one entry; a failure to compile generated code is weft's bug, reported as such."""
     try:
         fn(dims, *values)
@@ -269,24 +336,67 @@ def overwrite_snapshots(ck, args, values):
     return snaps
 
 
-class Launch:
-    """A launch recorded on a tape: it runs its own adjoint."""
+def alias_snapshots(ck, args, values):
+    """One launch reading and writing the same memory under two parameters
+    (``wp.launch(k, inputs=[x], outputs=[x])``): the read side is copied first (see
+    :mod:`weft.runtime.hazards`), so that the adjoint replays from the values before."""
+    out = {}
+    for r, w in hazards.aliased_params(ck, args):
+        if r in out:
+            continue
+        rn, wn = ck.params[r][0], ck.params[w][0]
+        if config.overwrite_gradients == "snapshot":
+            out[r] = hazards.copy_of(values[r])
+            continue
+        msg = (f"kernel '{ck.key}' reads argument '{rn}' and writes argument '{wn}', which share "
+               "memory: the adjoint would replay from the written values, so the gradient would "
+               "be wrong. Pass distinct arrays, or set wp.config.overwrite_gradients = "
+               "'snapshot'.")
+        if config.overwrite_gradients == "warn":
+            import warnings
+            warnings.warn(msg, stacklevel=4)
+        else:
+            raise LaunchError(msg)
+    return out
 
-    __slots__ = ("compiled", "dims", "args", "device", "snapshots")
+
+class Launch:
+    """A launch recorded on a tape: it runs its own adjoint, replaying its kernel from its
+    arguments, or from ``snapshots`` (parameter index -> data) of those that were overwritten
+    since (see :mod:`weft.runtime.hazards`)."""
+
+    __slots__ = ("compiled", "dims", "args", "device", "snapshots", "checks")
 
     def __init__(self, compiled, dims, args, device, snapshots=None):
         self.compiled, self.dims, self.args, self.device = compiled, dims, list(args), device
         self.snapshots = snapshots or {}
+        self.checks = {}  # parameter index -> CRC-32 of memory exposed to numpy
 
     @property
     def arrays(self):
         return [a for a in self.args if isinstance(a, array)]
 
+    def describe(self):
+        return f"the launch of kernel '{self.compiled.key}' (dim={self.dims})"
+
+    def reads(self):
+        """``(parameter index, array)`` of the memory the adjoint will read again."""
+        ck = self.compiled
+        return [(i, self.args[i]) for i in map(ck.param_index, ck.abi.reads)
+                if i not in self.snapshots and isinstance(self.args[i], array)]
+
     def backward(self):
         ck = self.compiled
         values = ck.bind(self.args, self.device)
+        for i, crc in self.checks.items():
+            if i not in self.snapshots and hazards.checksum(values[i]) != crc:
+                raise LaunchError(
+                    f"argument '{ck.params[i][0]}' of {self.describe()} was modified through "
+                    "numpy after the launch, before backward: its adjoint cannot replay the "
+                    "launch, so the gradient would be wrong. Modify a copy, or call backward "
+                    "first.")
         for i, data in self.snapshots.items():
-            values[i] = data  # replay from the values before the launch overwrote them
+            values[i] = data  # replay from the values before they were overwritten
         adj = retain_grads(ck, self.args, adjoint_arrays(ck, self.args))
         run(ck, "adjoint", self.dims, values + adj, self.device)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LaunchError
+from . import hazards
 from .array import array
 
 _stack = []
@@ -39,6 +40,7 @@ class Tape:
         self.launches = []
         self.gradients = {}
         self.loss = None
+        self.reads = hazards.ReadSet()  # memory the records' adjoints read again
 
     def __enter__(self):
         if _stack and _stack[-1] is self:
@@ -51,8 +53,15 @@ class Tape:
         return False
 
     def record(self, rec):
-        """Append a record (see the module docstring)."""
+        """Append a record (see the module docstring). A record with ``reads()`` has the
+        memory it lists protected against later writes until ``reset``
+        (:mod:`weft.runtime.hazards`)."""
         self.launches.append(rec)
+        for index, arr in rec.reads() if hasattr(rec, "reads") else ():
+            self.reads.add(hazards.memory_range(arr._data), (rec, index, arr))
+            if getattr(arr, "_exposed", False):
+                rec.checks[index] = hazards.checksum(arr._data)
+        hazards.watch(self)
 
     def record_func(self, backward, arrays):
         """Record a Python callback run during ``backward`` (Warp's ``Tape.record_func``)."""
@@ -94,6 +103,8 @@ class Tape:
         self.launches = []
         self.gradients = {}
         self.loss = None
+        self.reads = hazards.ReadSet()
+        hazards.unwatch(self)
 
 
 def _seed(a, g):

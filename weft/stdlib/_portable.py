@@ -257,7 +257,33 @@ def atomic_max_f16(arr, idx, value):
     return half_rmw(arr, idx, value, 4)
 
 
-COMPOSED = ("round_f16", "half_rmw", "atomic_add_f16", "atomic_sub_f16", "atomic_min_f16",
+# --- debug mode: checked indices; the first failure is written to the launch's error word
+# ``dbg`` (int64[4]: site + 1, the index, the axis, the axis length), claimed atomically
+
+def _report(i, n, site, axis, dbg):
+    if atomic_cas(dbg, 0, np.int64(0), np.int64(site + 1)) == 0:  # noqa: F821 (bound)
+        dbg[1] = i
+        dbg[2] = axis
+        dbg[3] = n
+
+
+def chk(i, n, site, axis, dbg):
+    """Index ``i`` of an axis of length ``n``, or (out of range: reported) a valid one."""
+    if i >= 0 and i < n:
+        return i
+    _report(i, n, site, axis, dbg)
+    return i - i
+
+
+def inb(i, n, site, axis, dbg):
+    """Whether index ``i`` is in range of an axis of length ``n`` (else reported)."""
+    if i >= 0 and i < n:
+        return True
+    _report(i, n, site, axis, dbg)
+    return False
+
+
+COMPOSED = ("_report", "chk", "inb", "round_f16", "half_rmw", "atomic_add_f16", "atomic_sub_f16", "atomic_min_f16",
             "atomic_max_f16", "atomic_exch_f16")
 
 

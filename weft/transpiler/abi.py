@@ -116,7 +116,11 @@ class KernelABI:
     line, writes only at the thread's own element); ``stores`` the differentiable arrays it
     stores into (name, also accumulated into); ``no_derivative`` why it has no adjoint (or
     None); ``thread_indexed`` the arrays every thread accesses at its launch indices (name, the
-    launch axis of each index, None for the first), which must cover the launch."""
+    launch axis of each index, None for the first), which must cover the launch; ``reads`` and
+    ``writes`` the array parameters whose memory it reads (its adjoint reads again) and
+    writes. Debug builds (``debug_sites`` not None) check every array access: each entry then
+    takes an error word ``_dbg`` last (int64[4]: site + 1, index, axis, axis length) and
+    ``debug_sites[site]`` says (array, file:line, source line, pass)."""
 
     kernel: str
     tid_dims: int
@@ -126,6 +130,9 @@ class KernelABI:
     stores: tuple = ()
     no_derivative: typing.Optional[str] = None
     thread_indexed: tuple = ()
+    reads: tuple = ()
+    writes: tuple = ()
+    debug_sites: typing.Optional[tuple] = None
 
     @property
     def adjoint_params(self):

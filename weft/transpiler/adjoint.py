@@ -19,9 +19,9 @@ import ast
 from .. import types as T
 from ..errors import KernelSyntaxError
 from . import ir
-from .codegen import (Gen, adj_zero_node, assign, diff, index_node, located, not_none, wk_call,
+from .codegen import (Gen, adj_zero_node, assign, diff, located, not_none, wk_call,
                       storage_dtype_node, tag)
-from .exprs import Ex, const, name, zero
+from .exprs import Ex, name, zero
 from .forward import Forward
 
 
@@ -38,6 +38,7 @@ class Adjoint(Gen):
         self.depth = 0
         self.atomic_arrays = facts.atomic_adjoint_arrays
         self.needed = facts.needed
+        self.pass_kind = "adjoint"
 
     # ------------------------------------------------------------------------------ entry
     def body(self):
@@ -117,7 +118,7 @@ class Adjoint(Gen):
                 body += self.target.stack_grow(stacks[id(h)], n)
         for h, _ in s.carried:
             body += self.store_element(stacks[id(h)], [self.target.stack_row(name(n))],
-                                       Ex(name(h.name), h.type), s.loc)
+                                       Ex(name(h.name), h.type), s.loc, checked=False)
         body.append(ast.AugAssign(ast.Name(n, ast.Store()), ast.Add(), ast.Constant(1)))
         body += self.fwd.block(s.body) + self.fwd.loop_tail(s)
         out.append(self.fwd.loop_header(s, tag(body, s.loc)))
@@ -183,8 +184,8 @@ class Adjoint(Gen):
 
     def r_prim(self, s):
         b = s.expr.builtin
-        if not b.differentiable or not has_adjoint(s.dst) or not any(has_adjoint(a) for a in s.expr.args) \
-                or id(s.dst) not in self.needed:
+        if not b.differentiable or not has_adjoint(s.dst) or id(s.dst) not in self.needed \
+                or not any(has_adjoint(a) for a in s.expr.args):
             return self.consumed(s.dst, s.loc)
         args = [self.ex(a) for a in s.expr.args]
         ret = Ex(name(s.dst.name), s.dst.type)
@@ -211,8 +212,7 @@ class Adjoint(Gen):
         call_args += [name(self.adj(args[i])) for i in array_params]
         if has_ret:
             call_args.append(name(self.adj(s.dst)))
-        call_args += [name(p) for p in self.target.extra_params("adjoint")]
-        call = ast.Call(name(f"{f.name}__adj"), call_args, [])
+        call = self.call_generated(f"{f.name}__adj", call_args, "adjoint")
         if not diff_params:
             return [located(ast.Expr(call), s.loc)] + self.consumed(s.dst, s.loc)
         tmp = self.names.fresh("c")
@@ -241,7 +241,7 @@ class Adjoint(Gen):
         idx = self.idx_nodes(index)
 
         def build():
-            g = self.load_element(self.adj(arr), idx, arr.type.dtype)
+            g = self.load_element(self.adj(arr), idx, arr.type.dtype, loc)
             if scale is not None:
                 g = g * scale
             if cond is not None:
@@ -250,8 +250,8 @@ class Adjoint(Gen):
             return Ex(name(self.adj(v)), v.type) + g
 
         stmts, result = self.build(build, loc)
-        return [located(ast.If(not_none(self.adj(arr)), stmts + [assign(self.adj(v), result.node, loc)],
-                               []), loc)]
+        body = stmts + [assign(self.adj(v), result.node, loc)]
+        return [located(ast.If(not_none(self.adj(arr)), body, []), loc)]
 
     def r_Store(self, s):
         """``a[i] = v`` reversed: ``adj_v += adj_a[i]``, then the element's adjoint restarts
@@ -278,7 +278,7 @@ class Adjoint(Gen):
         idx = self.idx_nodes(s.index)
 
         def winner():
-            cur = self.load_element(s.array.name, idx, s.array.type.dtype)
+            cur = self.load_element(s.array.name, idx, s.array.type.dtype, s.loc)
             return Ex(ast.Compare(cur.node, [ast.Eq()], [self.ex(s.value).node]), T.bool)
 
         return self.from_array(s.array, s.index, s.value, s.loc, cond=winner)

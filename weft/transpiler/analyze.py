@@ -43,6 +43,7 @@ class FuncFacts:
     needed: set = field(default_factory=set)        # ids of Vars whose adjoint can be nonzero
     no_derivative: object = None                    # kernels: why there is no adjoint, or None
     thread_indexed: list = field(default_factory=list)  # kernels: see unconditional_tid_accesses
+    view_roots: dict = field(default_factory=dict)   # view Var name -> the array param it views
 
     # ------------------------------------------------------------------ own-element accesses
     def tid_axis(self, v):
@@ -106,6 +107,11 @@ class FuncFacts:
             if kinds == {"load"} and T.is_differentiable(p.type):
                 adjoint.append(f"adj_{p.name}")
         return forward, adjoint
+
+    def array_params(self, kinds):
+        """Names of the array params with an access of one of ``kinds`` (funcs included)."""
+        return tuple(p.name for p in self.fir.params if isinstance(p.type, T.ArrayType)
+                     and self.kinds(p) & set(kinds))
 
     def first_line(self, arr, kinds):
         lines = [a.line for a in self.accesses.get(arr, ())
@@ -180,6 +186,7 @@ def analyze(fir, facts_of):
                 if isinstance(a, ir.Var) and isinstance(a.type, T.ArrayType):
                     cp = s.expr.func.params[j]
                     record(a, "call", s.loc.lineno, effects=sorted(callee.kinds(cp)))
+    facts.view_roots = {v.name: p.name for v, p in root.items() if v is not p}
     facts.needed = adjoint_needed(fir)
     if fir.kind == "kernel":
         facts.no_derivative = local_buffer_gradient(fir)

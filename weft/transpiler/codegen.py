@@ -165,8 +165,49 @@ class Gen:
             result = fn()
         return tag(b.stmts, loc), result
 
-    def load_element(self, arr_name, idx_nodes, dtype):
-        """Expression reading one element (scalar or composite) of ``arr_name``."""
+    # --------------------------------------------------------------- debug: checked accesses
+    pass_kind = "forward"
+
+    def checks(self, arr_name, loc):
+        """Whether accesses to ``arr_name`` are checked (debug targets; user arrays and
+        thread-local buffers, not weft's own stacks and per-thread buffers)."""
+        return self.target.debug and loc is not None and not arr_name.startswith(
+            ("_stk", "_acc_"))
+
+    def checked(self, arr_name, idx_nodes, loc):
+        """Index nodes clamped in range (loads and views), out-of-range ones reported."""
+        if not self.checks(arr_name, loc):
+            return list(idx_nodes)
+        site = self.target.site(self.display(arr_name), loc, self.pass_kind)
+        return [self.target.checked_index(arr_name, k, i, site)
+                for k, i in enumerate(idx_nodes)]
+
+    def guarded(self, arr_name, idx_nodes, loc, stmts, orelse=()):
+        """``stmts`` (a store or an atomic) run only when every index is in range."""
+        if not self.checks(arr_name, loc):
+            return stmts
+        site = self.target.site(self.display(arr_name), loc, self.pass_kind)
+        tests = [self.target.in_bounds(arr_name, k, i, site) for k, i in enumerate(idx_nodes)]
+        cond = tests[0] if len(tests) == 1 else ast.BoolOp(ast.And(), tests)
+        return [located(ast.If(cond, stmts, list(orelse)), loc)]
+
+    def display(self, arr_name):
+        """How an array is named in a debug report: the user's name (``s.arr`` for a struct
+        member), a view by the array it views, an adjoint or tangent as such."""
+        shadows = {self.shadow(p, n): (p, n) for n in self.names.bases for p in ("adj", "tan")}
+        if arr_name in shadows:
+            prefix, primal = shadows[arr_name]
+            what = "the adjoint of " if prefix == "adj" else "the tangent of "
+            return what + self.display(primal)
+        root = self.facts.view_roots.get(arr_name)
+        if root is not None:
+            return f"a view of {root.replace('__', '.')}"
+        return arr_name.replace("__", ".")
+
+    def load_element(self, arr_name, idx_nodes, dtype, loc=None):
+        """Expression reading one element (scalar or composite) of ``arr_name`` (at source
+        location ``loc``: checked in debug targets)."""
+        idx_nodes = self.checked(arr_name, idx_nodes, loc)
         comps = []
         half = self.half_storage(arr_name, dtype)
         for extra in component_indices(dtype):
@@ -177,8 +218,12 @@ class Gen:
             return Ex(comps[0], dtype)
         return Ex(ast.Tuple(comps, ast.Load()), dtype)
 
-    def store_element(self, arr_name, idx_nodes, value, loc, op=None):
+    def store_element(self, arr_name, idx_nodes, value, loc, op=None, checked=True):
         """Statements writing (or, with ``op=ast.Add()``, accumulating) one element."""
+        out = self._store(arr_name, idx_nodes, value, loc, op)
+        return self.guarded(arr_name, idx_nodes, loc, out) if checked else out
+
+    def _store(self, arr_name, idx_nodes, value, loc, op):
         out = []
         value = value if not T.is_composite(value.type) else value
         items = value.items() if T.is_composite(value.type) else [value]
@@ -206,7 +251,7 @@ class Gen:
         if arr_name in self.private and fn in ("add", "sub") and dst is None:
             op = ast.Add() if fn == "add" else ast.Sub()
             own = self.store_element(f"_acc_{arr_name}", [name("_w")] + list(idx_nodes), value,
-                                     loc, op=op)
+                                     loc, op=op, checked=False)
             shared = self._atomics(fn, arr_name, idx_nodes, value, loc, dst)
             rows = ast.Subscript(ast.Attribute(name(f"_acc_{arr_name}"), "shape", ast.Load()),
                                  ast.Constant(0), ast.Load())
@@ -228,14 +273,22 @@ class Gen:
             olds.append(self.target.atomic(f"atomic_{fn}{suffix}", args))
         if dst is None:
             out += [located(ast.Expr(c), loc) for c in olds]
-        elif T.is_composite(value.type):
+            return self.guarded(arr_name, idx_nodes, loc, out)
+        if T.is_composite(value.type):
             out.append(assign(dst, ast.Tuple(olds, ast.Load()), loc))
         else:
             out.append(assign(dst, olds[0], loc))
-        return out
+        return self.guarded(arr_name, idx_nodes, loc, out,
+                            [assign(dst, zero_node(value.type), loc)])
 
     def own_index(self, arr, idx):
         return self.facts.own_index(arr, idx)
+
+    def call_generated(self, fname, args, pass_kind):
+        """A call of generated function ``fname`` of ``pass_kind``: the target's extra
+        arguments (error words) follow the arguments."""
+        return ast.Call(name(fname), list(args) + [
+            name(p) for p in self.target.extra_params(pass_kind)], [])
 
     def shadow(self, prefix, v):
         """The adjoint (``prefix="adj"``) or tangent (``"tan"``) name of a Var or name."""

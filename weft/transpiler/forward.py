@@ -28,6 +28,7 @@ class Forward(Gen):
         super().__init__(fir, names, facts, target)
         self.replay = replay
         self.shadow_prefix = shadow  # of the shadow arrays that views must follow
+        self.pass_kind = "adjoint" if replay else "forward"
 
     def block(self, stmts):
         out = []
@@ -62,7 +63,7 @@ class Forward(Gen):
             fname = e.func.name
             if self.replay and "replay" in e.func.custom:
                 fname = e.func.custom["replay"].name
-            call = ast.Call(name(fname), [self.ex(a).node for a in e.args], [])
+            call = self.call_generated(fname, [self.ex(a).node for a in e.args], "forward")
             if e.func.ret_type is None:
                 return [located(ast.Expr(call), s.loc)]
             return [assign(s.dst.name, call, s.loc)]
@@ -88,7 +89,7 @@ class Forward(Gen):
         j = self.names.fresh("j") if self.names is not None else "_j"
         from .exprs import const
         fill = self.store_element(s.dst.name, [name(j)], const(s.expr.attrs["value"], t.dtype),
-                                  s.loc)
+                                  s.loc, checked=False)
         loop = ast.For(ast.Name(j, ast.Store()), ast.Call(name("range"), [ast.Constant(t.size)],
                                                           []), fill, [])
         return [alloc, located(loop, s.loc)]
@@ -98,12 +99,14 @@ class Forward(Gen):
         idx = self.idx_nodes(e.index)
         arr = e.array.name
         if isinstance(s.dst.type, T.ArrayType):  # a view
+            idx = self.checked(arr, idx, s.loc)
             sl = idx[0] if len(idx) == 1 else ast.Tuple(idx, ast.Load())
             out = [assign(s.dst.name, ast.Subscript(name(arr), sl, ast.Load()), s.loc)]
             if self.replay or self.shadow_prefix == "tan":
                 out.append(self.shadow_view(s.dst.name, arr, sl, s.loc))
             return out
-        return [assign(s.dst.name, self.load_element(arr, idx, e.array.type.dtype).node, s.loc)]
+        return [assign(s.dst.name, self.load_element(arr, idx, e.array.type.dtype, s.loc).node,
+                       s.loc)]
 
     def shadow_view(self, dst, arr, sl, loc):
         """The view of the adjoint (or tangent) array that follows a view of ``arr``; where the
@@ -131,7 +134,7 @@ class Forward(Gen):
             # the old value is not recorded: re-read the element (exact only when no other
             # thread updated it meanwhile)
             return [assign(s.dst.name, self.load_element(s.array.name, idx,
-                                                         s.array.type.dtype).node, s.loc)]
+                                                         s.array.type.dtype, s.loc).node, s.loc)]
         used = s.dst is not None and id(s.dst) in self.facts.used
         return self.atomic_element(s.op, s.array.name, idx, self.ex(s.value), s.loc,
                                    dst=s.dst.name if used else None,

@@ -10,6 +10,7 @@ function the first time it is called, so an adjoint nobody asks for costs nothin
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 
 from .. import types as T
@@ -70,7 +71,9 @@ def kernel_functions(fir, facts, target):
 
     gen = Forward(fir, names_for(fir), facts, target)
     gen.private = set(private_fwd)
-    out.append(function_def(entry["forward"], ["_dim"] + params, target.thread_loop(
+    extra = target.extra_params
+    out.append(function_def(entry["forward"], ["_dim"] + params + extra("forward"),
+                            target.thread_loop(
         prologue(fir), gen.block(fir.body), private_fwd), deco,
         f"Forward kernel of '{fir.name}' ({_where(fir)})."))
 
@@ -88,7 +91,8 @@ def kernel_functions(fir, facts, target):
 
     tan = Tangent(fir, names_for(fir), facts, target)
     tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
-    out.append(function_def(entry["tangent"], ["_dim"] + params + list(tan_names.values()),
+    out.append(function_def(entry["tangent"], ["_dim"] + params + list(tan_names.values()) +
+                            extra("tangent"),
                             target.thread_loop(prologue(fir), tan.block(fir.body)), deco,
                             f"Tangent (forward-mode) kernel of '{fir.name}'."))
     return out, entry, adj_names, tan_names
@@ -101,15 +105,15 @@ def func_functions(fir, facts_of, target):
     facts = facts_of(fir)
     fdeco = target.decorator(kernel=False)
     where = _where(fir)
-    out.append(function_def(fir.name, [p.name for p in fir.params],
+    extra = target.extra_params
+    out.append(function_def(fir.name, [p.name for p in fir.params] + extra("forward"),
                             Forward(fir, names_for(fir), facts, target).block(fir.body), fdeco,
                             f"Func '{fir.name}' ({where})."))
     for kind in ("replay", "grad", "tangent"):
         rule = fir.custom.get(kind)
         if rule is not None:
-            params = [p.name for p in rule.params]
-            if kind == "grad":
-                params += target.extra_params("adjoint")
+            params = [p.name for p in rule.params] + extra(
+                {"replay": "forward", "grad": "adjoint", "tangent": "tangent"}[kind])
             body = Forward(rule, names_for(rule), facts_of(rule), target).block(rule.body)
             out.append(function_def(rule.name, params, body, fdeco,
                                     f"The user's {kind} rule of '{fir.name}' ({where})."))
@@ -121,7 +125,8 @@ def func_functions(fir, facts_of, target):
                                 "differentiable parameters."))
     tan = Tangent(fir, names_for(fir), facts, target)
     if "tangent" in fir.custom:
-        call_f = ast.Call(name(fir.name), [name(p.name) for p in fir.params], [])
+        call_f = ast.Call(name(fir.name), [name(p.name) for p in fir.params] +
+                          [name(p) for p in extra("forward")], [])
         call_t = ast.Call(name(fir.custom["tangent"].name),
                           [name(n) for n in tan.func_params()], [])
         out.append(function_def(f"{fir.name}__jvp", tan.func_params(),
@@ -137,7 +142,8 @@ def func_functions(fir, facts_of, target):
 
 
 def run(state):
-    targets = [TARGETS[t] for t in state.options.targets]
+    sites = []  # debug mode: the checked accesses of the module, shared by its targets
+    targets = [TARGETS[t].configured(state.options.mode, sites) for t in state.options.targets]
     defs, abis = [], {}
     for fir in state.funcs:
         facts = state.facts[fir]
@@ -158,7 +164,12 @@ def run(state):
                          for p in fir.params),
             entries=entries, overwrites=tuple(facts.overwritten()),
             stores=tuple(facts.stored()), no_derivative=facts.no_derivative,
-            thread_indexed=tuple(facts.thread_indexed))
+            thread_indexed=tuple(facts.thread_indexed),
+            reads=facts.array_params(("load", "view", "read_old")),
+            writes=facts.array_params(("store", "accumulate", "atomic")),
+            debug_sites=None)
+    if state.options.mode == "debug":  # every kernel of the module shares the site table
+        abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
     state.defs = defs
     state.abis = abis
     return state

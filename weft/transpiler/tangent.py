@@ -18,6 +18,7 @@ from .forward import Forward
 class Tangent(Forward):
     def __init__(self, fir, names, facts, target):
         super().__init__(fir, names, facts, target, replay=False, shadow="tan")
+        self.pass_kind = "tangent"
 
     def tex(self, o):
         """Tangent of an operand as an Ex (zero for constants); None when not differentiable."""
@@ -52,7 +53,7 @@ class Tangent(Forward):
             return out + [assign(self.tan(d), zero_node(d.type), s.loc)]
         if isinstance(e, ir.Load):
             arr = e.array.name
-            load = self.load_element(self.tan(arr), self.idx_nodes(e.index), d.type)
+            load = self.load_element(self.tan(arr), self.idx_nodes(e.index), d.type, s.loc)
             st = ast.If(not_none(self.tan(arr)), [assign(self.tan(d), load.node, s.loc)],
                         [assign(self.tan(d), zero_node(d.type), s.loc)])
             return out + [located(st, s.loc)]
@@ -69,7 +70,7 @@ class Tangent(Forward):
                     args.append(name(self.tan(a)))
             elif diff(p):
                 args.append(self.tex(a).node)
-        call = ast.Call(name(f"{f.name}__jvp"), args, [])
+        call = self.call_generated(f"{f.name}__jvp", args, "tangent")
         if void:
             return [located(ast.Expr(call), s.loc)]
         if not diff(s.dst):
@@ -95,7 +96,7 @@ class Tangent(Forward):
         if s.op in ("add", "sub"):
             body = self.atomic_element(s.op, arr, idx, self.tex(s.value), s.loc)
         else:  # min/max: the tangent of the value that ended up in the array
-            cur = self.load_element(s.array.name, idx, s.array.type.dtype)
+            cur = self.load_element(s.array.name, idx, s.array.type.dtype, s.loc)
             cond = ast.Compare(cur.node, [ast.Eq()], [self.ex(s.value).node])
             body = [ast.If(cond, self.store_element(arr, idx, self.tex(s.value), s.loc), [])]
         st = located(ast.If(not_none(arr), body, []), s.loc)
@@ -120,4 +121,5 @@ class Tangent(Forward):
         """Parameter names of ``<func>__jvp``: params, then tangents of differentiable
         params."""
         return [p.name for p in self.fir.params] + [
-            self.tan(p) for p in self.fir.params if T.is_differentiable(p.type)]
+            self.tan(p) for p in self.fir.params if T.is_differentiable(p.type)] + \
+            self.target.extra_params("tangent")

@@ -37,7 +37,12 @@ def _expr(text):
 
 
 class Target:
+    """Base: a target's spelling of everything the generators ask for. ``debug`` targets check
+    every array access (``sites`` lists them: what the runtime reports for each)."""
+
     name = ""
+    debug = False
+    sites = ()
     optional_shadows = True      # adjoint/tangent arrays may be None (tested at compile time)
     growable_stacks = True       # while-loop stacks can grow
     private_accumulators = False
@@ -52,13 +57,44 @@ class Target:
                 ast.Import([ast.alias("numpy", "np")]),
                 ast.ImportFrom("weft.stdlib", [ast.alias(self.helpers_module, "_wk")], 0)]
 
+    def configured(self, mode, sites):
+        """This target for compile ``mode`` (``"debug"``: accesses checked, recorded in the
+        list ``sites`` shared by the targets of one module)."""
+        if mode != "debug":
+            return self
+        import copy
+        t = copy.copy(self)
+        t.debug, t.sites = True, sites
+        return t
+
     # -- kernels ----------------------------------------------------------------------------
     def decorator(self, kernel):
         return _expr(self.kernel_decorator if kernel else self.func_decorator)
 
     def extra_params(self, pass_kind):
-        """Parameters appended to adjoint/tangent functions (CUDA: the error word)."""
-        return []
+        """Parameters every generated function of ``pass_kind`` takes last, and every call of
+        one passes on: the debug error word ``_dbg``."""
+        return ["_dbg"] if self.debug else []
+
+    # -- debug checks -------------------------------------------------------------------------
+    def site(self, array, loc, pass_kind):
+        """Register a checked access (an int the error word reports)."""
+        import linecache
+        text = linecache.getline(loc.filename, loc.lineno).strip()
+        self.sites.append((array, loc.comment(), text, pass_kind))
+        return len(self.sites) - 1
+
+    def checked_index(self, arr, k, index, site):
+        """``index`` along axis ``k`` of array ``arr``, clamped in range, the error word set if
+        it was not."""
+        return wk_call("chk", index, _axis_len(arr, k), ast.Constant(site), ast.Constant(k),
+                       name("_dbg"))
+
+    def in_bounds(self, arr, k, index, site):
+        """True when ``index`` is in range along axis ``k`` of ``arr`` (else the error word is
+        set)."""
+        return wk_call("inb", index, _axis_len(arr, k), ast.Constant(site), ast.Constant(k),
+                       name("_dbg"))
 
     def thread_loop(self, prologue, body, private=()):
         """The kernel body run once per launch index: ``prologue`` computes the indices from
@@ -140,7 +176,7 @@ class Cuda(Target):
                 ast.ImportFrom("weft.stdlib", [ast.alias("cuda_helpers", "_wk")], 0)]
 
     def extra_params(self, pass_kind):
-        return ["_err"] if pass_kind == "adjoint" else []
+        return (["_err"] if pass_kind == "adjoint" else []) + super().extra_params(pass_kind)
 
     def thread_loop(self, prologue, body, private=()):
         guard = ast.If(ast.Compare(name("_p"), [ast.Lt()], [wk_call("launch_size", name("_dim"))]),
@@ -168,6 +204,11 @@ class Cuda(Target):
 
     def stack_row(self, index):
         return wk_call("stack_slot", index, ast.Constant(CUDA_STACK), name("_err"))
+
+
+def _axis_len(arr, k):
+    return ast.Subscript(ast.Attribute(name(arr), "shape", ast.Load()), ast.Constant(k),
+                         ast.Load())
 
 
 def _assign(target, value):

@@ -170,10 +170,32 @@ def expr_compare(ctx, node):
             raise ctx.fail(node, f"comparison '{type(op).__name__}' is not supported",
                            KernelSyntaxError)
         right = lower_expr(ctx, right_node)
-        c = ctx.apply(name, [left, right], node)
+        c = ctx.apply(name, list(comparable(ctx, left, right, node)), node)
         acc = c if acc is None else ctx.apply("bool_and", [acc, c], node)
         left = right
     return acc
+
+
+def comparable(ctx, a, b, node):
+    """A float compared with an integer (``d < radius``, ``d: float``, ``radius: int``) is
+    compared in the float's type, as Warp does."""
+    if T.is_scalar(a.type) and T.is_scalar(b.type) and a.type != b.type:
+        if T.is_float(a.type) and T.is_int(b.type) and not isinstance(b, ir.Const):
+            return a, ctx.apply("cast", [b], node, {"type": a.type})
+        if T.is_float(b.type) and T.is_int(a.type) and not isinstance(a, ir.Const):
+            return ctx.apply("cast", [a], node, {"type": b.type}), b
+    return a, b
+
+
+def check_component_index(ctx, t, idx, node):
+    """Constant indices into a vector, matrix or quaternion must be in range."""
+    if not T.is_composite(t):
+        return
+    shape = t._shape_ if len(idx) > 1 or len(t._shape_) == 1 else t._shape_[:1]
+    for i, n in zip(idx, shape):
+        if isinstance(i, ir.Const) and not 0 <= int(i.value) < n:
+            raise ctx.fail(node, f"index {i.value} is out of range for {T.type_name(t)} "
+                           f"(0 to {n - 1})", KernelTypeError)
 
 
 def expr_ifexp(ctx, node):
@@ -261,9 +283,12 @@ def expr_subscript(ctx, node):
     base = lower_expr(ctx, node.value)
     idx = lower_indices(ctx, node.slice)
     if isinstance(base.type, T.TupleType):
-        if len(idx) != 1 or not isinstance(idx[0], ir.Const):
-            raise ctx.fail(node, "tuples can only be indexed with a constant")
+        if len(idx) != 1 or not isinstance(idx[0], ir.Const) or \
+                not 0 <= idx[0].value < len(base.type.types):
+            raise ctx.fail(node, f"tuples of {len(base.type.types)} values can only be indexed "
+                           "with a constant from 0")
         return ctx.apply("tuple_get", [base], node, attrs={"index": idx[0].value})
+    check_component_index(ctx, base.type, idx, node)
     return ctx.apply("extract", [base] + idx, node)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import builtins as py
 
+import numpy as np
+
 from ... import types as T
 from ...errors import KernelNameError, KernelTypeError
 from .. import ir
@@ -36,7 +38,12 @@ def python_constant(ctx, value, node):
     if isinstance(value, py.bool):
         return ir.Const(value, T.bool)
     if isinstance(value, int):
-        return ir.Const(value, T.int32, literal=True)
+        for t in (T.int32, T.int64, T.uint64):  # the narrowest integer type that holds it
+            info = np.iinfo(t._np_)
+            if info.min <= value <= info.max:
+                return ir.Const(value, t, literal=True)
+        raise ctx.fail(node, f"the integer {value} does not fit any kernel integer type "
+                       "(at most 64 bits)", KernelTypeError)
     if isinstance(value, float):
         return ir.Const(value, T.float32, literal=True)
     if T.is_scalar(type(value)) or (hasattr(value, "dtype") and getattr(value, "shape", 1) == ()):
@@ -78,7 +85,9 @@ def adapt_literal(x, want):
     if T.is_float(st) and (T.is_float(x.type) or T.is_int(x.type)):
         return ir.Const(float(x.value), st, literal=True)
     if T.is_int(st) and T.is_int(x.type):
-        return ir.Const(int(x.value), st, literal=True)
+        info = np.iinfo(st._np_)
+        if info.min <= int(x.value) <= info.max:  # else it keeps its type: a type error follows
+            return ir.Const(int(x.value), st, literal=True)
     return x
 
 

@@ -490,6 +490,7 @@ def assign(ctx, target, value, stmt):
         base = target.value
         idx = exprs.lower_indices(ctx, target.slice)
         current = exprs.lower_expr(ctx, base)
+        exprs.check_component_index(ctx, current.type, idx, target)
         new = ctx.apply("insert", [current] + idx + [value], stmt)
         return assign(ctx, base, new, stmt)
     if isinstance(target, ast.Attribute):

@@ -1,0 +1,192 @@
+"""Memory a tape's adjoints will read again, and what happens when it is written first.
+
+A recorded launch replays its kernel in ``backward``, reading its input arrays as they are
+*then*. If something wrote those arrays in between (a later launch, ``wp.copy``, ``assign``,
+``fill_``, ``zero_``), or the launch read and wrote the same memory under two parameters, the
+replay reads the wrong values and the gradient is silently wrong. weft tracks, per live tape,
+the memory each record will read (address ranges, so views and aliases count), and before any
+write to such memory applies ``wp.config.overwrite_gradients``:
+
+- ``"snapshot"`` (default): copy the memory first and give the copy to the records that read
+  it, whose replay then uses it: the gradient stays exact;
+- ``"error"``: raise a ``LaunchError`` naming the launch that read, the array and the writer;
+- ``"warn"``: warn with the same message and go on.
+
+Writes through numpy views of an array (``a.numpy()[...] = ...``) cannot be intercepted: for
+arrays exposed to numpy, a record keeps a CRC-32 of what it read, and ``backward`` refuses to
+run its adjoint from memory that changed without a snapshot.
+"""
+from __future__ import annotations
+
+import bisect
+import warnings
+import weakref
+import zlib
+
+import numpy as np
+
+from .. import config
+from ..errors import LaunchError
+
+_LIVE = weakref.WeakSet()  # tapes holding records whose adjoints will read memory
+
+
+def memory_range(data):
+    """``(lo, hi)`` byte addresses spanned by numpy or device array ``data`` (None for
+    empty)."""
+    if data is None or data.size == 0:
+        return None
+    data = getattr(data, "_ary", data)  # the CUDA simulator's device arrays wrap numpy
+    if isinstance(data, np.ndarray):
+        ptr = data.__array_interface__["data"][0]
+    else:
+        ptr = data.__cuda_array_interface__["data"][0]
+    lo = hi = ptr
+    for n, st in zip(data.shape, data.strides):
+        if st < 0:
+            lo += (n - 1) * st
+        else:
+            hi += (n - 1) * st
+    return lo, hi + data.dtype.itemsize
+
+
+def overlaps(a, b):
+    return a is not None and b is not None and a[0] < b[1] and b[0] < a[1]
+
+
+def share_memory(a, b):
+    """Whether arrays ``a`` and ``b`` (numpy or device data) share an element: exact for host
+    memory (two fields of an array of structs interleave without sharing), by address range
+    otherwise."""
+    a, b = getattr(a, "_ary", a), getattr(b, "_ary", b)
+    if not overlaps(memory_range(a), memory_range(b)):
+        return False
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        try:
+            return bool(np.shares_memory(a, b, max_work=1 << 20))
+        except np.exceptions.TooHardError:
+            return True
+    return True
+
+
+def checksum(data):
+    if not isinstance(data, np.ndarray):
+        return None
+    return zlib.crc32(np.ascontiguousarray(data).view(np.uint8).reshape(-1))
+
+
+class ReadSet:
+    """The memory the records of one tape will read again: address ranges, each with the
+    ``(record, parameter index, array)`` reading it."""
+
+    def __init__(self):
+        self.los = []          # sorted distinct range starts
+        self.by_lo = {}        # lo -> {hi: [(record, index, array)]}
+        self.longest = 0
+
+    def add(self, rng, entry):
+        if rng is None:
+            return
+        lo, hi = rng
+        his = self.by_lo.get(lo)
+        if his is None:
+            bisect.insort(self.los, lo)
+            his = self.by_lo[lo] = {}
+        his.setdefault(hi, []).append(entry)
+        self.longest = max(self.longest, hi - lo)
+
+    def find(self, rng):
+        """The ``(lo, hi)`` keys of the ranges overlapping ``rng``."""
+        if rng is None or not self.los:
+            return []
+        out = []
+        k = bisect.bisect_left(self.los, rng[1])  # starts below the end of rng
+        while k > 0 and self.los[k - 1] > rng[0] - self.longest:
+            k -= 1
+            lo = self.los[k]
+            out += [(lo, hi) for hi in self.by_lo[lo] if hi > rng[0]]
+        return out
+
+    def entries(self, key):
+        return list(self.by_lo[key[0]][key[1]])
+
+    def discard(self, key, entries):
+        """Forget ``entries`` of range ``key`` (protected now, or overwritten)."""
+        his = self.by_lo[key[0]]
+        left = [e for e in his[key[1]] if not any(e is x for x in entries)]
+        if left:
+            his[key[1]] = left
+            return
+        del his[key[1]]
+        if not his:
+            del self.by_lo[key[0]]
+            self.los.remove(key[0])
+
+
+def watch(tape):
+    _LIVE.add(tape)
+
+
+def watched():
+    return bool(_LIVE)
+
+
+def unwatch(tape):
+    _LIVE.discard(tape)
+
+
+def before_write(array, writer):
+    """``array`` (a wp.array) is about to be written by ``writer`` (a description): protect
+    the records of every live tape that will read its memory."""
+    if not _LIVE:
+        return
+    rng = memory_range(array._data)
+    for tape in list(_LIVE):
+        for key in tape.reads.find(rng):
+            hits = [e for e in tape.reads.entries(key) if share_memory(e[2]._data, array._data)]
+            for rec, index, arr in hits:
+                _protect(rec, index, arr, writer)  # raises in "error" mode: nothing written
+            tape.reads.discard(key, hits)
+
+
+def _protect(rec, index, arr, writer):
+    if index in rec.snapshots:
+        return
+    what = f"array {_describe(arr)} read by {rec.describe()} is overwritten by {writer} " \
+           "before the tape's backward"
+    mode = config.overwrite_gradients
+    if mode == "snapshot":
+        rec.snapshots[index] = copy_of(arr._data)
+        return
+    msg = (f"{what}: the adjoint would replay from the new values, so the gradient would be "
+           "wrong. Write to another array, or set wp.config.overwrite_gradients = 'snapshot'.")
+    if mode == "warn":
+        warnings.warn(msg, stacklevel=4)
+    else:
+        raise LaunchError(msg)
+
+
+def copy_of(data):
+    if isinstance(data, np.ndarray):
+        return data.copy()
+    from numba import cuda
+    out = cuda.device_array_like(data)
+    out.copy_to_device(data)
+    return out
+
+
+def _describe(arr):
+    from .. import types as T
+    return f"of {T.type_name(arr.dtype)} with shape {arr.shape}"
+
+
+def aliased_params(ck, args):
+    """``[(read index, written index)]`` of the parameters of one launch that read and write
+    overlapping memory under different names (``launch(k, inputs=[x], outputs=[x])``)."""
+    reads = [ck.param_index(n) for n in ck.abi.reads]
+    writes = [ck.param_index(n) for n in ck.abi.writes]
+    if not reads or not writes:
+        return []
+    data = {i: getattr(args[i], "_data", None) for i in set(reads) | set(writes)}
+    return [(r, w) for r in reads for w in writes if r != w and data[r] is not None
+            and data[w] is not None and share_memory(data[r], data[w])]
