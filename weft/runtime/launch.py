@@ -162,6 +162,51 @@ def run(ck, kind, dims, values, device):
 
 
 def _call(ck, kind, fn, dims, values, extra=()):
+    if ck.abi.tie_arrays and kind != "forward":
+        return _call_in_phases(ck, kind, fn, dims, values, extra)
+    return _call_once(ck, kind, fn, dims, values, extra)
+
+
+def _call_in_phases(ck, kind, fn, dims, values, extra):
+    """A kernel with atomic min/max on float arrays: threads whose values tie share the
+    derivative equally. The adjoint runs twice, counting the ties with no adjoint arrays, then
+    sharing; the tangent runs twice, writing, then summing the tied tangents, which the runtime
+    divides by the counts (``analyze.atomic_tie_sites``)."""
+    n = len(ck.params)
+    targets = [values[ck.param_index(name)] for name in ck.abi.tie_arrays]
+    ties = [_zeros_like(t, np.int32) for t in targets]
+    if kind == "adjoint":
+        shadows = values[n:]
+        scratch = [None if v is None or not ck.device_kind == "cuda" else _zeros_like(v, v.dtype)
+                   for v in shadows]
+        _call_once(ck, kind, fn, dims, values[:n] + scratch + [0] + ties, extra)
+        _call_once(ck, kind, fn, dims, values + [1] + ties, extra)
+        return
+    sums = [_zeros_like(t, t.dtype) for t in targets]
+    for phase in (0, 1):
+        _call_once(ck, kind, fn, dims, values + [phase] + ties + sums, extra)
+    tan_of = {p.name: v for p, v in zip([p for p in ck.abi.params if p.tangent is not None],
+                                          values[n:])}
+    for name, count, total in zip(ck.abi.tie_arrays, ties, sums):
+        tan = tan_of.get(name)
+        if tan is None:
+            continue
+        host = [a if isinstance(a, np.ndarray) else a.copy_to_host() for a in (tan, count, total)]
+        tied = host[1] > 0
+        host[0][tied] = host[2][tied] / host[1][tied]
+        if not isinstance(tan, np.ndarray):
+            tan.copy_to_device(host[0])
+
+
+def _zeros_like(data, dtype):
+    out = np.zeros(data.shape, dtype)
+    if isinstance(data, np.ndarray):
+        return out
+    from numba import cuda
+    return cuda.to_device(out)
+
+
+def _call_once(ck, kind, fn, dims, values, extra=()):
     """Call one entry (``extra``: the target's error words); in debug builds pass the debug
     error word and raise what it reports; a failure to compile generated code is weft's bug,
     reported as such."""

@@ -120,7 +120,12 @@ class KernelABI:
     ``writes`` the array parameters whose memory it reads (its adjoint reads again) and
     writes. Debug builds (``debug_sites`` not None) check every array access: each entry then
     takes an error word ``_dbg`` last (int64[4]: site + 1, index, axis, axis length) and
-    ``debug_sites[site]`` says (array, file:line, source line, pass)."""
+    ``debug_sites[site]`` says (array, file:line, source line, pass). A kernel with
+    ``tie_arrays`` (the targets of its float ``atomic_min``/``atomic_max``) has adjoint and
+    tangent entries that run twice, taking after the shadows a phase (0: count ties, 1: share)
+    and a tie-count array per target (int32, the target's shape), the tangent also a tangent-sum
+    array per target; after the tangent's phase 1 the runtime sets each target's tangent to
+    sum / count where the count is not zero."""
 
     kernel: str
     tid_dims: int
@@ -133,6 +138,7 @@ class KernelABI:
     reads: tuple = ()
     writes: tuple = ()
     debug_sites: typing.Optional[tuple] = None
+    tie_arrays: tuple = ()
 
     @property
     def adjoint_params(self):

@@ -19,9 +19,9 @@ import ast
 from .. import types as T
 from ..errors import KernelSyntaxError
 from . import ir
-from .codegen import (Gen, adj_zero_node, assign, diff, located, not_none, wk_call,
+from .codegen import (Gen, adj_zero_node, assign, diff, index_node, located, not_none, wk_call,
                       storage_dtype_node, tag)
-from .exprs import Ex, name, zero
+from .exprs import Ex, const, name, zero
 from .forward import Forward
 
 
@@ -281,7 +281,20 @@ class Adjoint(Gen):
             cur = self.load_element(s.array.name, idx, s.array.type.dtype, s.loc)
             return Ex(ast.Compare(cur.node, [ast.Eq()], [self.ex(s.value).node]), T.bool)
 
-        return self.from_array(s.array, s.index, s.value, s.loc, cond=winner)
+        k = self.facts.tie_index(s)
+        if k is None:
+            return self.from_array(s.array, s.index, s.value, s.loc, cond=winner)
+        # tied threads share it equally: phase 0 counts them, phase 1 shares
+        ties = f"_ties{k}"
+        stmts, tied = self.build(winner, s.loc)
+        count = [located(ast.If(tied.node, [ast.Expr(self.target.atomic(
+            "atomic_add", [name(ties), index_node(idx), ast.Constant(1)]))], []), s.loc)]
+        st = T.scalar_of(s.array.type.dtype)
+        share = Ex(ast.BinOp(const(1.0, st).node, ast.Div(), ast.Call(
+            name(st.__name__), [ast.Subscript(name(ties), index_node(idx), ast.Load())], [])), st)
+        spread = self.from_array(s.array, s.index, s.value, s.loc, scale=share, cond=winner)
+        phase = ast.Compare(name("_phase"), [ast.Eq()], [ast.Constant(0)])
+        return stmts + [located(ast.If(phase, count, spread), s.loc)]
 
     def r_If(self, s):
         body = self.reverse(s.body)

@@ -44,6 +44,14 @@ class FuncFacts:
     no_derivative: object = None                    # kernels: why there is no adjoint, or None
     thread_indexed: list = field(default_factory=list)  # kernels: see unconditional_tid_accesses
     view_roots: dict = field(default_factory=dict)   # view Var name -> the array param it views
+    tie_sites: list = field(default_factory=list)    # kernels: see atomic_tie_sites
+
+    def tie_index(self, stmt):
+        """The index of atomic min/max ``stmt`` among the kernel's tie sites, or None."""
+        for k, s in enumerate(self.tie_sites):
+            if s is stmt:
+                return k
+        return None
 
     # ------------------------------------------------------------------ own-element accesses
     def tid_axis(self, v):
@@ -191,7 +199,18 @@ def analyze(fir, facts_of):
     if fir.kind == "kernel":
         facts.no_derivative = local_buffer_gradient(fir)
         facts.thread_indexed = unconditional_tid_accesses(fir, facts)
+        facts.tie_sites = atomic_tie_sites(fir)
     return facts
+
+
+def atomic_tie_sites(fir):
+    """The kernel's ``wp.atomic_min``/``atomic_max`` on float array parameters. Their
+    derivative goes to the values equal to the result; where several threads' values tie, they
+    share it equally, which needs the number of ties: the adjoint and tangent kernels then run
+    in two phases (count, then share) with a count array per site."""
+    return [s for s in ir.walk(fir.body) if isinstance(s, ir.AtomicRMW)
+            and s.op in ("min", "max") and s.array in fir.params
+            and T.is_float(s.array.type.dtype)]
 
 
 def unconditional_tid_accesses(fir, facts):

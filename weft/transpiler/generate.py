@@ -83,16 +83,19 @@ def kernel_functions(fir, facts, target):
     adj.private = {a for a in private_adj if a in atomic}
     adj_names = {p.name: adj.adj(p) for p in fir.params
                  if isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type)}
+    ties = [f"_ties{k}" for k in range(len(facts.tie_sites))]
+    phases = ["_phase"] + ties if ties else []  # two-phase entries (analyze.atomic_tie_sites)
     out.append(function_def(entry["adjoint"], ["_dim"] + params + list(adj_names.values()) +
-                            target.extra_params("adjoint"),
+                            phases + target.extra_params("adjoint"),
                             target.thread_loop(prologue(fir), adj.body(), sorted(adj.private)),
                             deco, f"Adjoint kernel of '{fir.name}': replays the forward body, "
                             "then runs it backwards."))
 
     tan = Tangent(fir, names_for(fir), facts, target)
     tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
+    tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
     out.append(function_def(entry["tangent"], ["_dim"] + params + list(tan_names.values()) +
-                            extra("tangent"),
+                            (phases + tsums if ties else []) + extra("tangent"),
                             target.thread_loop(prologue(fir), tan.block(fir.body)), deco,
                             f"Tangent (forward-mode) kernel of '{fir.name}'."))
     return out, entry, adj_names, tan_names
@@ -167,7 +170,7 @@ def run(state):
             thread_indexed=tuple(facts.thread_indexed),
             reads=facts.array_params(("load", "view", "read_old")),
             writes=facts.array_params(("store", "accumulate", "atomic")),
-            debug_sites=None)
+            debug_sites=None, tie_arrays=tuple(t.array.name for t in facts.tie_sites))
     if state.options.mode == "debug":  # every kernel of the module shares the site table
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
     state.defs = defs

@@ -10,7 +10,7 @@ import ast
 
 from .. import types as T
 from . import ir
-from .codegen import assign, diff, located, not_none, zero_node
+from .codegen import assign, diff, index_node, located, not_none, zero_node
 from .exprs import Ex, name, zero
 from .forward import Forward
 
@@ -79,7 +79,7 @@ class Tangent(Forward):
                             ast.Name(self.tan(s.dst), ast.Store())], ast.Store())
         return [assign(target, call, s.loc)]
 
-    def s_Store(self, s):
+    def _tangent_store(self, s):
         out = super().s_Store(s)
         if not T.is_differentiable(s.array.type):
             return out
@@ -87,7 +87,41 @@ class Tangent(Forward):
         body = self.store_element(arr, self.idx_nodes(s.index), self.tex(s.value), s.loc)
         return out + [located(ast.If(not_none(arr), body, []), s.loc)]
 
+    def phased(self, stmts, phase=0):
+        """In a kernel with tie sites (two phases, see ``analyze.atomic_tie_sites``), writes
+        happen in phase 0 only; the tie sites' sharing in phase 1."""
+        if not self.facts.tie_sites or not stmts:
+            return stmts
+        test = ast.Compare(name("_phase"), [ast.Eq()], [ast.Constant(phase)])
+        return [located(ast.If(test, stmts, []), getattr(stmts[0], "_weft_loc", None))]
+
+    def s_Store(self, s):
+        if s.array.type.local:  # thread-local buffers are written in both phases
+            return self._tangent_store(s)
+        return self.phased(self._tangent_store(s))
+
     def s_AtomicRMW(self, s):
+        k = self.facts.tie_index(s)
+        if k is not None:
+            out = self.phased(Forward.s_AtomicRMW(self, s))
+            if s.dst is not None and diff(s.dst):
+                out.append(assign(self.tan(s.dst), zero_node(s.dst.type), s.loc))
+            return out + self.phased(self.tie_share(s, k), phase=1)
+        return self.phased(self._tangent_atomic(s))
+
+    def tie_share(self, s, k):
+        """Phase 1 at a tie site: every thread whose value is the result adds its tangent and
+        counts itself (the runtime divides the sum by the count)."""
+        idx = self.idx_nodes(s.index)
+        cur = self.load_element(s.array.name, idx, s.array.type.dtype, s.loc)
+        tied = ast.Compare(cur.node, [ast.Eq()], [self.ex(s.value).node])
+        add = [ast.Expr(self.target.atomic("atomic_add", [name(f"_tsum{k}"), index_node(idx),
+                                                          self.tex(s.value).node])),
+               ast.Expr(self.target.atomic("atomic_add", [name(f"_ties{k}"), index_node(idx),
+                                                          ast.Constant(1)]))]
+        return [located(ast.If(tied, add, []), s.loc)]
+
+    def _tangent_atomic(self, s):
         out = super().s_AtomicRMW(s)
         if not T.is_differentiable(s.array.type):
             return out
