@@ -1,7 +1,7 @@
 """Errors raised by weft.
 
 User mistakes in kernel source are :class:`KernelError` (or a subclass) and print
-``file.py:LINE:COL: in kernel 'k': message`` followed by the source line and a caret.
+``file.py:LINE:COL: in kernel 'k':``, the source line, a caret, then the message.
 Launch argument mistakes are :class:`LaunchError`. Anything else that escapes weft is a bug in
 weft and says so (:class:`InternalError`).
 """
@@ -13,9 +13,10 @@ class KernelError(Exception):
 
     Example::
 
-        weft.KernelError: demo.py:7:12: in kernel 'k': cannot add float32 and float64
+        weft.KernelError: demo.py:7:12: in kernel 'k':
             y = x + d
                 ^
+        cannot add float32 and float64
     """
 
     def __init__(self, message, filename=None, lineno=None, col=None, source_line=None,
@@ -30,22 +31,31 @@ class KernelError(Exception):
         super().__init__(self._format())
 
     def _format(self):
+        """``file:line:col: in kernel 'k':``, the source line, a caret under the column, then
+        the message (last, as Python's and Warp's own errors end with theirs)."""
         where = ""
         if self.filename is not None:
             where = f"{self.filename}:{self.lineno}:{(self.col or 0) + 1}: "
         who = f"in {self.kind} '{self.func_name}': " if self.func_name else ""
-        text = f"{where}{who}{self.message}"
+        if not where and self.source_line is None:
+            return f"{who}{self.message}"
+        text = f"{where}{who}".rstrip()
         if self.source_line is not None:
             line = self.source_line.rstrip("\n")
             stripped = line.lstrip()
             indent = len(line) - len(stripped)
             caret = " " * max((self.col or 0) - indent, 0) + "^"
             text += f"\n    {stripped}\n    {caret}"
-        return text
+        return f"{text}\n{self.message}"
 
 
 class KernelTypeError(KernelError):
     """A type mismatch or a call with argument types no signature accepts."""
+
+
+class KernelValueError(KernelError, ValueError):
+    """A value of the right kind but the wrong size (a slice assigned a vector of another
+    length)."""
 
 
 class KernelSyntaxError(KernelError):

@@ -336,3 +336,31 @@ def rand_int_range(state, lo, hi):
 
 
 PORTABLE += ("rand_pcg", "u32", "u32_add", "rand_float", "rand_int", "rand_int_range")
+
+
+# --- side effects in kernels: Warp's expect_* builtins print what failed (Warp's words)
+
+def expect_eq(actual, expected):
+    if not actual == expected:
+        print("Error, expect_eq() failed:")
+        print("\t Expected: ", expected)
+        print("\t Actual: ", actual)
+
+
+def expect_neq(actual, expected):
+    if actual == expected:
+        print("Error, expect_neq() failed:")
+        print("\t Expected: ", expected)
+        print("\t Actual: ", actual)
+
+
+def expect_near(diff, tolerance, actual, expected):
+    """``diff``: the (largest) absolute difference, computed by the caller."""
+    if diff > tolerance:
+        print("Error, expect_near() failed with tolerance ", tolerance)
+        print("    Expected: ", expected)
+        print("    Actual: ", actual)
+        print("    Absolute difference: ", diff)
+
+
+PORTABLE += ("expect_eq", "expect_neq", "expect_near")

@@ -9,6 +9,7 @@ import builtins as py
 
 from .. import types as T
 from ..transpiler import ir
+from .effects import print_form
 from .registry import lookup
 
 
@@ -126,6 +127,7 @@ _PYTHON = {py.abs: _alias("abs"), py.min: _alias("min"), py.max: _alias("max"),
            py.round: _alias("round"), py.pow: _alias("pow"), py.len: Form("len", _len),
            py.float: _cast(T.float32), py.int: _cast(T.int32), py.bool: _cast(T.bool)}
 _PYTHON.update({f: _generic(f) for f in _GENERIC_NAMES})
+_PYTHON[py.print] = print_form
 _BY_TYPE = {}
 
 

@@ -109,3 +109,29 @@ class alloc_local:
 
     def primal(value):
         raise NotImplementedError
+
+
+# ``wp.static(expr)``: ``expr`` evaluated in Python when the kernel is compiled, with the
+# kernel's globals and the variables of loops unrolled around it (Warp's wp.static)
+
+def static_value(ctx, call):
+    """The value of ``wp.static(expr)`` (``call`` is the Call node)."""
+    if len(call.args) != 1 or call.keywords:
+        raise ctx.fail(call, "wp.static() takes one expression")
+    expr = ast.Expression(call.args[0])
+    ast.fix_missing_locations(expr)
+    scope = dict(ctx.globals)
+    scope.update(ctx.static_locals)
+    try:
+        return eval(compile(expr, ctx.src.filename, "eval"), scope)  # noqa: S307 - user code
+    except Exception as exc:  # noqa: BLE001 - reported where it is written
+        raise ctx.fail(call, f"wp.static() could not evaluate its expression: "
+                       f"{type(exc).__name__}: {exc}") from None
+
+
+@special_form("static", "static(expr): expr evaluated in Python when the kernel is compiled")
+def static(ctx, node):
+    value = static_value(ctx, node)
+    if value is None:
+        raise ctx.fail(node, "wp.static() evaluated to None, which is not a kernel value")
+    return ctx.constant(value, node)

@@ -3,7 +3,10 @@
 Sizes are chosen with compile-time ``if len(m) == n`` tests, which keep only the branch taken.
 """
 from weft.stdlib import kernel_scope as wp  # names looked up when a kernel is compiled
+from weft import types as T
 from weft.lang import builtin_func, kernel_language_builtins
+from weft.stdlib.registry import special_form
+from weft.transpiler import ir
 
 
 @builtin_func(['trace(m: matN) -> Float'])
@@ -135,14 +138,30 @@ def cw_div(a, b):
     return wp.vector(a[0] / b[0], a[1] / b[1], a[2] / b[2], a[3] / b[3])
 
 
-@builtin_func(['matrix_from_rows(r0: vec3, r1: vec3, r2: vec3) -> mat33'])
-def matrix_from_rows(r0, r1, r2):
-    return wp.matrix(r0[0], r0[1], r0[2], r1[0], r1[1], r1[2], r2[0], r2[1], r2[2], shape=(3, 3))
+def _from_vectors(name, by_rows):
+    """``wp.matrix_from_rows(r0, r1, ...)`` / ``matrix_from_cols(c0, c1, ...)``: a matrix of
+    any number of vectors of one type (Warp's variadic forms)."""
+    def lower(ctx, node):
+        if not node.args or node.keywords:
+            raise ctx.fail(node, f"wp.{name}() takes the vectors, positionally")
+        vs = [ctx.expr(a) for a in node.args]
+        t = vs[0].type
+        if not T.is_vector(t) or any(v.type != t for v in vs):
+            raise ctx.fail(node, f"wp.{name}() takes vectors of one type, got "
+                           f"{', '.join(T.type_name(v.type) for v in vs)}")
+        n, k = t._length_, len(vs)
+        comps = [ctx.apply("extract", [v, ir.Const(i, T.int32)], node) for v in vs
+                 for i in range(n)]
+        if not by_rows:  # the vectors are columns: transpose the order of the components
+            comps = [comps[j * n + i] for i in range(n) for j in range(k)]
+        shape = (k, n) if by_rows else (n, k)
+        return ctx.apply("construct", comps, node, {"type": T.matrix(shape, T.scalar_of(t))})
+    return special_form(name, f"{name}(v0, v1, ...): the matrix whose "
+                        f"{'rows' if by_rows else 'columns'} are the vectors")(lower)
 
 
-@builtin_func(['matrix_from_cols(c0: vec3, c1: vec3, c2: vec3) -> mat33'])
-def matrix_from_cols(c0, c1, c2):
-    return wp.matrix(c0[0], c1[0], c2[0], c0[1], c1[1], c2[1], c0[2], c1[2], c2[2], shape=(3, 3))
+matrix_from_rows = _from_vectors("matrix_from_rows", True)
+matrix_from_cols = _from_vectors("matrix_from_cols", False)
 
 
 # --- spatial vectors (6 components: top = angular, bottom = linear, as Warp) ----------------

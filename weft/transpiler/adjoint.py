@@ -306,6 +306,9 @@ class Adjoint(Gen):
     def r_Return(self, s):
         return []
 
+    def r_Effect(self, s):
+        return []
+
     def r_Loop(self, s):
         n, stacks = self.names_of(s)
         k = self.names.fresh("k")

@@ -140,6 +140,14 @@ class Forward(Gen):
                                    dst=s.dst.name if used else None,
                                    compare=None if s.compare is None else self.ex(s.compare))
 
+    def s_Effect(self, s):
+        """A side effect (print, expect_*): not replayed by the adjoint."""
+        if self.replay:
+            return []
+        args = [self.ex(a) for a in s.args]
+        stmts, result = self.build(lambda: s.builtin.primal(*args, **s.attrs), s.loc)
+        return stmts + [located(ast.Expr(result.node), s.loc)]
+
     # --------------------------------------------------------------------------------- control
     def s_If(self, s):
         st = ast.If(self.ex(s.cond).node, self.block(s.body), self.block(s.orelse))

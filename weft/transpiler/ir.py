@@ -146,6 +146,17 @@ class Return:
     loc: Loc
 
 
+@dataclass
+class Effect:
+    """A builtin run for its side effect only (``print``, ``wp.expect_eq``): the forward and
+    tangent kernels run it, the adjoint's replay does not."""
+
+    builtin: Any
+    args: list
+    loc: Loc
+    attrs: dict = field(default_factory=dict)
+
+
 def walk(stmts):
     """Yield every statement, depth first, loops and branches included."""
     for s in stmts:
@@ -204,4 +215,6 @@ def used_vars(stmts):
             add(s.start, s.stop, s.step, s.brk, *(e for _, e in s.carried))
         elif isinstance(s, Return):
             add(s.value)
+        elif isinstance(s, Effect):
+            add(*s.args)
     return used

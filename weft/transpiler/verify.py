@@ -91,6 +91,9 @@ class _Checker:
                     self.var(e, loc)
                 if s.brk is not None and id(s.brk) not in after:
                     self.fail(f"loop exit flag '{s.brk.name}' is not assigned on every path", loc)
+            elif isinstance(s, ir.Effect):
+                for o in s.args:
+                    self.operand(o, defined, loc)
             elif isinstance(s, ir.Return):
                 if not top or k != len(stmts) - 1:
                     self.fail("a return that is not the last statement of the function", loc)

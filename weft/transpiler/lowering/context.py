@@ -47,6 +47,7 @@ class Lowering:
         self.defined_in_loops = set()    # names first assigned inside a loop body
         self.loop_returned = None        # set by a loop that a ``return`` leaves
         self.struct_markers = {}         # (name, struct type) -> its StructRef
+        self.static_locals = {}          # loop variables of loops unrolled for wp.static
 
     # ------------------------------------------------------------------------ naming, errors
     def loc(self, node):

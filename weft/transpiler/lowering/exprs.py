@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast
 
 from ... import types as T
-from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError
 from ...stdlib import registry
 from .. import ir
 from . import calls, literals, structs
@@ -125,6 +125,10 @@ def with_component(ctx, value, attr, new, node):
 def expr_binop(ctx, node):
     a = lower_expr(ctx, node.left)
     b = lower_expr(ctx, node.right)
+    if isinstance(node.op, ast.Mult) and all(
+            T.is_composite(x.type) and x.type._wp_kind_ == "transformation" for x in (a, b)):
+        from ...lang import BUILTIN_FUNCS  # t1 * t2 composes transforms, as Warp
+        return ctx.call_func(BUILTIN_FUNCS["transform_multiply"], node, [a, b], 2)
     return ctx.apply(BINOPS[type(node.op)], [a, b], node)
 
 
@@ -281,6 +285,8 @@ def expr_subscript(ctx, node):
         view_t = T.ArrayType(arr.type.dtype, arr.type.ndim - len(idx))
         return ctx.emit(ir.Load(arr, idx), view_t, node)
     base = lower_expr(ctx, node.value)
+    if T.is_composite(base.type) and has_slice(node.slice):
+        return read_components(ctx, base, node.slice, node)
     idx = lower_indices(ctx, node.slice)
     if isinstance(base.type, T.TupleType):
         if len(idx) != 1 or not isinstance(idx[0], ir.Const) or \
@@ -290,6 +296,82 @@ def expr_subscript(ctx, node):
         return ctx.apply("tuple_get", [base], node, attrs={"index": idx[0].value})
     check_component_index(ctx, base.type, idx, node)
     return ctx.apply("extract", [base] + idx, node)
+
+
+# ---------------------------------------------------------------------------- slices
+
+def has_slice(sl):
+    return any(isinstance(e, ast.Slice) for e in (sl.elts if isinstance(sl, ast.Tuple) else [sl]))
+
+
+def selection(ctx, t, sl, node):
+    """The components ``v[sl]`` selects of a value of composite type ``t``: ``(dims, picks)``,
+    ``dims`` the lengths of the sliced axes, ``picks`` the index operands of each component in
+    row-major order (slice bounds are constants, as in Warp)."""
+    elts = list(sl.elts) if isinstance(sl, ast.Tuple) else [sl]
+    shape = t._shape_
+    if len(elts) > len(shape):
+        raise ctx.fail(node, f"too many indices for {T.type_name(t)}")
+    elts += [ast.Slice(None, None, None)] * (len(shape) - len(elts))
+    axes, dims = [], []
+    for e, n in zip(elts, shape):
+        if isinstance(e, ast.Slice):
+            bounds = [None if b is None else literals.static_value(ctx, b, "a slice bound")
+                      for b in (e.lower, e.upper, e.step)]
+            if not all(b is None or isinstance(b, int) for b in bounds):
+                raise ctx.fail(e, "slice bounds in kernels must be integer constants")
+            picks = [ir.Const(i, T.int32) for i in range(*slice(*bounds).indices(n))]
+            axes.append(picks)
+            dims.append(len(picks))
+        else:
+            i = literals.adapt_literal(lower_expr(ctx, e), T.int32)
+            if not T.is_int(i.type):
+                raise ctx.fail(e, f"indices must be integers, got {T.type_name(i.type)}")
+            check_component_index(ctx, T.vector(n, T.scalar_of(t)), [i], e)
+            axes.append([i])
+    combos = [[]]
+    for picks in axes:
+        combos = [c + [p] for c in combos for p in picks]
+    return dims, combos
+
+
+def sliced_type(t, dims):
+    st = T.scalar_of(t)
+    return T.vector(dims[0], st) if len(dims) == 1 else T.matrix(tuple(dims), st)
+
+
+def read_components(ctx, base, sl, node):
+    """``v[1:]``, ``m[:2]``, ``m[:2, 3]``: a vector or matrix of the selected components."""
+    dims, combos = selection(ctx, base.type, sl, node)
+    comps = [ctx.apply("extract", [base] + c, node) for c in combos]
+    return ctx.apply("construct", comps, node, {"type": sliced_type(base.type, dims)})
+
+
+def write_components(ctx, base, sl, value, node):
+    """``v[1:] = x``: a copy of ``base`` with the selected components set to those of ``x``
+    (Warp's checks and messages)."""
+    dims, combos = selection(ctx, base.type, sl, node)
+    want = sliced_type(base.type, dims)
+    kind = "vector" if len(dims) == 1 else "matrix"
+    if not T.is_composite(value.type) or T.is_matrix(value.type) != (kind == "matrix"):
+        raise ctx.fail(node, f"The provided value is expected to be a {kind} of "
+                       f"{'length' if kind == 'vector' else 'shape'} "
+                       f"{dims[0] if kind == 'vector' else tuple(dims)}, with dtype "
+                       f"{T.type_name(T.scalar_of(base.type))}.", KernelValueError)
+    if T.scalar_of(value.type) != T.scalar_of(base.type):
+        raise ctx.fail(node, f"The provided {kind} is expected to be of "
+                       f"{'length' if kind == 'vector' else 'shape'} "
+                       f"{dims[0] if kind == 'vector' else tuple(dims)} with dtype "
+                       f"{T.type_name(T.scalar_of(base.type))}.", KernelValueError)
+    if value.type._shape_ != want._shape_:
+        raise ctx.fail(node, f"The length of the provided {kind} ({value.type._length_}) isn't "
+                       f"compatible with the given slice (expected {want._length_}).",
+                       KernelValueError)
+    for k, c in enumerate(combos):
+        item = ctx.apply("extract", [value] + [ir.Const(x, T.int32) for x in divmod(
+            k, dims[1])] if len(dims) == 2 else [value, ir.Const(k, T.int32)], node)
+        base = ctx.apply("insert", [base] + c + [item], node)
+    return base
 
 
 EXPRESSIONS = {ast.Constant: expr_constant, ast.Name: expr_name, ast.Attribute: expr_attribute,

@@ -13,9 +13,16 @@ from .. import ir
 
 
 def resolve_global(ctx, node):
-    """The Python object a Name/Attribute chain denotes outside the kernel, or None (a local
-    variable, or not a name)."""
+    """The Python object a Name/Attribute chain denotes outside the kernel (or a
+    ``wp.static(...)`` call evaluates to), or None (a local variable, or not a name)."""
+    if isinstance(node, ast.Call):
+        from ...stdlib.lang import static, static_value
+        if resolve_global(ctx, node.func) is static:
+            return static_value(ctx, node)
+        return None
     if isinstance(node, ast.Name):
+        if node.id in ctx.static_locals and node.id not in ctx.env:
+            return ctx.static_locals[node.id]
         if node.id in ctx.env:
             return None
         if node.id in ctx.globals:

@@ -348,8 +348,46 @@ def stmt_for(ctx, s):
     start, stop, step = args
     if isinstance(step, ir.Const) and step.value == 0:
         raise ctx.fail(it, "range() step must not be zero", KernelTypeError)
+    if all(isinstance(a, ir.Const) for a in args) and _uses_static(ctx, s.body):
+        return unroll(ctx, s, range(int(start.value), int(stop.value), int(step.value)))
     loopvar = ctx.new_version(s.target.id, T.int32)
     lower_loop(ctx, "for", s, list(s.body), loopvar, start, stop, step, exclude=s.target.id)
+
+
+def _uses_static(ctx, stmts):
+    from ...stdlib.lang import static
+    for node in ast.walk(ast.Module(list(stmts), [])):
+        if isinstance(node, ast.Call):
+            try:
+                if literals.resolve_global(ctx, node.func) is static:
+                    return True
+            except Exception:  # noqa: BLE001 - reported where it is lowered
+                pass
+    return False
+
+
+def unroll(ctx, s, values):
+    """A loop over a constant range whose body uses ``wp.static``: one copy of the body per
+    value, the loop variable a constant there (``wp.static(i)`` sees it), as Warp."""
+    if may_exit(s.body):
+        raise ctx.fail(s, "a loop unrolled for wp.static() cannot break, continue or return",
+                       KernelSyntaxError)
+    name = s.target.id
+    saved = ctx.static_locals.get(name, _MISSING)
+    try:
+        for v in values:
+            ctx.static_locals[name] = v
+            bind(ctx, name, ir.Const(v, T.int32), s)
+            (exit_,) = lower_block(ctx, list(s.body))
+            ctx.env = exit_.env
+    finally:
+        if saved is _MISSING:
+            ctx.static_locals.pop(name, None)
+        else:
+            ctx.static_locals[name] = saved
+
+
+_MISSING = object()
 
 
 def stmt_while(ctx, s):
@@ -488,8 +526,11 @@ def assign(ctx, target, value, stmt):
             ctx.add(ir.Store(arr, idx, value, ctx.loc(stmt)))
             return
         base = target.value
-        idx = exprs.lower_indices(ctx, target.slice)
         current = exprs.lower_expr(ctx, base)
+        if T.is_composite(current.type) and exprs.has_slice(target.slice):
+            return assign(ctx, base, exprs.write_components(ctx, current, target.slice, value,
+                                                            target), stmt)
+        idx = exprs.lower_indices(ctx, target.slice)
         exprs.check_component_index(ctx, current.type, idx, target)
         new = ctx.apply("insert", [current] + idx + [value], stmt)
         return assign(ctx, base, new, stmt)

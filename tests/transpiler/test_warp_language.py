@@ -1,0 +1,130 @@
+"""Kernel-language features of Warp 1.19 that its tests and examples use: wp.static (with the
+loops it unrolls), print / wp.printf / wp.expect_*, slices of vectors and matrices (read,
+assigned, augmented, differentiated), transform * transform, matrix_from_rows/cols of any size.
+Expected values are Warp's."""
+import numpy as np
+import pytest
+
+import weft as wp
+
+N = 3
+
+
+@wp.func
+def add(a: float, b: float):
+    return a + b
+
+
+@wp.func
+def mul(a: float, b: float):
+    return a * b
+
+
+FUNCS = [add, mul]
+
+
+@wp.kernel
+def statics(out: wp.array(dtype=float)):
+    s = float(0.0)
+    for i in range(wp.static(N)):
+        s += float(wp.static(i * 2))
+    out[0] = s
+    out[1] = wp.static(FUNCS[1])(3.0, 2.0)
+    if wp.static(N == 3):
+        out[2] = 1.0
+    else:
+        out[2] = 2.0
+    for j in range(wp.static(len(FUNCS))):
+        out[3] += wp.static(FUNCS[j])(2.0, 5.0)
+
+
+def test_static_values_functions_conditions_and_unrolled_loops():
+    out = wp.zeros(4, dtype=float)
+    wp.launch(statics, 1, inputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [6.0, 6.0, 1.0, 17.0])
+
+
+@wp.kernel
+def checks(a: wp.array(dtype=float), v: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    wp.expect_eq(a[i], 1.0)
+    wp.expect_near(v[i], wp.vec3(1.0, 2.0, 3.0), 0.01)
+    wp.expect_neq(i, 5)
+    if i == 0:
+        print("value", a[i])
+        wp.printf("i=%d\n", i)
+
+
+def test_print_and_expect_print_only_what_fails_once_per_launch(capfd):
+    a = wp.array(np.array([1.0, 2.0], np.float32), requires_grad=True)
+    v = wp.array(np.array([[1, 2, 3], [1, 2, 3.5]], np.float32), dtype=wp.vec3,
+                 requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(checks, 2, inputs=[a, v])
+    tape.backward(grads={a: np.ones(2, np.float32)})  # the adjoint prints nothing again
+    out = capfd.readouterr().out
+    assert out.count("value 1.0") == 1 and out.count("i= 0") == 1
+    assert out.count("Error, expect_eq() failed:") == 1 and "Actual:  2.0" in out
+    assert out.count("Error, expect_near() failed") == 1
+    assert "expect_neq" not in out
+
+
+@wp.kernel
+def slices(arr_x: wp.array(dtype=wp.vec2), arr_y: wp.array(dtype=wp.vec4),
+           m_out: wp.array(dtype=wp.mat22)):
+    i = wp.tid()
+    y = arr_y[i]
+    y[:2] = arr_x[i]
+    y[1:-1] += arr_x[i][:2]
+    y[3:1:-1] -= arr_x[i][0:]
+    arr_y[i] = y
+    m = wp.mat33(1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0)
+    m_out[i] = m[1:, :2]
+
+
+def test_vector_and_matrix_slices_with_gradients():
+    x = wp.ones(1, dtype=wp.vec2, requires_grad=True)
+    y = wp.zeros(1, dtype=wp.vec4, requires_grad=True)
+    m = wp.zeros(1, dtype=wp.mat22)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(slices, 1, inputs=(x,), outputs=(y, m))
+    np.testing.assert_array_equal(y.numpy(), [[1, 2, 0, -1]])
+    np.testing.assert_array_equal(m.numpy(), [[[4, 5], [7, 8]]])
+    y.grad = wp.ones_like(y)
+    tape.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[1, 1]])
+
+
+@pytest.mark.parametrize("body,message", [
+    (["v = wp.vec4(1.0, 2.0, 3.0, 4.0)", "v[1:] = wp.vec3d(5.0, 6.0, 7.0)"],
+     "The provided vector is expected to be of length 3 with dtype float32."),
+    (["v = wp.vec4(1.0, 2.0, 3.0, 4.0)", "v[1:] = wp.float64(5.0)"],
+     "The provided value is expected to be a vector of length 3, with dtype float32."),
+    (["v = wp.vec4(1.0, 2.0, 3.0, 4.0)", "v[1:] = wp.vec2(5.0, 6.0)"],
+     "The length of the provided vector (2) isn't compatible with the given slice "
+     "(expected 3)."),
+])
+def test_slice_assignment_errors_are_warps(tmp_path, body, message):
+    from tests.kernel_errors import kernel_error
+    err = kernel_error(tmp_path, "", body)
+    assert isinstance(err, ValueError) and str(err).endswith(message)
+
+
+@wp.kernel
+def compose(out: wp.array(dtype=wp.transform), m: wp.array(dtype=wp.mat22),
+            c: wp.array(dtype=wp.types.matrix((3, 2), float))):
+    a = wp.transform(wp.vec3(1.0, 2.0, 3.0), wp.quat_identity())
+    out[0] = a * a
+    m[0] = wp.matrix_from_rows(wp.vec2(1.0, 2.0), wp.vec2(3.0, 4.0))
+    c[0] = wp.matrix_from_cols(wp.vec3(1.0, 2.0, 3.0), wp.vec3(4.0, 5.0, 6.0))
+
+
+def test_transform_product_and_matrices_from_vectors():
+    out, m = wp.zeros(1, dtype=wp.transform), wp.zeros(1, dtype=wp.mat22)
+    c = wp.zeros(1, dtype=wp.types.matrix((3, 2), float))
+    wp.launch(compose, 1, inputs=[out, m, c])
+    np.testing.assert_array_equal(out.numpy(), [[2, 4, 6, 0, 0, 0, 1]])
+    np.testing.assert_array_equal(m.numpy(), [[[1, 2], [3, 4]]])
+    np.testing.assert_array_equal(c.numpy(), [[[1, 4], [2, 5], [3, 6]]])
