@@ -39,6 +39,9 @@ from .runtime.launch import launch, jvp  # noqa: E402
 from .runtime.tape import Tape  # noqa: E402
 from .runtime.struct import struct  # noqa: E402
 from .stdlib import namespace as _namespace  # noqa: E402
+from .runtime import host as _host  # noqa: E402
+
+_host.install()  # builtins called at Python scope run their generated code
 
 
 def constant(value):

@@ -12,6 +12,9 @@ from __future__ import annotations
 import inspect
 
 
+HOST_CALL = None  # set by weft.runtime.host
+
+
 class UserFunction:
     """Base of kernels and funcs: a Python function whose source the transpiler reads."""
 
@@ -67,8 +70,11 @@ class Function(UserFunction):
         self.outputs = outputs
 
     def __call__(self, *args, **kwargs):
-        from .errors import KernelError
-        raise KernelError(f"wp.func '{self.__name__}' can only be called inside a kernel or func")
+        """At Python scope: a user func runs its own Python code (as in Warp); a stdlib builtin
+        runs the forward code weft generates for it (``weft.runtime.host``)."""
+        if self.signatures is not None and HOST_CALL is not None:
+            return HOST_CALL(self, args, kwargs)
+        return self.func(*args, **kwargs)
 
     def custom_rules(self):
         return list(self._weft_custom.values())

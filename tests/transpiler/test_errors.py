@@ -98,9 +98,12 @@ def two_args(x: float, y: float):
     return x + y
 
 
-def test_func_called_from_python_is_an_error():
-    with pytest.raises(wp.KernelError, match="can only be called inside a kernel"):
-        two_args(1.0, 2.0)
+def test_func_called_from_python_runs_its_python_code_and_kernel_only_names_refuse():
+    assert two_args(1.0, 2.0) == 3.0  # as in Warp
+    with pytest.raises(TypeError, match="can only be called inside a kernel"):
+        wp.tid()
+    with pytest.raises(TypeError, match="can only be called inside a kernel"):
+        wp.atomic_add(wp.zeros(1, dtype=float), 0, 1.0)
 
 
 def test_error_is_raised_at_launch_before_running():

@@ -128,3 +128,21 @@ def test_transform_product_and_matrices_from_vectors():
     np.testing.assert_array_equal(out.numpy(), [[2, 4, 6, 0, 0, 0, 1]])
     np.testing.assert_array_equal(m.numpy(), [[[1, 2], [3, 4]]])
     np.testing.assert_array_equal(c.numpy(), [[[1, 4], [2, 5], [3, 6]]])
+
+
+def test_builtins_called_at_python_scope_give_warps_values():
+    q = wp.quat_rpy(0.1, 0.2, 0.3)
+    assert isinstance(q, wp.quatf)
+    np.testing.assert_allclose(q, [0.03427080065011978, 0.10602051019668579,
+                                   0.14357218146324158, 0.983347475528717], rtol=1e-6)
+    np.testing.assert_allclose(wp.quat_rotate(q, wp.vec3(1.0, 0.0, 0.0)),
+                               [0.9362934231758118, 0.2896294891834259, -0.19866932928562164],
+                               rtol=1e-6)
+    v = wp.normalize(wp.vec3d(1.0, 2.0, 2.0))
+    assert isinstance(v, wp.vec3d) and np.allclose(v, [1 / 3, 2 / 3, 2 / 3], rtol=1e-15)
+    assert wp.sin(0.5) == np.float32(np.sin(np.float32(0.5)))
+    assert wp.dot(wp.vec3(1.0, 2.0, 3.0), wp.vec3(1.0, 1.0, 1.0)) == 6.0
+    np.testing.assert_array_equal(wp.identity(n=3, dtype=wp.float64), np.eye(3))
+    assert isinstance(wp.identity(n=2, dtype=wp.float64), wp.mat22d)
+    with pytest.raises(TypeError, match="at Python scope"):
+        wp.normalize(wp.vec3(1.0, 2.0, 2.0), wp.vec3(1.0, 2.0, 2.0))

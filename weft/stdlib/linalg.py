@@ -157,7 +157,7 @@ def _from_vectors(name, by_rows):
         shape = (k, n) if by_rows else (n, k)
         return ctx.apply("construct", comps, node, {"type": T.matrix(shape, T.scalar_of(t))})
     return special_form(name, f"{name}(v0, v1, ...): the matrix whose "
-                        f"{'rows' if by_rows else 'columns'} are the vectors")(lower)
+                        f"{'rows' if by_rows else 'columns'} are the vectors", host=True)(lower)
 
 
 matrix_from_rows = _from_vectors("matrix_from_rows", True)

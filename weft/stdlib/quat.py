@@ -28,7 +28,7 @@ def _identity(name, value, kind):
             raise ctx.fail(node, f"wp.{name}(dtype) needs a float type (float16, float32 or "
                            "float64)")
         return ir.Const(value, kind(st))
-    return special_form(name, f"{name}(dtype=float32): the identity")(lower)
+    return special_form(name, f"{name}(dtype=float32): the identity", host=True)(lower)
 
 
 quat_identity = _identity("quat_identity", (0.0, 0.0, 0.0, 1.0), T.quaternion)

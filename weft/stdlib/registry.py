@@ -41,6 +41,7 @@ from __future__ import annotations
 from .. import types as T
 
 REGISTRY = {}     # name -> Builtin, every builtin including operators
+HOST_CALL = None  # set by weft.runtime.host: runs a declaration called at Python scope
 NAMESPACE = {}    # name visible as ``wp.<name>`` inside kernels -> Builtin
 
 
@@ -62,6 +63,12 @@ class Builtin:
     def __repr__(self):
         return f"<weft builtin {self.name}>"
 
+    def __call__(self, *args, **kwargs):
+        """At Python scope: the builtin applied to weft values (``wp.normalize(v)``)."""
+        if not self.public or HOST_CALL is None:
+            raise TypeError(f"wp.{self.name}() can only be called inside a kernel or func")
+        return HOST_CALL(self, args, kwargs)
+
     def lower_call(self, ctx, node):
         args = [ctx.expr(a) for a in node.args]
         attrs = {}
@@ -82,18 +89,21 @@ class SpecialForm:
     target, node)``, when given, lowers ``target = <call>`` as a whole (``i, j = wp.tid()``).
     """
 
-    def __init__(self, name, doc="", lower=None, assigned=None, lower_assign=None):
+    def __init__(self, name, doc="", lower=None, assigned=None, lower_assign=None, host=False):
         self.name = name
         self.__doc__ = doc
         self._lower = lower
         self._assigned = assigned
         self.lower_assign = lower_assign
+        self.host = host  # callable at Python scope (it only computes a value)
 
     def __repr__(self):
         return f"<weft special form {self.name}>"
 
     def __call__(self, *args, **kwargs):
-        raise TypeError(f"wp.{self.name}() can only be called inside a kernel or func")
+        if not self.host or HOST_CALL is None:
+            raise TypeError(f"wp.{self.name}() can only be called inside a kernel or func")
+        return HOST_CALL(self, args, kwargs)
 
     def lower_call(self, ctx, node):
         if self._lower is None:
@@ -104,14 +114,14 @@ class SpecialForm:
         return list(self._assigned(node)) if self._assigned is not None else []
 
 
-def special_form(name, doc, assigned=None, lower_assign=None):
+def special_form(name, doc, assigned=None, lower_assign=None, host=False):
     """Declare a special form by decorating its lowering function::
 
         @special_form("alloc_local", "alloc_local(dtype, size, value=0): a per-thread buffer")
         def alloc_local(ctx, node): ...
     """
     def deco(lower):
-        form = SpecialForm(name, doc, lower, assigned, lower_assign)
+        form = SpecialForm(name, doc, lower, assigned, lower_assign, host)
         NAMESPACE[name] = form
         return form
     return deco

@@ -408,7 +408,8 @@ class _identity:
                     for j in range(n)], type)
 
 
-@special_form("identity", "identity(n: int, dtype=float32) -> the n x n identity matrix")
+@special_form("identity", "identity(n: int, dtype=float32) -> the n x n identity matrix",
+              host=True)
 def identity(ctx, node):
     given = dict(zip(("n", "dtype"), node.args))
     for k in node.keywords:

@@ -30,7 +30,8 @@ def function_def(fname, params, body, decorator, doc=None):
         body = [ast.Expr(ast.Constant(doc))] + body
     args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
                          kw_defaults=[], defaults=[])
-    return ast.FunctionDef(fname, args, body or [ast.Pass()], [decorator], lineno=0)
+    return ast.FunctionDef(fname, args, body or [ast.Pass()],
+                           [decorator] if decorator is not None else [], lineno=0)
 
 
 def _where(fir):

@@ -32,6 +32,14 @@ class Specializer:
         fir = self._finish(lw, kernel.key, "kernel", body, src)
         return fir
 
+    def lower_func(self, func, types):
+        """Lower ``func`` with parameters of ``types`` as a root (Python-scope calls)."""
+        src = func.parsed()
+        lw = Lowering(src, "func", self)
+        names = [a.arg for a in src.tree.args.args]
+        body = lower_function(lw, list(zip(names, types)))
+        return self._finish(lw, func.__name__, "func", body, src)
+
     def specialize(self, func, args, node, caller):
         src = func.parsed()
         params = declared_params(src, generic_ok=True)

@@ -206,6 +206,17 @@ class Cuda(Target):
         return wk_call("stack_slot", index, ast.Constant(CUDA_STACK), name("_err"))
 
 
+class Host(Target):
+    """Plain Python, not compiled: builtins called at Python scope (``wp.quat_rpy(...)`` in a
+    program) run their generated forward code once per call."""
+
+    name = "host"
+    kernel_decorator = func_decorator = None
+
+    def decorator(self, kernel):
+        return None
+
+
 def _axis_len(arr, k):
     return ast.Subscript(ast.Attribute(name(arr), "shape", ast.Load()), ast.Constant(k),
                          ast.Load())
@@ -215,4 +226,4 @@ def _assign(target, value):
     return ast.Assign([ast.Name(target, ast.Store())], value, lineno=0)
 
 
-TARGETS = {"cpu": CpuParallel(), "serial": CpuSerial(), "cuda": Cuda()}
+TARGETS = {"cpu": CpuParallel(), "serial": CpuSerial(), "cuda": Cuda(), "host": Host()}

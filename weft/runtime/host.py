@@ -1,0 +1,141 @@
+"""Builtins called at Python scope: ``q = wp.quat_rpy(0.1, 0.2, 0.3)`` in a program.
+
+A builtin, special form or stdlib func called outside a kernel runs the forward code weft
+generates for it, as plain Python: the call becomes a small func taking the call's weft values
+as parameters (floats, numpy scalars, vectors, matrices, ...) and its other arguments (Python
+ints, types, strings) as constants; it is lowered and generated once per callee, argument
+types and constants, and then called. Results come back as weft values (``wp.vec3``, numpy
+scalars). User funcs run their own Python code, as in Warp.
+"""
+from __future__ import annotations
+
+import itertools
+import linecache
+
+import numpy as np
+
+from .. import types as T
+from ..errors import KernelError
+
+_CACHE = {}
+_COUNTER = itertools.count()
+
+
+def _param_type(value):
+    """The weft type of a value passed as a parameter, or None (then it is a constant)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return T.float32
+    if isinstance(value, T.Composite):
+        return type(value)
+    if isinstance(value, np.generic) and not isinstance(value, np.bool_):
+        return T.as_scalar_type(value.dtype)
+    return None
+
+
+def _key(value):
+    t = _param_type(value)
+    if t is not None:
+        return ("param", t)
+    try:
+        hash(value)
+        return ("const", type(value), value)
+    except TypeError:
+        return ("const", type(value), id(value))
+
+
+def call(callee, args, kwargs):
+    key = (id(callee), tuple(_key(a) for a in args),
+           tuple((k, _key(v)) for k, v in sorted(kwargs.items())))
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _CACHE[key] = _build(callee, args, kwargs)
+    fn, param_positions, ret_type = hit
+    values = [_as_kernel_value(v) for v in _params(args, kwargs, param_positions)]
+    return _as_weft_value(fn(*values), ret_type)
+
+
+def _params(args, kwargs, positions):
+    return [args[p] if isinstance(p, int) else kwargs[p] for p in positions]
+
+
+def _as_kernel_value(v):
+    from .args import kernel_scalar, kernel_tuple
+    if isinstance(v, T.Composite):
+        return kernel_tuple(np.asarray(v).reshape(-1))
+    if isinstance(v, float):
+        return np.float32(v)
+    if isinstance(v, np.generic):
+        return kernel_scalar(T.as_scalar_type(v.dtype), v)
+    return v
+
+
+def _as_weft_value(v, t):
+    if t is None:
+        return None
+    if isinstance(t, T.TupleType):
+        return tuple(_as_weft_value(x, tt) for x, tt in zip(v, t.types))
+    if T.is_composite(t):
+        return t(*[T.scalar_of(t)._np_(x) for x in v])
+    if T.is_scalar(t):
+        return T.scalar_of(t)._np_(v)
+    return v
+
+
+def _build(callee, args, kwargs):
+    """Generate the plain-Python forward code of ``callee`` applied to these arguments."""
+    from ..lang import Function
+    from ..transpiler import analyze, assemble, generate
+    from ..transpiler.specialize import Specializer
+    from ..transpiler.state import CompileOptions, CompileState
+    n = next(_COUNTER)
+    scope = {"_callee": callee}
+    params, types, positions, actual = [], [], [], []
+    for k, a in enumerate(args):
+        t = _param_type(a)
+        if t is not None:
+            params.append(f"p{k}")
+            types.append(t)
+            positions.append(k)
+            actual.append(f"p{k}")
+        else:
+            scope[f"c{k}"] = a
+            actual.append(f"c{k}")
+    for name, v in sorted(kwargs.items()):
+        t = _param_type(v)
+        if t is not None:
+            params.append(f"k_{name}")
+            types.append(t)
+            positions.append(name)
+            actual.append(f"{name}=k_{name}")
+        else:
+            scope[f"kc_{name}"] = v
+            actual.append(f"{name}=kc_{name}")
+    filename = f"<weft host call {n}: {getattr(callee, '__name__', callee)}>"
+    text = f"def _weft_host({', '.join(params)}):\n    return _callee({', '.join(actual)})\n"
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    exec(compile(text, filename, "exec"), scope)  # noqa: S102 - weft's own text
+    synthetic = Function(scope["_weft_host"])
+    sp = Specializer()
+    try:
+        fir = sp.lower_func(synthetic, types)
+    except KernelError as exc:
+        raise TypeError(f"{getattr(callee, '__name__', callee)}() at Python scope: "
+                        f"{exc.message}") from None
+    state = CompileState(roots=[], options=CompileOptions(("host",)), funcs=sp.order)
+    state = generate.run(analyze.run(state))
+    body = "\n\n".join(assemble.unparse(d) for d in state.defs)
+    source = "\n".join(assemble.unparse(s) for s in assemble.header(
+        "a Python-scope call", generate.TARGETS["host"])) + "\n\n" + body + "\n"
+    module = {"__name__": f"weft_host_{n}"}
+    exec(compile(source, f"<weft host module {n}>", "exec"), module)  # noqa: S102
+    return module[fir.name], positions, fir.ret_type
+
+
+def install():
+    """Make weft's declarations callable at Python scope through :func:`call`."""
+    from .. import lang
+    from ..stdlib import registry
+    registry.HOST_CALL = call
+    lang.HOST_CALL = call
