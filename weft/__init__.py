@@ -44,6 +44,9 @@ from .runtime import host as _host  # noqa: E402
 _host.install()  # builtins called at Python scope run their generated code
 
 
+from .stdlib.lang import grad_of as grad  # noqa: E402  (wp.grad(f) in kernels)
+
+
 def constant(value):
     """Mark a module-level value as a kernel constant (``wp.constant(1.5)``)."""
     return value

@@ -146,3 +146,67 @@ def test_builtins_called_at_python_scope_give_warps_values():
     assert isinstance(wp.identity(n=2, dtype=wp.float64), wp.mat22d)
     with pytest.raises(TypeError, match="at Python scope"):
         wp.normalize(wp.vec3(1.0, 2.0, 2.0), wp.vec3(1.0, 2.0, 2.0))
+
+
+@wp.func
+def square(x: float):
+    return x * x
+
+
+@wp.func
+def grad_then_add(x: float):
+    return x + wp.grad(square)(x)
+
+
+@wp.func
+def two(x: float, y: float):
+    return x * y, x + y
+
+
+@wp.func_grad(two)
+def adj_two(x: float, y: float, adj_ret0: float, adj_ret1: float):
+    wp.adjoint[x] += y * adj_ret0 + adj_ret1
+    wp.adjoint[y] += x * adj_ret0 + adj_ret1
+
+
+@wp.kernel
+def derivatives(x: wp.array(dtype=float), y: wp.array(dtype=float), gx: wp.array(dtype=float),
+                ga_y: wp.array(dtype=float), ga_x: wp.array(dtype=float),
+                z: wp.array(dtype=float)):
+    i = wp.tid()
+    g = wp.grad(square)
+    gx[i] = g(x[i])
+    b, a = wp.grad(wp.atan2)(y[i], x[i])
+    ga_y[i] = b
+    ga_x[i] = a
+    f = square
+    p, s = two(x[i], y[i])
+    z[i] = grad_then_add(x[i]) + f(1.0) + p * 2.0 + s * 3.0
+
+
+def test_grad_in_kernels_function_locals_and_func_grad_of_several_results():
+    x = wp.array(np.arange(4, dtype=np.float32), requires_grad=True)
+    y = wp.ones(4, dtype=float, requires_grad=True)
+    outs = [wp.zeros(4, dtype=float, requires_grad=True) for _ in range(4)]
+    tape = wp.Tape()
+    with tape:
+        wp.launch(derivatives, 4, inputs=[x, y], outputs=outs)
+    xs = np.arange(4.0)
+    np.testing.assert_allclose(outs[0].numpy(), 2 * xs)
+    np.testing.assert_allclose(outs[1].numpy(), xs / (xs ** 2 + 1), rtol=1e-6)
+    np.testing.assert_allclose(outs[2].numpy(), -1 / (xs ** 2 + 1), rtol=1e-6)
+    np.testing.assert_allclose(outs[3].numpy(), 3 * xs + 1 + 2 * xs + 3 * (xs + 1))
+    tape.backward(grads={outs[3]: np.ones(4, np.float32)})
+    # z = 3x + 1 + 2xy + 3(x + y): wp.grad's value is a constant of the backward pass, so
+    # d/dx = 1 (from x + grad) + 2y + 3 (the user's rule); d/dy = 2x + 3
+    np.testing.assert_allclose(x.grad.numpy(), 1 + 2 + 3)
+    np.testing.assert_allclose(y.grad.numpy(), 2 * xs + 3)
+
+
+@pytest.mark.parametrize("body", [["f = square", "f = wp.sin", "a[0] = f(1.0)"],
+                                  ["f = square", "f = 1.0", "a[0] = f"]])
+def test_rebinding_a_function_local_is_an_error(tmp_path, body):
+    from tests.kernel_errors import kernel_error
+    src_line = "@wp.func\ndef square(x: float):\n    return x * x\n"
+    err = kernel_error(tmp_path, "a: wp.array(dtype=float)", body, prelude=src_line)
+    assert "rebinding function-valued local 'f'" in str(err)

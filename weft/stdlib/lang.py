@@ -135,3 +135,31 @@ def static(ctx, node):
     if value is None:
         raise ctx.fail(node, "wp.static() evaluated to None, which is not a kernel value")
     return ctx.constant(value, node)
+
+
+class GradOf:
+    """``wp.grad(f)``: called in a kernel or func with ``f``'s inputs, the derivatives of its
+    result with respect to each float input (Warp 1.11+); the backward pass treats them as
+    constants."""
+
+    def __init__(self, func):
+        if not (hasattr(func, "lower_call") and hasattr(func, "__name__") or
+                getattr(func, "differentiable", False)):
+            raise TypeError(f"wp.grad() needs a wp.func or a builtin, got {func!r}")
+        self.func = func
+        self.__name__ = f"grad({getattr(func, '__name__', getattr(func, 'name', func))})"
+
+    def lower_call(self, ctx, node):
+        return ctx.grad_call(self.func, node)
+
+    def assigned_args(self, node):
+        return []
+
+
+def grad_of(func):
+    """``wp.grad(f)``: see :class:`GradOf`."""
+    return GradOf(func)
+
+
+grad_of._weft_compile_time = True  # called in a kernel, it runs while compiling
+static._weft_compile_time = True

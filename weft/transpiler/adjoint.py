@@ -180,6 +180,8 @@ class Adjoint(Gen):
                 self.consumed(s.dst, s.loc)
         if isinstance(e, ir.Call):
             return self.r_call(s)
+        if isinstance(e, ir.GradCall):  # a derivative is a constant of the backward pass
+            return self.consumed(s.dst, s.loc)
         raise TypeError(e)
 
     def r_prim(self, s):
@@ -210,7 +212,13 @@ class Adjoint(Gen):
             return self.consumed(s.dst, s.loc)
         call_args = [self.ex(a).node for a in args]
         call_args += [name(self.adj(args[i])) for i in array_params]
-        if has_ret:
+        rule = f.custom.get("grad")
+        if has_ret and rule is not None and isinstance(f.ret_type, T.TupleType) and \
+                len(rule.params) == len(f.params) + len(f.ret_type.types):
+            # a user's rule takes one adjoint per returned value
+            call_args += [ast.Subscript(name(self.adj(s.dst)), ast.Constant(k), ast.Load())
+                          for k in range(len(f.ret_type.types))]
+        elif has_ret:
             call_args.append(name(self.adj(s.dst)))
         call = self.call_generated(f"{f.name}__adj", call_args, "adjoint")
         if not diff_params:

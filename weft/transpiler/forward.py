@@ -12,7 +12,7 @@ import ast
 from .. import types as T
 from . import ir
 from .codegen import Gen, assign, is_half, located, not_none, round_half, storage_dtype_node, tag
-from .exprs import name
+from .exprs import const, name
 
 
 # builtins whose float16 result is made of their float16 operands (moved, picked or negated)
@@ -59,6 +59,8 @@ class Forward(Gen):
             return stmts + [assign(s.dst.name, result.node, s.loc)]
         if isinstance(e, ir.Load):
             return self.load(s)
+        if isinstance(e, ir.GradCall):
+            return self.grad_call(s)
         if isinstance(e, ir.Call):
             fname = e.func.name
             if self.replay and "replay" in e.func.custom:
@@ -68,6 +70,16 @@ class Forward(Gen):
                 return [located(ast.Expr(call), s.loc)]
             return [assign(s.dst.name, call, s.loc)]
         raise TypeError(e)
+
+    def grad_call(self, s):
+        """``wp.grad(f)(args)``: ``f``'s adjoint with the result's adjoint 1."""
+        f = s.expr.func
+        one = const(1.0, f.ret_type).node
+        call = self.call_generated(f"{f.name}__adj", [self.ex(a).node for a in s.expr.args] +
+                                   [one], "adjoint")
+        if not isinstance(s.dst.type, T.TupleType):
+            call = ast.Subscript(call, ast.Constant(0), ast.Load())
+        return [assign(s.dst.name, call, s.loc)]
 
     def primal(self, e, args, type_):
         """A builtin's primal value; float16 results are rounded to half precision, as each
@@ -87,7 +99,6 @@ class Forward(Gen):
         alloc = assign(s.dst.name, self.target.local_array(shape, storage_dtype_node(t.dtype)),
                        s.loc)
         j = self.names.fresh("j") if self.names is not None else "_j"
-        from .exprs import const
         fill = self.store_element(s.dst.name, [name(j)], const(s.expr.attrs["value"], t.dtype),
                                   s.loc, checked=False)
         loop = ast.For(ast.Name(j, ast.Store()), ast.Call(name("range"), [ast.Constant(t.size)],

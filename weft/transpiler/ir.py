@@ -69,6 +69,16 @@ class Call:
 
 
 @dataclass
+class GradCall:
+    """``wp.grad(f)(args)``: the derivatives of func ``f``'s scalar result with respect to its
+    differentiable inputs at ``args`` (one value, or a tuple), computed by ``f``'s adjoint. A
+    value like any other for the kernel: its own derivative is zero (as Warp)."""
+
+    func: Any  # transpiler.state.FuncIR
+    args: list
+
+
+@dataclass
 class Load:
     """``array[index]``: a full element, or a view when fewer indices than dimensions."""
 
@@ -199,7 +209,7 @@ def used_vars(stmts):
     for s in walk(stmts):
         if isinstance(s, Assign):
             e = s.expr
-            if isinstance(e, (Prim, Call)):
+            if isinstance(e, (Prim, Call, GradCall)):
                 add(*e.args)
             elif isinstance(e, Load):
                 add(e.array, *e.index)

@@ -112,7 +112,12 @@ class Specializer:
             if any(isinstance(p.type, T.ArrayType) for p in fir.params):
                 raise error(src, src.tree, "func_grad of a func with array parameters is not "
                             "supported", KernelSyntaxError)
-            extra = [(names[len(inputs)], fir.ret_type)] if fir.ret_type is not None else []
+            rets = [fir.ret_type] if fir.ret_type is not None else []
+            if isinstance(fir.ret_type, T.TupleType) and \
+                    len(names) == len(inputs) + len(fir.ret_type.types):
+                rets = list(fir.ret_type.types)  # adj_ret0, adj_ret1, ... (as Warp)
+            # else one adjoint of the whole result (a tuple for several values)
+            extra = [(names[len(inputs) + k], t) for k, t in enumerate(rets)]
             tree = _AdjointRefs(src).visit(copy.deepcopy(src.tree))
             prebound = {f"adj_{n}": ir.Const(_zero_value(t), t) for n, t in diff}
             epilogue = [ast.Return(ast.Tuple([ast.Name(f"adj_{n}", ast.Load()) for n, _ in diff],

@@ -59,6 +59,8 @@ class Tangent(Forward):
             return out + [located(st, s.loc)]
         if isinstance(e, ir.Call):
             return self.call_jvp(s, void=False)
+        if isinstance(e, ir.GradCall):  # constant along any direction, as in Warp
+            return out + [assign(self.tan(d), zero_node(d.type), s.loc)]
         raise TypeError(e)
 
     def call_jvp(self, s, void):

@@ -51,7 +51,7 @@ class _Checker:
             loc = getattr(s, "loc", None)
             if isinstance(s, ir.Assign):
                 e = s.expr
-                ops = e.args if isinstance(e, (ir.Prim, ir.Call)) else \
+                ops = e.args if isinstance(e, (ir.Prim, ir.Call, ir.GradCall)) else \
                     [e.array, *e.index] if isinstance(e, ir.Load) else \
                     [e.src] if isinstance(e, ir.Copy) else None
                 if ops is None:

@@ -143,3 +143,50 @@ def call_with_outputs(ctx, func, node):
                            f"{T.type_name(value.type)}")
         ctx.assign(target, value, node)
     return None
+
+
+def grad_call(ctx, func, node):
+    """``wp.grad(func)(args)``: the derivatives of ``func``'s scalar float result with respect
+    to each of its float inputs, one value or a tuple of them, in order."""
+    from ...stdlib.registry import Builtin
+    args, n_given = func_call_args(ctx, func, node) if not isinstance(func, Builtin) else \
+        ([ctx.expr(a) for a in node.args], len(node.args))
+    if isinstance(func, Builtin):
+        return _grad_of_builtin(ctx, func, args, node)
+    fir = ctx.specializer.specialize(func, args, node, ctx)
+    if fir.ret_type is None or not T.is_float(fir.ret_type) or any(
+            isinstance(p.type, T.ArrayType) for p in fir.params):
+        raise ctx.fail(node, f"wp.grad({func.__name__}) needs a func of float inputs returning "
+                       "a float scalar", KernelTypeError)
+    args = [literals.typed(literals.adapt_literal(a, p.type)) for a, p in zip(args, fir.params)]
+    if fir not in ctx.callees:
+        ctx.callees.append(fir)
+    outs = [p.type for p in fir.params if T.is_differentiable(p.type)]
+    rtype = outs[0] if len(outs) == 1 else T.TupleType(tuple(outs))
+    return ctx.emit(ir.GradCall(fir, args), rtype, node)
+
+
+def _grad_of_builtin(ctx, b, args, node):
+    """``wp.grad(wp.atan2)(y, x)``: the builtin's adjoint rule with the result's adjoint 1."""
+    if not b.differentiable:
+        raise ctx.fail(node, f"wp.grad(): wp.{b.name} has no derivative", KernelTypeError)
+    from ...stdlib.registry import Builtin
+    from ..exprs import const, tup, zero
+
+    def resolve(types, attrs=None):
+        ret = b.resolve(types, attrs)
+        if ret is None or not T.is_float(ret):
+            return None
+        return types[0] if len(types) == 1 else T.TupleType(tuple(types))
+
+    class rules:
+        def primal(*xs):
+            ret = b.primal(*xs).atom()
+            contribs = b.adjoint(*xs, ret=ret, adj=const(1.0, ret.type))
+            parts = [c if c is not None else zero(x.type) for c, x in zip(contribs, xs)]
+            return parts[0] if len(parts) == 1 else tup(parts, T.TupleType(
+                tuple(x.type for x in xs)))
+
+    grad_b = Builtin(f"grad({b.name})", rules, [f"grad({s})" for s in b.sigs], resolve,
+                     differentiable=False, public=False, attrs_rule=None)
+    return apply_builtin(ctx, grad_b, args, node)

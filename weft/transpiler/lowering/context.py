@@ -48,6 +48,7 @@ class Lowering:
         self.loop_returned = None        # set by a loop that a ``return`` leaves
         self.struct_markers = {}         # (name, struct type) -> its StructRef
         self.static_locals = {}          # loop variables of loops unrolled for wp.static
+        self.callables = {}              # locals bound to funcs (f = square; g = wp.grad(f))
 
     # ------------------------------------------------------------------------ naming, errors
     def loc(self, node):
@@ -113,6 +114,10 @@ class Lowering:
     def call_func(self, func, node, args=None, n_given=None):
         from .calls import call_func
         return call_func(self, func, node, args, n_given)
+
+    def grad_call(self, func, node):
+        from .calls import grad_call
+        return grad_call(self, func, node)
 
     def bind(self, name, value, node):
         from .stmts import bind

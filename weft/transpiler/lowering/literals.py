@@ -17,10 +17,22 @@ def resolve_global(ctx, node):
     ``wp.static(...)`` call evaluates to), or None (a local variable, or not a name)."""
     if isinstance(node, ast.Call):
         from ...stdlib.lang import static, static_value
-        if resolve_global(ctx, node.func) is static:
+        callee = resolve_global(ctx, node.func)
+        if callee is static:
             return static_value(ctx, node)
+        if getattr(callee, "_weft_compile_time", False):  # wp.grad(f): made while compiling
+            args = [resolve_global(ctx, a) for a in node.args]
+            if any(a is None for a in args) or node.keywords:
+                raise ctx.fail(node, f"{getattr(callee, '__name__', callee)}() takes names "
+                               "of funcs or builtins")
+            try:
+                return callee(*args)
+            except TypeError as exc:
+                raise ctx.fail(node, str(exc)) from None
         return None
     if isinstance(node, ast.Name):
+        if node.id in ctx.callables:
+            return ctx.callables[node.id]
         if node.id in ctx.static_locals and node.id not in ctx.env:
             return ctx.static_locals[node.id]
         if node.id in ctx.env:

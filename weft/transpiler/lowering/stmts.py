@@ -270,6 +270,9 @@ def stmt_assign(ctx, s):
             if len(s.targets) != 1:
                 raise ctx.fail(s, f"assign wp.{form.name}() to one target", KernelSyntaxError)
             return form.lower_assign(ctx, s.targets[0], s.value)
+    if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and \
+            _binds_callable(ctx, s.targets[0], s.value):
+        return
     if (len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)
             and isinstance(s.value, ast.Tuple)):
         # a, b = b, a: evaluate every value before binding any name
@@ -284,6 +287,30 @@ def stmt_assign(ctx, s):
     value = exprs.lower_expr(ctx, s.value)
     for t in s.targets:
         assign(ctx, t, value, s)
+
+
+def _binds_callable(ctx, target, value_node):
+    """``f = square``, ``g = wp.grad(f)``: a local name for a func (there are no function
+    values at run time: the name is resolved while compiling, and cannot be rebound)."""
+    value = None
+    if isinstance(value_node, (ast.Name, ast.Attribute, ast.Call)):
+        try:
+            value = ctx.resolve(value_node)
+        except Exception:  # noqa: BLE001 - lowered as an expression, with its error
+            value = None
+    is_func = value is not None and hasattr(value, "lower_call") and not isinstance(value, type)
+    name = target.id
+    if name in ctx.callables:
+        what = "another function" if is_func else "a non-function value"
+        raise ctx.fail(target, f"rebinding function-valued local '{name}' to {what} is not "
+                       "supported", KernelTypeError)
+    if not is_func:
+        return False
+    if name in ctx.env:
+        raise ctx.fail(target, f"rebinding local '{name}' to a function is not supported",
+                       KernelTypeError)
+    ctx.callables[name] = value
+    return True
 
 
 def _assigning_form(ctx, call):
