@@ -96,3 +96,11 @@ from .stdlib import decomp as _decomp, interp as _interp, linalg as _linalg, noi
 for _module in (_quat, _interp, _linalg, _noise, _decomp):  # builtins in the kernel language
     globals().update(_module.FUNCS)
 del _name, _b
+
+
+# ---- Warp's Python-scope API (wp.types helpers, arrays, devices, modules, timers, errors) ------
+from .errors import (WarpCodegenError, WarpCodegenTypeError,  # noqa: E402,F401
+                     WarpCodegenAttributeError, WarpCodegenIndexError, WarpCodegenKeyError,
+                     WarpCodegenValueError, WarpDeterminismError)
+from .config import DeterministicMode  # noqa: E402,F401
+from .constants import *  # noqa: E402,F401,F403
