@@ -102,5 +102,7 @@ del _name, _b
 from .errors import (WarpCodegenError, WarpCodegenTypeError,  # noqa: E402,F401
                      WarpCodegenAttributeError, WarpCodegenIndexError, WarpCodegenKeyError,
                      WarpCodegenValueError, WarpDeterminismError)
+from .types import bfloat16, dtype_from_numpy, dtype_to_numpy  # noqa: E402,F401
 from .config import DeterministicMode  # noqa: E402,F401
+from .runtime.array import array1d  # noqa: E402,F401
 from .constants import *  # noqa: E402,F401,F403

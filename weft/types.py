@@ -14,6 +14,7 @@ that representation lives in the transpiler, not here.
 from __future__ import annotations
 
 import builtins
+import typing
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,12 +50,19 @@ float16 = _scalar("float16", np.float16, "float")
 float32 = _scalar("float32", np.float32, "float")
 float64 = _scalar("float64", np.float64, "float")
 
-scalar_types = (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64,
-                float16, float32, float64)
-float_types = (float16, float32, float64)
 int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
+float_types = (float16, float32, float64)
+scalar_types = int_types + float_types  # as Warp's: bool is not among them
 
-_BY_NUMPY = {np.dtype(t._np_): t for t in scalar_types}
+_BY_NUMPY = {np.dtype(t._np_): t for t in (bool,) + scalar_types}
+
+
+class bfloat16:
+    """Warp's bfloat16 (the name only): weft has no bfloat16 arithmetic, so arrays and kernels
+    of it are refused (``wp.array(..., dtype=wp.bfloat16)`` raises TypeError)."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("weft does not support bfloat16 (use float16 or float32)")
 
 
 def is_scalar(t):
@@ -131,12 +139,24 @@ def _composite(kind, shape, dtype, base_name):
 
 
 def vector(length, dtype=float32):
-    """The vector type of ``length`` components of scalar ``dtype`` (``wp.types.vector``)."""
+    """The vector type of ``length`` components of scalar ``dtype`` (``wp.types.vector``).
+
+    With ``typing.Any`` as length or dtype it is a generic annotation (see
+    :func:`weft.typeinfo.generic_composite`)."""
+    if length is typing.Any or dtype is typing.Any:
+        from .typeinfo import generic_composite
+        return generic_composite("vector", (length,), dtype if dtype is typing.Any else
+                                 as_scalar_type(dtype))
     return _composite("vector", (int(length),), dtype, f"vec{int(length)}")
 
 
 def matrix(shape, dtype=float32):
-    """The row-major matrix type of ``shape=(rows, cols)`` (``wp.types.matrix``)."""
+    """The row-major matrix type of ``shape=(rows, cols)`` (``wp.types.matrix``); with
+    ``typing.Any`` in the shape or as dtype a generic annotation, as :func:`vector`."""
+    if typing.Any in tuple(shape) or dtype is typing.Any:
+        from .typeinfo import generic_composite
+        return generic_composite("matrix", tuple(shape), dtype if dtype is typing.Any else
+                                 as_scalar_type(dtype))
     rows, cols = (int(s) for s in shape)
     return _composite("matrix", (rows, cols), dtype, f"mat{rows}{cols}")
 
@@ -292,3 +312,21 @@ transform = transformf
 VECTOR_ALIASES = {f"vec{n}{_SUFFIX[t]}": vector(n, t) for n in (2, 3, 4)
                   for t in (int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16,
                             float32, float64)}
+
+
+# Warp's Python-scope type queries (wp.types.type_is_vector, types_equal, dtype_from_numpy, ...)
+from .typeinfo import (np_dtype_to_warp_type, warp_type_to_np_dtype,  # noqa: E402,F401
+                       dtype_from_numpy, dtype_to_numpy, type_to_warp, type_length, type_size,
+                       type_scalar_type, type_size_in_bytes, type_is_int, type_is_float,
+                       type_is_scalar, type_is_vector, type_is_matrix, type_is_quaternion,
+                       type_is_transformation, type_is_composite, type_is_value, type_is_struct,
+                       type_is_array, type_is_tile, is_array, is_quaternion, is_transformation,
+                       is_value, is_tile, types_equal, type_repr)
+
+vector_types = tuple(VECTOR_ALIASES[f"vec{n}{s}"] for n in (2, 3, 4)
+                     for s in ("b", "ub", "s", "us", "i", "ui", "l", "ul", "h", "f", "d")) + (
+    mat22h, mat22f, mat22d, mat33h, mat33f, mat33d, mat44h, mat44f, mat44d, quath, quatf, quatd,
+    transformh, transformf, transformd, spatial_vectorh, spatial_vectorf, spatial_vectord,
+    spatial_matrixh, spatial_matrixf, spatial_matrixd)
+"""Every named composite type, in Warp's order (``wp.types.vector_types``)."""
+Any = typing.Any

@@ -95,7 +95,9 @@ def test_annotation_forms():
 
 
 def test_bad_vector_data_shape():
-    with pytest.raises(ValueError):
+    # Warp 1.19 raises RuntimeError ("The inner dimensions of the input data are not compatible
+    # with the requested vector type vec3f: ...")
+    with pytest.raises(RuntimeError, match="inner dimensions"):
         wp.array(np.zeros((4, 2)), dtype=wp.vec3)
 
 
