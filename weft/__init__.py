@@ -105,4 +105,11 @@ from .errors import (WarpCodegenError, WarpCodegenTypeError,  # noqa: E402,F401
 from .types import bfloat16, dtype_from_numpy, dtype_to_numpy  # noqa: E402,F401
 from .config import DeterministicMode  # noqa: E402,F401
 from .runtime.array import array1d  # noqa: E402,F401
+from .runtime.device import (get_devices, get_cuda_devices, get_cuda_device,  # noqa: E402,F401
+                             get_preferred_device, is_cpu_available, is_device_available,
+                             synchronize_device, map_cuda_device, unmap_cuda_device)
+from .runtime.modules import (Module, get_module, set_module_options,  # noqa: E402,F401
+                              get_module_options, load_module, force_load, clear_kernel_cache)
+from .timing import ScopedTimer  # noqa: E402,F401
 from .constants import *  # noqa: E402,F401,F403
+from .runtime.kernel_compat import Kernel  # noqa: E402,F401,F811
