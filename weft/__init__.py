@@ -113,3 +113,4 @@ from .runtime.modules import (Module, get_module, set_module_options,  # noqa: E
 from .timing import ScopedTimer  # noqa: E402,F401
 from .constants import *  # noqa: E402,F401,F403
 from .runtime.kernel_compat import Kernel  # noqa: E402,F401,F811
+from . import utils  # noqa: E402,F401
