@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .values import CompositeValue
+
 # ---------------------------------------------------------------------------------------------
 # scalars
 
@@ -34,7 +36,10 @@ class Scalar:
 
 
 def _scalar(name, np_type, kind):
-    return type(name, (Scalar,), {"_np_": np_type, "_kind_": kind, "__module__": __name__})
+    # __numpy_dtype__ (NumPy 2.4's protocol, as Warp's scalar types): np.dtype(wp.float32) is
+    # float32 and np.zeros(3, dtype=wp.float16) works
+    return type(name, (Scalar,), {"_np_": np_type, "_kind_": kind, "__module__": __name__,
+                                  "__numpy_dtype__": np.dtype(np_type)})
 
 
 bool = _scalar("bool", np.bool_, "bool")  # noqa: A001 - Warp's name
@@ -82,28 +87,38 @@ def is_int(t):
 # vectors, matrices, quaternions, transforms
 
 
-class Composite(np.ndarray):
-    """Base of fixed-size value types. Instances are numpy arrays of the type's shape."""
+class Composite(CompositeValue, np.ndarray):
+    """Base of fixed-size value types. Instances are numpy arrays of the type's shape, with
+    Warp's Python-scope behaviour (``==``, ``repr``, ``v.x``, ``m[i]``: :mod:`weft.values`)."""
 
     _shape_ = ()
     _length_ = 0
     _wp_scalar_type_ = None
     _wp_kind_ = None  # "vector", "matrix", "quaternion", "transformation"
 
-    def __new__(cls, *args, dtype=None):
+    def __new__(cls, *args, dtype=None, **parts):
         dt = cls._wp_scalar_type_._np_
+        if parts:  # wp.transform(p=..., q=...)
+            args = _transform_parts(cls, args, parts)
+        kind = "matrix" if cls._wp_kind_ == "matrix" else "vector"
         if len(args) == 0:
             values = np.zeros(cls._length_, dtype=dt)
             if cls._wp_kind_ == "transformation":
                 values[6] = 1  # Warp's Python-scope transform() is the identity (in kernels: 0)
         elif len(args) == 1 and np.ndim(args[0]) > 0:
-            values = np.asarray(args[0], dtype=dt).reshape(-1)
+            values = np.array(args[0], dtype=dt).reshape(-1)  # a new value, never a view
         elif len(args) == 1:
             values = np.full(cls._length_, args[0], dtype=dt)
         else:
-            values = np.asarray([np.asarray(a, dtype=dt).reshape(-1) for a in args]).reshape(-1)
+            if kind == "matrix" and len(args) == cls._shape_[0] and np.ndim(args[0]) > 0:
+                for row in args:  # rows
+                    if np.size(row) != cls._shape_[1]:
+                        raise TypeError(f"Invalid argument in matrix constructor, expected row "
+                                        f"of length {cls._shape_[1]}, got {_as_shown(row)}")
+            values = np.concatenate([np.asarray(a, dtype=dt).reshape(-1) for a in args])
         if values.size != cls._length_:
-            raise ValueError(f"{cls.__name__} takes {cls._length_} components, got {values.size}")
+            raise ValueError(f"Invalid number of arguments in {kind} constructor, expected "
+                             f"{cls._length_} elements, got {values.size}")
         return values.reshape(cls._shape_).view(cls)
 
     def __array_finalize__(self, obj):
@@ -115,6 +130,30 @@ class Composite(np.ndarray):
 
 def _rebuild(cls, values):
     return cls(values)
+
+
+def _as_shown(row):
+    """A row as Warp's constructor error shows it: tuples as they are, values as lists."""
+    return row if isinstance(row, tuple) else np.asarray(row).tolist()
+
+
+def _transform_parts(cls, args, parts):
+    """``(p, q)`` of ``transform(p=..., q=...)`` (keywords, or one positional and the other
+    keyword), with Python's errors for unknown or repeated arguments."""
+    if cls._wp_kind_ != "transformation":
+        name = next(iter(parts))
+        raise TypeError(f"got an unexpected keyword argument '{name}'")
+    names = ["p", "q"]
+    bound = dict(zip(names, args))
+    for k, v in parts.items():
+        if k not in names:
+            raise TypeError(f"got an unexpected keyword argument '{k}'")
+        if k in bound:
+            raise TypeError(f"multiple values for argument '{k}'")
+        bound[k] = v
+    p = bound.get("p", (0.0, 0.0, 0.0))
+    q = bound.get("q", (0.0, 0.0, 0.0, 1.0))
+    return (p, q)
 
 
 _COMPOSITES = {}
@@ -138,14 +177,19 @@ def _composite(kind, shape, dtype, base_name):
     return cls
 
 
+def _generic_dtype(dtype):
+    """``typing.Any`` or a TypeVar such as ``wp.Float``: a generic annotation's dtype."""
+    return dtype is typing.Any or isinstance(dtype, typing.TypeVar)
+
+
 def vector(length, dtype=float32):
     """The vector type of ``length`` components of scalar ``dtype`` (``wp.types.vector``).
 
     With ``typing.Any`` as length or dtype it is a generic annotation (see
     :func:`weft.typeinfo.generic_composite`)."""
-    if length is typing.Any or dtype is typing.Any:
+    if length is typing.Any or _generic_dtype(dtype):
         from .typeinfo import generic_composite
-        return generic_composite("vector", (length,), dtype if dtype is typing.Any else
+        return generic_composite("vector", (length,), dtype if _generic_dtype(dtype) else
                                  as_scalar_type(dtype))
     return _composite("vector", (int(length),), dtype, f"vec{int(length)}")
 
@@ -153,9 +197,9 @@ def vector(length, dtype=float32):
 def matrix(shape, dtype=float32):
     """The row-major matrix type of ``shape=(rows, cols)`` (``wp.types.matrix``); with
     ``typing.Any`` in the shape or as dtype a generic annotation, as :func:`vector`."""
-    if typing.Any in tuple(shape) or dtype is typing.Any:
+    if typing.Any in tuple(shape) or _generic_dtype(dtype):
         from .typeinfo import generic_composite
-        return generic_composite("matrix", tuple(shape), dtype if dtype is typing.Any else
+        return generic_composite("matrix", tuple(shape), dtype if _generic_dtype(dtype) else
                                  as_scalar_type(dtype))
     rows, cols = (int(s) for s in shape)
     return _composite("matrix", (rows, cols), dtype, f"mat{rows}{cols}")
