@@ -113,4 +113,6 @@ from .runtime.modules import (Module, get_module, set_module_options,  # noqa: E
 from .timing import ScopedTimer  # noqa: E402,F401
 from .constants import *  # noqa: E402,F401,F403
 from .runtime.kernel_compat import Kernel  # noqa: E402,F401,F811
+from .runtime.declarations import overload, func_native  # noqa: E402,F401
+from .typeinfo import Int, Float, Scalar  # noqa: E402,F401
 from . import utils  # noqa: E402,F401

@@ -296,6 +296,17 @@ _SHORT = {T.float16: "h", T.float32: "f", T.float64: "d", T.int8: "b", T.int16: 
 
 
 # ---------------------------------------------------------------------------------------------
+# generic scalar annotations (Warp's wp.Int, wp.Float, wp.Scalar: constrained TypeVars)
+
+Int = typing.TypeVar("Int", builtins.int, T.int8, T.uint8, T.int16, T.uint16, T.int32, T.uint32,
+                     T.int64, T.uint64)
+Float = typing.TypeVar("Float", builtins.float, T.float16, T.bfloat16, T.float32, T.float64)
+Scalar = typing.TypeVar("Scalar", builtins.int, builtins.float, T.int8, T.uint8, T.int16,
+                        T.uint16, T.int32, T.uint32, T.int64, T.uint64, T.float16, T.bfloat16,
+                        T.float32, T.float64)
+
+
+# ---------------------------------------------------------------------------------------------
 # generic composite types: wp.types.vector(length=Any, dtype=...), matrix(shape=(Any, Any), ...)
 
 class _GenericMeta(type):
@@ -310,6 +321,8 @@ def generic_composite(kind, shape, dtype):
     (``wp.types.vector(length=Any, dtype=float32)``). It prints as written and is only an
     annotation: no values of it can be built."""
     def name(x):
+        if isinstance(x, typing.TypeVar):
+            return x.__name__
         return "Any" if x is typing.Any else type_repr(x)
     if kind == "vector":
         text = f"vector(length={name(shape[0])}, dtype={name(dtype)})"

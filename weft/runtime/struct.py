@@ -127,9 +127,8 @@ def struct(cls):
     hints = typing.get_type_hints(cls, vars(module) if module else None) \
         if any(isinstance(a, str) for a in cls.__dict__.get("__annotations__", {}).values()) \
         else dict(cls.__dict__.get("__annotations__", {}))
+    # a struct may have no members (as in Warp): it is then passed as nothing at all
     fields = {name: _member_type(cls, name, value) for name, value in hints.items()}
-    if not fields:
-        raise TypeError(f"struct {cls.__name__} has no annotated members")
     names = list(fields)
 
     def __init__(self, *args, **kwargs):
