@@ -115,6 +115,19 @@ def type_size_in_bytes(dtype):
     raise TypeError(f"Invalid data type: {dtype}")
 
 
+def strides_from_shape(shape, dtype):
+    """Row-major byte strides of an array of ``shape`` with ``dtype`` elements."""
+    out, step = [], type_size_in_bytes(dtype)
+    for n in reversed(tuple(shape)):
+        out.append(step)
+        step *= n
+    return tuple(reversed(out))
+
+
+non_atomic_types = (T.int8, T.uint8, T.int16, T.uint16)
+"""Scalar types that Warp's atomics do not support."""
+
+
 # ---------------------------------------------------------------------------------------------
 # predicates on types
 

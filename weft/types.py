@@ -365,7 +365,8 @@ from .typeinfo import (np_dtype_to_warp_type, warp_type_to_np_dtype,  # noqa: E4
                        type_is_scalar, type_is_vector, type_is_matrix, type_is_quaternion,
                        type_is_transformation, type_is_composite, type_is_value, type_is_struct,
                        type_is_array, type_is_tile, is_array, is_quaternion, is_transformation,
-                       is_value, is_tile, types_equal, type_repr)
+                       is_value, is_tile, types_equal, type_repr, strides_from_shape,
+                       non_atomic_types)
 
 vector_types = tuple(VECTOR_ALIASES[f"vec{n}{s}"] for n in (2, 3, 4)
                      for s in ("b", "ub", "s", "us", "i", "ui", "l", "ul", "h", "f", "d")) + (

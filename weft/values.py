@@ -159,6 +159,9 @@ class CompositeValue:
             bad = next(v for v in value if isinstance(v, CompositeValue))
             raise TypeError(f"Expected to assign a slice from a sequence of `{name}` values but "
                             f"got `{_type_repr(type(bad))}` instead")
+        if isinstance(key, slice) and isinstance(value, (list, tuple)) and \
+                len(value) != len(range(*key.indices(self._shape_[0]))):
+            raise ValueError("Can only assign sequence of same size")
         np.ndarray.__setitem__(self.view(np.ndarray), key, value)
 
     # ----------------------------------------------------------------------- matrices

@@ -249,3 +249,28 @@ def test_views_launch_in_kernels():
     view = base[1::2]
     wp.launch(double, dim=view.shape[0], inputs=[view])
     assert base.numpy().tolist() == [0, 2, 2, 6, 4, 10, 6, 14]
+
+
+def test_clone_is_recorded_and_copies_gradients():
+    x = wp.array([1.0, 2.0, 3.0], dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        y = wp.clone(x)
+    tape.backward(grads={y: wp.array([1.0, 1.0, 1.0], dtype=float)})
+    assert x.grad.numpy().tolist() == [1, 1, 1] and y.grad.numpy().tolist() == [0, 0, 0]
+    g = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+    g.grad.fill_(7.0)
+    assert wp.clone(g, requires_grad=True).grad.numpy().tolist() == [7, 7]  # Warp 1.19
+    assert wp.clone(g, requires_grad=False).grad is None
+
+
+def test_empty_arrays_and_aliasing():
+    e = wp.zeros((1, 0), dtype=wp.vec2f)
+    assert e.ptr is None and wp.zeros(0).ptr is None
+    assert e.__array_interface__["strides"] == (0, 8, 4) and e.__array_interface__["data"][0]
+    assert np.asarray(e).shape == (1, 0, 2)
+    an = np.ones(4, np.int32)
+    w = wp.array(an, dtype=int, copy=False)
+    assert w._ref is an and w.ptr == an.ctypes.data
+    assert wp.types.strides_from_shape((2, 3), wp.vec3) == (36, 12)
+    assert wp.types.non_atomic_types == (wp.int8, wp.uint8, wp.int16, wp.uint16)

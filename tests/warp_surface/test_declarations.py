@@ -116,3 +116,11 @@ def test_empty_struct():
     n.z = 7
     wp.launch(k, dim=2, inputs=[Empty(), n, out])
     assert out.numpy().tolist() == [7, 7]
+
+
+def test_struct_class_and_inheritance():
+    assert Nest.cls is Nest and isinstance(Nest(), Nest.cls)
+    with pytest.raises(RuntimeError, match="Warp structs must be defined as base classes$"):
+        @wp.struct
+        class Child(Nest):
+            y: int

@@ -100,3 +100,11 @@ def test_values_are_new_memory_and_numpy_dtypes():
     assert np.array([1, 0], dtype=wp.bool).dtype == np.bool_
     assert repr(wp.vec3(1.0, 2.0, 3.0) * 2.0) == "vec3f([2.0, 4.0, 6.0])"
     assert repr(-wp.vec3(1.0, 2.0, 3.0)) == "vec3f([-1.0, -2.0, -3.0])"
+
+
+def test_slice_assignment_length():
+    v = wp.vec3i(1, 2, 3)
+    with pytest.raises(ValueError, match="Can only assign sequence of same size"):
+        v[:1] = (1, 2)
+    v[1:] = (5, 6)
+    assert v.tolist() == [1, 5, 6]

@@ -215,6 +215,8 @@ class array:
             src, self.dtype = _host_data(data, _as_dtype(dtype), shape)
             if copy and not self.device.is_cuda:
                 src = np.array(src, copy=True, order="C")
+            elif not copy and isinstance(data, np.ndarray) and np.shares_memory(src, data):
+                self._ref = data  # aliases the caller's numpy memory (Warp keeps it in _ref)
             self._data = src
         else:
             self.dtype = _as_dtype(T.float32 if dtype is typing.Any else dtype)
@@ -333,8 +335,8 @@ class array:
     @property
     def ptr(self):
         """Address of the first element (a device pointer on CUDA); None for annotations."""
-        if self._data is None:
-            return None
+        if self._data is None or self._data.size == 0:
+            return None  # no memory (Warp: None for annotations and empty arrays)
         if self.device.is_cuda:
             return int(self._data.__cuda_array_interface__["data"][0])
         return int(self._data.__array_interface__["data"][0])
@@ -407,7 +409,11 @@ class array:
     def __array_interface__(self):
         if self.device.is_cuda:
             raise AttributeError("a CUDA array has __cuda_array_interface__, not __array_interface__")
-        return self._data.__array_interface__
+        iface = self._data.__array_interface__
+        if self._data.size == 0:  # numpy's zero strides for empty data; Warp's row-major ones
+            iface = dict(iface, strides=self.strides + _c_strides(
+                T.element_shape(self.dtype), self._data.itemsize))
+        return iface
 
     @property
     def __cuda_array_interface__(self):

@@ -101,13 +101,13 @@ def full_like(src, value, device=None, requires_grad=None, pinned=None, **kw):
 
 
 def clone(src, device=None, requires_grad=None, pinned=None, **kw):
-    """A contiguous copy of ``src`` in new memory. As in Warp, the gradient is copied too,
-    unless ``requires_grad`` is given (then the clone's gradient starts at zero)."""
+    """A contiguous copy of ``src`` in new memory, made as Warp 1.19 makes it: an empty array
+    (with a gradient when ``requires_grad``, by default when ``src`` has one) and ``wp.copy``, so
+    the gradient is copied too when both have one, and inside a ``wp.Tape`` the clone is
+    recorded (its adjoint adds the clone's gradient to ``src``'s)."""
     rg = src.requires_grad if requires_grad is None else requires_grad
-    out = array(np.ascontiguousarray(src.numpy()), dtype=src.dtype, device=device or src.device,
-                requires_grad=rg, copy=True)
-    if requires_grad is None and src.grad is not None and out.grad is not None:
-        out.grad.assign(src.grad)
+    out = empty(src.shape, dtype=src.dtype, device=device or src.device, requires_grad=rg)
+    copy(out, src)
     return out
 
 
