@@ -161,6 +161,10 @@ _SUFFIX = {float16: "h", float32: "f", float64: "d", int8: "b", uint8: "ub", int
            uint16: "us", int32: "i", uint32: "ui", int64: "l", uint64: "ul", bool: "bool"}
 
 
+_GENERIC_NAME = {"vector": "vec_t", "matrix": "mat_t", "quaternion": "quat_t",
+                 "transformation": "transform_t"}  # Warp's generic class names
+
+
 def _composite(kind, shape, dtype, base_name):
     dtype = as_scalar_type(dtype)
     key = (kind, shape, dtype)
@@ -172,6 +176,7 @@ def _composite(kind, shape, dtype, base_name):
         name = f"{base_name}{_SUFFIX[dtype]}"
         cls = type(name, (Composite,), {"_shape_": shape, "_length_": length,
                                          "_wp_scalar_type_": dtype, "_wp_kind_": kind,
+                                         "_wp_generic_type_str_": _GENERIC_NAME[kind],
                                          "__module__": __name__})
         _COMPOSITES[key] = cls
     return cls

@@ -97,6 +97,7 @@ def test_numpy_conversions():
 
 def test_type_lists():
     assert len(T.vector_types) == 54
+    assert (wp.vec3._wp_generic_type_str_, wp.mat22._wp_generic_type_str_) == ("vec_t", "mat_t")
     assert T.int_types == (wp.int8, wp.uint8, wp.int16, wp.uint16, wp.int32, wp.uint32,
                            wp.int64, wp.uint64)
     assert T.float_types == (wp.float16, wp.float32, wp.float64)  # Warp adds bfloat16
