@@ -17,8 +17,7 @@ import operator
 import numpy as np
 
 from . import types as T
-from .runtime.array import array
-from .runtime.array_ops import empty, zeros
+from .runtime.array_ops import empty
 from .typeinfo import type_repr, type_scalar_type, types_equal
 
 __all__ = ["array_sum", "array_inner", "array_scan", "radix_sort_pairs", "segmented_sort_pairs",
@@ -335,6 +334,3 @@ def array_cast(in_array, out_array, count=None):
     def put(data):
         data.reshape((out_array.size,) + oshape)[:n] = vals
     out_array._write(put)
-
-
-del array, zeros

@@ -16,7 +16,7 @@ import typing
 import numpy as np
 
 from .. import types as T
-from .array import _as_dtype, _as_shape, _infer_dtype, array
+from .array import _as_dtype, _as_shape, array
 
 
 def _shape(shape, n=None):
