@@ -14,6 +14,7 @@ that representation lives in the transpiler, not here.
 from __future__ import annotations
 
 import builtins
+import ctypes
 import typing
 from dataclasses import dataclass
 
@@ -26,34 +27,43 @@ from .values import CompositeValue
 
 
 class Scalar:
-    """Base class of scalar types. ``float32(1.5)`` returns ``numpy.float32(1.5)``."""
+    """Base class of scalar types. ``float32(1.5)`` returns ``numpy.float32(1.5)``; integer
+    types wrap to their width as C casts do (``uint8(-2)`` is 254, as in Warp)."""
 
     _np_ = None
     _kind_ = None  # "float", "int", "uint" or "bool"
 
     def __new__(cls, value=0):
+        if cls._kind_ in ("int", "uint") and isinstance(value, (builtins.int, np.integer,
+                                                                builtins.float, np.floating)):
+            bits = 8 * np.dtype(cls._np_).itemsize
+            v = builtins.int(value) & ((1 << bits) - 1)
+            if cls._kind_ == "int" and v >= 1 << (bits - 1):
+                v -= 1 << bits
+            return cls._np_(v)
         return cls._np_(value)
 
 
-def _scalar(name, np_type, kind):
+def _scalar(name, np_type, kind, ctype):
     # __numpy_dtype__ (NumPy 2.4's protocol, as Warp's scalar types): np.dtype(wp.float32) is
-    # float32 and np.zeros(3, dtype=wp.float16) works
+    # float32 and np.zeros(3, dtype=wp.float16) works; _type_ is the ctypes type of the storage,
+    # as Warp's (programs wrap integers with wp.uint8._type_(x).value)
     return type(name, (Scalar,), {"_np_": np_type, "_kind_": kind, "__module__": __name__,
-                                  "__numpy_dtype__": np.dtype(np_type)})
+                                  "__numpy_dtype__": np.dtype(np_type), "_type_": ctype})
 
 
-bool = _scalar("bool", np.bool_, "bool")  # noqa: A001 - Warp's name
-int8 = _scalar("int8", np.int8, "int")
-uint8 = _scalar("uint8", np.uint8, "uint")
-int16 = _scalar("int16", np.int16, "int")
-uint16 = _scalar("uint16", np.uint16, "uint")
-int32 = _scalar("int32", np.int32, "int")
-uint32 = _scalar("uint32", np.uint32, "uint")
-int64 = _scalar("int64", np.int64, "int")
-uint64 = _scalar("uint64", np.uint64, "uint")
-float16 = _scalar("float16", np.float16, "float")
-float32 = _scalar("float32", np.float32, "float")
-float64 = _scalar("float64", np.float64, "float")
+bool = _scalar("bool", np.bool_, "bool", ctypes.c_bool)  # noqa: A001 - Warp's name
+int8 = _scalar("int8", np.int8, "int", ctypes.c_int8)
+uint8 = _scalar("uint8", np.uint8, "uint", ctypes.c_uint8)
+int16 = _scalar("int16", np.int16, "int", ctypes.c_int16)
+uint16 = _scalar("uint16", np.uint16, "uint", ctypes.c_uint16)
+int32 = _scalar("int32", np.int32, "int", ctypes.c_int32)
+uint32 = _scalar("uint32", np.uint32, "uint", ctypes.c_uint32)
+int64 = _scalar("int64", np.int64, "int", ctypes.c_int64)
+uint64 = _scalar("uint64", np.uint64, "uint", ctypes.c_uint64)
+float16 = _scalar("float16", np.float16, "float", ctypes.c_uint16)  # half bits, as Warp
+float32 = _scalar("float32", np.float32, "float", ctypes.c_float)
+float64 = _scalar("float64", np.float64, "float", ctypes.c_double)
 
 int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 float_types = (float16, float32, float64)
@@ -98,24 +108,26 @@ class Composite(CompositeValue, np.ndarray):
 
     def __new__(cls, *args, dtype=None, **parts):
         dt = cls._wp_scalar_type_._np_
-        if parts:  # wp.transform(p=..., q=...)
-            args = _transform_parts(cls, args, parts)
+        if cls._wp_kind_ == "transformation":
+            args = _transform_args(args, parts)
+        elif parts:
+            raise TypeError(f"got an unexpected keyword argument '{next(iter(parts))}'")
         kind = "matrix" if cls._wp_kind_ == "matrix" else "vector"
         if len(args) == 0:
             values = np.zeros(cls._length_, dtype=dt)
             if cls._wp_kind_ == "transformation":
                 values[6] = 1  # Warp's Python-scope transform() is the identity (in kernels: 0)
         elif len(args) == 1 and np.ndim(args[0]) > 0:
-            values = np.array(args[0], dtype=dt).reshape(-1)  # a new value, never a view
+            values = np.array(_components(args[0], cls), dtype=dt).reshape(-1)  # never a view
         elif len(args) == 1:
-            values = np.full(cls._length_, args[0], dtype=dt)
+            values = np.full(cls._length_, _components(args[0], cls), dtype=dt)
         else:
             if kind == "matrix" and len(args) == cls._shape_[0] and np.ndim(args[0]) > 0:
                 for row in args:  # rows
                     if np.size(row) != cls._shape_[1]:
                         raise TypeError(f"Invalid argument in matrix constructor, expected row "
                                         f"of length {cls._shape_[1]}, got {_as_shown(row)}")
-            values = np.concatenate([np.asarray(a, dtype=dt).reshape(-1) for a in args])
+            values = np.concatenate([_components(a, cls).reshape(-1) for a in args])
         if values.size != cls._length_:
             raise ValueError(f"Invalid number of arguments in {kind} constructor, expected "
                              f"{cls._length_} elements, got {values.size}")
@@ -132,28 +144,55 @@ def _rebuild(cls, values):
     return cls(values)
 
 
+def _components(a, cls):
+    """``a`` as the composite's scalar type; integers out of its range wrap as C casts do
+    (Warp stores components in ctypes: ``vec3ub(1, -2, 3)`` holds 254)."""
+    st = cls._wp_scalar_type_
+    try:
+        return np.asarray(a, dtype=st._np_)
+    except OverflowError:
+        wrap = np.frompyfunc(lambda x: st(x), 1, 1)
+        return wrap(np.asarray(a, dtype=object)).astype(st._np_)
+
+
 def _as_shown(row):
     """A row as Warp's constructor error shows it: tuples as they are, values as lists."""
     return row if isinstance(row, tuple) else np.asarray(row).tolist()
 
 
-def _transform_parts(cls, args, parts):
-    """``(p, q)`` of ``transform(p=..., q=...)`` (keywords, or one positional and the other
-    keyword), with Python's errors for unknown or repeated arguments."""
-    if cls._wp_kind_ != "transformation":
-        name = next(iter(parts))
-        raise TypeError(f"got an unexpected keyword argument '{name}'")
-    names = ["p", "q"]
-    bound = dict(zip(names, args))
-    for k, v in parts.items():
-        if k not in names:
+def _transform_args(args, parts):
+    """The arguments of ``transform(...)`` in the constructor's general forms, with Warp's
+    rules: ``(p, q)`` positionally or as keywords (each a sequence; the missing one is the
+    identity's), one sequence of 3 (``p``) or 7 (all components), one scalar filling every
+    component, or the 7 components."""
+    for k in parts:
+        if k not in ("p", "q"):
             raise TypeError(f"got an unexpected keyword argument '{k}'")
+    if len(args) > 2:
+        if parts:
+            raise TypeError(f"multiple values for argument '{next(iter(parts))}'")
+        return args
+    if len(args) == 1 and not parts:
+        a = args[0]
+        if np.ndim(a) == 0:
+            if not isinstance(a, (builtins.int, builtins.float, np.generic)):
+                raise TypeError("Invalid argument in transformation constructor: expected a "
+                                f"scalar value, got {type(a).__name__}")
+            return args
+        if np.size(a) != 3:
+            return args
+    if not args and not parts:
+        return args
+    bound = dict(zip(["p", "q"], args))
+    for k, v in parts.items():
         if k in bound:
             raise TypeError(f"multiple values for argument '{k}'")
         bound[k] = v
-    p = bound.get("p", (0.0, 0.0, 0.0))
-    q = bound.get("q", (0.0, 0.0, 0.0, 1.0))
-    return (p, q)
+    for k, v in bound.items():
+        if np.ndim(v) == 0:
+            raise TypeError(f"Invalid argument '{k}' in transformation constructor: expected a "
+                            f"sequence, got {type(v).__name__}")
+    return (bound.get("p", (0.0, 0.0, 0.0)), bound.get("q", (0.0, 0.0, 0.0, 1.0)))
 
 
 _COMPOSITES = {}

@@ -56,6 +56,41 @@ class CompositeValue:
 
     __hash__ = None
 
+    # ----------------------------------------------------------------------- arithmetic
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """Integer vectors and matrices divide and take remainders as C (and Warp) do:
+        ``/`` truncates toward zero and keeps the integer type, ``%`` takes the dividend's
+        sign. Everything else is numpy's arithmetic."""
+        if method == "__call__" and ufunc in (np.true_divide, np.remainder) and \
+                len(inputs) == 2 and "out" not in kwargs:
+            comp = next(i for i in inputs if isinstance(i, CompositeValue))
+            if comp._wp_scalar_type_._kind_ in ("int", "uint"):
+                a, b = (np.asarray(i) for i in inputs)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    if ufunc is np.true_divide:
+                        q = np.floor_divide(a, b)
+                        q = q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
+                    else:
+                        q = np.fmod(a, b)
+                return np.asarray(q).astype(comp.dtype).view(type(comp))
+        comp = next(i for i in inputs if isinstance(i, CompositeValue)) if any(
+            isinstance(i, CompositeValue) for i in inputs) else self
+        plain = [i.view(np.ndarray) if isinstance(i, CompositeValue) else i for i in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, CompositeValue) else o
+                                  for o in kwargs["out"])
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        if method == "__call__" and isinstance(result, np.ndarray) and \
+                result.shape == comp.shape:
+            return result.view(type(comp))  # as numpy would: the value type is kept
+        if ufunc is np.matmul and isinstance(result, np.ndarray) and result.ndim in (1, 2):
+            from .types import _BY_NUMPY, matrix, vector
+            st = _BY_NUMPY.get(result.dtype)
+            if st is not None:  # matrix @ vector is a vector, as in Warp
+                t = vector(result.shape[0], st) if result.ndim == 1 else matrix(result.shape, st)
+                return result.view(t)
+        return result
+
     # ----------------------------------------------------------------------- printing
     def __repr__(self):
         return f"{_type_repr(type(self))}({self.view(np.ndarray).tolist()})"
@@ -154,7 +189,8 @@ class CompositeValue:
         name = _scalar_name(type(self))
         if isinstance(value, str):
             raise TypeError(f"Expected to assign a `{name}` value but got `str` instead")
-        if isinstance(key, slice) and isinstance(value, (list, tuple)) and any(
+        row = isinstance(key, (int, np.integer)) and self._wp_kind_ == "matrix"
+        if (isinstance(key, slice) or row) and isinstance(value, (list, tuple)) and any(
                 isinstance(v, CompositeValue) for v in value):
             bad = next(v for v in value if isinstance(v, CompositeValue))
             raise TypeError(f"Expected to assign a slice from a sequence of `{name}` values but "

@@ -108,3 +108,49 @@ def test_slice_assignment_length():
         v[:1] = (1, 2)
     v[1:] = (5, 6)
     assert v.tolist() == [1, 5, 6]
+
+
+def test_integer_values_wrap_and_divide_as_c():
+    # Warp 1.19: components are stored as C types, integer / truncates, % keeps the sign
+    v3ub = wp.types.vector(3, wp.uint8)
+    assert v3ub(1, -2, 3).tolist() == [1, 254, 3]
+    assert (-v3ub(1, -2, 3)).tolist() == [255, 2, 253]
+    assert (v3ub(2, 4, 6) / wp.uint8(2)).tolist() == [1, 2, 3]
+    assert (wp.uint8(24) / v3ub(2, 4, 6)).tolist() == [12, 6, 4]
+    assert (v3ub(2, 4, 6) % v3ub(3, 3, 3)).tolist() == [2, 1, 0]
+    w = wp.vec3i(-7, 7, -8)
+    assert (w / wp.int32(2)).tolist() == [-3, 3, -4] and type(w / wp.int32(2)) is wp.vec3i
+    assert (w % wp.vec3i(2, 2, 3)).tolist() == [-1, 1, -2]
+    assert repr(wp.mat22(1.0, 2.0, 3.0, 4.0) @ wp.vec2(1.0, 1.0)) == "vec2f([3.0, 7.0])"
+    # scalar types: ctypes storage type as Warp's, integers wrap to their width
+    assert wp.uint8._type_(-2).value == 254 and wp.int8._type_(200).value == -56
+    assert wp.float16._type_ is __import__("ctypes").c_ushort
+    assert wp.uint8(-2) == 254 and wp.int8(200) == -56 and wp.int32(1.7) == 1
+
+
+def test_transform_constructor_forms():
+    # Warp 1.19's Python-scope transform constructor
+    comps = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    T = wp.transformh
+    assert [float(x) for x in T((1.0, 2.0, 3.0))] == [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
+    assert [float(x) for x in T(1.5)] == [1.5] * 7
+    assert [float(x) for x in T(True)] == [1.0] * 7
+    assert [float(x) for x in T(*comps)] == comps
+    assert [float(x) for x in T((1.0, 2.0, 3.0), (4.0, 5.0, 6.0, 7.0))] == comps
+    assert [float(x) for x in T(p=(1.0, 2.0, 3.0), q=(4.0, 5.0, 6.0, 7.0))] == comps
+    assert [float(x) for x in T(wp.transformd(*comps))] == comps
+    with pytest.raises(TypeError, match="expected a scalar value, got object"):
+        T(object())
+    with pytest.raises(TypeError, match="Invalid argument 'p' in transformation constructor: "
+                       "expected a sequence, got float"):
+        T(1.5, 2.5)
+    with pytest.raises(TypeError, match="Invalid argument 'q' in transformation constructor"):
+        T((1.0, 2.0, 3.0), 1.0)
+    with pytest.raises(TypeError, match="^multiple values for argument 'q'$"):
+        T(*comps, q=(8.0, 9.0, 10.0, 11.0))
+    with pytest.raises(TypeError, match="^got an unexpected keyword argument 'pos'$"):
+        T(*comps, pos=(8.0, 9.0, 10.0))
+    m = wp.mat22h(1, 2, 3, 4)
+    with pytest.raises(TypeError, match="Expected to assign a slice from a sequence of `float16` "
+                       "values but got `mat22h` instead"):
+        m[0] = (m,)
