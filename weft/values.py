@@ -198,6 +198,9 @@ class CompositeValue:
         if isinstance(key, slice) and isinstance(value, (list, tuple)) and \
                 len(value) != len(range(*key.indices(self._shape_[0]))):
             raise ValueError("Can only assign sequence of same size")
+        if self._wp_scalar_type_._kind_ in ("int", "uint") and not isinstance(value, str):
+            from .types import _components
+            value = _components(value, type(self))  # wraps as C storage: -1 in uint32
         np.ndarray.__setitem__(self.view(np.ndarray), key, value)
 
     # ----------------------------------------------------------------------- matrices

@@ -124,3 +124,16 @@ def test_struct_class_and_inheritance():
         @wp.struct
         class Child(Nest):
             y: int
+
+
+def test_overload_stub_finds_a_local_kernel():
+    @wp.kernel
+    def local_generic(x: Any):
+        pass
+
+    @wp.overload
+    def local_generic(x: wp.float64):  # noqa: F811
+        ...
+
+    assert isinstance(local_generic, wp.Kernel)
+    assert declared_overloads(local_generic) == [[wp.float64]]

@@ -154,3 +154,9 @@ def test_transform_constructor_forms():
     with pytest.raises(TypeError, match="Expected to assign a slice from a sequence of `float16` "
                        "values but got `mat22h` instead"):
         m[0] = (m,)
+
+
+def test_integer_component_assignment_wraps():
+    v = wp.types.vector(3, wp.uint32)(1, 2, 3)
+    v[0] = -1  # stored as C would: 2**32 - 1
+    assert v.tolist() == [4294967295, 2, 3]

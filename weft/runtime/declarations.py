@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import sys
 import textwrap
 import types
 import typing
@@ -92,12 +93,14 @@ def overload(kernel, arg_types=None):
         _overloads.setdefault(kernel, []).append(arg_list)
         return kernel
     if isinstance(kernel, types.FunctionType):
-        return _overload_stub(kernel)
+        # the kernel the stub names, where the stub is written (a function's locals included)
+        caller = sys._getframe(1)
+        found = caller.f_locals.get(kernel.__name__, caller.f_globals.get(kernel.__name__))
+        return _overload_stub(kernel, found)
     raise RuntimeError("wp.overload() needs a kernel, or decorates a kernel overload stub")
 
 
-def _overload_stub(fn):
-    kernel = fn.__globals__.get(fn.__name__)
+def _overload_stub(fn, kernel):
     if not isinstance(kernel, Kernel):
         raise RuntimeError(f"Failed to find a kernel named '{fn.__name__}' in module "
                            f"{fn.__module__}")
