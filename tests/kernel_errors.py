@@ -17,5 +17,5 @@ def kernel_error(tmp_path, params, body, name="bad_kernel", prelude=""):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     with pytest.raises(KernelError) as e:
-        mod.bad.module
+        mod.bad.compiled()
     return e.value

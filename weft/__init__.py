@@ -30,9 +30,9 @@ from .types import vector, matrix, quaternion, transformation  # noqa: E402
 globals().update(types.VECTOR_ALIASES)
 from .lang import func, func_grad, func_replay, func_tangent, Function  # noqa: E402
 from .runtime.kernel import kernel, Kernel  # noqa: E402
-from .runtime.array import (array, array2d, array3d, array4d, zeros, zeros_like,  # noqa: E402
-                            ones, ones_like, full, full_like, empty, empty_like, clone, copy,
-                            from_numpy)
+from .runtime.array import array, array2d, array3d, array4d  # noqa: E402
+from .runtime.array_ops import (zeros, zeros_like, ones, ones_like, full,  # noqa: E402
+                                full_like, empty, empty_like, clone, copy, from_numpy)
 from .runtime.device import (get_device, set_device, ScopedDevice, synchronize,  # noqa: E402
                              is_cuda_available, get_cuda_device_count, Device)
 from .runtime.launch import launch, jvp  # noqa: E402
@@ -61,3 +61,22 @@ def init():
 for _name, _decl in _namespace().items():
     globals().setdefault(_name, _decl)
 del _name, _decl
+
+
+# ---- Warp's Python-scope API (wp.types helpers, arrays, devices, modules, timers, errors) ------
+from .errors import (WarpCodegenError, WarpCodegenTypeError,  # noqa: E402,F401
+                     WarpCodegenAttributeError, WarpCodegenIndexError, WarpCodegenKeyError,
+                     WarpCodegenValueError, WarpDeterminismError)
+from .types import bfloat16, dtype_from_numpy, dtype_to_numpy  # noqa: E402,F401
+from .config import DeterministicMode  # noqa: E402,F401
+from .runtime.array import array1d  # noqa: E402,F401
+from .runtime.device import (get_devices, get_cuda_devices, get_cuda_device,  # noqa: E402,F401
+                             get_preferred_device, is_cpu_available, is_device_available,
+                             synchronize_device, map_cuda_device, unmap_cuda_device)
+from .runtime.modules import (Module, get_module, set_module_options,  # noqa: E402,F401
+                              get_module_options, load_module, force_load, clear_kernel_cache)
+from .timing import ScopedTimer  # noqa: E402,F401
+from .constants import *  # noqa: E402,F401,F403
+from .runtime.declarations import overload, func_native  # noqa: E402,F401
+from .typeinfo import Int, Float, Scalar  # noqa: E402,F401
+from . import utils  # noqa: E402,F401

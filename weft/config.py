@@ -25,3 +25,67 @@ mode = "release"
 #: check every launch's written arrays (and the adjoint's and tangent's) for NaN and Inf,
 #: raising ``weft.KernelFloatError`` naming the kernel and the array
 verify_fp = False
+
+# ---------------------------------------------------------------------------------------------
+# Warp's settings (``wp.config.*`` of Warp 1.19, with Warp's defaults), so that programs written
+# for Warp can read and set them. weft reads none of these yet unless said here; they are plain
+# settings. (``quiet`` and ``verbose`` are from earlier Warp versions and still set by programs.)
+
+from enum import IntEnum as _IntEnum  # noqa: E402
+
+
+class LaunchArrayAccessMode(_IntEnum):
+    """Warp's launch array-access checks (weft always checks devices before a launch)."""
+
+    RELAXED = 0
+    CHECKED = 1
+    STRICT = 2
+
+
+class DeterministicMode(_IntEnum):
+    """Warp's determinism modes for atomics (``wp.DeterministicMode``)."""
+
+    NOT_GUARANTEED = 0
+    RUN_TO_RUN = 1
+    GPU_TO_GPU = 2
+
+
+version = "1.19.0"  #: the Warp version whose Python API weft follows
+quiet = False
+verbose = False
+verbose_warnings = False
+verify_cuda = False
+print_launches = False
+optimization_level = None
+log_level = 20  # Warp's LOG_INFO
+verify_autograd_array_access = False
+enable_vector_component_overwrites = False
+legacy_scalar_return_types = False
+cache_kernels = True
+kernel_cache_dir = None  # weft's cache is $WEFT_CACHE_DIR (see weft.diskcache)
+cuda_output = None
+ptx_target_arch = None
+cuda_arch_suffix = None
+lineinfo = False
+line_directives = True
+compile_time_trace = False
+enable_backward = True
+enable_cpu_blocks = False
+default_grid_stride = True
+enable_mathdx_gemm = True
+enable_mathdx_solver = True
+enable_mathdx_fft = True
+cpu_compiler_flags = None
+llvm_cuda = False
+enable_graph_capture_module_load_by_default = True
+enable_mempools_at_init = True
+track_memory = False
+max_unroll = 16
+enable_tiles_in_stack_memory = True
+use_precompiled_headers = True
+legacy_cpu_linker = False
+load_module_max_workers = 0
+launch_array_access_mode = LaunchArrayAccessMode.RELAXED
+deterministic = DeterministicMode.NOT_GUARANTEED
+deterministic_max_records = 0
+deterministic_debug = False

@@ -4,12 +4,51 @@ User mistakes in kernel source are :class:`KernelError` (or a subclass) and prin
 ``file.py:LINE:COL: in kernel 'k':``, the source line, a caret, then the message.
 Launch argument mistakes are :class:`LaunchError`. Anything else that escapes weft is a bug in
 weft and says so (:class:`InternalError`).
+
+Warp's exception classes (``WarpCodegenError`` and its siblings, with Warp 1.19's bases) are
+defined here too, and weft's errors are also instances of the ones Warp raises for the same
+mistake, so code written for Warp catches them::
+
+    try:
+        wp.launch(k, ...)
+    except wp.WarpCodegenTypeError:       # or TypeError: a KernelTypeError is both
+        ...
 """
 from __future__ import annotations
 
 
-class KernelError(Exception):
+class WarpCodegenError(RuntimeError):
+    """Warp's general code-generation error (Warp 1.19: a ``RuntimeError``)."""
+
+
+class WarpCodegenTypeError(TypeError):
+    """Warp's type error during code generation (a ``TypeError``)."""
+
+
+class WarpCodegenAttributeError(AttributeError):
+    """Warp's attribute error during code generation (an ``AttributeError``)."""
+
+
+class WarpCodegenIndexError(IndexError):
+    """Warp's index error during code generation (an ``IndexError``)."""
+
+
+class WarpCodegenKeyError(KeyError):
+    """Warp's key error during code generation (a ``KeyError``)."""
+
+
+class WarpCodegenValueError(ValueError):
+    """Warp's value error during code generation (a ``ValueError``)."""
+
+
+class WarpDeterminismError(RuntimeError):
+    """Warp's error for operations that cannot run deterministically (a ``RuntimeError``)."""
+
+
+class KernelError(WarpCodegenError):
     """An error in a kernel or func's source, located at ``file:line:col``.
+
+    Also a ``WarpCodegenError`` (hence a ``RuntimeError``), as Warp's code-generation errors.
 
     Example::
 
@@ -30,6 +69,10 @@ class KernelError(Exception):
         self.kind = kind
         super().__init__(self._format())
 
+    def __str__(self):
+        # the formatted text, also for the KeyError-derived subclass (KeyError quotes its text)
+        return self.args[0] if self.args else ""
+
     def _format(self):
         """``file:line:col: in kernel 'k':``, the source line, a caret under the column, then
         the message (last, as Python's and Warp's own errors end with theirs)."""
@@ -49,8 +92,10 @@ class KernelError(Exception):
         return f"{text}\n{self.message}"
 
 
-class KernelTypeError(KernelError):
-    """A type mismatch or a call with argument types no signature accepts."""
+class KernelTypeError(KernelError, WarpCodegenTypeError):
+    """A type mismatch or a call with argument types no signature accepts.
+
+    Also a ``WarpCodegenTypeError`` (a ``TypeError``), as Warp raises for such mistakes."""
 
 
 class KernelValueError(KernelError, ValueError):
@@ -59,11 +104,15 @@ class KernelValueError(KernelError, ValueError):
 
 
 class KernelSyntaxError(KernelError):
-    """Python syntax that the kernel language does not support."""
+    """Python syntax that the kernel language does not support (a ``WarpCodegenError``, as
+    Warp's "Construct ... not supported in kernels")."""
 
 
-class KernelNameError(KernelError):
-    """A name that is not defined in the kernel, its module or weft."""
+class KernelNameError(KernelError, WarpCodegenKeyError, WarpCodegenAttributeError):
+    """A name that is not defined in the kernel, its module or weft.
+
+    Also a ``KeyError`` (Warp: "Referencing undefined symbol") and an ``AttributeError``
+    (Warp: "Could not find function wp.x", "`y` is not an attribute of ...")."""
 
 
 class LaunchError(TypeError):

@@ -57,7 +57,9 @@ def test_clone_copy_assign_fill_zero_reshape():
     gc = wp.clone(g)  # as Warp: requires_grad kept and the gradient values copied
     assert gc.requires_grad and gc.grad is not g.grad
     np.testing.assert_array_equal(gc.grad.numpy(), [7.0, 7.0])
-    np.testing.assert_array_equal(wp.clone(g, requires_grad=True).grad.numpy(), [0.0, 0.0])
+    # Warp 1.19 copies the gradient whenever both arrays have one (clone is empty + wp.copy)
+    np.testing.assert_array_equal(wp.clone(g, requires_grad=True).grad.numpy(), [7.0, 7.0])
+    assert wp.clone(g, requires_grad=False).grad is None
     c = wp.zeros(6, dtype=float)
     wp.copy(c, a)
     np.testing.assert_array_equal(c.numpy(), np.arange(6.0))
@@ -95,7 +97,9 @@ def test_annotation_forms():
 
 
 def test_bad_vector_data_shape():
-    with pytest.raises(ValueError):
+    # Warp 1.19 raises RuntimeError ("The inner dimensions of the input data are not compatible
+    # with the requested vector type vec3f: ...")
+    with pytest.raises(RuntimeError, match="inner dimensions"):
         wp.array(np.zeros((4, 2)), dtype=wp.vec3)
 
 

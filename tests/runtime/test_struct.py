@@ -208,7 +208,7 @@ def test_kernel_errors():
         out[0] = s.z
 
     with pytest.raises(KernelError, match=r"struct State has no member 'z'") as e:
-        unknown_member.module
+        unknown_member.compiled()
     assert "out[0] = s.z" in str(e.value) and "^" in str(e.value)
 
     @wp.kernel
@@ -218,4 +218,4 @@ def test_kernel_errors():
         out[0] = s.y
 
     with pytest.raises(KernelError, match=r"member 'y' of Inner has type float64, got vec3d"):
-        bad_member_type.module
+        bad_member_type.compiled()

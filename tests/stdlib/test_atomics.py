@@ -320,4 +320,4 @@ def test_bitwise_atomics_need_32_or_64_bit_integers(dtype):
         wp.atomic_or(a, 0, dtype(1))
 
     with pytest.raises(KernelError, match="needs an array of int32, uint32, int64 or uint64"):
-        bad.module
+        bad.compiled()

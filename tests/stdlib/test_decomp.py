@@ -489,4 +489,4 @@ def test_wrong_number_of_output_variables_is_a_kernel_error():
 
     with pytest.raises(KernelError, match=r"takes 1 input\(s\), then either nothing .* or 3 "
                                           r"output variables; got 3 arguments"):
-        two_outputs.module
+        two_outputs.compiled()

@@ -49,7 +49,7 @@ def cross_vec2(a: wp.vec2, out: wp.array(dtype=wp.vec2)):
 
 def test_wrong_type_call_of_a_kernel_language_builtin():
     with pytest.raises(KernelError) as e:
-        rotate_vec4.module
+        rotate_vec4.compiled()
     msg = str(e.value)
     assert "no signature of 'wp.quat_rotate' accepts (quatf, vec4f)" in msg
     assert "quat_rotate(q: quat, x: vec3) -> vec3" in msg
@@ -58,7 +58,7 @@ def test_wrong_type_call_of_a_kernel_language_builtin():
 
 def test_wrong_type_call_of_a_primitive_builtin():
     with pytest.raises(KernelError) as e:
-        cross_vec2.module
+        cross_vec2.compiled()
     msg = str(e.value)
     assert "no signature of 'cross' accepts (vec2f, vec2f)" in msg
     assert "out[0] = wp.cross(a, a)" in msg and "^" in msg

@@ -1,142 +1,166 @@
-"""``wp.array``: n-dimensional arrays of scalars, vectors or matrices, with gradients.
+"""``wp.array``: n-dimensional arrays of scalars, vectors, matrices or structs, with gradients.
 
-Data lives in a numpy array whose trailing dimensions hold the components of vector or matrix
-elements: an array of 1000 ``vec3`` has ``shape == (1000,)`` and ``numpy()`` of shape
-``(1000, 3)``. On the CPU ``numpy()`` is a view, not a copy.
+Data lives in a numpy array (a Numba device array on CUDA) whose trailing dimensions hold the
+components of vector or matrix elements: an array of 1000 ``vec3`` has ``shape == (1000,)`` and
+``numpy()`` of shape ``(1000, 3)``. On the CPU ``numpy()`` is a view, not a copy.
+
+As in Warp 1.19, slicing at Python scope gives a view sharing memory (and gradient), which may be
+non-contiguous; ``reshape``, ``flatten``, ``view`` and ``transpose`` are views too. Reading one
+element (``a[3]`` of a 1-d array) is refused: use ``numpy()`` or ``list()``.
 
 Example::
 
     >>> x = wp.array(np.zeros((4, 3)), dtype=wp.vec3, requires_grad=True)
-    >>> x.shape, x.grad.numpy().shape
-    ((4,), (4, 3))
+    >>> x.shape, x.strides, x.grad.numpy().shape
+    ((4,), (12,), (4, 3))
+    >>> x[1:3].shape, x[::2].is_contiguous
+    ((2,), False)
 """
 from __future__ import annotations
+
+import typing
 
 import numpy as np
 
 from .. import types as T
 from . import device as D
 from . import hazards
+from .array_data import (ARRAY_MAX_DIMS, _as_shape, _c_strides, _field_data, _from_ptr,
+                         _host_data)
 
 
-def _infer_dtype(data):
-    """numpy's dtype of the data, as Warp 1.19: ``[1, 2]`` is int64, ``[1.0, 2.5]`` float64."""
-    return T.as_scalar_type(np.asarray(data).dtype)
-
-
-def _struct_records(data, dtype):
-    """A structured numpy array from (nested lists of) struct instances."""
-    def rec(x):
-        if isinstance(x, dtype):
-            return x._record()
-        if isinstance(x, (list, tuple)):
-            return [rec(y) for y in x]
-        raise TypeError(f"an array of {dtype.__name__} needs {dtype.__name__} instances, got "
-                        f"{type(x).__name__}")
-    out = np.empty(np.shape(np.empty(_nested_shape(data), dtype=object)), dtype.numpy_dtype())
-    flat = out.reshape(-1)
-    for k, r in enumerate(_flatten_list(rec(data))):
-        flat[k] = r
-    return out
-
-
-def _nested_shape(x):
-    shape = []
-    while isinstance(x, (list, tuple)) and not isinstance(x, np.void):
-        shape.append(len(x))
-        if not x:
-            break
-        x = x[0]
-        if isinstance(x, tuple):  # a record
-            break
-    return tuple(shape)
-
-
-def _flatten_list(x):
-    if isinstance(x, list):
-        for y in x:
-            yield from _flatten_list(y)
-    else:
-        yield x
+def _as_dtype(dtype):
+    """A dtype given by a user as a weft type; ``typing.Any`` stays (generic annotation)."""
+    if dtype is typing.Any:
+        return dtype
+    if dtype is T.bfloat16:
+        raise TypeError("weft does not support bfloat16 arrays (use float16 or float32)")
+    return T.as_value_type(dtype)
 
 
 class array:
     """An array of ``dtype`` elements (see the module docstring).
 
-    ``wp.array(dtype=wp.vec3)`` without data is also the type annotation of kernel parameters.
+    ``wp.array(dtype=wp.vec3)`` without data or shape is the type annotation of kernel parameters
+    (also ``wp.array[wp.vec3]``, ``wp.array2d[float]``); ``dtype=typing.Any`` makes a generic
+    annotation.
     """
 
-    retain_grad = False  # Warp: the adjoint of a store into this array keeps its gradient
     _exposed = False     # handed to numpy (a view that may be written behind weft's back)
+    _weft_array_ = True  # recognised by weft.typeinfo without importing this module
 
-    def __init__(self, data=None, dtype=None, shape=None, ndim=None, device=None,
-                 requires_grad=False, copy=True, grad=None, retain_grad=False, **_warp_compat):
+    def __init__(self, data=None, dtype=typing.Any, shape=None, strides=None, ptr=None,
+                 capacity=None, device=None, pinned=False, copy=True, deleter=None, ndim=None,
+                 grad=None, requires_grad=False, retain_grad=False):
         self.device = D.get_device(device)
-        if retain_grad:
-            self.retain_grad = True
         self._grad = None
         self._requires_grad = False
-        if data is None and shape is None:  # an annotation: wp.array(dtype=float, ndim=2)
-            self.dtype = T.as_value_type(dtype if dtype is not None else T.float32)
+        self._retain_grad = False
+        self._ref = None  # the array this one is a view of (keeps its memory alive)
+        self.deleter = deleter
+        self.pinned = bool(pinned)
+        if dtype is None:
+            dtype = typing.Any
+        if shape is not None:
+            shape = _as_shape(shape)
+        if data is None and ptr is None and shape is None:  # an annotation
+            self.dtype = _as_dtype(dtype)
             self._ndim = ndim or 1
             self._data = None
             return
-        if data is None:
-            dtype = T.as_value_type(dtype if dtype is not None else T.float32)
-            shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-            self.dtype = dtype
-            self._data = np.zeros(shape + T.element_shape(dtype), T.numpy_dtype(dtype))
-        else:
+        if data is not None and ptr is not None:
+            raise RuntimeError("Can only construct arrays with either `data` or `ptr` arguments, "
+                               "not both")
+        if data is not None:
             if isinstance(data, array):
                 data = data.numpy()
-            if dtype is None and isinstance(data, (list, tuple)) and data and \
+            if dtype is typing.Any and isinstance(data, (list, tuple)) and data and \
                     T.is_struct(type(data[0])):
                 dtype = type(data[0])
-            if dtype is not None and T.is_struct(dtype) and not isinstance(data, np.ndarray):
-                data = _struct_records(data, dtype)
-            dtype = T.as_value_type(dtype) if dtype is not None else _infer_dtype(data)
-            self.dtype = dtype
-            np_dt = T.numpy_dtype(dtype)
-            src = np.asarray(data)
-            if copy or src.dtype != np_dt:
-                src = np.array(src, dtype=np_dt, copy=True)
-            elif isinstance(data, np.ndarray):
-                self._exposed = True  # the caller's numpy array is this array's memory
-            eshape = T.element_shape(dtype)
-            if eshape:
-                n = int(np.prod(eshape))
-                if src.shape[-len(eshape):] != eshape:
-                    if src.size % n or (src.ndim and src.shape[-1] != eshape[-1] and
-                                        src.shape[-1] != n):
-                        raise ValueError(f"data of shape {src.shape} does not hold "
-                                         f"{T.type_name(dtype)} elements")
-                    src = src.reshape(-1, *eshape)
-            if shape is not None:
-                shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-                src = src.reshape(shape + eshape)
+            src, self.dtype = _host_data(data, _as_dtype(dtype), shape)
+            if copy and not self.device.is_cuda:
+                src = np.array(src, copy=True, order="C")
+            elif not copy and isinstance(data, np.ndarray) and np.shares_memory(src, data):
+                self._ref = data  # aliases the caller's numpy memory (Warp keeps it in _ref)
+                self._exposed = True  # the caller may write it: tapes check what they read
             self._data = src
+        else:
+            self.dtype = _as_dtype(T.float32 if dtype is typing.Any else dtype)
+            eshape = T.element_shape(self.dtype)
+            if ptr is not None:
+                if self.device.is_cuda:
+                    raise NotImplementedError("weft: wp.array(ptr=...) is supported for CPU "
+                                              "memory only")
+                self._data = _from_ptr(int(ptr), self.dtype, shape, strides, capacity)
+            else:
+                self._data = np.zeros(shape + eshape, T.numpy_dtype(self.dtype))
+                if strides is not None:
+                    self._data = self._restrided(shape, strides)
         self._ndim = self._data.ndim - len(T.element_shape(self.dtype))
         if self.device.is_cuda:
             from numba import cuda
             self._data = cuda.to_device(np.ascontiguousarray(self._data))
         if grad is not None:
-            self._grad = grad
-            self._requires_grad = True
+            self.grad = grad
         elif requires_grad:
             self.requires_grad = True
+        if retain_grad:
+            self.retain_grad = True
+
+    def _restrided(self, shape, strides):
+        """Fresh zeroed storage of ``shape`` laid out with the given byte ``strides``."""
+        strides = tuple(int(s) for s in strides)
+        if len(strides) != len(shape):
+            raise ValueError(f"Invalid number of strides, expected {len(shape)} strides, got "
+                             f"{len(strides)}")
+        if any(s < 0 for s in strides):
+            raise NotImplementedError("Negative strides are not supported for newly allocated "
+                                      "arrays.")
+        esize = self._data.itemsize * int(np.prod(T.element_shape(self.dtype), dtype=np.int64))
+        extent = sum((n - 1) * s for n, s in zip(shape, strides)) + esize if all(shape) else 0
+        store = np.zeros(max(extent, 0), np.uint8)
+        inner = _c_strides(T.element_shape(self.dtype), self._data.itemsize)
+        out = np.lib.stride_tricks.as_strided(store.view(self._data.dtype) if extent else
+                                              np.zeros(0, self._data.dtype),
+                                              shape=self._data.shape, strides=(*strides, *inner))
+        return out
+
+    @classmethod
+    def _wrap(cls, data, dtype, device, ref=None, grad=None):
+        """An array over existing storage ``data`` (a view), without copying."""
+        out = cls.__new__(cls)
+        out.device = device
+        out.dtype = dtype
+        out._data = data
+        out._ndim = data.ndim - len(T.element_shape(dtype))
+        out._grad = grad
+        out._requires_grad = grad is not None
+        out._retain_grad = False
+        out._ref = ref
+        out.deleter = None
+        out.pinned = False
+        return out
 
     # ------------------------------------------------------------------------- typing
-    def __class_getitem__(cls, dtype):
-        return T.ArrayType(T.as_value_type(dtype), 1)
+    def __class_getitem__(cls, params):
+        """``wp.array[dtype]`` and ``wp.array[dtype, ndim]``: an annotation (``ArrayType``)."""
+        return annotation(params, 1)
 
     @property
     def _weft_array_type_(self):
         return T.ArrayType(self.dtype, self._ndim)
 
+    @property
+    def is_annotation(self):
+        """True for ``wp.array(dtype=...)`` without data: a type annotation, no memory."""
+        return self._data is None
+
     # ------------------------------------------------------------------------- properties
     @property
     def shape(self):
-        return self._data.shape[:self._ndim]
+        if self._data is None:
+            return (0,)  # an annotation, as Warp's
+        return tuple(self._data.shape[:self._ndim])
 
     @property
     def ndim(self):
@@ -144,7 +168,44 @@ class array:
 
     @property
     def size(self):
-        return int(np.prod(self.shape)) if self._data is not None else 0
+        return int(np.prod(self.shape, dtype=np.int64)) if self._data is not None else 0
+
+    @property
+    def strides(self):
+        """Bytes between successive elements along each dimension (Warp's ``strides``)."""
+        if self._data is None:
+            return None
+        if self._data.size == 0:  # numpy gives empty arrays zero strides; Warp row-major ones
+            return _c_strides(self.shape, self._element_bytes())
+        return tuple(int(s) for s in self._data.strides[:self._ndim])
+
+    @property
+    def is_contiguous(self):
+        """True when the elements lie densely in row-major order (``strides`` as ``shape``
+        implies)."""
+        if self._data is None:
+            return True
+        return self.strides == _c_strides(self.shape, self._element_bytes())
+
+    def _element_bytes(self):
+        return self._data.itemsize * int(np.prod(T.element_shape(self.dtype), dtype=np.int64))
+
+    @property
+    def capacity(self):
+        """Bytes addressable from ``ptr``, as Warp counts them: ``shape[0] * strides[0]`` (the
+        size in bytes of a contiguous array)."""
+        if self._data is None:
+            return 0
+        return self.shape[0] * self.strides[0]
+
+    @property
+    def ptr(self):
+        """Address of the first element (a device pointer on CUDA); None for annotations."""
+        if self._data is None or self._data.size == 0:
+            return None  # no memory (Warp: None for annotations and empty arrays)
+        if self.device.is_cuda:
+            return int(self._data.__cuda_array_interface__["data"][0])
+        return int(self._data.__array_interface__["data"][0])
 
     def __len__(self):
         return self.shape[0]
@@ -155,10 +216,23 @@ class array:
 
     @requires_grad.setter
     def requires_grad(self, value):
-        self._requires_grad = bool(value)
+        """``True`` allocates a zeroed gradient; ``False`` removes it (as Warp)."""
         if value and self._grad is None:
-            self._grad = array(np.zeros(self._data.shape, self._data.dtype), dtype=self.dtype,
-                               copy=False, device=self.device)
+            self._grad = array._wrap(self._zeros_like_storage(), self.dtype, self.device)
+        elif not value:
+            self._grad = None
+            self._retain_grad = False
+        self._requires_grad = bool(value)
+
+    def _zeros_like_storage(self):
+        """Zeroed storage of this array's shape and strides (for gradients of views)."""
+        if self.device.is_cuda:
+            from numba import cuda
+            return cuda.to_device(np.zeros(self._data.shape, self._data.dtype))
+        out = np.zeros(self._data.shape, self._data.dtype)
+        if self.is_contiguous:
+            return out
+        return self._restrided(self.shape, self.strides) if all(self.shape) else out
 
     @property
     def grad(self):
@@ -166,15 +240,47 @@ class array:
 
     @grad.setter
     def grad(self, g):
-        self._grad = g if (g is None or isinstance(g, array)) else array(g, dtype=self.dtype)
-        self._requires_grad = g is not None
+        """Assigning an array makes it the gradient (same dtype, shape and device, as Warp);
+        ``None`` removes the gradient."""
+        if g is None:
+            self._grad = None
+            self._requires_grad = False
+            return
+        if not isinstance(g, array):
+            g = array(g, dtype=self.dtype, device=self.device)
+        if g.dtype is not self.dtype:
+            raise ValueError(f"The given gradient array is incompatible: expected dtype "
+                             f"{T.type_name(self.dtype)}, got {T.type_name(g.dtype)}")
+        if g.shape != self.shape:
+            raise ValueError(f"The given gradient array is incompatible: expected shape "
+                             f"{self.shape}, got {g.shape}")
+        if g.device != self.device:
+            raise ValueError(f"The given gradient array is incompatible: expected device "
+                             f"{self.device}, got {g.device}")
+        self._grad = g
+        self._requires_grad = True
+
+    @property
+    def retain_grad(self):
+        """Warp's ``retain_grad``: the adjoint of a store into this array keeps its gradient."""
+        return self._retain_grad
+
+    @retain_grad.setter
+    def retain_grad(self, value):
+        if value and not self._requires_grad:
+            raise ValueError("retain_grad=True requires requires_grad=True")
+        self._retain_grad = bool(value)
 
     @property
     def __array_interface__(self):
         if self.device.is_cuda:
             raise AttributeError("a CUDA array has __cuda_array_interface__, not __array_interface__")
         self._exposed = True
-        return self._data.__array_interface__
+        iface = self._data.__array_interface__
+        if self._data.size == 0:  # numpy's zero strides for empty data; Warp's row-major ones
+            iface = dict(iface, strides=self.strides + _c_strides(
+                T.element_shape(self.dtype), self._data.itemsize))
+        return iface
 
     @property
     def __cuda_array_interface__(self):
@@ -184,7 +290,10 @@ class array:
 
     # ------------------------------------------------------------------------- data
     def numpy(self):
-        """The data as numpy: a view on the CPU, a copy from a CUDA device."""
+        """The data as numpy: a view on the CPU, a copy from a CUDA device. Vector and matrix
+        elements add trailing dimensions; structs give a structured array."""
+        if self._data is None:
+            return np.empty(0, np.float32)
         if self.device.is_cuda:
             return self._data.copy_to_host()
         self._exposed = True  # numpy may write it: tapes check what they read of it
@@ -203,47 +312,235 @@ class array:
         return self
 
     def list(self):
-        return self.numpy().tolist()
+        """The elements as a flat Python list: numbers, or values of the vector/matrix/struct
+        dtype (as Warp's ``array.list()``)."""
+        data = self.numpy()
+        if T.is_struct(self.dtype):
+            return [self.dtype.from_record(r) for r in data.reshape(-1)]
+        if T.is_composite(self.dtype):
+            return [self.dtype(v) for v in data.reshape((-1, *self.dtype._shape_))]
+        return data.reshape(-1).tolist()
 
     def __array__(self, dtype=None, copy=None):
         data = self.numpy()
         return data if dtype is None else data.astype(dtype)
 
     def fill_(self, value):
-        value = np.asarray(value, dtype=self._data.dtype)
+        """Set every element to ``value`` (a scalar, a vector/matrix or a sequence of its
+        components, a struct instance or 0 for structs)."""
+        if self.size == 0:
+            return self
+        try:
+            if T.is_struct(self.dtype):
+                if isinstance(value, self.dtype):
+                    value = value.numpy_value()
+                elif not isinstance(value, (np.ndarray, list, tuple)) and value == 0:
+                    value = self.dtype().numpy_value()
+                else:
+                    raise ValueError(f"Invalid initializer value for struct "
+                                     f"{self.dtype.__name__}, expected struct instance or 0")
+            elif T.is_composite(self.dtype):
+                value = np.asarray(self.dtype(value) if np.ndim(value) else
+                                   self.dtype(*([value] * self.dtype._length_)))
+            else:
+                if np.ndim(value) != 0:
+                    raise ValueError(f"expected a scalar, got {value!r}")
+                value = np.asarray(value).astype(self._data.dtype)
+        except Exception as e:  # noqa: BLE001 - Warp's message for any conversion failure
+            raise ValueError(f"Failed to convert the value to the array data type: {e}") from e
 
         def fill(d):
             d[...] = value
         return self._write(fill)
 
     def zero_(self):
-        return self.fill_(0)
+        """Set every element to zero."""
+        if self.size == 0:
+            return self
+
+        def zero(d):
+            d[...] = np.zeros((), d.dtype)
+        return self._write(zero)
 
     def assign(self, src):
-        data = src.numpy() if isinstance(src, array) else np.asarray(src)
+        """Copy ``src`` (an array, or anything ``wp.array(src, dtype=self.dtype)`` accepts) into
+        this array, as ``wp.copy(self, src)``."""
+        from .array_ops import copy
+        if not isinstance(src, array):
+            src = array(src, dtype=self.dtype, copy=False, device="cpu")
+        copy(self, src)
+        return self
 
-        def put(d):
-            d[...] = data.reshape(d.shape)
-        return self._write(put)
-
-    def reshape(self, shape):
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        out = array(self._data.reshape(tuple(shape) + T.element_shape(self.dtype)),
-                    dtype=self.dtype, copy=False, device=self.device)
-        if self._grad is not None:
-            out._grad = self._grad.reshape(shape)
+    # ------------------------------------------------------------------------- views
+    def _view(self, data, grad_fn, cls=None):
+        g = self._grad
+        out = array._wrap(data, self.dtype if cls is None else cls, self.device, ref=self)
+        if g is not None:
+            out._grad = grad_fn(g)
             out._requires_grad = self._requires_grad
         return out
 
+    def __getitem__(self, key):
+        """Slicing at Python scope: a view sharing memory and gradient, as Warp (``a[1:3]``,
+        ``a[:, 0]`` of a 2-d array). Reading one element is refused, as in Warp 1.19."""
+        if self._data is None:
+            raise RuntimeError("cannot index an array annotation")
+        if isinstance(key, (int, np.integer)):
+            if self._ndim == 1:
+                raise RuntimeError("Item indexing is not supported on wp.array objects")
+            key = (key,)
+        elif isinstance(key, (slice, array)):
+            key = (key,)
+        elif isinstance(key, tuple):
+            if len(key) > self._ndim:
+                raise RuntimeError(f"Invalid index: {key}")
+            if len(key) == self._ndim and not any(isinstance(k, (slice, array)) for k in key):
+                raise RuntimeError("Item indexing is not supported on wp.array objects")
+        else:
+            raise RuntimeError(f"Invalid index: {key}")
+        npkey = []
+        for dim, k in enumerate(key):
+            n = self.shape[dim]
+            if isinstance(k, array):
+                raise NotImplementedError("weft has no indexed arrays (wp.indexedarray): index "
+                                          "with slices or integers")
+            if isinstance(k, slice):
+                start = 0 if k.start is None else int(k.start)
+                stop = n if k.stop is None else int(k.stop)
+                step = 1 if k.step is None else int(k.step)
+                if step == 0:
+                    raise ValueError("slice step cannot be zero")
+                if start < 0:
+                    start += n
+                if stop < 0:
+                    stop += n
+                if not (0 <= start < n and 0 <= stop <= n and start <= stop):
+                    raise RuntimeError(f"Invalid indexing in slice: {start}:{stop}:{step}")
+                npkey.append(slice(start, stop, step))
+            else:
+                i = int(k)
+                if i < 0:
+                    i += n
+                if not 0 <= i < n:
+                    raise RuntimeError(f"Invalid indexing in slice: {k}")
+                npkey.append(i)
+        npkey = tuple(npkey)
+        if any(isinstance(k, slice) and k.step < 0 for k in npkey):
+            raise NotImplementedError("Negative strides are not supported")
+        return self._view(self._data[npkey], lambda g: g[key])
+
+    def reshape(self, shape):
+        """A view with another shape (contiguous arrays only; one -1 is inferred)."""
+        if not self.is_contiguous:
+            raise RuntimeError("Reshaping non-contiguous arrays is unsupported.")
+        if shape is None:
+            raise RuntimeError("shape parameter is required.")
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+        if len(shape) > ARRAY_MAX_DIMS:
+            raise RuntimeError(f"Arrays may only have {ARRAY_MAX_DIMS} dimensions maximum, "
+                               f"trying to create array with {len(shape)} dims.")
+        if shape.count(-1) > 1:
+            raise RuntimeError("Cannot infer shape if more than one index is -1.")
+        if -1 in shape:
+            rest = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+            shape = tuple(self.size // rest if d == -1 else d for d in shape)
+        if int(np.prod(shape, dtype=np.int64)) != self.size:
+            raise RuntimeError(f"cannot reshape array of shape {self.shape} (size {self.size}) "
+                               f"into shape {shape} (size {int(np.prod(shape))})")
+        data = self._data.reshape(shape + T.element_shape(self.dtype))
+        return self._view(data, lambda g: g.reshape(shape))
+
     def flatten(self):
+        """A 1-d view (contiguous arrays only)."""
+        if self._ndim == 1:
+            return self
+        if not self.is_contiguous:
+            raise RuntimeError("Flattening non-contiguous arrays is unsupported.")
         return self.reshape(-1)
 
-    def to(self, device):
+    def view(self, dtype):
+        """The same memory seen as another dtype (no copy): of equal size (``int32`` as
+        ``uint32``, ``vec4`` as ``quat``, ``vec4ub`` as ``uint32``), a vector/matrix as its
+        scalars (trailing dimensions more), or scalars as vectors/matrices (fewer)."""
+        dtype = _as_dtype(dtype)
+        from ..typeinfo import type_repr, type_size_in_bytes
+        size_new, size_old = type_size_in_bytes(dtype), type_size_in_bytes(self.dtype)
+        item_new, item_old = T.numpy_dtype(dtype).itemsize, self._data.itemsize
+        keep = self._ndim  # leading dimensions kept as they are
+        if size_new == size_old:
+            shape = self.shape
+        elif T.is_scalar(dtype) and T.is_composite(self.dtype):
+            if item_new != item_old:
+                raise TypeError(f"cannot create an array view with dtype {type_repr(dtype)} from "
+                                f"source dtype {type_repr(self.dtype)}: source scalar dtype "
+                                f"{type_repr(T.scalar_of(self.dtype))} has size {item_old} bytes, "
+                                f"but target dtype has size {size_new} bytes")
+            shape = self.shape + self.dtype._shape_
+        elif T.is_scalar(self.dtype) and T.is_composite(dtype):
+            if item_new != item_old:
+                raise TypeError(f"cannot create an array view with dtype {type_repr(dtype)} from "
+                                f"source dtype {type_repr(self.dtype)}: source dtype has size "
+                                f"{size_old} bytes, but target scalar dtype "
+                                f"{type_repr(T.scalar_of(dtype))} has size {item_new} bytes")
+            es = dtype._shape_
+            if self._ndim < len(es) or self.shape[-len(es):] != es:
+                raise RuntimeError(f"The shape of the source array {self.shape} is not "
+                                   f"compatible with the requested data type {T.type_name(dtype)}")
+            if self.strides[-len(es):] != _c_strides(es, item_old):
+                raise RuntimeError(f"The inner strides of the source array {self.strides} are "
+                                   f"not compatible with the requested data type "
+                                   f"{T.type_name(dtype)}")
+            keep = self._ndim - len(es)
+            shape = self.shape[:keep] or (1,)
+        else:
+            raise TypeError(f"cannot create an array view with dtype {type_repr(dtype)} from "
+                            f"source dtype {type_repr(self.dtype)}: source dtype has size "
+                            f"{size_old} bytes, but target dtype has size {size_new} bytes")
+        if T.is_struct(dtype) or T.is_struct(self.dtype):
+            raise TypeError("weft: array views to or from struct dtypes are not supported")
+        if self.device.is_cuda:
+            raise NotImplementedError("weft: array.view() of CUDA arrays is not supported yet")
+        inner = self._data.reshape(self._data.shape[:keep] + (-1,), copy=False)
+        data = inner.view(T.numpy_dtype(dtype))
+        data = data.reshape(shape + T.element_shape(dtype), copy=False)
+        return self._view(data, lambda g: g.view(dtype), cls=dtype)
+
+    def transpose(self, axes=None):
+        """A view with the dimensions permuted (reversed by default)."""
+        if self._ndim == 1:
+            return self
+        if axes is None:
+            axes = tuple(range(self._ndim))[::-1]
+        elif len(axes) != self._ndim:
+            raise RuntimeError("Length of parameter axes must be equal in length to array shape")
+        for a in axes:
+            if not isinstance(a, (int, np.integer)):
+                raise RuntimeError(f"axis index {a} is not of type int")
+            if a >= self._ndim:
+                raise RuntimeError(f"axis index {a} must be smaller than the number of axes in "
+                                   "array")
+        full = tuple(axes) + tuple(range(self._ndim, self._data.ndim))
+        if self.device.is_cuda:
+            from .array_ops import cuda_transpose
+            data = cuda_transpose(self._data, full)
+        else:
+            data = self._data.transpose(full)
+        return self._view(data, lambda g: g.transpose(axes))
+
+    def contiguous(self):
+        """This array if contiguous, else a contiguous copy."""
+        if self.is_contiguous:
+            return self
+        from .array_ops import clone
+        return clone(self)
+
+    def to(self, device, requires_grad=None):
+        """This array on ``device`` (itself if already there)."""
         device = D.get_device(device)
         if device == self.device:
             return self
-        return array(self.numpy(), dtype=self.dtype, device=device,
-                     requires_grad=self._requires_grad)
+        from .array_ops import clone
+        return clone(self, device=device, requires_grad=requires_grad)
 
     def field(self, name):
         """A view of one member of every element of an array of structs, as an array of the
@@ -253,125 +550,59 @@ class array:
         if cached is not None and cached[0] is self._grad:
             return cached[1]
         ftype = T.struct_fields(self.dtype)[name]
-        out = array.__new__(array)
-        out.device = self.device
-        out.dtype = ftype
-        out._ndim = self._ndim
-        out._data = _field_data(self._data, name, self.device)
-        out._grad = self._grad.field(name) if self._grad is not None else None
+        out = array._wrap(_field_data(self._data, name, self.device), ftype, self.device,
+                          ref=self, grad=self._grad.field(name) if self._grad is not None else
+                          None)
         out._requires_grad = self._requires_grad
         views[name] = (self._grad, out)
         return out
 
-    def __getitem__(self, key):
-        """Indexing at Python scope: sub-arrays stay weft arrays, elements are numpy values."""
-        view = self._data[key] if not self.device.is_cuda else self.numpy()[key]
-        if isinstance(view, np.ndarray) and view.ndim > len(T.element_shape(self.dtype)):
-            return array(view, dtype=self.dtype, copy=False, device=self.device)
-        return view
-
     def __repr__(self):
-        dev = "" if self.device.is_cpu else f", device={self.device}"
-        return f"array({self.numpy()!r}, dtype={T.type_name(self.dtype)}{dev})"
+        from ..typeinfo import type_repr
+        return type_repr(self)
 
     def __str__(self):
+        if self._data is None:
+            return f"array{self.dtype}"
         return str(self.numpy())
 
-
-def _field_data(data, name, device):
-    """The strided view of field ``name`` of structured array data (host or CUDA)."""
-    if not device.is_cuda or isinstance(data, np.ndarray):
-        return data[name]
-    if hasattr(data, "_ary"):  # the CUDA simulator's device array wraps numpy
-        return type(data)(data._ary[name])
-    fdt, offset = data.dtype.fields[name][:2]
-    shape = data.shape + fdt.shape
-    strides = data.strides + tuple(
-        np.empty(fdt.shape, fdt.base).strides) if fdt.shape else data.strides
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
-    return DeviceNDArray(shape, strides, fdt.base, gpu_data=data.gpu_data.view(offset))
+    def __matmul__(self, other):
+        raise TypeError("Matrix multiplication (@) is not supported for wp.array objects.")
 
 
-def _shape(shape, n=None):
-    if shape is None:
-        shape = n
-    return (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+# ---------------------------------------------------------------------------------------------
+# annotations: wp.array[T], wp.array1d[T] ... wp.array4d[T]
+
+def annotation(params, ndim):
+    """The annotation ``wp.arrayNd[dtype]`` (or ``wp.array[dtype, ndim]``) stands for: the same
+    ``ArrayType`` that ``wp.array(dtype=dtype, ndim=ndim)`` carries."""
+    if isinstance(params, tuple):
+        if len(params) != 2:
+            raise TypeError(f"wp.array expects 1 or 2 type parameters, got {len(params)}")
+        params, n = params
+        args = typing.get_args(n)
+        ndim = args[0] if typing.get_origin(n) is typing.Literal and args else n
+        if not isinstance(ndim, int):
+            raise TypeError(f"ndim must be an integer, got {ndim!r}")
+        if not 1 <= ndim <= ARRAY_MAX_DIMS:
+            raise ValueError(f"ndim must be between 1 and {ARRAY_MAX_DIMS}, got {ndim}")
+    return T.ArrayType(_as_dtype(params), ndim)
 
 
-def zeros(shape=None, dtype=float, device=None, requires_grad=False, n=None, **kw):
-    """An array of zeros: ``wp.zeros(10, dtype=wp.vec3, requires_grad=True)``."""
-    return array(shape=_shape(shape, n), dtype=T.as_value_type(dtype), device=device,
-                 requires_grad=requires_grad, retain_grad=kw.get("retain_grad", False))
+def _fixed_ndim(n):
+    class arrayNd:  # noqa: N801 - Warp's names
+        __doc__ = f"""``wp.array{n}d(...)`` is ``wp.array(..., ndim={n})``;
+        ``wp.array{n}d[dtype]`` the annotation of a {n}-d array of ``dtype``."""
+
+        def __new__(cls, *args, **kwargs):
+            kwargs.setdefault("ndim", n)
+            return array(*args, **kwargs)
+
+        def __class_getitem__(cls, dtype):
+            return annotation(dtype, n)
+
+    arrayNd.__name__ = arrayNd.__qualname__ = f"array{n}d"
+    return arrayNd
 
 
-def empty(shape=None, dtype=float, device=None, requires_grad=False, n=None, **kw):
-    return zeros(shape, dtype, device, requires_grad, n, **kw)
-
-
-def full(shape=None, value=0, dtype=None, device=None, requires_grad=False, n=None, **kw):
-    if dtype is None:
-        dtype = type(value) if T.is_composite(type(value)) else _infer_dtype(value)
-    a = zeros(shape, dtype, device, requires_grad, n, **kw)
-    return a.fill_(value)
-
-
-def ones(shape=None, dtype=float, device=None, requires_grad=False, n=None, **kw):
-    return full(shape, 1, dtype, device, requires_grad, n, **kw)
-
-
-def zeros_like(src, device=None, requires_grad=None, **kw):
-    rg = src.requires_grad if requires_grad is None else requires_grad
-    return zeros(src.shape, src.dtype, device or src.device, rg)
-
-
-def empty_like(src, device=None, requires_grad=None, **kw):
-    return zeros_like(src, device, requires_grad)
-
-
-def ones_like(src, device=None, requires_grad=None, **kw):
-    return zeros_like(src, device, requires_grad).fill_(1)
-
-
-def full_like(src, value, device=None, requires_grad=None, **kw):
-    return zeros_like(src, device, requires_grad).fill_(value)
-
-
-def clone(src, device=None, requires_grad=None, **kw):
-    """A copy of ``src`` in new memory. As in Warp, the gradient is copied too, unless
-    ``requires_grad`` is given (then the clone's gradient starts at zero)."""
-    rg = src.requires_grad if requires_grad is None else requires_grad
-    out = array(src.numpy(), dtype=src.dtype, device=device or src.device, requires_grad=rg,
-                copy=True)
-    if requires_grad is None and src.grad is not None and out.grad is not None:
-        out.grad.assign(src.grad.numpy())
-    return out
-
-
-def copy(dest, src, dest_offset=0, src_offset=0, count=0):
-    """Copy elements of ``src`` into ``dest`` (flattened, with offsets and count as Warp)."""
-    s = src.numpy().reshape((-1,) + T.element_shape(src.dtype))
-
-    def put(d):
-        d = d.reshape((-1,) + T.element_shape(dest.dtype))
-        n = count or min(len(s) - src_offset, len(d) - dest_offset)
-        d[dest_offset:dest_offset + n] = s[src_offset:src_offset + n]
-    dest._write(put)
-
-
-def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False):
-    return array(arr, dtype=dtype, shape=shape, device=device, requires_grad=requires_grad)
-
-
-def array2d(*args, **kw):
-    kw.setdefault("ndim", 2)
-    return array(*args, **kw)
-
-
-def array3d(*args, **kw):
-    kw.setdefault("ndim", 3)
-    return array(*args, **kw)
-
-
-def array4d(*args, **kw):
-    kw.setdefault("ndim", 4)
-    return array(*args, **kw)
+array1d, array2d, array3d, array4d = (_fixed_ndim(n) for n in (1, 2, 3, 4))

@@ -117,6 +117,13 @@ def referenced_values(obj):
             visit(child)
 
     visit(src.tree)
+    # the evaluated annotations: a name used only in an annotation is not in the function's
+    # closure, so a kernel made per dtype by a factory (``def make(dtype): @wp.kernel def
+    # k(a: wp.array(dtype=dtype))``) would otherwise get one key for every dtype
+    for a in src.tree.args.args:
+        ann = getattr(fn, "__annotations__", {}).get(a.arg)
+        if ann is not None and not isinstance(ann, str):
+            out.append(ann)
     return out
 
 

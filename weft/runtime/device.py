@@ -7,8 +7,47 @@ from ..errors import LaunchError
 
 
 class Device:
+    """A device arrays live on and kernels run on: ``"cpu"`` or ``"cuda:N"``. The attributes
+    Warp programs read are there, with Warp's values for the CPU (``name`` "CPU", ``arch`` 0,
+    ``ordinal`` -1)."""
+
     def __init__(self, alias):
         self.alias = alias
+        self.ordinal = -1 if alias == "cpu" else int(alias.partition(":")[2] or 0)
+        self.is_primary = False
+        self.is_uva = False
+        self.is_mempool_supported = False
+        self.is_ipc_supported = False
+        self.is_capturing = False
+        self.sm_count = 0
+        self.uuid = None
+        self.pci_bus_id = None
+
+    @property
+    def name(self):
+        if self.is_cpu:
+            return "CPU"
+        from numba import cuda
+        gpu = cuda.gpus[self.ordinal]
+        name = getattr(gpu, "name", b"CUDA")
+        return name.decode() if isinstance(name, bytes) else str(name)
+
+    @property
+    def arch(self):
+        """Compute capability as ``10 * major + minor`` (0 for the CPU)."""
+        if self.is_cpu:
+            return 0
+        from numba import cuda
+        major, minor = cuda.gpus[self.ordinal].compute_capability
+        return 10 * major + minor
+
+    @property
+    def total_memory(self):
+        return 0
+
+    @property
+    def free_memory(self):
+        return 0
 
     @property
     def is_cpu(self):
@@ -29,7 +68,8 @@ class Device:
     def __str__(self):
         return self.alias
 
-    __repr__ = __str__
+    def __repr__(self):
+        return f"'{self.alias}'"
 
 
 _CPU = Device("cpu")
@@ -96,3 +136,67 @@ def get_cuda_device_count():
         return 0
     from numba import cuda
     return len(cuda.gpus)
+
+
+# ---------------------------------------------------------------------------------------------
+# Warp's device queries
+
+
+def is_cpu_available():
+    """Always True: weft runs on the CPU."""
+    return True
+
+
+def is_device_available(device):
+    """Whether ``device`` (a Device or alias) can be used."""
+    try:
+        get_device(device)
+    except LaunchError:
+        return False
+    return True
+
+
+def get_devices():
+    """Every usable device: the CPU, then each CUDA device."""
+    return [_CPU] + get_cuda_devices()
+
+
+def get_cuda_devices():
+    """The CUDA devices (none without an NVIDIA GPU or Numba's CUDA simulator)."""
+    return [get_device(f"cuda:{i}") for i in range(get_cuda_device_count())]
+
+
+def get_cuda_device(ordinal=None):
+    """CUDA device ``ordinal`` (the first one by default)."""
+    return get_device("cuda" if ordinal is None else f"cuda:{ordinal}")
+
+
+def get_preferred_device():
+    """``cuda:0`` when a real CUDA device is present, else the CPU (Numba's CUDA simulator is
+    not preferred: it runs kernels in Python)."""
+    from numba import config as nbconfig
+    if not nbconfig.ENABLE_CUDASIM and get_cuda_device_count() > 0:
+        return get_device("cuda:0")
+    return _CPU
+
+
+def synchronize_device(device=None):
+    """Wait until the work launched on ``device`` has finished (CPU launches are
+    synchronous)."""
+    if get_device(device).is_cuda:
+        from numba import cuda
+        cuda.synchronize()
+
+
+def map_cuda_device(alias, context=None):
+    """Warp maps an external CUDA context to an alias; weft uses Numba's contexts, so only the
+    existing aliases are accepted (``"cuda:N"``), anything else is a RuntimeError as in Warp."""
+    try:
+        return get_device(alias)
+    except LaunchError:
+        raise RuntimeError(f"Unable to determine CUDA context for device alias '{alias}'") \
+            from None
+
+
+def unmap_cuda_device(alias):
+    """A no-op kept for Warp compatibility (see :func:`map_cuda_device`)."""

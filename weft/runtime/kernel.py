@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 from ..lang import (Function, UserFunction, func, func_grad, func_replay,  # noqa: F401
                     func_tangent)
@@ -24,9 +25,16 @@ class Kernel(UserFunction):
 
     _weft_kind = "kernel"
 
-    def __init__(self, pyfunc, options=None):
-        super().__init__(pyfunc)
-        self.key = pyfunc.__name__
+    def __init__(self, func=None, key=None, module=None, options=None, code_transformers=None,
+                 source=None):
+        """``wp.Kernel(func=f, key="name", options={...})`` as Warp (``@wp.kernel`` makes one
+        too); ``module`` is accepted and ignored: weft compiles each kernel on its own."""
+        if func is None:
+            raise TypeError("wp.Kernel() needs the kernel function (func=...)")
+        super().__init__(func)
+        self.key = func.__name__
+        if key is not None:  # generated functions are named after the key: an identifier
+            self.key = key if str(key).isidentifier() else re.sub(r"\W|^(?=\d)", "_", str(key))
         self.options = dict(options or {})
         self._compiled = {}
 
@@ -83,8 +91,10 @@ class Kernel(UserFunction):
 
     @property
     def module(self):
-        """The generated CPU module (transpiled and cached on first use)."""
-        return self.compiled("cpu").module
+        """Warp's ``kernel.module``: its ``options``, ``name`` and ``load`` are the Python
+        module's (:mod:`weft.runtime.modules`); any other attribute is the generated CPU module's
+        (transpiled on first use). ``compiled()`` gives weft's compiled kernel itself."""
+        return _ModuleView(self)
 
     def source(self, kind="all", target="cpu"):
         """Generated Python source: ``"forward"``, ``"adjoint"``, ``"tangent"`` or ``"all"``
@@ -95,6 +105,34 @@ class Kernel(UserFunction):
             return src
         return _extract_function(src, ck.abi.entries[kind]["cuda" if target == "cuda" else
                                                         target])
+
+
+class _ModuleView:
+    """``kernel.module``: Warp's module options in front of weft's generated module."""
+
+    __slots__ = ("_kernel",)
+
+    def __init__(self, kernel):
+        object.__setattr__(self, "_kernel", kernel)
+
+    @property
+    def _warp(self):
+        from .modules import get_module
+        return get_module(self._kernel.func.__module__)
+
+    @property
+    def options(self):
+        return self._warp.options
+
+    @property
+    def name(self):
+        return self._warp.name
+
+    def load(self, device=None, block_dim=None):
+        return self._warp.load(device, block_dim)
+
+    def __getattr__(self, name):
+        return getattr(self._kernel.compiled("cpu").module, name)
 
 
 def _extract_function(src, fname):
@@ -118,6 +156,6 @@ def kernel(f=None, *, enable_backward=None, module=None, **options):
     """Decorator making a Warp-style kernel (``@wp.kernel`` or ``@wp.kernel(...)``)."""
     if f is None:
         return functools.partial(kernel, enable_backward=enable_backward, module=module, **options)
-    return Kernel(f, options)
+    return Kernel(f, options=options)
 
 

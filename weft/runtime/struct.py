@@ -123,13 +123,14 @@ def _convert(cls, name, t, value):
 
 def struct(cls):
     """Decorator turning an annotated class into a weft struct type (``@wp.struct``)."""
+    if any(T.is_struct(b) for b in cls.__bases__):
+        raise RuntimeError("Warp structs must be defined as base classes")
     module = sys.modules.get(cls.__module__)
     hints = typing.get_type_hints(cls, vars(module) if module else None) \
         if any(isinstance(a, str) for a in cls.__dict__.get("__annotations__", {}).values()) \
         else dict(cls.__dict__.get("__annotations__", {}))
+    # a struct may have no members (as in Warp): it is then passed as nothing at all
     fields = {name: _member_type(cls, name, value) for name, value in hints.items()}
-    if not fields:
-        raise TypeError(f"struct {cls.__name__} has no annotated members")
     names = list(fields)
 
     def __init__(self, *args, **kwargs):
@@ -191,4 +192,5 @@ def struct(cls):
     new = type(cls.__name__, (), ns)
     new._wp_struct_ = StructInfo(new, fields)
     new.vars = fields  # Warp exposes the members as ``Struct.vars``
+    new.cls = new  # Warp's struct objects name their class ``cls``; here they are the same
     return new

@@ -1,0 +1,60 @@
+"""``import warp`` answered by weft, for running Warp's own unit tests against weft.
+
+Re-exports only: every attribute of ``weft`` under the name ``warp``, and the submodules
+that weft also has (``warp.types``, ``warp.config``). Nothing weft lacks is added here, so a
+test that needs a missing API fails with AttributeError / ImportError, as it should.
+"""
+import sys as _sys
+
+import weft as _weft
+
+for _k, _v in vars(_weft).items():
+    if not (_k.startswith("__") and _k.endswith("__")):
+        globals()[_k] = _v
+
+for _sub in ("types", "config"):
+    _sys.modules[__name__ + "." + _sub] = getattr(_weft, _sub)
+
+# Warp's tests reach some public names through warp._src.types; map that namespace to weft's
+# types module (only the namespace: a name weft lacks still fails).
+import types as _types_mod  # noqa: E402
+
+_src = _types_mod.ModuleType(__name__ + "._src")
+_src.types = _weft.types
+_sys.modules[__name__ + "._src"] = _src
+_sys.modules[__name__ + "._src.types"] = _weft.types
+
+
+
+# ``import warp.optim`` and the other Warp subpackages: answered by weft's module of the same name
+# when weft has one (weft.optim, weft.utils; weft.render, weft.fem, ... raise a clear ImportError).
+import importlib as _importlib  # noqa: E402
+import importlib.abc as _abc  # noqa: E402
+import importlib.util as _util  # noqa: E402
+
+
+class _WeftAlias(_abc.MetaPathFinder, _abc.Loader):
+    def find_spec(self, fullname, path, target=None):
+        if not fullname.startswith(__name__ + ".") or fullname.startswith(
+                (__name__ + ".tests", __name__ + "._src")):
+            return None
+        weft_name = "weft" + fullname[len(__name__):]
+        try:
+            found = _util.find_spec(weft_name)
+        except ImportError:
+            found = None
+        if found is None:
+            return None
+        return _util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        return _importlib.import_module("weft" + spec.name[len(__name__):])
+
+    def exec_module(self, module):
+        pass
+
+
+if not any(isinstance(f, _WeftAlias) for f in _sys.meta_path):
+    _sys.meta_path.insert(0, _WeftAlias())
+
+del _k, _v, _sub

@@ -1,0 +1,15 @@
+"""Warp packages that weft does not provide: importing them raises a clear ImportError."""
+
+REASONS = {
+    "render": "weft does not render: warp.render (OpenGL/USD viewers) has no weft counterpart; "
+              "write frames with your own viewer from array.numpy()",
+    "sim": "warp.sim is not part of weft (it left Warp itself in 1.10 for the Newton physics "
+           "engine)",
+    "fem": "weft does not include warp.fem (Warp's finite-element library)",
+    "sparse": "weft does not include warp.sparse (Warp's block-sparse matrices)",
+}
+
+
+def refuse(name):
+    """Raise the ImportError for ``weft.<name>`` (used by those stub modules)."""
+    raise ImportError(f"weft.{name}: {REASONS[name]}", name=f"weft.{name}")

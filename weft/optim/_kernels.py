@@ -1,0 +1,34 @@
+"""One kernel per parameter dtype, made on first use (weft's kernels are typed, so the generic
+``Any`` kernels of Warp's optimizers become a small factory here)."""
+from __future__ import annotations
+
+from .. import types as T
+
+_made = {}
+
+
+def kernel_for(name, dtype, make):
+    """The kernel ``make(dtype)`` builds, once per (optimizer, dtype)."""
+    k = _made.get((name, dtype))
+    if k is None:
+        k = _made[(name, dtype)] = make(dtype)
+    return k
+
+
+def flat(a):
+    """A 1-d view of a parameter array (kernels index the flattened elements)."""
+    return a if a.ndim == 1 else a.flatten()
+
+
+def check_pair(opt, params, grad):
+    from ..typeinfo import type_repr
+    if params.dtype is not grad.dtype:
+        raise TypeError(f"{opt} gradient dtype must match parameter dtype "
+                        f"{type_repr(params.dtype)}, got {type_repr(grad.dtype)}")
+    if params.shape != grad.shape:
+        raise ValueError(f"{opt} gradient shape must match parameter shape {params.shape}, "
+                         f"got {grad.shape}")
+
+
+def is_float_based(dtype):
+    return T.is_float(T.scalar_of(dtype))

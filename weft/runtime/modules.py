@@ -1,0 +1,128 @@
+"""Warp's module API: options per Python module, loading, and the kernel cache.
+
+Warp groups the kernels of a Python module into one compiled module with its own options;
+weft compiles each kernel on its own (cached on disk, see :mod:`weft.runtime.cache`) but keeps
+the registry of options per module with Warp's names and defaults, so programs that set them
+run unchanged. weft reads ``enable_backward``, ``fast_math`` and ``mode`` from it (as
+``get_module_options(kernel.__module__)``) when it honours those options::
+
+    wp.set_module_options({"enable_backward": False})     # this Python module's kernels
+    wp.get_module_options()["enable_backward"]             # -> False
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import shutil
+
+from .. import config
+
+
+def _defaults():
+    """Warp 1.19's module options, from the current ``wp.config`` where Warp takes them."""
+    return {
+        "max_unroll": config.max_unroll,
+        "enable_backward": config.enable_backward,
+        "enable_mathdx_gemm": None,
+        "enable_mathdx_solver": None,
+        "enable_mathdx_fft": None,
+        "fast_math": False,
+        "fuse_fp": True,
+        "lineinfo": config.lineinfo,
+        "cuda_output": None,
+        "mode": None,
+        "optimization_level": None,
+        "cpu_compiler_flags": None,
+        "block_dim": 256,
+        "compile_time_trace": config.compile_time_trace,
+        "strip_hash": False,
+        "extra_build_options": None,
+        "deterministic": config.deterministic,
+        "deterministic_max_records": config.deterministic_max_records,
+        "default_grid_stride": None,
+    }
+
+
+class Module:
+    """The options of the kernels of one Python module (Warp's ``wp.Module``, reduced to its
+    name and ``options``; weft compiles kernels one by one, so there is nothing to load)."""
+
+    def __init__(self, name):
+        self.name = name
+        self.options = _defaults()
+
+    def load(self, device=None, block_dim=None):
+        """A no-op kept for Warp compatibility: weft compiles each kernel on first launch
+        (compile-ahead is planned). Returns True, as Warp's successful load."""
+        return True
+
+    def mark_modified(self):
+        """A no-op kept for Warp compatibility (weft's cache keys follow the source)."""
+
+    def __repr__(self):
+        return f"Module({self.name!r})"
+
+
+_modules = {}
+
+
+def get_module(name):
+    """The :class:`Module` of Python module ``name`` (created on first use)."""
+    name = str(name)
+    m = _modules.get(name)
+    if m is None:
+        m = _modules[name] = Module(name)
+    return m
+
+
+def _module_of(module, depth):
+    if isinstance(module, Module):
+        return module
+    if module is None:
+        frame = inspect.stack()[depth].frame
+        name = frame.f_globals.get("__name__", "__main__")
+    elif isinstance(module, str):
+        name = module
+    else:
+        name = module.__name__
+    return get_module(name)
+
+
+def set_module_options(options, module=None):
+    """Set options of the kernels of a Python module (the calling one by default; else a
+    name, a Python module or a :class:`Module`). See :func:`_defaults` for the names."""
+    _module_of(module, 2).options.update(options)
+
+
+def get_module_options(module=None):
+    """The options dict of a Python module (the calling one by default)."""
+    return _module_of(module, 2).options
+
+
+def load_module(module=None, device=None, recursive=False, block_dim=None, max_workers=None):
+    """A no-op that accepts Warp's arguments: weft compiles each kernel lazily on its first
+    launch and caches it on disk, so there is no module to load ahead yet (a compile-ahead
+    mode is planned)."""
+
+
+def force_load(device=None, modules=None, block_dim=None, max_workers=None):
+    """A no-op that accepts Warp's arguments (see :func:`load_module`)."""
+
+
+def clear_kernel_cache():
+    """Delete weft's cached generated modules and their compiled code (the contents of the
+    cache directory, ``$WEFT_CACHE_DIR`` or ``~/.cache/weft``; the directory itself stays).
+    Kernels already loaded in this process keep working."""
+    from .. import diskcache
+    from .cache import cache_dir
+    root = cache_dir()
+    if root is None or not diskcache.writable() or not os.path.isdir(root):
+        return  # nothing cached, or a read-only cache that is not ours to empty
+    for entry in os.scandir(root):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                pass

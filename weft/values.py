@@ -1,0 +1,217 @@
+"""Warp's Python-scope behaviour of vector, matrix, quaternion and transform values.
+
+weft's values are small numpy arrays (see :class:`weft.types.Composite`); this mixin gives them
+the behaviour Warp programs rely on, as Warp 1.19's value types have it::
+
+    >>> v = wp.vec3(1.0, 2.0, 3.0)
+    >>> v == wp.vec3(1.0, 2.0, 3.0), v.x, v
+    (True, np.float32(1.0), vec3f([1.0, 2.0, 3.0]))
+    >>> m = wp.mat22(1.0, 2.0, 3.0, 4.0)
+    >>> m[1], m.get_row(0)
+    (vec2f([3.0, 4.0]), vec2f([1.0, 2.0]))
+    >>> t = wp.transform(wp.vec3(1.0, 2.0, 3.0), wp.quat_identity())
+    >>> t.p
+    vec3f([1.0, 2.0, 3.0])
+
+``==`` compares whole values (``True``/``False``, not an array; values of other shapes are not
+equal), ``repr`` and ``str`` print as Warp's, vectors and quaternions have ``x``, ``y``, ``z``,
+``w``, transforms ``p`` and ``q``, a matrix row ``m[i]`` is a vector (a copy, as in Warp), and
+malformed keys and values raise Warp's errors.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _type_repr(t):
+    from .typeinfo import type_repr
+    return type_repr(t)
+
+
+def _scalar_name(cls):
+    return _type_repr(cls._wp_scalar_type_)
+
+
+class CompositeValue:
+    """Mixin of :class:`weft.types.Composite` (see the module docstring)."""
+
+    __slots__ = ()
+
+    # ----------------------------------------------------------------------- comparison
+    def __eq__(self, other):
+        try:
+            o = np.asarray(other)
+        except Exception:  # noqa: BLE001 - anything that is not array-like is not equal
+            return False
+        a = self.view(np.ndarray)
+        if o.shape != a.shape:
+            return False
+        try:
+            return bool(np.all(a == o))
+        except (TypeError, ValueError):
+            return False
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = None
+
+    # ----------------------------------------------------------------------- arithmetic
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """Integer vectors and matrices divide and take remainders as C (and Warp) do:
+        ``/`` truncates toward zero and keeps the integer type, ``%`` takes the dividend's
+        sign. Everything else is numpy's arithmetic."""
+        if method == "__call__" and ufunc in (np.true_divide, np.remainder) and \
+                len(inputs) == 2 and "out" not in kwargs:
+            comp = next(i for i in inputs if isinstance(i, CompositeValue))
+            if comp._wp_scalar_type_._kind_ in ("int", "uint"):
+                a, b = (np.asarray(i) for i in inputs)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    if ufunc is np.true_divide:
+                        q = np.floor_divide(a, b)
+                        q = q + ((np.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
+                    else:
+                        q = np.fmod(a, b)
+                return np.asarray(q).astype(comp.dtype).view(type(comp))
+        comp = next(i for i in inputs if isinstance(i, CompositeValue)) if any(
+            isinstance(i, CompositeValue) for i in inputs) else self
+        plain = [i.view(np.ndarray) if isinstance(i, CompositeValue) else i for i in inputs]
+        if "out" in kwargs:
+            kwargs["out"] = tuple(o.view(np.ndarray) if isinstance(o, CompositeValue) else o
+                                  for o in kwargs["out"])
+        result = getattr(ufunc, method)(*plain, **kwargs)
+        if method == "__call__" and isinstance(result, np.ndarray) and \
+                result.shape == comp.shape:
+            return result.view(type(comp))  # as numpy would: the value type is kept
+        if ufunc is np.matmul and isinstance(result, np.ndarray) and result.ndim in (1, 2):
+            from .typecore import _BY_NUMPY, matrix, vector
+            st = _BY_NUMPY.get(result.dtype)
+            if st is not None:  # matrix @ vector is a vector, as in Warp
+                t = vector(result.shape[0], st) if result.ndim == 1 else matrix(result.shape, st)
+                return result.view(t)
+        return result
+
+    # ----------------------------------------------------------------------- printing
+    def __repr__(self):
+        return f"{_type_repr(type(self))}({self.view(np.ndarray).tolist()})"
+
+    def __str__(self):
+        values = self.view(np.ndarray).tolist()
+        if self.ndim == 2:
+            return "[" + ",\n ".join(str(row) for row in values) + "]"
+        return str(values)
+
+    # ----------------------------------------------------------------------- components
+    def _component(self, i, name):
+        if self._wp_kind_ not in ("vector", "quaternion") or i >= self._length_:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        return i
+
+    @property
+    def x(self):
+        return self.view(np.ndarray)[self._component(0, "x")]
+
+    @x.setter
+    def x(self, value):
+        self[self._component(0, "x")] = value
+
+    @property
+    def y(self):
+        return self.view(np.ndarray)[self._component(1, "y")]
+
+    @y.setter
+    def y(self, value):
+        self[self._component(1, "y")] = value
+
+    @property
+    def z(self):
+        return self.view(np.ndarray)[self._component(2, "z")]
+
+    @z.setter
+    def z(self, value):
+        self[self._component(2, "z")] = value
+
+    @property
+    def w(self):
+        return self.view(np.ndarray)[self._component(3, "w")]
+
+    @w.setter
+    def w(self, value):
+        self[self._component(3, "w")] = value
+
+    def _transform_part(self, name):
+        if self._wp_kind_ != "transformation":
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        from .typecore import quaternion, vector
+        st = self._wp_scalar_type_
+        data = self.view(np.ndarray)
+        return vector(3, st)(data[:3]) if name == "p" else quaternion(st)(data[3:])
+
+    @property
+    def p(self):
+        """The translation of a transform (a copy)."""
+        return self._transform_part("p")
+
+    @p.setter
+    def p(self, value):
+        self._transform_part("p")
+        self[0:3] = np.asarray(value, dtype=self.dtype)
+
+    @property
+    def q(self):
+        """The rotation of a transform (a copy)."""
+        return self._transform_part("q")
+
+    @q.setter
+    def q(self, value):
+        self._transform_part("q")
+        self[3:7] = np.asarray(value, dtype=self.dtype)
+
+    # ----------------------------------------------------------------------- indexing
+    def _check_key(self, key):
+        matrix = self._wp_kind_ == "matrix"
+        if key is None or isinstance(key, (str, float)):
+            raise KeyError(f"Invalid key {key}, expected int or " +
+                           ("pair of ints" if matrix else "slice"))
+        if matrix and isinstance(key, tuple) and len(key) > 2:
+            raise KeyError(f"Invalid key, expected one or two indices, got {len(key)}")
+
+    def __getitem__(self, key):
+        self._check_key(key)
+        out = np.ndarray.__getitem__(self.view(np.ndarray), key)
+        if isinstance(out, np.ndarray) and out.ndim == 1 and out.size:
+            from .typecore import vector
+            return vector(out.size, self._wp_scalar_type_)(out)  # a row or a slice: a copy
+        return out
+
+    def __setitem__(self, key, value):
+        self._check_key(key)
+        name = _scalar_name(type(self))
+        if isinstance(value, str):
+            raise TypeError(f"Expected to assign a `{name}` value but got `str` instead")
+        row = isinstance(key, (int, np.integer)) and self._wp_kind_ == "matrix"
+        if (isinstance(key, slice) or row) and isinstance(value, (list, tuple)) and any(
+                isinstance(v, CompositeValue) for v in value):
+            bad = next(v for v in value if isinstance(v, CompositeValue))
+            raise TypeError(f"Expected to assign a slice from a sequence of `{name}` values but "
+                            f"got `{_type_repr(type(bad))}` instead")
+        if isinstance(key, slice) and isinstance(value, (list, tuple)) and \
+                len(value) != len(range(*key.indices(self._shape_[0]))):
+            raise ValueError("Can only assign sequence of same size")
+        if self._wp_scalar_type_._kind_ in ("int", "uint") and not isinstance(value, str):
+            from .typecore import _components
+            value = _components(value, type(self))  # wraps as C storage: -1 in uint32
+        np.ndarray.__setitem__(self.view(np.ndarray), key, value)
+
+    # ----------------------------------------------------------------------- matrices
+    def get_row(self, r):
+        """Row ``r`` of a matrix, as a vector (a copy)."""
+        if self._wp_kind_ != "matrix" or not 0 <= r < self._shape_[0]:
+            raise IndexError("Invalid row index")
+        return self[r]
+
+    def set_row(self, r, value):
+        """Set row ``r`` of a matrix."""
+        if self._wp_kind_ != "matrix" or not 0 <= r < self._shape_[0]:
+            raise IndexError("Invalid row index")
+        self[r] = value
