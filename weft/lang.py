@@ -66,6 +66,7 @@ class Function(UserFunction):
     def __init__(self, pyfunc, signatures=None, outputs=0):
         super().__init__(pyfunc)
         self._weft_custom = {}
+        self.overloads = [self]  # user funcs: the overloads of this name, first declared first
         self.signatures = list(signatures) if signatures is not None else None
         self.outputs = outputs
 
@@ -74,6 +75,16 @@ class Function(UserFunction):
         runs the forward code weft generates for it (``weft.runtime.host``)."""
         if self.signatures is not None and HOST_CALL is not None:
             return HOST_CALL(self, args, kwargs)
+        for o in self.overloads[1:] if len(self.overloads) > 1 else ():
+            try:  # overloads: the first declared one the arguments bind to
+                inspect.signature(o.func).bind(*args, **kwargs)
+            except TypeError:
+                continue
+            try:
+                inspect.signature(self.func).bind(*args, **kwargs)
+                break
+            except TypeError:
+                return o.func(*args, **kwargs)
         return self.func(*args, **kwargs)
 
     def custom_rules(self):
@@ -83,6 +94,8 @@ class Function(UserFunction):
         return len(inspect.signature(self.func).parameters)
 
     def lower_call(self, ctx, node):
+        if len(self.overloads) > 1:
+            return ctx.call_overloaded(self, node)
         return ctx.call_func(self, node)
 
     def assigned_args(self, node):
@@ -93,8 +106,24 @@ class Function(UserFunction):
 
 
 def func(f):
-    """Decorator making a func callable from kernels (``@wp.func``)."""
-    return Function(f)
+    """Decorator making a func callable from kernels (``@wp.func``).
+
+    A second module-level func of the same name with other parameter types is an overload of
+    the first (as in Warp): a call picks the overload whose declared types match its arguments
+    exactly, else the first whose generic types (``Any``, ``wp.Float``) fit them."""
+    new = Function(f)
+    previous = f.__globals__.get(f.__name__) if "<locals>" not in f.__qualname__ else None
+    if isinstance(previous, Function) and previous.signatures is None and \
+            previous.__qualname__ == f.__qualname__ and previous.__module__ == f.__module__:
+        same = [o for o in previous.overloads if _annotations(o.func) == _annotations(f)]
+        previous.overloads = [o for o in previous.overloads if o not in same] + [new]
+        return previous
+    return new
+
+
+def _annotations(f):
+    sig = inspect.signature(f)
+    return [(p.kind, p.annotation) for p in sig.parameters.values()]
 
 
 #: the stdlib's builtins written in the kernel language, by name (filled by ``builtin_func``)

@@ -31,7 +31,7 @@ from .array_data import (ARRAY_MAX_DIMS, _as_shape, _c_strides, _field_data, _fr
 
 def _as_dtype(dtype):
     """A dtype given by a user as a weft type; ``typing.Any`` stays (generic annotation)."""
-    if dtype is typing.Any:
+    if dtype is typing.Any or isinstance(dtype, typing.TypeVar):  # wp.Float, wp.Int
         return dtype
     if dtype is T.bfloat16:
         raise TypeError("weft does not support bfloat16 arrays (use float16 or float32)")

@@ -74,6 +74,17 @@ def _describe(value, seen, out):
     return f"obj:{type(value).__qualname__}:{value!r}"
 
 
+def type_key(t):
+    """A key for a kernel parameter type (distinct types, distinct keys)."""
+    from .. import types as T
+    if isinstance(t, T.ArrayType):
+        return f"array({type_key(t.dtype)},{t.ndim},{t.local},{t.size})"
+    if T.is_struct(t):
+        return f"struct:{t.__module__}.{t.__qualname__}:{t._wp_struct_.signature()}"
+    return f"{getattr(t, '__module__', '')}.{getattr(t, '__qualname__', t)}:" \
+        f"{getattr(t, '_shape_', '')}:{getattr(getattr(t, '_wp_scalar_type_', None), '__name__', '')}"
+
+
 def referenced_values(obj):
     """Python values that the names of ``obj``'s source refer to (globals and closure)."""
     src = obj.parsed()

@@ -8,7 +8,7 @@ the transpiler's internals.
 from __future__ import annotations
 
 from ..errors import LaunchError
-from ..transpiler.abi import declared_params, flat_leaves
+from ..transpiler.abi import flat_leaves
 from . import args as A
 
 
@@ -16,14 +16,14 @@ class CompiledKernel:
     """``kernel`` compiled for ``device_kind`` (``"cpu"``: entries for the ``cpu`` and
     ``serial`` targets; ``"cuda"``)."""
 
-    def __init__(self, kernel, device_kind, module):
+    def __init__(self, kernel, device_kind, module, types=None):
         self.kernel = kernel
         self.key = kernel.key
         self.device_kind = device_kind
         self.module = module
         self.abi = module.WEFT_ABI[kernel.key]
-        self.user_params = [(n, t) for n, t, _ in declared_params(kernel.parsed(),
-                                                                  generic_ok=False)]
+        self.user_params = list(kernel.declared) if types is None else [
+            (n, t) for (n, _), t in zip(kernel.declared, types)]
         self.params = [leaf for n, t in self.user_params for leaf in flat_leaves(t, n)]
         if [n for n, _ in self.params] != [p.name for p in self.abi.params]:
             from ..errors import InternalError

@@ -37,23 +37,46 @@ class Kernel(UserFunction):
             self.key = key if str(key).isidentifier() else re.sub(r"\W|^(?=\d)", "_", str(key))
         self.options = dict(options or {})
         self._compiled = {}
+        self._declared = None
+        self._generic = None
 
-    def compiled(self, device_kind="cpu", mode=None):
+    @property
+    def declared(self):
+        """``[(name, type)]`` as annotated (None for ``Any``)."""
+        if self._declared is None:
+            from ..transpiler.abi import declared_params
+            self._declared = [(n, t) for n, t, _ in declared_params(self.parsed(),
+                                                                   generic_ok=False)]
+        return self._declared
+
+    @property
+    def is_generic(self):
+        """Whether some parameter takes its type from the launch (``Any``, ...)."""
+        if self._generic is None:
+            from ..transpiler.abi import is_generic
+            self._generic = any(is_generic(t) for _, t in self.declared)
+        return self._generic
+
+    def compiled(self, device_kind="cpu", mode=None, types=None):
         """The kernel compiled for ``"cpu"`` or ``"cuda"`` in ``mode`` (``"release"`` or
-        ``"debug"``; default: the kernel's ``mode`` option, else ``wp.config.mode``): its
-        generated module transpiled, or loaded from the cache, on first use; Numba compiles
-        each entry on its first call."""
+        ``"debug"``; default: the kernel's ``mode`` option, else ``wp.config.mode``), for
+        parameter ``types`` (a generic kernel's concrete types; see
+        :mod:`weft.runtime.generics`): its generated module transpiled, or loaded from the
+        cache, on first use; Numba compiles each entry on its first call."""
         if mode is None:
             from .. import config
             mode = self.options.get("mode") or config.mode
-        ck = self._compiled.get((device_kind, mode))
+        if types is None and self.is_generic:
+            raise TypeError(f"kernel '{self.key}' is generic: it is compiled for the types of "
+                            "the arguments it is launched with (or wp.overload's)")
+        ck = self._compiled.get((device_kind, mode, types))
         if ck is None:
             from .compiled import CompiledKernel
-            ck = self._compiled[(device_kind, mode)] = CompiledKernel(
-                self, device_kind, self._load_module(device_kind, mode))
+            ck = self._compiled[(device_kind, mode, types)] = CompiledKernel(
+                self, device_kind, self._load_module(device_kind, mode, types), types)
         return ck
 
-    def _load_module(self, device_kind, mode):
+    def _load_module(self, device_kind, mode, types=None):
         from ..transpiler.state import CompileOptions
         if mode not in ("release", "debug"):
             raise ValueError(f"kernel '{self.key}': mode must be 'release' or 'debug', got "
@@ -63,18 +86,22 @@ class Kernel(UserFunction):
         if device_kind == "cuda":
             from ..transpiler.targets import CUDA_STACK
             extra += f" stack={CUDA_STACK}"
+        if types is not None:
+            extra += " types=" + ",".join(cache.type_key(t) for t in types)
         key = cache.key_of(self, extra)
         modname = self.key + ("" if device_kind == "cpu" else "_cuda") + \
             ("_debug" if mode == "debug" else "") + f"_{key}"
-        return cache.load_or_build(modname, lambda: self._build_source(options),
+        return cache.load_or_build(modname, lambda: self._build_source(options, types),
                                    cpu=device_kind != "cuda")
 
-    def _build_source(self, options):
+    def _build_source(self, options, types=None):
         from ..errors import InternalError, KernelError
         from ..transpiler import pipeline
         from ..transpiler.state import CompileState
+        state = CompileState(roots=[self], options=options,
+                             kernel_types={self: types} if types is not None else {})
         try:
-            return pipeline.run(CompileState(roots=[self], options=options)).source
+            return pipeline.run(state).source
         except (KernelError, InternalError):
             raise
         except RecursionError:

@@ -48,11 +48,17 @@ def _size(dims):
     return n
 
 
-def compiled_of(kernel, device):
+def compiled_of(kernel, device, args=None):
+    """The compiled kernel a launch on ``device`` with user arguments ``args`` runs (a generic
+    kernel is compiled for the arguments' types)."""
     if getattr(kernel, "_weft_kind", None) != "kernel":
         what = getattr(kernel, "__name__", type(kernel).__name__)
         raise LaunchError(f"wp.launch needs a @wp.kernel, got {what!r} ({type(kernel).__name__})")
-    return kernel.compiled("cuda" if device.is_cuda else "cpu")
+    kind = "cuda" if device.is_cuda else "cpu"
+    if kernel.is_generic:
+        from .generics import concrete_params
+        return kernel.compiled(kind, types=concrete_params(kernel.key, kernel.declared, args))
+    return kernel.compiled(kind)
 
 
 def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), device=None,
@@ -66,8 +72,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     """
     dims = (dim,) if type(dim) is int and 0 <= dim < 2 ** 62 else launch_dims(dim)
     device = D.get_device(device)
-    ck = compiled_of(kernel, device)
     args = [*inputs, *outputs]
+    ck = compiled_of(kernel, device, args)
     if ck.has_structs:
         args = ck.flatten(args)
     values = ck.bind(args, device)
@@ -460,8 +466,8 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
     """
     dims = launch_dims(dim, "jvp")
     device = D.get_device(device)
-    ck = compiled_of(kernel, device)
     user_args = list(inputs) + list(outputs)
+    ck = compiled_of(kernel, device, user_args)
     args = ck.flatten(user_args)
     values = ck.bind(args, device)
     check_dims(ck, dims, args)

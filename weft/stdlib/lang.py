@@ -21,16 +21,13 @@ class tid:
 def _assign_tid(ctx, target, call):
     """``i = wp.tid()`` (the first launch index, as Warp) or ``i, j = wp.tid()`` (one index
     per launch dimension)."""
+    if isinstance(target, ast.Name):
+        ctx.bind(target.id, _tid_value(ctx, call), target)
+        return
     if ctx.kind != "kernel":
         raise ctx.fail(call, "wp.tid() can only be used in kernels", KernelSyntaxError)
     if call.args or call.keywords:
         raise ctx.fail(call, "wp.tid() takes no arguments", KernelSyntaxError)
-    if isinstance(target, ast.Name):
-        v = ctx.emit(ir.Prim(lookup("tid"), [], {"axis": None}), T.int32, call)
-        ctx.tid_dims = max(ctx.tid_dims, 1)
-        ctx.tid_vars[v] = None
-        ctx.bind(target.id, v, target)
-        return
     if isinstance(target, ast.Tuple) and 1 <= len(target.elts) <= 4:
         ctx.tid_dims = len(target.elts)
         for axis, t in enumerate(target.elts):
@@ -41,11 +38,22 @@ def _assign_tid(ctx, target, call):
     raise ctx.fail(target, "wp.tid() unpacks into 1 to 4 names", KernelSyntaxError)
 
 
+def _tid_value(ctx, call):
+    """``wp.tid()`` inside an expression (``a[wp.tid()] = v``): the first launch index."""
+    if ctx.kind != "kernel":
+        raise ctx.fail(call, "wp.tid() can only be used in kernels", KernelSyntaxError)
+    if call.args or call.keywords:
+        raise ctx.fail(call, "wp.tid() takes no arguments", KernelSyntaxError)
+    v = ctx.emit(ir.Prim(lookup("tid"), [], {"axis": None}), T.int32, call)
+    ctx.tid_dims = max(ctx.tid_dims, 1)
+    ctx.tid_vars[v] = None
+    return v
+
+
 @special_form("tid", "The launch index of the calling thread (in kernels only).",
               lower_assign=_assign_tid)
 def tid_form(ctx, node):
-    raise ctx.fail(node, "assign wp.tid() directly to names: tid = wp.tid() or i, j = wp.tid()",
-                   KernelSyntaxError)
+    return _tid_value(ctx, node)
 
 
 # ``wp.adjoint[x]`` in a ``@wp.func_grad`` rule: the adjoint of input ``x`` (the specialiser

@@ -19,8 +19,10 @@ from .. import types as T
 def value_type_of(value, fail):
     """The kernel type an annotation object denotes (None: generic, ``typing.Any``); ``fail``
     builds the error for anything else."""
-    if value is typing.Any:
+    if value is typing.Any or isinstance(value, typing.TypeVar):
         return None
+    if getattr(value, "_wp_generic_", False):  # vector(length=Any, ...): any matching value
+        return value
     if isinstance(value, T.ArrayType):
         return value
     at = getattr(value, "_weft_array_type_", None)
@@ -67,6 +69,53 @@ def declared_params(src, generic_ok):
         raise error(src, src.tree, "*args, **kwargs and keyword-only parameters are not "
                     "supported", KernelSyntaxError)
     return out
+
+
+def is_generic(t):
+    """Whether declared parameter type ``t`` leaves something to the argument: ``Any``, a
+    TypeVar (``wp.Float``), an array of ``Any`` dtype, ``vector(length=Any, ...)``."""
+    if t is None or getattr(t, "_wp_generic_", False):
+        return True
+    if isinstance(t, T.ArrayType):
+        return is_generic(t.dtype) or t.dtype is typing.Any or isinstance(t.dtype,
+                                                                          typing.TypeVar)
+    return False
+
+
+def fits(declared, actual):
+    """Whether a value of concrete type ``actual`` may be passed to a parameter declared
+    ``declared`` (generic or not): ``Any`` takes anything, a TypeVar its constraints, an array
+    of ``Any`` any array of its ndim, ``vector(length=Any, dtype=float32)`` any float32 vector."""
+    if declared is None or declared is typing.Any:
+        return True
+    if isinstance(declared, T.ArrayType):
+        return isinstance(actual, T.ArrayType) and actual.ndim == declared.ndim and \
+            _element_fits(declared.dtype, actual.dtype)
+    return not isinstance(actual, T.ArrayType) and _element_fits(declared, actual)
+
+
+def _element_fits(declared, actual):
+    if declared is typing.Any:
+        return True
+    if isinstance(declared, typing.TypeVar):
+        constraints = declared.__constraints__
+        return not constraints or any(_scalar_or_none(c) is T.scalar_of(actual)
+                                      for c in constraints)
+    if getattr(declared, "_wp_generic_", False):
+        if not T.is_composite(actual) or actual._wp_kind_ != declared._wp_kind_ or \
+                len(declared._shape_) != len(actual._shape_):
+            return False
+        dt = declared._wp_scalar_type_
+        return all(d is typing.Any or d == a for d, a in zip(declared._shape_, actual._shape_)) \
+            and (dt is typing.Any or isinstance(dt, typing.TypeVar) or dt is T.scalar_of(actual))
+    return declared == actual
+
+
+def _scalar_or_none(t):
+    try:
+        return T.as_scalar_type(t)
+    except TypeError:  # bfloat16: a name, not a kernel type
+        return None
 
 
 def is_struct_array(t):

@@ -11,7 +11,7 @@ import numpy as np
 from .. import types as T
 from ..errors import KernelSyntaxError, KernelTypeError
 from . import ir
-from .abi import declared_params
+from .abi import declared_params, fits, is_generic
 from .lowering.context import Lowering
 from .lowering.stmts import lower_function
 from .source import error
@@ -24,11 +24,17 @@ class Specializer:
         self.order = []
 
     # -------------------------------------------------------------------------- entry points
-    def lower_kernel(self, kernel):
+    def lower_kernel(self, kernel, types=None):
+        """Lower ``kernel``; ``types``: the concrete parameter types of a generic kernel."""
         src = kernel.parsed()
-        params = declared_params(src, generic_ok=False)
+        params = [(n, t) for n, t, _ in declared_params(src, generic_ok=False)]
+        if types is not None:
+            params = [(n, t) for (n, _), t in zip(params, types)]
+        elif any(t is None for _, t in params):
+            raise error(src, src.tree, f"kernel '{kernel.key}' has generic parameters: it "
+                        "is compiled for the types it is launched with", KernelTypeError)
         lw = Lowering(src, "kernel", self)
-        body = lower_function(lw, [(n, t) for n, t, _ in params])
+        body = lower_function(lw, params)
         fir = self._finish(lw, kernel.key, "kernel", body, src)
         return fir
 
@@ -57,7 +63,13 @@ class Specializer:
         anchor_float = next((t for t in typed if T.is_float(T.scalar_of(t))), None)
         stdlib = func.__module__.startswith("weft.stdlib.")  # where it is declared
         for (pname, ptype, pnode), a in zip(params, args):
-            if ptype is None:
+            if ptype is not None and is_generic(ptype):
+                if not fits(ptype, a.type):
+                    raise caller.fail(node, f"argument '{pname}' of {func.__name__}() has "
+                                      f"type {T.type_name(a.type)}, which does not fit the "
+                                      f"generic {T.type_name(ptype)}", KernelTypeError)
+                t = a.type
+            elif ptype is None:
                 t = a.type
                 if isinstance(a, ir.Const) and a.literal:
                     anchor = anchor_float if T.is_float(a.type) else (
@@ -84,7 +96,7 @@ class Specializer:
             lw = Lowering(src, "func", self)
             body = lower_function(lw, bound)
             name = func.__name__
-            if any(t is None for _, t, _ in params):
+            if any(t is None or is_generic(t) for _, t, _ in params):
                 name += "__" + "_".join(_mangle(t) for _, t in bound)
             fir = self._finish(lw, name, "func", body, src)
         finally:
@@ -192,7 +204,7 @@ def run(state):
     """Lower every root kernel of ``state`` (and, through them, their funcs)."""
     sp = Specializer()
     for k in state.roots:
-        sp.lower_kernel(k)
+        sp.lower_kernel(k, state.kernel_types.get(k))
     names = {}
     for fir in sp.order:
         base = fir.name

@@ -57,6 +57,8 @@ class CompileState:
     """What the pipeline works on: one kernel (or a set of kernels for the CLI)."""
 
     roots: list                                        # user Kernel objects
+    kernel_types: dict = field(default_factory=dict)   # generic kernel -> its concrete types
+    options: CompileOptions = field(default_factory=CompileOptions)
     options: CompileOptions = field(default_factory=CompileOptions)
     funcs: list = field(default_factory=list)          # lower: FuncIR of every kernel and func
     facts: dict = field(default_factory=dict)          # analyze: FuncIR -> FuncFacts

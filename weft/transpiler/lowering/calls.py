@@ -8,7 +8,7 @@ import ast
 import inspect
 
 from ... import types as T
-from ...errors import KernelTypeError
+from ...errors import KernelNameError, KernelTypeError
 from ...stdlib import registry
 from ...stdlib.constructors import declaration_of
 from .. import ir
@@ -18,6 +18,11 @@ from . import literals, structs
 def expr_call(ctx, node):
     callee = literals.resolve_global(ctx, node.func)
     if callee is None:
+        root = node.func
+        while isinstance(root, (ast.Attribute, ast.Call)):
+            root = root.value if isinstance(root, ast.Attribute) else root.func
+        if isinstance(root, ast.Name) and literals.is_undefined(ctx, root.id):
+            raise ctx.fail(root, f"Referencing undefined symbol: {root.id}", KernelNameError)
         raise ctx.fail(node.func, f"'{ast.unparse(node.func)}' is not callable in kernels",
                        KernelTypeError)
     decl = declaration_of(callee)
@@ -88,6 +93,39 @@ def call_func(ctx, func, node, args=None, n_given=None):
     if fir.ret_struct is not None:
         return structs.unpack_struct_return(ctx, fir.ret_struct, out, node)
     return out
+
+
+def call_overloaded(ctx, func, node):
+    """A call of a func with several overloads (Warp's): the one whose declared parameter types
+    equal the arguments' (number literals adapting), else the first whose generic ones fit."""
+    from ..abi import declared_params, fits
+    args = [ctx.expr(a) for a in node.args]
+    fitting = []
+    for f in func.overloads:
+        params = declared_params(f.parsed(), generic_ok=True)
+        names = [n for n, _, _ in params]
+        if len(args) > len(params) or any(k.arg not in names[len(args):] for k in node.keywords):
+            continue
+        rest = [inspect.signature(f.func).parameters[n] for n in names[len(args):]]
+        if any(p.default is inspect.Parameter.empty and p.name not in
+               {k.arg for k in node.keywords} for p in rest):
+            continue
+        types = [t for _, t, _ in params[:len(args)]]
+        if all(t is not None and literals.adapt_literal(a, t).type == t
+               for a, t in zip(args, types)):
+            fitting.insert(0, f)
+            break
+        if all(fits(t, literals.adapt_literal(a, t).type if t is not None else a.type)
+               for a, t in zip(args, types)):
+            fitting.append(f)
+    if not fitting:
+        shown = ", ".join(T.type_name(a.type) for a in args)
+        raise ctx.fail(node, f"no overload of {func.__name__}() accepts ({shown})",
+                       KernelTypeError)
+    chosen = fitting[0]
+    if node.keywords or len(args) < chosen.n_inputs():
+        return call_func(ctx, chosen, node)
+    return call_func(ctx, chosen, node, args, len(args))
 
 
 def func_call_args(ctx, func, node):

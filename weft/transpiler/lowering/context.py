@@ -115,6 +115,10 @@ class Lowering:
         from .calls import call_func
         return call_func(self, func, node, args, n_given)
 
+    def call_overloaded(self, func, node):
+        from .calls import call_overloaded
+        return call_overloaded(self, func, node)
+
     def grad_call(self, func, node):
         from .calls import grad_call
         return grad_call(self, func, node)

@@ -20,6 +20,8 @@ def resolve_global(ctx, node):
         callee = resolve_global(ctx, node.func)
         if callee is static:
             return static_value(ctx, node)
+        if callee is type and len(node.args) == 1 and not node.keywords:
+            return value_type_of(ctx, node.args[0])  # type(x)(y): Warp's generic casts
         if getattr(callee, "_weft_compile_time", False):  # wp.grad(f): made while compiling
             args = [resolve_global(ctx, a) for a in node.args]
             if any(a is None for a in args) or node.keywords:
@@ -43,13 +45,57 @@ def resolve_global(ctx, node):
     if isinstance(node, ast.Attribute):
         base = resolve_global(ctx, node.value)
         if base is None:
+            if node.attr in TYPE_ATTRIBUTES and isinstance(node.value, ast.Name) and \
+                    node.value.id in ctx.env:  # v.length, a.dtype of a local: its type's
+                t = getattr(ctx.env[node.value.id], "type", None)
+                return type_attribute(ctx, t, node) if t is not None else None
             return None
+        if node.attr in TYPE_ATTRIBUTES and (isinstance(base, T.ArrayType)
+                                             or T.is_composite(base)):
+            return type_attribute(ctx, base, node)  # type(a).dtype
         try:
             return getattr(base, node.attr)
         except AttributeError:
             raise ctx.fail(node, f"'{ast.unparse(node.value)}' has no attribute "
                            f"'{node.attr}'", KernelNameError) from None
     return None
+
+
+def is_undefined(ctx, name):
+    """Whether ``name`` means nothing in the kernel: no local, global, closure or builtin."""
+    return name not in ctx.env and name not in ctx.callables and \
+        name not in ctx.static_locals and name not in ctx.globals and not hasattr(py, name)
+
+
+TYPE_ATTRIBUTES = ("dtype", "length", "ndim")
+
+
+def type_attribute(ctx, t, node):
+    """``a.dtype``/``a.ndim`` of an array type, ``v.dtype``/``v.length`` of a vector, matrix,
+    quaternion or transform type (Warp's generic code reads them); None when ``t`` has none."""
+    attr = node.attr
+    if isinstance(t, T.ArrayType):
+        found = {"dtype": t.dtype, "ndim": t.ndim}.get(attr)
+    elif T.is_composite(t):
+        found = {"dtype": T.scalar_of(t), "length": t._length_}.get(attr)
+    else:
+        return None
+    if found is None:
+        raise ctx.fail(node, f"{T.type_name(t)} has no attribute '{attr}'", KernelTypeError)
+    return found
+
+
+def value_type_of(ctx, node):
+    """The type of the value ``node`` denotes in the kernel (``type(a)``, for generic code)."""
+    if isinstance(node, ast.Name) and node.id in ctx.env:
+        value = ctx.env[node.id]
+    else:
+        value = ctx.expr(node)
+    t = getattr(value, "type", None)
+    if t is None or isinstance(t, T.TupleType):
+        raise ctx.fail(node, "type() in a kernel takes a value: a scalar, vector, matrix, "
+                       "struct or array")
+    return t
 
 
 def python_constant(ctx, value, node):
