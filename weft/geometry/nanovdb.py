@@ -275,11 +275,12 @@ class _Reader:
         return np.frombuffer(self.buf, dtype, count, off).copy()
 
     def rows(self, off, count, size, what):
-        """``count`` consecutive records of ``size`` bytes as a (count, size) uint8 array."""
+        """``count`` consecutive records of ``size`` bytes as a read-only (count, size) uint8
+        view of the buffer."""
         if off < 0 or off > self.n or (count and size > (self.n - off) // count):
             raise NanoVDBError(f"{self.what}: {count} {what} of {size} bytes at byte {off} do "
                                f"not fit in the {self.n}-byte buffer (truncated or corrupt)")
-        return self.array(off, np.uint8, count * size, what).reshape(count, size)
+        return np.frombuffer(self.buf, np.uint8, count * size, off).reshape(count, size)
 
     def cstring(self, off, size, what):
         raw = bytes(self.array(off, np.uint8, size, what))
@@ -620,7 +621,7 @@ def _decode_tree(r, gtype, grid_size, tree_end, name):
         rel = _field(table[node_i, bit], 0, 8, np.int64).ravel()
         idx = _children(begin + node_i.astype(np.int64) * size, rel, child_begin, child_size,
                         n_child, what)
-        tile_vals = table[~child_mask][:, :s]
+        tile_vals = table[:, :, :s][~child_mask]
         return child_mask, node_i, bit, idx, tile_vals
 
     up_mask, up_node, up_bit, lo_idx, up_tiles = internal(
@@ -646,9 +647,8 @@ def _decode_tree(r, gtype, grid_size, tree_end, name):
         background = np.full(1, -1, np.int64)
     else:
         every = np.concatenate([bg_bytes, root_vals, up_tiles, lo_tiles], axis=0)
-        uniq, inv = np.unique(np.ascontiguousarray(every).view(np.dtype((np.void, s))).ravel(),
-                              return_inverse=True)
-        inv = inv.ravel().astype(np.int64) + n_leaf_slots
+        uniq, inv = _dedupe_rows(every)
+        inv = inv + n_leaf_slots
         tile_values = np.frombuffer(uniq.tobytes(), vdtype).astype(scalar)
         bg_slot = int(inv[0])
         a, b = 1, 1 + len(root_vals)
@@ -689,6 +689,23 @@ def _decode_tree(r, gtype, grid_size, tree_end, name):
                 root_codes=root_codes, upper=upper.reshape(-1), lower=lower.reshape(-1),
                 values=np.ascontiguousarray(values), channels=channels,
                 leaf_origins=leaf_origins.astype(np.int32), leaf_masks=masks)
+
+
+def _dedupe_rows(rows):
+    """(distinct rows, index of each row's distinct row) of byte records ``rows`` (N, S),
+    compared bit for bit; row 0 (the background) gets index 0. Most tiles of real grids hold
+    the background, so only the others are sorted."""
+    words = np.ascontiguousarray(rows).view(np.uint32)       # S is a multiple of 4
+    diff = words[:, 0] != words[0, 0]
+    for c in range(1, words.shape[1]):
+        diff |= words[:, c] != words[0, c]
+    other = np.nonzero(diff)[0]
+    inv = np.zeros(len(rows), np.int64)
+    if len(other) == 0:
+        return rows[:1], inv
+    uniq, sub = np.unique(words[other], axis=0, return_inverse=True)
+    inv[other] = sub.ravel() + 1
+    return np.concatenate([rows[:1], uniq.view(np.uint8)], axis=0), inv
 
 
 def _index_values(gtype, leaves, masks, name):

@@ -1,0 +1,32 @@
+"""Shared fixtures of the geometry-core tests: the test grids and the cores compiled for the CPU."""
+import os
+
+import numba
+import pytest
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "nvdb")
+FILES = ("test_grid.nvdb", "test_int32_grid.nvdb", "test_vec_grid.nvdb", "torus.nvdb",
+         "test_index_grid.nvdb")
+
+
+def path(name):
+    return os.path.join(DATA, name)
+
+
+def read(name):
+    with open(path(name), "rb") as f:
+        return f.read()
+
+
+@pytest.fixture(scope="session")
+def vq():
+    """``weft.geometry.volume_query`` compiled with ``numba.njit`` (a namespace dict)."""
+    from weft.geometry import volume_query
+    return volume_query.compile_for(numba.njit(cache=False, nogil=True, error_model="numpy"))
+
+
+@pytest.fixture(scope="session")
+def hq():
+    """``weft.geometry.hashgrid``'s query cores compiled with ``numba.njit``."""
+    from weft.geometry import hashgrid
+    return hashgrid.compile_for(numba.njit(cache=False, nogil=True, error_model="numpy"))
