@@ -336,15 +336,13 @@ def _map_matrices(mat_f):
 
 
 def _grid_type_of(bg_value):
-    """The NanoVDB type name a ``bg_value`` makes, as Warp's ``allocate_by_tiles``."""
+    """The NanoVDB type name a ``bg_value`` makes, as Warp's ``allocate_by_tiles`` (Python
+    int: int32, float: float, sequences of 3 or 4: Vec3f/Vec4f, weft vectors keep their
+    precision); numpy scalars, which Warp refuses, keep their type."""
     if bg_value is None:
         return "Index"
     if isinstance(bg_value, bool):
         raise ValueError("bool volumes are not supported")
-    if isinstance(bg_value, int):
-        return "int32"
-    if isinstance(bg_value, float):
-        return "float"
     if hasattr(type(bg_value), "_wp_scalar_type_") or isinstance(bg_value, np.generic):
         a = np.asarray(bg_value)        # weft vectors and numpy scalars keep their precision
         if a.ndim == 0:
@@ -353,6 +351,10 @@ def _grid_type_of(bg_value):
         elif a.size in (3, 4) and a.dtype in (np.float32, np.float64):
             return f"Vec{a.size}{'f' if a.dtype == np.float32 else 'd'}"
         raise ValueError(f"unsupported bg_value {bg_value!r} for a volume")
+    if isinstance(bg_value, int):
+        return "int32"
+    if isinstance(bg_value, float):
+        return "float"
     if hasattr(bg_value, "__len__"):
         n = len(bg_value)
         if n in (3, 4):

@@ -68,9 +68,9 @@ INT_MIN = -2147483648
 def vdb_block(root_keys, root_codes, upper, lower, i, j, k):
     """The leaf index (>= 0) of the 8^3 block holding voxel (i, j, k), or ``-(slot + 1)`` of
     the tile or background value that covers it. Coordinates wrap to int32 like C's."""
-    ui = ((i + 2147483648) & 0xFFFFFFFF)
-    uj = ((j + 2147483648) & 0xFFFFFFFF)
-    uk = ((k + 2147483648) & 0xFFFFFFFF)
+    ui = (np.int64(i) + 2147483648) & 0xFFFFFFFF
+    uj = (np.int64(j) + 2147483648) & 0xFFFFFFFF
+    uk = (np.int64(k) + 2147483648) & 0xFFFFFFFF
     key = ((ui >> 12) << 40) | ((uj >> 12) << 20) | (uk >> 12)
     n = root_keys.shape[0]
     lo = 0
@@ -143,6 +143,9 @@ def vdb_round(x):
 def vdb_corner_blocks(root_keys, root_codes, upper, lower, i, j, k):
     """Block codes of the 8 corners (i + dx, j + dy, k + dz), in Warp's corner order; blocks
     are looked up once each (a 2x2x2 stencil spans 1, 2, 4 or 8 of them)."""
+    i = np.int64(i)
+    j = np.int64(j)
+    k = np.int64(k)
     sx = (i & 7) != 7
     sy = (j & 7) != 7
     sz = (k & 7) != 7
