@@ -1,0 +1,357 @@
+"""``wp.HashGrid``: points bucketed into a periodic grid of cells, for neighbour queries.
+
+    >>> g = HashGrid(128, 128, 128)
+    >>> g.build(points, radius=0.1)            # (N, 3) float32 array; parallel on the CPU
+    >>> point_ids, cell_starts, cell_ends, point_keys = g.arrays()
+
+Semantics of Warp 1.19 (checked against it in the tests):
+
+- a point p falls in the virtual cell ``floor(p * (1 / cell_width))`` per axis (float32 products,
+  out-of-range values clamped to [INT_MIN, INT_MAX - 1], NaN to 0), hashed to the physical cell
+  ``(z mod dz) * dx * dy + (y mod dy) * dx + (x mod dx)`` (non-negative modulo, so space wraps
+  periodically);
+- ``build`` sorts the point indices by cell (stably: equal cells keep index order) into
+  ``point_ids``; ``cell_starts[c]``/``cell_ends[c]`` bound cell c's run (0, 0 when empty). With
+  ``groups``, points are sorted by (cell, uint32(group)) and ``point_keys`` holds
+  ``cell << 32 | uint32(group)`` so grouped queries can binary-search their group's sub-run;
+- a query around p with radius r visits the virtual cells from ``floor((p - r) / w)`` to
+  ``floor((p + r) / w)`` (at most ``dim`` cells per axis, so no physical cell twice), x fastest,
+  then y, then z, and yields *every* point of those cells in ``point_ids`` order: candidates
+  are not filtered by distance (callers test ``length(q - p) <= r`` themselves);
+- ``hash_grid_point_id(i)`` is ``point_ids[i]``: the index of the i-th point in sorted order.
+
+Query cores (portable, see ``weft/stdlib/_portable.py``): ``hash_grid_query`` returns the start
+state, a tuple of 13 ints ``(x0, y0, z0, x1, y1, z1, x, y, z, cursor, cursor_end, group,
+filter)`` (no hidden buffers, so an adjoint can replay a loop from recorded states), and
+``hash_grid_query_next(..., state)`` returns ``(found, point_index, next_state)``.
+
+Build: points' cells in parallel, then a parallel, stable LSD radix sort of the cell keys
+(11-bit digits, per-thread histograms; as many passes as the cell count needs, more for group
+bits), then the cell tables: parallel zero-fill and run boundaries. ``reserve(n)`` keeps
+buffers for n points (Warp's 1.5x capacity rule) so later builds do not allocate.
+"""
+import math
+import operator
+import types
+
+import numba
+import numpy as np
+from numba import prange
+
+MAX_CELL_COUNT = (1 << 31) - 1
+DIGIT_BITS = 11
+INT_MIN = -2147483648
+INT_MAX_1 = 2147483646
+
+
+# ------------------------------------------------------------------------------ portable cores
+def hg_cell_coord(v):
+    """Warp's ``hash_grid_cell_coord``: ``floor(v)`` as an int32, clamped to [INT_MIN,
+    INT_MAX - 1], NaN to 0 (``v`` a float32 or float64 product, compared in float64)."""
+    d = float(v)
+    if d != d:
+        return 0
+    if d >= 2147483646.0:
+        return INT_MAX_1
+    if d < -2147483648.0:
+        return INT_MIN
+    t = int(d)
+    if t > d:
+        t -= 1
+    return t
+
+
+def hg_cell_index(dim_x, dim_y, dim_z, x, y, z):
+    """The physical cell of virtual cell (x, y, z): coordinates wrap modulo the dimensions."""
+    return (z % dim_z) * (dim_x * dim_y) + (y % dim_y) * dim_x + (x % dim_x)
+
+
+def hg_point_cell(dim_x, dim_y, dim_z, inv, px, py, pz):
+    """The cell of a point (its coordinates and ``inv`` = 1 / cell width of one float type)."""
+    return hg_cell_index(dim_x, dim_y, dim_z, hg_cell_coord(px * inv), hg_cell_coord(py * inv),
+                         hg_cell_coord(pz * inv))
+
+
+def hg_lower_bound(keys, lo, hi, key):
+    while lo < hi:
+        mid = lo + (hi - lo) // 2
+        if keys[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def hg_cell_range(cell_starts, cell_ends, point_keys, cell, group, filt):
+    """[start, end) of cell ``cell`` in ``point_ids`` (of group ``group`` if ``filt`` and the
+    grid was built with groups, i.e. ``point_keys`` is not empty)."""
+    start = np.int64(cell_starts[cell])
+    end = np.int64(cell_ends[cell])
+    if filt != 0 and point_keys.shape[0] > 0:
+        key = (np.int64(cell) << 32) | (np.int64(group) & 0xFFFFFFFF)
+        start = hg_lower_bound(point_keys, start, end, key)
+        end = hg_lower_bound(point_keys, start, end, key + 1)
+    return start, end
+
+
+def hg_query_end(start, end, dim):
+    """Visit each physical cell once: at most ``dim`` cells from ``start``."""
+    if end - start >= dim:
+        return start + (dim - 1)
+    return end
+
+
+def hg_query_begin(cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z, x0, y0, z0, x1, y1,
+                   z1, group, filt):
+    x1 = hg_query_end(x0, x1, dim_x)
+    y1 = hg_query_end(y0, y1, dim_y)
+    z1 = hg_query_end(z0, z1, dim_z)
+    s, e = hg_cell_range(cell_starts, cell_ends, point_keys,
+                         hg_cell_index(dim_x, dim_y, dim_z, x0, y0, z0), group, filt)
+    return (np.int64(x0), np.int64(y0), np.int64(z0), np.int64(x1), np.int64(y1), np.int64(z1),
+            np.int64(x0), np.int64(y0), np.int64(z0), s, e, np.int64(group), np.int64(filt))
+
+
+def hash_grid_query(cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z, inv, px, py, pz,
+                    radius, group, filt):
+    """``wp.hash_grid_query`` on a float32 grid (``inv`` = float32 1 / cell width): the start
+    state of the iteration over the cells within ``radius`` of (px, py, pz); ``filt`` 1 keeps
+    only points of ``group`` (Warp's 4-argument form), 0 all points."""
+    x = np.float32(px)
+    y = np.float32(py)
+    z = np.float32(pz)
+    r = np.float32(radius)
+    w = np.float32(inv)
+    return hg_query_begin(cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z,
+                          hg_cell_coord((x - r) * w), hg_cell_coord((y - r) * w),
+                          hg_cell_coord((z - r) * w), hg_cell_coord((x + r) * w),
+                          hg_cell_coord((y + r) * w), hg_cell_coord((z + r) * w), group, filt)
+
+
+def hash_grid_query_d(cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z, inv, px, py, pz,
+                      radius, group, filt):
+    """``hash_grid_query`` on a float64 grid (all arithmetic in float64)."""
+    x = np.float64(px)
+    y = np.float64(py)
+    z = np.float64(pz)
+    r = np.float64(radius)
+    w = np.float64(inv)
+    return hg_query_begin(cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z,
+                          hg_cell_coord((x - r) * w), hg_cell_coord((y - r) * w),
+                          hg_cell_coord((z - r) * w), hg_cell_coord((x + r) * w),
+                          hg_cell_coord((y + r) * w), hg_cell_coord((z + r) * w), group, filt)
+
+
+def hash_grid_query_next(point_ids, cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z,
+                         state):
+    """``(found, point_index, next_state)``: the next candidate of a query, in Warp's order."""
+    x0, y0, z0, x1, y1, z1, x, y, z, cur, end, group, filt = state
+    while True:
+        if cur < end:
+            return (True, np.int32(point_ids[cur]),
+                    (x0, y0, z0, x1, y1, z1, x, y, z, cur + 1, end, group, filt))
+        x += 1
+        if x > x1:
+            x = x0
+            y += 1
+        if y > y1:
+            y = y0
+            z += 1
+        if z > z1:
+            return False, np.int32(-1), (x0, y0, z0, x1, y1, z1, x, y, z, cur, end, group, filt)
+        cur, end = hg_cell_range(cell_starts, cell_ends, point_keys,
+                                 hg_cell_index(dim_x, dim_y, dim_z, x, y, z), group, filt)
+
+
+def hash_grid_point_id(point_ids, index):
+    """``wp.hash_grid_point_id``: the original index of the ``index``-th point in sorted order
+    (-1 out of range or before any build; Warp does not check the range)."""
+    if index >= 0 and index < point_ids.shape[0]:
+        return np.int32(point_ids[index])
+    return np.int32(-1)
+
+
+PORTABLE = ("hg_cell_coord", "hg_cell_index", "hg_point_cell", "hg_lower_bound",
+            "hg_cell_range", "hg_query_end", "hg_query_begin", "hash_grid_query",
+            "hash_grid_query_d", "hash_grid_query_next", "hash_grid_point_id")
+
+
+def compile_for(jit):
+    """Every function of ``PORTABLE`` compiled with ``jit`` (a namespace dict), as in
+    ``weft.geometry.volume_query.compile_for``."""
+    ns = {"math": math, "np": np, "INT_MIN": INT_MIN, "INT_MAX_1": INT_MAX_1}
+    for name in PORTABLE:
+        fn = globals()[name]
+        rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
+        rebound.__doc__ = fn.__doc__
+        ns[name] = jit(rebound)
+    return ns
+
+
+# ------------------------------------------------------------------------------ host build
+_cell_coord = numba.njit(cache=True, nogil=True)(hg_cell_coord)
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _point_keys(points, inv, dim_x, dim_y, dim_z, groups, keys, ids):
+    """keys[i] = cell of point i (<< 32 | uint32(groups[i]) when groups are given); ids[i] = i."""
+    grouped = groups.shape[0] > 0
+    for i in prange(points.shape[0]):
+        x = _cell_coord(points[i, 0] * inv)
+        y = _cell_coord(points[i, 1] * inv)
+        z = _cell_coord(points[i, 2] * inv)
+        c = np.int64((z % dim_z) * (dim_x * dim_y) + (y % dim_y) * dim_x + (x % dim_x))
+        if grouped:
+            c = (c << 32) | (np.int64(groups[i]) & 0xFFFFFFFF)
+        keys[i] = c
+        ids[i] = i
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _radix_pass(kin, vin, kout, vout, shift, bits, nchunks):
+    """One stable counting-sort pass on digit ``(key >> shift) & (2**bits - 1)``: per-chunk
+    histograms, one scan (digit-major, chunk-minor), per-chunk scatters in index order."""
+    n = kin.shape[0]
+    mask = (1 << bits) - 1
+    hist = np.zeros((nchunks, 1 << bits), np.int64)
+    step = (n + nchunks - 1) // nchunks
+    for t in prange(nchunks):
+        for i in range(t * step, min(n, (t + 1) * step)):
+            hist[t, (kin[i] >> shift) & mask] += 1
+    total = 0
+    for d in range(1 << bits):
+        for t in range(nchunks):
+            c = hist[t, d]
+            hist[t, d] = total
+            total += c
+    for t in prange(nchunks):
+        for i in range(t * step, min(n, (t + 1) * step)):
+            d = (kin[i] >> shift) & mask
+            p = hist[t, d]
+            hist[t, d] = p + 1
+            kout[p] = kin[i]
+            vout[p] = vin[i]
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _cell_tables(keys, shift, point_cells, cell_starts, cell_ends, point_keys, keep_keys):
+    """Zero the cell tables, then mark each run of equal cells (``keys >> shift``)."""
+    for c in prange(cell_starts.shape[0]):
+        cell_starts[c] = 0
+        cell_ends[c] = 0
+    n = keys.shape[0]
+    for i in prange(n):
+        c = keys[i] >> shift
+        point_cells[i] = c
+        if keep_keys:
+            point_keys[i] = keys[i]
+        if i == 0 or (keys[i - 1] >> shift) != c:
+            cell_starts[c] = i
+        if i == n - 1 or (keys[i + 1] >> shift) != c:
+            cell_ends[c] = i + 1
+
+
+def _digit_passes(lo_bit, hi_bit):
+    """(shift, bits) of the LSD passes covering bits [lo_bit, hi_bit)."""
+    out = []
+    b = lo_bit
+    while b < hi_bit:
+        w = min(DIGIT_BITS, hi_bit - b)
+        out.append((b, w))
+        b += w
+    return out
+
+
+class HashGrid:
+    """A hash grid of ``dim_x * dim_y * dim_z`` cells over float32 (or float64) points."""
+
+    def __init__(self, dim_x, dim_y, dim_z, dtype=np.float32):
+        try:
+            dims = tuple(operator.index(d) for d in (dim_x, dim_y, dim_z))
+        except TypeError as e:
+            raise TypeError("HashGrid dimensions must be integers") from e
+        if min(dims) <= 0:
+            raise RuntimeError("Hash grid dimensions must be positive")
+        if dims[0] * dims[1] * dims[2] > MAX_CELL_COUNT:
+            raise RuntimeError(f"Hash grid cell count exceeds supported limit: "
+                               f"{dims[0]} * {dims[1]} * {dims[2]} > {MAX_CELL_COUNT}")
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float32, np.float64):
+            raise TypeError("HashGrid supports float32 and float64 points")
+        self.dim_x, self.dim_y, self.dim_z = dims
+        n_cells = dims[0] * dims[1] * dims[2]
+        self.cell_starts = np.zeros(n_cells, np.int32)
+        self.cell_ends = np.zeros(n_cells, np.int32)
+        self.cell_width = self.dtype.type(0)
+        self.cell_width_inv = self.dtype.type(0)
+        self.num_points = 0
+        self.has_groups = False
+        self.reserved = False
+        self._capacity = 0
+        self._bufs = None
+        self.point_ids = np.zeros(0, np.int32)
+        self.point_cells = np.zeros(0, np.int32)
+        self.point_keys = np.zeros(0, np.int64)
+
+    @property
+    def n_cells(self):
+        return self.cell_starts.shape[0]
+
+    def reserve(self, num_points, with_groups=False):
+        """Keep buffers for ``num_points`` points (1.5x, as Warp), so that builds of up to that
+        many points allocate nothing."""
+        num_points = operator.index(num_points)
+        if num_points > self._capacity or self._bufs is None:
+            cap = num_points * 3 // 2
+            self._bufs = (np.empty(cap, np.int64), np.empty(cap, np.int64),
+                          np.empty(cap, np.int32), np.empty(cap, np.int32),
+                          np.empty(cap, np.int32), np.empty(cap, np.int64))
+            self._capacity = cap
+        self.reserved = True
+
+    def build(self, points, radius, groups=None):
+        """Bucket ``points`` ((N, 3) array of the grid's float type) into cells of width
+        ``radius``; ``groups`` (N int32) partitions each cell by group id."""
+        pts = np.ascontiguousarray(points)
+        if pts.ndim != 2 or pts.shape[1] != 3:
+            pts = pts.reshape(-1, 3) if pts.size % 3 == 0 and pts.ndim >= 1 else pts
+        if pts.ndim != 2 or pts.shape[1] != 3 or pts.dtype != self.dtype:
+            raise TypeError(f"Hash grid points should be an (N, 3) array of {self.dtype}")
+        if not radius > 0.0:
+            raise ValueError(f"Hash grid cell width must be positive, got {radius}")
+        n = pts.shape[0]
+        if groups is not None:
+            groups = np.ascontiguousarray(groups).reshape(-1)
+            if groups.dtype != np.int32:
+                raise RuntimeError("groups should be an array of type int32")
+            if groups.shape[0] != n:
+                raise RuntimeError("groups must have the same length as points")
+        self.reserve(n, groups is not None)
+        k0, k1, v0, v1, cells, keys = (b[:n] for b in self._bufs)
+        self.cell_width = self.dtype.type(radius)
+        self.cell_width_inv = self.dtype.type(1) / self.cell_width
+        grp = groups if groups is not None else np.zeros(0, np.int32)
+        _point_keys(pts, self.cell_width_inv, self.dim_x, self.dim_y, self.dim_z, grp, k0, v0)
+        passes = _digit_passes(32, 32 + max(1, (self.n_cells - 1).bit_length()))
+        if groups is None:
+            passes = [(s - 32, b) for s, b in passes]
+        elif n:
+            top = int((grp.astype(np.int64) & 0xFFFFFFFF).max()).bit_length()
+            passes = _digit_passes(0, top) + passes
+        nchunks = max(1, min(numba.get_num_threads(), n // 4096))
+        for shift, bits in passes:
+            _radix_pass(k0, v0, k1, v1, shift, bits, nchunks)
+            k0, k1, v0, v1 = k1, k0, v1, v0
+        shift = 32 if groups is not None else 0
+        _cell_tables(k0, shift, cells, self.cell_starts, self.cell_ends, keys,
+                     groups is not None)
+        self.point_ids = v0
+        self.point_cells = cells
+        self.point_keys = keys if groups is not None else np.zeros(0, np.int64)
+        self.num_points = n
+        self.has_groups = groups is not None
+
+    def arrays(self):
+        """``(point_ids, cell_starts, cell_ends, point_keys)`` for the query cores (``point_keys``
+        is empty unless the grid was built with groups)."""
+        return self.point_ids, self.cell_starts, self.cell_ends, self.point_keys
