@@ -1,7 +1,6 @@
 """Shared fixtures of the geometry-core tests: the test grids and the cores compiled for the CPU."""
 import os
 
-import numba
 import pytest
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "nvdb")
@@ -21,6 +20,7 @@ def read(name):
 @pytest.fixture(scope="session")
 def vq():
     """``weft.geometry.volume_query`` compiled with ``numba.njit`` (a namespace dict)."""
+    import numba  # not at import: tests/conftest.py must set NUMBA_ENABLE_CUDASIM first
     from weft.geometry import volume_query
     return volume_query.compile_for(numba.njit(cache=False, nogil=True, error_model="numpy"))
 
@@ -28,5 +28,6 @@ def vq():
 @pytest.fixture(scope="session")
 def hq():
     """``weft.geometry.hashgrid``'s query cores compiled with ``numba.njit``."""
+    import numba
     from weft.geometry import hashgrid
     return hashgrid.compile_for(numba.njit(cache=False, nogil=True, error_model="numpy"))

@@ -123,7 +123,7 @@ def vdb_floor(x):
         if t > xd:
             t -= 1
         return t, x - np.float32(t)
-    return INT_MIN, x - x
+    return INT_MIN, np.float32(xd - xd)     # 0, or NaN for inf and NaN (as x - floorf(x))
 
 
 def vdb_round(x):
