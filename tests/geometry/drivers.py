@@ -11,60 +11,60 @@ def digest(a):
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
 
-def loop_slots(fn, rk, rc, up, lo, ijk, out):
+def loop_slots(fn, tree, ijk, out):
     for n in range(ijk.shape[0]):
-        out[n] = fn(rk, rc, up, lo, ijk[n, 0], ijk[n, 1], ijk[n, 2])
+        out[n] = fn(tree, ijk[n, 0], ijk[n, 1], ijk[n, 2])
 
 
-def loop_lookup(fn, rk, rc, up, lo, vals, gt, ijk, out):
+def loop_lookup(fn, tree, vals, gt, ijk, out):
     for n in range(ijk.shape[0]):
-        out[n] = fn(rk, rc, up, lo, vals, gt, ijk[n, 0], ijk[n, 1], ijk[n, 2])
+        out[n] = fn(tree, vals, gt, ijk[n, 0], ijk[n, 1], ijk[n, 2])
 
 
-def loop_lookup3(fn, rk, rc, up, lo, vals, gt, ijk, out):
+def loop_lookup3(fn, tree, vals, gt, ijk, out):
     for n in range(ijk.shape[0]):
-        r = fn(rk, rc, up, lo, vals, gt, ijk[n, 0], ijk[n, 1], ijk[n, 2])
+        r = fn(tree, vals, gt, ijk[n, 0], ijk[n, 1], ijk[n, 2])
         out[n, 0] = r[0]
         out[n, 1] = r[1]
         out[n, 2] = r[2]
 
 
-def loop_sample(fn, rk, rc, up, lo, vals, gt, pts, mode, out):
+def loop_sample(fn, tree, vals, gt, pts, mode, out):
     for n in range(pts.shape[0]):
-        out[n] = fn(rk, rc, up, lo, vals, gt, pts[n, 0], pts[n, 1], pts[n, 2], mode)
+        out[n] = fn(tree, vals, gt, pts[n, 0], pts[n, 1], pts[n, 2], mode)
 
 
-def loop_sample_i(fn, rk, rc, up, lo, vals, gt, pts, out):
+def loop_sample_i(fn, tree, vals, gt, pts, out):
     for n in range(pts.shape[0]):
-        out[n] = fn(rk, rc, up, lo, vals, gt, pts[n, 0], pts[n, 1], pts[n, 2])
+        out[n] = fn(tree, vals, gt, pts[n, 0], pts[n, 1], pts[n, 2])
 
 
-def loop_sample_generic(fn, rk, rc, up, lo, vals, gt, expected, zero, pts, mode, out):
+def loop_sample_generic(fn, tree, vals, gt, expected, zero, pts, mode, out):
     for n in range(pts.shape[0]):
-        out[n] = fn(rk, rc, up, lo, vals, gt, expected, zero, pts[n, 0], pts[n, 1], pts[n, 2],
+        out[n] = fn(tree, vals, gt, expected, zero, pts[n, 0], pts[n, 1], pts[n, 2],
                     mode)
 
 
-def loop_sample3(fn, rk, rc, up, lo, vals, gt, pts, mode, out):
+def loop_sample3(fn, tree, vals, gt, pts, mode, out):
     for n in range(pts.shape[0]):
-        r = fn(rk, rc, up, lo, vals, gt, pts[n, 0], pts[n, 1], pts[n, 2], mode)
+        r = fn(tree, vals, gt, pts[n, 0], pts[n, 1], pts[n, 2], mode)
         out[n, 0] = r[0]
         out[n, 1] = r[1]
         out[n, 2] = r[2]
 
 
-def loop_grad(fn, rk, rc, up, lo, vals, gt, pts, mode, out, grad):
+def loop_grad(fn, tree, vals, gt, pts, mode, out, grad):
     for n in range(pts.shape[0]):
-        v, g = fn(rk, rc, up, lo, vals, gt, pts[n, 0], pts[n, 1], pts[n, 2], mode)
+        v, g = fn(tree, vals, gt, pts[n, 0], pts[n, 1], pts[n, 2], mode)
         out[n] = v
         grad[n, 0] = g[0]
         grad[n, 1] = g[1]
         grad[n, 2] = g[2]
 
 
-def loop_grad3(fn, rk, rc, up, lo, vals, gt, expected, zero, pts, mode, out, jac):
+def loop_grad3(fn, tree, vals, gt, expected, zero, pts, mode, out, jac):
     for n in range(pts.shape[0]):
-        v, g = fn(rk, rc, up, lo, vals, gt, expected, zero, pts[n, 0], pts[n, 1], pts[n, 2],
+        v, g = fn(tree, vals, gt, expected, zero, pts[n, 0], pts[n, 1], pts[n, 2],
                   mode)
         for c in range(3):
             out[n, c] = v[c]
@@ -80,33 +80,33 @@ def loop_xform(fn, xf, pts, out):
         out[n, 2] = r[2]
 
 
-def loop_index(fn, rk, rc, up, lo, idx, gt, ijk, out):
+def loop_index(fn, tree, idx, gt, ijk, out):
     for n in range(ijk.shape[0]):
-        out[n] = fn(rk, rc, up, lo, idx, gt, ijk[n, 0], ijk[n, 1], ijk[n, 2])
+        out[n] = fn(tree, idx, gt, ijk[n, 0], ijk[n, 1], ijk[n, 2])
 
 
-def loop_sample_index(fn, rk, rc, up, lo, idx, gt, data, bg, zero, pts, mode, out):
+def loop_sample_index(fn, tree, idx, gt, data, bg, zero, pts, mode, out):
     for n in range(pts.shape[0]):
-        out[n] = fn(rk, rc, up, lo, idx, gt, data, bg, zero, pts[n, 0], pts[n, 1], pts[n, 2],
+        out[n] = fn(tree, idx, gt, data, bg, zero, pts[n, 0], pts[n, 1], pts[n, 2],
                     mode)
 
 
-def loop_sample_index3(fn, rk, rc, up, lo, idx, gt, data, bg, zero, pts, mode, out):
+def loop_sample_index3(fn, tree, idx, gt, data, bg, zero, pts, mode, out):
     for n in range(pts.shape[0]):
-        r = fn(rk, rc, up, lo, idx, gt, data, bg, zero, pts[n, 0], pts[n, 1], pts[n, 2], mode)
+        r = fn(tree, idx, gt, data, bg, zero, pts[n, 0], pts[n, 1], pts[n, 2], mode)
         out[n, 0] = r[0]
         out[n, 1] = r[1]
         out[n, 2] = r[2]
 
 
-def loop_store(fn, rk, rc, up, lo, vals, gt, ijk, new):
+def loop_store(fn, tree, vals, gt, ijk, new):
     for n in range(ijk.shape[0]):
-        fn(rk, rc, up, lo, vals, gt, ijk[n, 0], ijk[n, 1], ijk[n, 2], new[n])
+        fn(tree, vals, gt, ijk[n, 0], ijk[n, 1], ijk[n, 2], new[n])
 
 
-def loop_store3(fn, rk, rc, up, lo, vals, gt, ijk, new):
+def loop_store3(fn, tree, vals, gt, ijk, new):
     for n in range(ijk.shape[0]):
-        fn(rk, rc, up, lo, vals, gt, ijk[n, 0], ijk[n, 1], ijk[n, 2],
+        fn(tree, vals, gt, ijk[n, 0], ijk[n, 1], ijk[n, 2],
            (new[n, 0], new[n, 1], new[n, 2]))
 
 

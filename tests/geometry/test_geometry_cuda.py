@@ -18,24 +18,24 @@ pytestmark = pytest.mark.cudasim
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 VOLUME_KERNEL = '''
-def vol_kernel(rk, rc, up, lo, vals, gt, xf, idxv, data, pts, out):
+def vol_kernel(tree, vals, gt, xf, idxv, data, pts, out):
     t = cuda.grid(1)
     if t < pts.shape[0]:
         x = pts[t, 0]
         y = pts[t, 1]
         z = pts[t, 2]
-        s = volume_sample_f(rk, rc, up, lo, vals, gt, x, y, z, 1)
-        v, g = volume_sample_grad_f(rk, rc, up, lo, vals, gt, x, y, z, 1)
-        a = volume_sample_v(rk, rc, up, lo, vals, gt, x, y, z, 1)
-        j = volume_sample_grad_v3(rk, rc, up, lo, vals, gt, 6, np.float32(0), x, y, z, 1)
+        s = volume_sample_f(tree, vals, gt, x, y, z, 1)
+        v, g = volume_sample_grad_f(tree, vals, gt, x, y, z, 1)
+        a = volume_sample_v(tree, vals, gt, x, y, z, 1)
+        j = volume_sample_grad_v3(tree, vals, gt, 6, np.float32(0), x, y, z, 1)
         w = volume_world_to_index(xf, x, y, z)
         wd = volume_index_to_world_dir(xf, x, y, z)
-        i = volume_lookup_index(rk, rc, up, lo, idxv, gt, 1, 2, 3)
-        d = volume_sample_index_s(rk, rc, up, lo, idxv, gt, data, np.float32(2), np.float32(0),
+        i = volume_lookup_index(tree, idxv, gt, 1, 2, 3)
+        d = volume_sample_index_s(tree, idxv, gt, data, np.float32(2), np.float32(0),
                                   x, y, z, 1)
-        c = volume_corners_s(rk, rc, up, lo, vals, gt, 1, np.float32(0), x, y, z)
-        n = volume_sample_i(rk, rc, up, lo, vals, gt, x, y, z)
-        volume_store_f(rk, rc, up, lo, vals, gt, 3, 4, 5, s)
+        c = volume_corners_s(tree, vals, gt, 1, np.float32(0), x, y, z)
+        n = volume_sample_i(tree, vals, gt, x, y, z)
+        volume_store_f(tree, vals, gt, 3, 4, 5, s)
         out[t, 0] = s
         out[t, 1] = v + g[0] + g[1] + g[2]
         out[t, 2] = a[0] + a[1] + a[2] + j[0][1] + j[1][4]
@@ -131,8 +131,8 @@ from weft.geometry import volume_query as Q, hashgrid as H
 from tests.geometry.test_geometry_cuda import _kernels
 ns = _kernels({**Q.compile_for(cuda.jit(device=True)), **H.compile_for(cuda.jit(device=True))})
 A = lambda t, n=1: nt.Array(t, n, "C")
-vol_sig = (A(nt.int64), A(nt.int32), A(nt.int32), A(nt.int32), A(nt.float32), nt.int64,
-           A(nt.float32), A(nt.int64), A(nt.float32), A(nt.float32, 2), A(nt.float32, 2))
+vol_sig = (A(nt.int32), A(nt.float32), nt.int64, A(nt.float32), A(nt.int64), A(nt.float32),
+           A(nt.float32, 2), A(nt.float32, 2))
 hash_sig = (A(nt.int32), A(nt.int32), A(nt.int32), A(nt.int64), nt.int64, nt.int64, nt.int64,
             nt.float32, A(nt.float32, 2), nt.float32, A(nt.int64, 2))
 with _assume_compute_capability((9, 0)):

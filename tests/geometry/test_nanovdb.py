@@ -85,7 +85,7 @@ def test_index_file_has_two_grids_with_feature_arrays():
 
 def _slots(vq, g, ijk):
     out = np.empty(len(ijk), np.int64)
-    D.jit_slots(vq["volume_slot"], g.root_keys, g.root_codes, g.upper, g.lower, ijk, out)
+    D.jit_slots(vq["volume_slot"], g.tree, ijk, out)
     return out
 
 
@@ -130,7 +130,7 @@ def test_leaf_slots_are_warps_lookup_index(vq):
     rng = np.random.default_rng(3)
     ijk = rng.integers(-20, 20, (3000, 3)).astype(np.int32)
     out = np.empty(len(ijk), np.int64)
-    D.jit_slots(vq["volume_leaf_slot"], g.root_keys, g.root_codes, g.upper, g.lower, ijk, out)
+    D.jit_slots(vq["volume_leaf_slot"], g.tree, ijk, out)
     want = [r.leaf_voxel_index(*p) for p in ijk.tolist()]
     np.testing.assert_array_equal(out, want)
 
@@ -157,7 +157,7 @@ def _file(grids, codec=0, chunks=1, magic=nv.MAGIC_NUMB):
 
 
 def _same(a, b):
-    for f in ("root_keys", "root_codes", "upper", "lower", "values", "leaf_origins"):
+    for f in ("tree", "values", "leaf_origins"):
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
     assert a.name == b.name and a.grid_type == b.grid_type
 
@@ -216,6 +216,6 @@ def test_empty_grid_reads_background_everywhere(vq):
     g[root + 24:root + 28] = struct.pack("<I", 0)
     g[root + 28:root + 32] = struct.pack("<f", -2.5)
     grid = nv.decode_grid(bytes(g))
-    assert grid.leaf_count == 0 and len(grid.root_keys) == 0
+    assert grid.leaf_count == 0 and grid.tree[0] == 0
     ijk = np.array([[0, 0, 0], [5, -7, 100]], np.int32)
     assert np.all(grid.values[_slots(vq, grid, ijk)] == np.float32(-2.5))

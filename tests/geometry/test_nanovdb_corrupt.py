@@ -13,16 +13,20 @@ from weft.geometry import nanovdb as nv
 
 def check_invariants(g):
     """Every index a query can follow from the arrays lies inside them."""
-    r = len(g.root_keys)
-    assert g.root_keys.dtype == np.int64 and g.root_codes.dtype == np.int32
-    assert g.upper.dtype == np.int32 and g.lower.dtype == np.int32
-    assert len(g.root_codes) == r + 1 and np.all(np.diff(g.root_keys) > 0)
-    assert len(g.upper) == 32768 * g.upper_count and len(g.lower) == 4096 * g.lower_count
+    t = g.tree
+    assert t.dtype == np.int32
+    r, u, n_lower, bg = (int(v) for v in t[:4])
+    assert (u, n_lower) == (g.upper_count, g.lower_count)
+    assert len(t) == 4 + 4 * r + 32768 * u + 4096 * n_lower
+    entries, upper, lower, _ = nv.tree_parts(t)
+    keys = [tuple(e) for e in entries[:, :3].tolist()]
+    assert keys == sorted(set(keys))                      # sorted, unique
+    assert np.all(entries[:, :3] >= 0) and np.all(entries[:, :3] < (1 << 20))
     assert len(g.values) % g.channels == 0
     n_slots = len(g.values) // g.channels
     assert n_slots >= 512 * g.leaf_count + 1
-    for codes, n_child in ((g.root_codes[:r], g.upper_count), (g.upper, g.lower_count),
-                           (g.lower, g.leaf_count), (g.root_codes[r:], 0)):
+    for codes, n_child in ((entries[:, 3], u), (upper, n_lower), (lower, g.leaf_count),
+                           (np.array([bg]), 0)):
         pos = codes[codes >= 0]
         neg = -(codes[codes < 0].astype(np.int64) + 1)
         assert np.all(pos < n_child)
@@ -48,13 +52,12 @@ def probe(vq, grids, rng):
     pts = rng.uniform(-20, 20, (64, 3)).astype(np.float32)
     ijk = rng.integers(-20, 20, (64, 3)).astype(np.int32)
     for g in grids:
-        a = (g.root_keys, g.root_codes, g.upper, g.lower)
         out = np.empty(len(ijk), np.int64)
-        D.jit_slots(vq["volume_slot"], *a, ijk, out)
+        D.jit_slots(vq["volume_slot"], g.tree, ijk, out)
         assert np.all((out >= 0) & (out < len(g.values) // g.channels))
         if g.grid_type == 1:
             o = np.empty(len(pts), np.float32)
-            D.jit_sample(vq["volume_sample_f"], *a, g.values, g.grid_type, pts, 1, o)
+            D.jit_sample(vq["volume_sample_f"], g.tree, g.values, g.grid_type, pts, 1, o)
 
 
 @pytest.mark.parametrize("name", FILES)

@@ -38,7 +38,7 @@ def test_built_volumes_match_warp(vq, key):
     qijk = M.ijk_points(seed=5, lo=-12, hi=24, n=200)
     a = v.arrays()
     idx = np.empty(len(qijk), np.int32)
-    D.jit_index(vq["volume_lookup_index"], *a[:4], v.index_values, v.gtype, qijk, idx)
+    D.jit_index(vq["volume_lookup_index"], v.tree, v.index_values, v.gtype, qijk, idx)
     assert D.digest(idx) == getattr(W, f"{key}_LOOKUP_INDEX_DIGEST")
     if v.type_str == "float":
         out = np.empty(len(qijk), np.float32)

@@ -74,7 +74,7 @@ def test_lookup_f_index_and_transforms(vq, vols, compiled, name, key):
     out = np.empty(len(ijk), np.float32)
     run(vq, compiled, "lookup", "volume_lookup_f", *v.arrays(), v.gtype, ijk, out)
     idx = np.empty(len(ijk), np.int32)
-    run(vq, compiled, "index", "volume_lookup_index", *v.arrays()[:4], v.index_values, v.gtype,
+    run(vq, compiled, "index", "volume_lookup_index", v.tree, v.index_values, v.gtype,
         ijk, idx)
     np.testing.assert_array_equal(out[:40], lit(getattr(W, f"{key}_LOOKUP_HEAD")))
     np.testing.assert_array_equal(idx[:40], getattr(W, f"{key}_LOOKUP_INDEX_HEAD"))
@@ -148,7 +148,7 @@ def test_index_grids_sample_voxel_data(vq, compiled):
         n = g.get_voxel_count()
         data = np.arange(n, dtype=np.float32) * np.float32(1.5) + np.float32(1.0)
         datav = np.arange(3 * n, dtype=np.float32).reshape(n, 3) - np.float32(5.0)
-        a = g.arrays()[:4] + (g.index_values, g.gtype)
+        a = (g.tree, g.index_values, g.gtype)
         ijk = M.ijk_points(lo=-17, hi=17)
         idx = np.empty(len(ijk), np.int32)
         run(vq, True, "index", "volume_lookup_index", *a, ijk, idx)
@@ -173,7 +173,7 @@ def test_sample_index_on_a_regular_grid(vq, vols):
     v = vols["test_grid.nvdb"]
     data = np.sin(np.arange(v.get_voxel_count(), dtype=np.float32))
     out = np.empty(len(PTS), np.float32)
-    run(vq, True, "sample_index", "volume_sample_index_s", *v.arrays()[:4], v.index_values,
+    run(vq, True, "sample_index", "volume_sample_index_s", v.tree, v.index_values,
         v.gtype, data, np.float32(-3), np.float32(0), PTS, 1, out)
     assert D.digest(out) == W.FLOAT_SAMPLE_INDEX_DIGEST
 
@@ -218,7 +218,7 @@ def test_corner_helpers_agree_with_sampling(vq, vols):
     f = vols["torus.nvdb"]
     for p in PTS[:NSP + 40]:
         c = Q.volume_corners_s(*f.arrays(), f.gtype, Q.GRID_FLOAT, np.float32(0), *p)
-        _, fx, fy, fz = Q.volume_cell(*f.arrays()[:4], *p)
+        _, fx, fy, fz = Q.volume_cell(f.tree, *p)
         w = Q.vdb_weights(fx, fy, fz)
         acc = np.float32(0)
         for n in range(8):

@@ -25,14 +25,13 @@ every child offset must land exactly on the start of a node of the next level, e
 have exactly one parent, and any violation raises :class:`NanoVDBError` (a ``ValueError``),
 never an ``IndexError``, a numpy error or a read outside the buffer.
 
-The output is re-packed for fast lookups (see ``weft/geometry/volume_query.py`` for the
-queries and ``docs/geometry-vdb.md`` for why):
+The output is re-packed for fast lookups into two arrays (see
+``weft/geometry/volume_query.py`` for the queries and ``docs/geometry-vdb.md`` for why):
 
-- ``root_keys`` int64 (R,): sorted keys of the upper nodes' origins (``root_key``),
-- ``root_codes`` int32 (R + 1,): per key, an upper-node index (>= 0) or ``-(slot + 1)`` for a
-  constant root tile; the extra last entry is the background's code,
-- ``upper`` int32 (U * 32768,), ``lower`` int32 (L * 4096,): per child slot of each internal
-  node, the child's index in the next level (>= 0) or ``-(slot + 1)`` for a tile value,
+- ``tree`` int32: ``[R, U, L, background code]``, then R root entries ``(kx, ky, kz, code)``
+  sorted by key (an upper node's origin ``((x + 2**31) mod 2**32) >> 12`` per axis), then the
+  U upper tables of 32768 codes and the L lower tables of 4096 codes. A code is the index of a
+  child in the next level (>= 0) or ``-(slot + 1)`` of a tile value (or the background);
 - ``values`` (S * C,) of the grid's scalar type (C = 1, 3 or 4 channels): voxel slot
   ``leaf * 512 + ((i & 7) << 6 | (j & 7) << 3 | (k & 7))`` for leaf voxels, then the distinct
   tile values and the background. For index grids ``values`` is int64: the zero-based index into
@@ -50,7 +49,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["NanoVDBError", "NanoVDBGrid", "read_nvdb", "decode_grid", "node_layout", "root_key",
-           "GRID_TYPE_NAMES"]
+           "pack_tree", "tree_parts", "GRID_TYPE_NAMES"]
 
 
 class NanoVDBError(ValueError):
@@ -171,6 +170,27 @@ def root_key(x, y, z):
     return (part(x) << 40) | (part(y) << 20) | part(z)
 
 
+def pack_tree(origins, codes, upper, lower, n_upper, n_lower, bg_code):
+    """The ``tree`` array of upper nodes at ``origins`` (R, 3) with root codes ``codes`` (R,),
+    flat int32 ``upper`` (U * 32768) and ``lower`` (L * 4096) tables and the background's code:
+    ``[R, U, L, bg_code, R entries (kx, ky, kz, code) sorted by key, upper, lower]``."""
+    o = np.asarray(origins, np.int64).reshape(-1, 3)
+    k = ((o + 2147483648) & 0xFFFFFFFF) >> 12
+    order = np.lexsort((k[:, 2], k[:, 1], k[:, 0]))
+    entries = np.concatenate([k[order], np.asarray(codes, np.int64)[order, None]], axis=1)
+    head = np.array([len(o), n_upper, n_lower, bg_code], np.int64)
+    return np.concatenate([head, entries.reshape(-1), np.asarray(upper, np.int64),
+                           np.asarray(lower, np.int64)]).astype(np.int32)
+
+
+def tree_parts(tree):
+    """(root entries (R, 4), upper (U, 32768), lower (L, 4096), background code) of a tree."""
+    r, u, n_lower, bg = (int(v) for v in tree[:4])
+    base = 4 + 4 * r
+    return (tree[4:base].reshape(r, 4), tree[base:base + 32768 * u].reshape(u, 32768),
+            tree[base + 32768 * u:base + 32768 * u + 4096 * n_lower].reshape(n_lower, 4096), bg)
+
+
 @dataclass
 class BlindData:
     """One blind-data (feature) array of a grid."""
@@ -221,10 +241,7 @@ class NanoVDBGrid:
     tile_counts: tuple        # active tiles per level (leaf-parent, lower-parent, upper-parent)
     tree_voxel_count: int     # TreeData's active voxel count
     background: np.ndarray    # (C,) of the value type (int64 -1 for index grids)
-    root_keys: np.ndarray
-    root_codes: np.ndarray
-    upper: np.ndarray
-    lower: np.ndarray
+    tree: np.ndarray          # int32, see the module docstring
     values: np.ndarray
     channels: int
     leaf_origins: np.ndarray  # (leaves, 3) int32
@@ -670,11 +687,10 @@ def _decode_tree(r, gtype, grid_size, tree_end, name):
     codes[has_child] = up_idx
     codes[~has_child] = -(root_slot + 1)
     rkeys = root_key(tile_origins[:, 0], tile_origins[:, 1], tile_origins[:, 2])
-    order = np.argsort(rkeys, kind="stable")
-    rkeys = rkeys[order]
-    if np.any(rkeys[1:] == rkeys[:-1]):
+    if len(np.unique(rkeys)) != len(rkeys):
         raise NanoVDBError("NanoVDB grid: two root tiles have the same key")
-    root_codes = np.append(codes[order], -(bg_slot + 1)).astype(np.int32)
+    tree = pack_tree(tile_origins, codes, upper.reshape(-1), lower.reshape(-1), n_upper,
+                     n_lower, -(bg_slot + 1))
 
     masks = _field(leaves, 16, 64, np.uint64).reshape(n_leaf, 8)
     if index:
@@ -685,9 +701,8 @@ def _decode_tree(r, gtype, grid_size, tree_end, name):
     values = np.concatenate([leaf_values.reshape(-1), tile_values.reshape(-1)]).astype(scalar)
     return dict(upper_count=n_upper, lower_count=n_lower, leaf_count=n_leaf,
                 tile_counts=tile_counts, tree_voxel_count=tree_voxels, index_bbox=index_bbox,
-                background=background, root_keys=np.ascontiguousarray(rkeys, np.int64),
-                root_codes=root_codes, upper=upper.reshape(-1), lower=lower.reshape(-1),
-                values=np.ascontiguousarray(values), channels=channels,
+                background=background, tree=tree, values=np.ascontiguousarray(values),
+                channels=channels,
                 leaf_origins=leaf_origins.astype(np.int32), leaf_masks=masks)
 
 

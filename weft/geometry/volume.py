@@ -4,7 +4,7 @@
     >>> v = Volume.load_from_nvdb(open("torus.nvdb", "rb"))
     >>> v.get_grid_info().type_str, v.get_voxel_size()
     ('float', (0.10000000149011612, 0.10000000149011612, 0.10000000149011612))
-    >>> root_keys, root_codes, upper, lower, values = v.arrays()   # for volume_query
+    >>> tree, values = v.arrays()                                  # for volume_query
 
 A :class:`Volume` holds the arrays described in ``weft/geometry/volume_query.py`` (the query
 cores read them), plus ``gtype`` (the NanoVDB grid type), ``xform_f``/``xform_d`` (the
@@ -65,10 +65,7 @@ class Volume:
         self.grid = grid
         self._next = list(next_grids)
         self.gtype = int(grid.grid_type)
-        self.root_keys = grid.root_keys
-        self.root_codes = grid.root_codes
-        self.upper = grid.upper
-        self.lower = grid.lower
+        self.tree = grid.tree
         self.values = grid.values
         self.channels = grid.channels
         self.xform_f = np.concatenate([grid.mat_f.ravel(), grid.inv_mat_f.ravel(),
@@ -183,8 +180,8 @@ class Volume:
 
     # ------------------------------------------------------------------ the query arrays
     def arrays(self):
-        """``(root_keys, root_codes, upper, lower, values)``, the query cores' arrays."""
-        return self.root_keys, self.root_codes, self.upper, self.lower, self.values
+        """``(tree, values)``, the query cores' arrays."""
+        return self.tree, self.values
 
     @property
     def index_values(self):
@@ -393,15 +390,17 @@ def _grid_from_leaves(origins, type_str, bg_value, mat_f, mat_d, inv_d, vec_f):
     bg_code = -(bg_slot + 1)
     if bg_slot > nv.MAX_SLOTS:
         raise ValueError(f"{n_leaf} tiles are more than weft's volumes hold")
-    upper = np.full(n_upper * 32768, bg_code, np.int32)
+    upper = np.full(n_upper * 32768, bg_code, np.int64)
     upper[lkeys] = np.arange(n_lower)               # lkeys = upper index * 32768 + bit
-    lower = np.full(n_lower * 4096, bg_code, np.int32)
+    lower = np.full(n_lower * 4096, bg_code, np.int64)
     lower[lid * 4096 + lbit] = np.arange(n_leaf)
     if index:
         values = np.append(np.arange(bg_slot, dtype=np.int64), -1)
     else:
         values = np.tile(bg, bg_slot + 1).astype(scalar)
-    root_codes = np.append(np.arange(n_upper), bg_code).astype(np.int32)
+    uo = origins[np.searchsorted(keys[order], ukeys)] if n_leaf else np.zeros((0, 3), np.int64)
+    tree = nv.pack_tree((uo >> 12) << 12, np.arange(n_upper), upper, lower, n_upper, n_lower,
+                        bg_code)
     if n_leaf:
         lo, hi = origins.min(axis=0), origins.max(axis=0) + 7
     else:
@@ -423,8 +422,8 @@ def _grid_from_leaves(origins, type_str, bg_value, mat_f, mat_d, inv_d, vec_f):
         vec_d=vec_d, world_bbox=np.stack([world.min(axis=0), world.max(axis=0)]),
         voxel_size=voxel_size, index_bbox=np.stack([lo, hi]).astype(np.int32),
         upper_count=n_upper, lower_count=n_lower, leaf_count=n_leaf, tile_counts=(0, 0, 0),
-        tree_voxel_count=n_leaf * 512, background=bg, root_keys=ukeys.astype(np.int64),
-        root_codes=root_codes, upper=upper, lower=lower, values=values, channels=channels,
+        tree_voxel_count=n_leaf * 512, background=bg, tree=tree, values=values,
+        channels=channels,
         leaf_origins=origins.astype(np.int32),
         leaf_masks=np.full((n_leaf, 8), np.iinfo(np.uint64).max, np.uint64))
 
@@ -432,17 +431,18 @@ def _grid_from_leaves(origins, type_str, bg_value, mat_f, mat_d, inv_d, vec_f):
 def _leaf_slots(vol, i, j, k):
     """Leaf slots of voxels (i, j, k) (int arrays), -1 outside leaves (host-side, numpy)."""
     i, j, k = (np.asarray(a, np.int64) for a in (i, j, k))
+    entries, upper, lower, _ = nv.tree_parts(vol.tree)
+    rk = nv.root_key(*(((entries[:, d].astype(np.int64) << 12) - 2147483648) for d in range(3)))
     keys = nv.root_key(i, j, k)
-    n = len(vol.root_keys)
-    pos = np.searchsorted(vol.root_keys, keys)
-    found = pos < n
-    found[found] = vol.root_keys[pos[found]] == keys[found]
-    code = np.where(found, vol.root_codes[np.minimum(pos, n)], -1).astype(np.int64)
+    n = len(rk)
+    pos = np.minimum(np.searchsorted(rk, keys), max(n - 1, 0))
+    found = (rk[pos] == keys) if n else np.zeros(len(keys), bool)
+    code = np.where(found, entries[pos, 3] if n else -1, -1).astype(np.int64)
     ub = (((i & 4095) >> 7) << 10) | (((j & 4095) >> 7) << 5) | ((k & 4095) >> 7)
     ok = code >= 0
-    code[ok] = vol.upper[code[ok] * 32768 + ub[ok]]
+    code[ok] = upper[code[ok], ub[ok]]
     lb = (((i & 127) >> 3) << 8) | (((j & 127) >> 3) << 4) | ((k & 127) >> 3)
     ok = code >= 0
-    code[ok] = vol.lower[code[ok] * 4096 + lb[ok]]
+    code[ok] = lower[code[ok], lb[ok]]
     n_local = ((i & 7) << 6) | ((j & 7) << 3) | (k & 7)
     return np.where(code >= 0, code * 512 + n_local, -1)

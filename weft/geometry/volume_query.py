@@ -4,17 +4,19 @@ Plain Python functions of flat arrays and scalars: they run uncompiled, and
 ``compile_for(jit)`` rebinds them all to compiled versions (``numba.njit`` on the CPU,
 ``cuda.jit(device=True)`` for CUDA). They allocate nothing and return scalars or tuples.
 
-A volume is five arrays (built by ``weft.geometry.nanovdb`` / ``weft.geometry.volume``)::
+A volume is two arrays (built by ``weft.geometry.nanovdb`` / ``weft.geometry.volume``)::
 
-    root_keys  int64 (R,)        sorted keys (``nanovdb.root_key``) of the upper nodes' origins
-    root_codes int32 (R + 1,)    per key: upper-node index, or -(slot + 1) of a root tile's
-                                 value; the last entry is the background's code
-    upper      int32 (U*32768,)  per child of an upper node: lower-node index, or -(slot + 1)
-    lower      int32 (L*4096,)   per child of a lower node: leaf index, or -(slot + 1)
-    values     (S*C,)            value slots, C channels each: leaf voxels first, slot
-                                 ``leaf*512 + ((i&7)<<6 | (j&7)<<3 | (k&7))``, then tile values
-                                 and the background. Index grids: int64 voxel-data indices
-                                 (-1: none).
+    tree    int32   [R, U, L, background code,
+                     R root entries (kx, ky, kz, code), sorted by (kx, ky, kz),
+                     U upper tables of 32768 codes, L lower tables of 4096 codes]
+    values  (S*C,)  value slots, C channels each: leaf voxels first, slot
+                    ``leaf*512 + ((i&7)<<6 | (j&7)<<3 | (k&7))``, then tile values and the
+                    background. Index grids: int64 voxel-data indices (-1: none).
+
+A root entry holds an upper node's origin as ``((x + 2**31) mod 2**32) >> 12`` per axis. A code
+is a child index in the next level (root: upper node, upper: lower node, lower: leaf) when
+>= 0, else ``-(slot + 1)`` of the tile value (or background) that covers the region. Two arrays
+rather than five because on the CPU every array argument is seven machine words per call.
 
 plus the scalar ``gtype`` (NanoVDB grid type: 1 float, 2 double, 4 int32, 5 int64, 6 Vec3f,
 7 Vec3d, 10 uint32, 17 Vec4f, 18 Vec4d, 19..22 index grids) and, for the transforms, ``xf``
@@ -59,39 +61,53 @@ GRID_INDEX = 19
 GRID_ONINDEX_MASK = 22
 
 F1 = np.float32(1.0)
+#: Numba options for compiling these cores for the CPU: ``numba.njit(**CPU_JIT_OPTIONS)``.
+#: ``_nrt=False`` because the cores allocate nothing: with Numba's reference counting on, every
+#: call increments and decrements the count of each array argument (atomic operations on a
+#: shared cache line), measured to make a LINEAR sample 3x slower and to stop it scaling
+#: across threads.
+CPU_JIT_OPTIONS = dict(nogil=True, error_model="numpy", _nrt=False)
 F0 = np.float32(0.0)
 FM1 = np.float32(-1.0)
 INT_MIN = -2147483648
 
 
 # ------------------------------------------------------------------------------ traversal
-def vdb_block(root_keys, root_codes, upper, lower, i, j, k):
+def vdb_block(tree, i, j, k):
     """The leaf index (>= 0) of the 8^3 block holding voxel (i, j, k), or ``-(slot + 1)`` of
     the tile or background value that covers it. Coordinates wrap to int32 like C's."""
     ui = (np.int64(i) + 2147483648) & 0xFFFFFFFF
     uj = (np.int64(j) + 2147483648) & 0xFFFFFFFF
     uk = (np.int64(k) + 2147483648) & 0xFFFFFFFF
-    key = ((ui >> 12) << 40) | ((uj >> 12) << 20) | (uk >> 12)
-    n = root_keys.shape[0]
+    kx = ui >> 12
+    ky = uj >> 12
+    kz = uk >> 12
+    n = np.int64(tree[0])
     lo = 0
     hi = n
-    while lo < hi:
+    while lo < hi:                      # the root entries, sorted by (kx, ky, kz)
         mid = (lo + hi) >> 1
-        if root_keys[mid] < key:
+        e = 4 + 4 * mid
+        ex = tree[e]
+        ey = tree[e + 1]
+        if ex < kx or (ex == kx and (ey < ky or (ey == ky and tree[e + 2] < kz))):
             lo = mid + 1
         else:
             hi = mid
-    if lo == n or root_keys[lo] != key:
-        return np.int64(root_codes[n])
-    c = np.int64(root_codes[lo])
+    e = 4 + 4 * lo
+    if lo == n or tree[e] != kx or tree[e + 1] != ky or tree[e + 2] != kz:
+        return np.int64(tree[3])
+    c = np.int64(tree[e + 3])
     if c < 0:
         return c
-    c = np.int64(upper[c * 32768 + ((((ui & 4095) >> 7) << 10) | (((uj & 4095) >> 7) << 5)
-                                    | ((uk & 4095) >> 7))])
+    base = 4 + 4 * n
+    c = np.int64(tree[base + c * 32768 + ((((ui & 4095) >> 7) << 10) | (((uj & 4095) >> 7) << 5)
+                                           | ((uk & 4095) >> 7))])
     if c < 0:
         return c
-    return np.int64(lower[c * 4096 + ((((ui & 127) >> 3) << 8) | (((uj & 127) >> 3) << 4)
-                                      | ((uk & 127) >> 3))])
+    return np.int64(tree[base + 32768 * np.int64(tree[1]) + c * 4096
+                         + ((((ui & 127) >> 3) << 8) | (((uj & 127) >> 3) << 4)
+                            | ((uk & 127) >> 3))])
 
 
 def vdb_slot_in(code, i, j, k):
@@ -101,14 +117,14 @@ def vdb_slot_in(code, i, j, k):
     return -code - 1
 
 
-def volume_slot(root_keys, root_codes, upper, lower, i, j, k):
+def volume_slot(tree, i, j, k):
     """The value slot of voxel (i, j, k): where ``lookup`` reads and ``store`` writes."""
-    return vdb_slot_in(vdb_block(root_keys, root_codes, upper, lower, i, j, k), i, j, k)
+    return vdb_slot_in(vdb_block(tree, i, j, k), i, j, k)
 
 
-def volume_leaf_slot(root_keys, root_codes, upper, lower, i, j, k):
+def volume_leaf_slot(tree, i, j, k):
     """The slot of voxel (i, j, k) if it lies in a leaf (NanoVDB level 0), else -1."""
-    code = vdb_block(root_keys, root_codes, upper, lower, i, j, k)
+    code = vdb_block(tree, i, j, k)
     if code >= 0:
         return code * 512 + (((i & 7) << 6) | ((j & 7) << 3) | (k & 7))
     return np.int64(-1)
@@ -140,37 +156,40 @@ def vdb_round(x):
     return INT_MIN
 
 
-def vdb_corner_blocks(root_keys, root_codes, upper, lower, i, j, k):
-    """Block codes of the 8 corners (i + dx, j + dy, k + dz), in Warp's corner order; blocks
-    are looked up once each (a 2x2x2 stencil spans 1, 2, 4 or 8 of them)."""
-    i = np.int64(i)
-    j = np.int64(j)
-    k = np.int64(k)
+def vdb_cell(tree, ux, uy, uz):
+    """The cell of index-space point (ux, uy, uz): ``(codes, i, j, k, fx, fy, fz)``, the block
+    codes (``vdb_block``) of its 8 corners (i + dx, j + dy, k + dz) in Warp's corner order, its
+    lowest corner and the float32 fractions. Each distinct block is looked up once (a 2x2x2
+    stencil spans 1, 2, 4 or 8 of them); written as one function because calls that pass
+    arrays cost more than the lookups on the CPU."""
+    i, fx = vdb_floor(np.float32(ux))
+    j, fy = vdb_floor(np.float32(uy))
+    k, fz = vdb_floor(np.float32(uz))
     sx = (i & 7) != 7
     sy = (j & 7) != 7
     sz = (k & 7) != 7
-    c000 = vdb_block(root_keys, root_codes, upper, lower, i, j, k)
-    c001 = c000 if sz else vdb_block(root_keys, root_codes, upper, lower, i, j, k + 1)
-    c010 = c000 if sy else vdb_block(root_keys, root_codes, upper, lower, i, j + 1, k)
+    c000 = vdb_block(tree, i, j, k)
+    c001 = c000 if sz else vdb_block(tree, i, j, k + 1)
+    c010 = c000 if sy else vdb_block(tree, i, j + 1, k)
     if sz:
         c011 = c010
     elif sy:
         c011 = c001
     else:
-        c011 = vdb_block(root_keys, root_codes, upper, lower, i, j + 1, k + 1)
-    c100 = c000 if sx else vdb_block(root_keys, root_codes, upper, lower, i + 1, j, k)
+        c011 = vdb_block(tree, i, j + 1, k + 1)
+    c100 = c000 if sx else vdb_block(tree, i + 1, j, k)
     if sz:
         c101 = c100
     elif sx:
         c101 = c001
     else:
-        c101 = vdb_block(root_keys, root_codes, upper, lower, i + 1, j, k + 1)
+        c101 = vdb_block(tree, i + 1, j, k + 1)
     if sy:
         c110 = c100
     elif sx:
         c110 = c010
     else:
-        c110 = vdb_block(root_keys, root_codes, upper, lower, i + 1, j + 1, k)
+        c110 = vdb_block(tree, i + 1, j + 1, k)
     if sz:
         c111 = c110
     elif sy:
@@ -178,26 +197,23 @@ def vdb_corner_blocks(root_keys, root_codes, upper, lower, i, j, k):
     elif sx:
         c111 = c011
     else:
-        c111 = vdb_block(root_keys, root_codes, upper, lower, i + 1, j + 1, k + 1)
-    return c000, c001, c010, c011, c100, c101, c110, c111
+        c111 = vdb_block(tree, i + 1, j + 1, k + 1)
+    return (c000, c001, c010, c011, c100, c101, c110, c111), i, j, k, fx, fy, fz
 
 
-def vdb_corner_slots(root_keys, root_codes, upper, lower, i, j, k):
-    """Value slots of the 8 corners of the cell whose lowest corner is (i, j, k)."""
-    c = vdb_corner_blocks(root_keys, root_codes, upper, lower, i, j, k)
+def vdb_cell_slots(c, i, j, k):
+    """Value slots of the 8 corners from their block codes ``c`` (lowest corner (i, j, k))."""
     return (vdb_slot_in(c[0], i, j, k), vdb_slot_in(c[1], i, j, k + 1),
             vdb_slot_in(c[2], i, j + 1, k), vdb_slot_in(c[3], i, j + 1, k + 1),
             vdb_slot_in(c[4], i + 1, j, k), vdb_slot_in(c[5], i + 1, j, k + 1),
             vdb_slot_in(c[6], i + 1, j + 1, k), vdb_slot_in(c[7], i + 1, j + 1, k + 1))
 
 
-def volume_cell(root_keys, root_codes, upper, lower, ux, uy, uz):
+def volume_cell(tree, ux, uy, uz):
     """The cell of index-space point (ux, uy, uz): the 8 corner slots and the float32
     fractions, ``((s0, ..., s7), fx, fy, fz)``, that LINEAR sampling interpolates with."""
-    i, fx = vdb_floor(np.float32(ux))
-    j, fy = vdb_floor(np.float32(uy))
-    k, fz = vdb_floor(np.float32(uz))
-    return vdb_corner_slots(root_keys, root_codes, upper, lower, i, j, k), fx, fy, fz
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
+    return vdb_cell_slots(c, i, j, k), fx, fy, fz
 
 
 def vdb_weights(fx, fy, fz):
@@ -209,211 +225,226 @@ def vdb_weights(fx, fy, fz):
             fx * ay * az, fx * ay * fz, fx * fy * az, fx * fy * fz)
 
 
-def vdb_weight_grads(fx, fy, fz):
-    """d(weight)/d(uvw) of the 8 corners, as Warp writes them: ``sign * w_other * w_other``
-    in float32; returns 24 numbers (corner-major)."""
+def vdb_read8(values, stride, ch, c, i, j, k):
+    """Channel ``ch`` of the 8 corner values (``stride`` channels per slot) of the cell with
+    block codes ``c`` and lowest corner (i, j, k)."""
+    li = (i & 7) << 6
+    lj = (j & 7) << 3
+    lk = k & 7
+    hi = ((i + 1) & 7) << 6
+    hj = ((j + 1) & 7) << 3
+    hk = (k + 1) & 7
+    return (values[stride * (c[0] * 512 + (li | lj | lk) if c[0] >= 0 else -c[0] - 1) + ch],
+            values[stride * (c[1] * 512 + (li | lj | hk) if c[1] >= 0 else -c[1] - 1) + ch],
+            values[stride * (c[2] * 512 + (li | hj | lk) if c[2] >= 0 else -c[2] - 1) + ch],
+            values[stride * (c[3] * 512 + (li | hj | hk) if c[3] >= 0 else -c[3] - 1) + ch],
+            values[stride * (c[4] * 512 + (hi | lj | lk) if c[4] >= 0 else -c[4] - 1) + ch],
+            values[stride * (c[5] * 512 + (hi | lj | hk) if c[5] >= 0 else -c[5] - 1) + ch],
+            values[stride * (c[6] * 512 + (hi | hj | lk) if c[6] >= 0 else -c[6] - 1) + ch],
+            values[stride * (c[7] * 512 + (hi | hj | hk) if c[7] >= 0 else -c[7] - 1) + ch])
+
+
+def vdb_lerp8(zero, v, fx, fy, fz):
+    """Warp's LINEAR sum ``0 + w0*v0 + ... + w7*v7`` in the scalar type of ``zero``, with the
+    weights ``wx*wy*wz`` formed in float32 (widened for double grids, as Warp)."""
     ax = F1 - fx
     ay = F1 - fy
     az = F1 - fz
-    return (FM1 * ay * az, FM1 * ax * az, FM1 * ax * ay,
-            FM1 * ay * fz, FM1 * ax * fz, F1 * ax * ay,
-            FM1 * fy * az, F1 * ax * az, FM1 * ax * fy,
-            FM1 * fy * fz, F1 * ax * fz, F1 * ax * fy,
-            F1 * ay * az, FM1 * fx * az, FM1 * fx * ay,
-            F1 * ay * fz, FM1 * fx * fz, F1 * fx * ay,
-            F1 * fy * az, F1 * fx * az, FM1 * fx * fy,
-            F1 * fy * fz, F1 * fx * fz, F1 * fx * fy)
+    val = zero
+    val = val + (zero + ax * ay * az) * v[0]
+    val = val + (zero + ax * ay * fz) * v[1]
+    val = val + (zero + ax * fy * az) * v[2]
+    val = val + (zero + ax * fy * fz) * v[3]
+    val = val + (zero + fx * ay * az) * v[4]
+    val = val + (zero + fx * ay * fz) * v[5]
+    val = val + (zero + fx * fy * az) * v[6]
+    val = val + (zero + fx * fy * fz) * v[7]
+    return val
+
+
+def vdb_grad8(zero, v, fx, fy, fz):
+    """Warp's gradient of the LINEAR sum: ``sum_n v[n] * d(w_n)/d(uvw)`` with
+    ``d(w)/dx = sign(dx) * wy * wz`` (etc.) in float32, summed in corner order."""
+    ax = F1 - fx
+    ay = F1 - fy
+    az = F1 - fz
+    gx = zero
+    gy = zero
+    gz = zero
+    gx = gx + v[0] * (zero + FM1 * ay * az)
+    gy = gy + v[0] * (zero + FM1 * ax * az)
+    gz = gz + v[0] * (zero + FM1 * ax * ay)
+    gx = gx + v[1] * (zero + FM1 * ay * fz)
+    gy = gy + v[1] * (zero + FM1 * ax * fz)
+    gz = gz + v[1] * (zero + F1 * ax * ay)
+    gx = gx + v[2] * (zero + FM1 * fy * az)
+    gy = gy + v[2] * (zero + F1 * ax * az)
+    gz = gz + v[2] * (zero + FM1 * ax * fy)
+    gx = gx + v[3] * (zero + FM1 * fy * fz)
+    gy = gy + v[3] * (zero + F1 * ax * fz)
+    gz = gz + v[3] * (zero + F1 * ax * fy)
+    gx = gx + v[4] * (zero + F1 * ay * az)
+    gy = gy + v[4] * (zero + FM1 * fx * az)
+    gz = gz + v[4] * (zero + FM1 * fx * ay)
+    gx = gx + v[5] * (zero + F1 * ay * fz)
+    gy = gy + v[5] * (zero + FM1 * fx * fz)
+    gz = gz + v[5] * (zero + F1 * fx * ay)
+    gx = gx + v[6] * (zero + F1 * fy * az)
+    gy = gy + v[6] * (zero + F1 * fx * az)
+    gz = gz + v[6] * (zero + FM1 * fx * fy)
+    gx = gx + v[7] * (zero + F1 * fy * fz)
+    gy = gy + v[7] * (zero + F1 * fx * fz)
+    gz = gz + v[7] * (zero + F1 * fx * fy)
+    return gx, gy, gz
 
 
 # ------------------------------------------------------------------------------ lookup
-def volume_lookup_s(root_keys, root_codes, upper, lower, values, gtype, expected, zero, i, j, k):
+def volume_lookup_s(tree, values, gtype, expected, zero, i, j, k):
     """The value of voxel (i, j, k) of a scalar grid of type ``expected`` (``zero`` if the
     grid has another type)."""
     if gtype != expected:
         return zero
-    return values[volume_slot(root_keys, root_codes, upper, lower, i, j, k)]
+    return values[volume_slot(tree, i, j, k)]
 
 
-def volume_lookup_v3(root_keys, root_codes, upper, lower, values, gtype, expected, zero,
+def volume_lookup_v3(tree, values, gtype, expected, zero,
                      i, j, k):
     if gtype != expected:
         return zero, zero, zero
-    s = 3 * volume_slot(root_keys, root_codes, upper, lower, i, j, k)
+    s = 3 * volume_slot(tree, i, j, k)
     return values[s], values[s + 1], values[s + 2]
 
 
-def volume_lookup_v4(root_keys, root_codes, upper, lower, values, gtype, expected, zero,
+def volume_lookup_v4(tree, values, gtype, expected, zero,
                      i, j, k):
     if gtype != expected:
         return zero, zero, zero, zero
-    s = 4 * volume_slot(root_keys, root_codes, upper, lower, i, j, k)
+    s = 4 * volume_slot(tree, i, j, k)
     return values[s], values[s + 1], values[s + 2], values[s + 3]
 
 
-def volume_lookup_f(root_keys, root_codes, upper, lower, values, gtype, i, j, k):
+def volume_lookup_f(tree, values, gtype, i, j, k):
     """``wp.volume_lookup_f``: float32 value at voxel (i, j, k)."""
-    return volume_lookup_s(root_keys, root_codes, upper, lower, values, gtype, GRID_FLOAT, F0,
+    return volume_lookup_s(tree, values, gtype, GRID_FLOAT, F0,
                            i, j, k)
 
 
-def volume_lookup_d(root_keys, root_codes, upper, lower, values, gtype, i, j, k):
-    return volume_lookup_s(root_keys, root_codes, upper, lower, values, gtype, GRID_DOUBLE,
+def volume_lookup_d(tree, values, gtype, i, j, k):
+    return volume_lookup_s(tree, values, gtype, GRID_DOUBLE,
                            np.float64(0.0), i, j, k)
 
 
-def volume_lookup_i(root_keys, root_codes, upper, lower, values, gtype, i, j, k):
+def volume_lookup_i(tree, values, gtype, i, j, k):
     """``wp.volume_lookup_i``: int32 value at voxel (i, j, k)."""
-    return volume_lookup_s(root_keys, root_codes, upper, lower, values, gtype, GRID_INT32,
+    return volume_lookup_s(tree, values, gtype, GRID_INT32,
                            np.int32(0), i, j, k)
 
 
-def volume_lookup_v(root_keys, root_codes, upper, lower, values, gtype, i, j, k):
+def volume_lookup_v(tree, values, gtype, i, j, k):
     """``wp.volume_lookup_v``: vec3f value at voxel (i, j, k), a tuple."""
-    return volume_lookup_v3(root_keys, root_codes, upper, lower, values, gtype, GRID_VEC3F, F0,
+    return volume_lookup_v3(tree, values, gtype, GRID_VEC3F, F0,
                             i, j, k)
 
 
 # ------------------------------------------------------------------------------ sampling
-def volume_sample_s(root_keys, root_codes, upper, lower, values, gtype, expected, zero,
-                    ux, uy, uz, mode):
+def volume_sample_s(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     """Sample a floating-point scalar grid (``zero`` float32 or float64) at index-space
     (ux, uy, uz) with CLOSEST (0) or LINEAR (1)."""
     if gtype != expected:
         return zero
     if mode == 0:
-        return values[volume_slot(root_keys, root_codes, upper, lower, vdb_round(np.float32(ux)),
-                                  vdb_round(np.float32(uy)), vdb_round(np.float32(uz)))]
+        return values[volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
+                                  vdb_round(np.float32(uz)))]
     if mode != 1:
         return zero
-    c, fx, fy, fz = volume_cell(root_keys, root_codes, upper, lower, ux, uy, uz)
-    w = vdb_weights(fx, fy, fz)
-    val = zero
-    for n in range(8):
-        val = val + (zero + w[n]) * values[c[n]]
-    return val
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
+    return vdb_lerp8(zero, vdb_read8(values, 1, 0, c, i, j, k), fx, fy, fz)
 
 
-def volume_sample_int(root_keys, root_codes, upper, lower, values, gtype, expected, zero,
-                      ux, uy, uz, mode):
+def volume_sample_int(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     """Sample an integer grid: CLOSEST, or Warp's LINEAR with weights truncated to ints."""
     if gtype != expected:
         return zero
     if mode == 0:
-        return values[volume_slot(root_keys, root_codes, upper, lower, vdb_round(np.float32(ux)),
-                                  vdb_round(np.float32(uy)), vdb_round(np.float32(uz)))]
+        return values[volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
+                                  vdb_round(np.float32(uz)))]
     if mode != 1:
         return zero
-    c, fx, fy, fz = volume_cell(root_keys, root_codes, upper, lower, ux, uy, uz)
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
     if fx == F0 and fy == F0 and fz == F0:
-        return values[c[0]]
+        return values[vdb_slot_in(c[0], i, j, k)]
     return zero
 
 
-def volume_sample_v3(root_keys, root_codes, upper, lower, values, gtype, expected, zero,
-                     ux, uy, uz, mode):
+def volume_sample_v3(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     """Sample a 3-vector grid; returns a 3-tuple."""
     if gtype != expected:
         return zero, zero, zero
     if mode == 0:
-        s = 3 * volume_slot(root_keys, root_codes, upper, lower, vdb_round(np.float32(ux)),
-                            vdb_round(np.float32(uy)), vdb_round(np.float32(uz)))
+        s = 3 * volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
+                            vdb_round(np.float32(uz)))
         return values[s], values[s + 1], values[s + 2]
     if mode != 1:
         return zero, zero, zero
-    c, fx, fy, fz = volume_cell(root_keys, root_codes, upper, lower, ux, uy, uz)
-    w = vdb_weights(fx, fy, fz)
-    a = zero
-    b = zero
-    d = zero
-    for n in range(8):
-        wn = zero + w[n]
-        s = 3 * c[n]
-        a = a + wn * values[s]
-        b = b + wn * values[s + 1]
-        d = d + wn * values[s + 2]
-    return a, b, d
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
+    return (vdb_lerp8(zero, vdb_read8(values, 3, 0, c, i, j, k), fx, fy, fz),
+            vdb_lerp8(zero, vdb_read8(values, 3, 1, c, i, j, k), fx, fy, fz),
+            vdb_lerp8(zero, vdb_read8(values, 3, 2, c, i, j, k), fx, fy, fz))
 
 
-def volume_sample_v4(root_keys, root_codes, upper, lower, values, gtype, expected, zero,
-                     ux, uy, uz, mode):
+def volume_sample_v4(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     """Sample a 4-vector grid; returns a 4-tuple."""
     if gtype != expected:
         return zero, zero, zero, zero
     if mode == 0:
-        s = 4 * volume_slot(root_keys, root_codes, upper, lower, vdb_round(np.float32(ux)),
-                            vdb_round(np.float32(uy)), vdb_round(np.float32(uz)))
+        s = 4 * volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
+                            vdb_round(np.float32(uz)))
         return values[s], values[s + 1], values[s + 2], values[s + 3]
     if mode != 1:
         return zero, zero, zero, zero
-    c, fx, fy, fz = volume_cell(root_keys, root_codes, upper, lower, ux, uy, uz)
-    w = vdb_weights(fx, fy, fz)
-    a = zero
-    b = zero
-    d = zero
-    e = zero
-    for n in range(8):
-        wn = zero + w[n]
-        s = 4 * c[n]
-        a = a + wn * values[s]
-        b = b + wn * values[s + 1]
-        d = d + wn * values[s + 2]
-        e = e + wn * values[s + 3]
-    return a, b, d, e
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
+    return (vdb_lerp8(zero, vdb_read8(values, 4, 0, c, i, j, k), fx, fy, fz),
+            vdb_lerp8(zero, vdb_read8(values, 4, 1, c, i, j, k), fx, fy, fz),
+            vdb_lerp8(zero, vdb_read8(values, 4, 2, c, i, j, k), fx, fy, fz),
+            vdb_lerp8(zero, vdb_read8(values, 4, 3, c, i, j, k), fx, fy, fz))
 
 
-def volume_sample_f(root_keys, root_codes, upper, lower, values, gtype, ux, uy, uz, mode):
+def volume_sample_f(tree, values, gtype, ux, uy, uz, mode):
     """``wp.volume_sample_f``: float32 sample at index-space (ux, uy, uz)."""
-    return volume_sample_s(root_keys, root_codes, upper, lower, values, gtype, GRID_FLOAT, F0,
-                           ux, uy, uz, mode)
+    return volume_sample_s(tree, values, gtype, GRID_FLOAT, F0, ux, uy, uz, mode)
 
 
-def volume_sample_d(root_keys, root_codes, upper, lower, values, gtype, ux, uy, uz, mode):
-    return volume_sample_s(root_keys, root_codes, upper, lower, values, gtype, GRID_DOUBLE,
-                           np.float64(0.0), ux, uy, uz, mode)
+def volume_sample_d(tree, values, gtype, ux, uy, uz, mode):
+    return volume_sample_s(tree, values, gtype, GRID_DOUBLE, np.float64(0.0), ux, uy, uz, mode)
 
 
-def volume_sample_i(root_keys, root_codes, upper, lower, values, gtype, ux, uy, uz):
+def volume_sample_i(tree, values, gtype, ux, uy, uz):
     """``wp.volume_sample_i``: int32 grid, CLOSEST."""
-    return volume_sample_int(root_keys, root_codes, upper, lower, values, gtype, GRID_INT32,
-                             np.int32(0), ux, uy, uz, 0)
+    return volume_sample_int(tree, values, gtype, GRID_INT32, np.int32(0), ux, uy, uz, 0)
 
 
-def volume_sample_v(root_keys, root_codes, upper, lower, values, gtype, ux, uy, uz, mode):
+def volume_sample_v(tree, values, gtype, ux, uy, uz, mode):
     """``wp.volume_sample_v``: vec3f sample, a tuple."""
-    return volume_sample_v3(root_keys, root_codes, upper, lower, values, gtype, GRID_VEC3F, F0,
-                            ux, uy, uz, mode)
+    return volume_sample_v3(tree, values, gtype, GRID_VEC3F, F0, ux, uy, uz, mode)
 
 
-def volume_sample_grad_s(root_keys, root_codes, upper, lower, values, gtype, expected, zero,
-                         ux, uy, uz, mode):
+def volume_sample_grad_s(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     """Value and index-space gradient of a scalar grid: ``(value, (gx, gy, gz))`` (gradient
     zero for CLOSEST)."""
     if gtype != expected:
         return zero, (zero, zero, zero)
     if mode == 0:
-        v = values[volume_slot(root_keys, root_codes, upper, lower, vdb_round(np.float32(ux)),
-                               vdb_round(np.float32(uy)), vdb_round(np.float32(uz)))]
+        v = values[volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
+                               vdb_round(np.float32(uz)))]
         return v, (zero, zero, zero)
     if mode != 1:
         return zero, (zero, zero, zero)
-    c, fx, fy, fz = volume_cell(root_keys, root_codes, upper, lower, ux, uy, uz)
-    w = vdb_weights(fx, fy, fz)
-    g = vdb_weight_grads(fx, fy, fz)
-    val = zero
-    gx = zero
-    gy = zero
-    gz = zero
-    for n in range(8):
-        v = values[c[n]]
-        val = val + (zero + w[n]) * v
-        gx = gx + v * (zero + g[3 * n])
-        gy = gy + v * (zero + g[3 * n + 1])
-        gz = gz + v * (zero + g[3 * n + 2])
-    return val, (gx, gy, gz)
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
+    v = vdb_read8(values, 1, 0, c, i, j, k)
+    return vdb_lerp8(zero, v, fx, fy, fz), vdb_grad8(zero, v, fx, fy, fz)
 
 
-def volume_sample_grad_v3(root_keys, root_codes, upper, lower, values, gtype, expected, zero,
-                          ux, uy, uz, mode):
+def volume_sample_grad_v3(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     """Value and Jacobian of a 3-vector grid: ``((a, b, c), (9 entries, row-major: row r is
     d(value[r])/d(uvw)))``."""
     z3 = (zero, zero, zero)
@@ -421,116 +452,74 @@ def volume_sample_grad_v3(root_keys, root_codes, upper, lower, values, gtype, ex
     if gtype != expected or (mode != 0 and mode != 1):
         return z3, z9
     if mode == 0:
-        s = 3 * volume_slot(root_keys, root_codes, upper, lower, vdb_round(np.float32(ux)),
-                            vdb_round(np.float32(uy)), vdb_round(np.float32(uz)))
+        s = 3 * volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
+                            vdb_round(np.float32(uz)))
         return (values[s], values[s + 1], values[s + 2]), z9
-    c, fx, fy, fz = volume_cell(root_keys, root_codes, upper, lower, ux, uy, uz)
-    w = vdb_weights(fx, fy, fz)
-    g = vdb_weight_grads(fx, fy, fz)
-    a = zero
-    b = zero
-    d = zero
-    j0 = zero
-    j1 = zero
-    j2 = zero
-    j3 = zero
-    j4 = zero
-    j5 = zero
-    j6 = zero
-    j7 = zero
-    j8 = zero
-    for n in range(8):
-        s = 3 * c[n]
-        va = values[s]
-        vb = values[s + 1]
-        vc = values[s + 2]
-        wn = zero + w[n]
-        a = a + wn * va
-        b = b + wn * vb
-        d = d + wn * vc
-        g0 = zero + g[3 * n]
-        g1 = zero + g[3 * n + 1]
-        g2 = zero + g[3 * n + 2]
-        j0 = j0 + va * g0
-        j1 = j1 + va * g1
-        j2 = j2 + va * g2
-        j3 = j3 + vb * g0
-        j4 = j4 + vb * g1
-        j5 = j5 + vb * g2
-        j6 = j6 + vc * g0
-        j7 = j7 + vc * g1
-        j8 = j8 + vc * g2
-    return (a, b, d), (j0, j1, j2, j3, j4, j5, j6, j7, j8)
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
+    a = vdb_read8(values, 3, 0, c, i, j, k)
+    b = vdb_read8(values, 3, 1, c, i, j, k)
+    d = vdb_read8(values, 3, 2, c, i, j, k)
+    ga = vdb_grad8(zero, a, fx, fy, fz)
+    gb = vdb_grad8(zero, b, fx, fy, fz)
+    gd = vdb_grad8(zero, d, fx, fy, fz)
+    return ((vdb_lerp8(zero, a, fx, fy, fz), vdb_lerp8(zero, b, fx, fy, fz),
+             vdb_lerp8(zero, d, fx, fy, fz)),
+            (ga[0], ga[1], ga[2], gb[0], gb[1], gb[2], gd[0], gd[1], gd[2]))
 
 
-def volume_sample_grad_f(root_keys, root_codes, upper, lower, values, gtype, ux, uy, uz, mode):
+def volume_sample_grad_f(tree, values, gtype, ux, uy, uz, mode):
     """``wp.volume_sample_grad_f``: ``(value, (gx, gy, gz))`` of a float32 grid."""
-    return volume_sample_grad_s(root_keys, root_codes, upper, lower, values, gtype, GRID_FLOAT,
-                                F0, ux, uy, uz, mode)
+    return volume_sample_grad_s(tree, values, gtype, GRID_FLOAT, F0, ux, uy, uz, mode)
 
 
-def volume_corners_s(root_keys, root_codes, upper, lower, values, gtype, expected, zero,
-                     ux, uy, uz):
+def volume_corners_s(tree, values, gtype, expected, zero, ux, uy, uz):
     """The 8 corner values of the cell of (ux, uy, uz), in Warp's corner order (all ``zero``
     for another grid type): the non-differentiable half of LINEAR sampling; the other half is
     ``diff_funcs_volume.trilinear_f`` of these and the fractions."""
     if gtype != expected:
         return zero, zero, zero, zero, zero, zero, zero, zero
-    c, fx, fy, fz = volume_cell(root_keys, root_codes, upper, lower, ux, uy, uz)
-    return (values[c[0]], values[c[1]], values[c[2]], values[c[3]], values[c[4]], values[c[5]],
-            values[c[6]], values[c[7]])
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
+    return vdb_read8(values, 1, 0, c, i, j, k)
 
 
-def volume_corners_v3(root_keys, root_codes, upper, lower, values, gtype, expected, zero,
-                      ux, uy, uz):
+def volume_corners_v3(tree, values, gtype, expected, zero, ux, uy, uz):
     """The 8 corner values (3-tuples) of a 3-vector grid's cell of (ux, uy, uz)."""
     z = (zero, zero, zero)
     if gtype != expected:
         return z, z, z, z, z, z, z, z
-    c, fx, fy, fz = volume_cell(root_keys, root_codes, upper, lower, ux, uy, uz)
-    s0 = 3 * c[0]
-    s1 = 3 * c[1]
-    s2 = 3 * c[2]
-    s3 = 3 * c[3]
-    s4 = 3 * c[4]
-    s5 = 3 * c[5]
-    s6 = 3 * c[6]
-    s7 = 3 * c[7]
-    return ((values[s0], values[s0 + 1], values[s0 + 2]),
-            (values[s1], values[s1 + 1], values[s1 + 2]),
-            (values[s2], values[s2 + 1], values[s2 + 2]),
-            (values[s3], values[s3 + 1], values[s3 + 2]),
-            (values[s4], values[s4 + 1], values[s4 + 2]),
-            (values[s5], values[s5 + 1], values[s5 + 2]),
-            (values[s6], values[s6 + 1], values[s6 + 2]),
-            (values[s7], values[s7 + 1], values[s7 + 2]))
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
+    a = vdb_read8(values, 3, 0, c, i, j, k)
+    b = vdb_read8(values, 3, 1, c, i, j, k)
+    d = vdb_read8(values, 3, 2, c, i, j, k)
+    return ((a[0], b[0], d[0]), (a[1], b[1], d[1]), (a[2], b[2], d[2]), (a[3], b[3], d[3]),
+            (a[4], b[4], d[4]), (a[5], b[5], d[5]), (a[6], b[6], d[6]), (a[7], b[7], d[7]))
 
 
 # ------------------------------------------------------------------------------ store
-def volume_store_s(root_keys, root_codes, upper, lower, values, gtype, expected, i, j, k, value):
+def volume_store_s(tree, values, gtype, expected, i, j, k, value):
     """Write ``value`` at voxel (i, j, k) if the grid has type ``expected`` and the voxel lies
     in a leaf (active or not); elsewhere nothing is written (as Warp)."""
     if gtype != expected:
         return
-    s = volume_leaf_slot(root_keys, root_codes, upper, lower, i, j, k)
+    s = volume_leaf_slot(tree, i, j, k)
     if s >= 0:
         values[s] = value
 
 
-def volume_store_v3(root_keys, root_codes, upper, lower, values, gtype, expected, i, j, k, value):
+def volume_store_v3(tree, values, gtype, expected, i, j, k, value):
     if gtype != expected:
         return
-    s = volume_leaf_slot(root_keys, root_codes, upper, lower, i, j, k)
+    s = volume_leaf_slot(tree, i, j, k)
     if s >= 0:
         values[3 * s] = value[0]
         values[3 * s + 1] = value[1]
         values[3 * s + 2] = value[2]
 
 
-def volume_store_v4(root_keys, root_codes, upper, lower, values, gtype, expected, i, j, k, value):
+def volume_store_v4(tree, values, gtype, expected, i, j, k, value):
     if gtype != expected:
         return
-    s = volume_leaf_slot(root_keys, root_codes, upper, lower, i, j, k)
+    s = volume_leaf_slot(tree, i, j, k)
     if s >= 0:
         values[4 * s] = value[0]
         values[4 * s + 1] = value[1]
@@ -538,79 +527,77 @@ def volume_store_v4(root_keys, root_codes, upper, lower, values, gtype, expected
         values[4 * s + 3] = value[3]
 
 
-def volume_store_f(root_keys, root_codes, upper, lower, values, gtype, i, j, k, value):
+def volume_store_f(tree, values, gtype, i, j, k, value):
     """``wp.volume_store_f``."""
-    volume_store_s(root_keys, root_codes, upper, lower, values, gtype, GRID_FLOAT, i, j, k, value)
+    volume_store_s(tree, values, gtype, GRID_FLOAT, i, j, k, value)
 
 
-def volume_store_i(root_keys, root_codes, upper, lower, values, gtype, i, j, k, value):
+def volume_store_i(tree, values, gtype, i, j, k, value):
     """``wp.volume_store_i``."""
-    volume_store_s(root_keys, root_codes, upper, lower, values, gtype, GRID_INT32, i, j, k, value)
+    volume_store_s(tree, values, gtype, GRID_INT32, i, j, k, value)
 
 
-def volume_store_v(root_keys, root_codes, upper, lower, values, gtype, i, j, k, value):
+def volume_store_v(tree, values, gtype, i, j, k, value):
     """``wp.volume_store_v`` (``value`` a 3-tuple)."""
-    volume_store_v3(root_keys, root_codes, upper, lower, values, gtype, GRID_VEC3F, i, j, k,
+    volume_store_v3(tree, values, gtype, GRID_VEC3F, i, j, k,
                     value)
 
 
 # ------------------------------------------------------------------------------ index grids
-def vdb_data_index(root_keys, root_codes, upper, lower, index_values, gtype, i, j, k):
+def vdb_data_index(tree, index_values, gtype, i, j, k):
     """Zero-based voxel-data index of voxel (i, j, k), -1 if none: for index grids the value
     ``index_values`` holds (an int64 view of ``values``), for other grids the voxel's leaf slot
     (its leaf's position * 512 + offset), as Warp's ``volume_lookup_index``."""
-    s = volume_leaf_slot(root_keys, root_codes, upper, lower, i, j, k)
+    s = volume_leaf_slot(tree, i, j, k)
     if s >= 0 and gtype >= GRID_INDEX and gtype <= GRID_ONINDEX_MASK:
         return np.int64(index_values[s])
     return s
 
 
-def volume_lookup_index(root_keys, root_codes, upper, lower, index_values, gtype, i, j, k):
+def volume_lookup_index(tree, index_values, gtype, i, j, k):
     """``wp.volume_lookup_index``: int32 voxel-data index of voxel (i, j, k), or -1."""
-    return np.int32(vdb_data_index(root_keys, root_codes, upper, lower, index_values, gtype,
+    return np.int32(vdb_data_index(tree, index_values, gtype,
                                    i, j, k))
 
 
-def vdb_index_corner(index_values, gtype, code, i, j, k):
+def vdb_index_of(index_values, is_index, code, i, j, k):
+    """Voxel-data index (-1: none) of voxel (i, j, k) in block ``code``."""
     if code < 0:
         return np.int64(-1)
     s = code * 512 + (((i & 7) << 6) | ((j & 7) << 3) | (k & 7))
-    if gtype >= GRID_INDEX and gtype <= GRID_ONINDEX_MASK:
+    if is_index:
         return np.int64(index_values[s])
     return s
 
 
-def vdb_index_corners(root_keys, root_codes, upper, lower, index_values, gtype, i, j, k):
-    """Voxel-data indices (-1: none) of the 8 corners of the cell at (i, j, k)."""
-    c = vdb_corner_blocks(root_keys, root_codes, upper, lower, i, j, k)
+def vdb_index_cell(tree, index_values, gtype, ux, uy, uz):
+    """The voxel-data indices (-1: none) of the 8 corners of the cell of (ux, uy, uz), and
+    the float32 fractions: ``((d0, ..., d7), fx, fy, fz)``."""
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
     t = index_values
-    g = gtype
-    return (vdb_index_corner(t, g, c[0], i, j, k), vdb_index_corner(t, g, c[1], i, j, k + 1),
-            vdb_index_corner(t, g, c[2], i, j + 1, k),
-            vdb_index_corner(t, g, c[3], i, j + 1, k + 1),
-            vdb_index_corner(t, g, c[4], i + 1, j, k),
-            vdb_index_corner(t, g, c[5], i + 1, j, k + 1),
-            vdb_index_corner(t, g, c[6], i + 1, j + 1, k),
-            vdb_index_corner(t, g, c[7], i + 1, j + 1, k + 1))
+    x = gtype >= GRID_INDEX and gtype <= GRID_ONINDEX_MASK
+    return ((vdb_index_of(t, x, c[0], i, j, k), vdb_index_of(t, x, c[1], i, j, k + 1),
+             vdb_index_of(t, x, c[2], i, j + 1, k), vdb_index_of(t, x, c[3], i, j + 1, k + 1),
+             vdb_index_of(t, x, c[4], i + 1, j, k), vdb_index_of(t, x, c[5], i + 1, j, k + 1),
+             vdb_index_of(t, x, c[6], i + 1, j + 1, k),
+             vdb_index_of(t, x, c[7], i + 1, j + 1, k + 1)), fx, fy, fz)
 
 
-def volume_sample_index_s(root_keys, root_codes, upper, lower, index_values, gtype, voxel_data,
+def volume_sample_index_s(tree, index_values, gtype, voxel_data,
                           background, zero, ux, uy, uz, mode):
     """``wp.volume_sample_index`` for scalar ``voxel_data`` (1-D): corners read
     ``voxel_data[index]``, or ``background`` where a voxel has no index (or an index past the
     array's end)."""
     n_data = voxel_data.shape[0]
     if mode == 0:
-        d = vdb_data_index(root_keys, root_codes, upper, lower, index_values, gtype,
+        d = vdb_data_index(tree, index_values, gtype,
                            vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
                            vdb_round(np.float32(uz)))
         return voxel_data[d] if d >= 0 and d < n_data else background
     if mode != 1:
         return zero
-    i, fx = vdb_floor(np.float32(ux))
-    j, fy = vdb_floor(np.float32(uy))
-    k, fz = vdb_floor(np.float32(uz))
-    d = vdb_index_corners(root_keys, root_codes, upper, lower, index_values, gtype, i, j, k)
+    d, fx, fy, fz = vdb_index_cell(tree, index_values, gtype,
+                                   ux, uy, uz)
     w = vdb_weights(fx, fy, fz)
     val = zero
     for n in range(8):
@@ -620,13 +607,13 @@ def volume_sample_index_s(root_keys, root_codes, upper, lower, index_values, gty
     return val
 
 
-def volume_sample_index_v3(root_keys, root_codes, upper, lower, index_values, gtype, voxel_data,
+def volume_sample_index_v3(tree, index_values, gtype, voxel_data,
                            background, zero, ux, uy, uz, mode):
     """``wp.volume_sample_index`` for 3-vector ``voxel_data`` (shape (n, 3)); ``background``
     a 3-tuple."""
     n_data = voxel_data.shape[0]
     if mode == 0:
-        d = vdb_data_index(root_keys, root_codes, upper, lower, index_values, gtype,
+        d = vdb_data_index(tree, index_values, gtype,
                            vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
                            vdb_round(np.float32(uz)))
         if d >= 0 and d < n_data:
@@ -634,10 +621,8 @@ def volume_sample_index_v3(root_keys, root_codes, upper, lower, index_values, gt
         return background[0], background[1], background[2]
     if mode != 1:
         return zero, zero, zero
-    i, fx = vdb_floor(np.float32(ux))
-    j, fy = vdb_floor(np.float32(uy))
-    k, fz = vdb_floor(np.float32(uz))
-    d = vdb_index_corners(root_keys, root_codes, upper, lower, index_values, gtype, i, j, k)
+    d, fx, fy, fz = vdb_index_cell(tree, index_values, gtype,
+                                   ux, uy, uz)
     w = vdb_weights(fx, fy, fz)
     a = zero
     b = zero
@@ -737,7 +722,8 @@ def volume_world_to_index_dir_d(xd, x, y, z):
 #: every portable function, callees first (``compile_for`` compiles them in this order)
 PORTABLE = (
     "vdb_block", "vdb_slot_in", "volume_slot", "volume_leaf_slot", "vdb_floor", "vdb_round",
-    "vdb_corner_blocks", "vdb_corner_slots", "volume_cell", "vdb_weights", "vdb_weight_grads",
+    "vdb_cell", "vdb_cell_slots", "volume_cell", "vdb_weights", "vdb_read8", "vdb_lerp8",
+    "vdb_grad8",
     "volume_lookup_s", "volume_lookup_v3", "volume_lookup_v4", "volume_lookup_f",
     "volume_lookup_d", "volume_lookup_i", "volume_lookup_v",
     "volume_sample_s", "volume_sample_int", "volume_sample_v3", "volume_sample_v4",
@@ -746,7 +732,7 @@ PORTABLE = (
     "volume_corners_s", "volume_corners_v3",
     "volume_store_s", "volume_store_v3", "volume_store_v4", "volume_store_f", "volume_store_i",
     "volume_store_v",
-    "vdb_data_index", "volume_lookup_index", "vdb_index_corner", "vdb_index_corners",
+    "vdb_data_index", "volume_lookup_index", "vdb_index_of", "vdb_index_cell",
     "volume_sample_index_s", "volume_sample_index_v3",
     "volume_index_to_world", "volume_world_to_index", "volume_index_to_world_dir",
     "volume_world_to_index_dir", "volume_index_to_world_d", "volume_world_to_index_d",
@@ -760,8 +746,8 @@ _CONSTANTS = ("CLOSEST", "LINEAR", "GRID_FLOAT", "GRID_DOUBLE", "GRID_INT32", "G
 
 def compile_for(jit):
     """A namespace (dict) of every function in ``PORTABLE`` compiled with ``jit``, calling each
-    other's compiled versions: ``compile_for(numba.njit(cache=False, nogil=True,
-    error_model='numpy'))`` for the CPU, ``compile_for(cuda.jit(device=True))`` for CUDA."""
+    other's compiled versions: ``compile_for(numba.njit(**CPU_JIT_OPTIONS))`` for the CPU,
+    ``compile_for(cuda.jit(device=True))`` for CUDA."""
     ns = {"math": math, "np": np}
     for name in _CONSTANTS:
         ns[name] = globals()[name]
