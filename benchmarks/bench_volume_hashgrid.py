@@ -64,16 +64,16 @@ def weft_sample_grad(tree, vals, gt, pts, out, grad):
 
 
 @numba.njit(parallel=True, nogil=True, error_model="numpy")
-def weft_count(ids, starts, ends, keys, dx, dy, dz, inv, pts, r, out):
+def weft_count(grid, keys, inv, pts, r, out):
     r2 = r * r
     for i in prange(pts.shape[0]):
         px = pts[i, 0]
         py = pts[i, 1]
         pz = pts[i, 2]
-        state = _query(starts, ends, keys, dx, dy, dz, inv, px, py, pz, r, 0, 0)
+        state = _query(grid, keys, inv, px, py, pz, r, 0, 0)
         n = 0
         while True:
-            ok, j, state = _next(ids, starts, ends, keys, dx, dy, dz, state)
+            ok, j, state = _next(grid, keys, state)
             if not ok:
                 break
             ax = pts[j, 0] - px
@@ -153,8 +153,7 @@ def run(n_points, n_samples, repeat):
     grid = HashGrid(*DIMS)
     t_build = both_thread_counts(lambda: grid.build(pts, RADIUS), repeat)
     counts = np.zeros(n_points, np.int64)
-    args = (*grid.arrays(), grid.dim_x, grid.dim_y, grid.dim_z, grid.cell_width_inv, pts,
-            np.float32(RADIUS), counts)
+    args = (*grid.arrays(), grid.cell_width_inv, pts, np.float32(RADIUS), counts)
     t_count = both_thread_counts(lambda: weft_count(*args), repeat)
     w_build = w_count = None
     if wp:

@@ -45,22 +45,20 @@ def vol_kernel(tree, vals, gt, xf, idxv, data, pts, out):
 '''
 
 HASH_KERNEL = '''
-def hash_kernel(point_ids, starts, ends, keys, dx, dy, dz, inv, q, r, out):
+def hash_kernel(grid, keys, inv, q, r, out):
     t = cuda.grid(1)
     if t < q.shape[0]:
-        state = hash_grid_query(starts, ends, keys, dx, dy, dz, inv, q[t, 0], q[t, 1], q[t, 2],
-                                r, 0, 0)
+        state = hash_grid_query(grid, keys, inv, q[t, 0], q[t, 1], q[t, 2], r, 0, 0)
         n = 0
         acc = 0
         while True:
-            ok, idx, state = hash_grid_query_next(point_ids, starts, ends, keys, dx, dy, dz,
-                                                  state)
+            ok, idx, state = hash_grid_query_next(grid, keys, state)
             if not ok:
                 break
             n += 1
             acc += idx
         out[t, 0] = n
-        out[t, 1] = acc + hash_grid_point_id(point_ids, t)
+        out[t, 1] = acc + hash_grid_point_id(grid, t)
 '''
 
 
@@ -85,7 +83,7 @@ def _hash_inputs():
     pts = rng.uniform(-2, 2, (500, 3)).astype(np.float32)
     g = HashGrid(8, 8, 8)
     g.build(pts, 0.5)
-    return (*g.arrays(), g.dim_x, g.dim_y, g.dim_z, g.cell_width_inv, pts[:16], np.float32(0.5))
+    return (*g.arrays(), g.cell_width_inv, pts[:16], np.float32(0.5))
 
 
 def test_cores_under_the_cuda_simulator():
@@ -133,8 +131,7 @@ ns = _kernels({**Q.compile_for(cuda.jit(device=True)), **H.compile_for(cuda.jit(
 A = lambda t, n=1: nt.Array(t, n, "C")
 vol_sig = (A(nt.int32), A(nt.float32), nt.int64, A(nt.float32), A(nt.int64), A(nt.float32),
            A(nt.float32, 2), A(nt.float32, 2))
-hash_sig = (A(nt.int32), A(nt.int32), A(nt.int32), A(nt.int64), nt.int64, nt.int64, nt.int64,
-            nt.float32, A(nt.float32, 2), nt.float32, A(nt.int64, 2))
+hash_sig = (A(nt.int32), A(nt.int64), nt.float32, A(nt.float32, 2), nt.float32, A(nt.int64, 2))
 with _assume_compute_capability((9, 0)):
     for name, sig in (("vol_kernel", vol_sig), ("hash_kernel", hash_sig)):
         ptx, _ = cuda.compile_ptx(ns[name], sig, cc=(9, 0))

@@ -15,14 +15,12 @@ from weft.geometry.hashgrid import HashGrid
 CASES = cases()
 
 
-def loop_query(begin, nxt, point_ids, starts, ends, keys, dx, dy, dz, inv, q, r, group, filt,
-               out, counts):
+def loop_query(begin, nxt, grid, keys, inv, q, r, group, filt, out, counts):
     for t in range(q.shape[0]):
-        state = begin(starts, ends, keys, dx, dy, dz, inv, q[t, 0], q[t, 1], q[t, 2], r, group,
-                      filt)
+        state = begin(grid, keys, inv, q[t, 0], q[t, 1], q[t, 2], r, group, filt)
         n = 0
         while True:
-            ok, idx, state = nxt(point_ids, starts, ends, keys, dx, dy, dz, state)
+            ok, idx, state = nxt(grid, keys, state)
             if not ok:
                 break
             if n < out.shape[1]:
@@ -38,8 +36,8 @@ def run_queries(hq, grid, q, r, group=0, filt=0, compiled=True):
     out = np.full((len(q), MAX_CAND), -1, np.int32)
     counts = np.zeros(len(q), np.int64)
     name = "hash_grid_query" if grid.dtype == np.float32 else "hash_grid_query_d"
-    args = (*grid.arrays(), grid.dim_x, grid.dim_y, grid.dim_z, grid.cell_width_inv, q,
-            grid.dtype.type(r), group, filt, out, counts)
+    args = (*grid.arrays(), grid.cell_width_inv, q, grid.dtype.type(r), group, filt, out,
+            counts)
     if compiled:
         jit_query(hq[name], hq["hash_grid_query_next"], *args)
     else:
@@ -69,7 +67,7 @@ def test_candidates_in_warps_order(hq, name, compiled):
         np.testing.assert_array_equal(seqs[0], getattr(W, f"{key}_FIRST"))
         if compiled:
             assert digest(np.concatenate(seqs).astype(np.int32)) == getattr(W, f"{key}_DIGEST")
-    ids = np.array([hq["hash_grid_point_id"](g.point_ids, i) for i in range(len(c["points"]))],
+    ids = np.array([hq["hash_grid_point_id"](g.grid, i) for i in range(len(c["points"]))],
                    np.int32)
     assert digest(ids) == getattr(W, f"{name}_POINT_IDS_DIGEST")
 
@@ -154,7 +152,7 @@ def test_edge_cases(hq):
     q = np.zeros((1, 3), np.float32)
     counts, _ = run_queries(hq, g, q, 1.0)                   # never built
     assert counts[0] == W.UNBUILT_COUNT == 0
-    assert hq["hash_grid_point_id"](g.point_ids, 0) == -1
+    assert hq["hash_grid_point_id"](g.grid, 0) == -1
     g.build(np.zeros((0, 3), np.float32), 1.0)               # empty
     assert run_queries(hq, g, q, 5.0)[0][0] == 0
     p = np.array([[np.nan, 0, 0], [np.inf, 1, 1], [-np.inf, 2, 2], [1e30, 0, 0],
@@ -165,12 +163,12 @@ def test_edge_cases(hq):
     assert 4 in seqs[0].tolist() and 0 in seqs[0].tolist()   # NaN -> virtual cell 0
     g.reserve(10000)
     big = np.random.default_rng(0).uniform(0, 4, (8000, 3)).astype(np.float32)
-    bufs = g._bufs
+    grid = g.grid
     g.build(big, 1.0)
-    assert g._bufs is bufs and g.num_points == 8000           # no reallocation
+    assert g.grid is grid and g.num_points == 8000            # no reallocation
     g.build(big[:10], 1.0)                                   # a smaller rebuild
     assert sorted(g.point_ids.tolist()) == list(range(10))
-    assert hq["hash_grid_point_id"](g.point_ids, 10) == -1
+    assert hq["hash_grid_point_id"](g.grid, 10) == -1
     with pytest.raises(RuntimeError):
         HashGrid(0, 1, 1)
     with pytest.raises(RuntimeError):

@@ -2,7 +2,7 @@
 
     >>> g = HashGrid(128, 128, 128)
     >>> g.build(points, radius=0.1)            # (N, 3) float32 array; parallel on the CPU
-    >>> point_ids, cell_starts, cell_ends, point_keys = g.arrays()
+    >>> grid, point_keys = g.arrays()           # for the query cores
 
 Semantics of Warp 1.19 (checked against it in the tests):
 
@@ -20,15 +20,23 @@ Semantics of Warp 1.19 (checked against it in the tests):
   are not filtered by distance (callers test ``length(q - p) <= r`` themselves);
 - ``hash_grid_point_id(i)`` is ``point_ids[i]``: the index of the i-th point in sorted order.
 
-Query cores (portable, see ``weft/stdlib/_portable.py``): ``hash_grid_query`` returns the start
-state, a tuple of 13 ints ``(x0, y0, z0, x1, y1, z1, x, y, z, cursor, cursor_end, group,
-filter)`` (no hidden buffers, so an adjoint can replay a loop from recorded states), and
-``hash_grid_query_next(..., state)`` returns ``(found, point_index, next_state)``.
+Data: one int32 array ``grid`` = ``[dim_x, dim_y, dim_z, num_points, capacity, sorted point ids
+(capacity entries), then per cell its start and end (2 * cells)]`` (one array, because every
+array argument of a compiled call costs seven machine words, and start and end of a cell share
+a cache line), plus ``point_keys`` (int64) for grouped builds, empty otherwise.
+
+Query cores (portable, see ``weft/stdlib/_portable.py``): ``hash_grid_query(grid, point_keys,
+inv, px, py, pz, radius, group, filter)`` returns the start state, a tuple of 13 ints ``(x0,
+y0, z0, x1, y1, z1, x, y, z, cursor, cursor_end, group, filter)`` (no hidden buffers, so an
+adjoint can replay a loop from recorded states), and ``hash_grid_query_next(grid, point_keys,
+state)`` returns ``(found, point_index, next_state)``; its common case (another point in the
+current cell) is a few instructions, the cell walk is in ``hg_advance``.
 
 Build: points' cells in parallel, then a parallel, stable LSD radix sort of the cell keys
 (11-bit digits, per-thread histograms; as many passes as the cell count needs, more for group
-bits), then the cell tables: parallel zero-fill and run boundaries. ``reserve(n)`` keeps
-buffers for n points (Warp's 1.5x capacity rule) so later builds do not allocate.
+bits), then the cell table: the cells the previous build filled are reset (the table starts
+zeroed, so a rebuild is O(points), not O(cells)) and each run of equal cells is marked.
+``reserve(n)`` keeps buffers for n points (Warp's 1.5x capacity rule).
 """
 import math
 import operator
@@ -88,15 +96,16 @@ def hg_lower_bound(keys, lo, hi, key):
     return lo
 
 
-def hg_cell_range(cell_starts, cell_ends, point_keys, cell, group, filt):
-    """[start, end) of cell ``cell`` in ``point_ids`` (of group ``group`` if ``filt`` and the
-    grid was built with groups, i.e. ``point_keys`` is not empty)."""
-    start = np.int64(cell_starts[cell])
-    end = np.int64(cell_ends[cell])
-    if filt != 0 and point_keys.shape[0] > 0:
+def hg_cell_range(grid, keys, cell, group, filt):
+    """[start, end) of cell ``cell`` in the sorted point ids (of group ``group`` if ``filt``
+    and the grid was built with groups, i.e. ``keys`` is not empty)."""
+    r = 5 + grid[4] + 2 * np.int64(cell)
+    start = np.int64(grid[r])
+    end = np.int64(grid[r + 1])
+    if filt != 0 and keys.shape[0] > 0:
         key = (np.int64(cell) << 32) | (np.int64(group) & 0xFFFFFFFF)
-        start = hg_lower_bound(point_keys, start, end, key)
-        end = hg_lower_bound(point_keys, start, end, key + 1)
+        start = hg_lower_bound(keys, start, end, key)
+        end = hg_lower_bound(keys, start, end, key + 1)
     return start, end
 
 
@@ -107,19 +116,20 @@ def hg_query_end(start, end, dim):
     return end
 
 
-def hg_query_begin(cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z, x0, y0, z0, x1, y1,
-                   z1, group, filt):
+def hg_query_begin(grid, keys, x0, y0, z0, x1, y1, z1, group, filt):
+    dim_x = np.int64(grid[0])
+    dim_y = np.int64(grid[1])
+    dim_z = np.int64(grid[2])
     x1 = hg_query_end(x0, x1, dim_x)
     y1 = hg_query_end(y0, y1, dim_y)
     z1 = hg_query_end(z0, z1, dim_z)
-    s, e = hg_cell_range(cell_starts, cell_ends, point_keys,
-                         hg_cell_index(dim_x, dim_y, dim_z, x0, y0, z0), group, filt)
+    s, e = hg_cell_range(grid, keys, hg_cell_index(dim_x, dim_y, dim_z, x0, y0, z0), group,
+                         filt)
     return (np.int64(x0), np.int64(y0), np.int64(z0), np.int64(x1), np.int64(y1), np.int64(z1),
             np.int64(x0), np.int64(y0), np.int64(z0), s, e, np.int64(group), np.int64(filt))
 
 
-def hash_grid_query(cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z, inv, px, py, pz,
-                    radius, group, filt):
+def hash_grid_query(grid, keys, inv, px, py, pz, radius, group, filt):
     """``wp.hash_grid_query`` on a float32 grid (``inv`` = float32 1 / cell width): the start
     state of the iteration over the cells within ``radius`` of (px, py, pz); ``filt`` 1 keeps
     only points of ``group`` (Warp's 4-argument form), 0 all points."""
@@ -128,34 +138,30 @@ def hash_grid_query(cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z, inv
     z = np.float32(pz)
     r = np.float32(radius)
     w = np.float32(inv)
-    return hg_query_begin(cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z,
-                          hg_cell_coord((x - r) * w), hg_cell_coord((y - r) * w),
+    return hg_query_begin(grid, keys, hg_cell_coord((x - r) * w), hg_cell_coord((y - r) * w),
                           hg_cell_coord((z - r) * w), hg_cell_coord((x + r) * w),
                           hg_cell_coord((y + r) * w), hg_cell_coord((z + r) * w), group, filt)
 
 
-def hash_grid_query_d(cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z, inv, px, py, pz,
-                      radius, group, filt):
+def hash_grid_query_d(grid, keys, inv, px, py, pz, radius, group, filt):
     """``hash_grid_query`` on a float64 grid (all arithmetic in float64)."""
     x = np.float64(px)
     y = np.float64(py)
     z = np.float64(pz)
     r = np.float64(radius)
     w = np.float64(inv)
-    return hg_query_begin(cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z,
-                          hg_cell_coord((x - r) * w), hg_cell_coord((y - r) * w),
+    return hg_query_begin(grid, keys, hg_cell_coord((x - r) * w), hg_cell_coord((y - r) * w),
                           hg_cell_coord((z - r) * w), hg_cell_coord((x + r) * w),
                           hg_cell_coord((y + r) * w), hg_cell_coord((z + r) * w), group, filt)
 
 
-def hash_grid_query_next(point_ids, cell_starts, cell_ends, point_keys, dim_x, dim_y, dim_z,
-                         state):
-    """``(found, point_index, next_state)``: the next candidate of a query, in Warp's order."""
+def hg_advance(grid, keys, state):
+    """The next non-empty cell of a query whose current cell is exhausted."""
     x0, y0, z0, x1, y1, z1, x, y, z, cur, end, group, filt = state
-    while True:
-        if cur < end:
-            return (True, np.int32(point_ids[cur]),
-                    (x0, y0, z0, x1, y1, z1, x, y, z, cur + 1, end, group, filt))
+    dim_x = np.int64(grid[0])
+    dim_y = np.int64(grid[1])
+    dim_z = np.int64(grid[2])
+    while cur >= end:
         x += 1
         if x > x1:
             x = x0
@@ -164,22 +170,35 @@ def hash_grid_query_next(point_ids, cell_starts, cell_ends, point_keys, dim_x, d
             y = y0
             z += 1
         if z > z1:
-            return False, np.int32(-1), (x0, y0, z0, x1, y1, z1, x, y, z, cur, end, group, filt)
-        cur, end = hg_cell_range(cell_starts, cell_ends, point_keys,
-                                 hg_cell_index(dim_x, dim_y, dim_z, x, y, z), group, filt)
+            return (x0, y0, z0, x1, y1, z1, x, y, z, cur, end, group, filt)
+        cur, end = hg_cell_range(grid, keys, hg_cell_index(dim_x, dim_y, dim_z, x, y, z), group,
+                                 filt)
+    return (x0, y0, z0, x1, y1, z1, x, y, z, cur, end, group, filt)
 
 
-def hash_grid_point_id(point_ids, index):
+def hash_grid_query_next(grid, keys, state):
+    """``(found, point_index, next_state)``: the next candidate of a query, in Warp's order."""
+    if state[9] >= state[10]:
+        state = hg_advance(grid, keys, state)
+        if state[9] >= state[10]:
+            return False, np.int32(-1), state
+    cur = state[9]
+    return (True, np.int32(grid[5 + cur]),
+            (state[0], state[1], state[2], state[3], state[4], state[5], state[6], state[7],
+             state[8], cur + 1, state[10], state[11], state[12]))
+
+
+def hash_grid_point_id(grid, index):
     """``wp.hash_grid_point_id``: the original index of the ``index``-th point in sorted order
     (-1 out of range or before any build; Warp does not check the range)."""
-    if index >= 0 and index < point_ids.shape[0]:
-        return np.int32(point_ids[index])
+    if index >= 0 and index < grid[3]:
+        return np.int32(grid[5 + index])
     return np.int32(-1)
 
 
 PORTABLE = ("hg_cell_coord", "hg_cell_index", "hg_point_cell", "hg_lower_bound",
             "hg_cell_range", "hg_query_end", "hg_query_begin", "hash_grid_query",
-            "hash_grid_query_d", "hash_grid_query_next", "hash_grid_point_id")
+            "hash_grid_query_d", "hg_advance", "hash_grid_query_next", "hash_grid_point_id")
 
 
 def compile_for(jit):
@@ -240,21 +259,26 @@ def _radix_pass(kin, vin, kout, vout, shift, bits, nchunks):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _cell_tables(keys, shift, point_cells, cell_starts, cell_ends, point_keys, keep_keys):
-    """Zero the cell tables, then mark each run of equal cells (``keys >> shift``)."""
-    for c in prange(cell_starts.shape[0]):
-        cell_starts[c] = 0
-        cell_ends[c] = 0
+def _finish(keys, shift, ids, n_prev, grid, point_cells, point_keys, keep_keys):
+    """Reset the cells the previous build filled (its ``point_cells``; the table starts zeroed,
+    so a rebuild costs O(points), not O(cells)), then store the sorted ids, each point's cell,
+    and the [start, end) of every run of equal cells."""
+    base = 5 + np.int64(grid[4])
+    for i in prange(n_prev):
+        r = base + 2 * np.int64(point_cells[i])
+        grid[r] = 0
+        grid[r + 1] = 0
     n = keys.shape[0]
     for i in prange(n):
         c = keys[i] >> shift
         point_cells[i] = c
+        grid[5 + i] = ids[i]
         if keep_keys:
             point_keys[i] = keys[i]
         if i == 0 or (keys[i - 1] >> shift) != c:
-            cell_starts[c] = i
+            grid[base + 2 * c] = i
         if i == n - 1 or (keys[i + 1] >> shift) != c:
-            cell_ends[c] = i + 1
+            grid[base + 2 * c + 1] = i + 1
 
 
 def _digit_passes(lo_bit, hi_bit):
@@ -269,7 +293,11 @@ def _digit_passes(lo_bit, hi_bit):
 
 
 class HashGrid:
-    """A hash grid of ``dim_x * dim_y * dim_z`` cells over float32 (or float64) points."""
+    """A hash grid of ``dim_x * dim_y * dim_z`` cells over float32 (or float64) points.
+
+    ``grid`` (int32) holds everything the queries read: ``[dim_x, dim_y, dim_z, num_points,
+    capacity, sorted point ids (capacity), then per cell its [start, end) (2 * cells)]``;
+    ``point_keys`` (int64) the (cell, group) keys of a grouped build (empty otherwise)."""
 
     def __init__(self, dim_x, dim_y, dim_z, dtype=np.float32):
         try:
@@ -285,42 +313,59 @@ class HashGrid:
         if self.dtype not in (np.float32, np.float64):
             raise TypeError("HashGrid supports float32 and float64 points")
         self.dim_x, self.dim_y, self.dim_z = dims
-        n_cells = dims[0] * dims[1] * dims[2]
-        self.cell_starts = np.zeros(n_cells, np.int32)
-        self.cell_ends = np.zeros(n_cells, np.int32)
+        self.n_cells = dims[0] * dims[1] * dims[2]
         self.cell_width = self.dtype.type(0)
         self.cell_width_inv = self.dtype.type(0)
         self.num_points = 0
         self.has_groups = False
         self.reserved = False
-        self._capacity = 0
-        self._bufs = None
-        self.point_ids = np.zeros(0, np.int32)
-        self.point_cells = np.zeros(0, np.int32)
+        self._capacity = -1
+        self._n_prev = 0
         self.point_keys = np.zeros(0, np.int64)
+        self._allocate(0)
 
-    @property
-    def n_cells(self):
-        return self.cell_starts.shape[0]
+    def _allocate(self, capacity):
+        """Buffers for ``capacity`` points; the cell table starts zeroed (np.zeros: pages the
+        OS zeroes lazily)."""
+        self.grid = np.zeros(5 + capacity + 2 * self.n_cells, np.int32)
+        self.grid[:5] = (self.dim_x, self.dim_y, self.dim_z, 0, capacity)
+        self._cells = np.zeros(capacity, np.int32)
+        self._scratch = (np.empty(capacity, np.int64), np.empty(capacity, np.int64),
+                         np.empty(capacity, np.int32), np.empty(capacity, np.int32),
+                         np.empty(capacity, np.int64))
+        self._capacity = capacity
+        self._n_prev = 0
 
     def reserve(self, num_points, with_groups=False):
         """Keep buffers for ``num_points`` points (1.5x, as Warp), so that builds of up to that
         many points allocate nothing."""
         num_points = operator.index(num_points)
-        if num_points > self._capacity or self._bufs is None:
-            cap = num_points * 3 // 2
-            self._bufs = (np.empty(cap, np.int64), np.empty(cap, np.int64),
-                          np.empty(cap, np.int32), np.empty(cap, np.int32),
-                          np.empty(cap, np.int32), np.empty(cap, np.int64))
-            self._capacity = cap
+        if num_points > self._capacity:
+            self._allocate(num_points * 3 // 2)
         self.reserved = True
+
+    @property
+    def point_ids(self):
+        """The point indices sorted by cell (``hash_grid_point_id``'s table)."""
+        return self.grid[5:5 + self.num_points]
+
+    @property
+    def point_cells(self):
+        """The cell of each sorted point."""
+        return self._cells[:self.num_points]
+
+    @property
+    def cell_starts(self):
+        return self.grid[5 + self._capacity::2]
+
+    @property
+    def cell_ends(self):
+        return self.grid[6 + self._capacity::2]
 
     def build(self, points, radius, groups=None):
         """Bucket ``points`` ((N, 3) array of the grid's float type) into cells of width
         ``radius``; ``groups`` (N int32) partitions each cell by group id."""
         pts = np.ascontiguousarray(points)
-        if pts.ndim != 2 or pts.shape[1] != 3:
-            pts = pts.reshape(-1, 3) if pts.size % 3 == 0 and pts.ndim >= 1 else pts
         if pts.ndim != 2 or pts.shape[1] != 3 or pts.dtype != self.dtype:
             raise TypeError(f"Hash grid points should be an (N, 3) array of {self.dtype}")
         if not radius > 0.0:
@@ -333,7 +378,7 @@ class HashGrid:
             if groups.shape[0] != n:
                 raise RuntimeError("groups must have the same length as points")
         self.reserve(n, groups is not None)
-        k0, k1, v0, v1, cells, keys = (b[:n] for b in self._bufs)
+        k0, k1, v0, v1, keys = (b[:n] for b in self._scratch)
         self.cell_width = self.dtype.type(radius)
         self.cell_width_inv = self.dtype.type(1) / self.cell_width
         grp = groups if groups is not None else np.zeros(0, np.int32)
@@ -348,16 +393,15 @@ class HashGrid:
         for shift, bits in passes:
             _radix_pass(k0, v0, k1, v1, shift, bits, nchunks)
             k0, k1, v0, v1 = k1, k0, v1, v0
-        shift = 32 if groups is not None else 0
-        _cell_tables(k0, shift, cells, self.cell_starts, self.cell_ends, keys,
-                     groups is not None)
-        self.point_ids = v0
-        self.point_cells = cells
+        _finish(k0, 32 if groups is not None else 0, v0, self._n_prev, self.grid, self._cells,
+                keys, groups is not None)
+        self.grid[3] = n
+        self._n_prev = n
         self.point_keys = keys if groups is not None else np.zeros(0, np.int64)
         self.num_points = n
         self.has_groups = groups is not None
 
     def arrays(self):
-        """``(point_ids, cell_starts, cell_ends, point_keys)`` for the query cores (``point_keys``
-        is empty unless the grid was built with groups)."""
-        return self.point_ids, self.cell_starts, self.cell_ends, self.point_keys
+        """``(grid, point_keys)`` for the query cores (``point_keys`` is empty unless the grid
+        was built with groups)."""
+        return self.grid, self.point_keys
