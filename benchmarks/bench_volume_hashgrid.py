@@ -38,9 +38,8 @@ TORUS = os.path.join(os.path.dirname(HERE), "tests", "data", "nvdb", "torus.nvdb
 DIMS = (128, 128, 128)
 RADIUS = 0.02
 
-_jit = numba.njit(cache=False, **Q.CPU_JIT_OPTIONS)
-VQ = Q.compile_for(_jit)
-HQ = H.compile_for(_jit)
+VQ = Q.compile_cpu()
+HQ = H.compile_cpu()
 _sample_f = VQ["volume_sample_f"]
 _sample_grad_f = VQ["volume_sample_grad_f"]
 _query = HQ["hash_grid_query"]

@@ -22,7 +22,7 @@ def vq():
     """``weft.geometry.volume_query`` compiled with ``numba.njit`` (a namespace dict)."""
     import numba  # not at import: tests/conftest.py must set NUMBA_ENABLE_CUDASIM first
     from weft.geometry import volume_query
-    return volume_query.compile_for(numba.njit(cache=False, **volume_query.CPU_JIT_OPTIONS))
+    return volume_query.compile_cpu()
 
 
 @pytest.fixture(scope="session")
@@ -30,4 +30,4 @@ def hq():
     """``weft.geometry.hashgrid``'s query cores compiled with ``numba.njit``."""
     import numba
     from weft.geometry import hashgrid
-    return hashgrid.compile_for(numba.njit(cache=False, **hashgrid.CPU_JIT_OPTIONS))
+    return hashgrid.compile_cpu()

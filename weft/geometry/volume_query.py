@@ -744,9 +744,16 @@ _CONSTANTS = ("CLOSEST", "LINEAR", "GRID_FLOAT", "GRID_DOUBLE", "GRID_INT32", "G
               "GRID_INDEX", "GRID_ONINDEX_MASK", "F0", "F1", "FM1", "INT_MIN")
 
 
-def compile_for(jit):
-    """A namespace (dict) of every function in ``PORTABLE`` compiled with ``jit``, calling each
-    other's compiled versions: ``compile_for(numba.njit(**CPU_JIT_OPTIONS))`` for the CPU,
+#: functions to compile with ``compile_for``'s ``inline_jit`` (none: Numba's IR inlining of the
+#: sampling functions into a ``prange`` body fails in its array analysis, and their calls cost
+#: little next to their memory accesses once reference counting is off)
+INLINE = ()
+
+
+def compile_for(jit, inline_jit=None):
+    """A namespace (dict) of every function in ``PORTABLE`` compiled with ``jit`` (those in
+    ``INLINE`` with ``inline_jit`` when given), calling each other's compiled versions:
+    ``compile_for(numba.njit(**CPU_JIT_OPTIONS))`` for the CPU (``compile_cpu()``),
     ``compile_for(cuda.jit(device=True))`` for CUDA."""
     ns = {"math": math, "np": np}
     for name in _CONSTANTS:
@@ -755,5 +762,11 @@ def compile_for(jit):
         fn = globals()[name]
         rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
         rebound.__doc__ = fn.__doc__
-        ns[name] = jit(rebound)
+        ns[name] = (inline_jit if inline_jit is not None and name in INLINE else jit)(rebound)
     return ns
+
+
+def compile_cpu(cache=False):
+    """The cores compiled for the CPU with the recommended options (``CPU_JIT_OPTIONS``)."""
+    import numba
+    return compile_for(numba.njit(cache=cache, **CPU_JIT_OPTIONS))
