@@ -110,6 +110,39 @@ def loop_store3(fn, tree, vals, gt, ijk, new):
            (new[n, 0], new[n, 1], new[n, 2]))
 
 
+def loop_lookup_g(fn, tree, vals, gt, expected, zero, ijk, out):
+    for n in range(ijk.shape[0]):
+        out[n] = fn(tree, vals, gt, expected, zero, ijk[n, 0], ijk[n, 1], ijk[n, 2])
+
+
+def loop_lookup_g3(fn, tree, vals, gt, expected, zero, ijk, out):
+    for n in range(ijk.shape[0]):
+        r = fn(tree, vals, gt, expected, zero, ijk[n, 0], ijk[n, 1], ijk[n, 2])
+        for c in range(3):
+            out[n, c] = r[c]
+
+
+def loop_lookup_g4(fn, tree, vals, gt, expected, zero, ijk, out):
+    for n in range(ijk.shape[0]):
+        r = fn(tree, vals, gt, expected, zero, ijk[n, 0], ijk[n, 1], ijk[n, 2])
+        for c in range(4):
+            out[n, c] = r[c]
+
+
+def loop_sample_g3(fn, tree, vals, gt, expected, zero, pts, mode, out):
+    for n in range(pts.shape[0]):
+        r = fn(tree, vals, gt, expected, zero, pts[n, 0], pts[n, 1], pts[n, 2], mode)
+        for c in range(3):
+            out[n, c] = r[c]
+
+
+def loop_sample_g4(fn, tree, vals, gt, expected, zero, pts, mode, out):
+    for n in range(pts.shape[0]):
+        r = fn(tree, vals, gt, expected, zero, pts[n, 0], pts[n, 1], pts[n, 2], mode)
+        for c in range(4):
+            out[n, c] = r[c]
+
+
 _jit = numba.njit(cache=False)
 for _name in [n for n in dir() if n.startswith("loop_")]:
     globals()["jit_" + _name[5:]] = _jit(globals()[_name])

@@ -299,6 +299,32 @@ def main():
     launch(lookup_v, len(sijk), v.id, wp.array(sijk, dtype=wp.vec3i), o)
     w(f"STORE_V_AFTER = {fmt(o.numpy())}\n")
 
+    # ---- the other value types (files written by Warp's save_to_nvdb, zip codec)
+    def typed_kernels(dtype):
+        @wp.kernel
+        def k(vid: wp.uint64, ijk: wp.array(dtype=wp.vec3i), pts: wp.array(dtype=wp.vec3),
+              look: wp.array(dtype=dtype), near: wp.array(dtype=dtype), lin: wp.array(dtype=dtype)):
+            t = wp.tid()
+            p = ijk[t]
+            look[t] = wp.volume_lookup(vid, p[0], p[1], p[2], dtype=dtype)
+            near[t] = wp.volume_sample(vid, pts[t], wp.Volume.CLOSEST, dtype=dtype)
+            lin[t] = wp.volume_sample(vid, pts[t], wp.Volume.LINEAR, dtype=dtype)
+        return k
+
+    types = {"double": wp.float64, "int64": wp.int64, "uint32": wp.uint32, "Vec3d": wp.vec3d,
+             "Vec4f": wp.vec4f, "Vec4d": wp.vec4d}
+    tijk = ijk_points(seed=7, lo=-12, hi=20, n=400)
+    tpts = points(seed=8, lo=-12.0, hi=20.0)[:len(tijk)]
+    for name, dtype in types.items():
+        v = load(f"warp_{name}.nvdb")
+        w(f"TYPE_{name}_INFO = {info(v)!r}\n")
+        outs = [wp.zeros(len(tijk), dtype=dtype) for _ in range(3)]
+        launch(typed_kernels(dtype), len(tijk), v.id, wp.array(tijk, dtype=wp.vec3i),
+               wp.array(tpts, dtype=wp.vec3), *outs)
+        for label, o in zip(("LOOKUP", "CLOSEST", "LINEAR"), outs):
+            w(f"TYPE_{name}_{label}_DIGEST = {digest(o.numpy())!r}\n")
+        w(f"TYPE_{name}_LINEAR_HEAD = {[float(x) for x in np.ravel(outs[2].numpy()[:3])]!r}\n")
+
     # ---- allocation and dense arrays
     cases = {
         "ALLOC_F": lambda: wp.Volume.allocate(min=[-10, -5000, 3], max=[9, 20, 11],

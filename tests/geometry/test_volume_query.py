@@ -226,3 +226,41 @@ def test_corner_helpers_agree_with_sampling(vq, vols):
         assert acc == Q.volume_sample_f(*f.arrays(), f.gtype, *p, 1)
         cv = vq["volume_corners_v3"](*v.arrays(), v.gtype, Q.GRID_VEC3F, np.float32(0), *p)
         assert len(cv) == 8 and all(len(t) == 3 for t in cv)
+
+
+TYPES = {  # name: (grid type, zero, channels, lookup loop/core, sample loop/core)
+    "double": (Q.GRID_DOUBLE, np.float64(0), 1, ("lookup_g", "volume_lookup_s"),
+               ("sample_generic", "volume_sample_s")),
+    "int64": (Q.GRID_INT64, np.int64(0), 1, ("lookup_g", "volume_lookup_s"),
+              ("sample_generic", "volume_sample_int")),
+    "uint32": (Q.GRID_UINT32, np.uint32(0), 1, ("lookup_g", "volume_lookup_s"),
+               ("sample_generic", "volume_sample_int")),
+    "Vec3d": (Q.GRID_VEC3D, np.float64(0), 3, ("lookup_g3", "volume_lookup_v3"),
+              ("sample_g3", "volume_sample_v3")),
+    "Vec4f": (Q.GRID_VEC4F, np.float32(0), 4, ("lookup_g4", "volume_lookup_v4"),
+              ("sample_g4", "volume_sample_v4")),
+    "Vec4d": (Q.GRID_VEC4D, np.float64(0), 4, ("lookup_g4", "volume_lookup_v4"),
+              ("sample_g4", "volume_sample_v4")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TYPES))
+def test_other_value_types(vq, name):
+    """double, int64, uint32, Vec3d, Vec4f and Vec4d grids (written by Warp's save_to_nvdb):
+    lookups, CLOSEST and LINEAR samples through the generic cores, as Warp's."""
+    from tests.geometry.test_nanovdb import _info
+    gtype, zero, ch, (lloop, lfn), (sloop, sfn) = TYPES[name]
+    v = Volume.load_from_nvdb(path(f"warp_{name}.nvdb"))
+    assert v.gtype == gtype and _info(v) == getattr(W, f"TYPE_{name}_INFO")
+    ijk = M.ijk_points(seed=7, lo=-12, hi=20, n=400)
+    pts = M.points(seed=8, lo=-12.0, hi=20.0)[:len(ijk)]
+    shape = (len(ijk),) if ch == 1 else (len(ijk), ch)
+    out = np.zeros(shape, zero.dtype)
+    run(vq, True, lloop, lfn, *v.arrays(), v.gtype, gtype, zero, ijk, out)
+    assert D.digest(out) == getattr(W, f"TYPE_{name}_LOOKUP_DIGEST")
+    for mode, label in ((0, "CLOSEST"), (1, "LINEAR")):
+        out = np.zeros(shape, zero.dtype)
+        run(vq, True, sloop, sfn, *v.arrays(), v.gtype, gtype, zero, pts, mode, out)
+        if mode == 1:
+            np.testing.assert_array_equal(out[:3].ravel(), getattr(W, f"TYPE_{name}_LINEAR_HEAD"))
+        assert D.digest(out) == getattr(W, f"TYPE_{name}_{label}_DIGEST")

@@ -407,17 +407,17 @@ def _split_segments(r):
             off += name_size
             metas.append(FileGridInfo(name, grid_size, file_size, voxel_count, codec))
         for meta in metas:
-            r.need(off, meta.file_size, "grid data")
-            chunk = r.buf[off:off + meta.file_size]
             if codec == 0:
+                r.need(off, meta.file_size, "grid data")
                 if meta.file_size != meta.grid_size:
                     raise NanoVDBError(f"NanoVDB file: uncompressed grid '{meta.name}' is stored "
                                        f"in {meta.file_size} bytes but is {meta.grid_size} long")
-                grid = bytes(chunk)
+                grid = bytes(r.buf[off:off + meta.file_size])
+                used = meta.file_size
             else:
-                grid = _inflate(chunk, meta)
+                grid, used = _inflate(r, off, meta)
             out.append((grid, meta))
-            off += meta.file_size
+            off += used
     return out
 
 
@@ -429,34 +429,38 @@ def _check_codec(codec):
         raise NanoVDBError(f"NanoVDB file: unknown compression codec {codec}")
 
 
-def _inflate(chunk, meta):
-    """The grid of a ZIP (zlib) segment: chunks ``[uint64 size][zlib stream]``."""
-    r = _Reader(chunk, f"NanoVDB grid '{meta.name}'")
+def _inflate(r, off, meta):
+    """The grid of a ZIP (zlib) segment at byte ``off`` of file ``r``: chunks ``[uint64
+    size][zlib stream]`` until the grid's declared size; returns (grid, bytes used). The
+    record's file size counts the chunk headers (NanoVDB's writer) or not (Warp's
+    ``save_to_nvdb``); both are read."""
     parts = []
     total = 0
-    off = 0
-    while off < r.n:
-        size = r.u64(off, "compressed chunk size")
-        off += 8
-        r.need(off, size, "compressed chunk")
+    used = 0
+    chunks = 0
+    while total < meta.grid_size:
+        size = r.u64(off + used, "compressed chunk size")
+        r.need(off + used + 8, size, "compressed chunk")
         d = zlib.decompressobj()
         try:
-            out = d.decompress(bytes(r.buf[off:off + size]), meta.grid_size - total + 1)
+            out = d.decompress(bytes(r.buf[off + used + 8:off + used + 8 + size]),
+                               meta.grid_size - total + 1)
         except zlib.error as e:
             raise NanoVDBError(f"NanoVDB grid '{meta.name}': corrupt zlib data ({e})") from None
         if not d.eof or d.unconsumed_tail or d.unused_data:
             raise NanoVDBError(f"NanoVDB grid '{meta.name}': a zlib chunk is truncated, "
                                "corrupt or longer than the grid")
         total += len(out)
+        used += 8 + size
+        chunks += 1
         if total > meta.grid_size:
             raise NanoVDBError(f"NanoVDB grid '{meta.name}' inflates to more than its declared "
                                f"{meta.grid_size} bytes")
         parts.append(out)
-        off += size
-    if total != meta.grid_size:
-        raise NanoVDBError(f"NanoVDB grid '{meta.name}' inflates to {total} bytes, not its "
-                           f"declared {meta.grid_size}")
-    return b"".join(parts)
+    if used not in (meta.file_size, meta.file_size + 8 * chunks):
+        raise NanoVDBError(f"NanoVDB grid '{meta.name}': {used} compressed bytes, but the file "
+                           f"declares {meta.file_size}")
+    return b"".join(parts), used
 
 
 # ------------------------------------------------------------------------------ grids
