@@ -263,38 +263,52 @@ def vdb_lerp8(zero, v, fx, fy, fz):
 
 
 def vdb_grad8(zero, v, fx, fy, fz):
-    """Warp's gradient of the LINEAR sum: ``sum_n v[n] * d(w_n)/d(uvw)`` with
-    ``d(w)/dx = sign(dx) * wy * wz`` (etc.) in float32, summed in corner order."""
+    """Warp's gradient of the LINEAR sum: ``sum_n v[n] * d(w_n)/d(uvw)``, where Warp forms
+    ``d(w)/dx = sign(dx) * wy * wz`` (etc.) in float32 and sums in corner order. The products
+    of two weights are formed once here; ``(-1 * a) * b == -(a * b)`` exactly, so the bits are
+    Warp's."""
     ax = F1 - fx
     ay = F1 - fy
     az = F1 - fz
+    yz00 = zero + ay * az
+    yz01 = zero + ay * fz
+    yz10 = zero + fy * az
+    yz11 = zero + fy * fz
+    xz00 = zero + ax * az
+    xz01 = zero + ax * fz
+    xz10 = zero + fx * az
+    xz11 = zero + fx * fz
+    xy00 = zero + ax * ay
+    xy01 = zero + ax * fy
+    xy10 = zero + fx * ay
+    xy11 = zero + fx * fy
     gx = zero
     gy = zero
     gz = zero
-    gx = gx + v[0] * (zero + FM1 * ay * az)
-    gy = gy + v[0] * (zero + FM1 * ax * az)
-    gz = gz + v[0] * (zero + FM1 * ax * ay)
-    gx = gx + v[1] * (zero + FM1 * ay * fz)
-    gy = gy + v[1] * (zero + FM1 * ax * fz)
-    gz = gz + v[1] * (zero + F1 * ax * ay)
-    gx = gx + v[2] * (zero + FM1 * fy * az)
-    gy = gy + v[2] * (zero + F1 * ax * az)
-    gz = gz + v[2] * (zero + FM1 * ax * fy)
-    gx = gx + v[3] * (zero + FM1 * fy * fz)
-    gy = gy + v[3] * (zero + F1 * ax * fz)
-    gz = gz + v[3] * (zero + F1 * ax * fy)
-    gx = gx + v[4] * (zero + F1 * ay * az)
-    gy = gy + v[4] * (zero + FM1 * fx * az)
-    gz = gz + v[4] * (zero + FM1 * fx * ay)
-    gx = gx + v[5] * (zero + F1 * ay * fz)
-    gy = gy + v[5] * (zero + FM1 * fx * fz)
-    gz = gz + v[5] * (zero + F1 * fx * ay)
-    gx = gx + v[6] * (zero + F1 * fy * az)
-    gy = gy + v[6] * (zero + F1 * fx * az)
-    gz = gz + v[6] * (zero + FM1 * fx * fy)
-    gx = gx + v[7] * (zero + F1 * fy * fz)
-    gy = gy + v[7] * (zero + F1 * fx * fz)
-    gz = gz + v[7] * (zero + F1 * fx * fy)
+    gx = gx + v[0] * -yz00
+    gy = gy + v[0] * -xz00
+    gz = gz + v[0] * -xy00
+    gx = gx + v[1] * -yz01
+    gy = gy + v[1] * -xz01
+    gz = gz + v[1] * xy00
+    gx = gx + v[2] * -yz10
+    gy = gy + v[2] * xz00
+    gz = gz + v[2] * -xy01
+    gx = gx + v[3] * -yz11
+    gy = gy + v[3] * xz01
+    gz = gz + v[3] * xy01
+    gx = gx + v[4] * yz00
+    gy = gy + v[4] * -xz10
+    gz = gz + v[4] * -xy10
+    gx = gx + v[5] * yz01
+    gy = gy + v[5] * -xz11
+    gz = gz + v[5] * xy10
+    gx = gx + v[6] * yz10
+    gy = gy + v[6] * xz10
+    gz = gz + v[6] * -xy11
+    gx = gx + v[7] * yz11
+    gy = gy + v[7] * xz11
+    gz = gz + v[7] * xy11
     return gx, gy, gz
 
 
