@@ -91,6 +91,15 @@ def loop_sample_index(fn, tree, idx, gt, data, bg, zero, pts, mode, out):
                     mode)
 
 
+def loop_grad_index(fn, tree, idx, gt, data, bg, zero, pts, mode, out, grad):
+    for n in range(pts.shape[0]):
+        v, g = fn(tree, idx, gt, data, bg, zero, pts[n, 0], pts[n, 1], pts[n, 2], mode)
+        out[n] = v
+        grad[n, 0] = g[0]
+        grad[n, 1] = g[1]
+        grad[n, 2] = g[2]
+
+
 def loop_sample_index3(fn, tree, idx, gt, data, bg, zero, pts, mode, out):
     for n in range(pts.shape[0]):
         r = fn(tree, idx, gt, data, bg, zero, pts[n, 0], pts[n, 1], pts[n, 2], mode)

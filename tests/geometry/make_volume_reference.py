@@ -150,6 +150,14 @@ def main():
         out[t] = wp.volume_sample_index(vid, pts[t], mode, data, bg)
 
     @wp.kernel
+    def sample_grad_index(vid: wp.uint64, pts: wp.array(dtype=wp.vec3), data: wp.array(dtype=float),
+                          bg: float, out: wp.array(dtype=float), grad: wp.array(dtype=wp.vec3)):
+        t = wp.tid()
+        g = wp.vec3()
+        out[t] = wp.volume_sample_grad_index(vid, pts[t], wp.Volume.LINEAR, data, bg, g)
+        grad[t] = g
+
+    @wp.kernel
     def sample_index_v(vid: wp.uint64, pts: wp.array(dtype=wp.vec3), mode: int,
                        data: wp.array(dtype=wp.vec3), bg: wp.vec3, out: wp.array(dtype=wp.vec3)):
         t = wp.tid()
@@ -273,6 +281,10 @@ def main():
             o = wp.zeros(len(ipts), dtype=wp.vec3)
             launch(sample_index_v, len(ipts), g.id, IP, mode, datav, wp.vec3(1.0, -2.0, 0.5), o)
             w(f"INDEX{gi}_{mname}_V_DIGEST = {digest(o.numpy())!r}\n")
+        o = wp.zeros(len(ipts), dtype=float)
+        grad = wp.zeros(len(ipts), dtype=wp.vec3)
+        launch(sample_grad_index, len(ipts), g.id, IP, data, 7.5, o, grad)
+        w(f"INDEX{gi}_GRAD_DIGEST = {(digest(o.numpy()), digest(grad.numpy()))!r}\n")
 
     # ---- sample_index on a regular grid (leaf slots as data indices)
     v = load("test_grid.nvdb")

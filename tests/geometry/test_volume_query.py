@@ -167,6 +167,12 @@ def test_index_grids_sample_voxel_data(vq, compiled):
             if compiled:
                 assert D.digest(out) == getattr(W, f"INDEX{gi}_{mname}_DIGEST")
                 assert D.digest(outv) == getattr(W, f"INDEX{gi}_{mname}_V_DIGEST")
+        out = np.empty(len(ipts), np.float32)
+        grad = np.empty((len(ipts), 3), np.float32)
+        run(vq, compiled, "grad_index", "volume_sample_grad_index_s", *a, data, np.float32(7.5),
+            np.float32(0), ipts, 1, out, grad)
+        if compiled:
+            assert (D.digest(out), D.digest(grad)) == getattr(W, f"INDEX{gi}_GRAD_DIGEST")
 
 
 def test_sample_index_on_a_regular_grid(vq, vols):

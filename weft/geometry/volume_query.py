@@ -597,28 +597,48 @@ def vdb_index_cell(tree, index_values, gtype, ux, uy, uz):
              vdb_index_of(t, x, c[7], i + 1, j + 1, k + 1)), fx, fy, fz)
 
 
-def volume_sample_index_s(tree, index_values, gtype, voxel_data,
-                          background, zero, ux, uy, uz, mode):
+def vdb_index_read8(voxel_data, background, d):
+    """``voxel_data[d[n]]`` for the 8 corners, ``background`` where ``d[n]`` is -1 (or past the
+    array's end)."""
+    n = voxel_data.shape[0]
+    return (voxel_data[d[0]] if d[0] >= 0 and d[0] < n else background,
+            voxel_data[d[1]] if d[1] >= 0 and d[1] < n else background,
+            voxel_data[d[2]] if d[2] >= 0 and d[2] < n else background,
+            voxel_data[d[3]] if d[3] >= 0 and d[3] < n else background,
+            voxel_data[d[4]] if d[4] >= 0 and d[4] < n else background,
+            voxel_data[d[5]] if d[5] >= 0 and d[5] < n else background,
+            voxel_data[d[6]] if d[6] >= 0 and d[6] < n else background,
+            voxel_data[d[7]] if d[7] >= 0 and d[7] < n else background)
+
+
+def volume_sample_index_s(tree, index_values, gtype, voxel_data, background, zero, ux, uy, uz,
+                          mode):
     """``wp.volume_sample_index`` for scalar ``voxel_data`` (1-D): corners read
     ``voxel_data[index]``, or ``background`` where a voxel has no index (or an index past the
     array's end)."""
-    n_data = voxel_data.shape[0]
     if mode == 0:
-        d = vdb_data_index(tree, index_values, gtype,
-                           vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
-                           vdb_round(np.float32(uz)))
-        return voxel_data[d] if d >= 0 and d < n_data else background
+        d = vdb_data_index(tree, index_values, gtype, vdb_round(np.float32(ux)),
+                           vdb_round(np.float32(uy)), vdb_round(np.float32(uz)))
+        return voxel_data[d] if d >= 0 and d < voxel_data.shape[0] else background
     if mode != 1:
         return zero
-    d, fx, fy, fz = vdb_index_cell(tree, index_values, gtype,
-                                   ux, uy, uz)
-    w = vdb_weights(fx, fy, fz)
-    val = zero
-    for n in range(8):
-        dn = d[n]
-        v = voxel_data[dn] if dn >= 0 and dn < n_data else background
-        val = val + (zero + w[n]) * v
-    return val
+    d, fx, fy, fz = vdb_index_cell(tree, index_values, gtype, ux, uy, uz)
+    return vdb_lerp8(zero, vdb_index_read8(voxel_data, background, d), fx, fy, fz)
+
+
+def volume_sample_grad_index_s(tree, index_values, gtype, voxel_data, background, zero, ux, uy,
+                               uz, mode):
+    """``wp.volume_sample_grad_index`` for scalar ``voxel_data``: ``(value, (gx, gy, gz))``."""
+    if mode == 0:
+        d = vdb_data_index(tree, index_values, gtype, vdb_round(np.float32(ux)),
+                           vdb_round(np.float32(uy)), vdb_round(np.float32(uz)))
+        v = voxel_data[d] if d >= 0 and d < voxel_data.shape[0] else background
+        return v, (zero, zero, zero)
+    if mode != 1:
+        return zero, (zero, zero, zero)
+    d, fx, fy, fz = vdb_index_cell(tree, index_values, gtype, ux, uy, uz)
+    v = vdb_index_read8(voxel_data, background, d)
+    return vdb_lerp8(zero, v, fx, fy, fz), vdb_grad8(zero, v, fx, fy, fz)
 
 
 def volume_sample_index_v3(tree, index_values, gtype, voxel_data,
@@ -746,8 +766,8 @@ PORTABLE = (
     "volume_corners_s", "volume_corners_v3",
     "volume_store_s", "volume_store_v3", "volume_store_v4", "volume_store_f", "volume_store_i",
     "volume_store_v",
-    "vdb_data_index", "volume_lookup_index", "vdb_index_of", "vdb_index_cell",
-    "volume_sample_index_s", "volume_sample_index_v3",
+    "vdb_data_index", "volume_lookup_index", "vdb_index_of", "vdb_index_cell", "vdb_index_read8",
+    "volume_sample_index_s", "volume_sample_grad_index_s", "volume_sample_index_v3",
     "volume_index_to_world", "volume_world_to_index", "volume_index_to_world_dir",
     "volume_world_to_index_dir", "volume_index_to_world_d", "volume_world_to_index_d",
     "volume_index_to_world_dir_d", "volume_world_to_index_dir_d",
