@@ -51,6 +51,14 @@ def ijk_points(seed=2, lo=-20, hi=20, n=512):
                            rng.integers(lo, hi, (n, 3)).astype(np.int32)])
 
 
+def world_tile_points():
+    """World-space points for allocate_by_tiles (some on voxel and tile boundaries)."""
+    rng = np.random.default_rng(21)
+    p = rng.uniform(-6.0, 6.0, (300, 3)).astype(np.float32)
+    p[:4] = [[0.5, -1.0, 2.0], [0.65, -0.9, 2.35], [-1.9, 0.6, -3.6], [2.9, 0.6, 7.6]]
+    return p
+
+
 def digest(a):
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
 
@@ -350,6 +358,9 @@ def main():
         "ALLOC_INDEX": lambda: wp.Volume.allocate(min=[-9, 0, 0], max=[3, 3, 3],
                                                   voxel_size=(1.0, 2.0, 0.5), bg_value=None,
                                                   device="cpu"),
+        "TILES_WORLD": lambda: wp.Volume.allocate_by_tiles(
+            wp.array(world_tile_points(), dtype=wp.vec3), voxel_size=(0.3, 0.2, 0.7),
+            bg_value=1.25, translation=(0.5, -1.0, 2.0), device="cpu"),
         "NUMPY_F": lambda: wp.Volume.load_from_numpy(
             np.arange(5 * 6 * 7, dtype=np.float32).reshape(5, 6, 7), min_world=(1.0, 2.0, 3.0),
             voxel_size=0.5, bg_value=-1.0, device="cpu"),

@@ -19,6 +19,9 @@ CASES = {
                                        bg_value=7),
     "ALLOC_INDEX": lambda: Volume.allocate(min=[-9, 0, 0], max=[3, 3, 3],
                                            voxel_size=(1.0, 2.0, 0.5), bg_value=None),
+    "TILES_WORLD": lambda: Volume.allocate_by_tiles(
+        M.world_tile_points(), voxel_size=(0.3, 0.2, 0.7), bg_value=1.25,
+        translation=(0.5, -1.0, 2.0)),
     "NUMPY_F": lambda: Volume.load_from_numpy(
         np.arange(5 * 6 * 7, dtype=np.float32).reshape(5, 6, 7), min_world=(1.0, 2.0, 3.0),
         voxel_size=0.5, bg_value=-1.0),
