@@ -18,14 +18,14 @@ def check_invariants(g):
     r, u, n_lower, bg = (int(v) for v in t[:4])
     assert (u, n_lower) == (g.upper_count, g.lower_count)
     assert len(t) == 4 + 4 * r + 32768 * u + 4096 * n_lower
-    entries, upper, lower, _ = nv.tree_parts(t)
-    keys = [tuple(e) for e in entries[:, :3].tolist()]
-    assert keys == sorted(set(keys))                      # sorted, unique
-    assert np.all(entries[:, :3] >= 0) and np.all(entries[:, :3] < (1 << 20))
+    keys, rcodes, upper, lower, _ = nv.tree_parts(t)
+    assert np.all(np.diff(keys) > 0)                      # sorted, unique
+    assert np.all(keys >= 0) and np.all(keys < (1 << 60))
+    assert np.all(t[4:4 + 4 * r].reshape(r, 4)[:, :2] >= 0)
     assert len(g.values) % g.channels == 0
     n_slots = len(g.values) // g.channels
     assert n_slots >= 512 * g.leaf_count + 1
-    for codes, n_child in ((entries[:, 3], u), (upper, n_lower), (lower, g.leaf_count),
+    for codes, n_child in ((rcodes, u), (upper, n_lower), (lower, g.leaf_count),
                            (np.array([bg]), 0)):
         pos = codes[codes >= 0]
         neg = -(codes[codes < 0].astype(np.int64) + 1)

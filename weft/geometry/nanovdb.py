@@ -28,8 +28,8 @@ never an ``IndexError``, a numpy error or a read outside the buffer.
 The output is re-packed for fast lookups into two arrays (see
 ``weft/geometry/volume_query.py`` for the queries and ``docs/geometry-vdb.md`` for why):
 
-- ``tree`` int32: ``[R, U, L, background code]``, then R root entries ``(kx, ky, kz, code)``
-  sorted by key (an upper node's origin ``((x + 2**31) mod 2**32) >> 12`` per axis), then the
+- ``tree`` int32: ``[R, U, L, background code]``, then R root entries ``(key >> 30,
+  key & (2**30 - 1), code, 0)`` sorted by ``root_key`` of the upper node's origin, then the
   U upper tables of 32768 codes and the L lower tables of 4096 codes. A code is the index of a
   child in the next level (>= 0) or ``-(slot + 1)`` of a tile value (or the background);
 - ``values`` (S * C,) of the grid's scalar type (C = 1, 3 or 4 channels): voxel slot
@@ -173,21 +173,25 @@ def root_key(x, y, z):
 def pack_tree(origins, codes, upper, lower, n_upper, n_lower, bg_code):
     """The ``tree`` array of upper nodes at ``origins`` (R, 3) with root codes ``codes`` (R,),
     flat int32 ``upper`` (U * 32768) and ``lower`` (L * 4096) tables and the background's code:
-    ``[R, U, L, bg_code, R entries (kx, ky, kz, code) sorted by key, upper, lower]``."""
+    ``[R, U, L, bg_code, R entries (key >> 30, key & (2**30 - 1), code, 0) sorted by key
+    (``root_key``), upper, lower]``."""
     o = np.asarray(origins, np.int64).reshape(-1, 3)
-    k = ((o + 2147483648) & 0xFFFFFFFF) >> 12
-    order = np.lexsort((k[:, 2], k[:, 1], k[:, 0]))
-    entries = np.concatenate([k[order], np.asarray(codes, np.int64)[order, None]], axis=1)
+    key = root_key(o[:, 0], o[:, 1], o[:, 2])
+    order = np.argsort(key, kind="stable")
+    entries = np.stack([key[order] >> 30, key[order] & ((1 << 30) - 1),
+                        np.asarray(codes, np.int64)[order], np.zeros(len(o), np.int64)], axis=1)
     head = np.array([len(o), n_upper, n_lower, bg_code], np.int64)
     return np.concatenate([head, entries.reshape(-1), np.asarray(upper, np.int64),
                            np.asarray(lower, np.int64)]).astype(np.int32)
 
 
 def tree_parts(tree):
-    """(root entries (R, 4), upper (U, 32768), lower (L, 4096), background code) of a tree."""
+    """(root keys (R,) int64, root codes (R,), upper (U, 32768), lower (L, 4096), background
+    code) of a tree."""
     r, u, n_lower, bg = (int(v) for v in tree[:4])
     base = 4 + 4 * r
-    return (tree[4:base].reshape(r, 4), tree[base:base + 32768 * u].reshape(u, 32768),
+    e = tree[4:base].reshape(r, 4).astype(np.int64)
+    return ((e[:, 0] << 30) | e[:, 1], e[:, 2], tree[base:base + 32768 * u].reshape(u, 32768),
             tree[base + 32768 * u:base + 32768 * u + 4096 * n_lower].reshape(n_lower, 4096), bg)
 
 

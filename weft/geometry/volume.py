@@ -431,13 +431,12 @@ def _grid_from_leaves(origins, type_str, bg_value, mat_f, mat_d, inv_d, vec_f):
 def _leaf_slots(vol, i, j, k):
     """Leaf slots of voxels (i, j, k) (int arrays), -1 outside leaves (host-side, numpy)."""
     i, j, k = (np.asarray(a, np.int64) for a in (i, j, k))
-    entries, upper, lower, _ = nv.tree_parts(vol.tree)
-    rk = nv.root_key(*(((entries[:, d].astype(np.int64) << 12) - 2147483648) for d in range(3)))
+    rk, rcodes, upper, lower, _ = nv.tree_parts(vol.tree)
     keys = nv.root_key(i, j, k)
     n = len(rk)
     pos = np.minimum(np.searchsorted(rk, keys), max(n - 1, 0))
     found = (rk[pos] == keys) if n else np.zeros(len(keys), bool)
-    code = np.where(found, entries[pos, 3] if n else -1, -1).astype(np.int64)
+    code = np.where(found, rcodes[pos] if n else -1, -1).astype(np.int64)
     ub = (((i & 4095) >> 7) << 10) | (((j & 4095) >> 7) << 5) | ((k & 4095) >> 7)
     ok = code >= 0
     code[ok] = upper[code[ok], ub[ok]]

@@ -7,13 +7,15 @@ Plain Python functions of flat arrays and scalars: they run uncompiled, and
 A volume is two arrays (built by ``weft.geometry.nanovdb`` / ``weft.geometry.volume``)::
 
     tree    int32   [R, U, L, background code,
-                     R root entries (kx, ky, kz, code), sorted by (kx, ky, kz),
+                     R root entries (key >> 30, key & (2**30 - 1), code, 0), sorted by key,
                      U upper tables of 32768 codes, L lower tables of 4096 codes]
     values  (S*C,)  value slots, C channels each: leaf voxels first, slot
                     ``leaf*512 + ((i&7)<<6 | (j&7)<<3 | (k&7))``, then tile values and the
                     background. Index grids: int64 voxel-data indices (-1: none).
 
-A root entry holds an upper node's origin as ``((x + 2**31) mod 2**32) >> 12`` per axis. A code
+A root entry holds the key of an upper node's origin, ``kx << 40 | ky << 20 | kz`` with
+``kx = ((x + 2**31) mod 2**32) >> 12`` (so keys sort like signed origins), split in two
+non-negative int32 halves. A code
 is a child index in the next level (root: upper node, upper: lower node, lower: leaf) when
 >= 0, else ``-(slot + 1)`` of the tile value (or background) that covers the region. Two arrays
 rather than five because on the CPU every array argument is seven machine words per call.
@@ -79,25 +81,21 @@ def vdb_block(tree, i, j, k):
     ui = (np.int64(i) + 2147483648) & 0xFFFFFFFF
     uj = (np.int64(j) + 2147483648) & 0xFFFFFFFF
     uk = (np.int64(k) + 2147483648) & 0xFFFFFFFF
-    kx = ui >> 12
-    ky = uj >> 12
-    kz = uk >> 12
+    key = ((ui >> 12) << 40) | ((uj >> 12) << 20) | (uk >> 12)
     n = np.int64(tree[0])
     lo = 0
     hi = n
-    while lo < hi:                      # the root entries, sorted by (kx, ky, kz)
+    while lo < hi:                      # the root entries, sorted by key
         mid = (lo + hi) >> 1
         e = 4 + 4 * mid
-        ex = tree[e]
-        ey = tree[e + 1]
-        if ex < kx or (ex == kx and (ey < ky or (ey == ky and tree[e + 2] < kz))):
+        if ((np.int64(tree[e]) << 30) | tree[e + 1]) < key:
             lo = mid + 1
         else:
             hi = mid
     e = 4 + 4 * lo
-    if lo == n or tree[e] != kx or tree[e + 1] != ky or tree[e + 2] != kz:
+    if lo == n or ((np.int64(tree[e]) << 30) | tree[e + 1]) != key:
         return np.int64(tree[3])
-    c = np.int64(tree[e + 3])
+    c = np.int64(tree[e + 2])
     if c < 0:
         return c
     base = 4 + 4 * n
