@@ -239,38 +239,72 @@ _cell_coord = numba.njit(cache=True, nogil=True, inline="always")(hg_cell_coord)
 _cell_index = numba.njit(cache=True, nogil=True, inline="always")(hg_cell_index)
 
 
+# The build is a few parallel regions, each a prange over ``nchunks`` contiguous chunks of the
+# points (one per thread): a region costs little on an idle machine but up to milliseconds on
+# a busy one (a thread waits for its core), so work that can share a region does, and no
+# region is implicit (no array creation inside these functions: Numba parallelises it).
+
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _point_keys(points, inv, dim_x, dim_y, dim_z, groups, keys, ids):
-    """keys[i] = cell of point i (<< 32 | uint32(groups[i]) when groups are given); ids[i] = i."""
+def _start(points, inv, dim_x, dim_y, dim_z, groups, keys, ids, shift, bits, hist, grid,
+           point_cells, n_prev):
+    """One region: reset the cells the previous build filled (its ``point_cells``; the table
+    starts zeroed, so a rebuild costs O(points), not O(cells)), compute each point's key (its
+    cell, ``<< 32 | uint32(group)`` with groups) and id, and each chunk's histogram of the
+    first radix digit."""
+    n = points.shape[0]
+    nchunks = hist.shape[0]
     grouped = groups.shape[0] > 0
-    for i in prange(points.shape[0]):
-        x = _cell_coord(points[i, 0] * inv)
-        y = _cell_coord(points[i, 1] * inv)
-        z = _cell_coord(points[i, 2] * inv)
-        c = np.int64(_cell_index(dim_x, dim_y, dim_z, x, y, z))
-        if grouped:
-            c = (c << 32) | (np.int64(groups[i]) & 0xFFFFFFFF)
-        keys[i] = c
-        ids[i] = i
+    base = 5 + np.int64(grid[4])
+    mask = (1 << bits) - 1
+    step = (n + nchunks - 1) // nchunks
+    step_prev = (n_prev + nchunks - 1) // nchunks
+    for t in prange(nchunks):
+        for i in range(t * step_prev, min(n_prev, (t + 1) * step_prev)):
+            r = base + 2 * np.int64(point_cells[i])
+            grid[r] = 0
+            grid[r + 1] = 0
+        for d in range(hist.shape[1]):
+            hist[t, d] = 0
+        for i in range(t * step, min(n, (t + 1) * step)):
+            x = _cell_coord(points[i, 0] * inv)
+            y = _cell_coord(points[i, 1] * inv)
+            z = _cell_coord(points[i, 2] * inv)
+            c = np.int64(_cell_index(dim_x, dim_y, dim_z, x, y, z))
+            if grouped:
+                c = (c << 32) | (np.int64(groups[i]) & 0xFFFFFFFF)
+            keys[i] = c
+            ids[i] = i
+            hist[t, (c >> shift) & mask] += 1
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _radix_pass(kin, vin, kout, vout, shift, bits, nchunks):
-    """One stable counting-sort pass on digit ``(key >> shift) & (2**bits - 1)``: per-chunk
-    histograms, one scan (digit-major, chunk-minor), per-chunk scatters in index order."""
+def _histogram(kin, shift, bits, hist):
+    """Each chunk's histogram of digit ``(key >> shift) & (2**bits - 1)``."""
     n = kin.shape[0]
+    nchunks = hist.shape[0]
     mask = (1 << bits) - 1
-    hist = np.zeros((nchunks, 1 << bits), np.int64)
     step = (n + nchunks - 1) // nchunks
     for t in prange(nchunks):
+        for d in range(hist.shape[1]):
+            hist[t, d] = 0
         for i in range(t * step, min(n, (t + 1) * step)):
             hist[t, (kin[i] >> shift) & mask] += 1
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _scatter(kin, vin, kout, vout, shift, bits, hist):
+    """A stable counting-sort pass from the chunks' histograms: one scan (digit-major,
+    chunk-minor), then each chunk scatters its points in index order."""
+    n = kin.shape[0]
+    nchunks = hist.shape[0]
+    mask = (1 << bits) - 1
     total = 0
     for d in range(1 << bits):
         for t in range(nchunks):
             c = hist[t, d]
             hist[t, d] = total
             total += c
+    step = (n + nchunks - 1) // nchunks
     for t in prange(nchunks):
         for i in range(t * step, min(n, (t + 1) * step)):
             d = (kin[i] >> shift) & mask
@@ -281,15 +315,10 @@ def _radix_pass(kin, vin, kout, vout, shift, bits, nchunks):
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _finish(keys, shift, ids, n_prev, grid, point_cells, point_keys, keep_keys):
-    """Reset the cells the previous build filled (its ``point_cells``; the table starts zeroed,
-    so a rebuild costs O(points), not O(cells)), then store the sorted ids, each point's cell,
-    and the [start, end) of every run of equal cells."""
+def _finish(keys, shift, ids, grid, point_cells, point_keys, keep_keys):
+    """Store the sorted ids, each point's cell, and the [start, end) of every run of equal
+    cells (the table holds zeros elsewhere: ``_start`` reset the previous build's cells)."""
     base = 5 + np.int64(grid[4])
-    for i in prange(n_prev):
-        r = base + 2 * np.int64(point_cells[i])
-        grid[r] = 0
-        grid[r + 1] = 0
     n = keys.shape[0]
     for i in prange(n):
         c = keys[i] >> shift
@@ -404,7 +433,6 @@ class HashGrid:
         self.cell_width = self.dtype.type(radius)
         self.cell_width_inv = self.dtype.type(1) / self.cell_width
         grp = groups if groups is not None else np.zeros(0, np.int32)
-        _point_keys(pts, self.cell_width_inv, self.dim_x, self.dim_y, self.dim_z, grp, k0, v0)
         passes = _digit_passes(32, 32 + max(1, (self.n_cells - 1).bit_length()))
         if groups is None:
             passes = [(s - 32, b) for s, b in passes]
@@ -412,11 +440,17 @@ class HashGrid:
             top = int((grp.astype(np.int64) & 0xFFFFFFFF).max()).bit_length()
             passes = _digit_passes(0, top) + passes
         nchunks = max(1, min(numba.get_num_threads(), n // 4096))
-        for shift, bits in passes:
-            _radix_pass(k0, v0, k1, v1, shift, bits, nchunks)
+        hist = np.empty((nchunks, 1 << DIGIT_BITS), np.int64)
+        for p, (shift, bits) in enumerate(passes):
+            if p == 0:
+                _start(pts, self.cell_width_inv, self.dim_x, self.dim_y, self.dim_z, grp, k0,
+                       v0, shift, bits, hist, self.grid, self._cells, self._n_prev)
+            else:
+                _histogram(k0, shift, bits, hist)
+            _scatter(k0, v0, k1, v1, shift, bits, hist)
             k0, k1, v0, v1 = k1, k0, v1, v0
-        _finish(k0, 32 if groups is not None else 0, v0, self._n_prev, self.grid, self._cells,
-                keys, groups is not None)
+        _finish(k0, 32 if groups is not None else 0, v0, self.grid, self._cells, keys,
+                groups is not None)
         self.grid[3] = n
         self._n_prev = n
         self.point_keys = keys if groups is not None else np.zeros(0, np.int64)
