@@ -15,13 +15,14 @@ A volume is two arrays (built by ``weft.geometry.nanovdb`` / ``weft.geometry.vol
 
 A root entry holds the key of an upper node's origin, ``kx << 40 | ky << 20 | kz`` with
 ``kx = ((x + 2**31) mod 2**32) >> 12`` (so keys sort like signed origins), split in two
-non-negative int32 halves. A code
-is a child index in the next level (root: upper node, upper: lower node, lower: leaf) when
->= 0, else ``-(slot + 1)`` of the tile value (or background) that covers the region. Two arrays
-rather than five because on the CPU every array argument is seven machine words per call.
+non-negative int32 halves. A code is a child index in the next level (root: upper node, upper:
+lower node, lower: leaf) when >= 0, else ``-(slot + 1)`` of the tile value (or background) that
+covers the region. Two arrays rather than five because on the CPU every array argument is
+seven machine words per call.
 
-plus the scalar ``gtype`` (NanoVDB grid type: 1 float, 2 double, 4 int32, 5 int64, 6 Vec3f,
-7 Vec3d, 10 uint32, 17 Vec4f, 18 Vec4d, 19..22 index grids) and, for the transforms, ``xf``
+The queries take these two arrays, the scalar ``gtype`` (NanoVDB grid type: 1 float, 2 double,
+4 int32, 5 int64, 6 Vec3f, 7 Vec3d, 10 uint32, 17 Vec4f, 18 Vec4d, 19..22 index grids) and,
+for the transforms, ``xf``
 (float32 (21,): index-to-world matrix row-major, its inverse, translation) or ``xd`` (the same
 in float64). Functions named ``*_s`` (scalar), ``*_v3``, ``*_v4`` are generic over the value
 type: they take the expected grid type and a ``zero`` of the result's scalar type and return
@@ -62,13 +63,13 @@ GRID_VEC4D = 18
 GRID_INDEX = 19
 GRID_ONINDEX_MASK = 22
 
-F1 = np.float32(1.0)
 #: Numba options for compiling these cores for the CPU: ``numba.njit(**CPU_JIT_OPTIONS)``.
 #: ``_nrt=False`` because the cores allocate nothing: with Numba's reference counting on, every
 #: call increments and decrements the count of each array argument (atomic operations on a
 #: shared cache line), measured to make a LINEAR sample 3x slower and to stop it scaling
 #: across threads.
 CPU_JIT_OPTIONS = dict(nogil=True, error_model="numpy", _nrt=False)
+F1 = np.float32(1.0)
 F0 = np.float32(0.0)
 FM1 = np.float32(-1.0)
 INT_MIN = -2147483648
