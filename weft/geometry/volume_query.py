@@ -76,9 +76,9 @@ INT_MIN = -2147483648
 
 
 # ------------------------------------------------------------------------------ traversal
-def vdb_block(tree, i, j, k):
-    """The leaf index (>= 0) of the 8^3 block holding voxel (i, j, k), or ``-(slot + 1)`` of
-    the tile or background value that covers it. Coordinates wrap to int32 like C's."""
+def vdb_node(tree, i, j, k):
+    """The lower node (>= 0) of the 128^3 region holding voxel (i, j, k), or ``-(slot + 1)`` of
+    the tile or background value that covers the region. Coordinates wrap to int32 like C's."""
     ui = (np.int64(i) + 2147483648) & 0xFFFFFFFF
     uj = (np.int64(j) + 2147483648) & 0xFFFFFFFF
     uk = (np.int64(k) + 2147483648) & 0xFFFFFFFF
@@ -99,14 +99,24 @@ def vdb_block(tree, i, j, k):
     c = np.int64(tree[e + 2])
     if c < 0:
         return c
-    base = 4 + 4 * n
-    c = np.int64(tree[base + c * 32768 + ((((ui & 4095) >> 7) << 10) | (((uj & 4095) >> 7) << 5)
-                                           | ((uk & 4095) >> 7))])
-    if c < 0:
-        return c
-    return np.int64(tree[base + 32768 * np.int64(tree[1]) + c * 4096
-                         + ((((ui & 127) >> 3) << 8) | (((uj & 127) >> 3) << 4)
-                            | ((uk & 127) >> 3))])
+    return np.int64(tree[4 + 4 * n + c * 32768 + ((((ui & 4095) >> 7) << 10)
+                                                 | (((uj & 4095) >> 7) << 5)
+                                                 | ((uk & 4095) >> 7))])
+
+
+def vdb_block_in(tree, node, i, j, k):
+    """The block code of voxel (i, j, k) in lower node ``node`` (from ``vdb_node``)."""
+    if node < 0:
+        return node
+    return np.int64(tree[4 + 4 * np.int64(tree[0]) + 32768 * np.int64(tree[1]) + node * 4096
+                         + ((((i & 127) >> 3) << 8) | (((j & 127) >> 3) << 4)
+                            | ((k & 127) >> 3))])
+
+
+def vdb_block(tree, i, j, k):
+    """The leaf index (>= 0) of the 8^3 block holding voxel (i, j, k), or ``-(slot + 1)`` of
+    the tile or background value that covers it."""
+    return vdb_block_in(tree, vdb_node(tree, i, j, k), i, j, k)
 
 
 def vdb_slot_in(code, i, j, k):
@@ -159,34 +169,61 @@ def vdb_cell(tree, ux, uy, uz):
     """The cell of index-space point (ux, uy, uz): ``(codes, i, j, k, fx, fy, fz)``, the block
     codes (``vdb_block``) of its 8 corners (i + dx, j + dy, k + dz) in Warp's corner order, its
     lowest corner and the float32 fractions. Each distinct block is looked up once (a 2x2x2
-    stencil spans 1, 2, 4 or 8 of them); written as one function because calls that pass
-    arrays cost more than the lookups on the CPU."""
+    stencil spans 1, 2, 4 or 8 of them), from the lowest corner's lower node when it holds the
+    corner (a 128^3 region), from the root otherwise."""
     i, fx = vdb_floor(np.float32(ux))
     j, fy = vdb_floor(np.float32(uy))
     k, fz = vdb_floor(np.float32(uz))
     sx = (i & 7) != 7
     sy = (j & 7) != 7
     sz = (k & 7) != 7
-    c000 = vdb_block(tree, i, j, k)
-    c001 = c000 if sz else vdb_block(tree, i, j, k + 1)
-    c010 = c000 if sy else vdb_block(tree, i, j + 1, k)
+    n0 = vdb_node(tree, i, j, k)
+    c000 = vdb_block_in(tree, n0, i, j, k)
+    if sx and sy and sz:
+        return (c000, c000, c000, c000, c000, c000, c000, c000), i, j, k, fx, fy, fz
+    nx = (i & 127) != 127              # the corner at i + 1 is in the same lower node
+    ny = (j & 127) != 127
+    nz = (k & 127) != 127
+    if sz:
+        c001 = c000
+    elif nz:
+        c001 = vdb_block_in(tree, n0, i, j, k + 1)
+    else:
+        c001 = vdb_block(tree, i, j, k + 1)
+    if sy:
+        c010 = c000
+    elif ny:
+        c010 = vdb_block_in(tree, n0, i, j + 1, k)
+    else:
+        c010 = vdb_block(tree, i, j + 1, k)
     if sz:
         c011 = c010
     elif sy:
         c011 = c001
+    elif ny and nz:
+        c011 = vdb_block_in(tree, n0, i, j + 1, k + 1)
     else:
         c011 = vdb_block(tree, i, j + 1, k + 1)
-    c100 = c000 if sx else vdb_block(tree, i + 1, j, k)
+    if sx:
+        c100 = c000
+    elif nx:
+        c100 = vdb_block_in(tree, n0, i + 1, j, k)
+    else:
+        c100 = vdb_block(tree, i + 1, j, k)
     if sz:
         c101 = c100
     elif sx:
         c101 = c001
+    elif nx and nz:
+        c101 = vdb_block_in(tree, n0, i + 1, j, k + 1)
     else:
         c101 = vdb_block(tree, i + 1, j, k + 1)
     if sy:
         c110 = c100
     elif sx:
         c110 = c010
+    elif nx and ny:
+        c110 = vdb_block_in(tree, n0, i + 1, j + 1, k)
     else:
         c110 = vdb_block(tree, i + 1, j + 1, k)
     if sz:
@@ -195,6 +232,8 @@ def vdb_cell(tree, ux, uy, uz):
         c111 = c101
     elif sx:
         c111 = c011
+    elif nx and ny and nz:
+        c111 = vdb_block_in(tree, n0, i + 1, j + 1, k + 1)
     else:
         c111 = vdb_block(tree, i + 1, j + 1, k + 1)
     return (c000, c001, c010, c011, c100, c101, c110, c111), i, j, k, fx, fy, fz
@@ -754,7 +793,8 @@ def volume_world_to_index_dir_d(xd, x, y, z):
 
 #: every portable function, callees first (``compile_for`` compiles them in this order)
 PORTABLE = (
-    "vdb_block", "vdb_slot_in", "volume_slot", "volume_leaf_slot", "vdb_floor", "vdb_round",
+    "vdb_node", "vdb_block_in", "vdb_block", "vdb_slot_in", "volume_slot", "volume_leaf_slot",
+    "vdb_floor", "vdb_round",
     "vdb_cell", "vdb_cell_slots", "volume_cell", "vdb_weights", "vdb_read8", "vdb_lerp8",
     "vdb_grad8",
     "volume_lookup_s", "volume_lookup_v3", "volume_lookup_v4", "volume_lookup_f",
