@@ -40,7 +40,6 @@ Leaves keep their order in the file, so leaf voxel slots equal Warp's ``volume_l
 """
 from __future__ import annotations
 
-import io
 import os
 import struct
 import zlib
@@ -758,9 +757,7 @@ def _index_values(gtype, leaves, masks, name):
 
 def describe(grid):
     """A short human-readable summary of a decoded grid."""
-    buf = io.StringIO()
-    buf.write(f"{grid.name!r}: {grid.type_str} ({GRID_CLASS_NAMES.get(grid.grid_class, '?')}), "
-              f"NanoVDB {'.'.join(map(str, grid.version))}, {grid.upper_count} upper / "
-              f"{grid.lower_count} lower / {grid.leaf_count} leaf nodes, "
-              f"voxel size {tuple(grid.voxel_size)}")
-    return buf.getvalue()
+    return (f"{grid.name!r}: {grid.type_str} ({GRID_CLASS_NAMES.get(grid.grid_class, '?')}), "
+            f"NanoVDB {'.'.join(map(str, grid.version))}, {grid.upper_count} upper / "
+            f"{grid.lower_count} lower / {grid.leaf_count} leaf nodes, "
+            f"voxel size {tuple(float(v) for v in grid.voxel_size)}")
