@@ -2,14 +2,15 @@
 cores (compiled with Numba, ``prange`` over the queries) against NVIDIA Warp's CPU kernels.
 
     python benchmarks/bench_volume_hashgrid.py [--points 200000] [--samples 1000000]
-                                               [--repeat 7] [--markdown]
+                                               [--repeat 3] [--rounds 5] [--markdown]
 
 Run it with a Python that has Warp 1.19 (and Numba) to get the Warp column, e.g.
 ``PYTHONPATH=. /work/venv-warp/bin/python benchmarks/bench_volume_hashgrid.py``; without Warp
-only weft's times print. Each time is the best of ``--repeat`` runs after a warm-up (so
-compilation is excluded; the best, not the median, because the benchmark machine is shared and
-other jobs only ever add time). weft runs on all of Numba's threads (and, in the "1 thread"
-column, on one); Warp's CPU kernels run on one thread.
+only weft's times print. Each time is the best of ``--rounds`` rounds of ``--repeat`` runs
+after a warm-up (so compilation is excluded; the best, not the median, because the benchmark
+machine is shared and other jobs only ever add time; rounds interleave the workloads and
+columns, so a burst of load spoils a round rather than a column). weft runs on all of Numba's
+threads (and, in the "1 thread" column, on one); Warp's CPU kernels run on one thread.
 
 Workloads:
 - hash-grid build: N points uniform in [0, 1)^3, a 128^3 grid, cell width 0.02;
@@ -93,16 +94,16 @@ def best_time(fn, repeat):
     return min(times)
 
 
-def both_thread_counts(fn, repeat):
-    """(time on all threads, time on one thread)."""
-    full = best_time(fn, repeat)
-    n = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        one = best_time(fn, repeat)
-    finally:
+def with_threads(n, fn):
+    """``fn`` run with Numba limited to ``n`` threads."""
+    def run():
+        old = numba.get_num_threads()
         numba.set_num_threads(n)
-    return full, one
+        try:
+            fn()
+        finally:
+            numba.set_num_threads(old)
+    return run
 
 
 def warp_module():
@@ -141,80 +142,110 @@ def warp_kernels(wp):
     return count, sample, sample_grad
 
 
-def run(n_points, n_samples, repeat):
-    rows = []
+def cases(n_points, n_samples):
+    """(label, weft function, Warp function or None, check) per workload; ``check`` compares
+    the last results of both (bit for bit for samples)."""
+    out = []
     wp = warp_module()
     wk = warp_kernels(wp) if wp else None
     rng = np.random.default_rng(0)
 
-    # ---- hash grid
     pts = rng.uniform(0.0, 1.0, (n_points, 3)).astype(np.float32)
     grid = HashGrid(*DIMS)
-    t_build = both_thread_counts(lambda: grid.build(pts, RADIUS), repeat)
+    grid.build(pts, RADIUS)
     counts = np.zeros(n_points, np.int64)
     args = (*grid.arrays(), grid.cell_width_inv, pts, np.float32(RADIUS), counts)
-    t_count = both_thread_counts(lambda: weft_count(*args), repeat)
-    w_build = w_count = None
+    weft_count(*args)
+    w_build = w_count = check = None
     if wp:
         wpts = wp.array(pts, dtype=wp.vec3, device="cpu")
         wgrid = wp.HashGrid(*DIMS, device="cpu")
-
-        def wbuild():
-            wgrid.build(wpts, RADIUS)
-            wp.synchronize_device("cpu")
-        w_build = best_time(wbuild, repeat)
         wout = wp.zeros(n_points, dtype=int, device="cpu")
 
-        def wcount():
+        def w_build():
+            wgrid.build(wpts, RADIUS)
+            wp.synchronize_device("cpu")
+
+        def w_count():
             wp.launch(wk[0], n_points, inputs=[wgrid.id, wpts, RADIUS, wout], device="cpu")
             wp.synchronize_device("cpu")
-        w_count = best_time(wcount, repeat)
-        assert int(wout.numpy().sum()) == int(counts.sum()), "neighbour counts differ"
-    rows.append((f"hash-grid build, {n_points} points", t_build, w_build))
-    rows.append((f"neighbour count, {n_points} points (mean {counts.mean():.1f})", t_count,
-                 w_count))
 
-    # ---- volumes
+        def check():
+            assert int(wout.numpy().sum()) == int(counts.sum()), "neighbour counts differ"
+    out.append((f"hash-grid build, {n_points} points", lambda: grid.build(pts, RADIUS),
+                w_build, None))
+    out.append((f"neighbour count, {n_points} points (mean {counts.mean():.1f})",
+                lambda: weft_count(*args), w_count, check))
+
     x = np.linspace(0, 4 * np.pi, 128, dtype=np.float32)
     dense = (np.sin(x)[:, None, None] * np.cos(x)[None, :, None]
              + np.sin(0.5 * x)[None, None, :]).astype(np.float32)
-    cases = [("dense 128^3", Volume.load_from_numpy(dense, voxel_size=0.1, bg_value=0.0),
-              rng.uniform(-1.0, 128.0, (n_samples, 3)).astype(np.float32),
-              lambda w: w.Volume.load_from_numpy(dense, voxel_size=0.1, bg_value=0.0,
-                                                 device="cpu"))]
+    vols = [("dense 128^3", Volume.load_from_numpy(dense, voxel_size=0.1, bg_value=0.0),
+             rng.uniform(-1.0, 128.0, (n_samples, 3)).astype(np.float32),
+             lambda w: w.Volume.load_from_numpy(dense, voxel_size=0.1, bg_value=0.0,
+                                                device="cpu"))]
     if os.path.exists(TORUS):
-        cases.append(("torus.nvdb", Volume.load_from_nvdb(TORUS),
-                      rng.uniform(-12.0, 12.0, (n_samples, 3)).astype(np.float32),
-                      lambda w: w.Volume.load_from_nvdb(open(TORUS, "rb"), device="cpu")))
-    for label, vol, spts, wmake in cases:
+        vols.append(("torus.nvdb", Volume.load_from_nvdb(TORUS),
+                     rng.uniform(-12.0, 12.0, (n_samples, 3)).astype(np.float32),
+                     lambda w: w.Volume.load_from_nvdb(open(TORUS, "rb"), device="cpu")))
+    for label, vol, spts, wmake in vols:
         a = (*vol.arrays(), vol.gtype)
-        out = np.zeros(n_samples, np.float32)
+        res = np.zeros(n_samples, np.float32)
         grad = np.zeros((n_samples, 3), np.float32)
-        t_s = both_thread_counts(lambda: weft_sample(*a, spts, out), repeat)
-        t_g = both_thread_counts(lambda: weft_sample_grad(*a, spts, out, grad), repeat)
-        w_s = w_g = None
+        w_s = w_g = c_s = c_g = None
         if wp:
             wvol = wmake(wp)
-            wpts = wp.array(spts, dtype=wp.vec3, device="cpu")
-            wout = wp.zeros(n_samples, dtype=float, device="cpu")
+            wpts2 = wp.array(spts, dtype=wp.vec3, device="cpu")
+            wres = wp.zeros(n_samples, dtype=float, device="cpu")
             wgrad = wp.zeros(n_samples, dtype=wp.vec3, device="cpu")
 
-            def ws():
-                wp.launch(wk[1], n_samples, inputs=[wvol.id, wpts, wout], device="cpu")
+            def w_s(wvol=wvol, wpts2=wpts2, wres=wres):
+                wp.launch(wk[1], n_samples, inputs=[wvol.id, wpts2, wres], device="cpu")
                 wp.synchronize_device("cpu")
 
-            def wg():
-                wp.launch(wk[2], n_samples, inputs=[wvol.id, wpts, wout, wgrad], device="cpu")
+            def w_g(wvol=wvol, wpts2=wpts2, wres=wres, wgrad=wgrad):
+                wp.launch(wk[2], n_samples, inputs=[wvol.id, wpts2, wres, wgrad], device="cpu")
                 wp.synchronize_device("cpu")
-            w_s = best_time(ws, repeat)
-            weft_sample(*a, spts, out)
-            assert np.array_equal(out, wout.numpy()), "samples differ from Warp's"
-            w_g = best_time(wg, repeat)
-            weft_sample_grad(*a, spts, out, grad)
-            assert np.array_equal(grad, wgrad.numpy()), "gradients differ from Warp's"
-        rows.append((f"{n_samples} LINEAR samples, {label}", t_s, w_s))
-        rows.append((f"{n_samples} LINEAR samples + gradient, {label}", t_g, w_g))
-    return rows
+
+            def c_s(a=a, spts=spts, res=res, wres=wres):
+                weft_sample(*a, spts, res)
+                w_s()
+                assert np.array_equal(res, wres.numpy()), "samples differ from Warp's"
+
+            def c_g(a=a, spts=spts, res=res, grad=grad, wgrad=wgrad):
+                weft_sample_grad(*a, spts, res, grad)
+                w_g()
+                assert np.array_equal(grad, wgrad.numpy()), "gradients differ from Warp's"
+        out.append((f"{n_samples} LINEAR samples, {label}",
+                    lambda a=a, spts=spts, res=res: weft_sample(*a, spts, res), w_s, c_s))
+        out.append((f"{n_samples} LINEAR samples + gradient, {label}",
+                    lambda a=a, spts=spts, res=res, grad=grad: weft_sample_grad(*a, spts, res,
+                                                                                grad),
+                    w_g, c_g))
+    return out
+
+
+def run(n_points, n_samples, repeat, rounds):
+    """Every workload's best time over ``rounds`` rounds of ``repeat`` runs each, the rounds
+    interleaving the workloads and the three columns (so that a burst of load from other jobs
+    spoils one round, not one column)."""
+    work = cases(n_points, n_samples)
+    best = {}
+    threads = numba.get_num_threads()
+    for _ in range(rounds):
+        for label, weft_fn, warp_fn, _check in work:
+            for col, fn in (("all", weft_fn), ("one", with_threads(1, weft_fn)),
+                            ("warp", warp_fn)):
+                if fn is None:
+                    continue
+                t = best_time(fn, repeat)
+                best[label, col] = min(best.get((label, col), t), t)
+    for _label, _w, _wp, check in work:
+        if check is not None:
+            check()
+    assert numba.get_num_threads() == threads
+    return [(label, (best[label, "all"], best[label, "one"]), best.get((label, "warp")))
+            for label, *_ in work]
 
 
 def table(rows, markdown):
@@ -239,10 +270,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", type=int, default=200_000)
     ap.add_argument("--samples", type=int, default=1_000_000)
-    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
-    print(table(run(args.points, args.samples, args.repeat), args.markdown))
+    print(table(run(args.points, args.samples, args.repeat, args.rounds), args.markdown))
 
 
 if __name__ == "__main__":
