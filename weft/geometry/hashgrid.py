@@ -239,6 +239,14 @@ _cell_coord = numba.njit(cache=True, nogil=True, inline="always")(hg_cell_coord)
 _cell_index = numba.njit(cache=True, nogil=True, inline="always")(hg_cell_index)
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _fast_coord(v):
+    """``hg_cell_coord`` with a branch-light path for in-range values (same results)."""
+    if v >= -2147483648.0 and v < 2147483646.0:
+        return np.int64(np.floor(v))
+    return _cell_coord(v)
+
+
 # The build is a few parallel regions, each a prange over ``nchunks`` contiguous chunks of the
 # points (one per thread): a region costs little on an idle machine but up to milliseconds on
 # a busy one (a thread waits for its core), so work that can share a region does, and no
@@ -266,9 +274,9 @@ def _start(points, inv, dim_x, dim_y, dim_z, groups, keys, ids, shift, bits, his
         for d in range(hist.shape[1]):
             hist[t, d] = 0
         for i in range(t * step, min(n, (t + 1) * step)):
-            x = _cell_coord(points[i, 0] * inv)
-            y = _cell_coord(points[i, 1] * inv)
-            z = _cell_coord(points[i, 2] * inv)
+            x = _fast_coord(points[i, 0] * inv)
+            y = _fast_coord(points[i, 1] * inv)
+            z = _fast_coord(points[i, 2] * inv)
             c = np.int64(_cell_index(dim_x, dim_y, dim_z, x, y, z))
             if grouped:
                 c = (c << 32) | (np.int64(groups[i]) & 0xFFFFFFFF)
