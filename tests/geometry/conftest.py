@@ -1,0 +1,32 @@
+"""Shared fixtures of the geometry-core tests: the test grids and the cores compiled for the CPU."""
+import os
+
+import pytest
+
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "nvdb")
+FILES = ("test_grid.nvdb", "test_int32_grid.nvdb", "test_vec_grid.nvdb", "torus.nvdb",
+         "test_index_grid.nvdb")
+
+
+def path(name):
+    return os.path.join(DATA, name)
+
+
+def read(name):
+    with open(path(name), "rb") as f:
+        return f.read()
+
+
+@pytest.fixture(scope="session")
+def vq():
+    """``weft.geometry.volume_query`` compiled for the CPU (a namespace dict). Numba is imported
+    here, not at module level: tests/conftest.py must set NUMBA_ENABLE_CUDASIM first."""
+    from weft.geometry import volume_query
+    return volume_query.compile_cpu()
+
+
+@pytest.fixture(scope="session")
+def hq():
+    """``weft.geometry.hashgrid``'s query cores compiled for the CPU."""
+    from weft.geometry import hashgrid
+    return hashgrid.compile_cpu()
