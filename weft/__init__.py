@@ -38,6 +38,7 @@ from .runtime.device import (get_device, set_device, ScopedDevice, synchronize, 
 from .runtime.launch import launch, jvp  # noqa: E402
 from .runtime.tape import Tape  # noqa: E402
 from .runtime.struct import struct  # noqa: E402
+from .runtime.geometry import Volume, HashGrid  # noqa: E402
 from .stdlib import namespace as _namespace  # noqa: E402
 from .runtime import host as _host  # noqa: E402
 
@@ -61,6 +62,7 @@ def init():
 for _name, _decl in _namespace().items():
     globals().setdefault(_name, _decl)
 del _name, _decl
+from .stdlib.geometry import HASH_GRID_QUERY as hash_grid_query_t  # noqa: E402,F401
 
 
 # ---- Warp's Python-scope API (wp.types helpers, arrays, devices, modules, timers, errors) ------

@@ -219,7 +219,8 @@ def compile_for(jit, inline_jit=None):
     given. For the CPU: ``compile_for(numba.njit(**CPU_JIT_OPTIONS),
     numba.njit(inline="always", **CPU_JIT_OPTIONS))`` (``compile_cpu()``); for CUDA
     ``compile_for(cuda.jit(device=True))``."""
-    ns = {"math": math, "np": np, "INT_MIN": INT_MIN, "INT_MAX_1": INT_MAX_1}
+    ns = {"math": math, "np": np, "INT_MIN": INT_MIN, "INT_MAX_1": INT_MAX_1,
+          "__name__": __name__}  # a module name: cached code rebuilds its environment
     for name in PORTABLE:
         fn = globals()[name]
         rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)

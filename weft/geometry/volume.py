@@ -88,7 +88,7 @@ class Volume:
         """The next grid of the file this volume came from, or ``None``."""
         if not self._next:
             return None
-        return Volume(self._next[0], self._next[1:])
+        return type(self)(self._next[0], self._next[1:])
 
     @classmethod
     def load_from_numpy(cls, ndarray, min_world=(0.0, 0.0, 0.0), voxel_size=1.0, bg_value=0.0):

@@ -486,7 +486,7 @@ def compile_for(jit, inline_jit=None):
     ``compile_for(numba.njit(**CPU_JIT_OPTIONS), numba.njit(inline="always",
     **CPU_JIT_OPTIONS))`` for the CPU (``compile_cpu()``), ``compile_for(cuda.jit(device=True))``
     for CUDA."""
-    ns = {"math": math, "np": np}
+    ns = {"math": math, "np": np, "__name__": __name__}  # cached code needs a module name
     for name in _CONSTANTS:
         ns[name] = globals()[name]
     for name in PORTABLE:

@@ -77,6 +77,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if ck.has_structs:
         args = ck.flatten(args)
     values = ck.bind(args, device)
+    if ck.abi.geometry_ids:
+        check_geometry_ids(ck, args, device)
     tapes = active_tapes()
     if not adjoint and not tapes and len(dims) == 1 and dims[0] < config.serial_threshold \
             and ck.serial_forward is not None and device.is_cpu and not config.verify_fp and all(
@@ -102,6 +104,22 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     run(ck, "forward", dims, values, device)
     if recording:
         tapes[-1].record(Launch(ck, dims, args, device, snapshots))
+
+
+def check_geometry_ids(ck, args, device):
+    """Every argument the kernel uses as a geometry id must be a live id of that kind (and the
+    objects live in host memory: a real GPU cannot read them yet)."""
+    from ..geometry.descriptors import check_id
+    if device.is_cuda:
+        from numba import config as numba_config
+        if not numba_config.ENABLE_CUDASIM:
+            raise LaunchError(f"kernel '{ck.key}' queries geometry objects, which weft keeps in "
+                              "host memory: launch it on the CPU (device='cpu'); CUDA kernels "
+                              "read them under Numba's CUDA simulator only")
+    for name, kind in ck.abi.geometry_ids:
+        msg = check_id(args[ck.param_index(name)], kind, ck.where(name))
+        if msg is not None:
+            raise LaunchError(msg)
 
 
 def check_dims(ck, dims, args):

@@ -66,6 +66,20 @@ else:
 _portable.bind_composed(globals(), _dev)  # float16 rounding and atomics
 
 
+def _bind_geometry():
+    """The geometry queries by id (``_wk.geo_*``) as device functions (plain Python under the
+    simulator, where the views find the registered arrays)."""
+    from ..geometry import kernel_api
+    if config.ENABLE_CUDASIM:
+        return kernel_api.bind(globals(), "python")
+    # device functions called, not inlined at Numba's IR level (inlining the cores into every
+    # entry made PTX compiles take minutes); NVVM still inlines what pays
+    return kernel_api.bind(globals(), "cuda", cuda.jit(device=True))
+
+
+_bind_geometry()
+
+
 @_dev
 def stack_slot(i, capacity, err):
     """Index ``i`` of a per-thread stack of ``capacity`` entries; flags ``err`` on overflow

@@ -34,6 +34,20 @@ for _name in _portable.PORTABLE:
 _portable.bind_composed(globals(), _jit)  # float16 rounding and atomics
 
 
+def _bind_geometry():
+    """The geometry queries by id (``_wk.geo_*``): compiled lazily like every helper, without
+    Numba's reference counting (measured 3x faster samples) and with the iterator steps
+    inlined into kernels."""
+    from ..geometry import kernel_api
+    if numba.config.DISABLE_JIT:
+        return kernel_api.bind(globals(), "python")
+    return kernel_api.bind(globals(), "cpu", njit(error_model="numpy", nogil=True, _nrt=False),
+                           njit(error_model="numpy", nogil=True, _nrt=False, inline="always"))
+
+
+_bind_geometry()
+
+
 @_jit
 def grow(stack):
     """A stack twice as long holding the same first entries (for while-loop recording)."""

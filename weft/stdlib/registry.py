@@ -43,6 +43,8 @@ from .. import types as T
 REGISTRY = {}     # name -> Builtin, every builtin including operators
 HOST_CALL = None  # set by weft.runtime.host: runs a declaration called at Python scope
 NAMESPACE = {}    # name visible as ``wp.<name>`` inside kernels -> Builtin
+ITERATORS = {}    # query value type -> the form ``step(query, index) -> bool`` of ``for`` loops
+ITERATOR_STARTS = set()  # declarations whose calls make such queries (``for j in <call>:``)
 
 
 class Builtin:

@@ -174,7 +174,8 @@ class KernelABI:
     tangent entries that run twice, taking after the shadows a phase (0: count ties, 1: share)
     and a tie-count array per target (int32, the target's shape), the tangent also a tangent-sum
     array per target; after the tangent's phase 1 the runtime sets each target's tangent to
-    sum / count where the count is not zero."""
+    sum / count where the count is not zero. ``geometry_ids`` lists (parameter, kind) of the
+    ``uint64`` parameters used as ids of geometry objects (checked live at launch)."""
 
     kernel: str
     tid_dims: int
@@ -188,6 +189,7 @@ class KernelABI:
     writes: tuple = ()
     debug_sites: typing.Optional[tuple] = None
     tie_arrays: tuple = ()
+    geometry_ids: tuple = ()
 
     @property
     def adjoint_params(self):

@@ -45,6 +45,7 @@ class FuncFacts:
     thread_indexed: list = field(default_factory=list)  # kernels: see unconditional_tid_accesses
     view_roots: dict = field(default_factory=dict)   # view Var name -> the array param it views
     tie_sites: list = field(default_factory=list)    # kernels: see atomic_tie_sites
+    geometry_ids: dict = field(default_factory=dict)  # param Var -> geometry kind it is an id of
 
     def tie_index(self, stmt):
         """The index of atomic min/max ``stmt`` among the kernel's tie sites, or None."""
@@ -195,12 +196,45 @@ def analyze(fir, facts_of):
                     cp = s.expr.func.params[j]
                     record(a, "call", s.loc.lineno, effects=sorted(callee.kinds(cp)))
     facts.view_roots = {v.name: p.name for v, p in root.items() if v is not p}
+    facts.geometry_ids = geometry_ids(fir, facts, facts_of)
     facts.needed = adjoint_needed(fir)
     if fir.kind == "kernel":
         facts.no_derivative = local_buffer_gradient(fir)
         facts.thread_indexed = unconditional_tid_accesses(fir, facts)
         facts.tie_sites = atomic_tie_sites(fir)
     return facts
+
+
+def geometry_ids(fir, facts, facts_of):
+    """The parameters ``fir`` passes (possibly through copies and funcs) as the id of a
+    geometry object to a query builtin (declared with ``geometry_kind``): the launch checks
+    those arguments are live ids of that kind before anything runs."""
+    params = set(fir.params)
+    out = {}
+
+    def param_of(v):
+        seen = 0
+        while isinstance(v, ir.Var) and v not in params and seen < 64:
+            v = facts.copies.get(v)
+            seen += 1
+        return v if isinstance(v, ir.Var) and v in params else None
+
+    for s in ir.walk(fir.body):
+        if not isinstance(s, ir.Assign):
+            continue
+        e = s.expr
+        if isinstance(e, ir.Prim) and getattr(e.builtin, "geometry_kind", None) and e.args:
+            p = param_of(e.args[0])
+            if p is not None:
+                out[p] = e.builtin.geometry_kind
+        elif isinstance(e, ir.Call):
+            callee = facts_of(e.func)
+            for cp, a in zip(e.func.params, e.args):
+                kind = callee.geometry_ids.get(cp)
+                p = param_of(a) if kind is not None else None
+                if p is not None:
+                    out[p] = kind
+    return out
 
 
 def atomic_tie_sites(fir):

@@ -171,7 +171,8 @@ def run(state):
             thread_indexed=tuple(facts.thread_indexed),
             reads=facts.array_params(("load", "view", "read_old")),
             writes=facts.array_params(("store", "accumulate", "atomic")),
-            debug_sites=None, tie_arrays=tuple(t.array.name for t in facts.tie_sites))
+            debug_sites=None, tie_arrays=tuple(t.array.name for t in facts.tie_sites),
+            geometry_ids=tuple((p.name, k) for p, k in facts.geometry_ids.items()))
     if state.options.mode == "debug":  # every kernel of the module shares the site table
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
     state.defs = defs

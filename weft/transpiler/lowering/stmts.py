@@ -14,6 +14,7 @@ from ... import types as T
 from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from .. import ir
 from ..abi import is_struct_array
+from ...stdlib import registry
 from ...stdlib.constructors import declaration_of
 from . import exprs, literals, structs
 from .structs import STRUCTISH, StructArr, StructRef
@@ -356,7 +357,12 @@ def stmt_for(ctx, s):
     if s.orelse:
         raise ctx.fail(s, "'for ... else' is not supported", KernelSyntaxError)
     it = s.iter
-    if not (isinstance(it, ast.Call) and ctx.resolve(it.func) is range):
+    callee = ctx.resolve(it.func) if isinstance(it, ast.Call) else None
+    if isinstance(s.target, ast.Name) and (callee in registry.ITERATOR_STARTS or (
+            isinstance(it, ast.Name) and it.id in ctx.env
+            and getattr(ctx.env[it.id], "type", None) in registry.ITERATORS)):
+        return query_loop(ctx, s)
+    if not (isinstance(it, ast.Call) and callee is range):
         raise ctx.fail(it, "kernels can only loop over range(...)", KernelSyntaxError)
     if not isinstance(s.target, ast.Name):
         raise ctx.fail(s.target, "the loop variable must be a single name", KernelSyntaxError)
@@ -379,6 +385,28 @@ def stmt_for(ctx, s):
         return unroll(ctx, s, range(int(start.value), int(stop.value), int(step.value)))
     loopvar = ctx.new_version(s.target.id, T.int32)
     lower_loop(ctx, "for", s, list(s.body), loopvar, start, stop, step, exclude=s.target.id)
+
+
+def query_loop(ctx, s):
+    """``for j in wp.hash_grid_query(...)`` (or over a query variable), as Warp: ``query =
+    <iter>; j = int(0); while <next>(query, j): body`` with the stdlib's step form for the
+    query's type (:data:`weft.stdlib.registry.ITERATORS`)."""
+    pre = []
+    if isinstance(s.iter, ast.Name):
+        q = s.iter.id
+    else:
+        q = ctx.names.fresh("query")
+        pre.append(ast.Assign([ast.Name(q, ast.Store())], s.iter))
+    pre.append(ast.Assign([ast.Name(s.target.id, ast.Store())],
+                          ast.Call(ast.Name("int", ast.Load()), [ast.Constant(0)], [])))
+    for p in pre:
+        lower_stmt(ctx, ast.fix_missing_locations(ast.copy_location(p, s)))
+    step = ctx.names.fresh("query_next")
+    ctx.callables[step] = registry.ITERATORS[ctx.env[q].type]
+    test = ast.Call(ast.Name(step, ast.Load()), [ast.Name(q, ast.Load()),
+                                                 ast.Name(s.target.id, ast.Load())], [])
+    loop = ast.copy_location(ast.While(test, list(s.body), []), s)
+    return stmt_while(ctx, ast.fix_missing_locations(loop))
 
 
 def _uses_static(ctx, stmts):

@@ -1,0 +1,209 @@
+"""The geometry queries as kernels call them: by id (:mod:`weft.geometry.descriptors`).
+
+Each ``geo_*`` function reads the object's descriptor, views its arrays
+(:mod:`weft.geometry.views`) and calls a query core (``volume_query``, ``hashgrid``). They are
+portable like the cores: :func:`bind` compiles them with the cores into a target's helper
+namespace, where generated code calls them as ``_wk.geo_*`` (see ``weft.stdlib.geometry``).
+
+Vectors are passed and returned as scalars/tuples. A hash-grid query is a 16-tuple of int64:
+``(found, index, grid id, 13 words of the core's iteration state)``; ``geo_hg_next`` returns
+the next one.
+"""
+# ruff: noqa: F821 - the views and the query cores are bound into these functions by bind()
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+
+from . import hashgrid, views, volume_query
+from .descriptors import HEADER
+
+# descriptor words (see weft.runtime.geometry for the objects that fill them)
+VOL_WORDS = HEADER + 2 * 4 + 2      # tree, values, xform_f, xform_d; gtype, channels
+HG_WORDS = HEADER + 2 * 2 + 2       # grid, point keys; is float64, 1 / cell width (bits)
+
+
+# ------------------------------------------------------------------------------ volumes
+def geo_vol_sample_f(vid, ux, uy, uz, mode):
+    d = view_i64(vid, VOL_WORDS)
+    return volume_sample_f(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], ux, uy, uz, mode)
+
+
+def geo_vol_sample_d(vid, ux, uy, uz, mode):
+    d = view_i64(vid, VOL_WORDS)
+    return volume_sample_d(view_i32(d[3], d[4]), view_f64(d[5], d[6]), d[11], ux, uy, uz, mode)
+
+
+def geo_vol_sample_i(vid, ux, uy, uz):
+    d = view_i64(vid, VOL_WORDS)
+    return volume_sample_i(view_i32(d[3], d[4]), view_i32(d[5], d[6]), d[11], ux, uy, uz)
+
+
+def geo_vol_sample_v(vid, ux, uy, uz, mode):
+    d = view_i64(vid, VOL_WORDS)
+    return volume_sample_v(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], ux, uy, uz, mode)
+
+
+def geo_vol_grad_f(vid, ux, uy, uz, mode):
+    """The index-space gradient of a float32 grid's sample (zero for CLOSEST), a 3-tuple."""
+    d = view_i64(vid, VOL_WORDS)
+    v, g = volume_sample_grad_f(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], ux, uy, uz,
+                                mode)
+    return g
+
+
+def geo_vol_grad_d(vid, ux, uy, uz, mode):
+    d = view_i64(vid, VOL_WORDS)
+    v, g = volume_sample_grad_s(view_i32(d[3], d[4]), view_f64(d[5], d[6]), d[11],
+                                GRID_DOUBLE, np.float64(0.0), ux, uy, uz, mode)
+    return g
+
+
+def geo_vol_jac_v(vid, ux, uy, uz, mode):
+    """The index-space Jacobian of a vec3f grid's sample, 9 values row by row (d value_r /
+    d uvw_c)."""
+    d = view_i64(vid, VOL_WORDS)
+    v, j = volume_sample_grad_v3(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11],
+                                 GRID_VEC3F, np.float32(0.0), ux, uy, uz, mode)
+    return j
+
+
+def geo_vol_lookup_f(vid, i, j, k):
+    d = view_i64(vid, VOL_WORDS)
+    return volume_lookup_f(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], i, j, k)
+
+
+def geo_vol_lookup_d(vid, i, j, k):
+    d = view_i64(vid, VOL_WORDS)
+    return volume_lookup_d(view_i32(d[3], d[4]), view_f64(d[5], d[6]), d[11], i, j, k)
+
+
+def geo_vol_lookup_i(vid, i, j, k):
+    d = view_i64(vid, VOL_WORDS)
+    return volume_lookup_i(view_i32(d[3], d[4]), view_i32(d[5], d[6]), d[11], i, j, k)
+
+
+def geo_vol_lookup_v(vid, i, j, k):
+    d = view_i64(vid, VOL_WORDS)
+    return volume_lookup_v(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], i, j, k)
+
+
+def geo_vol_lookup_index(vid, i, j, k):
+    d = view_i64(vid, VOL_WORDS)
+    return volume_lookup_index(view_i32(d[3], d[4]), view_i64(d[5], d[6]), d[11], i, j, k)
+
+
+def geo_vol_store_f(vid, i, j, k, value):
+    d = view_i64(vid, VOL_WORDS)
+    volume_store_f(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], i, j, k, value)
+    return 0
+
+
+def geo_vol_store_d(vid, i, j, k, value):
+    d = view_i64(vid, VOL_WORDS)
+    volume_store_s(view_i32(d[3], d[4]), view_f64(d[5], d[6]), d[11], GRID_DOUBLE, i, j, k,
+                   value)
+    return 0
+
+
+def geo_vol_store_i(vid, i, j, k, value):
+    d = view_i64(vid, VOL_WORDS)
+    volume_store_i(view_i32(d[3], d[4]), view_i32(d[5], d[6]), d[11], i, j, k, value)
+    return 0
+
+
+def geo_vol_store_v(vid, i, j, k, vx, vy, vz):
+    d = view_i64(vid, VOL_WORDS)
+    volume_store_v(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], i, j, k, (vx, vy, vz))
+    return 0
+
+
+def geo_vol_xform(vid, which, x, y, z):
+    """Index <-> world maps of a volume, in float32: ``which`` 0 index_to_world, 1
+    world_to_index, 2 index_to_world_dir, 3 world_to_index_dir."""
+    d = view_i64(vid, VOL_WORDS)
+    xf = view_f32(d[7], d[8])
+    if which == 0:
+        return volume_index_to_world(xf, x, y, z)
+    if which == 1:
+        return volume_world_to_index(xf, x, y, z)
+    if which == 2:
+        return volume_index_to_world_dir(xf, x, y, z)
+    return volume_world_to_index_dir(xf, x, y, z)
+
+
+def geo_vol_xform_adj(vid, which, ax, ay, az):
+    """The transpose of a map's linear part applied to (ax, ay, az): the adjoint of
+    ``geo_vol_xform`` (``which`` 0, 2: the index-to-world matrix; 1, 3: its inverse)."""
+    d = view_i64(vid, VOL_WORDS)
+    xf = view_f32(d[7], d[8])
+    o = 0 if which == 0 or which == 2 else 9
+    x = np.float32(ax)
+    y = np.float32(ay)
+    z = np.float32(az)
+    return (x * xf[o] + y * xf[o + 3] + z * xf[o + 6],
+            x * xf[o + 1] + y * xf[o + 4] + z * xf[o + 7],
+            x * xf[o + 2] + y * xf[o + 5] + z * xf[o + 8])
+
+
+# ------------------------------------------------------------------------------ hash grids
+def geo_hg_query(gid, px, py, pz, radius, group, filt):
+    d = view_i64(gid, HG_WORDS)
+    grid = view_i32(d[3], d[4])
+    keys = view_i64(d[5], d[6])
+    if d[7] == 0:
+        s = hash_grid_query(grid, keys, np.float32(bits_float(d[8])), px, py, pz, radius, group,
+                            filt)
+    else:
+        s = hash_grid_query_d(grid, keys, bits_float(d[8]), px, py, pz, radius, group, filt)
+    return (np.int64(0), np.int64(-1), np.int64(gid), s[0], s[1], s[2], s[3], s[4], s[5], s[6],
+            s[7], s[8], s[9], s[10], s[11], s[12])
+
+
+def geo_hg_next(q):
+    d = view_i64(q[2], HG_WORDS)
+    found, index, s = hash_grid_query_next(
+        view_i32(d[3], d[4]), view_i64(d[5], d[6]),
+        (q[3], q[4], q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], q[14], q[15]))
+    return (np.int64(1 if found else 0), np.int64(index), q[2], s[0], s[1], s[2], s[3], s[4],
+            s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12])
+
+
+def geo_hg_point_id(gid, index):
+    d = view_i64(gid, HG_WORDS)
+    return hash_grid_point_id(view_i32(d[3], d[4]), index)
+
+
+#: the wrappers, in dependency order (they call the cores, never each other)
+PORTABLE = tuple(n for n in list(globals()) if n.startswith("geo_"))
+#: wrappers inlined into kernels on the CPU (the iterator step runs once per candidate)
+INLINE = ("geo_hg_next",)
+
+
+def bind(namespace, target, jit=None, inline_jit=None):
+    """Compile the cores and the wrappers for ``target`` (``"cpu"``, ``"cuda"``, ``"python"``)
+    with ``jit`` (None: uncompiled) and add the wrappers to ``namespace``."""
+    ns = {"math": math, "np": np, "__name__": __name__}  # cached code needs a module name
+    views.bind(ns, target)
+    cores = {}
+    for mod in (volume_query, hashgrid):
+        cores.update(mod.compile_for(jit, inline_jit) if jit is not None
+                     else _uncompiled(mod))
+    ns.update(cores)
+    ns.update({"GRID_DOUBLE": volume_query.GRID_DOUBLE, "GRID_VEC3F": volume_query.GRID_VEC3F,
+               "VOL_WORDS": VOL_WORDS, "HG_WORDS": HG_WORDS})
+    for name in PORTABLE:
+        fn = globals()[name]
+        rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
+        rebound.__doc__ = fn.__doc__
+        if jit is not None:
+            rebound = (inline_jit if inline_jit is not None and name in INLINE else jit)(rebound)
+        ns[name] = rebound
+        namespace[name] = rebound
+    return namespace
+
+
+def _uncompiled(mod):
+    return mod.compile_for(lambda f: f)

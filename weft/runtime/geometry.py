@@ -1,0 +1,124 @@
+"""``wp.Volume`` and ``wp.HashGrid``: the host objects of :mod:`weft.geometry` with Warp's
+Python API, and the ``id`` kernels take (:mod:`weft.geometry.descriptors`)::
+
+    volume = wp.Volume.load_from_nvdb(open("sphere.nvdb", "rb"))
+    grid = wp.HashGrid(128, 128, 128)
+    grid.build(points, radius)                 # points: wp.array(dtype=wp.vec3)
+    wp.launch(k, n, inputs=[volume.id, grid.id, points])
+
+The objects live on the CPU (weft's CUDA kernels read them through the same descriptors once
+their arrays are on the device; see docs/geometry.md).
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from ..geometry import descriptors as D
+from ..geometry import hashgrid as _hashgrid
+from ..geometry import volume as _volume
+from . import device as _device
+from .array import array
+
+
+def _cpu_only(device, what):
+    dev = _device.get_device(device)
+    if not dev.is_cpu:
+        raise NotImplementedError(f"{what} on {dev}: weft builds geometry on the CPU only "
+                                  "for now (use device='cpu')")
+    return dev
+
+
+class Volume(_volume.Volume):
+    """A sparse NanoVDB volume (Warp's ``wp.Volume``): ``load_from_nvdb``, ``load_from_numpy``,
+    ``allocate``, ``allocate_by_tiles``; ``volume.id`` is what kernels take."""
+
+    def __init__(self, grid, next_grids=(), device=None):
+        super().__init__(grid, next_grids)
+        self.device = _cpu_only(device, "wp.Volume")
+        self._descriptor = None
+
+    @classmethod
+    def load_from_nvdb(cls, file_or_buffer, device=None):
+        v = super().load_from_nvdb(file_or_buffer)
+        v.device = _cpu_only(device, "wp.Volume")
+        return v
+
+    @classmethod
+    def load_from_numpy(cls, ndarray, min_world=(0.0, 0.0, 0.0), voxel_size=1.0, bg_value=0.0,
+                        device=None):
+        v = super().load_from_numpy(np.asarray(ndarray), min_world, voxel_size, bg_value)
+        v.device = _cpu_only(device, "wp.Volume")
+        return v
+
+    @classmethod
+    def allocate(cls, min, max, voxel_size, bg_value=0.0, translation=(0.0, 0.0, 0.0),
+                 points_in_world_space=False, device=None):
+        v = super().allocate(min, max, voxel_size, bg_value, translation, points_in_world_space)
+        v.device = _cpu_only(device, "wp.Volume")
+        return v
+
+    @property
+    def id(self):
+        """The ``uint64`` kernels take (the address of this volume's descriptor)."""
+        if self._descriptor is None:
+            self._descriptor = D.Descriptor(D.KIND_VOLUME, [
+                self.tree, self.values, self.xform_f, self.xform_d],
+                [self.gtype, self.channels])
+            weakref.finalize(self, self._descriptor.release)  # the id dies with the volume
+        return self._descriptor.id
+
+
+class HashGrid:
+    """Warp's ``wp.HashGrid(dim_x, dim_y, dim_z, device=None)``: bucket points into cells for
+    neighbour queries in kernels (``wp.hash_grid_query``)."""
+
+    def __init__(self, dim_x, dim_y, dim_z, device=None):
+        self.device = _cpu_only(device, "wp.HashGrid")
+        self._grid = _hashgrid.HashGrid(dim_x, dim_y, dim_z, np.float32)
+        self._descriptor = D.Descriptor(D.KIND_HASH_GRID, list(self._grid.arrays()),
+                                        [0, D.float_bits(0.0)])
+        weakref.finalize(self, self._descriptor.release)
+        self.reserved = False
+
+    @property
+    def id(self):
+        return self._descriptor.id
+
+    def _refresh(self):
+        g = self._grid
+        self._descriptor.set(list(g.arrays()),
+                             [1 if g.dtype == np.float64 else 0,
+                              D.float_bits(float(g.cell_width_inv))])
+
+    def reserve(self, num_points):
+        self._grid.reserve(num_points)
+        self.reserved = True
+        self._refresh()
+
+    def build(self, points, radius):
+        """Bucket ``points`` (a ``wp.array`` of vec3 or vec3d, or an (N, 3) numpy array) into
+        cells of width ``radius``."""
+        data = points.numpy() if isinstance(points, array) else np.asarray(points)
+        data = np.ascontiguousarray(data).reshape(-1, 3)
+        if data.dtype not in (np.float32, np.float64):
+            raise TypeError(f"HashGrid.build: points must be float32 or float64 vec3, got "
+                            f"{data.dtype}")
+        if data.dtype != self._grid.dtype:
+            old = self._grid
+            self._grid = _hashgrid.HashGrid(old.dim_x, old.dim_y, old.dim_z, data.dtype)
+        self._grid.build(data, radius)
+        self._refresh()
+
+    @property
+    def dim_x(self):
+        return self._grid.dim_x
+
+    @property
+    def dim_y(self):
+        return self._grid.dim_y
+
+    @property
+    def dim_z(self):
+        return self._grid.dim_z
