@@ -61,6 +61,21 @@ def geo_vol_grad_d(vid, ux, uy, uz, mode):
     return g
 
 
+def geo_vol_sample_grad_f(vid, ux, uy, uz, mode):
+    """A float32 grid's sample and its index-space gradient in one traversal: (v, gx, gy, gz)."""
+    d = view_i64(vid, VOL_WORDS)
+    v, g = volume_sample_grad_f(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], ux, uy, uz,
+                                mode)
+    return v, g[0], g[1], g[2]
+
+
+def geo_vol_sample_grad_d(vid, ux, uy, uz, mode):
+    d = view_i64(vid, VOL_WORDS)
+    v, g = volume_sample_grad_s(view_i32(d[3], d[4]), view_f64(d[5], d[6]), d[11],
+                                GRID_DOUBLE, np.float64(0.0), ux, uy, uz, mode)
+    return v, g[0], g[1], g[2]
+
+
 def geo_vol_jac_v(vid, ux, uy, uz, mode):
     """The index-space Jacobian of a vec3f grid's sample, 9 values row by row (d value_r /
     d uvw_c)."""

@@ -19,7 +19,7 @@ from weft.stdlib import kernel_scope as wp  # noqa: F401  (names looked up in ke
 
 from .. import types as T
 from ..transpiler import ir
-from ..transpiler.exprs import call, tup
+from ..transpiler.exprs import call, const, tup
 from . import registry
 from .registry import builtin, special_form
 
@@ -106,11 +106,48 @@ class volume_sample_v:
         return tup(rows, T.vec3)
 
 
+def _fused_sample_grad(name, helper, st):
+    """``(value, gx, gy, gz)`` of a sample in one traversal (a vec4 of the grid's precision):
+    the value differentiates with respect to the sample point through the gradient it carries
+    (``ret``); the gradient components carry no second derivative, as Warp's."""
+    vt = T.vector(4, st)
+
+    @builtin(name, [f"{name}(id: uint64, uvw: vec3, sampling_mode: int32)"],
+             _sig("id", "vec3", "int")(vt), public=False)
+    class rules:
+        def primal(vid, uvw, mode):
+            return call(helper, vid, *_xyz(uvw), mode, type_=vt)
+
+        def adjoint(vid, uvw, mode, ret, adj):
+            r = ret.atom()
+            a = adj.atom().comp(0)
+            if st is not T.float32:
+                a = call("np.float32", a, type_=T.float32)
+            a = a.atom()
+            g = [r.comp(k) if st is T.float32 else call("np.float32", r.comp(k),
+                                                          type_=T.float32) for k in (1, 2, 3)]
+            return [None, tup([c * a for c in g], T.vec3), None]
+
+        def tangent(vid, uvw, mode, tvid, tuvw, tmode, ret):
+            r = ret.atom()
+            t = tuvw.atom()
+            dv = r.comp(1) * t.comp(0) + r.comp(2) * t.comp(1) + r.comp(3) * t.comp(2)
+            z = call(f"np.{T.type_name(st)}", const(0.0, st), type_=st)
+            return tup([dv, z, z, z], vt)
+    return rules
+
+
+_volume_sample_grad_f4 = _fused_sample_grad("_volume_sample_grad_f4",
+                                            "_wk.geo_vol_sample_grad_f", T.float32)
+_volume_sample_grad_d4 = _fused_sample_grad("_volume_sample_grad_d4",
+                                            "_wk.geo_vol_sample_grad_d", T.float64)
+
+
 def _sample_grad(kind):
     """``volume_sample_grad_f(id, uvw, sampling_mode, grad)`` (and the generic
     ``volume_sample_grad(..., dtype=float32|float64)``): the sample, with its index-space
-    gradient assigned to ``grad``. The sample is differentiable as ``volume_sample_f``; the
-    gradient output carries no second derivative (as Warp's)."""
+    gradient assigned to ``grad``, from one traversal. The sample is differentiable as
+    ``volume_sample_f``; the gradient output carries no second derivative (as Warp's)."""
     def lower(ctx, node):
         dtype = T.float32
         for kw in node.keywords:
@@ -125,10 +162,11 @@ def _sample_grad(kind):
                            "gradients of float32 and float64 grids")
         args = [ctx.expr(a) for a in node.args[:3]]
         d = dtype is T.float64
-        value = ctx.apply("_volume_sample_d" if d else "volume_sample_f", args, node)
-        grad = ctx.apply("_volume_grad_d" if d else "_volume_grad_f", args, node)
+        both = ctx.apply("_volume_sample_grad_d4" if d else "_volume_sample_grad_f4", args, node)
+        parts = [ctx.apply("extract", [both, ir.Const(k, T.int32)], node) for k in range(4)]
+        grad = ctx.apply("construct", parts[1:], node, {"type": T.vec3d if d else T.vec3})
         ctx.assign(node.args[3], grad, node)
-        return value
+        return parts[0]
     return lower
 
 
@@ -157,10 +195,6 @@ def _plain(name, helper, kinds, ret, public=True, doc=""):
 
 
 volume_sample_i = _plain("volume_sample_i", "_wk.geo_vol_sample_i", ("id", "vec3"), T.int32)
-_volume_grad_f = _plain("_volume_grad_f", "_wk.geo_vol_grad_f", ("id", "vec3", "int"), T.vec3,
-                        public=False)
-_volume_grad_d = _plain("_volume_grad_d", "_wk.geo_vol_grad_d", ("id", "vec3", "int"),
-                        T.vec3d, public=False)
 
 
 def _lookup(name, helper, ret):
