@@ -17,7 +17,6 @@ import importlib
 import json
 import os
 import subprocess
-import sys
 import time
 
 import numpy as np
