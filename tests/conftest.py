@@ -10,6 +10,8 @@ import pytest
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "cold: compiles anew on every run by design (exempt from "
+                            "the warm-cache check)")
     # CUDA-target tests run under Numba's CUDA simulator unless a real GPU is asked for
     # (WEFT_TEST_REAL_CUDA=1 on a machine with an NVIDIA GPU). It must be set before numba.cuda
     # is first imported; CPU kernels are unaffected by it.

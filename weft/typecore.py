@@ -317,7 +317,7 @@ def as_scalar_type(t):
         return bool
     try:
         return _BY_NUMPY[np.dtype(t)]
-    except (TypeError, KeyError):
+    except (TypeError, KeyError, ValueError):  # ValueError: numpy given a module, ...
         raise TypeError(f"{t!r} is not a scalar type") from None
 
 

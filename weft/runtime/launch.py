@@ -79,6 +79,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     values = ck.bind(args, device)
     if ck.abi.geometry_ids:
         check_geometry_ids(ck, args, device)
+    if ck.abi.const_indices and _size(dims):  # (a launch of no threads reads nothing)
+        check_constant_indices(ck, args)
     tapes = active_tapes()
     if not adjoint and not tapes and len(dims) == 1 and dims[0] < config.serial_threshold \
             and ck.serial_forward is not None and device.is_cpu and not config.verify_fp and all(
@@ -104,6 +106,21 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     run(ck, "forward", dims, values, device)
     if recording:
         tapes[-1].record(Launch(ck, dims, args, device, snapshots))
+
+
+def check_constant_indices(ck, args):
+    """Constant indices the kernel writes in its source (``a[5]``) must lie inside the shapes
+    of the arrays it is launched with (release kernels do not check their indices)."""
+    for name, axis, lo, hi, line in ck.abi.const_indices:
+        a = args[ck.param_index(name)]
+        shape = getattr(a, "shape", None)
+        if shape is None or axis >= len(shape):
+            continue
+        bad = lo if lo < 0 else hi if hi >= shape[axis] else None
+        if bad is not None:
+            raise LaunchError(f"{ck.where(name)} is indexed with the constant {bad} on axis "
+                              f"{axis} (line {line}), outside its shape {tuple(shape)}"
+                              + (": negative indices are not wrapped" if bad < 0 else ""))
 
 
 def check_geometry_ids(ck, args, device):

@@ -6,8 +6,10 @@ and weft's types used as constructors (``wp.float64(x)``, ``wp.vec3(...)``, Warp
 from __future__ import annotations
 
 import builtins as py
+import math
 
 from .. import types as T
+from ..errors import KernelValueError
 from ..transpiler import ir
 from .effects import print_form
 from .registry import lookup
@@ -41,7 +43,13 @@ def _cast(t):
             raise ctx.fail(node, f"{T.type_name(t)}() takes one argument")
         x = ctx.expr(node.args[0])
         if isinstance(x, ir.Const) and x.literal:
-            return ir.Const(x.value, t)
+            v = x.value
+            if T.is_int(t) and isinstance(v, float):
+                if not math.isfinite(v):
+                    raise ctx.fail(node, f"{T.type_name(t)}({v}): a non-finite float has no "
+                                   "integer value", KernelValueError)
+                v = int(v)  # C's truncation toward zero
+            return ir.Const(v, t)
         return ctx.apply("cast", [x], node, {"type": t})
     return Form(T.type_name(t), lower)
 

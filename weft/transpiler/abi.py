@@ -175,7 +175,9 @@ class KernelABI:
     and a tie-count array per target (int32, the target's shape), the tangent also a tangent-sum
     array per target; after the tangent's phase 1 the runtime sets each target's tangent to
     sum / count where the count is not zero. ``geometry_ids`` lists (parameter, kind) of the
-    ``uint64`` parameters used as ids of geometry objects (checked live at launch)."""
+    ``uint64`` parameters used as ids of geometry objects (checked live at launch);
+    ``const_indices`` (parameter, axis, lowest, highest, line) the constant indices the kernel
+    uses on its array parameters (checked against the shapes at launch)."""
 
     kernel: str
     tid_dims: int
@@ -190,6 +192,7 @@ class KernelABI:
     debug_sites: typing.Optional[tuple] = None
     tie_arrays: tuple = ()
     geometry_ids: tuple = ()
+    const_indices: tuple = ()
 
     @property
     def adjoint_params(self):

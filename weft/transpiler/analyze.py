@@ -46,6 +46,7 @@ class FuncFacts:
     view_roots: dict = field(default_factory=dict)   # view Var name -> the array param it views
     tie_sites: list = field(default_factory=list)    # kernels: see atomic_tie_sites
     geometry_ids: dict = field(default_factory=dict)  # param Var -> geometry kind it is an id of
+    const_indices: dict = field(default_factory=dict)  # (param Var, axis) -> (lo, hi, line)
 
     def tie_index(self, stmt):
         """The index of atomic min/max ``stmt`` among the kernel's tie sites, or None."""
@@ -197,6 +198,7 @@ def analyze(fir, facts_of):
                     record(a, "call", s.loc.lineno, effects=sorted(callee.kinds(cp)))
     facts.view_roots = {v.name: p.name for v, p in root.items() if v is not p}
     facts.geometry_ids = geometry_ids(fir, facts, facts_of)
+    facts.const_indices = constant_indices(fir, facts_of)
     facts.needed = adjoint_needed(fir)
     if fir.kind == "kernel":
         facts.no_derivative = local_buffer_gradient(fir)
@@ -234,6 +236,40 @@ def geometry_ids(fir, facts, facts_of):
                 p = param_of(a) if kind is not None else None
                 if p is not None:
                     out[p] = kind
+    return out
+
+
+def constant_indices(fir, facts_of):
+    """The constant indices ``fir`` uses on its array parameters (directly or through funcs):
+    ``{(param, axis): (lowest, highest, line)}``. Release kernels do not bounds-check, so the
+    launch checks these against the arguments' shapes (``a[5]`` on a 4-element array, or
+    ``a[-1]``, is a LaunchError rather than a write outside the array)."""
+    params = {p for p in fir.params if isinstance(p.type, T.ArrayType) and not p.type.local}
+    out = {}
+
+    def note(arr, index, line):
+        if arr not in params:
+            return
+        for axis, ix in enumerate(index):
+            if isinstance(ix, ir.Const) and T.is_int(ix.type):
+                merge((arr, axis), (int(ix.value), int(ix.value), line))
+
+    def merge(key, new):
+        lo, hi, line = out.get(key, new)
+        out[key] = (min(lo, new[0]), max(hi, new[1]),
+                    new[2] if new[0] < lo or new[1] > hi else line)
+
+    for s in ir.walk(fir.body):
+        if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load):
+            note(s.expr.array, s.expr.index, s.loc.lineno)
+        elif isinstance(s, (ir.Store, ir.AtomicRMW)):
+            note(s.array, s.index, s.loc.lineno)
+        elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Call):
+            callee = facts_of(s.expr.func)
+            for (cp, axis), v in callee.const_indices.items():
+                a = s.expr.args[s.expr.func.params.index(cp)]
+                if a in params:
+                    merge((a, axis), (v[0], v[1], s.loc.lineno))
     return out
 
 

@@ -235,6 +235,11 @@ def const(value, type_):
         return tup([const(v, T.scalar_of(type_)) for v in vals], type_)
     if type_ is T.bool:
         return Ex(ast.Constant(bool(value)), type_)
+    if T.is_int(type_) and isinstance(value, (int, np.integer)):
+        bits = 8 * T.numpy_dtype(type_).itemsize  # C's conversion, as Warp: uint32(-1) wraps
+        value = int(value) & ((1 << bits) - 1)
+        if T.numpy_dtype(type_).kind == "i" and value >= 1 << (bits - 1):
+            value -= 1 << bits
     v = T.numpy_dtype(type_).type(value)
     if T.is_float(type_):
         f = float(v)

@@ -172,7 +172,9 @@ def run(state):
             reads=facts.array_params(("load", "view", "read_old")),
             writes=facts.array_params(("store", "accumulate", "atomic")),
             debug_sites=None, tie_arrays=tuple(t.array.name for t in facts.tie_sites),
-            geometry_ids=tuple((p.name, k) for p, k in facts.geometry_ids.items()))
+            geometry_ids=tuple((p.name, k) for p, k in facts.geometry_ids.items()),
+            const_indices=tuple((p.name, axis, lo, hi, line) for (p, axis), (lo, hi, line)
+                                in facts.const_indices.items()))
     if state.options.mode == "debug":  # every kernel of the module shares the site table
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
     state.defs = defs

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 
 from ... import types as T
-from ...errors import KernelNameError, KernelTypeError
+from ...errors import KernelNameError, KernelTypeError, KernelValueError
 from ...stdlib import registry
 from ...stdlib.constructors import declaration_of
 from .. import ir
@@ -48,6 +49,11 @@ def apply_builtin(ctx, b, args, node, attrs=None):
     if folded is not None:
         return folded
     attrs = attrs or {}
+    if b.name == "cast" and T.is_int(attrs.get("type")) and len(args) == 1 and \
+            isinstance(args[0], ir.Const) and isinstance(args[0].value, float) and \
+            not math.isfinite(args[0].value):
+        raise ctx.fail(node, f"{T.type_name(attrs['type'])}({args[0].value}): a non-finite "
+                       "float has no integer value", KernelValueError)
     types = [a.type for a in args]
     rtype = b.resolve(types, attrs)
     if rtype is None and any(isinstance(a, ir.Const) and a.literal for a in args):

@@ -1,0 +1,67 @@
+"""Bugs the kernel fuzzer found (tools/fuzz_kernels.py), each as it was found: now a located
+error, a launch error before anything runs, or C's value as Warp gives it."""
+import numpy as np
+import pytest
+
+import weft as wp
+from weft.errors import KernelError, LaunchError
+
+
+def test_a_module_as_an_annotation_is_a_located_error():
+    @wp.kernel
+    def k(a: np, out: wp.array(dtype=float)):  # noqa: F821 - the mutation under test
+        out[0] = 1.0
+
+    with pytest.raises(KernelError, match="is not a kernel type"):
+        wp.launch(k, 1, inputs=[1.0, wp.zeros(1, dtype=float)])
+
+
+def test_int_of_an_infinite_literal_is_a_located_error():
+    @wp.kernel
+    def k(out: wp.array(dtype=int)):
+        out[0] = int(1e309)
+
+    with pytest.raises(KernelError, match=r"non-finite float has no integer value") as e:
+        wp.launch(k, 1, inputs=[wp.zeros(1, dtype=int)])
+    assert "^" in str(e.value)
+
+
+@wp.kernel
+def wrapping(out: wp.array(dtype=wp.int64), u: wp.array(dtype=wp.uint32)):
+    out[0] = wp.int64(int(1099511627776))  # int32(2**40): C's conversion keeps the low bits
+    out[1] = wp.int64(int(3.9))          # truncation toward zero
+    u[0] = wp.uint32(-1)                 # 4294967295, as Warp
+
+
+def test_integer_constants_convert_as_c_and_warp_do():
+    out = wp.zeros(2, dtype=wp.int64)
+    u = wp.zeros(1, dtype=wp.uint32)
+    wp.launch(wrapping, 1, inputs=[out, u])
+    assert out.numpy().tolist() == [0, 3] and u.numpy()[0] == 2 ** 32 - 1
+
+
+@wp.func
+def eighth(a: wp.array(dtype=float)):
+    return a[7]
+
+
+@wp.kernel
+def constant_indices(a: wp.array(dtype=float), b: wp.array(dtype=float)):
+    i = wp.tid()
+    b[i] = a[2] + eighth(a)
+
+
+@wp.kernel
+def negative_index(a: wp.array(dtype=float)):
+    a[-1] = 1.0
+
+
+def test_constant_indices_outside_the_arguments_are_launch_errors():
+    b = wp.zeros(4, dtype=float)
+    wp.launch(constant_indices, 4, inputs=[wp.array(np.arange(8.0), dtype=float), b])
+    assert b.numpy().tolist() == [9.0] * 4
+    with pytest.raises(LaunchError, match=r"'a' is indexed with the constant 7 .*shape \(4,\)"):
+        wp.launch(constant_indices, 4, inputs=[wp.zeros(4, dtype=float), b])  # was a SIGSEGV
+    with pytest.raises(LaunchError, match="negative indices are not wrapped"):
+        wp.launch(negative_index, 1, inputs=[wp.zeros(3, dtype=float)])
+    wp.launch(negative_index, 0, inputs=[wp.zeros(0, dtype=float)])  # no thread: nothing read
