@@ -25,6 +25,10 @@ DRIVER = r'''
 import importlib.util, inspect, json, sys, time
 import numpy as np
 path, frames, attrs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
+if sys.argv[4] == "warp":  # Warp's runtime starts on its first use; some examples need it first
+    import warp
+    warp.config.quiet = True
+    warp.init()
 spec = importlib.util.spec_from_file_location("example", path)
 m = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(m)
@@ -51,11 +55,11 @@ def weftify(source):
     return re.sub(r"\bwarp(?=[. \n])", "weft", source)
 
 
-def run(python, script, frames, attrs, env):
+def run(python, script, frames, attrs, env, impl):
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(DRIVER)
     try:
-        r = subprocess.run([python, f.name, script, str(frames), attrs], capture_output=True,
+        r = subprocess.run([python, f.name, script, str(frames), attrs, impl], capture_output=True,
                            text=True, env=env, timeout=1800)
     finally:
         os.unlink(f.name)
@@ -89,8 +93,8 @@ def main(argv=None):
             copy = os.path.join(tmp, os.path.basename(name) + ".py")
             with open(original) as f, open(copy, "w") as g:
                 g.write(weftify(f.read()))
-            mine, err = run(sys.executable, copy, args.frames, attrs, env)
-            theirs, err2 = run(args.warp_python, original, args.frames, attrs, env)
+            mine, err = run(sys.executable, copy, args.frames, attrs, env, "weft")
+            theirs, err2 = run(args.warp_python, original, args.frames, attrs, env, "warp")
             if mine is None or theirs is None:
                 failures += 1
                 print(f"{name:40s} {'-':>10s} {'-':>10s}  FAILED: {err or err2}")

@@ -301,7 +301,16 @@ class array:
 
     def _write(self, fn, writer="an array write"):
         """Apply ``fn`` to the host data in place (round trip through the host on CUDA); what
-        recorded launches will read again is protected first (weft.runtime.hazards)."""
+        recorded launches will read again is protected first (weft.runtime.hazards). During a
+        graph capture the write is recorded for replay instead (weft.runtime.graph)."""
+        from .graph import capturing
+        graph = capturing()
+        if graph is not None:
+            graph.record(lambda: self._apply_write(fn, writer))
+            return self
+        return self._apply_write(fn, writer)
+
+    def _apply_write(self, fn, writer):
         hazards.before_write(self, writer)
         if self.device.is_cuda:
             host = self._data.copy_to_host()

@@ -189,6 +189,15 @@ def copy(dest, src, dest_offset=0, src_offset=0, count=0, stream=None):
     elif src.shape != dest.shape:
         raise RuntimeError(f"Incompatible array shapes: destination shape={dest.shape}, source "
                            f"shape={src.shape}")
+    from .graph import capturing
+    graph = capturing()
+    if graph is not None:  # recorded for replay (the gradient copy and tape record included)
+        graph.record(lambda: _copy_now(dest, src, dest_offset, src_offset, count))
+        return
+    _copy_now(dest, src, dest_offset, src_offset, count)
+
+
+def _copy_now(dest, src, dest_offset, src_offset, count):
     _copy_region(dest, src, dest_offset, src_offset, count)
     if src.grad is not None and dest.grad is not None:
         _copy_region(dest.grad, src.grad, dest_offset, src_offset, count)

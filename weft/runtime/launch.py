@@ -16,6 +16,7 @@ from . import device as D
 from . import hazards
 from .args import convert_arg, kernel_data
 from .array import array
+from .graph import capturing
 from .tape import active_tapes
 
 CUDA_BLOCK = 256
@@ -83,6 +84,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         check_constant_indices(ck, args)
     tapes = active_tapes()
     if not adjoint and not tapes and len(dims) == 1 and dims[0] < config.serial_threshold \
+            and capturing() is None \
             and ck.serial_forward is not None and device.is_cpu and not config.verify_fp and all(
                 args[i]._data.shape[k] >= dims[0] for i, k in ck.first_index_checks):
         ck.serial_forward(dims, *values)  # the common small launch
@@ -103,7 +105,11 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         for name in ck.abi.writes:  # protect what recorded launches will read again
             a = args[ck.param_index(name)]
             hazards.before_write(a, f"a launch of kernel '{ck.key}'")
-    run(ck, "forward", dims, values, device)
+    graph = capturing()
+    if graph is not None:  # recorded for capture_launch; nothing runs now (as Warp)
+        graph.record(lambda: run(ck, "forward", dims, values, device), is_launch=True)
+    else:
+        run(ck, "forward", dims, values, device)
     if recording:
         tapes[-1].record(Launch(ck, dims, args, device, snapshots))
 

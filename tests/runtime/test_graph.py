@@ -1,0 +1,78 @@
+"""Graph capture as Warp's (CPU): nothing runs during capture; a replay runs the captured
+launches and array operations in order on the arrays bound at capture, seeing their current
+contents; launches captured inside a Tape differentiate; misuse is a clear error. Expected values
+are Warp 1.19's (the same program run under Warp)."""
+import numpy as np
+import pytest
+
+import weft as wp
+from weft.errors import LaunchError
+
+
+@wp.kernel
+def inc(a: wp.array(dtype=float), s: float):
+    i = wp.tid()
+    a[i] = a[i] + s
+
+
+@wp.kernel
+def square(x: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = x[i] * x[i]
+
+
+def test_nothing_runs_during_capture_and_replays_run_in_order():
+    a = wp.zeros(3, dtype=float)
+    with wp.ScopedCapture() as cap:
+        wp.launch(inc, 3, inputs=[a, 1.0])
+        a.fill_(5.0)
+        wp.launch(inc, 3, inputs=[a, 2.0])
+    np.testing.assert_array_equal(a.numpy(), [0, 0, 0])        # as Warp
+    wp.capture_launch(cap.graph)
+    np.testing.assert_array_equal(a.numpy(), [7, 7, 7])
+    a.assign(np.array([10.0, 20.0, 30.0], np.float32))
+    wp.capture_launch(cap.graph)                                 # fill_ overwrites again
+    np.testing.assert_array_equal(a.numpy(), [7, 7, 7])
+    assert cap.graph.launches == 2
+
+
+def test_replays_see_new_contents_and_copies_are_captured():
+    x = wp.array(np.array([1.0, 2.0, 3.0], np.float32), dtype=float)
+    b = wp.zeros(3, dtype=float)
+    wp.capture_begin()
+    c = wp.zeros(3, dtype=float)
+    wp.launch(square, 3, inputs=[x, c])
+    wp.copy(b, c)
+    wp.launch(inc, 3, inputs=[b, 0.5])
+    graph = wp.capture_end()
+    np.testing.assert_array_equal(b.numpy(), [0, 0, 0])
+    for values in ([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]):
+        x.assign(np.array(values, np.float32))
+        wp.capture_launch(graph)
+        eager_c = wp.zeros(3, dtype=float)
+        wp.launch(square, 3, inputs=[x, eager_c])
+        np.testing.assert_array_equal(b.numpy(), eager_c.numpy() + 0.5)
+
+
+def test_launches_captured_inside_a_tape_differentiate():
+    x = wp.array(np.array([1.0, 2.0, 3.0], np.float32), dtype=float, requires_grad=True)
+    y = wp.zeros(3, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        with wp.ScopedCapture() as cap:
+            wp.launch(square, 3, inputs=[x, y])
+    wp.capture_launch(cap.graph)
+    tape.backward(grads={y: np.ones(3, np.float32)})
+    np.testing.assert_array_equal(y.numpy(), [1.0, 4.0, 9.0])
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, 4.0, 6.0])
+
+
+def test_capture_misuse_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="no graph capture is active"):
+        wp.capture_end()
+    with pytest.raises(LaunchError, match="takes the Graph"):
+        wp.capture_launch(None)
+    with pytest.raises(LaunchError):  # launch errors are raised at capture, not at replay
+        with wp.ScopedCapture():
+            wp.launch(inc, 4, inputs=[wp.zeros(2, dtype=float), 1.0])
+    assert not wp.is_capturing()

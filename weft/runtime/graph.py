@@ -1,0 +1,118 @@
+"""Graph capture, Warp's API: ``wp.capture_begin()``, ``wp.capture_end() -> Graph``,
+``wp.capture_launch(graph)``, ``wp.ScopedCapture()``::
+
+    with wp.ScopedCapture() as capture:
+        for _ in range(substeps):
+            wp.launch(step, n, inputs=[x, v, dt])
+        x.zero_()                      # recorded too: fill_, zero_, wp.copy
+    for frame in range(100):
+        wp.capture_launch(capture.graph)
+
+As in Warp (CPU and CUDA alike), nothing runs during capture: each launch is checked and bound
+to its arguments (the arrays, and the values of scalars, at capture time) and recorded; each
+``fill_``/``zero_``/``wp.copy`` is recorded with its arguments. ``capture_launch`` replays
+them in order on the same memory, so contents written into those arrays between replays are
+seen; a launch made later with other arguments does not change the graph (capture again).
+Arrays allocated during capture are allocated at once (zeroed, where Warp leaves them
+uninitialised until replay). Inside a ``wp.Tape`` the captured launches are recorded on the tape
+as they are captured, so ``tape.backward`` after a replay differentiates them.
+
+A replay calls each recorded operation's bound entry directly: the argument checks, binding
+and dispatch choices of a launch happened at capture.
+"""
+from __future__ import annotations
+
+import threading
+
+from ..errors import LaunchError
+
+_state = threading.local()
+
+
+def _stack():
+    s = getattr(_state, "stack", None)
+    if s is None:
+        s = _state.stack = []
+    return s
+
+
+def capturing():
+    """The graph being captured on this thread, or None."""
+    s = _stack()
+    return s[-1] if s else None
+
+
+class Graph:
+    """A captured sequence of operations (Warp's ``wp.Graph``), replayed by
+    ``wp.capture_launch``."""
+
+    def __init__(self, device):
+        self.device = device
+        self.ops = []        # callables of no argument, in capture order
+        self.launches = 0
+
+    def record(self, op, is_launch=False):
+        self.ops.append(op)
+        self.launches += is_launch
+
+    def replay(self):
+        for op in self.ops:
+            op()
+
+    def __repr__(self):
+        return f"<weft Graph: {len(self.ops)} operations ({self.launches} launches)>"
+
+
+def capture_begin(device=None, stream=None, force_module_load=None, external=False,
+                  capture_mode=None, apic=False):
+    """Start capturing launches and array operations on this thread into a new graph."""
+    from .device import get_device
+    _stack().append(Graph(get_device(device)))
+
+
+def capture_end(device=None, stream=None):
+    """Stop the capture begun by ``capture_begin`` and return its :class:`Graph`."""
+    s = _stack()
+    if not s:
+        raise RuntimeError("capture_end(): no graph capture is active (call capture_begin "
+                           "first)")
+    return s.pop()
+
+
+def capture_launch(graph, stream=None):
+    """Replay a captured graph."""
+    if not isinstance(graph, Graph):
+        raise LaunchError(f"capture_launch() takes the Graph returned by capture_end() or "
+                          f"ScopedCapture().graph, got {type(graph).__name__}")
+    if capturing() is not None:  # replaying inside another capture records the replay
+        capturing().record(graph.replay)
+        return
+    graph.replay()
+
+
+def capture_pause(*args, **kwargs):
+    raise NotImplementedError("weft does not support pausing a graph capture")
+
+
+def is_capturing(device=None):
+    return capturing() is not None
+
+
+class ScopedCapture:
+    """``with wp.ScopedCapture() as capture: ...`` then ``wp.capture_launch(capture.graph)``."""
+
+    def __init__(self, device=None, stream=None, force_module_load=None, external=False,
+                 apic=False, capture_mode=None):
+        self.device = device
+        self.graph = None
+        self.active = False
+
+    def __enter__(self):
+        capture_begin(self.device)
+        self.active = True
+        return self
+
+    def __exit__(self, *exc):
+        self.graph = capture_end(self.device)
+        self.active = False
+        return False
