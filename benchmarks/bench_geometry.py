@@ -1,7 +1,7 @@
 """Volumes and hash grids through kernels: the same Warp kernel source launched by weft and by
 NVIDIA Warp (CPU), so launch, id lookup and generated code are all in the timing.
 
-    python benchmarks/bench_geometry_kernels.py [--warp-python PY] [--points 200000]
+    python benchmarks/bench_geometry.py [--warp-python PY] [--points 200000]
                                                 [--samples 1000000] [--repeat 5]
 
 Workloads: hash-grid build of N uniform points in [0, 1)^3 (128^3 cells, width 0.02);
@@ -14,6 +14,7 @@ sample sums) are printed so both sides can be checked equal.
 """
 import argparse
 import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -112,13 +113,16 @@ def main():
     ap.add_argument("--samples", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="(accepted for run_all.py)")
     a = ap.parse_args()
     mine = measure(a.impl, a.points, a.samples, a.repeat)
     if a.json:
         print(json.dumps(mine))
         return
     theirs = {}
-    if a.warp_python:
+    if not a.warp_python and importlib.util.find_spec("warp") is not None:
+        theirs = measure("warp", a.points, a.samples, a.repeat)  # Warp in this Python
+    elif a.warp_python:
         r = subprocess.run([a.warp_python, __file__, "--impl", "warp", "--json", "--points",
                             str(a.points), "--samples", str(a.samples), "--repeat",
                             str(a.repeat)], capture_output=True, text=True)
