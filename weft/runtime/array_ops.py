@@ -205,7 +205,21 @@ def _copy_now(dest, src, dest_offset, src_offset, count):
         tape = active_tape()
         if tape is not None:
             tape.record_func(lambda: _adj_copy(dest, src, dest_offset, src_offset, count),
-                             [dest, src])
+                             [dest, src],
+                             lambda t: _tan_copy(t, dest, src, dest_offset, src_offset, count))
+
+
+def _tan_copy(tangents, dest, src, dest_offset, src_offset, count):
+    """Forward mode of a recorded copy: ``dest``'s tangent takes ``src``'s in the region."""
+    ts = tangents.get(src)
+    td = tangents.get(dest)
+    td = array(td.numpy() if td is not None else np.zeros(dest._data.shape, dest._data.dtype),
+               dtype=dest.dtype, device=dest.device)
+    if ts is None:
+        ts = array(np.zeros(src._data.shape, src._data.dtype), dtype=src.dtype,
+                   device=src.device)
+    _copy_region(td, ts, dest_offset, src_offset, count)
+    tangents[dest] = td
 
 
 def _region(a, offset, count):

@@ -493,6 +493,60 @@ class Launch:
         run(ck, "adjoint", self.dims, values + adj, self.device)
 
 
+    def forward(self, tangents):
+        """Forward mode over a tape (:meth:`weft.runtime.tape.Tape.forward`): run the tangent
+        kernel from the launch's arguments (its snapshots where they were overwritten since),
+        reading the tangents of its arrays from ``tangents`` (missing: zero) and storing the
+        tangents of the arrays it writes there. The primal arrays it writes are replaced by
+        scratch copies, so no primal state changes."""
+        ck = self.compiled
+        values = ck.bind(self.args, self.device)
+        for i, data in self.snapshots.items():
+            values[i] = data
+        written = {ck.param_index(n) for n in ck.abi.writes}
+        tans, new = [], {}
+        for i, ((n, t), a) in enumerate(zip(ck.params, self.args)):
+            g = tangents.get(a) if isinstance(a, array) else None
+            if i in written and isinstance(a, array):
+                values[i] = _scratch_copy(values[i])
+                if T.is_differentiable(t):
+                    g = array(g.numpy(), dtype=a.dtype, device=a.device) if g is not None \
+                        else zeros_like_tangent(a)
+                    new[i] = g
+            tans.append(g)
+        tan_values = tangent_values(ck, self.args, tans, {}, self.device)
+        run(ck, "tangent", self.dims, values + tan_values, self.device)
+        for i, g in new.items():
+            tangents[self.args[i]] = g
+
+
+def _scratch_copy(data):
+    if isinstance(data, np.ndarray):
+        return data.copy()
+    from numba import cuda
+    out = cuda.device_array_like(data)
+    out.copy_to_device(data)
+    return out
+
+
+def tangent_values(ck, args, tans, scalar_tangents, device):
+    """The tangent entry's extra arguments: for each parameter with a tangent, the tangent array
+    given in ``tans`` (aligned with ``args``; None for a zero tangent) or, for scalar and vector
+    parameters, ``scalar_tangents.get(name)`` (default zero)."""
+    out = []
+    for p, (n, t), a, given in zip(ck.abi.params, ck.params, args, tans):
+        if p.tangent is None:
+            continue
+        if isinstance(t, T.ArrayType):
+            out.append(None if given is None else kernel_data(given))
+            continue
+        given = scalar_tangents.get(n)
+        if given is None:
+            given = np.zeros(t._length_) if T.is_composite(t) else 0
+        out.append(convert_arg(f"kernel '{ck.key}' tangent of '{n}'", t, given, device))
+    return out
+
+
 # ------------------------------------------------------------------------ forward mode
 
 def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
@@ -527,21 +581,17 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
                 if id(a) in out_ids:
                     outs[id(a)] = (a, given)
         user_tans.append(given)
-    flat_tans = _flatten_tangents(ck, user_tans)
-    tan_values = []
-    for p, (n, t), a, given in zip(ck.abi.params, ck.params, args, flat_tans):
-        if p.tangent is None:
-            continue
+    flat_tans = list(_flatten_tangents(ck, user_tans))
+    scalars = {}
+    for (n, t), a, k in zip(ck.params, args, range(len(args))):
         if isinstance(t, T.ArrayType):
-            if given is None and id(a) in by_id:  # an array member of a struct argument
-                given = _as_tangent_array(n, by_id[id(a)], a, device)
-            tan_values.append(None if given is None else kernel_data(given))
+            if flat_tans[k] is None and id(a) in by_id:  # an array member of a struct argument
+                flat_tans[k] = _as_tangent_array(n, by_id[id(a)], a, device)
         else:
             given = tangents.get(n, by_id.get(id(a)) if not isinstance(a, (int, float)) else None)
-            if given is None:
-                given = np.zeros(t._length_) if T.is_composite(t) else 0
-            tan_values.append(convert_arg(f"kernel '{ck.key}' tangent of '{n}'", t, given,
-                                          device))
+            if given is not None:
+                scalars[n] = given
+    tan_values = tangent_values(ck, args, flat_tans, scalars, device)
     run(ck, "tangent", dims, values + tan_values, device)
     return {a: g for a, g in outs.values()}
 

@@ -63,9 +63,31 @@ class Tape:
                 rec.checks[index] = hazards.checksum(arr._data)
         hazards.watch(self)
 
-    def record_func(self, backward, arrays):
-        """Record a Python callback run during ``backward`` (Warp's ``Tape.record_func``)."""
-        self.record(_Func(backward, arrays))
+    def record_func(self, backward, arrays, forward=None):
+        """Record a Python callback run during ``backward`` (Warp's ``Tape.record_func``);
+        ``forward(tangents)``, when given, is its forward mode (see :meth:`forward`)."""
+        self.record(_Func(backward, arrays, forward))
+
+    def forward(self, tangents):
+        """Forward mode over the recorded program: ``tangents`` maps input arrays to their
+        tangents (arrays or numpy data of the array's shape); every record runs its tangent in
+        recording order. Returns ``{array: tangent}`` for every array the records wrote (an
+        array written twice carries the tangent of its last write). Primal arrays are not
+        changed."""
+        state = {}
+        for a, g in (tangents or {}).items():
+            state[a] = _tangent_seed(a, g)
+        written = []
+        for rec in self.launches:
+            fwd = getattr(rec, "forward", None)
+            if fwd is None:
+                what = rec.describe() if hasattr(rec, "describe") else "a recorded callback"
+                raise LaunchError(f"tape.forward: {what} has no forward mode (record_func "
+                                  "callbacks need a forward= function)")
+            before = dict(state)
+            fwd(state)
+            written += [a for a, g in state.items() if before.get(a) is not g]
+        return {a: state[a] for a in dict.fromkeys(written)}
 
     def backward(self, loss=None, grads=None):
         """Run the adjoints of the recorded launches in reverse order.
@@ -90,6 +112,13 @@ class Tape:
                 if a.grad is not None:
                     self.gradients[a] = a.grad
             rec.backward()
+
+    def jacobian(self, inputs, outputs, mode="auto", envs=None, sparsity=None):
+        """The Jacobian of ``outputs`` with respect to ``inputs`` (arrays or lists of them) of
+        the recorded program, dense or, with ``sparsity=``, sparse; ``mode`` "rev", "fwd" or
+        "auto"; ``envs=N`` for N independent environments (see :mod:`weft.runtime.jacobian`)."""
+        from .jacobian import jacobian
+        return jacobian(self, inputs, outputs, mode, envs, sparsity)
 
     def zero(self):
         """Zero the gradients used by ``backward`` so far (Warp's semantics: a tape that has not
@@ -122,7 +151,23 @@ def _seed(a, g):
     a.grad.assign(data)
 
 
+def _tangent_seed(a, g):
+    """A fresh tangent array for ``a`` holding ``g`` (checked like ``backward``'s seeds)."""
+    if not isinstance(a, array):
+        raise LaunchError(f"forward(tangents=...): keys must be wp.arrays, got "
+                          f"{type(a).__name__}")
+    data = g.numpy() if isinstance(g, array) else np.asarray(g)
+    want = tuple(a._data.shape)
+    if data.shape != want:
+        raise LaunchError(f"forward(tangents=...): the tangent given for an array of shape "
+                          f"{a.shape} has shape {data.shape}")
+    return array(np.ascontiguousarray(data, dtype=a._data.dtype), dtype=a.dtype,
+                 device=a.device)
+
+
 class _Func:
-    def __init__(self, backward, arrays):
+    def __init__(self, backward, arrays, forward=None):
         self.backward = backward
         self.arrays = [a for a in arrays if isinstance(a, array)]
+        if forward is not None:
+            self.forward = forward
