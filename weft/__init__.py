@@ -39,6 +39,7 @@ from .runtime.launch import launch, jvp  # noqa: E402
 from .runtime.tape import Tape  # noqa: E402
 from .runtime.struct import struct  # noqa: E402
 from .runtime.geometry import Volume, HashGrid  # noqa: E402
+from .runtime.matmul import matmul, batched_matmul  # noqa: E402
 from .runtime.graph import (Graph, ScopedCapture, capture_begin, capture_end,  # noqa: E402
                             capture_launch, capture_pause, is_capturing)
 from .stdlib import namespace as _namespace  # noqa: E402

@@ -576,7 +576,13 @@ class array:
         return str(self.numpy())
 
     def __matmul__(self, other):
-        raise TypeError("Matrix multiplication (@) is not supported for wp.array objects.")
+        """``a @ b`` between 2-D float arrays: a new array, recorded on an active tape
+        (``weft.runtime.matmul``; Warp 1.19 has no array product)."""
+        from .matmul import matmul_operator
+        out = matmul_operator(self, other)
+        if out is NotImplemented:
+            raise TypeError("@ between wp.arrays takes two 2-D float arrays")
+        return out
 
 
 # ---------------------------------------------------------------------------------------------
