@@ -31,10 +31,29 @@ from ..errors import LaunchError
 _LIVE = weakref.WeakSet()  # tapes holding records whose adjoints will read memory
 
 
+_RANGES = {}  # id(data) -> (weak reference to data, its range): launches ask again and again
+
+
 def memory_range(data):
     """``(lo, hi)`` byte addresses spanned by numpy or device array ``data`` (None for
     empty)."""
-    if data is None or data.size == 0:
+    if data is None:
+        return None
+    hit = _RANGES.get(id(data))
+    if hit is not None and hit[0]() is data:
+        return hit[1]
+    r = _memory_range(data)
+    try:
+        if len(_RANGES) > 4096:
+            _RANGES.clear()
+        _RANGES[id(data)] = (weakref.ref(data), r)
+    except TypeError:  # not weakly referenceable: not cached
+        pass
+    return r
+
+
+def _memory_range(data):
+    if data.size == 0:
         return None
     data = getattr(data, "_ary", data)  # the CUDA simulator's device arrays wrap numpy
     if isinstance(data, np.ndarray):
