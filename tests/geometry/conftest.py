@@ -30,3 +30,11 @@ def hq():
     """``weft.geometry.hashgrid``'s query cores compiled for the CPU."""
     from weft.geometry import hashgrid
     return hashgrid.compile_cpu()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The core tests compile the cores uncached by design (``compile_cpu(cache=False)``, each
+    session): exempt from the warm-cache check."""
+    for item in items:
+        if {"vq", "hq"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.cold)

@@ -65,3 +65,18 @@ def test_constant_indices_outside_the_arguments_are_launch_errors():
     with pytest.raises(LaunchError, match="negative indices are not wrapped"):
         wp.launch(negative_index, 1, inputs=[wp.zeros(3, dtype=float)])
     wp.launch(negative_index, 0, inputs=[wp.zeros(0, dtype=float)])  # no thread: nothing read
+
+
+@wp.kernel
+def view_index(a: wp.array2d(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    row = a[i]
+    out[i] = row[5]
+
+
+def test_constant_indices_into_views_are_checked_on_the_right_axis():
+    out = wp.zeros(2, dtype=float)
+    wp.launch(view_index, 2, inputs=[wp.array(np.ones((2, 6)), dtype=float), out])
+    assert out.numpy().tolist() == [1.0, 1.0]
+    with pytest.raises(LaunchError, match=r"constant 5 on axis 1 .*shape \(2, 3\)"):
+        wp.launch(view_index, 2, inputs=[wp.zeros((2, 3), dtype=float), out])  # was SIGSEGV

@@ -246,13 +246,15 @@ def constant_indices(fir, facts_of):
     ``a[-1]``, is a LaunchError rather than a write outside the array)."""
     params = {p for p in fir.params if isinstance(p.type, T.ArrayType) and not p.type.local}
     out = {}
+    root = {p: (p, 0) for p in params}  # array Var -> (the param it views, axes indexed away)
 
     def note(arr, index, line):
-        if arr not in params:
+        if arr not in root:
             return
+        param, depth = root[arr]
         for axis, ix in enumerate(index):
             if isinstance(ix, ir.Const) and T.is_int(ix.type):
-                merge((arr, axis), (int(ix.value), int(ix.value), line))
+                merge((param, depth + axis), (int(ix.value), int(ix.value), line))
 
     def merge(key, new):
         lo, hi, line = out.get(key, new)
@@ -262,14 +264,20 @@ def constant_indices(fir, facts_of):
     for s in ir.walk(fir.body):
         if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load):
             note(s.expr.array, s.expr.index, s.loc.lineno)
+            if isinstance(s.dst.type, T.ArrayType) and s.expr.array in root:  # a view a[i]
+                p, depth = root[s.expr.array]
+                root[s.dst] = (p, depth + len(s.expr.index))
+        elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Copy) and \
+                s.expr.src in root and isinstance(s.dst.type, T.ArrayType):
+            root[s.dst] = root[s.expr.src]
         elif isinstance(s, (ir.Store, ir.AtomicRMW)):
             note(s.array, s.index, s.loc.lineno)
         elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Call):
             callee = facts_of(s.expr.func)
             for (cp, axis), v in callee.const_indices.items():
                 a = s.expr.args[s.expr.func.params.index(cp)]
-                if a in params:
-                    merge((a, axis), (v[0], v[1], s.loc.lineno))
+                if a in root:
+                    merge((root[a][0], root[a][1] + axis), (v[0], v[1], s.loc.lineno))
     return out
 
 
