@@ -42,6 +42,7 @@ from .runtime.geometry import Volume, HashGrid  # noqa: E402
 from .runtime.matmul import matmul, batched_matmul  # noqa: E402
 from .runtime.graph import (Graph, ScopedCapture, capture_begin, capture_end,  # noqa: E402
                             capture_launch, capture_pause, is_capturing)
+from .runtime.command import Launch  # noqa: E402
 from .stdlib import namespace as _namespace  # noqa: E402
 from .runtime import host as _host  # noqa: E402
 

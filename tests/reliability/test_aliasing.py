@@ -59,6 +59,20 @@ def test_array_overwritten_by_a_later_launch():
     np.testing.assert_allclose(x.grad.numpy(), 3 * np.cos(X0), rtol=1e-6)
 
 
+def test_small_launch_outside_the_tape_still_protects_what_the_tape_reads():
+    # the small-launch fast path must not skip the protection: the tape holds a record
+    # reading x while no tape is recording
+    x = wp.array(X0, dtype=float, requires_grad=True)
+    y = wp.zeros(2, dtype=float, requires_grad=True)
+    wp.launch(triple, 2, inputs=[wp.zeros(2, dtype=float)], outputs=[wp.zeros(2, dtype=float)])
+    tape = wp.Tape()
+    with tape:
+        wp.launch(sine, 2, inputs=[x], outputs=[y])
+    wp.launch(triple, 2, inputs=[y], outputs=[x])  # small: the fast path's kind of launch
+    tape.backward(grads={y: np.ones(2, np.float32)})
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(X0), rtol=1e-6)
+
+
 @pytest.mark.parametrize("write", ["assign", "fill_", "zero_", "copy"])
 def test_array_overwritten_by_array_operations_before_backward(write):
     x = wp.array(X0, dtype=float, requires_grad=True)

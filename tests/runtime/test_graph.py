@@ -76,3 +76,23 @@ def test_capture_misuse_is_a_clear_error():
         with wp.ScopedCapture():
             wp.launch(inc, 4, inputs=[wp.zeros(2, dtype=float), 1.0])
     assert not wp.is_capturing()
+
+
+def test_a_replay_is_one_generated_function_calling_the_bound_entries():
+    a = wp.zeros(300, dtype=float)  # 300 threads: the parallel entry
+    b = wp.zeros(4, dtype=float)    # 4 threads: the serial entry
+    with wp.ScopedCapture() as cap:
+        wp.launch(inc, 300, inputs=[a, 1.0])
+        b.fill_(2.0)
+        wp.launch(inc, 4, inputs=[b, 0.5])
+    src = cap.graph.source()
+    assert src.splitlines()[0] == "def replay():"
+    assert [line.strip() for line in src.splitlines()[1:]] == [
+        "op0(a0_0, a0_1, a0_2)", "op1()", "op2(a2_0, a2_1, a2_2)"]
+    ops = cap.graph.ops
+    assert ops[0][0] is inc.entry("forward", "cpu") and ops[2][0] is inc.entry("forward",
+                                                                                "serial")
+    wp.capture_launch(cap.graph)
+    wp.capture_launch(cap.graph)
+    np.testing.assert_array_equal(a.numpy(), 2.0)
+    np.testing.assert_array_equal(b.numpy(), 2.5)

@@ -168,7 +168,12 @@ class array:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64)) if self._data is not None else 0
+        if self._data is None:
+            return 0
+        n = 1
+        for k in self._data.shape[:self._ndim]:
+            n *= k
+        return n
 
     @property
     def strides(self):
@@ -368,7 +373,10 @@ class array:
             return self
 
         def zero(d):
-            d[...] = np.zeros((), d.dtype)
+            if d.dtype.fields is None:
+                d.fill(0)
+            else:  # structs
+                d[...] = np.zeros((), d.dtype)
         return self._write(zero)
 
     def assign(self, src):

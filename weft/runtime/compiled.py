@@ -35,7 +35,11 @@ class CompiledKernel:
         self.has_structs = any(A.is_structish(t) for _, t in self.user_params)
         self._entries = {}
         self._converters = [(n, t, A.fast_converter(t)) for n, t in self.params]
-        self.serial_forward = None  # the entry small 1-D CPU launches take without checks
+        self.read_indices = [self._index[n] for n in self.abi.reads]
+        # (argument index, name, [(array dimension, launch axis)]) for launch.check_dims
+        self.thread_indexed = [(self._index[name], name, [(k, axis or 0) for k, axis in
+                                                          enumerate(axes)])
+                               for name, axes in self.abi.thread_indexed]
         # (argument index, dimension) of the arrays every thread indexes by its first launch
         # index: even the fast path checks they cover a 1-D launch
         self.first_index_checks = [(self._index[name], k)

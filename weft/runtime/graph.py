@@ -17,8 +17,12 @@ Arrays allocated during capture are allocated at once (zeroed, where Warp leaves
 uninitialised until replay). Inside a ``wp.Tape`` the captured launches are recorded on the tape
 as they are captured, so ``tape.backward`` after a replay differentiates them.
 
-A replay calls each recorded operation's bound entry directly: the argument checks, binding
-and dispatch choices of a launch happened at capture.
+On the CPU a graph is compiled, on its first replay, into one generated Python function that
+calls each launch's bound entry (the Numba function chosen at capture: serial or parallel) with
+the arguments bound at capture, in order: one call per replay, no per-launch Python beyond
+Numba's own dispatch. The argument checks, binding and dispatch choices of a launch happened at
+capture (``wp.config.verify_fp`` and debug builds keep their checks: such launches replay
+through the general path).
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import threading
 from ..errors import LaunchError
 
 _state = threading.local()
+_open = [0]  # captures open on any thread (launch's fast path reads it without a lookup)
 
 
 def _stack():
@@ -48,16 +53,50 @@ class Graph:
 
     def __init__(self, device):
         self.device = device
-        self.ops = []        # callables of no argument, in capture order
+        self.ops = []        # (callable, arguments or None), in capture order
         self.launches = 0
+        self._replay = None  # the generated function running every op, built on first replay
 
-    def record(self, op, is_launch=False):
-        self.ops.append(op)
+    def record(self, op, args=None, is_launch=False):
+        """Record ``op(*args)`` (``op()`` when ``args`` is None)."""
+        self.ops.append((op, None if args is None else tuple(args)))
         self.launches += is_launch
+        self._replay = None
 
     def replay(self):
-        for op in self.ops:
-            op()
+        fn = self._replay
+        if fn is None:
+            fn = self._replay = self._compile()
+        try:
+            fn()
+        except Exception as exc:
+            from numba.core.errors import NumbaError
+            if isinstance(exc, NumbaError):
+                from ..errors import InternalError
+                raise InternalError(f"a kernel replayed by a captured graph does not compile:"
+                                    f"\n{exc}") from None
+            raise
+
+    def _compile(self):
+        """One function calling every op in order, its callables and arguments bound as the
+        generated module's globals (readable: ``graph.source()``)."""
+        ns, lines = {}, []
+        for k, (op, args) in enumerate(self.ops):
+            ns[f"op{k}"] = op
+            names = []
+            for j, a in enumerate(args or ()):
+                ns[f"a{k}_{j}"] = a
+                names.append(f"a{k}_{j}")
+            lines.append(f"    op{k}({', '.join(names)})")
+        self._source = "def replay():\n" + ("\n".join(lines) or "    pass") + "\n"
+        exec(compile(self._source, f"<weft graph {id(self):x}>", "exec"), ns)
+        return ns["replay"]
+
+    def source(self):
+        """The generated replay function's source."""
+        if self._replay is None:
+            self._replay = self._compile()
+        return self._source
 
     def __repr__(self):
         return f"<weft Graph: {len(self.ops)} operations ({self.launches} launches)>"
@@ -68,6 +107,7 @@ def capture_begin(device=None, stream=None, force_module_load=None, external=Fal
     """Start capturing launches and array operations on this thread into a new graph."""
     from .device import get_device
     _stack().append(Graph(get_device(device)))
+    _open[0] += 1
 
 
 def capture_end(device=None, stream=None):
@@ -76,6 +116,7 @@ def capture_end(device=None, stream=None):
     if not s:
         raise RuntimeError("capture_end(): no graph capture is active (call capture_begin "
                            "first)")
+    _open[0] -= 1
     return s.pop()
 
 

@@ -28,7 +28,7 @@ import numpy as np
 from .. import config
 from ..errors import LaunchError
 
-_LIVE = weakref.WeakSet()  # tapes holding records whose adjoints will read memory
+_LIVE = {}  # id(tape) -> weak reference: tapes holding records whose adjoints read memory
 
 
 _RANGES = {}  # id(data) -> (weak reference to data, its range): launches ask again and again
@@ -143,7 +143,9 @@ class ReadSet:
 
 
 def watch(tape):
-    _LIVE.add(tape)
+    key = id(tape)
+    if key not in _LIVE:
+        _LIVE[key] = weakref.ref(tape, lambda _, key=key: _LIVE.pop(key, None))
 
 
 def watched():
@@ -151,7 +153,7 @@ def watched():
 
 
 def unwatch(tape):
-    _LIVE.discard(tape)
+    _LIVE.pop(id(tape), None)
 
 
 def before_write(array, writer):
@@ -160,7 +162,10 @@ def before_write(array, writer):
     if not _LIVE:
         return
     rng = memory_range(array._data)
-    for tape in list(_LIVE):
+    for ref in list(_LIVE.values()):
+        tape = ref()
+        if tape is None:
+            continue
         for key in tape.reads.find(rng):
             hits = [e for e in tape.reads.entries(key) if share_memory(e[2]._data, array._data)]
             for rec, index, arr in hits:
@@ -202,10 +207,18 @@ def _describe(arr):
 def aliased_params(ck, args):
     """``[(read index, written index)]`` of the parameters of one launch that read and write
     overlapping memory under different names (``launch(k, inputs=[x], outputs=[x])``)."""
-    reads = [ck.param_index(n) for n in ck.abi.reads]
-    writes = [ck.param_index(n) for n in ck.abi.writes]
-    if not reads or not writes:
+    pairs = ck.__dict__.get("_alias_pairs")
+    if pairs is None:  # fixed per kernel: computed once
+        reads = [ck.param_index(n) for n in ck.abi.reads]
+        writes = [ck.param_index(n) for n in ck.abi.writes]
+        pairs = ck._alias_pairs = [(r, w) for r in reads for w in writes if r != w]
+    if not pairs:
         return []
-    data = {i: getattr(args[i], "_data", None) for i in set(reads) | set(writes)}
-    return [(r, w) for r in reads for w in writes if r != w and data[r] is not None
-            and data[w] is not None and share_memory(data[r], data[w])]
+    data, rng = {}, {}
+    for pair in pairs:
+        for i in pair:
+            if i not in data:
+                d = data[i] = getattr(args[i], "_data", None)
+                rng[i] = None if d is None else memory_range(d)
+    return [(r, w) for r, w in pairs if overlaps(rng[r], rng[w])
+            and share_memory(data[r], data[w])]

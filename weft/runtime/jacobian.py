@@ -65,24 +65,23 @@ def _forward(tape, inputs, outputs, seed):
 
 
 def _colour(pattern):
-    """Greedy colouring of the columns of ``pattern`` (csc): columns sharing a nonzero row get
-    different colours. Returns the colour of each column."""
-    pattern = pattern.tocsc()
-    rows_of = [pattern.indices[pattern.indptr[c]:pattern.indptr[c + 1]]
-               for c in range(pattern.shape[1])]
-    csr = pattern.tocsr()
-    colour = -np.ones(pattern.shape[1], np.int64)
+    """Greedy colouring of the columns of ``pattern``: columns sharing a nonzero row get
+    different colours. Returns the colour of each column (plain Python lists: a 36,000-column
+    banded pattern colours in a fraction of a second)."""
+    csc, csr = pattern.tocsc(), pattern.tocsr()
+    c_ptr, c_rows = csc.indptr.tolist(), csc.indices.tolist()
+    r_ptr, r_cols = csr.indptr.tolist(), csr.indices.tolist()
+    colour = [-1] * pattern.shape[1]
     for c in range(pattern.shape[1]):
         taken = set()
-        for r in rows_of[c]:
-            for c2 in csr.indices[csr.indptr[r]:csr.indptr[r + 1]]:
-                if colour[c2] >= 0:
-                    taken.add(int(colour[c2]))
+        for r in c_rows[c_ptr[c]:c_ptr[c + 1]]:
+            for c2 in r_cols[r_ptr[r]:r_ptr[r + 1]]:
+                taken.add(colour[c2])
         k = 0
         while k in taken:
             k += 1
         colour[c] = k
-    return colour
+    return np.array(colour, np.int64)
 
 
 def _sparse(tape, inputs, outputs, pattern, mode):

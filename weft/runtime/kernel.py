@@ -37,6 +37,7 @@ class Kernel(UserFunction):
             self.key = key if str(key).isidentifier() else re.sub(r"\W|^(?=\d)", "_", str(key))
         self.options = dict(options or {})
         self._compiled = {}
+        self._fast = None  # launch.FastLaunch, once a small CPU launch has run
         self._declared = None
         self._generic = None
 

@@ -5,8 +5,6 @@ tape only calls it.
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from .. import config
@@ -16,37 +14,15 @@ from . import device as D
 from . import hazards
 from .args import convert_arg, kernel_data
 from .array import array
+from .checks import (check_constant_indices, check_dims, check_geometry_ids,  # noqa: F401
+                     _size, index_error, launch_dims, verify_fp)
+from .graph import _open as _captures_open
 from .graph import capturing
 from .tape import active_tapes
 
+_tapes = active_tapes()  # the live list of recording tapes (the fast path reads it directly)
+
 CUDA_BLOCK = 256
-
-
-def launch_dims(dim, who="launch"):
-    """``dim`` (an int or a sequence of 1 to 4 ints, each at least 0) as a tuple of ints."""
-    dims = (dim,) if isinstance(dim, (numbers.Integral, np.integer)) and not isinstance(
-        dim, bool) else dim
-    try:
-        dims = tuple(dims)
-    except TypeError:
-        raise LaunchError(f"{who}: dim must be an int or a tuple of 1 to 4 ints, got "
-                          f"{dim!r}") from None
-    if not 1 <= len(dims) <= 4 or not all(
-            isinstance(d, (numbers.Integral, np.integer)) and not isinstance(d, bool)
-            for d in dims):
-        raise LaunchError(f"{who}: dim must be an int or a tuple of 1 to 4 ints, got {dim!r}")
-    dims = tuple(int(d) for d in dims)
-    if any(d < 0 or d >= 2 ** 63 for d in dims) or _size(dims) >= 2 ** 63:
-        raise LaunchError(f"{who}: dim {dim!r} is out of range (each from 0, the total "
-                          "below 2**63)")
-    return dims
-
-
-def _size(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
 
 
 def compiled_of(kernel, device, args=None):
@@ -56,7 +32,11 @@ def compiled_of(kernel, device, args=None):
         what = getattr(kernel, "__name__", type(kernel).__name__)
         raise LaunchError(f"wp.launch needs a @wp.kernel, got {what!r} ({type(kernel).__name__})")
     kind = "cuda" if device.is_cuda else "cpu"
-    if kernel.is_generic:
+    if not kernel.is_generic:  # the common case first: compiled already for the mode
+        ck = kernel._compiled.get((kind, kernel.options.get("mode") or config.mode, None))
+        if ck is not None:
+            return ck
+    else:
         from .generics import concrete_params
         return kernel.compiled(kind, types=concrete_params(kernel.key, kernel.declared, args))
     return kernel.compiled(kind)
@@ -71,30 +51,28 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     adjoint kernel runs instead, accumulating into ``adj_inputs``/``adj_outputs`` (default: the
     arrays' ``.grad``). Inside ``with wp.Tape()`` the launch is recorded for ``backward``.
     """
+    fast = getattr(kernel, "_fast", None)
+    if fast is not None and not adjoint and not record_cmd and \
+            fast.run(dim, inputs, outputs, device):
+        return  # a small CPU launch with nothing to record or protect
     dims = (dim,) if type(dim) is int and 0 <= dim < 2 ** 62 else launch_dims(dim)
     device = D.get_device(device)
-    args = [*inputs, *outputs]
-    ck = compiled_of(kernel, device, args)
-    if ck.has_structs:
-        args = ck.flatten(args)
-    values = ck.bind(args, device)
-    if ck.abi.geometry_ids:
-        check_geometry_ids(ck, args, device)
-    if ck.abi.const_indices and _size(dims):  # (a launch of no threads reads nothing)
-        check_constant_indices(ck, args)
-    tapes = active_tapes()
-    if not adjoint and not tapes and len(dims) == 1 and dims[0] < config.serial_threshold \
-            and capturing() is None \
-            and ck.serial_forward is not None and device.is_cpu and not config.verify_fp and all(
-                args[i]._data.shape[k] >= dims[0] for i, k in ck.first_index_checks):
-        ck.serial_forward(dims, *values)  # the common small launch
-        return
-    check_dims(ck, dims, args)
+    if record_cmd:  # Warp's launch objects: checked now, run by .launch()
+        from .command import Launch as Command
+        return Command(kernel, dims, [*inputs, *outputs], device, adjoint,
+                       [*adj_inputs, *adj_outputs])
+    ck, args, values = prepare(kernel, dims, [*inputs, *outputs], device)
     if adjoint:
         given = list(adj_inputs) + list(adj_outputs)
         adj = explicit_adjoints(ck, args, given) if given else adjoint_arrays(ck, args)
-        run(ck, "adjoint", dims, values + retain_grads(ck, args, adj), device)
+        values = values + retain_grads(ck, args, adj)
+        graph = capturing()
+        if graph is not None:
+            graph.record(lambda: run(ck, "adjoint", dims, values, device), is_launch=True)
+        else:
+            run(ck, "adjoint", dims, values, device)
         return
+    tapes = _tapes
     recording = record_tape and tapes
     snapshots = {}
     if recording and ck.abi.overwrites:
@@ -107,67 +85,92 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
             hazards.before_write(a, f"a launch of kernel '{ck.key}'")
     graph = capturing()
     if graph is not None:  # recorded for capture_launch; nothing runs now (as Warp)
-        graph.record(lambda: run(ck, "forward", dims, values, device), is_launch=True)
+        graph.record(*bound_forward(ck, dims, values, device), is_launch=True)
     else:
         run(ck, "forward", dims, values, device)
     if recording:
         tapes[-1].record(Launch(ck, dims, args, device, snapshots))
 
 
-def check_constant_indices(ck, args):
-    """Constant indices the kernel writes in its source (``a[5]``) must lie inside the shapes
-    of the arrays it is launched with (release kernels do not check their indices)."""
-    for name, axis, lo, hi, line in ck.abi.const_indices:
-        a = args[ck.param_index(name)]
-        shape = getattr(a, "shape", None)
-        if shape is None or axis >= len(shape):
-            continue
-        bad = lo if lo < 0 else hi if hi >= shape[axis] else None
-        if bad is not None:
-            raise LaunchError(f"{ck.where(name)} is indexed with the constant {bad} on axis "
-                              f"{axis} (line {line}), outside its shape {tuple(shape)}"
-                              + (": negative indices are not wrapped" if bad < 0 else ""))
+def prepare(kernel, dims, args, device):
+    """``(compiled kernel, arguments, bound values)`` of a launch of ``kernel`` over ``dims``
+    with user arguments ``args``, after every launch-time check (nothing runs)."""
+    ck = compiled_of(kernel, device, args)
+    if ck.has_structs:
+        args = ck.flatten(args)
+    values = ck.bind(args, device)
+    if ck.abi.geometry_ids:
+        check_geometry_ids(ck, args, device)
+    if ck.abi.const_indices and _size(dims):  # (a launch of no threads reads nothing)
+        check_constant_indices(ck, args)
+    check_dims(ck, dims, args)
+    return ck, args, values
 
 
-def check_geometry_ids(ck, args, device):
-    """Every argument the kernel uses as a geometry id must be a live id of that kind (and the
-    objects live in host memory: a real GPU cannot read them yet)."""
-    from ..geometry.descriptors import check_id
-    if device.is_cuda:
-        from numba import config as numba_config
-        if not numba_config.ENABLE_CUDASIM:
-            raise LaunchError(f"kernel '{ck.key}' queries geometry objects, which weft keeps in "
-                              "host memory: launch it on the CPU (device='cpu'); CUDA kernels "
-                              "read them under Numba's CUDA simulator only")
-    for name, kind in ck.abi.geometry_ids:
-        msg = check_id(args[ck.param_index(name)], kind, ck.where(name))
-        if msg is not None:
-            raise LaunchError(msg)
+class FastLaunch:
+    """The common small launch without its bookkeeping: a release CPU kernel launched on at
+    most ``config.serial_threshold`` threads in one dimension, with no tape recording or
+    holding records, no graph capture and no FP verification, runs its serial forward entry
+    after the per-argument checks of :meth:`CompiledKernel.bind` (the same converters) and the
+    size check of the arrays indexed by the thread index. Anything else (a conversion the fast
+    converters do not take, another device, a struct, geometry id or constant-index parameter)
+    takes the general path, which checks and reports."""
 
+    __slots__ = ("fn", "convs", "checks", "options")
 
-def check_dims(ck, dims, args):
-    """Launch-time checks of ``dims`` against the kernel: as many dimensions as ``wp.tid()``
-    unpacks into, and arrays indexed by the thread's indices on every path at least as large
-    as the launch (else the kernel would run past their end)."""
-    tid_dims = ck.abi.tid_dims
-    if tid_dims > 1 and len(dims) != tid_dims:
-        raise LaunchError(f"kernel '{ck.key}' unpacks wp.tid() into {tid_dims} indices but was "
-                          f"launched with dim={dims}")
-    for name, axes in ck.abi.thread_indexed:
-        a = args[ck.param_index(name)]
-        shape = a.shape if isinstance(a, array) else None
-        if shape is None:
-            continue
-        for k, axis in enumerate(axes):
-            need = dims[axis or 0] if (axis or 0) < len(dims) else 0
-            if k < len(shape) and shape[k] < need:
-                raise LaunchError(
-                    f"kernel '{ck.key}' indexes array '{name.replace('__', '.')}' by the thread "
-                    f"index on every thread, but its dimension {k} has {shape[k]} elements and "
-                    f"the launch has {need} threads along it (dim={dims})")
+    def __init__(self, ck, fn):
+        self.fn = fn
+        self.convs = [conv for _, _, conv in ck._converters]
+        self.checks = ck.first_index_checks
+        self.options = ck.kernel.options
+
+    @staticmethod
+    def enable(ck, fn):
+        abi = ck.abi
+        if (not ck.kernel.is_generic and not ck.has_structs and not abi.geometry_ids and
+                not abi.const_indices and abi.tid_dims <= 1 and abi.debug_sites is None):
+            ck.kernel._fast = FastLaunch(ck, fn)  # release builds only: no error word passed
+
+    def run(self, dim, inputs, outputs, device):
+        """Launch and return True, or return False for the general path."""
+        if (type(dim) is not int or not 0 <= dim < config.serial_threshold or _tapes
+                or hazards._LIVE or _captures_open[0] or config.verify_fp
+                or (self.options.get("mode") or config.mode) != "release"):
+            return False
+        if device is None:
+            if D._current[-1] is not D._CPU:
+                return False
+        elif device is not D._CPU and device != "cpu":
+            return False
+        args = [*inputs, *outputs]
+        convs = self.convs
+        if len(args) != len(convs):
+            return False
+        values = []
+        for conv, a in zip(convs, args):
+            v = conv(a, D._CPU)
+            if v is None:
+                return False
+            values.append(v)
+        for i, k in self.checks:
+            if values[i].shape[k] < dim:
+                return False
+        self.fn((dim,), *values)
+        return True
 
 
 # ------------------------------------------------------------------------ running entries
+
+def bound_forward(ck, dims, values, device):
+    """``(fn, args)``: the forward of one launch, to be called later as ``fn(*args)`` exactly as
+    :func:`run` would call it now (graph capture). Release CPU launches bind the entry itself;
+    CUDA, debug builds and ``verify_fp`` go through :func:`run`."""
+    if device.is_cuda or ck.abi.debug_sites is not None or config.verify_fp:
+        return (lambda: run(ck, "forward", dims, values, device)), None
+    n = dims[0] if len(dims) == 1 else _size(dims)
+    return ck.entry("forward", "serial" if n < config.serial_threshold else "cpu"), \
+        (dims, *values)
+
 
 def run(ck, kind, dims, values, device):
     """Call the generated ``kind`` function of compiled kernel ``ck`` over ``dims``."""
@@ -183,9 +186,8 @@ def run(ck, kind, dims, values, device):
             # plain accumulation at "own" indices would race; run it without threads
             target = "serial"
         fn = ck.entry(kind, target)
-        if kind == "forward" and target == "serial" and ck.abi.tid_dims <= 1 and \
-                ck.abi.debug_sites is None:
-            ck.serial_forward = fn  # release builds only: the fast path passes no error word
+        if kind == "forward" and target == "serial" and ck.kernel._fast is None:
+            FastLaunch.enable(ck, fn)
         _call(ck, kind, fn, dims, values)
         return
     if _size(dims) == 0:
@@ -271,43 +273,6 @@ def _call_once(ck, kind, fn, dims, values, extra=()):
             raise index_error(ck, kind, dims, report, values)
     if config.verify_fp:
         verify_fp(ck, kind, values)
-
-
-def index_error(ck, kind, dims, report, values):
-    from ..errors import KernelIndexError
-    array, where, text, pass_kind = ck.abi.debug_sites[int(report[0]) - 1]
-    index, axis, n = (int(v) for v in report[1:4])
-    why = "negative" if index < 0 else "out of bounds"
-    base = array.split(" of ")[-1].replace(".", "__")  # the adjoint of s.x -> s__x
-    shape = ""
-    if base in ck.types and not array.startswith("a view"):
-        shape = f" with shape {values[ck.param_index(base)].shape[:ck.types[base].ndim]}"
-    return KernelIndexError(
-        f"kernel '{ck.key}' ({pass_kind} pass, launch dim={dims}): index {index} is {why} for "
-        f"axis {axis} of array '{array}'{shape} (length {n} along that axis)\n"
-        f"    at {where}: {text}")
-
-
-def verify_fp(ck, kind, values):
-    """``wp.config.verify_fp``: the arrays a launch wrote hold no NaN or Inf."""
-    from ..errors import KernelFloatError
-    n = len(ck.params)
-    if kind == "forward":
-        written = [(name, values[ck.param_index(name)]) for name in ck.abi.writes]
-    else:
-        field = "adjoint" if kind == "adjoint" else "tangent"
-        shadows = [p for p in ck.abi.params if getattr(p, field) is not None]
-        written = [(f"{getattr(p, field)}", v) for p, v in zip(shadows, values[n:])]
-    for name, data in written:
-        if data is None or not np.issubdtype(data.dtype, np.floating):
-            continue
-        host = data if isinstance(data, np.ndarray) else data.copy_to_host()
-        bad = ~np.isfinite(host)
-        if bad.any():
-            first = np.argwhere(bad)[0]
-            raise KernelFloatError(f"kernel '{ck.key}' ({kind}): array '{name}' holds "
-                                   f"{int(bad.sum())} non-finite value(s) (NaN or Inf), the first "
-                                   f"at index {tuple(int(i) for i in first)}")
 
 
 def _invoke(ck, kind, fn, dims, values):
@@ -403,7 +368,6 @@ def overwrite_snapshots(ck, args, values):
     """Copies of the arrays the kernel reads and then overwrites (see ``weft.config``)."""
     import warnings
     mode = config.overwrite_gradients
-    src = ck.kernel.parsed()
     snaps = {}
     for name, read_line, write_line, own in ck.abi.overwrites:
         if mode == "snapshot" and own:
@@ -418,6 +382,7 @@ def overwrite_snapshots(ck, args, values):
                f"{write_line}) by this kernel;{why} the adjoint would replay from the "
                "overwritten values. Write to another array, or set "
                "wp.config.overwrite_gradients = 'snapshot'.")
+        src = ck.kernel.parsed()
         line = src.lines[write_line - 1] if write_line <= len(src.lines) else None
         err = KernelError(msg, src.filename, write_line, len(line) - len(line.lstrip()) if line
                           else 0, line, ck.key)
@@ -473,9 +438,9 @@ class Launch:
 
     def reads(self):
         """``(parameter index, array)`` of the memory the adjoint will read again."""
-        ck = self.compiled
-        return [(i, self.args[i]) for i in map(ck.param_index, ck.abi.reads)
-                if i not in self.snapshots and isinstance(self.args[i], array)]
+        args, snaps = self.args, self.snapshots
+        return [(i, args[i]) for i in self.compiled.read_indices
+                if i not in snaps and isinstance(args[i], array)]
 
     def backward(self):
         ck = self.compiled
