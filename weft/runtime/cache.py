@@ -283,6 +283,9 @@ def _import(full, path, text, cpu):
     """Execute the module (from its file when it has one, so Numba can cache its machine
     code beside it) and register it in ``sys.modules``."""
     import types
+    if cpu:
+        from .numba_start import start
+        start()
     mod = types.ModuleType(full)
     # the module's functions get weft's verified cache (diskcache.protect), not Numba's own
     # (which would also create __pycache__ folders); without a file they compile in memory
