@@ -28,12 +28,14 @@ sys.path.insert(0, ROOT)
 
 import weft as wp  # noqa: E402
 from tests.gradcheck import Arr, check  # noqa: E402
-from weft.stdlib import decomp, interp, linalg, noise, quat  # noqa: E402
+from weft.stdlib import decomp, interp, linalg, noise, quat, spatial  # noqa: E402
 
-MODULES = (quat, linalg, interp, noise, decomp)
+MODULES = (quat, linalg, interp, noise, decomp, spatial)
 WORD_TYPES = {"Float": "wp.float64", "quat": "wp.quatd", "transform": "wp.transformd",
               "vec": "wp.vec3d", "mat": "wp.mat33d", "matN": "wp.mat33d"}
 INTS = {"Int": ("int", 3), "uint32": ("wp.uint32", 42)}
+# integer arguments of builtins that take axis indices (an axis sequence, in order)
+INT_ARGS = {"quat_to_euler": [2, 0, 1], "quat_from_euler": [1, 2, 0]}
 # inputs where random normal values leave the builtin's domain or sit on a kink
 SPECIAL = {
     "smoothstep": lambda rng, n: [np.full(n, -0.5), np.full(n, 1.5), rng.uniform(0.1, 0.9, n)],
@@ -86,7 +88,11 @@ def parse(sig):
         if "[" in m.group(1):
             break
         (outputs if m.group(2) in out_names else inputs).append((m.group(2), m.group(3)))
-    result = tail.split()[0] if tail.strip() else None
+    tail = tail.strip()
+    if tail.startswith("("):  # several results: a tuple of type words
+        result = tail[1:tail.index(")")].replace(" ", "").split(",")
+    else:
+        result = tail.split()[0] if tail else None
     return inputs, outputs, result
 
 
@@ -112,7 +118,10 @@ def kernel_source(kname, name, sig):
         body.append(f"    {var} = {type_of(w)}()" if w != "Float" else
                     f"    {var} = wp.float64(0.0)")
     call = f"wp.{name}({', '.join(args + [v for v, _ in results])})"
-    if result is not None:
+    if isinstance(result, list):
+        results = [(f"r{k}", w) for k, w in enumerate(result)]
+        body.append(f"    {', '.join(v for v, _ in results)} = {call}")
+    elif result is not None:
         results = [("r", result)]
         body.append(f"    r = {call}")
     else:
@@ -136,13 +145,18 @@ def run_case(kernel, name, sig, rng, n=2):
     special = SPECIAL.get(name)
     values = special(rng, n) if special else None
     ins, k_float = [], 0
+    ints = list(INT_ARGS.get(name, []))
     for k, (_, w) in enumerate(inputs):
         if w in INTS:
-            ins.append(INTS[w][1])
+            ins.append(ints.pop(0) if ints else INTS[w][1])
             continue
         t, shape = shape_of(type_of(w))
         if values is not None:
-            data = np.asarray(values[k_float], dtype=np.float64).reshape((n,) + shape)
+            data = np.asarray(values[k_float], dtype=np.float64)
+            if data.ndim == 3 and data.shape[1:] != shape:  # the block of a larger identity
+                block, data = data, np.tile(np.eye(*shape), (n, 1, 1))
+                data[:, :block.shape[1], :block.shape[2]] = block
+            data = data.reshape((n,) + shape)
         elif w == "quat":
             data = _unit_quats(rng, n)
         elif w == "transform":
@@ -154,7 +168,8 @@ def run_case(kernel, name, sig, rng, n=2):
         k_float += 1
         ins.append(Arr(data, t))
     outs = []
-    for _, w in (outputs if result is None else [("r", result)]):
+    for _, w in (outputs if result is None else [("r", w) for w in result]
+                 if isinstance(result, list) else [("r", result)]):
         t, shape = shape_of(type_of(w))
         outs.append(Arr(np.zeros((n,) + shape), t))
     check(kernel, n, ins, outs, rtol=1e-5, atol=1e-7)

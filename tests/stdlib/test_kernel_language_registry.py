@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from weft.stdlib import decomp, interp, linalg, noise, quat
+from weft.stdlib import decomp, interp, linalg, noise, quat, spatial
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -25,7 +25,7 @@ def test_every_kernel_language_builtin_has_exact_derivatives(tmp_path):
     failures = [ln for ln in lines if ln.startswith("FAIL")]
     assert not failures, "\n".join(failures)
     covered = set(lines[-1].split()[1:])
-    public = {n for m in (quat, linalg, interp, noise, decomp) for n in m.FUNCS}
+    public = {n for m in (quat, linalg, interp, noise, decomp, spatial) for n in m.FUNCS}
     no_float_inputs = {"quat_identity", "transform_identity"}
     assert covered == public - no_float_inputs, public - no_float_inputs - covered
     assert sum(ln.startswith("OK") for ln in lines) >= 55  # signatures, not builtins

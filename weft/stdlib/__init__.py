@@ -12,8 +12,8 @@ from . import arith, arrays, effects, geometry, lang, random, scalar, vector  # 
 
 def namespace():
     """``{name: declaration}`` of every public name kernels can call."""
-    from . import decomp, interp, linalg, noise, quat
+    from . import decomp, interp, linalg, noise, quat, spatial
     out = dict(registry.NAMESPACE)
-    for module in (quat, interp, linalg, noise, decomp):
+    for module in (quat, interp, linalg, noise, decomp, spatial):
         out.update(module.FUNCS)
     return out

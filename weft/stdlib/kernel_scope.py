@@ -11,6 +11,7 @@ kernel-language builtins, ``func`` and its rule decorators) without importing th
 the stdlib's declarations stay below it. Names are looked up when a kernel using them is
 compiled, so modules of the stdlib can refer to one another's builtins.
 """
+from .. import constants as _constants
 from .. import types as _types
 from ..lang import (BUILTIN_FUNCS, builtin_func, func, func_grad, func_replay,  # noqa: F401
                     func_tangent)
@@ -20,6 +21,8 @@ from .registry import NAMESPACE
 def __getattr__(name):
     if hasattr(_types, name):
         return getattr(_types, name)
+    if name in _constants.__all__:
+        return getattr(_constants, name)
     if name in _types.VECTOR_ALIASES:
         return _types.VECTOR_ALIASES[name]
     decl = NAMESPACE.get(name) or BUILTIN_FUNCS.get(name)

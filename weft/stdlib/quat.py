@@ -145,7 +145,8 @@ def quat_slerp(q0, q1, t):
     return q0 * quat_from_axis_angle(axis, t * angle)
 
 
-@builtin_func(['quat_from_matrix(m: mat33) -> quat'])
+@builtin_func(['quat_from_matrix(m: mat33) -> quat',
+               'quat_from_matrix(m: mat44) -> quat  (its upper 3 x 3 block)'])
 def quat_from_matrix(m):
     """The rotation quaternion of a 3x3 rotation matrix (Warp's branch on the trace)."""
     z0 = m[0, 0] * 0.0

@@ -58,6 +58,13 @@ class bool_not:
         return Ex(ast.UnaryOp(ast.Not(), x.node), T.bool)
 
 
+@builtin("unot", ["unot(a: bool) -> bool  (Warp's name of `not a`)"],
+         all_same(lambda t: t is T.bool, arity=1), differentiable=False)
+class unot:
+    def primal(a):
+        return Ex(ast.UnaryOp(ast.Not(), a.node), T.bool)
+
+
 # ----------------------------------------------------------------------------- integer ops
 
 def _int_binop(name, helper_or_op, sig):
@@ -67,7 +74,7 @@ def _int_binop(name, helper_or_op, sig):
                 return cast(call(helper_or_op, a, b), a.type)
             return Ex(wrap_int(ast.BinOp(a.node, helper_or_op(), b.node), a.type), a.type)
 
-    builtin(name, [sig], all_same(T.is_int), differentiable=False, public=False)(rules)
+    builtin(name, [sig], all_same(T.is_int), differentiable=False)(rules)
 
 
 _int_binop("bit_and", ast.BitAnd, "a & b (integers of one type)")
@@ -86,8 +93,7 @@ class bit_count:
         return call("_wk.bit_count", cast(x, T.int64), const(width, T.int64), type_=T.int32)
 
 
-@builtin("invert", ["~a (integer)"], all_same(T.is_int, arity=1), differentiable=False,
-         public=False)
+@builtin("invert", ["~a (integer)"], all_same(T.is_int, arity=1), differentiable=False)
 class invert:
     def primal(a):
         return Ex(wrap_int(ast.UnaryOp(ast.Invert(), a.node), a.type), a.type)
@@ -112,7 +118,7 @@ class mod:
 
 
 @builtin("floordiv", ["floordiv(a: Scalar, b: Scalar) -> Scalar"], all_same(numeric_scalar),
-         differentiable=False, public=False)
+         differentiable=False)
 class floordiv:
     def primal(a, b):
         if T.is_int(a.type):

@@ -42,6 +42,9 @@ def _construct_resolve(types, attrs):
     if t._wp_kind_ == "quaternion" and len(types) == 2 and types[0] == T.vector(3, st) \
             and types[1] is st:
         return t  # quaternion(v, w): imaginary part and real part
+    if t._wp_kind_ == "vector" and t._length_ == 6 and len(types) == 2 and \
+            all(x == T.vector(3, st) for x in types):
+        return t  # spatial_vector(w, v): angular and linear parts
     return None
 
 
@@ -61,7 +64,8 @@ def _construct_parts(args, t):
 
 
 @builtin("construct", ["vec3(x, y, z) / vec3(s) / vec3() / mat33(9 scalars) / mat33(row0, row1,"
-                       " row2) / vec3d(v: vec3f) / transform(p, q) / quat(v: vec3, w)"],
+                       " row2) / vec3d(v: vec3f) / transform(p, q) / quat(v: vec3, w) / "
+                       "spatial_vector(w: vec3, v: vec3)"],
          _construct_resolve, public=False)
 class construct:
     def primal(*args, type):
