@@ -1403,6 +1403,10 @@ def log2(*args: _Any, **kwargs: _Any) -> _Any:
     """log2(x: Float) -> Float"""
 
 
+def lower_bound(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.lower_bound (kernel language)"""
+
+
 def lshift(*args: _Any, **kwargs: _Any) -> _Any:
     """a << b (integers of one type)"""
 

@@ -169,3 +169,31 @@ def test_spatial_vector_from_two_vectors_and_python_scope_helpers():
     np.testing.assert_allclose(np.array(e), WARP_EULER[2], atol=2e-6)
     with pytest.raises(Exception, match="quat_to_euler"):
         wp.quat_to_euler(wp.vec3(1.0, 2.0, 3.0), 0, 1, 2)
+
+
+@wp.kernel
+def searches(a: wp.array(dtype=float), q: wp.array(dtype=float), out: wp.array(dtype=int),
+             ia: wp.array(dtype=wp.int64)):
+    i = wp.tid()
+    out[i] = wp.lower_bound(a, q[i])
+    out[i + 6] = wp.lower_bound(a, 1, 4, q[i])
+    out[i + 12] = wp.lower_bound(ia, wp.int64(i))
+
+
+def test_lower_bound_is_warps_binary_search():
+    a = wp.array(np.array([0.5, 1.0, 1.0, 2.0, 3.5], np.float32), dtype=float)
+    q = wp.array(np.array([-1.0, 0.5, 0.9, 1.0, 2.5, 9.0], np.float32), dtype=float)
+    ia = wp.array(np.array([0, 2, 2, 5], np.int64), dtype=wp.int64)
+    out = wp.zeros(18, dtype=int)
+    wp.launch(searches, 6, inputs=[a, q, out, ia])
+    assert out.numpy().reshape(3, 6).tolist() == [  # Warp 1.19's output
+        [0, 0, 1, 1, 4, 4], [1, 1, 1, 1, 3, 3], [0, 1, 1, 3, 3, 3]]
+
+
+def test_lower_bound_misuse_is_located():
+    @wp.kernel
+    def bad(a: wp.array2d(dtype=float), out: wp.array(dtype=int)):
+        out[0] = wp.lower_bound(a, 1.0)
+
+    with pytest.raises(wp.KernelError, match="1-D array of scalars"):
+        wp.launch(bad, 1, inputs=[wp.zeros((2, 2), dtype=float), wp.zeros(1, dtype=int)])

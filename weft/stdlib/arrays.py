@@ -87,3 +87,26 @@ def alloc_local(ctx, node):
     v = ctx.new_temp(t, "local")
     ctx.add(ir.Assign(v, ir.Prim(lookup("alloc_local"), [], {"value": value}), ctx.loc(node)))
     return v
+
+
+@special_form("lower_bound", "lower_bound(arr, value) / lower_bound(arr, begin, end, value) -> "
+              "int: the first index of sorted 1-D arr (in [begin, end)) whose element is not "
+              "below value (the last index of the range when none is)")
+def lower_bound(ctx, node):
+    """Warp's binary search: ``_lower_bound`` in the kernel language, for any scalar dtype."""
+    if node.keywords or len(node.args) not in (2, 4):
+        raise ctx.fail(node, "wp.lower_bound takes (arr, value) or (arr, begin, end, value)")
+    arr = ctx.expr(node.args[0])
+    if not isinstance(arr.type, T.ArrayType) or arr.type.ndim != 1 or \
+            not T.is_scalar(arr.type.dtype):
+        raise ctx.fail(node.args[0], "wp.lower_bound needs a 1-D array of scalars, got "
+                       f"{T.type_name(arr.type)}")
+    value = ctx.store_coerced(arr, ctx.expr(node.args[-1]), node.args[-1])
+    from .search import array_lower_bound, range_lower_bound
+    if len(node.args) == 2:
+        return ctx.call_func(array_lower_bound, node, [arr, value], 2)
+    begin, end = (ctx.adapt_literal(ctx.expr(a), T.int32) for a in node.args[1:3])
+    if not (T.is_int(begin.type) and T.is_int(end.type)):
+        raise ctx.fail(node, "wp.lower_bound(arr, begin, end, value): begin and end are "
+                       "integers")
+    return ctx.call_func(range_lower_bound, node, [arr, begin, end, value], 4)
