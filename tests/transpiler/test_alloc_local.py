@@ -65,3 +65,61 @@ def test_buffers_of_constants_do_not_block_gradients():
         wp.launch(counts_then_scale, 4, inputs=[x], outputs=[out])
     tape.backward(grads={out: np.ones(4)})
     np.testing.assert_allclose(x.grad.numpy(), 3.0)
+
+
+@wp.struct
+class Particle:
+    mass: float
+    vel: wp.vec3
+
+
+@wp.struct
+class HasArray:
+    data: wp.array(dtype=float)
+
+
+@wp.kernel
+def composite_buffers(x: wp.array(dtype=wp.vec3), total: wp.array(dtype=wp.vec3),
+                      momentum: wp.array(dtype=wp.vec3), frames: wp.array(dtype=wp.mat22)):
+    i = wp.tid()
+    vs = wp.alloc_local(wp.vec3, 3)
+    ps = wp.alloc_local(Particle, 3)
+    ms = wp.alloc_local(wp.mat22, 2)
+    for k in range(3):
+        vs[k] = x[i] * float(k + 1)
+        p = Particle()
+        p.mass = float(k) + 0.5
+        p.vel = vs[k]
+        ps[k] = p
+    s = wp.vec3()
+    m = wp.vec3()
+    for k in range(3):
+        s = s + vs[k]
+        m = m + ps[k].mass * ps[k].vel
+    ms[1] = wp.mat22(1.0, 2.0, 3.0, 4.0)
+    ms[0] = ms[1] * 2.0
+    total[i] = s
+    momentum[i] = m
+    frames[i] = ms[0]
+
+
+def test_buffers_of_vectors_matrices_and_structs():
+    x = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 0.0]], np.float32)
+    total = wp.zeros(2, dtype=wp.vec3)
+    momentum = wp.zeros(2, dtype=wp.vec3)
+    frames = wp.zeros(2, dtype=wp.mat22)
+    wp.launch(composite_buffers, 2, inputs=[wp.array(x, dtype=wp.vec3), total, momentum,
+                                            frames])
+    np.testing.assert_allclose(total.numpy(), 6.0 * x)
+    np.testing.assert_allclose(momentum.numpy(), (0.5 * 1 + 1.5 * 2 + 2.5 * 3) * x)
+    np.testing.assert_allclose(frames.numpy(), [[[2.0, 4.0], [6.0, 8.0]]] * 2)
+
+
+def test_a_struct_with_an_array_member_cannot_be_a_local_buffer():
+    @wp.kernel
+    def bad(out: wp.array(dtype=float)):
+        b = wp.alloc_local(HasArray, 2)
+        out[0] = b[0].data[0]
+
+    with pytest.raises(wp.KernelError, match="member 'data' is an array"):
+        wp.launch(bad, 1, inputs=[wp.zeros(1, dtype=float)])

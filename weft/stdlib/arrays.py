@@ -83,7 +83,21 @@ def alloc_local(ctx, node):
     value = 0 if value_node is None else ctx.static_value(value_node, "wp.alloc_local(value=...)")
     if not isinstance(value, (int, float)):
         raise ctx.fail(node, "the value of wp.alloc_local must be a number constant")
+    return _local_buffer(ctx, dtype, size, value, node)
+
+
+def _local_buffer(ctx, dtype, size, value, node):
+    """A local buffer of ``dtype``; of a struct, one buffer per member (as struct arrays are
+    split), each filled with ``value``."""
     t = T.ArrayType(dtype, 1, local=True, size=size)
+    if T.is_struct(dtype):
+        members = {}
+        for f, ft in T.struct_fields(dtype).items():
+            if isinstance(ft, T.ArrayType):
+                raise ctx.fail(node, f"wp.alloc_local of struct {T.type_name(dtype)}: member "
+                               f"'{f}' is an array, which a thread-local buffer cannot hold")
+            members[f] = _local_buffer(ctx, ft, size, value, node)
+        return ctx.struct_array(t, members)
     v = ctx.new_temp(t, "local")
     ctx.add(ir.Assign(v, ir.Prim(lookup("alloc_local"), [], {"value": value}), ctx.loc(node)))
     return v

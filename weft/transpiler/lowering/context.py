@@ -111,6 +111,12 @@ class Lowering:
         from .calls import apply_builtin
         return apply_builtin(self, builtin, args, node, attrs)
 
+    def struct_array(self, t, members):
+        """An array of structs ``t`` (an ArrayType of a struct) from one array per member
+        (``{member: array operand or nested struct array}``), as struct parameters are split."""
+        from .structs import StructArr
+        return StructArr(t, members)
+
     def call_func(self, func, node, args=None, n_given=None):
         from .calls import call_func
         return call_func(self, func, node, args, n_given)
