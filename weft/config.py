@@ -52,6 +52,10 @@ class DeterministicMode(_IntEnum):
 
 version = "1.19.0"  #: the Warp version whose Python API weft follows
 quiet = False
+#: a kernel whose transpiling, or the first call of one of its entries (Numba compiles it or
+#: loads it from the cache), takes longer than this many seconds prints one line saying so
+#: (as Warp's "Module ... took ... ms"); ``quiet = True`` silences it
+compile_message_seconds = 1.0
 verbose = False
 verbose_warnings = False
 verify_cuda = False

@@ -34,6 +34,7 @@ class CompiledKernel:
         self._index = {n: k for k, (n, _) in enumerate(self.params)}
         self.has_structs = any(A.is_structish(t) for _, t in self.user_params)
         self._entries = {}
+        self.called = set()  # entries called once (compiled or loaded by Numba)
         self._converters = [(n, t, A.fast_converter(t)) for n, t in self.params]
         self.read_indices = [self._index[n] for n in self.abi.reads]
         # (argument index, name, [(array dimension, launch axis)]) for launch.check_dims

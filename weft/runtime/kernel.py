@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 
 from ..lang import (Function, UserFunction, func, func_grad, func_replay,  # noqa: F401
                     func_tangent)
@@ -72,9 +73,18 @@ class Kernel(UserFunction):
                             "the arguments it is launched with (or wp.overload's)")
         ck = self._compiled.get((device_kind, mode, types))
         if ck is None:
+            import time
+
+            from .. import config
             from .compiled import CompiledKernel
+            t0 = time.perf_counter()
+            module = self._load_module(device_kind, mode, types)
+            took = time.perf_counter() - t0
+            if took > config.compile_message_seconds and not config.quiet:
+                print(f"weft: kernel '{self.key}' ({device_kind}, {mode}) transpiled and loaded "
+                      f"in {took * 1e3:.0f} ms", file=sys.stderr, flush=True)
             ck = self._compiled[(device_kind, mode, types)] = CompiledKernel(
-                self, device_kind, self._load_module(device_kind, mode, types), types)
+                self, device_kind, module, types)
         return ck
 
     def _load_module(self, device_kind, mode, types=None):

@@ -5,6 +5,8 @@ tape only calls it.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from .. import config
@@ -276,9 +278,23 @@ def _call_once(ck, kind, fn, dims, values, extra=()):
 
 
 def _invoke(ck, kind, fn, dims, values):
-    """Call one entry; a failure to compile generated code is weft's bug, reported as such."""
+    """Call one entry; a failure to compile generated code is weft's bug, reported as such. The
+    first call of an entry compiles it (or loads it from the cache): one that takes over a
+    second says so, unless ``wp.config.quiet``."""
+    first = fn not in ck.called
     try:
-        fn(dims, *values)
+        if first:
+            import time
+            t0 = time.perf_counter()
+            fn(dims, *values)
+            ck.called.add(fn)
+            took = time.perf_counter() - t0
+            if took > config.compile_message_seconds and not config.quiet:
+                where = getattr(fn, "__name__", kind)
+                print(f"weft: kernel '{ck.key}' {kind} ({where}) compiled and ran in "
+                      f"{took * 1e3:.0f} ms", file=sys.stderr, flush=True)
+        else:
+            fn(dims, *values)
     except Exception as exc:
         from numba.core.errors import NumbaError
         if isinstance(exc, NumbaError):

@@ -22,6 +22,8 @@ assemble   ``assemble``           the module's source text
 """
 from __future__ import annotations
 
+import ast
+import copy
 import os
 import sys
 
@@ -84,10 +86,23 @@ PIPELINE = [
 ]
 
 
+def _dump_stats(state):
+    """Generated code size per function: what Numba will have to compile."""
+    lines = []
+    for d in state.defs:
+        text = ast.unparse(ast.fix_missing_locations(copy.deepcopy(d)))
+        lines.append(f"    {d.name}: {text.count(chr(10)) + 1} lines, {len(text)} characters")
+    return "generated code size per function:\n" + "\n".join(lines)
+
+
 def run(state):
+    """Run every pass; ``WEFT_DUMP`` names passes whose state to print, ``stats`` the generated
+    code size per function, ``all`` everything."""
     dump = {p.strip() for p in os.environ.get("WEFT_DUMP", "").split(",") if p.strip()}
     for pass_name, fn, show in PIPELINE:
         state = fn(state)
         if pass_name in dump or "all" in dump:
             print(f"# ---- weft: after pass '{pass_name}' ----\n{show(state)}", file=sys.stderr)
+        if pass_name == "generate" and ("stats" in dump or "all" in dump):
+            print(f"# ---- weft: stats ----\n{_dump_stats(state)}", file=sys.stderr)
     return state

@@ -1,0 +1,51 @@
+"""A slow first call of an entry says what it compiled (wp.config.compile_message_seconds;
+wp.config.quiet silences it), and WEFT_DUMP=stats reports the generated code size."""
+import numpy as np
+import pytest
+
+import weft as wp
+
+
+@wp.kernel
+def twice(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = 2.0 * a[i]
+
+
+@pytest.fixture
+def settings():
+    saved = (wp.config.compile_message_seconds, wp.config.quiet)
+    yield
+    wp.config.compile_message_seconds, wp.config.quiet = saved
+
+
+def test_first_call_message_and_quiet(settings, capfd):
+    wp.config.compile_message_seconds = -1.0  # every first call is "slow"
+    wp.config.quiet = True
+    a = wp.array(np.ones(300, np.float32))
+    wp.launch(twice, 300, inputs=[a])
+    assert "weft:" not in capfd.readouterr().err
+    wp.config.quiet = False
+    b = wp.array(np.ones(3, np.float32))
+    wp.launch(twice, 3, inputs=[b])  # the serial entry: its first call
+    err = capfd.readouterr().err
+    assert "weft: kernel 'twice' forward (twice__fwd_serial) compiled and ran in" in err
+    wp.launch(twice, 3, inputs=[b])
+    assert "weft:" not in capfd.readouterr().err  # once per entry
+    np.testing.assert_array_equal(b.numpy(), 4.0)
+
+
+@pytest.mark.cold
+def test_weft_dump_stats_reports_code_size(monkeypatch, capfd, tmp_path):
+    monkeypatch.setenv("WEFT_DUMP", "stats")
+    monkeypatch.setenv("WEFT_CACHE_DIR", str(tmp_path))  # a cache miss: the passes run
+
+    @wp.kernel
+    def fresh_stats_kernel(a: wp.array(dtype=float)):
+        i = wp.tid()
+        a[i] = wp.sin(a[i])
+
+    wp.launch(fresh_stats_kernel, 2, inputs=[wp.zeros(2, dtype=float)])
+    err = capfd.readouterr().err
+    assert "generated code size per function" in err
+    assert "fresh_stats_kernel__adj:" in err and " lines, " in err
