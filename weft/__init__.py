@@ -52,6 +52,7 @@ _host.install()  # builtins called at Python scope run their generated code
 # PyTree of gradients; wp.grad(f) of a func or builtin keeps its kernel meaning (weft.tree.grad)
 from . import tree  # noqa: E402,F401
 from .tree import grad, enable_grad, disable_grad, set_grad, detach  # noqa: E402,F401
+from .custom import CustomOp, custom  # noqa: E402,F401
 
 
 def constant(value):
