@@ -53,6 +53,7 @@ _host.install()  # builtins called at Python scope run their generated code
 from . import tree  # noqa: E402,F401
 from .tree import grad, enable_grad, disable_grad, set_grad, detach  # noqa: E402,F401
 from .custom import CustomOp, custom  # noqa: E402,F401
+from .loop import loop  # noqa: E402,F401
 
 
 def constant(value):

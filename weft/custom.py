@@ -245,6 +245,10 @@ class Node:
     def reads(self):
         return [(k, a) for k, a in enumerate(self.in_arrays) if k not in self.snapshots]
 
+    def io_arrays(self):
+        """``(read, written)`` arrays (for ``wp.loop``'s search of a body's parameters)."""
+        return list(self.in_arrays), list(self.io.outputs)
+
     def _check_unchanged(self):
         for k, crc in self.checks.items():
             if k not in self.snapshots and hazards.checksum(self.in_arrays[k]._data) != crc:
