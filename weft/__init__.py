@@ -49,7 +49,12 @@ from .runtime import host as _host  # noqa: E402
 _host.install()  # builtins called at Python scope run their generated code
 
 
-from .stdlib.lang import grad_of as grad  # noqa: E402  (wp.grad(f) in kernels)
+# the Dr.Jit layer: PyTrees, custom differentiable ops, checkpointed loops. wp.grad(tree) is the
+# PyTree of gradients; wp.grad(f) of a func or builtin keeps its kernel meaning (weft.tree.grad)
+from . import tree  # noqa: E402,F401
+from .tree import grad, enable_grad, disable_grad, set_grad, detach  # noqa: E402,F401
+from .custom import CustomOp, custom  # noqa: E402,F401
+from .loop import loop  # noqa: E402,F401
 
 
 def constant(value):

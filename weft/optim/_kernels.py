@@ -20,6 +20,22 @@ def flat(a):
     return a if a.ndim == 1 else a.flatten()
 
 
+def param_list(params, count=None, who=None):
+    """The arrays of ``params`` (a list of arrays as Warp takes them, or any PyTree of arrays,
+    flattened in traversal order); None stays None. With ``count``: a gradient list, which
+    must hold that many arrays."""
+    from ..pytree import is_array, is_tree, leaves
+    if params is None or (type(params) is list and all(map(is_array, params))):
+        out = params
+    elif is_array(params) or is_tree(params):
+        out = leaves(params)
+    else:
+        out = params
+    if count is not None and len(out) != count:
+        raise ValueError(f"{who}: {count} parameter arrays but {len(out)} gradients")
+    return out
+
+
 def check_pair(opt, params, grad):
     from ..typeinfo import type_repr
     if params.dtype is not grad.dtype:

@@ -7,7 +7,7 @@ from .. import types as T
 from ..runtime.array_ops import zeros
 from ..runtime.kernel import kernel
 from ..runtime.launch import launch
-from ._kernels import check_pair, flat, is_float_based, kernel_for
+from ._kernels import check_pair, flat, is_float_based, kernel_for, param_list
 
 
 def _moment_dtype(dtype):
@@ -93,8 +93,9 @@ class Adam:
         self.t = 0
 
     def set_params(self, params):
-        """Set the arrays to optimize and (re)allocate their moment buffers."""
-        self.params = params
+        """Set the arrays to optimize (a list, or any PyTree of arrays: its arrays in
+        traversal order) and (re)allocate their moment buffers."""
+        params = self.params = param_list(params)
         if params is not None and isinstance(params, list) and params:
             if len(self.m) != len(params):
                 self.m = [None] * len(params)
@@ -119,9 +120,11 @@ class Adam:
         self.t = 0
 
     def step(self, grad):
-        """One update of every parameter array with the gradient arrays ``grad``."""
+        """One update of every parameter array with the gradient arrays ``grad`` (a list, or a
+        PyTree of the parameters' structure such as ``wp.grad(params)``)."""
         if self.params is None:
             raise RuntimeError("Adam parameters must be set before calling step(), got None")
+        grad = param_list(grad, len(self.params), "Adam.step")
         for i, p in enumerate(self.params):
             Adam.step_detail(grad[i], self.m[i], self.v[i], self.lr, self.beta1, self.beta2,
                              self.t, self.eps, p)

@@ -6,7 +6,7 @@ from .. import types as T
 from ..runtime.array_ops import zeros_like
 from ..runtime.kernel import kernel
 from ..runtime.launch import launch
-from ._kernels import check_pair, flat, is_float_based, kernel_for
+from ._kernels import check_pair, flat, is_float_based, kernel_for, param_list
 
 
 def _make_sgd(dtype):
@@ -59,8 +59,9 @@ class SGD:
         self.t = 0
 
     def set_params(self, params):
-        """Set the arrays to optimize and (re)allocate their momentum buffers."""
-        self.params = params
+        """Set the arrays to optimize (a list, or any PyTree of arrays: its arrays in
+        traversal order) and (re)allocate their momentum buffers."""
+        params = self.params = param_list(params)
         if params is not None and isinstance(params, list) and params:
             if len(self.b) != len(params):
                 self.b = [None] * len(params)
@@ -78,9 +79,11 @@ class SGD:
         self.t = 0
 
     def step(self, grad):
-        """One update of every parameter array with the gradient arrays ``grad``."""
+        """One update of every parameter array with the gradient arrays ``grad`` (a list, or a
+        PyTree of the parameters' structure such as ``wp.grad(params)``)."""
         if self.params is None:
             raise RuntimeError("SGD parameters must be set before calling step(), got None")
+        grad = param_list(grad, len(self.params), "SGD.step")
         for i, p in enumerate(self.params):
             SGD.step_detail(grad[i], self.b[i], self.lr, self.momentum, self.dampening,
                             self.weight_decay, self.nesterov, self.t, p)

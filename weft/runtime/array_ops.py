@@ -15,6 +15,7 @@ import typing
 
 import numpy as np
 
+from .. import pytree
 from .. import types as T
 from .array import _as_dtype, _as_shape, array
 
@@ -26,14 +27,19 @@ def _shape(shape, n=None):
 
 
 def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, n=None, **kw):
-    """An array of zeros: ``wp.zeros(10, dtype=wp.vec3, requires_grad=True)``."""
+    """An array of zeros: ``wp.zeros(10, dtype=wp.vec3, requires_grad=True)``; given a PyTree
+    type (a dataclass or ``WEFT_STRUCT`` class) and a shape, an instance of it whose array
+    fields are zeros of that shape: ``wp.zeros(State, 100)``."""
+    if isinstance(shape, type) and pytree.is_tree_type(shape):
+        return _tree_of(zeros, shape, dtype, n, device, requires_grad)
     return array(shape=_shape(shape, n), dtype=_as_dtype(dtype), device=device,
                  requires_grad=requires_grad, pinned=pinned,
                  retain_grad=kw.get("retain_grad", False))
 
 
 def empty(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, n=None, **kw):
-    """An array (zeroed in weft; Warp leaves it uninitialised)."""
+    """An array (zeroed in weft; Warp leaves it uninitialised); a PyTree type as for
+    ``zeros``."""
     return zeros(shape, dtype, device, requires_grad, pinned, n, **kw)
 
 
@@ -78,12 +84,17 @@ def _value_dtype(value):
 
 
 def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, n=None, **kw):
-    """An array of ones (vectors and matrices of ones)."""
+    """An array of ones (vectors and matrices of ones); a PyTree type as for ``zeros``."""
+    if isinstance(shape, type) and pytree.is_tree_type(shape):
+        return _tree_of(ones, shape, dtype, n, device, requires_grad)
     return full(shape, 1, dtype, device, requires_grad, pinned, n, **kw)
 
 
 def zeros_like(src, device=None, requires_grad=None, pinned=None, **kw):
-    """Zeros of ``src``'s shape and dtype (and ``requires_grad`` unless given)."""
+    """Zeros of ``src``'s shape and dtype (and ``requires_grad`` unless given); for a PyTree,
+    the PyTree of the zeros of its arrays."""
+    if not isinstance(src, array) and pytree.is_tree(src):
+        return pytree.map_tree(lambda a: zeros_like(a, device, requires_grad), src)
     rg = src.requires_grad if requires_grad is None else requires_grad
     return zeros(src.shape, src.dtype, device or src.device, rg)
 
@@ -104,11 +115,38 @@ def clone(src, device=None, requires_grad=None, pinned=None, **kw):
     """A contiguous copy of ``src`` in new memory, made as Warp 1.19 makes it: an empty array
     (with a gradient when ``requires_grad``, by default when ``src`` has one) and ``wp.copy``, so
     the gradient is copied too when both have one, and inside a ``wp.Tape`` the clone is
-    recorded (its adjoint adds the clone's gradient to ``src``'s)."""
+    recorded (its adjoint adds the clone's gradient to ``src``'s). A PyTree gives the PyTree of
+    the clones of its arrays."""
+    if not isinstance(src, array) and pytree.is_tree(src):
+        return pytree.map_tree(lambda a: clone(a, device, requires_grad), src)
     rg = src.requires_grad if requires_grad is None else requires_grad
     out = empty(src.shape, dtype=src.dtype, device=device or src.device, requires_grad=rg)
     copy(out, src)
     return out
+
+
+def _tree_of(make, tp, shape, n, device, requires_grad):
+    """``make(shape, dtype)`` for every array field of PyTree type ``tp`` (``wp.zeros(tp,
+    shape)``: the shape comes in the dtype position, or as ``n=``)."""
+    if n is not None:
+        shape = n
+    if isinstance(shape, type) or shape is None or isinstance(shape, str):
+        raise TypeError(f"wp.{make.__name__}({tp.__name__}, shape): give the shape of the "
+                        f"arrays of the PyTree type {tp.__name__} (an int or a tuple), got "
+                        f"{shape!r}")
+    shape = _as_shape(shape)
+
+    def leaf(ft, where):
+        if isinstance(ft, T.ArrayType) or (getattr(ft, "_weft_array_", False) and
+                                           not isinstance(ft, type)):
+            ft = ft.dtype  # a field annotated wp.array(dtype=...) or wp.array[...]
+        try:
+            dtype = _as_dtype(ft)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"wp.{make.__name__}: field {where} has type {ft!r}, which is "
+                            f"neither a weft value type nor a PyTree type ({exc})") from None
+        return make(shape, dtype, device=device, requires_grad=requires_grad)
+    return pytree.build(tp, leaf)
 
 
 def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False,

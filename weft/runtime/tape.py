@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LaunchError
+from ..pytree import TreeDict, pairs
 from . import hazards
 from .array import array
 
@@ -38,7 +39,7 @@ class Tape:
 
     def __init__(self):
         self.launches = []
-        self.gradients = {}
+        self.gradients = TreeDict()  # also answers PyTree keys: tape.gradients[state]
         self.loss = None
         self.reads = hazards.ReadSet()  # memory the records' adjoints read again
 
@@ -75,7 +76,7 @@ class Tape:
         array written twice carries the tangent of its last write). Primal arrays are not
         changed."""
         state = {}
-        for a, g in (tangents or {}).items():
+        for a, g in pairs(tangents or {}, "forward(tangents=...)", LaunchError):
             state[a] = _tangent_seed(a, g)
         written = []
         for rec in self.launches:
@@ -87,14 +88,15 @@ class Tape:
             before = dict(state)
             fwd(state)
             written += [a for a, g in state.items() if before.get(a) is not g]
-        return {a: state[a] for a in dict.fromkeys(written)}
+        return TreeDict((a, state[a]) for a in dict.fromkeys(written))
 
     def backward(self, loss=None, grads=None):
         """Run the adjoints of the recorded launches in reverse order.
 
         ``loss``: a one-element array whose gradient is seeded with 1. ``grads``: a dict
         mapping arrays to the gradients to seed them with instead (arrays or numpy data of the
-        array's shape).
+        array's shape); keys may be PyTrees of arrays with values of the same structure, and
+        ``grads`` a list of ``(key, value)`` pairs (for unhashable keys such as dataclasses).
         """
         if loss is not None:
             if not isinstance(loss, array):
@@ -105,7 +107,7 @@ class Tape:
                                   "requires_grad=True, so it has no gradient to seed")
             self.loss = loss
             loss.grad.fill_(1)
-        for a, g in (grads or {}).items():
+        for a, g in pairs(grads or {}, "backward(grads=...)", LaunchError):
             _seed(a, g)
         for rec in reversed(self.launches):
             for a in rec.arrays:  # as Warp: the gradients backward used are the ones zero() clears
@@ -130,7 +132,7 @@ class Tape:
         """Forget the recorded launches and zero the gradients."""
         self.zero()
         self.launches = []
-        self.gradients = {}
+        self.gradients = TreeDict()
         self.loss = None
         self.reads = hazards.ReadSet()
         hazards.unwatch(self)
