@@ -11,7 +11,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = ["bench_transcendental.py", "bench_cloth.py", "bench_launch.py", "bench_loops.py",
-           "bench_geometry.py", "bench_whole.py"]
+           "bench_geometry.py", "bench_whole.py", "bench_loop_checkpoint.py"]
 
 if __name__ == "__main__":
     env = dict(os.environ)

@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 CONFIG = textwrap.dedent("""
     [mypy]
     disable_error_code = valid-type
+    ignore_missing_imports = True
     [mypy-weft.*]
     ignore_errors = True
 """)
