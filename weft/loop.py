@@ -66,6 +66,13 @@ def loop(body, state, count, checkpoints=None, schedule="uniform"):
         raise TypeError(f"wp.loop: body must be a function body(i, state), got {body!r}")
     k = _check_checkpoints(checkpoints, count)
     arrays, spec = flatten(state)
+    if active_tapes() and arrays:
+        from .runtime.graph import capturing
+        if capturing() is not None:
+            raise LaunchError("wp.loop on a tape cannot be captured in a graph: its checkpoints "
+                              "are copies taken while the loop runs, and nothing runs during "
+                              "a capture. Capture the loop's body instead, or record the loop "
+                              "outside the capture")
     if not active_tapes() or not arrays:
         s = state
         for i in range(count):

@@ -247,3 +247,11 @@ def test_nested_loops():
     tape.backward(loss)
     for r, a in zip(ref, (x0, v0, drag)):
         assert np.array_equal(r, a.grad.numpy())
+
+
+def test_a_recorded_loop_inside_a_graph_capture_is_a_clear_error():
+    x = wp.zeros(2, dtype=wp.float64, requires_grad=True)
+    with wp.Tape():
+        with pytest.raises(wp.LaunchError, match="cannot be captured"):
+            with wp.ScopedCapture():
+                wp.loop(lambda i, s: s, x, 3)
