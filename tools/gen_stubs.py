@@ -262,8 +262,23 @@ def _class_stub(name, obj):
     return "\n".join(lines)
 
 
+def _import_submodules(wp):
+    """Import every public submodule, so that the package's attributes (submodules become
+    attributes once imported) do not depend on what the process imported before."""
+    import importlib
+    import pkgutil
+    for info in pkgutil.iter_modules(wp.__path__):
+        if info.name.startswith("_"):
+            continue
+        try:
+            importlib.import_module(f"weft.{info.name}")
+        except ImportError:  # weft.sim, weft.fem, ...: a clear ImportError by design
+            pass
+
+
 def generate():
     import weft as wp
+    _import_submodules(wp)
     from weft import types as T
     from weft.stdlib.registry import Builtin, SpecialForm
     from weft.lang import Function

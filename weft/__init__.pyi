@@ -146,13 +146,17 @@ def from_numpy(arr: _Any, dtype: _Any = None, shape: _Any = None, device: _Any =
 
 
 from . import checkpoint as checkpoint
+from . import cli as cli
 from . import config as config
 from . import constants as constants
 from . import diskcache as diskcache
 from . import errors as errors
+from . import examples as examples
 from . import geometry as geometry
 from . import lang as lang
+from . import optim as optim
 from . import pytree as pytree
+from . import render as render
 from . import runtime as runtime
 from . import stdlib as stdlib
 from . import timing as timing
