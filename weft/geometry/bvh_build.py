@@ -87,12 +87,15 @@ def _center(items, i, axis):
 
 @numba.njit(inline="always", **_JIT)
 def _fmin(a, b):
-    return a if a < b else b
+    """``a < b ? a : b`` (the items are finite): Python's ``min(b, a)``, a select rather than
+    a branch."""
+    return min(b, a)
 
 
 @numba.njit(inline="always", **_JIT)
 def _fmax(a, b):
-    return a if a > b else b
+    """``a > b ? a : b``."""
+    return max(b, a)
 
 
 @numba.njit(inline="always", **_JIT)

@@ -88,22 +88,27 @@ def longest_axis3(x, y, z):
     return k
 
 
+def fmaf(a, b, c):
+    """C ``fmaf`` (``a*b + c`` rounded once) for float32 operands, evaluated in float64: the
+    product is exact there, so the result differs from a true FMA only in the rare case where
+    the float64 sum lands exactly on a float32 rounding boundary. ``compile_for`` replaces it
+    with the hardware FMA on the CPU (``llvm.fma.f32``) and ``cuda.fma`` on CUDA."""
+    return np.float32(np.float64(a) * np.float64(b) + np.float64(c))
+
+
 def diff_product(a, b, c, d):
     """``a*b - c*d`` with Kahan's FMA trick as Warp's ``diff_product``: ``fmaf(a, b, -c*d) +
-    fmaf(-c, d, c*d)``. The FMAs are evaluated in float64 (float32 products are exact there;
-    the second FMA is the exact rounding error of ``c*d``, so it is exact; the first is rounded
-    twice, which differs from one FMA only when the float64 result falls exactly on a float32
-    rounding boundary)."""
-    cd = np.float32(c * d)
-    diff = np.float32(np.float64(a) * np.float64(b) - np.float64(cd))
-    err = np.float32(np.float64(cd) - np.float64(c) * np.float64(d))
-    return np.float32(diff + err)
+    fmaf(-c, d, c*d)`` (the second term is the exact rounding error of ``c*d``)."""
+    cd = c * d
+    return fmaf(a, b, -cd) + fmaf(-c, d, cd)
 
 
 # ------------------------------------------------------------------------------ boxes
 def ray_aabb(ox, oy, oz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
     """Warp's ``intersect_ray_aabb`` (slab test with the reciprocal direction ``r``):
-    ``(hit, t_enter)``; hit when the exit is >= 0 and >= the entry."""
+    ``(hit, t_enter)``; hit when the exit is >= 0 and >= the entry. With ``fminf``/``fmaxf``
+    semantics for the NaNs of ``0 * inf``; ``ray_aabb_f`` is the same when no slab value can be
+    NaN (finite origin and reciprocal direction, finite boxes), with plain min/max."""
     l1 = (lx - ox) * rx
     l2 = (ux - ox) * rx
     lmin = wmin(l1, l2)
@@ -117,6 +122,24 @@ def ray_aabb(ox, oy, oz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
     lmin = wmax(wmin(l1, l2), lmin)
     lmax = wmin(wmax(l1, l2), lmax)
     return (lmax >= F0) and (lmax >= lmin), lmin
+
+
+def ray_aabb_f(ox, oy, oz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
+    """``ray_aabb`` without NaN operands: Python's ``min(a, b)`` (``b < a ? b : a``) equals
+    ``fminf`` then, and compiles to a select instead of branches."""
+    l1 = (lx - ox) * rx
+    l2 = (ux - ox) * rx
+    lmin = min(l1, l2)
+    lmax = max(l1, l2)
+    l1 = (ly - oy) * ry
+    l2 = (uy - oy) * ry
+    lmin = max(min(l1, l2), lmin)
+    lmax = min(max(l1, l2), lmax)
+    l1 = (lz - oz) * rz
+    l2 = (uz - oz) * rz
+    lmin = max(min(l1, l2), lmin)
+    lmax = min(max(l1, l2), lmax)
+    return (lmax >= F0) & (lmax >= lmin), lmin
 
 
 def ray_aabb_robust(ox, oy, oz, dx, dy, dz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
@@ -165,11 +188,23 @@ def sphere_aabb(cx, cy, cz, r2, lx, ly, lz, ux, uy, uz):
 
 
 def dist_aabb_sq(px, py, pz, lx, ly, lz, ux, uy, uz):
-    """Warp's ``distance_to_aabb_sq``."""
+    """Warp's ``distance_to_aabb_sq`` (``fminf``/``fmaxf`` semantics for a NaN point)."""
     dx = wmin(ux, wmax(lx, px)) - px
     dy = wmin(uy, wmax(ly, py)) - py
     dz = wmin(uz, wmax(lz, pz)) - pz
     return dx * dx + dy * dy + dz * dz
+
+
+def dist_aabb_sq_f(px, py, pz, lx, ly, lz, ux, uy, uz):
+    """``dist_aabb_sq`` for a finite point (plain min/max: selects)."""
+    dx = min(ux, max(lx, px)) - px
+    dy = min(uy, max(ly, py)) - py
+    dz = min(uz, max(lz, pz)) - pz
+    return dx * dx + dy * dy + dz * dz
+
+
+def finite3(x, y, z):
+    return math.isfinite(x) and math.isfinite(y) and math.isfinite(z)
 
 
 def far_aabb_sq(px, py, pz, lx, ly, lz, ux, uy, uz):
@@ -275,12 +310,11 @@ def bary_dist_sq(ax, ay, az, bx, by, bz, cx, cy, cz, px, py, pz, u, v):
     return qx * qx + qy * qy + qz * qz
 
 
-def ray_triangle(px, py, pz, dx, dy, dz, ax, ay, az, bx, by, bz, cx, cy, cz):
-    """Warp's ``intersect_ray_tri_woop`` (Woop, Benthin and Wald's watertight test: edges and
-    vertices shared by two triangles are hit by exactly one or both, never missed):
-    ``(hit, t, u, v, det)``; the hit point is ``u*a + v*b + (1 - u - v)*c = p + t*d`` and
-    ``det`` (Warp's ``sign``) is positive when the ray meets the triangle's back... the side
-    opposite its normal ``cross(b - a, c - a)``. No range check on ``t`` beyond t >= 0."""
+def ray_setup(dx, dy, dz):
+    """The per-ray constants of Warp's ``intersect_ray_tri_woop``: ``(kx, ky, kz, sx, sy,
+    sz)``, ``kz`` the dominant axis of the direction (``kx``, ``ky`` swapped when it points
+    down that axis, keeping the winding) and the shear ``(d[kx]/d[kz], d[ky]/d[kz],
+    1/d[kz])``."""
     kz = longest_axis3(dx, dy, dz)
     kx = kz + 1
     if kx == 3:
@@ -293,12 +327,12 @@ def ray_triangle(px, py, pz, dx, dy, dz, ax, ay, az, bx, by, bz, cx, cy, cz):
         kx, ky = ky, kx
     dkx = dz if kx == 2 else (dy if kx == 1 else dx)
     dky = dz if ky == 2 else (dy if ky == 1 else dx)
-    sx = dkx / dkz
-    sy = dky / dkz
-    sz = F1 / dkz
-    a0, a1, a2 = _permute(ax - px, ay - py, az - pz, kx, ky, kz)
-    b0, b1, b2 = _permute(bx - px, by - py, bz - pz, kx, ky, kz)
-    c0, c1, c2 = _permute(cx - px, cy - py, cz - pz, kx, ky, kz)
+    return kx, ky, kz, dkx / dkz, dky / dkz, F1 / dkz
+
+
+def ray_woop(a0, a1, a2, b0, b1, b2, c0, c1, c2, sx, sy, sz):
+    """The watertight test on the vertices relative to the ray's origin, permuted to (kx, ky,
+    kz): ``(hit, t, u, v, det)``."""
     Ax = a0 - sx * a2
     Ay = a1 - sy * a2
     Bx = b0 - sx * b2
@@ -308,20 +342,34 @@ def ray_triangle(px, py, pz, dx, dy, dz, ax, ay, az, bx, by, bz, cx, cy, cz):
     U = diff_product(Cx, By, Cy, Bx)
     V = diff_product(Ax, Cy, Ay, Cx)
     W = diff_product(Bx, Ay, By, Ax)
-    if U == F0 or V == F0 or W == F0:
+    if (U == F0) | (V == F0) | (W == F0):
         U = np.float32(np.float64(Cx) * np.float64(By) - np.float64(Cy) * np.float64(Bx))
         V = np.float32(np.float64(Ax) * np.float64(Cy) - np.float64(Ay) * np.float64(Cx))
         W = np.float32(np.float64(Bx) * np.float64(Ay) - np.float64(By) * np.float64(Ax))
-    if (U < F0 or V < F0 or W < F0) and (U > F0 or V > F0 or W > F0):
+    if ((U < F0) | (V < F0) | (W < F0)) & ((U > F0) | (V > F0) | (W > F0)):
         return False, F0, F0, F0, F0
     det = U + V + W
     if det == F0:
         return False, F0, F0, F0, F0
     T = U * (sz * a2) + V * (sz * b2) + W * (sz * c2)
-    if (det < F0 and T > F0) or (det > F0 and T < F0):
+    if ((det < F0) & (T > F0)) | ((det > F0) & (T < F0)):
         return False, F0, F0, F0, F0
     rcp = F1 / det
     return True, T * rcp, U * rcp, V * rcp, det
+
+
+def ray_triangle(px, py, pz, dx, dy, dz, ax, ay, az, bx, by, bz, cx, cy, cz):
+    """Warp's ``intersect_ray_tri_woop`` (Woop, Benthin and Wald's watertight test: an edge or
+    vertex shared by two triangles is hit by one or both, never missed; a ray in a face's
+    plane misses it): ``(hit, t, u, v, det)`` with the hit point ``u*a + v*b + (1 - u - v)*c =
+    p + t*d`` (no range check on ``t`` beyond t >= 0). ``det`` is Warp's ``sign``: < 0 when
+    ``d`` points along the normal ``cross(b - a, c - a)`` (the ray meets the face's back),
+    > 0 when it meets the front."""
+    kx, ky, kz, sx, sy, sz = ray_setup(dx, dy, dz)
+    a0, a1, a2 = _permute(ax - px, ay - py, az - pz, kx, ky, kz)
+    b0, b1, b2 = _permute(bx - px, by - py, bz - pz, kx, ky, kz)
+    c0, c1, c2 = _permute(cx - px, cy - py, cz - pz, kx, ky, kz)
+    return ray_woop(a0, a1, a2, b0, b1, b2, c0, c1, c2, sx, sy, sz)
 
 
 def _permute(x, y, z, kx, ky, kz):
@@ -427,7 +475,9 @@ def closest_point_edge_edge(p1x, p1y, p1z, q1x, q1y, q1z, p2x, p2y, p2z, q2x, q2
 
 
 PORTABLE = ("wmin", "wmax", "fsqrt", "facos", "dot3", "cross3", "length3", "normalize3",
-            "longest_axis3", "diff_product", "ray_aabb", "ray_aabb_robust", "aabb_aabb",
-            "sphere_aabb", "dist_aabb_sq", "far_aabb_sq", "triangle_closest_point",
-            "triangle_furthest_point", "is_sliver", "bary_dist_sq", "_permute", "ray_triangle",
-            "triangle_normal", "solid_angle", "fclamp", "closest_point_edge_edge")
+            "longest_axis3", "fmaf", "diff_product", "ray_aabb", "ray_aabb_f", "ray_aabb_robust",
+            "aabb_aabb", "sphere_aabb", "dist_aabb_sq", "dist_aabb_sq_f", "finite3",
+            "far_aabb_sq", "triangle_closest_point",
+            "triangle_furthest_point", "is_sliver", "bary_dist_sq", "ray_setup", "ray_woop",
+            "_permute", "ray_triangle", "triangle_normal", "solid_angle", "fclamp",
+            "closest_point_edge_edge")

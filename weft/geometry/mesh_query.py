@@ -27,9 +27,9 @@ import types
 import numpy as np
 
 from . import bvh_query, mesh_geom, mesh_ray, mesh_winding, stackmem as _stackmem
-from .mesh_geom import (F0, F1, PI_F, bary_dist_sq, dist_aabb_sq, dot3, facos,  # noqa: F401
-                        far_aabb_sq, fsqrt, normalize3, triangle_closest_point,
-                        triangle_furthest_point, triangle_normal)
+from .mesh_geom import (F0, F1, PI_F, bary_dist_sq, dist_aabb_sq, dist_aabb_sq_f,  # noqa
+                        dot3, facos, far_aabb_sq, finite3, fsqrt, normalize3,
+                        triangle_closest_point, triangle_furthest_point, triangle_normal)
 from .mesh_ray import mesh_inside_parity, mesh_inside_ray_tracing  # noqa: F401
 from .mesh_winding import mesh_winding_number  # noqa: F401
 
@@ -38,7 +38,11 @@ NO_FACE = np.int32(-1)
 stackmem = _stackmem.PYTHON   # rebound per target by compile_for
 
 
-def _box_d2(bounds, node, px, py, pz):
+def _box_d2(bounds, node, px, py, pz, fin):
+    """Squared distance to a node's box (``fin``: the point is finite, plain min/max)."""
+    if fin:
+        return dist_aabb_sq_f(px, py, pz, bounds[node, 0], bounds[node, 1], bounds[node, 2],
+                              bounds[node, 3], bounds[node, 4], bounds[node, 5])
     return dist_aabb_sq(px, py, pz, bounds[node, 0], bounds[node, 1], bounds[node, 2],
                         bounds[node, 3], bounds[node, 4], bounds[node, 5])
 
@@ -57,13 +61,14 @@ def mesh_closest(bounds, links, prims, tris, px, py, pz, max_dist):
     best = -1
     bv = F0
     bw = F0
+    fin = finite3(px, py, pz)
     stack = stackmem.local.array(64, np.int32)
     stack[0] = 0
     count = 1
     while count > 0:
         count -= 1
         node = stack[count]
-        if _box_d2(bounds, node, px, py, pz) > best_d:
+        if _box_d2(bounds, node, px, py, pz, fin) > best_d:
             continue
         first = links[node, 0]
         if first >= 0:
@@ -84,8 +89,8 @@ def mesh_closest(bounds, links, prims, tris, px, py, pz, max_dist):
             continue
         left = links[node, 1]
         right = node + 1
-        dl = _box_d2(bounds, left, px, py, pz)
-        dr = _box_d2(bounds, right, px, py, pz)
+        dl = _box_d2(bounds, left, px, py, pz, fin)
+        dr = _box_d2(bounds, right, px, py, pz, fin)
         if dl < dr:
             if dr < best_d:
                 stack[count] = right
@@ -283,6 +288,7 @@ def mesh_query_point_sign_normal(bounds, links, prims, tris, avg_edge, px, py, p
     ax_ = F0
     ay_ = F0
     az_ = F0
+    fin = finite3(px, py, pz)
     stack = stackmem.local.array(64, np.int32)
     stack[0] = 0
     count = 1
@@ -290,7 +296,7 @@ def mesh_query_point_sign_normal(bounds, links, prims, tris, avg_edge, px, py, p
         count -= 1
         node = stack[count]
         reach = (best_d + eps) * (best_d + eps)
-        if _box_d2(bounds, node, px, py, pz) > reach:
+        if _box_d2(bounds, node, px, py, pz, fin) > reach:
             continue
         first = links[node, 0]
         if first >= 0:
@@ -331,8 +337,8 @@ def mesh_query_point_sign_normal(bounds, links, prims, tris, avg_edge, px, py, p
             continue
         left = links[node, 1]
         right = node + 1
-        dl = _box_d2(bounds, left, px, py, pz)
-        dr = _box_d2(bounds, right, px, py, pz)
+        dl = _box_d2(bounds, left, px, py, pz, fin)
+        dr = _box_d2(bounds, right, px, py, pz, fin)
         c0_ = right if dl < dr else left
         c1_ = left if dl < dr else right
         d0 = dr if dl < dr else dl
@@ -439,11 +445,16 @@ _MODULES = (mesh_geom, bvh_query, mesh_ray, mesh_winding)
 #: every portable function, callees first, as (module, name)
 PORTABLE = tuple((m, n) for m in _MODULES for n in m.PORTABLE) + \
     tuple((None, n) for n in _OWN)
-#: functions compiled with ``inline_jit`` on the CPU: the iterator steps and the entry points
-#: a kernel calls once per query (Numba calls return tuples through memory)
+#: functions compiled with ``inline_jit`` on the CPU: the iterator steps, the entry points a
+#: kernel calls, and the per-node and per-triangle helpers of the walks (Numba calls between
+#: separately compiled functions are real calls that return tuples through memory)
 INLINE = bvh_query.INLINE + mesh_ray.INLINE + (
     "mesh_query_point_no_sign", "mesh_query_point", "mesh_query_ray", "mesh_eval_position",
-    "mesh_eval_velocity", "mesh_get_point", "mesh_get_index", "mesh_get_velocity")
+    "mesh_eval_velocity", "mesh_get_point", "mesh_get_index", "mesh_get_velocity",
+    "wmin", "wmax", "dot3", "cross3", "ray_aabb", "ray_aabb_f", "ray_aabb_robust", "ray_box",
+    "ray_woop", "fmaf", "diff_product", "dist_aabb_sq_f", "finite3", "ray_prepare",
+    "ray_setup", "_permute", "triangle_closest_point", "bary_dist_sq", "dist_aabb_sq",
+    "_box_d2", "mesh_closest", "_interp", "_face_ok")
 #: Numba options for the CPU (as ``volume_query``: the cores allocate nothing)
 CPU_JIT_OPTIONS = dict(nogil=True, error_model="numpy", _nrt=False)
 
@@ -463,11 +474,16 @@ def _constants():
 def compile_for(jit, inline_jit=None):
     """A namespace (dict) of every portable mesh and BVH core compiled with ``jit`` (those in
     ``INLINE`` with ``inline_jit`` when given), calling each other's compiled versions, with
-    ``stackmem`` bound for the target (``weft.geometry.stackmem``). CPU: ``compile_cpu()``;
+    ``stackmem`` bound for the target and ``fmaf`` native (``weft.geometry.stackmem``). CPU:
+    ``compile_cpu()``;
     CUDA: ``compile_for(cuda.jit(device=True))``."""
     ns = _constants()
     ns["stackmem"] = _stackmem.for_jit(jit)
+    native = _stackmem.overrides(jit)
     for mod, name in PORTABLE:
+        if name in native:
+            ns[name] = native[name]
+            continue
         fn = getattr(mod, name) if mod is not None else globals()[name]
         rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
         rebound.__doc__ = fn.__doc__

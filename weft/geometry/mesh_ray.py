@@ -20,9 +20,10 @@ parallel to a face misses it.
 import numpy as np
 
 from . import stackmem as _stackmem
-from .mesh_geom import (F0, F1, FLT_MAX, aabb_aabb, dot3, normalize3,  # noqa: F401
-                        ray_aabb, ray_aabb_robust, ray_triangle, sphere_aabb,
-                        triangle_closest_point, triangle_normal, wmax, fclamp)
+from .mesh_geom import (F0, F1, FLT_MAX, _permute, aabb_aabb, dot3, fclamp,  # noqa: F401
+                        finite3, normalize3, ray_aabb, ray_aabb_f, ray_aabb_robust,
+                        ray_setup, ray_woop, sphere_aabb, triangle_closest_point,
+                        triangle_normal, wmax)
 
 stackmem = _stackmem.PYTHON   # rebound per target by mesh_query.compile_for
 STACK_SIZE = 64
@@ -32,18 +33,37 @@ MESH_SPHERE = 2
 I0 = np.int32(0)
 
 
-def tri_ray(tris, k, ox, oy, oz, dx, dy, dz):
-    """The watertight test of the ray against triangle row ``k``: (hit, t, u, v, det)."""
-    return ray_triangle(ox, oy, oz, dx, dy, dz, tris[k, 0], tris[k, 1], tris[k, 2],
-                        tris[k, 3], tris[k, 4], tris[k, 5], tris[k, 6], tris[k, 7], tris[k, 8])
+def tri_ray(tris, k, ray):
+    """The watertight test of a ray against triangle row ``k``: (hit, t, u, v, det). ``ray``
+    is ``ray_prepare``'s tuple: the permutation's vertex components are read directly."""
+    kx, ky, kz, sx, sy, sz, ox, oy, oz = ray
+    return ray_woop(tris[k, kx] - ox, tris[k, ky] - oy, tris[k, kz] - oz,
+                    tris[k, 3 + kx] - ox, tris[k, 3 + ky] - oy, tris[k, 3 + kz] - oz,
+                    tris[k, 6 + kx] - ox, tris[k, 6 + ky] - oy, tris[k, 6 + kz] - oz,
+                    sx, sy, sz)
 
 
-def ray_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast):
+def ray_prepare(ox, oy, oz, dx, dy, dz):
+    """Per-ray constants for ``tri_ray``: ``ray_setup``'s and the origin permuted."""
+    kx, ky, kz, sx, sy, sz = ray_setup(dx, dy, dz)
+    px, py, pz = _permute(ox, oy, oz, kx, ky, kz)
+    return kx, ky, kz, sx, sy, sz, px, py, pz
+
+
+def ray_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast, exact):
     """Warp's ``mesh_query_ray_intersect_aabb``: the plain slab test when no direction
-    component is zero (``fast``), else the robust one. ``(hit, t)``."""
+    component is zero (``fast``), else the robust one; ``exact`` (a non-finite origin or
+    reciprocal direction) keeps ``fminf``'s NaN rules. ``(hit, t)``."""
+    if exact:
+        if fast:
+            return ray_aabb(ox, oy, oz, rx, ry, rz, bounds[node, 0], bounds[node, 1],
+                            bounds[node, 2], bounds[node, 3], bounds[node, 4], bounds[node, 5])
+        return ray_aabb_robust(ox, oy, oz, dx, dy, dz, rx, ry, rz, bounds[node, 0],
+                               bounds[node, 1], bounds[node, 2], bounds[node, 3],
+                               bounds[node, 4], bounds[node, 5])
     if fast:
-        return ray_aabb(ox, oy, oz, rx, ry, rz, bounds[node, 0], bounds[node, 1],
-                        bounds[node, 2], bounds[node, 3], bounds[node, 4], bounds[node, 5])
+        return ray_aabb_f(ox, oy, oz, rx, ry, rz, bounds[node, 0], bounds[node, 1],
+                          bounds[node, 2], bounds[node, 3], bounds[node, 4], bounds[node, 5])
     return ray_aabb_robust(ox, oy, oz, dx, dy, dz, rx, ry, rz, bounds[node, 0], bounds[node, 1],
                            bounds[node, 2], bounds[node, 3], bounds[node, 4], bounds[node, 5])
 
@@ -63,9 +83,11 @@ def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t):
     if links.shape[0] == 0:
         return False, F0, F0, F0, F0, F0, F0, F0, np.int32(-1)
     fast = dx != F0 and dy != F0 and dz != F0
+    ray = ray_prepare(ox, oy, oz, dx, dy, dz)
     rx = F1 / (dx if dx != F0 else TINY_DIR)
     ry = F1 / (dy if dy != F0 else TINY_DIR)
     rz = F1 / (dz if dz != F0 else TINY_DIR)
+    exact = not (finite3(ox, oy, oz) and finite3(rx, ry, rz))
     stack = stackmem.local.array(64, np.int32)
     count = 0
     node = 0
@@ -77,7 +99,7 @@ def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t):
         first = links[node, 0]
         if first >= 0:
             for k in range(first, links[node, 1]):
-                hit, t, u, v, det = tri_ray(tris, k, ox, oy, oz, dx, dy, dz)
+                hit, t, u, v, det = tri_ray(tris, k, ray)
                 if hit and t < min_t and t >= F0:
                     min_t = t
                     best = k
@@ -91,8 +113,8 @@ def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t):
             continue
         left = links[node, 1]
         right = node + 1
-        h0, t0 = ray_box(bounds, left, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast)
-        h1, t1 = ray_box(bounds, right, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast)
+        h0, t0 = ray_box(bounds, left, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast, exact)
+        h1, t1 = ray_box(bounds, right, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast, exact)
         h0 = h0 and t0 < min_t
         h1 = h1 and t1 < min_t
         if h0 and h1:
@@ -135,20 +157,22 @@ def mesh_query_ray_anyhit(bounds, links, tris, ox, oy, oz, dx, dy, dz, max_t):
     mt = np.float32(max_t)
     n = links.shape[0]
     fast = dx != F0 and dy != F0 and dz != F0
+    ray = ray_prepare(ox, oy, oz, dx, dy, dz)
     rx = F1 / (dx if dx != F0 else TINY_DIR)
     ry = F1 / (dy if dy != F0 else TINY_DIR)
     rz = F1 / (dz if dz != F0 else TINY_DIR)
+    exact = not (finite3(ox, oy, oz) and finite3(rx, ry, rz))
     node = 0
     while node < n:
         if node > 0:
-            hit, t = ray_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast)
+            hit, t = ray_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast, exact)
             if not (hit and t < mt):
                 node = links[node, 2]
                 continue
         first = links[node, 0]
         if first >= 0:
             for k in range(first, links[node, 1]):
-                hit, t, u, v, det = tri_ray(tris, k, ox, oy, oz, dx, dy, dz)
+                hit, t, u, v, det = tri_ray(tris, k, ray)
                 if hit and t < mt and t >= F0:
                     return True
             node = links[node, 2]
@@ -166,6 +190,7 @@ def mesh_query_ray_count_intersections(bounds, links, tris, ox, oy, oz, dx, dy, 
     dx = np.float32(dx)
     dy = np.float32(dy)
     dz = np.float32(dz)
+    ray = ray_prepare(ox, oy, oz, dx, dy, dz)
     rx = F1 / dx
     ry = F1 / dy
     rz = F1 / dz
@@ -182,7 +207,7 @@ def mesh_query_ray_count_intersections(bounds, links, tris, ox, oy, oz, dx, dy, 
         first = links[node, 0]
         if first >= 0:
             for k in range(first, links[node, 1]):
-                hit, t, u, v, det = tri_ray(tris, k, ox, oy, oz, dx, dy, dz)
+                hit, t, u, v, det = tri_ray(tris, k, ray)
                 if hit and t >= F0:
                     count += 1
             node = links[node, 2]
@@ -194,6 +219,7 @@ def mesh_query_ray_count_intersections(bounds, links, tris, ox, oy, oz, dx, dy, 
 def ray_closest_sign(bounds, links, tris, ox, oy, oz, dx, dy, dz):
     """Warp's ``mesh_query_ray_closest_sign``: ``(hit, det of the nearest hit)``, boxes pruned
     by the nearest hit so far (robust slab test, every box including the root's)."""
+    ray = ray_prepare(ox, oy, oz, dx, dy, dz)
     rx = F1 / dx
     ry = F1 / dy
     rz = F1 / dz
@@ -212,7 +238,7 @@ def ray_closest_sign(bounds, links, tris, ox, oy, oz, dx, dy, dz):
         first = links[node, 0]
         if first >= 0:
             for k in range(first, links[node, 1]):
-                hit, t, u, v, det = tri_ray(tris, k, ox, oy, oz, dx, dy, dz)
+                hit, t, u, v, det = tri_ray(tris, k, ray)
                 if hit and t >= F0 and t < min_t:
                     min_t = t
                     sign = det
@@ -396,7 +422,7 @@ def _mwith(state, node, cur, end):
 
 
 INLINE = ("mesh_query_next", "_mwith", "mesh_box_test", "mesh_face_test", "tri_ray")
-PORTABLE = ("tri_ray", "ray_box", "mesh_query_ray", "mesh_query_ray_anyhit",
+PORTABLE = ("tri_ray", "ray_prepare", "ray_box", "mesh_query_ray", "mesh_query_ray_anyhit",
             "mesh_query_ray_count_intersections", "ray_closest_sign", "mesh_inside_ray_tracing",
             "mq_rand_pcg", "mq_randf", "mesh_inside_parity", "mesh_query_aabb",
             "mesh_query_sphere", "mesh_box_test", "sphere_triangle", "mesh_face_test",

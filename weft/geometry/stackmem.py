@@ -1,4 +1,5 @@
-"""Fixed-size local arrays for the portable query cores that need a traversal stack.
+"""Per-target primitives of the portable query cores: fixed-size local arrays (traversal
+stacks) and the fused multiply-add.
 
 A core writes ``stack = stackmem.local.array(64, np.int32)`` with ``stackmem`` a global that
 ``compile_for`` binds per target:
@@ -12,6 +13,10 @@ A core writes ``stack = stackmem.local.array(64, np.int32)`` with ``stackmem`` a
 - plain Python (uncompiled cores, ``NUMBA_DISABLE_JIT``): ``numpy.empty``.
 
 The shape must be a literal integer and the dtype a NumPy scalar type.
+
+``overrides(jit)`` gives the functions a target compiles natively instead of from their
+portable definition: ``fmaf`` becomes LLVM's ``llvm.fma.f32`` on the CPU (one rounding, as
+C's ``fmaf``; the hardware instruction where the CPU has it) and ``cuda.fma`` on CUDA.
 """
 import types
 
@@ -69,6 +74,52 @@ def _make_intrinsic():
         return arrty(shape, dtype), codegen
 
     return local_array
+
+
+def _make_fma():
+    from llvmlite import ir
+    from numba import types as nt
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def fmaf(typingctx, a, b, c):
+        if not all(isinstance(t, nt.Float) for t in (a, b, c)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            ty = ir.FloatType()
+            vals = [context.cast(builder, v, t, nt.float32) for v, t in zip(args, sig.args)]
+            fn = cgutils.get_or_insert_function(builder.module,
+                                                ir.FunctionType(ty, [ty, ty, ty]),
+                                                "llvm.fma.f32")
+            return builder.call(fn, vals)
+
+        return nt.float32(a, b, c), codegen
+
+    return fmaf
+
+
+_FMA = None
+
+
+def overrides(jit):
+    """``{name: compiled function}`` replacing portable definitions for ``jit``'s target."""
+    global _FMA
+    mem = for_jit(jit)
+    if mem is PYTHON:
+        return {}
+    if mem is not _CPU:
+        from numba import cuda
+        if "simulator" in type(jit(_probe)).__module__:
+            return {}
+
+        def fmaf(a, b, c):
+            return cuda.fma(np.float32(a), np.float32(b), np.float32(c))
+        return {"fmaf": jit(fmaf)}
+    if _FMA is None:
+        _FMA = _make_fma()
+    return {"fmaf": _FMA}
 
 
 def for_jit(jit):
