@@ -481,3 +481,4 @@ PORTABLE = ("wmin", "wmax", "fsqrt", "facos", "dot3", "cross3", "length3", "norm
             "triangle_furthest_point", "is_sliver", "bary_dist_sq", "ray_setup", "ray_woop",
             "_permute", "ray_triangle", "triangle_normal", "solid_angle", "fclamp",
             "closest_point_edge_edge")
+

@@ -26,7 +26,7 @@ import types
 
 import numpy as np
 
-from . import bvh_query, mesh_geom, mesh_ray, mesh_winding, stackmem as _stackmem
+from . import bvh_query, mesh_geom, mesh_ray, mesh_winding, stackmem as _stackmem, tri_tri
 from .mesh_geom import (F0, F1, PI_F, bary_dist_sq, dist_aabb_sq, dist_aabb_sq_f,  # noqa
                         dot3, facos, far_aabb_sq, finite3, fsqrt, normalize3,
                         triangle_closest_point, triangle_furthest_point, triangle_normal)
@@ -440,7 +440,7 @@ _OWN = ("_box_d2", "_box_far2", "mesh_closest", "mesh_query_point_no_sign", "mes
         "_face_ok", "_interp", "mesh_eval_position", "mesh_eval_velocity",
         "mesh_eval_face_normal", "_vertex", "mesh_get_point", "mesh_get_velocity",
         "mesh_get_index")
-_MODULES = (mesh_geom, bvh_query, mesh_ray, mesh_winding)
+_MODULES = (mesh_geom, tri_tri, bvh_query, mesh_ray, mesh_winding)
 
 #: every portable function, callees first, as (module, name)
 PORTABLE = tuple((m, n) for m in _MODULES for n in m.PORTABLE) + \
