@@ -1,0 +1,35 @@
+"""The mesh/BVH cores compiled once per test process (``compile_cpu(cache=False)``: the tests
+that use them compile anew by design and are marked ``cold``)."""
+import functools
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_cores():
+    """Compiled with ``CPU_JIT_OPTIONS`` but without the IR inlining of ``compile_cpu``: the
+    same results (inlining changes no arithmetic; the benchmark checks the inlined build
+    against Warp), in a fraction of the compile time, since the tests call many entry points
+    directly from Python and each inlined one would compile its whole call tree."""
+    import numba
+
+    from weft.geometry import mesh_query
+    return mesh_query.compile_for(numba.njit(cache=False, **mesh_query.CPU_JIT_OPTIONS))
+
+
+def python_cores():
+    """The uncompiled cores (the module-level functions), as a namespace."""
+    from weft.geometry import mesh_query as MQ
+    ns = {}
+    for mod, name in MQ.PORTABLE:
+        ns[name] = getattr(mod, name) if mod is not None else getattr(MQ, name)
+    return ns
+
+
+def layout_walk(bounds, links, prims):
+    """A BVH's pre-order walk in weft's layout, as ``mesh_scenes.tree_digest`` expects."""
+    out = []
+    for p in range(links.shape[0]):
+        leaf = links[p, 0] >= 0
+        out.append((leaf, tuple(int(x) for x in prims[links[p, 0]:links[p, 1]]) if leaf else (),
+                    tuple(float(x) + 0.0 for x in bounds[p, :3]),
+                    tuple(float(x) + 0.0 for x in bounds[p, 3:])))
+    return out

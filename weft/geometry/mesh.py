@@ -1,0 +1,353 @@
+"""The host side of ``wp.Bvh`` and ``wp.Mesh``: validation, build, refit, and the flat arrays
+the query cores read.
+
+    >>> bvh = Bvh(lowers, uppers)              # (n, 3) float32 boxes; leaf_size=1 (Warp's)
+    >>> bvh.arrays()                           # (bounds, links, prims, lowers, uppers)
+    >>> mesh = Mesh(points, indices)           # (p, 3) float32, (3m,) int32; leaf_size=4
+    >>> mesh.arrays()                          # (bounds, links, prims, tris, props)
+
+A mesh keeps, besides its BVH over the triangles' boxes, ``tris`` (float32 (m, 12)): row k
+holds the vertices of triangle ``prims[k]`` (leaf order, so the triangles a leaf holds are
+contiguous and a query reads them without indirection) and, in column 9, Warp's sliver flag
+(1 when ``|n| / (|e0|^2 + |e1|^2 + |e2|^2) < 1e-6``: the closest-point queries skip such a
+face); ``average_edge_length`` (float32, summed in triangle order as Warp does; the scale of
+``mesh_query_point_sign_normal``'s epsilon); and, with ``support_winding_number=True``,
+``props``, the winding-number expansions of every node (``mesh_winding``).
+
+Bad input is a ``ValueError`` (``TypeError`` for a wrong dtype or shape) naming the argument:
+non-finite coordinates, indices out of range or not a multiple of 3, ``leaf_size`` < 1, an
+unknown constructor. Empty meshes and BVHs are valid: every query on them finds nothing.
+Degenerate triangles are valid: rays miss them (zero determinant), closest-point queries skip
+them (slivers), AABB queries return them.
+"""
+import numba
+import numpy as np
+from numba import prange
+
+from . import bvh_build, mesh_winding
+
+CONSTRUCTORS = {"sah": bvh_build.SAH, "median": bvh_build.MEDIAN, "lbvh": bvh_build.SAH}
+_JIT = dict(cache=True, nogil=True, error_model="numpy")
+
+
+def _constructor(value):
+    if value is None:
+        return bvh_build.SAH
+    key = getattr(value, "name", value)
+    if isinstance(key, str) and key.lower() in CONSTRUCTORS:
+        return CONSTRUCTORS[key.lower()]
+    if isinstance(value, (int, np.integer)) and int(value) in (0, 1, 2):
+        return bvh_build.MEDIAN if int(value) == 1 else bvh_build.SAH
+    raise ValueError(f"Unknown BVH constructor {value!r}, expected one of 'sah', 'median', "
+                     f"'lbvh'")
+
+
+def _leaf_size(value, default):
+    if value is None:
+        return default
+    try:
+        n = int(value)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"leaf_size must be an integer, got {value!r}") from e
+    if n < 1:
+        raise ValueError(f"leaf_size must be greater than or equal to 1, current value: {n}")
+    return n
+
+
+def _vec3_array(a, what, allow_none=False):
+    """``a`` as a C-contiguous (n, 3) float32 array (no copy when it already is one)."""
+    if a is None and allow_none:
+        return None
+    arr = np.asarray(a)
+    if arr.dtype != np.float32:
+        raise TypeError(f"{what} should be an array of float32 vec3 (got dtype {arr.dtype})")
+    if arr.ndim == 1 and arr.shape[0] == 0:
+        arr = arr.reshape(0, 3)
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise TypeError(f"{what} should have shape (n, 3), got {arr.shape}")
+    return np.ascontiguousarray(arr)
+
+
+def _check_finite(a, what):
+    """A ValueError naming ``what`` when ``a`` holds NaN or infinities (NumPy's vectorised
+    test: about 0.1 ms per million floats, and no parallel region)."""
+    if a.size and not np.isfinite(a).all():
+        raise ValueError(f"{what} contains NaN or infinite coordinates")
+
+
+class Bvh:
+    """A BVH over boxes (``wp.Bvh`` on the CPU): Warp's SAH (or median) tree, refittable."""
+
+    def __init__(self, lowers, uppers, constructor=None, groups=None, leaf_size=1):
+        self.lowers = _vec3_array(lowers, "lowers")
+        self.uppers = _vec3_array(uppers, "uppers")
+        if self.lowers.shape[0] != self.uppers.shape[0]:
+            raise ValueError("The same number of lower and upper bounds must be provided")
+        if groups is not None:
+            raise NotImplementedError("grouped BVHs are not supported yet")
+        self.constructor = _constructor(constructor)
+        self.leaf_size = _leaf_size(leaf_size, 1)
+        self.rebuild()
+
+    @property
+    def num_items(self):
+        return self.lowers.shape[0]
+
+    def rebuild(self, constructor=None):
+        """Build the tree anew from the current boxes."""
+        if constructor is not None:
+            self.constructor = _constructor(constructor)
+        _check_finite(self.lowers, "lowers")
+        _check_finite(self.uppers, "uppers")
+        if self.num_items == 0:
+            self.bounds = np.zeros((0, 6), np.float32)
+            self.links = np.zeros((0, 4), np.int32)
+            self.prims = np.zeros(0, np.int32)
+            return
+        self.bounds, self.links, self.prims = bvh_build.build(
+            self.lowers, self.uppers, self.leaf_size, self.constructor)
+
+    def refit(self):
+        """Recompute the node boxes from the current ``lowers``/``uppers`` (same topology)."""
+        _check_finite(self.lowers, "lowers")
+        _check_finite(self.uppers, "uppers")
+        if self.num_items:
+            bvh_build.refit(self.bounds, self.links, self.prims, self.lowers, self.uppers)
+
+    def arrays(self):
+        """``(bounds, links, prims, lowers, uppers)`` for ``bvh_query``."""
+        return self.bounds, self.links, self.prims, self.lowers, self.uppers
+
+
+# ------------------------------------------------------------------------------ mesh
+@numba.njit(inline="always", **_JIT)
+def mesh_geom_length(x, y, z):
+    return np.float32(np.sqrt(x * x + y * y + z * z))
+
+
+@numba.njit(inline="always", **_JIT)
+def _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
+    """``mesh_geom.is_sliver`` (Warp's float32 ``|n| / s < 1e-6``), decided first in float64
+    on squares, which is enough unless the ratio is within 1e-4 of the threshold (where the
+    float32 square root and division decide, exactly as Warp computes them)."""
+    e0x = bx - ax
+    e0y = by - ay
+    e0z = bz - az
+    e1x = cx - ax
+    e1y = cy - ay
+    e1z = cz - az
+    e2x = cx - bx
+    e2y = cy - by
+    e2z = cz - bz
+    nx = e0y * e1z - e0z * e1y
+    ny = e0z * e1x - e0x * e1z
+    nz = e0x * e1y - e0y * e1x
+    s = (e0x * e0x + e0y * e0y + e0z * e0z) + (e1x * e1x + e1y * e1y + e1z * e1z) + \
+        (e2x * e2x + e2y * e2y + e2z * e2z)
+    n2 = np.float64(nx) * nx + np.float64(ny) * ny + np.float64(nz) * nz
+    t2 = 1e-12 * (np.float64(s) * s)
+    if n2 > 1.0001 * t2 and t2 > 1e-300 and n2 < 1e300:
+        return False
+    if n2 < 0.9999 * t2 and n2 > 1e-300 and t2 < 1e300:
+        return True
+    return mesh_geom_length(nx, ny, nz) / s < np.float32(1e-6)
+
+
+@numba.njit(inline="always", **_JIT)
+def _tri_row(points, indices, t, tris, k, lowers, uppers):
+    """Gather triangle t into row k of ``tris`` (vertices, sliver flag, zeros), write its box
+    (Warp's ``bounds3::add_point`` of its vertices) to ``lowers[t]``/``uppers[t]``, and return
+    the sum of its edge lengths (``|p0 - p1| + |p0 - p2| + |p2 - p1|``, Warp's order)."""
+    i = indices[3 * t]
+    j = indices[3 * t + 1]
+    m = indices[3 * t + 2]
+    ax, ay, az = points[i, 0], points[i, 1], points[i, 2]
+    bx, by, bz = points[j, 0], points[j, 1], points[j, 2]
+    cx, cy, cz = points[m, 0], points[m, 1], points[m, 2]
+    tris[k, 0] = ax
+    tris[k, 1] = ay
+    tris[k, 2] = az
+    tris[k, 3] = bx
+    tris[k, 4] = by
+    tris[k, 5] = bz
+    tris[k, 6] = cx
+    tris[k, 7] = cy
+    tris[k, 8] = cz
+    tris[k, 9] = 1.0 if _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz) else 0.0
+    tris[k, 10] = 0.0
+    tris[k, 11] = 0.0
+    lowers[t, 0] = min(min(ax, bx), cx)
+    lowers[t, 1] = min(min(ay, by), cy)
+    lowers[t, 2] = min(min(az, bz), cz)
+    uppers[t, 0] = max(max(ax, bx), cx)
+    uppers[t, 1] = max(max(ay, by), cy)
+    uppers[t, 2] = max(max(az, bz), cz)
+    return (mesh_geom_length(ax - bx, ay - by, az - bz) +
+            mesh_geom_length(ax - cx, ay - cy, az - cz)) + \
+        mesh_geom_length(cx - bx, cy - by, cz - bz)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _triangle_boxes(points, indices, lowers, uppers, edges, tris):
+    """Before a build: every triangle's box and edge-length sum (rows of ``tris`` in triangle
+    order, rewritten in leaf order after the build by ``_fill_tris``)."""
+    for t in prange(lowers.shape[0]):
+        edges[t] = _tri_row(points, indices, t, tris, t, lowers, uppers)
+
+
+@numba.njit(**_JIT)
+def _average_edge(edges):
+    """Warp's ``sum / (num_tris * 3)``, summed in float32 in triangle order."""
+    s = np.float32(0.0)
+    for t in range(edges.shape[0]):
+        s += edges[t]
+    return s / np.float32(3 * edges.shape[0])
+
+
+@numba.njit(parallel=True, **_JIT)
+def _fill_tris(prims, rows, tris):
+    """After a build: the rows in leaf order (row k is triangle ``prims[k]``'s)."""
+    for k in prange(prims.shape[0]):
+        t = prims[k]
+        for c in range(12):
+            tris[k, c] = rows[t, c]
+
+
+@numba.njit(parallel=True, **_JIT)
+def _refit_leaves(points, indices, bounds, links, prims, tris, lowers, uppers, edges):
+    """One pass for a refit: per leaf, its triangles' rows, boxes and edge sums, and the
+    leaf's box (the union in leaf order, as Warp's refit)."""
+    for p in prange(links.shape[0]):
+        first = links[p, 0]
+        if first < 0:
+            continue
+        b0 = np.float32(3.4028234663852886e38)
+        b1 = b0
+        b2 = b0
+        b3 = -b0
+        b4 = -b0
+        b5 = -b0
+        for k in range(first, links[p, 1]):
+            t = prims[k]
+            edges[t] = _tri_row(points, indices, t, tris, k, lowers, uppers)
+            b0 = min(b0, lowers[t, 0])
+            b1 = min(b1, lowers[t, 1])
+            b2 = min(b2, lowers[t, 2])
+            b3 = max(b3, uppers[t, 0])
+            b4 = max(b4, uppers[t, 1])
+            b5 = max(b5, uppers[t, 2])
+        bounds[p, 0] = b0
+        bounds[p, 1] = b1
+        bounds[p, 2] = b2
+        bounds[p, 3] = b3
+        bounds[p, 4] = b4
+        bounds[p, 5] = b5
+
+
+class Mesh:
+    """A triangle mesh with its BVH (``wp.Mesh`` on the CPU)."""
+
+    def __init__(self, points, indices, velocities=None, support_winding_number=False,
+                 bvh_constructor=None, bvh_leaf_size=None, groups=None):
+        self._points = _vec3_array(points, "Mesh points")
+        idx = np.asarray(indices)
+        if idx.dtype != np.int32:
+            raise TypeError(f"Mesh indices should be an array of int32 (got dtype {idx.dtype})")
+        if idx.ndim != 1:
+            raise TypeError("Mesh indices should be a flattened 1d array of indices")
+        if idx.shape[0] % 3:
+            raise ValueError(f"Mesh indices: the length ({idx.shape[0]}) is not a multiple "
+                             f"of 3")
+        if idx.shape[0] and (idx.min() < 0 or idx.max() >= self._points.shape[0]):
+            bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
+            raise ValueError(f"Mesh indices: index {bad} out of range for "
+                             f"{self._points.shape[0]} points")
+        if groups is not None:
+            raise NotImplementedError("grouped meshes are not supported yet")
+        self.indices = np.ascontiguousarray(idx)
+        self._velocities = self._check_velocities(velocities)
+        self.support_winding_number = bool(support_winding_number)
+        self.constructor = _constructor(bvh_constructor)
+        self.leaf_size = _leaf_size(bvh_leaf_size, 4)
+        self.props = np.zeros((0, mesh_winding.PROPS), np.float32)
+        self.build()
+
+    def _check_velocities(self, v):
+        if v is None:
+            return np.zeros((0, 3), np.float32)
+        v = _vec3_array(v, "Mesh velocities")
+        if v.shape[0] != self._points.shape[0]:
+            raise ValueError(f"Mesh velocities: {v.shape[0]} rows for "
+                             f"{self._points.shape[0]} points")
+        return v
+
+    @property
+    def num_tris(self):
+        return self.indices.shape[0] // 3
+
+    @property
+    def points(self):
+        return self._points
+
+    @points.setter
+    def points(self, new):
+        """Assigning new points (same shape) refits, as Warp's setter does."""
+        new = _vec3_array(new, "Mesh points")
+        if new.shape != self._points.shape:
+            raise ValueError(f"The new points and the original points must have the same "
+                             f"shape, the new points' shape is {new.shape}, while the old "
+                             f"points' shape is {self._points.shape}.")
+        self._points = new
+        self.refit()
+
+    @property
+    def velocities(self):
+        return self._velocities
+
+    @velocities.setter
+    def velocities(self, new):
+        self._velocities = self._check_velocities(new)
+
+    def build(self):
+        """Build the BVH anew from the current points."""
+        _check_finite(self._points, "Mesh points")
+        m = self.num_tris
+        self.lowers = np.empty((m, 3), np.float32)
+        self.uppers = np.empty((m, 3), np.float32)
+        self._edges = np.empty(m, np.float32)
+        self.tris = np.empty((m, 12), np.float32)
+        self.bvh = Bvh.__new__(Bvh)
+        self.bvh.lowers, self.bvh.uppers = self.lowers, self.uppers
+        self.bvh.constructor, self.bvh.leaf_size = self.constructor, self.leaf_size
+        rows = np.empty((m, 12), np.float32)
+        if m:
+            _triangle_boxes(self._points, self.indices, self.lowers, self.uppers, self._edges,
+                            rows)
+        self.bvh.rebuild()
+        if m:
+            _fill_tris(self.bvh.prims, rows, self.tris)
+        self._finish()
+
+    def refit(self):
+        """Refit to the current points (same topology): boxes, ``tris``, expansions."""
+        _check_finite(self._points, "Mesh points")
+        b = self.bvh
+        if self.num_tris:
+            _refit_leaves(self._points, self.indices, b.bounds, b.links, b.prims, self.tris,
+                          self.lowers, self.uppers, self._edges)
+            bvh_build._refit_internal(b.bounds, b.links)
+        self._finish()
+
+    def _finish(self):
+        m = self.num_tris
+        self.average_edge_length = np.float32(_average_edge(self._edges)) if m else \
+            np.float32(np.nan)
+        if self.support_winding_number and m:
+            if self.props.shape[0] != self.bvh.links.shape[0]:
+                self.props = np.empty((self.bvh.links.shape[0], mesh_winding.PROPS), np.float32)
+            mesh_winding.build_props(self.bvh.links, self.tris, self.props)
+
+    def arrays(self):
+        """``(bounds, links, prims, tris, props)`` for the query cores."""
+        b = self.bvh
+        return b.bounds, b.links, b.prims, self.tris, self.props
