@@ -222,6 +222,28 @@ class uint64(_Scalar): ...
 class uint8(_Scalar): ...
 
 
+class BvhQuery(_Value):
+    @_overload
+    def __init__(self) -> None: ...
+    @_overload
+    def __init__(self, value: _Value | _Sequence[_Any]) -> None: ...
+    @_overload
+    def __init__(self, s: _Number) -> None: ...
+    @_overload
+    def __init__(self, c0: _Number, c1: _Number, c2: _Number, c3: _Number, c4: _Number, c5: _Number, c6: _Number, c7: _Number, c8: _Number, c9: _Number, c10: _Number, c11: _Number, c12: _Number, c13: _Number, c14: _Number, c15: _Number, c16: _Number, c17: _Number) -> None: ...
+
+
+class MeshQueryAABB(_Value):
+    @_overload
+    def __init__(self) -> None: ...
+    @_overload
+    def __init__(self, value: _Value | _Sequence[_Any]) -> None: ...
+    @_overload
+    def __init__(self, s: _Number) -> None: ...
+    @_overload
+    def __init__(self, c0: _Number, c1: _Number, c2: _Number, c3: _Number, c4: _Number, c5: _Number, c6: _Number, c7: _Number, c8: _Number, c9: _Number, c10: _Number, c11: _Number, c12: _Number, c13: _Number, c14: _Number, c15: _Number, c16: _Number) -> None: ...
+
+
 class hash_grid_query_t(_Value):
     @_overload
     def __init__(self) -> None: ...
@@ -1043,6 +1065,11 @@ class WarpCodegenValueError(ValueError): ...
 class WarpDeterminismError(RuntimeError): ...
 
 
+class Bvh:
+    def __init__(self: _Any, lowers: _Any, uppers: _Any, constructor: _Any = ..., groups: _Any = ..., leaf_size: _Any = ..., device: _Any = ...) -> None: ...
+    def __getattr__(self, name: _b.str) -> _Any: ...
+
+
 class CustomOp:
     def __getattr__(self, name: _b.str) -> _Any: ...
 
@@ -1068,6 +1095,21 @@ class HashGrid:
 
 class Launch:
     def __init__(self: _Any, kernel: _Any, dims: _Any, args: _Any, device: _Any, adjoint: _Any = ..., adj_args: _Any = ...) -> None: ...
+    def __getattr__(self, name: _b.str) -> _Any: ...
+
+
+class Mesh:
+    def __init__(self: _Any, points: _Any = ..., indices: _Any = ..., velocities: _Any = ..., support_winding_number: _Any = ..., bvh_constructor: _Any = ..., bvh_leaf_size: _Any = ..., groups: _Any = ..., device: _Any = ...) -> None: ...
+    def __getattr__(self, name: _b.str) -> _Any: ...
+
+
+class MeshQueryPoint:
+    def __init__(self: _Any, *args: _Any, **kwargs: _Any) -> None: ...
+    def __getattr__(self, name: _b.str) -> _Any: ...
+
+
+class MeshQueryRay:
+    def __init__(self: _Any, *args: _Any, **kwargs: _Any) -> None: ...
     def __getattr__(self, name: _b.str) -> _Any: ...
 
 
@@ -1248,6 +1290,18 @@ def bit_or(*args: _Any, **kwargs: _Any) -> _Any:
 
 def bit_xor(*args: _Any, **kwargs: _Any) -> _Any:
     """a ^ b (integers of one type)"""
+
+
+def bvh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
+    """bvh_query_aabb(id: uint64, a: vec3, b: vec3[, root: int32]) -> bvh_query_t"""
+
+
+def bvh_query_next(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.bvh_query_next (kernel language)"""
+
+
+def bvh_query_ray(*args: _Any, **kwargs: _Any) -> _Any:
+    """bvh_query_ray(id: uint64, a: vec3, b: vec3[, root: int32]) -> bvh_query_t"""
 
 
 def cbrt(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1458,6 +1512,66 @@ def matrix_from_rows(*args: _Any, **kwargs: _Any) -> _Any:
 def max(*args: _Any, **kwargs: _Any) -> _Any:
     """max(a: Scalar, b: Scalar) -> Scalar
 max(a: Vector, b: Vector) -> Vector (componentwise)"""
+
+
+def mesh_eval_face_normal(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_eval_face_normal(id: uint64, face: int32) -> vec3"""
+
+
+def mesh_eval_position(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_eval_position(id: uint64, face: int32, bary_u: float32, bary_v: float32) -> vec3"""
+
+
+def mesh_eval_velocity(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_eval_velocity(id: uint64, face: int32, bary_u: float32, bary_v: float32) -> vec3"""
+
+
+def mesh_get_index(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_get_index(id: uint64, index: int32) -> int32"""
+
+
+def mesh_get_point(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_get_point(id: uint64, index: int32) -> vec3"""
+
+
+def mesh_get_velocity(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_get_velocity(id: uint64, index: int32) -> vec3"""
+
+
+def mesh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_query_aabb(id: uint64, low: vec3, high: vec3) -> mesh_query_aabb_t"""
+
+
+def mesh_query_aabb_next(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.mesh_query_aabb_next (kernel language)"""
+
+
+def mesh_query_furthest_point_no_sign(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.mesh_query_furthest_point_no_sign (kernel language)"""
+
+
+def mesh_query_point(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.mesh_query_point (kernel language)"""
+
+
+def mesh_query_point_no_sign(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.mesh_query_point_no_sign (kernel language)"""
+
+
+def mesh_query_point_sign_normal(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.mesh_query_point_sign_normal (kernel language)"""
+
+
+def mesh_query_point_sign_parity(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.mesh_query_point_sign_parity (kernel language)"""
+
+
+def mesh_query_point_sign_winding_number(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.mesh_query_point_sign_winding_number (kernel language)"""
+
+
+def mesh_query_ray(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.mesh_query_ray (kernel language)"""
 
 
 def min(*args: _Any, **kwargs: _Any) -> _Any:

@@ -17,12 +17,15 @@ import types
 
 import numpy as np
 
-from . import hashgrid, views, volume_query
+from . import hashgrid, mesh_query, mesh_winding, views, volume_query
 from .descriptors import HEADER
 
 # descriptor words (see weft.runtime.geometry for the objects that fill them)
 VOL_WORDS = HEADER + 2 * 4 + 2      # tree, values, xform_f, xform_d; gtype, channels
 HG_WORDS = HEADER + 2 * 2 + 2       # grid, point keys; is float64, 1 / cell width (bits)
+# points, indices, bounds, links, prims, tris, props, velocities; average edge length (bits)
+MESH_WORDS = HEADER + 2 * 8 + 1
+BVH_WORDS = HEADER + 2 * 5          # bounds, links, prims, lowers, uppers
 
 
 # ------------------------------------------------------------------------------ volumes
@@ -191,10 +194,148 @@ def geo_hg_point_id(gid, index):
     return hash_grid_point_id(view_i32(d[3], d[4]), index)
 
 
+# ------------------------------------------------------------------------------ meshes
+# A mesh or BVH query is a 16-tuple of int64 like a hash-grid query: (found, index, the
+# object's id, the core's 13-word state with its floats stored as their bits).
+def _mesh_bvh(d):
+    return (view_f32(d[7], d[8]).reshape((d[8] // 6, 6)),
+            view_i32(d[9], d[10]).reshape((d[10] // 4, 4)), view_i32(d[11], d[12]),
+            view_f32(d[13], d[14]).reshape((d[14] // 12, 12)))
+
+
+# closest points, each ``(found, face, u, v, sign)`` (one wrapper per form: a kernel compiles
+# only the forms it calls)
+def geo_mesh_point(mid, px, py, pz, max_dist, a, b):
+    bounds, links, prims, tris = _mesh_bvh(view_i64(mid, MESH_WORDS))
+    return mesh_query_point(bounds, links, prims, tris, px, py, pz, max_dist)
+
+
+def geo_mesh_point_no_sign(mid, px, py, pz, max_dist, a, b):
+    bounds, links, prims, tris = _mesh_bvh(view_i64(mid, MESH_WORDS))
+    return mesh_query_point_no_sign(bounds, links, prims, tris, px, py, pz, max_dist)
+
+
+def geo_mesh_point_sign_normal(mid, px, py, pz, max_dist, a, b):
+    d = view_i64(mid, MESH_WORDS)
+    bounds, links, prims, tris = _mesh_bvh(d)
+    return mesh_query_point_sign_normal(bounds, links, prims, tris,
+                                        np.float32(bits_float(d[19])), px, py, pz, max_dist, a)
+
+
+def geo_mesh_point_sign_winding_number(mid, px, py, pz, max_dist, a, b):
+    d = view_i64(mid, MESH_WORDS)
+    bounds, links, prims, tris = _mesh_bvh(d)
+    props = view_f32(d[15], d[16]).reshape((d[16] // PROPS, PROPS))
+    return mesh_query_point_sign_winding_number(bounds, links, prims, tris, props, px, py, pz,
+                                                max_dist, a, b)
+
+
+def geo_mesh_furthest_point_no_sign(mid, px, py, pz, min_dist, a, b):
+    bounds, links, prims, tris = _mesh_bvh(view_i64(mid, MESH_WORDS))
+    return mesh_query_furthest_point_no_sign(bounds, links, prims, tris, px, py, pz, min_dist)
+
+
+def geo_mesh_point_sign_parity(mid, px, py, pz, max_dist, a, b):
+    bounds, links, prims, tris = _mesh_bvh(view_i64(mid, MESH_WORDS))
+    return mesh_query_point_sign_parity(bounds, links, prims, tris, px, py, pz, max_dist,
+                                        np.int32(a), b)
+
+
+def geo_mesh_ray(mid, ox, oy, oz, dx, dy, dz, max_t):
+    """``(hit, t, u, v, sign, nx, ny, nz, face)`` of the nearest hit."""
+    bounds, links, prims, tris = _mesh_bvh(view_i64(mid, MESH_WORDS))
+    return mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t)
+
+
+def geo_mesh_eval(mid, kind, face, u, v):
+    """``kind`` 0 ``mesh_eval_position``, 1 ``mesh_eval_velocity``, 2 ``mesh_eval_face_normal``
+    (a 3-tuple)."""
+    d = view_i64(mid, MESH_WORDS)
+    indices = view_i32(d[5], d[6])
+    if kind == 1:
+        return mesh_eval_velocity(view_f32(d[17], d[18]).reshape((d[18] // 3, 3)), indices,
+                                  face, u, v)
+    points = view_f32(d[3], d[4]).reshape((d[4] // 3, 3))
+    if kind == 0:
+        return mesh_eval_position(points, indices, face, u, v)
+    return mesh_eval_face_normal(points, indices, face)
+
+
+def geo_mesh_vertex(mid, kind, index):
+    """``kind`` 0 ``mesh_get_point``, 1 ``mesh_get_velocity`` (a 3-tuple)."""
+    d = view_i64(mid, MESH_WORDS)
+    indices = view_i32(d[5], d[6])
+    if kind == 0:
+        return mesh_get_point(view_f32(d[3], d[4]).reshape((d[4] // 3, 3)), indices, index)
+    return mesh_get_velocity(view_f32(d[17], d[18]).reshape((d[18] // 3, 3)), indices, index)
+
+
+def geo_mesh_get_index(mid, index):
+    d = view_i64(mid, MESH_WORDS)
+    return mesh_get_index(view_i32(d[5], d[6]), index)
+
+
+def f32_bits(x):
+    return float_bits(np.float64(x))
+
+
+def bits_f32(w):
+    return np.float32(bits_float(w))
+
+
+def _pack_state(found, index, oid, s):
+    return (np.int64(found), np.int64(index), np.int64(oid), np.int64(s[0]), np.int64(s[1]),
+            np.int64(s[2]), np.int64(s[3]), np.int64(s[4]), f32_bits(s[5]), f32_bits(s[6]),
+            f32_bits(s[7]), f32_bits(s[8]), f32_bits(s[9]), f32_bits(s[10]), f32_bits(s[11]),
+            f32_bits(s[12]))
+
+
+def _unpack_state(q):
+    return (np.int32(q[3]), np.int32(q[4]), np.int32(q[5]), np.int32(q[6]), np.int32(q[7]),
+            bits_f32(q[8]), bits_f32(q[9]), bits_f32(q[10]), bits_f32(q[11]), bits_f32(q[12]),
+            bits_f32(q[13]), bits_f32(q[14]), bits_f32(q[15]))
+
+
+def geo_mesh_query_aabb(mid, lx, ly, lz, ux, uy, uz):
+    d = view_i64(mid, MESH_WORDS)
+    s = mesh_query_aabb(view_i32(d[9], d[10]).reshape((d[10] // 4, 4)), lx, ly, lz, ux, uy, uz)
+    return _pack_state(0, -1, mid, s)
+
+
+def geo_mesh_next(q):
+    bounds, links, prims, tris = _mesh_bvh(view_i64(q[2], MESH_WORDS))
+    found, face, s = mesh_query_next(bounds, links, prims, tris, _unpack_state(q))
+    return _pack_state(1 if found else 0, face, q[2], s)
+
+
+def geo_bvh_query(bid, kind, x0, y0, z0, x1, y1, z1, root):
+    """``kind`` 0 ``bvh_query_aabb`` (lower, upper), 1 ``bvh_query_ray`` (origin, direction)."""
+    d = view_i64(bid, BVH_WORDS)
+    links = view_i32(d[5], d[6]).reshape((d[6] // 4, 4))
+    if kind == 0:
+        s = bvh_query_aabb(links, root, x0, y0, z0, x1, y1, z1)
+    else:
+        s = bvh_query_ray(links, root, x0, y0, z0, x1, y1, z1)
+    return _pack_state(0, -1, bid, s)
+
+
+def geo_bvh_next(q, max_dist):
+    d = view_i64(q[2], BVH_WORDS)
+    found, item, s = bvh_query_next(view_f32(d[3], d[4]).reshape((d[4] // 6, 6)),
+                                    view_i32(d[5], d[6]).reshape((d[6] // 4, 4)),
+                                    view_i32(d[7], d[8]),
+                                    view_f32(d[9], d[10]).reshape((d[10] // 3, 3)),
+                                    view_f32(d[11], d[12]).reshape((d[12] // 3, 3)),
+                                    _unpack_state(q), max_dist)
+    return _pack_state(1 if found else 0, item, q[2], s)
+
+
 #: the wrappers, in dependency order (they call the cores, never each other)
-PORTABLE = tuple(n for n in list(globals()) if n.startswith("geo_"))
+PORTABLE = ("f32_bits", "bits_f32", "_pack_state", "_unpack_state", "_mesh_bvh") + tuple(
+    n for n in list(globals()) if n.startswith("geo_"))
 #: wrappers inlined into kernels on the CPU (the iterator step runs once per candidate)
-INLINE = ("geo_hg_next",)
+INLINE = ("geo_hg_next", "geo_mesh_next", "geo_bvh_next", "_pack_state", "_unpack_state",
+          "f32_bits", "bits_f32", "_mesh_bvh")
 
 
 def bind(namespace, target, jit=None, inline_jit=None):
@@ -203,12 +344,15 @@ def bind(namespace, target, jit=None, inline_jit=None):
     ns = {"math": math, "np": np, "__name__": __name__}  # cached code needs a module name
     views.bind(ns, target)
     cores = {}
-    for mod in (volume_query, hashgrid):
-        cores.update(mod.compile_for(jit, inline_jit) if jit is not None
-                     else _uncompiled(mod))
+    for mod in (volume_query, hashgrid, mesh_query):
+        # the mesh cores are not inlined: inlined, a kernel calling three mesh queries took
+        # 37 s to compile (9 s as calls)
+        inl = None if mod is mesh_query else inline_jit
+        cores.update(mod.compile_for(jit, inl) if jit is not None else _uncompiled(mod))
     ns.update(cores)
     ns.update({"GRID_DOUBLE": volume_query.GRID_DOUBLE, "GRID_VEC3F": volume_query.GRID_VEC3F,
-               "VOL_WORDS": VOL_WORDS, "HG_WORDS": HG_WORDS})
+               "VOL_WORDS": VOL_WORDS, "HG_WORDS": HG_WORDS, "MESH_WORDS": MESH_WORDS,
+               "BVH_WORDS": BVH_WORDS, "PROPS": mesh_winding.PROPS})
     for name in PORTABLE:
         fn = globals()[name]
         rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)

@@ -4,7 +4,8 @@ from a geometry descriptor, :mod:`weft.geometry.descriptors`). No reference coun
 copy: the descriptor's owner keeps the memory alive.
 
 ``bind(namespace, target)`` puts ``view_i64``, ``view_i32``, ``view_f32``, ``view_f64`` and
-``bits_float`` into a helper namespace for ``"cpu"`` (Numba intrinsics), ``"cuda"``
+``bits_float`` (an int64 word's bits as a float64) and ``float_bits`` (the reverse) into a
+helper namespace for ``"cpu"`` (Numba intrinsics), ``"cuda"``
 (numba-cuda intrinsics) or ``"python"`` (uncompiled code: registered arrays only).
 """
 from __future__ import annotations
@@ -52,8 +53,20 @@ def _intrinsics(intrinsic, types, make_array, populate_array):
             return builder.bitcast(w, context.get_value_type(types.float64))
         return sig, codegen
 
+    @intrinsic
+    def float_bits(typingctx, x):
+        if not isinstance(x, types.Float):
+            return None
+        sig = types.int64(x)
+
+        def codegen(context, builder, signature, args):
+            f = context.cast(builder, args[0], signature.args[0], types.float64)
+            return builder.bitcast(f, context.get_value_type(types.int64))
+        return sig, codegen
+
     out = {f"view_{k}": make(v) for k, v in DTYPES.items()}
     out["bits_float"] = bits_float
+    out["float_bits"] = float_bits
     return out
 
 
@@ -66,8 +79,12 @@ def _python():
     def bits_float(word):
         return float(np.array([word], np.int64).view(np.float64)[0])
 
+    def float_bits(x):
+        return np.int64(np.array([x], np.float64).view(np.int64)[0])
+
     out = {f"view_{k}": make(v) for k, v in DTYPES.items()}
     out["bits_float"] = bits_float
+    out["float_bits"] = float_bits
     return out
 
 

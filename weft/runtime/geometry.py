@@ -122,3 +122,132 @@ class HashGrid:
     @property
     def dim_z(self):
         return self._grid.dim_z
+
+
+def _host(a, what):
+    """The host data of a ``wp.array`` (shared, not copied) or of array-like data."""
+    if a is None:
+        return None
+    if isinstance(a, array):
+        if a.device.is_cuda:
+            raise NotImplementedError(f"{what} on {a.device}: weft builds geometry on the CPU "
+                                      "only for now")
+        return a._data
+    return np.asarray(a)
+
+
+class Mesh:
+    """Warp's ``wp.Mesh(points, indices, velocities=None, support_winding_number=False,
+    bvh_constructor=None, bvh_leaf_size=None)``: a triangle mesh with its BVH
+    (:mod:`weft.geometry.mesh`); ``mesh.id`` is what kernels take. The mesh reads the memory of
+    ``points`` (no copy): after moving them (a kernel writing ``mesh.points``), call
+    ``refit()``."""
+
+    def __init__(self, points=None, indices=None, velocities=None, support_winding_number=False,
+                 bvh_constructor=None, bvh_leaf_size=None, groups=None, device=None):
+        from ..geometry import mesh as _mesh
+        self.device = _cpu_only(device, "wp.Mesh")
+        if points is None or indices is None:
+            raise TypeError("wp.Mesh(points, indices) needs both arrays")
+        self._core = _mesh.Mesh(_host(points, "Mesh points"), _host(indices, "Mesh indices"),
+                                _host(velocities, "Mesh velocities"), support_winding_number,
+                                bvh_constructor, bvh_leaf_size, groups)
+        self._points = points if isinstance(points, array) else None
+        self._indices = indices if isinstance(indices, array) else None
+        self._velocities = velocities if isinstance(velocities, array) else None
+        self._descriptor = D.Descriptor(D.KIND_MESH, self._arrays(), self._scalars())
+        weakref.finalize(self, self._descriptor.release)
+
+    def _arrays(self):
+        c = self._core
+        b = c.bvh
+        return [c.points, c.indices, b.bounds, b.links, b.prims, c.tris, c.props, c.velocities]
+
+    def _scalars(self):
+        return [D.float_bits(float(self._core.average_edge_length))]
+
+    @property
+    def id(self):
+        """The ``uint64`` kernels take (the address of this mesh's descriptor)."""
+        return self._descriptor.id
+
+    @property
+    def points(self):
+        if self._points is None:
+            self._points = array(self._core.points, dtype=_vec3(), copy=False)
+        return self._points
+
+    @points.setter
+    def points(self, new):
+        """New points of the same shape: the mesh reads them and refits (as Warp)."""
+        self._core.points = _host(new, "Mesh points")
+        self._points = new if isinstance(new, array) else None
+        self._descriptor.set(self._arrays(), self._scalars())
+
+    @property
+    def indices(self):
+        if self._indices is None:
+            from .. import types as T
+            self._indices = array(self._core.indices, dtype=T.int32, copy=False)
+        return self._indices
+
+    @property
+    def velocities(self):
+        if self._velocities is None and self._core.velocities.shape[0]:
+            self._velocities = array(self._core.velocities, dtype=_vec3(), copy=False)
+        return self._velocities
+
+    @velocities.setter
+    def velocities(self, new):
+        self._core.velocities = _host(new, "Mesh velocities")
+        self._velocities = new if isinstance(new, array) else None
+        self._descriptor.set(self._arrays(), self._scalars())
+
+    @property
+    def support_winding_number(self):
+        return self._core.support_winding_number
+
+    def refit(self):
+        """Refit the BVH to the current points (same topology)."""
+        self._core.refit()
+        self._descriptor.set(self._arrays(), self._scalars())
+
+    def rebuild(self, constructor=None):
+        """Build the BVH anew from the current points."""
+        if constructor is not None:
+            from ..geometry.mesh import _constructor
+            self._core.constructor = _constructor(constructor)
+        self._core.build()
+        self._descriptor.set(self._arrays(), self._scalars())
+
+
+class Bvh:
+    """Warp's ``wp.Bvh(lowers, uppers, constructor=None, leaf_size=1)``: a BVH over boxes for
+    ``wp.bvh_query_aabb``/``bvh_query_ray`` in kernels; it reads the boxes' memory, so after
+    changing them call ``refit()``."""
+
+    def __init__(self, lowers, uppers, constructor=None, groups=None, leaf_size=1, device=None):
+        from ..geometry import mesh as _mesh
+        self.device = _cpu_only(device, "wp.Bvh")
+        self._core = _mesh.Bvh(_host(lowers, "Bvh lowers"), _host(uppers, "Bvh uppers"),
+                               constructor, groups, leaf_size)
+        self.lowers, self.uppers = lowers, uppers
+        self._descriptor = D.Descriptor(D.KIND_BVH, list(self._core.arrays()))
+        weakref.finalize(self, self._descriptor.release)
+
+    @property
+    def id(self):
+        return self._descriptor.id
+
+    def refit(self):
+        self._core.refit()
+        self._descriptor.set(list(self._core.arrays()))
+
+    def rebuild(self, constructor=None):
+        self._core.rebuild(constructor)
+        self._descriptor.set(list(self._core.arrays()))
+
+
+def _vec3():
+    from .. import types as T
+    return T.vec3

@@ -7,7 +7,7 @@ linear algebra, interpolation, noise, decompositions) are collected by :func:`na
 ``weft/__init__.py`` re-exports as ``wp.<name>``.
 """
 from . import registry  # noqa: F401
-from . import arith, arrays, effects, geometry, lang, random, scalar, vector  # noqa: F401
+from . import arith, arrays, effects, geometry, lang, mesh, random, scalar, vector  # noqa: F401
 
 
 def namespace():

@@ -117,6 +117,11 @@ class Lowering:
         from .structs import StructArr
         return StructArr(t, members)
 
+    def struct_value(self, t, members):
+        """A value of struct type ``t`` from one operand per member (``{member: operand}``)."""
+        from .structs import StructVal
+        return StructVal(t, members)
+
     def call_func(self, func, node, args=None, n_given=None):
         from .calls import call_func
         return call_func(self, func, node, args, n_given)

@@ -1,0 +1,207 @@
+"""wp.Mesh and wp.Bvh in kernels: the struct-returning queries, evaluation helpers, AABB and BVH
+iterators (by hand and with ``for``), refit after moving points, launch checks of ids; values
+against Warp 1.19 and numpy brute force (tests/geometry/mesh_brute.py)."""
+import numpy as np
+import pytest
+
+import weft as wp
+
+from . import mesh_brute as brute
+from . import mesh_scenes as scenes
+
+CUBE_PTS = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [0, 0, 1], [1, 0, 1],
+                     [1, 1, 1], [0, 1, 1]], np.float32)
+CUBE_FACES = np.array([[0, 2, 1], [0, 3, 2], [4, 5, 6], [4, 6, 7], [0, 1, 5], [0, 5, 4],
+                       [2, 3, 7], [2, 7, 6], [1, 2, 6], [1, 6, 5], [0, 4, 7], [0, 7, 3]],
+                      np.int32)
+
+
+def cube_mesh():
+    return wp.Mesh(points=wp.array(CUBE_PTS, dtype=wp.vec3),
+                   indices=wp.array(CUBE_FACES.ravel(), dtype=wp.int32))
+
+
+@wp.kernel
+def probe(mid: wp.uint64, p: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec4),
+          counts: wp.array(dtype=int)):
+    i = wp.tid()
+    r = wp.mesh_query_point(mid, p[i], 10.0)
+    if r.result:
+        c = wp.mesh_eval_position(mid, r.face, r.u, r.v)
+        out[i] = wp.vec4(c[0], c[1], c[2], r.sign)
+    ray = wp.mesh_query_ray(mid, p[i], wp.vec3(1.0, 0.0, 0.0), 100.0)
+    if ray.result:
+        counts[i] = ray.face
+    query = wp.mesh_query_aabb(mid, p[i] - wp.vec3(0.1), p[i] + wp.vec3(0.1))
+    n = int(0)
+    for f in query:
+        n += 1
+    counts[i + 4] = n
+
+
+def test_cube_queries_equal_warps():
+    mesh = cube_mesh()
+    p = wp.array(np.array([[0.5, 0.5, 0.5], [2.0, 0.5, 0.5], [0.5, 0.2, -1.0],
+                           [0.05, 0.5, 0.5]], np.float32), dtype=wp.vec3)
+    out = wp.zeros(4, dtype=wp.vec4)
+    counts = wp.zeros(8, dtype=int)
+    wp.launch(probe, 4, inputs=[mesh.id, p, out, counts])
+    # Warp 1.19's output for the same kernel
+    np.testing.assert_allclose(out.numpy(), [[0.5, 1.0, 0.5, -1.0], [1.0, 0.5, 0.5, 1.0],
+                                             [0.5, 0.2, 0.0, 1.0], [0.0, 0.5, 0.5, -1.0]],
+                               atol=2e-7)
+    assert counts.numpy().tolist() == [9, 0, 0, 9, 0, 0, 0, 2]
+
+
+@wp.kernel
+def closest_and_rays(mid: wp.uint64, p: wp.array(dtype=wp.vec3), o: wp.array(dtype=wp.vec3),
+                     d: wp.array(dtype=wp.vec3), dist: wp.array(dtype=float),
+                     t: wp.array(dtype=float), normal_dot: wp.array(dtype=float)):
+    i = wp.tid()
+    q = wp.mesh_query_point_no_sign(mid, p[i], 1.0e6)
+    dist[i] = -1.0
+    if q.result:
+        dist[i] = wp.length(p[i] - wp.mesh_eval_position(mid, q.face, q.u, q.v))
+    r = wp.mesh_query_ray(mid, o[i], d[i], 1.0e6)
+    t[i] = -1.0
+    if r.result:
+        t[i] = r.t
+        normal_dot[i] = wp.dot(r.normal, wp.mesh_eval_face_normal(mid, r.face))
+
+
+def test_closest_points_and_rays_against_brute_force():
+    pts, idx = scenes.torus(24, 12, noise=0.05, seed=3)
+    mesh = wp.Mesh(points=wp.array(pts, dtype=wp.vec3), indices=wp.array(idx, dtype=wp.int32))
+    p = scenes.points(64, seed=4)
+    o, d = scenes.rays(64, seed=5)
+    dist = wp.zeros(64, dtype=float)
+    t = wp.zeros(64, dtype=float)
+    nd = wp.zeros(64, dtype=float)
+    wp.launch(closest_and_rays, 64, inputs=[mesh.id, wp.array(p, dtype=wp.vec3),
+                                            wp.array(o, dtype=wp.vec3),
+                                            wp.array(d, dtype=wp.vec3), dist, t, nd])
+    ref_d = np.array([brute.closest(pts, idx, x) for x in p])
+    np.testing.assert_allclose(dist.numpy(), ref_d, rtol=1e-4, atol=1e-5)
+    ref_t = np.array([brute.ray_hits(pts, idx, a, b)[0].min() for a, b in zip(o, d)])
+    hit = np.isfinite(ref_t)
+    assert hit.sum() > 10 and (~hit).sum() > 5
+    np.testing.assert_array_equal(t.numpy() >= 0, hit)
+    np.testing.assert_allclose(t.numpy()[hit], ref_t[hit], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(nd.numpy()[hit], 1.0, atol=1e-5)
+
+
+@wp.kernel
+def count_boxes(bid: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype=wp.vec3),
+                o: wp.array(dtype=wp.vec3), d: wp.array(dtype=wp.vec3),
+                box_hits: wp.array(dtype=int), ray_hits: wp.array(dtype=int),
+                first: wp.array(dtype=int)):
+    i = wp.tid()
+    q = wp.bvh_query_aabb(bid, lo[i], hi[i])
+    item = int(-1)
+    n = int(0)
+    smallest = int(1000000)
+    while wp.bvh_query_next(q, item):
+        n += 1
+        smallest = wp.min(smallest, item)
+    box_hits[i] = n
+    first[i] = smallest
+    m = int(0)
+    for j in wp.bvh_query_ray(bid, o[i], d[i]):
+        m += 1
+    ray_hits[i] = m
+
+
+def test_bvh_queries_against_brute_force():
+    lo, up = scenes.boxes(300, seed=6)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3), wp.array(up, dtype=wp.vec3))
+    rng = np.random.default_rng(7)
+    qlo = rng.uniform(-1, 1, (32, 3)).astype(np.float32)
+    qup = (qlo + rng.uniform(0, 0.4, (32, 3))).astype(np.float32)
+    o, d = scenes.rays(32, seed=8)
+    hits, rays, first = (wp.zeros(32, dtype=int) for _ in range(3))
+    wp.launch(count_boxes, 32, inputs=[bvh.id, wp.array(qlo, dtype=wp.vec3),
+                                       wp.array(qup, dtype=wp.vec3), wp.array(o, dtype=wp.vec3),
+                                       wp.array(d, dtype=wp.vec3), hits, rays, first])
+    ref = [brute.box_overlap(lo, up, a, b) for a, b in zip(qlo, qup)]
+    assert hits.numpy().tolist() == [len(r) for r in ref]
+    assert first.numpy().tolist() == [int(r.min()) if len(r) else 1000000 for r in ref]
+    assert rays.numpy().tolist() == [len(brute.ray_boxes(lo, up, a, b)) for a, b in zip(o, d)]
+
+
+@wp.kernel
+def shift(points: wp.array(dtype=wp.vec3), dz: float):
+    i = wp.tid()
+    points[i] = points[i] + wp.vec3(0.0, 0.0, dz)
+
+
+@wp.kernel
+def height_below(mid: wp.uint64, x: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    i = wp.tid()
+    r = wp.mesh_query_ray(mid, x[i], wp.vec3(0.0, 0.0, -1.0), 100.0)
+    out[i] = -1.0
+    if r.result:
+        out[i] = r.t
+
+
+def test_refit_after_moving_points_in_a_kernel():
+    mesh = cube_mesh()
+    x = wp.array(np.array([[0.5, 0.5, 5.0]], np.float32), dtype=wp.vec3)
+    out = wp.zeros(1, dtype=float)
+    wp.launch(height_below, 1, inputs=[mesh.id, x, out])
+    assert out.numpy()[0] == pytest.approx(4.0)
+    wp.launch(shift, 8, inputs=[mesh.points, 2.0])  # the mesh reads these points
+    mesh.refit()
+    wp.launch(height_below, 1, inputs=[mesh.id, x, out])
+    assert out.numpy()[0] == pytest.approx(2.0)
+
+
+def test_bad_ids_and_forms_are_clear_errors():
+    mesh = cube_mesh()
+    bvh = wp.Bvh(wp.array(CUBE_PTS, dtype=wp.vec3), wp.array(CUBE_PTS + 1, dtype=wp.vec3))
+    x = wp.array(np.zeros((1, 3), np.float32), dtype=wp.vec3)
+    out = wp.zeros(1, dtype=float)
+    with pytest.raises(wp.LaunchError, match="wp.Bvh, not of a wp.Mesh"):
+        wp.launch(height_below, 1, inputs=[bvh.id, x, out])
+    mid = mesh.id
+    del mesh
+    import gc
+    gc.collect()
+    with pytest.raises(wp.LaunchError, match="freed"):
+        wp.launch(height_below, 1, inputs=[mid, x, out])
+
+    @wp.kernel
+    def old_form(mid: wp.uint64, out: wp.array(dtype=float)):
+        sign = float(0.0)
+        face = int(0)
+        u = float(0.0)
+        v = float(0.0)
+        wp.mesh_query_point(mid, wp.vec3(0.0), 1.0, sign, face, u, v)
+        out[0] = u
+
+    with pytest.raises(wp.KernelError, match="output-argument form is not supported"):
+        wp.launch(old_form, 1, inputs=[bvh.id, out])
+    with pytest.raises(ValueError, match="not a multiple of 3"):
+        wp.Mesh(points=wp.array(CUBE_PTS, dtype=wp.vec3),
+                indices=wp.array(np.arange(4, dtype=np.int32), dtype=wp.int32))
+
+
+@wp.kernel
+def eval_uv(mid: wp.uint64, uv: wp.array(dtype=wp.vec2), out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = wp.mesh_eval_position(mid, 8, uv[i][0], uv[i][1])
+
+
+def test_mesh_eval_position_is_differentiable_in_the_barycentrics():
+    mesh = cube_mesh()
+    uv = wp.array(np.array([[0.2, 0.3]], np.float32), dtype=wp.vec2, requires_grad=True)
+    out = wp.zeros(1, dtype=wp.vec3, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(eval_uv, 1, inputs=[mesh.id, uv, out])
+    seed = np.array([[1.0, 2.0, 3.0]], np.float32)
+    tape.backward(grads={out: seed})
+    p0, p1, p2 = CUBE_PTS[CUBE_FACES[8]]  # d/du = p0 - p2, d/dv = p1 - p2
+    np.testing.assert_allclose(uv.grad.numpy()[0], [seed[0] @ (p0 - p2), seed[0] @ (p1 - p2)])
+    t = wp.jvp(eval_uv, 1, inputs=[mesh.id, uv], outputs=[out],
+               tangents={uv: np.array([[1.0, -1.0]], np.float32)})
+    np.testing.assert_allclose(t[out].numpy()[0], (p0 - p2) - (p1 - p2))

@@ -1,0 +1,314 @@
+"""Kernel builtins of Warp's meshes and BVHs, reached by id (a ``uint64``).
+
+- Closest points (``mesh_query_point``, ``_no_sign``, ``_sign_normal``,
+  ``_sign_winding_number``, ``_sign_parity``, ``mesh_query_furthest_point_no_sign``) return a
+  ``wp.MeshQueryPoint`` struct (``result``, ``sign``, ``face``, ``u``, ``v``); ``mesh_query_ray``
+  a ``wp.MeshQueryRay`` (``result``, ``sign``, ``face``, ``t``, ``u``, ``v``, ``normal``).
+- ``mesh_eval_position``/``velocity``/``face_normal``, ``mesh_get_point``/``velocity``/
+  ``index``.
+- Iterators: ``mesh_query_aabb`` with ``mesh_query_aabb_next(query, face)`` or ``for face in
+  query``; ``bvh_query_aabb``/``bvh_query_ray`` with ``bvh_query_next(query, item[,
+  max_dist])`` or ``for``. A query is a vector of int64 (``wp.mesh_query_aabb_t``: 17 words,
+  ``wp.bvh_query_t``: 18; found, index, the object's id, the core's state), as hash-grid
+  queries are.
+
+Each primitive calls a ``_wk.geo_mesh_*``/``geo_bvh_*`` helper (:mod:`weft.geometry.kernel_api`).
+Derivatives: the queries are discrete choices and carry none; ``mesh_eval_position`` is
+differentiable in ``u`` and ``v``.
+"""
+from __future__ import annotations
+
+import ast
+
+from .. import types as T
+from ..transpiler import ir
+from ..transpiler.exprs import call, const
+from . import registry
+from .registry import builtin, special_form
+
+MESH_QUERY = T.vector(17, T.int64)   # wp.mesh_query_aabb_t
+BVH_QUERY = T.vector(18, T.int64)    # wp.bvh_query_t
+POINT_RESULT = T.TupleType((T.bool, T.int32, T.float32, T.float32, T.float32))
+RAY_RESULT = T.TupleType((T.bool, T.float32, T.float32, T.float32, T.float32, T.float32,
+                          T.float32, T.float32, T.int32))
+#: the struct types of query results, filled by weft.runtime.geometry (which defines them)
+RESULT_TYPES = {}
+
+
+def _id(t):
+    return t is T.uint64 or t is T.int64
+
+
+def _v3(t):
+    return T.is_vector(t) and t._length_ == 3 and T.scalar_of(t) is T.float32
+
+
+def _f(t):
+    return T.is_float(t) and T.is_scalar(t)
+
+
+def _xyz(v):
+    v = v.atom()
+    return [v.comp(0), v.comp(1), v.comp(2)]
+
+
+def _i(v):
+    return const(v, T.int32)
+
+
+# ------------------------------------------------------------------------------ primitives
+@builtin("_mesh_point", ["_mesh_point(id, point, max_dist, a, b) (attrs: kind)"],
+         lambda ts, attrs=None: POINT_RESULT if len(ts) == 5 and _id(ts[0]) and _v3(ts[1])
+         and all(_f(t) for t in ts[2:]) else None, differentiable=False, public=False)
+class _mesh_point:
+    def primal(mid, p, max_dist, a, b, kind):
+        f32 = [call("np.float32", x, type_=T.float32) for x in (max_dist, a, b)]
+        return call(_POINT_HELPERS[kind], mid, *_xyz(p), *f32, type_=POINT_RESULT)
+
+
+_POINT_HELPERS = ["_wk.geo_mesh_point", "_wk.geo_mesh_point_no_sign",
+                  "_wk.geo_mesh_point_sign_normal", "_wk.geo_mesh_point_sign_winding_number",
+                  "_wk.geo_mesh_furthest_point_no_sign", "_wk.geo_mesh_point_sign_parity"]
+
+
+@builtin("_mesh_ray", ["_mesh_ray(id, start, dir, max_t)"],
+         lambda ts, attrs=None: RAY_RESULT if len(ts) == 4 and _id(ts[0]) and _v3(ts[1]) and
+         _v3(ts[2]) and _f(ts[3]) else None, differentiable=False, public=False)
+class _mesh_ray:
+    def primal(mid, o, d, max_t):
+        return call("_wk.geo_mesh_ray", mid, *_xyz(o), *_xyz(d),
+                    call("np.float32", max_t, type_=T.float32), type_=RAY_RESULT)
+
+
+@builtin("mesh_eval_position", ["mesh_eval_position(id: uint64, face: int32, bary_u: float32, "
+                                "bary_v: float32) -> vec3"],
+         lambda ts, attrs=None: T.vec3 if len(ts) == 4 and _id(ts[0]) and T.is_int(ts[1]) and
+         _f(ts[2]) and _f(ts[3]) else None)
+class mesh_eval_position:
+    """``p0 u + p1 v + p2 (1 - u - v)`` of the face's points (differentiable in u and v)."""
+
+    def primal(mid, face, u, v):
+        return call("_wk.geo_mesh_eval", mid, _i(0), face, u, v, type_=T.vec3)
+
+    def adjoint(mid, face, u, v, ret, adj):
+        p0, p1, p2 = (call("_wk.geo_mesh_vertex", mid, _i(0), face * const(3, T.int32) + const(k, T.int32), type_=T.vec3)
+                      for k in (0, 1, 2))
+        a = adj.atom()
+        du = sum_dot(a, p0, p2)
+        dv = sum_dot(a, p1, p2)
+        return [None, None, du, dv]
+
+    def tangent(mid, face, u, v, tmid, tface, tu, tv, ret):
+        p0, p1, p2 = (call("_wk.geo_mesh_vertex", mid, _i(0), face * const(3, T.int32) + const(k, T.int32), type_=T.vec3)
+                      .atom() for k in (0, 1, 2))
+        parts = []
+        for c in range(3):
+            e = None
+            if tu is not None:
+                e = tu * (p0.comp(c) - p2.comp(c))
+            if tv is not None:
+                term = tv * (p1.comp(c) - p2.comp(c))
+                e = term if e is None else e + term
+            parts.append(e)
+        from ..transpiler.exprs import tup
+        return tup(parts, T.vec3)
+
+
+def sum_dot(a, p, q):
+    """``dot(a, p - q)`` of three-component Ex values."""
+    p, q = p.atom(), q.atom()
+    return a.comp(0) * (p.comp(0) - q.comp(0)) + a.comp(1) * (p.comp(1) - q.comp(1)) + \
+        a.comp(2) * (p.comp(2) - q.comp(2))
+
+
+def _plain(name, sig, check, ret, helper_args):
+    @builtin(name, [sig], lambda ts, attrs=None: ret if check(ts) else None,
+             differentiable=False)
+    class rules:
+        def primal(*args):
+            return call(*helper_args(*args), type_=ret)
+    return rules
+
+
+mesh_eval_velocity = _plain(
+    "mesh_eval_velocity", "mesh_eval_velocity(id: uint64, face: int32, bary_u: float32, "
+    "bary_v: float32) -> vec3", lambda ts: len(ts) == 4 and _id(ts[0]) and T.is_int(ts[1]),
+    T.vec3, lambda mid, face, u, v: ("_wk.geo_mesh_eval", mid, _i(1), face, u, v))
+mesh_eval_face_normal = _plain(
+    "mesh_eval_face_normal", "mesh_eval_face_normal(id: uint64, face: int32) -> vec3",
+    lambda ts: len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1]), T.vec3,
+    lambda mid, face: ("_wk.geo_mesh_eval", mid, _i(2), face, const(0.0, T.float32),
+                       const(0.0, T.float32)))
+mesh_get_point = _plain(
+    "mesh_get_point", "mesh_get_point(id: uint64, index: int32) -> vec3",
+    lambda ts: len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1]), T.vec3,
+    lambda mid, index: ("_wk.geo_mesh_vertex", mid, _i(0), index))
+mesh_get_velocity = _plain(
+    "mesh_get_velocity", "mesh_get_velocity(id: uint64, index: int32) -> vec3",
+    lambda ts: len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1]), T.vec3,
+    lambda mid, index: ("_wk.geo_mesh_vertex", mid, _i(1), index))
+mesh_get_index = _plain(
+    "mesh_get_index", "mesh_get_index(id: uint64, index: int32) -> int32",
+    lambda ts: len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1]), T.int32,
+    lambda mid, index: ("_wk.geo_mesh_get_index", mid, index))
+
+
+# ------------------------------------------------------------------------------ closest points
+_POINT_FORMS = {  # name: (kind, extra parameters with Warp's defaults)
+    "mesh_query_point": (0, ()),
+    "mesh_query_point_no_sign": (1, ()),
+    "mesh_query_point_sign_normal": (2, (("epsilon", 1.0e-3),)),
+    "mesh_query_point_sign_winding_number": (3, (("accuracy", 2.0), ("threshold", 0.5))),
+    "mesh_query_furthest_point_no_sign": (4, ()),
+    "mesh_query_point_sign_parity": (5, (("n_sample", 1.0), ("perturbation_scale", 0.1))),
+}
+
+
+def _point_form(name, kind, extras):
+    params = ["id", "point", "min_dist" if kind == 4 else "max_dist"] + [n for n, _ in extras]
+
+    def lower(ctx, node):
+        args = _arguments(ctx, node, name, params, dict(extras))
+        extra = args[3:] + [ir.Const(0.0, T.float32)] * (2 - len(args[3:]))
+        res = ctx.apply("_mesh_point", args[:3] + [ctx.adapt_literal(e, T.float32)
+                                                    for e in extra], node, {"kind": kind})
+        items = [ctx.apply("tuple_get", [res], node, {"index": k}) for k in range(5)]
+        return ctx.struct_value(RESULT_TYPES["MeshQueryPoint"], {
+            "result": items[0], "sign": items[4], "face": items[1], "u": items[2],
+            "v": items[3]})
+    doc = f"{name}({', '.join(params)}) -> MeshQueryPoint"
+    return special_form(name, doc)(lower)
+
+
+def _arguments(ctx, node, name, params, defaults):
+    """The lowered arguments of a call by position or keyword, defaults filled in."""
+    given = dict(zip(params, node.args))
+    for kw in node.keywords:
+        if kw.arg not in params or kw.arg in given:
+            raise ctx.fail(kw, f"wp.{name}() got an unexpected or repeated argument "
+                           f"'{kw.arg}'")
+        given[kw.arg] = kw.value
+    if len(node.args) > len(params):
+        raise ctx.fail(node, f"wp.{name}() takes at most {len(params)} arguments "
+                       f"({', '.join(params)}); the output-argument form is not supported: "
+                       "use the returned query's fields")
+    out = []
+    for p in params:
+        if p in given:
+            out.append(ctx.expr(given[p]))
+        elif p in defaults:
+            out.append(ir.Const(float(defaults[p]), T.float32))
+        else:
+            raise ctx.fail(node, f"wp.{name}() is missing its argument '{p}'")
+    if not _id(out[0].type):
+        raise ctx.fail(node.args[0] if node.args else node, f"wp.{name}(): the first argument "
+                       f"is a mesh id (uint64: mesh.id), got {T.type_name(out[0].type)}")
+    return out
+
+
+for _name, (_kind, _extras) in _POINT_FORMS.items():
+    globals()[_name] = _point_form(_name, _kind, _extras)
+
+
+@special_form("mesh_query_ray", "mesh_query_ray(id, start, dir, max_t) -> MeshQueryRay")
+def mesh_query_ray(ctx, node):
+    args = _arguments(ctx, node, "mesh_query_ray", ["id", "start", "dir", "max_t"], {})
+    args[3] = ctx.adapt_literal(args[3], T.float32)
+    res = ctx.apply("_mesh_ray", args, node)
+    it = [ctx.apply("tuple_get", [res], node, {"index": k}) for k in range(9)]
+    normal = ctx.apply("construct", it[5:8], node, {"type": T.vec3})
+    return ctx.struct_value(RESULT_TYPES["MeshQueryRay"], {
+        "result": it[0], "sign": it[4], "face": it[8], "t": it[1], "u": it[2], "v": it[3],
+        "normal": normal})
+
+
+# ------------------------------------------------------------------------------ iterators
+@builtin("mesh_query_aabb", ["mesh_query_aabb(id: uint64, low: vec3, high: vec3) -> "
+                             "mesh_query_aabb_t"],
+         lambda ts, attrs=None: MESH_QUERY if len(ts) == 3 and _id(ts[0]) and _v3(ts[1]) and
+         _v3(ts[2]) else None, differentiable=False)
+class mesh_query_aabb:
+    """Faces whose bounds overlap [low, high]: iterate with ``mesh_query_aabb_next`` or
+    ``for``."""
+
+    def primal(mid, lo, hi):
+        return call("_wk.geo_mesh_query_aabb", mid, *_xyz(lo), *_xyz(hi), type_=MESH_QUERY)
+
+
+@builtin("_mesh_next", ["_mesh_next(query)"],
+         lambda ts, attrs=None: MESH_QUERY if len(ts) == 1 and ts[0] == MESH_QUERY else None,
+         differentiable=False, public=False)
+class _mesh_next:
+    def primal(q):
+        return call("_wk.geo_mesh_next", q, type_=MESH_QUERY)
+
+
+def _bvh_start(name, kind):
+    @builtin(name, [f"{name}(id: uint64, a: vec3, b: vec3[, root: int32]) -> bvh_query_t"],
+             lambda ts, attrs=None: BVH_QUERY if len(ts) in (3, 4) and _id(ts[0]) and
+             _v3(ts[1]) and _v3(ts[2]) and (len(ts) == 3 or T.is_int(ts[3])) else None,
+             differentiable=False)
+    class rules:
+        def primal(bid, a, b, root=None):
+            r = root if root is not None else _i(-1)
+            return call("_wk.geo_bvh_query", bid, _i(kind), *_xyz(a), *_xyz(b), r,
+                        type_=BVH_QUERY)
+    return rules
+
+
+bvh_query_aabb = _bvh_start("bvh_query_aabb", 0)
+bvh_query_ray = _bvh_start("bvh_query_ray", 1)
+
+
+@builtin("_bvh_next", ["_bvh_next(query, max_dist)"],
+         lambda ts, attrs=None: BVH_QUERY if len(ts) == 2 and ts[0] == BVH_QUERY and _f(ts[1])
+         else None, differentiable=False, public=False)
+class _bvh_next:
+    def primal(q, max_dist):
+        return call("_wk.geo_bvh_next", q, call("np.float32", max_dist, type_=T.float32),
+                    type_=BVH_QUERY)
+
+
+def _next_form(name, qtype, step, what):
+    def lower(ctx, node):
+        if not 2 <= len(node.args) <= (3 if qtype is BVH_QUERY else 2) or node.keywords or \
+                not all(isinstance(a, ast.Name) for a in node.args[:2]):
+            raise ctx.fail(node, f"{name}(query, index) takes the query variable and the "
+                           "variable that receives the index")
+        qname, iname = node.args[0].id, node.args[1].id
+        q = ctx.env.get(qname)
+        if q is None or q.type != qtype:
+            raise ctx.fail(node.args[0], f"'{qname}' is not a {what} query")
+        extra = []
+        if qtype is BVH_QUERY:
+            md = ctx.expr(node.args[2]) if len(node.args) == 3 else \
+                ir.Const(float("inf"), T.float32)
+            extra = [ctx.adapt_literal(md, T.float32)]
+        q2 = ctx.apply(step, [q] + extra, node)
+        ctx.bind(qname, q2, node)
+        index = ctx.apply("cast", [ctx.apply("extract", [q2, ir.Const(1, T.int32)], node)],
+                          node, {"type": T.int32})
+        ctx.bind(iname, index, node)
+        found = ctx.apply("extract", [q2, ir.Const(0, T.int32)], node)
+        return ctx.apply("cast", [found], node, {"type": T.bool})
+    return special_form(name, f"{name}(query, index) -> bool (assigns both)",
+                        assigned=lambda node: node.args[:2])(lower)
+
+
+mesh_query_aabb_next = _next_form("mesh_query_aabb_next", MESH_QUERY, "_mesh_next", "mesh AABB")
+bvh_query_next = _next_form("bvh_query_next", BVH_QUERY, "_bvh_next", "BVH")
+registry.ITERATORS[MESH_QUERY] = mesh_query_aabb_next
+registry.ITERATORS[BVH_QUERY] = bvh_query_next
+registry.ITERATOR_STARTS.update({mesh_query_aabb, bvh_query_aabb, bvh_query_ray})
+
+
+def _mark_kinds():
+    from ..geometry.descriptors import KIND_BVH, KIND_MESH
+    for name, b in registry.REGISTRY.items():
+        if name.startswith(("mesh_", "_mesh_")):
+            b.geometry_kind = KIND_MESH
+        elif name.startswith(("bvh_", "_bvh_")):
+            b.geometry_kind = KIND_BVH
+
+
+_mark_kinds()
