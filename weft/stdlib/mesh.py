@@ -91,16 +91,14 @@ class mesh_eval_position:
         return call("_wk.geo_mesh_eval", mid, _i(0), face, u, v, type_=T.vec3)
 
     def adjoint(mid, face, u, v, ret, adj):
-        p0, p1, p2 = (call("_wk.geo_mesh_vertex", mid, _i(0), face * const(3, T.int32) + const(k, T.int32), type_=T.vec3)
-                      for k in (0, 1, 2))
+        p0, p1, p2 = _corners(mid, face)
         a = adj.atom()
         du = sum_dot(a, p0, p2)
         dv = sum_dot(a, p1, p2)
         return [None, None, du, dv]
 
     def tangent(mid, face, u, v, tmid, tface, tu, tv, ret):
-        p0, p1, p2 = (call("_wk.geo_mesh_vertex", mid, _i(0), face * const(3, T.int32) + const(k, T.int32), type_=T.vec3)
-                      .atom() for k in (0, 1, 2))
+        p0, p1, p2 = (c.atom() for c in _corners(mid, face))
         parts = []
         for c in range(3):
             e = None
@@ -112,6 +110,12 @@ class mesh_eval_position:
             parts.append(e)
         from ..transpiler.exprs import tup
         return tup(parts, T.vec3)
+
+
+def _corners(mid, face):
+    """The face's three points (Ex vec3 values)."""
+    return [call("_wk.geo_mesh_vertex", mid, _i(0), face * const(3, T.int32) + const(k, T.int32),
+                 type_=T.vec3) for k in (0, 1, 2)]
 
 
 def sum_dot(a, p, q):
