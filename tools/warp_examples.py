@@ -36,8 +36,9 @@ kw = {"stage_path": None} if "stage_path" in inspect.signature(m.Example.__init_
     else {}
 ex = m.Example(**kw)
 t0 = time.perf_counter()
+advance = getattr(ex, "step", None) or ex.render  # (example_raycast renders only)
 for _ in range(frames):
-    ex.step()
+    advance()
 seconds = time.perf_counter() - t0
 out = {"seconds": seconds}
 for a in attrs:

@@ -1443,6 +1443,10 @@ def identity(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.identity (kernel language)"""
 
 
+def intersect_tri_tri(*args: _Any, **kwargs: _Any) -> _Any:
+    """intersect_tri_tri(v0: vec3, v1: vec3, v2: vec3, u0: vec3, u1: vec3, u2: vec3) -> int32  (vec3 or vec3d)"""
+
+
 def inverse(*args: _Any, **kwargs: _Any) -> _Any:
     """inverse(m: mat22) -> mat22
 inverse(m: mat33) -> mat33

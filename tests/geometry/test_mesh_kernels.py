@@ -205,3 +205,19 @@ def test_mesh_eval_position_is_differentiable_in_the_barycentrics():
     t = wp.jvp(eval_uv, 1, inputs=[mesh.id, uv], outputs=[out],
                tangents={uv: np.array([[1.0, -1.0]], np.float32)})
     np.testing.assert_allclose(t[out].numpy()[0], (p0 - p2) - (p1 - p2))
+
+
+@wp.kernel
+def tri_tri(a: wp.array(dtype=wp.vec3), out: wp.array(dtype=int)):
+    i = wp.tid()
+    out[i] = wp.intersect_tri_tri(a[0], a[1], a[2], a[3 + 3 * i], a[4 + 3 * i], a[5 + 3 * i])
+
+
+def test_intersect_tri_tri():
+    tris = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0],            # in the plane z = 0
+                     [0.2, 0.2, -1], [0.2, 0.2, 1], [0.3, 0.3, 1],   # pierces it
+                     [0.2, 0.2, 0.5], [0.4, 0.2, 0.5], [0.2, 0.4, 0.5],  # above it
+                     [2, 2, -1], [2, 2, 1], [3, 2, 0]], np.float32)  # beside it
+    out = wp.zeros(3, dtype=int)
+    wp.launch(tri_tri, 3, inputs=[wp.array(tris, dtype=wp.vec3), out])
+    assert out.numpy().tolist() == [1, 0, 0]

@@ -283,6 +283,18 @@ def bits_f32(w):
     return np.float32(bits_float(w))
 
 
+def geo_tri_tri(v0x, v0y, v0z, v1x, v1y, v1z, v2x, v2y, v2z, u0x, u0y, u0z, u1x, u1y, u1z,
+                u2x, u2y, u2z):
+    return intersect_tri_tri(v0x, v0y, v0z, v1x, v1y, v1z, v2x, v2y, v2z, u0x, u0y, u0z,
+                             u1x, u1y, u1z, u2x, u2y, u2z)
+
+
+def geo_tri_tri_d(v0x, v0y, v0z, v1x, v1y, v1z, v2x, v2y, v2z, u0x, u0y, u0z, u1x, u1y, u1z,
+                  u2x, u2y, u2z):
+    return intersect_tri_tri_d(v0x, v0y, v0z, v1x, v1y, v1z, v2x, v2y, v2z, u0x, u0y, u0z,
+                               u1x, u1y, u1z, u2x, u2y, u2z)
+
+
 def _pack_state(found, index, oid, s):
     return (np.int64(found), np.int64(index), np.int64(oid), np.int64(s[0]), np.int64(s[1]),
             np.int64(s[2]), np.int64(s[3]), np.int64(s[4]), f32_bits(s[5]), f32_bits(s[6]),

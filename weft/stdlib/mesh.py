@@ -157,6 +157,20 @@ mesh_get_index = _plain(
     lambda mid, index: ("_wk.geo_mesh_get_index", mid, index))
 
 
+@builtin("intersect_tri_tri", ["intersect_tri_tri(v0: vec3, v1: vec3, v2: vec3, u0: vec3, "
+                               "u1: vec3, u2: vec3) -> int32  (vec3 or vec3d)"],
+         lambda ts, attrs=None: T.int32 if len(ts) == 6 and all(
+             T.is_vector(t) and t._length_ == 3 and t == ts[0] for t in ts) and
+         T.scalar_of(ts[0]) in (T.float32, T.float64) else None, differentiable=False)
+class intersect_tri_tri:
+    """1 when triangles (v0, v1, v2) and (u0, u1, u2) intersect, else 0 (Moller's test)."""
+
+    def primal(*vs):
+        helper = "_wk.geo_tri_tri_d" if T.scalar_of(vs[0].type) is T.float64 else \
+            "_wk.geo_tri_tri"
+        return call(helper, *[c for v in vs for c in _xyz(v)], type_=T.int32)
+
+
 # ------------------------------------------------------------------------------ closest points
 _POINT_FORMS = {  # name: (kind, extra parameters with Warp's defaults)
     "mesh_query_point": (0, ()),
