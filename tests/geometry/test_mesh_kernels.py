@@ -221,3 +221,48 @@ def test_intersect_tri_tri():
     out = wp.zeros(3, dtype=int)
     wp.launch(tri_tri, 3, inputs=[wp.array(tris, dtype=wp.vec3), out])
     assert out.numpy().tolist() == [1, 0, 0]
+
+
+@wp.kernel
+def surface_terms(mid: wp.uint64, p: wp.array(dtype=wp.vec3), o: wp.array(dtype=wp.vec3),
+                  d: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    i = wp.tid()
+    q = wp.mesh_query_point_no_sign(mid, p[i], 100.0)
+    c = wp.mesh_eval_position(mid, q.face, q.u, q.v)
+    r = wp.mesh_query_ray(mid, o[i], d[i], 100.0)
+    out[i] = wp.length(p[i] - c) + r.t + 0.5 * r.u - r.v
+
+
+def _surface_value(mesh, p, o, d):
+    out = wp.zeros(len(p), dtype=float)
+    wp.launch(surface_terms, len(p), inputs=[mesh.id, wp.array(p, dtype=wp.vec3),
+                                             wp.array(o, dtype=wp.vec3),
+                                             wp.array(d, dtype=wp.vec3), out])
+    return out.numpy().astype(np.float64)
+
+
+def test_gradients_of_closest_points_and_rays_match_finite_differences():
+    pts, idx = scenes.torus(16, 10, noise=0.05, seed=3)
+    mesh = wp.Mesh(points=wp.array(pts, dtype=wp.vec3), indices=wp.array(idx, dtype=wp.int32))
+    p = np.array([[1.3, 0.2, 0.5], [0.1, 1.6, -0.2]], np.float32)
+    o = np.array([[-2.0, 0.1, 0.05], [0.05, -2.0, 0.1]], np.float32)
+    d = np.array([[1.0, 0.05, 0.02], [0.02, 1.0, -0.03]], np.float32)
+    arrays = [wp.array(x, dtype=wp.vec3, requires_grad=True) for x in (p, o, d)]
+    out = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(surface_terms, 2, inputs=[mesh.id, *arrays, out])
+    tape.backward(grads={out: np.ones(2, np.float32)})
+    eps = 1e-3
+    for which, a in enumerate(arrays):
+        fd = np.zeros((2, 3))
+        for k in range(2):
+            for c in range(3):
+                xs = [p.copy(), o.copy(), d.copy()]
+                xs[which][k, c] += eps
+                hi = _surface_value(mesh, *xs)[k]
+                xs[which][k, c] -= 2 * eps
+                lo = _surface_value(mesh, *xs)[k]
+                fd[k, c] = (hi - lo) / (2 * eps)
+        np.testing.assert_allclose(a.grad.numpy(), fd, rtol=2e-2, atol=2e-2)
+        assert np.abs(a.grad.numpy()).max() > 0.05  # a real dependence, not zeros

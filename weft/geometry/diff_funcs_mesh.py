@@ -23,7 +23,7 @@ products (``t = dot(a - o, n) / dot(d, n)``, ``u : v : w`` the signed volumes of
 the three edges), so values agree with the core to rounding and the derivatives are exact;
 it does not re-test whether the ray hits (the face is given).
 """
-import weft as wp
+from weft.stdlib import kernel_scope as wp
 
 
 @wp.func

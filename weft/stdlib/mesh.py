@@ -13,8 +13,10 @@
   queries are.
 
 Each primitive calls a ``_wk.geo_mesh_*``/``geo_bvh_*`` helper (:mod:`weft.geometry.kernel_api`).
-Derivatives: the queries are discrete choices and carry none; ``mesh_eval_position`` is
-differentiable in ``u`` and ``v``.
+Derivatives (as Warp): the face a query picks is a discrete choice; a closest point's ``u``, ``v``
+and a ray hit's ``t``, ``u``, ``v`` are differentiable with respect to the query point and the
+ray (recomputed from the face's points, :mod:`.mesh_diff`); ``mesh_eval_position`` is
+differentiable in ``u`` and ``v``. The mesh's own points carry no gradient.
 """
 from __future__ import annotations
 
@@ -191,6 +193,12 @@ def _point_form(name, kind, extras):
         res = ctx.apply("_mesh_point", args[:3] + [ctx.adapt_literal(e, T.float32)
                                                     for e in extra], node, {"kind": kind})
         items = [ctx.apply("tuple_get", [res], node, {"index": k}) for k in range(5)]
+        if kind != 4:  # (u, v) differentiable in the point; the furthest point is a vertex
+            from .mesh_diff import point_uv
+            uv = ctx.call_func(point_uv, node, [items[0], args[0], items[1], args[1],
+                                                items[2], items[3]], 6)
+            items[2], items[3] = (ctx.apply("tuple_get", [uv], node, {"index": k})
+                                  for k in (0, 1))
         return ctx.struct_value(RESULT_TYPES["MeshQueryPoint"], {
             "result": items[0], "sign": items[4], "face": items[1], "u": items[2],
             "v": items[3]})
@@ -234,6 +242,9 @@ def mesh_query_ray(ctx, node):
     args[3] = ctx.adapt_literal(args[3], T.float32)
     res = ctx.apply("_mesh_ray", args, node)
     it = [ctx.apply("tuple_get", [res], node, {"index": k}) for k in range(9)]
+    from .mesh_diff import ray_tuv  # (t, u, v) differentiable in the ray
+    tuv = ctx.call_func(ray_tuv, node, [it[0], args[0], it[8], args[1], args[2]] + it[1:4], 8)
+    it[1:4] = [ctx.apply("tuple_get", [tuv], node, {"index": k}) for k in range(3)]
     normal = ctx.apply("construct", it[5:8], node, {"type": T.vec3})
     return ctx.struct_value(RESULT_TYPES["MeshQueryRay"], {
         "result": it[0], "sign": it[4], "face": it[8], "t": it[1], "u": it[2], "v": it[3],
