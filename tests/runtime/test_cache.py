@@ -38,3 +38,23 @@ def test_keys_differ_for_captured_tuples_and_types():
     m2 = wp.types.matrix((1, 23), wp.float32)
     assert m1.__name__ == m2.__name__  # the names collide; the keys must not
     assert key_of(_closing_over_value(m1)) != key_of(_closing_over_value(m2))
+
+
+def test_the_code_hash_covers_every_generator_and_linked_core(monkeypatch):
+    # kernels embed the lowering's output and the geometry cores' machine code: a change to
+    # any of them must change every cache key (a stale kernel would silently keep old code)
+    import builtins
+
+    from weft.runtime import cache
+    read = []
+    real_open = builtins.open
+
+    def spy(path, *a, **k):
+        read.append(str(path))
+        return real_open(path, *a, **k)
+    monkeypatch.setattr(cache, "_CODE_HASH", [])
+    monkeypatch.setattr(builtins, "open", spy)
+    cache._weft_code_hash()
+    for part in ("transpiler/lowering/stmts.py", "transpiler/generate.py", "stdlib/mesh.py",
+                 "geometry/mesh_query.py", "geometry/kernel_api.py"):
+        assert any(p.replace("\\", "/").endswith(part) for p in read), part

@@ -142,11 +142,13 @@ _CODE_HASH = []
 
 
 def _weft_code_hash():
-    """Hash of weft's own code generators, so that a changed weft never reuses stale modules."""
+    """Hash of weft's own code generators and of the geometry cores that kernels link in (their
+    machine code is cached inside the kernels'), so that a changed weft never reuses stale
+    modules."""
     if not _CODE_HASH:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         h = hashlib.sha256()
-        for sub in ("transpiler", "stdlib"):
+        for sub in ("transpiler", os.path.join("transpiler", "lowering"), "stdlib", "geometry"):
             folder = os.path.join(root, sub)
             for name in sorted(os.listdir(folder)):
                 if name.endswith(".py"):
