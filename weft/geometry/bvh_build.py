@@ -151,27 +151,32 @@ def _sah_split_point(items, s, e, cb, fs, counts):
     r1 = cb[3 + axis]
     if r1 <= r0:
         return axis, r0
+    width = r1 - r0
+    two = e - s >= 256           # small nodes: one copy (less to clear and merge)
     for b in range(SAH_BUCKETS):
         counts[b] = 0
         counts[48 + b] = 0
         for k in range(3):
             fs[6 * b + k] = FLT_MAX
             fs[6 * b + 3 + k] = -FLT_MAX
-            fs[128 + 6 * b + k] = FLT_MAX
-            fs[128 + 6 * b + 3 + k] = -FLT_MAX
-    width = r1 - r0
+            if two:
+                fs[128 + 6 * b + k] = FLT_MAX
+                fs[128 + 6 * b + 3 + k] = -FLT_MAX
     i = s
-    while i + 1 < e:
+    if two:
+        while i + 1 < e:
+            _bucket_add(items, i, axis, r0, width, fs, counts, 0, 0)
+            _bucket_add(items, i + 1, axis, r0, width, fs, counts, 128, 48)
+            i += 2
+    while i < e:
         _bucket_add(items, i, axis, r0, width, fs, counts, 0, 0)
-        _bucket_add(items, i + 1, axis, r0, width, fs, counts, 128, 48)
-        i += 2
-    if i < e:
-        _bucket_add(items, i, axis, r0, width, fs, counts, 0, 0)
-    for b in range(SAH_BUCKETS):
-        counts[b] += counts[48 + b]
-        for k in range(3):
-            fs[6 * b + k] = _fmin(fs[128 + 6 * b + k], fs[6 * b + k])
-            fs[6 * b + 3 + k] = _fmax(fs[128 + 6 * b + 3 + k], fs[6 * b + 3 + k])
+        i += 1
+    if two:
+        for b in range(SAH_BUCKETS):
+            counts[b] += counts[48 + b]
+            for k in range(3):
+                fs[6 * b + k] = _fmin(fs[128 + 6 * b + k], fs[6 * b + k])
+                fs[6 * b + 3 + k] = _fmax(fs[128 + 6 * b + 3 + k], fs[6 * b + 3 + k])
     return axis, _sah_best(counts, fs, r0, width)
 
 
