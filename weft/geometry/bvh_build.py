@@ -383,14 +383,14 @@ def _build_subtree(items, ids, root, base, leaf_size, constructor, nrange, nkids
 @numba.njit(parallel=True, **_JIT)
 def _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb, stacks,
                  fs, counts):
-    """The subtrees under ``tasks`` (largest first) in parallel, dealt round-robin to one
-    stack and scratch row per thread."""
-    nt = stacks.shape[0]
-    for t in prange(nt):
-        for j in range(t, tasks.shape[0], nt):
-            node = tasks[j]
-            _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size, constructor,
-                           nrange, nkids, ncb, stacks[t], fs[t], counts[t])
+    """The subtrees under ``tasks`` (largest first) in parallel: with a chunk size of 1 the
+    threads take them one by one as they finish (largest first, so the load evens out), each
+    with its own stack and scratch row (``numba.get_thread_id``)."""
+    for j in prange(tasks.shape[0]):
+        t = numba.get_thread_id()
+        node = tasks[j]
+        _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size, constructor,
+                       nrange, nkids, ncb, stacks[t], fs[t], counts[t])
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -464,8 +464,9 @@ def _grow_tree(items, ids, n, leaf_size, constructor):
     nrange[0] = (0, n, 0)
     _centroid_bounds(items, 0, n, ncb[0])
     width = 2 ** TOP_LEVELS
-    fs = np.empty((width, SCRATCH), np.float32)
-    counts = np.empty((width, 64), np.int64)
+    rows = max(width, numba.get_num_threads())      # a scratch row per node or thread
+    fs = np.empty((rows, SCRATCH), np.float32)
+    counts = np.empty((rows, 64), np.int64)
     level = np.zeros(width, np.int32)
     m = 1
     if n >= SERIAL_BELOW:
@@ -487,8 +488,10 @@ def _grow_tree(items, ids, n, leaf_size, constructor):
             _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size, constructor,
                            nrange, nkids, ncb, stacks[0], fs[0], counts[0])
     elif m:
-        _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb, stacks,
-                     fs[:nt], counts[:nt])
+        stacks = np.empty((numba.get_num_threads(), STACK), np.int32)
+        with numba.parallel_chunksize(1):
+            _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb,
+                         stacks, fs, counts)
     return nrange, nkids, top, tasks
 
 
