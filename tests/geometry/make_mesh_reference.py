@@ -159,7 +159,58 @@ def warp_mesh(scene):
     return _meshes[scene]
 
 
+@wp.kernel
+def k_tri_tri(t: wp.array2d(dtype=float), out: wp.array(dtype=int)):
+    i = wp.tid()
+    out[i] = wp.intersect_tri_tri(wp.vec3(t[i, 0], t[i, 1], t[i, 2]),
+                                  wp.vec3(t[i, 3], t[i, 4], t[i, 5]),
+                                  wp.vec3(t[i, 6], t[i, 7], t[i, 8]),
+                                  wp.vec3(t[i, 9], t[i, 10], t[i, 11]),
+                                  wp.vec3(t[i, 12], t[i, 13], t[i, 14]),
+                                  wp.vec3(t[i, 15], t[i, 16], t[i, 17]))
+
+
+@wp.kernel
+def k_tri_tri_d(t: wp.array2d(dtype=wp.float64), out: wp.array(dtype=int)):
+    i = wp.tid()
+    out[i] = wp.intersect_tri_tri(wp.vec3d(t[i, 0], t[i, 1], t[i, 2]),
+                                  wp.vec3d(t[i, 3], t[i, 4], t[i, 5]),
+                                  wp.vec3d(t[i, 6], t[i, 7], t[i, 8]),
+                                  wp.vec3d(t[i, 9], t[i, 10], t[i, 11]),
+                                  wp.vec3d(t[i, 12], t[i, 13], t[i, 14]),
+                                  wp.vec3d(t[i, 15], t[i, 16], t[i, 17]))
+
+
+@wp.kernel
+def k_edge_edge(e: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    r = wp.closest_point_edge_edge(wp.vec3(e[i, 0], e[i, 1], e[i, 2]),
+                                   wp.vec3(e[i, 3], e[i, 4], e[i, 5]),
+                                   wp.vec3(e[i, 6], e[i, 7], e[i, 8]),
+                                   wp.vec3(e[i, 9], e[i, 10], e[i, 11]), 1.0e-6)
+    for k in range(3):
+        out[i, k] = r[k]
+
+
+def run_pairs(kind):
+    if kind == "edge_edge":
+        e = S.edge_pairs()
+        out = wp.zeros((len(e), 3), dtype=float)
+        wp.launch(k_edge_edge, len(e), inputs=[wp.array(e, dtype=float), out])
+        return {"st_dist": out.numpy()}
+    t = S.triangle_pairs()
+    out = wp.zeros(len(t), dtype=int)
+    if kind == "tri_tri_d":
+        wp.launch(k_tri_tri_d, len(t), inputs=[wp.array(t.astype(np.float64),
+                                                        dtype=wp.float64), out])
+    else:
+        wp.launch(k_tri_tri, len(t), inputs=[wp.array(t, dtype=float), out])
+    return {"hit": out.numpy().astype(np.int32)}
+
+
 def run_case(name):
+    if name.startswith("pairs_"):
+        return run_pairs(name[6:])
     if name.startswith("bvh_"):
         kind, leaf = name[4:].rsplit("_", 1)
         lo, up = S.boxes()

@@ -17,7 +17,8 @@ MESH_KINDS = ("point", "point_md", "sign_normal", "winding", "parity", "furthest
               "ray_short", "anyhit", "count", "aabb", "sphere", "eval")
 BVH_KINDS = ("aabb", "ray", "ray_md", "sphere", "capsule")
 CASES = tuple(f"{k}_{m}" for m in MESHES for k in MESH_KINDS) + \
-    tuple(f"bvh_{k}_{leaf}" for leaf in (1, 4) for k in BVH_KINDS)
+    tuple(f"bvh_{k}_{leaf}" for leaf in (1, 4) for k in BVH_KINDS) + \
+    ("pairs_tri_tri", "pairs_tri_tri_d", "pairs_edge_edge")
 HALF = np.float32(0.2)
 RADIUS = np.float32(0.3)
 
@@ -137,8 +138,22 @@ def _bvh_iter(ns, leaf, kind):
     return S.sequences(seqs, width=160)
 
 
+def _pairs(ns, kind):
+    if kind == "edge_edge":
+        e = S.edge_pairs()
+        return {"st_dist": np.array([ns["closest_point_edge_edge"](*r, np.float32(1e-6))
+                                     for r in e], np.float32)}
+    t = S.triangle_pairs()
+    if kind == "tri_tri_d":
+        return {"hit": np.array([ns["intersect_tri_tri_d"](*r) for r in t.astype(np.float64)],
+                                np.int32)}
+    return {"hit": np.array([ns["intersect_tri_tri"](*r) for r in t], np.int32)}
+
+
 def run(ns, name):
     """The canonical result dict of case ``name``."""
+    if name.startswith("pairs_"):
+        return _pairs(ns, name[6:])
     if name.startswith("bvh_"):
         kind, leaf = name[4:].rsplit("_", 1)
         return _bvh_iter(ns, int(leaf), kind)

@@ -151,3 +151,31 @@ def tree_digest(walk):
         h.update(np.asarray(prims, np.int32).tobytes())
         h.update((np.asarray(lo + up, np.float32) + np.float32(0.0)).tobytes())
     return h.hexdigest()
+
+
+def triangle_pairs(n=300, seed=12):
+    """Triangle pairs (n, 18) float32: random, then coplanar overlapping, coplanar disjoint,
+    touching at a vertex, and sharing an edge."""
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(-1, 1, (n, 18)).astype(np.float32)
+    flat = rng.uniform(-1, 1, (40, 18)).astype(np.float32)
+    flat[:, 2::3] = 0.25                                  # both triangles in z = 0.25
+    flat[20:, 9:18:3] += 3                                # half of them apart
+    touch = t[:20].copy()
+    touch[:, 9:12] = touch[:, 0:3]                        # a shared vertex
+    edge = t[20:40].copy()
+    edge[:, 9:15] = edge[:, 0:6]                          # a shared edge
+    return np.concatenate([t, flat, touch, edge])
+
+
+def edge_pairs(n=300, seed=13):
+    """Segment pairs (n, 12) float32: random, parallel, a point, two points, crossing."""
+    rng = np.random.default_rng(seed)
+    e = rng.uniform(-1, 1, (n, 12)).astype(np.float32)
+    e[:30, 9:12] = e[:30, 6:9] + (e[:30, 3:6] - e[:30, 0:3])     # parallel
+    e[30:40, 3:6] = e[30:40, 0:3]                                 # first is a point
+    e[40:50, 3:6] = e[40:50, 0:3]
+    e[40:50, 9:12] = e[40:50, 6:9]                                # both points
+    e[50:60, 6:9] = -e[50:60, 9:12]                               # through the origin
+    e[50:60, 0:3] = -e[50:60, 3:6]
+    return e

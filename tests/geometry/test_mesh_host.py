@@ -159,3 +159,24 @@ def test_velocities_and_reads():
     no_vel = Mesh(pts, idx)
     assert ns["mesh_eval_velocity"](no_vel.velocities, no_vel.indices, 0, F(1), F(0)) == \
         (0, 0, 0)
+
+
+def test_sliver_flags_equal_warps_rule():
+    """The build's fast sliver test (squares first) agrees with Warp's float32 ``|n| / s <
+    1e-6`` on triangles spread across the threshold, including ratios within 0.1% of it."""
+    from weft.geometry import mesh_geom
+    from weft.geometry.mesh import _is_sliver
+    rng = np.random.default_rng(71)
+    a = rng.uniform(-1, 1, (400, 3)).astype(np.float32)
+    b = a + rng.uniform(-1, 1, (400, 3)).astype(np.float32)
+    mid = (a + b) / 2
+    side = np.cross(b - a, rng.normal(size=(400, 3))).astype(np.float32)
+    side /= np.linalg.norm(side, axis=1, keepdims=True)
+    ratio = np.exp(rng.uniform(np.log(1e-7), np.log(1e-5), 400))
+    ratio[:100] = 1e-6 * (1 + rng.uniform(-2e-3, 2e-3, 100))
+    h = ratio * 1.5 * np.linalg.norm(b - a, axis=1)     # |n| / s = h / (1.5 |b - a|)
+    c = (mid + h[:, None] * side).astype(np.float32)
+    want = [bool(mesh_geom.is_sliver(*a[i], *b[i], *c[i])) for i in range(400)]
+    got = [bool(_is_sliver(*a[i], *b[i], *c[i])) for i in range(400)]
+    assert got == want and 50 < sum(want) < 350
+    assert 20 < sum(want[:100]) < 80                     # the near-threshold ones split

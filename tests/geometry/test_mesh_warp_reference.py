@@ -1,5 +1,6 @@
 """Every mesh and BVH query of ``mesh_drivers`` (closest points with each sign rule, furthest
-points, rays, any-hit, crossing counts, AABB and sphere iterators, BVH iterators, array reads)
+points, rays, any-hit, crossing counts, AABB and sphere iterators, BVH iterators, array reads,
+``intersect_tri_tri`` in float32 and float64, ``closest_point_edge_edge``)
 on a noisy torus, the unit cube and the cube with degenerate faces, compiled for the CPU: bit
 for bit Warp 1.19's outputs (faces, barycentrics, signs, t, normals, iteration order), and
 the BVH trees node for node Warp's."""
@@ -44,6 +45,8 @@ def test_cases_are_not_vacuous():
     assert D.run(ns, "bvh_ray_1")["count"].max() > 5
     cube = D.run(ns, "ray_cube")
     assert (cube["vals"][:, 3] > 0).any() and (cube["vals"][:, 3] < 0).any()
+    tt = D.run(ns, "pairs_tri_tri")["hit"]
+    assert 0 < tt.sum() < len(tt) and tt[300:320].sum() > 0     # coplanar overlaps found
 
 
 TREES = {"boxes_1": lambda: (*S.boxes(), 1), "boxes_4": lambda: (*S.boxes(), 4),

@@ -47,7 +47,7 @@ SAH, MEDIAN = 0, 1
 TOP_LEVELS = 5
 #: below this many items the whole build runs as one serial task
 SERIAL_BELOW = 4096
-SCRATCH = 160
+SCRATCH = 256
 STACK = 2 * MAX_DEPTH + 4
 
 #: compiled without Numba's reference counting: the build functions allocate nothing (the
@@ -125,31 +125,58 @@ def _centroid_bounds(items, s, e, out):
 
 
 # ------------------------------------------------------------------------------ one split
+@numba.njit(inline="always", **_JIT)
+def _bucket_add(items, i, axis, r0, width, fs, counts, base, cbase):
+    """Item i into its bucket (Warp's ``int(16 * (c - r0) / width)``, clamped) of the copy of
+    the buckets at ``fs[base:]``/``counts[cbase:]``: unconditional stores of selects."""
+    c = _center(items, i, axis)
+    b = int(np.float32(SAH_BUCKETS) * (c - r0) / width)
+    b = min(max(b, 0), SAH_BUCKETS - 1)
+    o = base + 6 * b
+    counts[cbase + b] += 1
+    for k in range(3):
+        fs[o + k] = _fmin(items[i, k], fs[o + k])
+        fs[o + 3 + k] = _fmax(items[i, 3 + k], fs[o + 3 + k])
+
+
 @numba.njit(**_JIT)
 def _sah_split_point(items, s, e, cb, fs, counts):
     """Warp's ``partition_sah_indices``: (axis, split point) for the items [s, e) of a node of
-    centroid bounds ``cb``. ``fs`` (float32, >= 128) and ``counts`` (int64, >= 48) are
-    scratch: bucket boxes in ``fs[6b:6b+6]``."""
+    centroid bounds ``cb``. ``fs`` (float32, >= SCRATCH) and ``counts`` (int64, >= 64) are
+    scratch: bucket boxes in ``fs[6b:6b+6]``. Items alternate between two copies of the
+    buckets, merged at the end (unions and counts do not depend on the order), so that
+    consecutive items in the same bucket do not wait for each other's stores."""
     axis = _longest_axis(cb[3] - cb[0], cb[4] - cb[1], cb[5] - cb[2])
     r0 = cb[axis]
     r1 = cb[3 + axis]
     if r1 <= r0:
         return axis, r0
+    width = r1 - r0
+    two = e - s >= 256           # small nodes: one copy (less to clear and merge)
     for b in range(SAH_BUCKETS):
         counts[b] = 0
+        counts[48 + b] = 0
         for k in range(3):
             fs[6 * b + k] = FLT_MAX
             fs[6 * b + 3 + k] = -FLT_MAX
-    width = r1 - r0
-    for i in range(s, e):
-        c = _center(items, i, axis)
-        b = int(np.float32(SAH_BUCKETS) * (c - r0) / width)
-        b = min(max(b, 0), SAH_BUCKETS - 1)
-        o = 6 * b
-        counts[b] += 1
-        for k in range(3):   # unconditional stores of selects: no unpredictable branches
-            fs[o + k] = _fmin(items[i, k], fs[o + k])
-            fs[o + 3 + k] = _fmax(items[i, 3 + k], fs[o + 3 + k])
+            if two:
+                fs[128 + 6 * b + k] = FLT_MAX
+                fs[128 + 6 * b + 3 + k] = -FLT_MAX
+    i = s
+    if two:
+        while i + 1 < e:
+            _bucket_add(items, i, axis, r0, width, fs, counts, 0, 0)
+            _bucket_add(items, i + 1, axis, r0, width, fs, counts, 128, 48)
+            i += 2
+    while i < e:
+        _bucket_add(items, i, axis, r0, width, fs, counts, 0, 0)
+        i += 1
+    if two:
+        for b in range(SAH_BUCKETS):
+            counts[b] += counts[48 + b]
+            for k in range(3):
+                fs[6 * b + k] = _fmin(fs[128 + 6 * b + k], fs[6 * b + k])
+                fs[6 * b + 3 + k] = _fmax(fs[128 + 6 * b + 3 + k], fs[6 * b + 3 + k])
     return axis, _sah_best(counts, fs, r0, width)
 
 
@@ -295,7 +322,7 @@ def _split(items, ids, s, e, cb, constructor, left, right, fs, counts):
 def _split_node(items, ids, node, left_id, right_id, leaf_size, constructor, nrange, nkids,
                 ncb, fs, counts):
     """Split ``node`` into two new nodes (ids given); False if it stays a leaf. ``fs``
-    (float32, >= SCRATCH) and ``counts`` (int64, >= 48) are scratch."""
+    (float32, >= SCRATCH) and ``counts`` (int64, >= 64) are scratch."""
     s = nrange[node, 0]
     e = nrange[node, 1]
     if e - s <= leaf_size or nrange[node, 2] >= MAX_DEPTH:
@@ -356,14 +383,14 @@ def _build_subtree(items, ids, root, base, leaf_size, constructor, nrange, nkids
 @numba.njit(parallel=True, **_JIT)
 def _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb, stacks,
                  fs, counts):
-    """The subtrees under ``tasks`` (largest first) in parallel, dealt round-robin to one
-    stack and scratch row per thread."""
-    nt = stacks.shape[0]
-    for t in prange(nt):
-        for j in range(t, tasks.shape[0], nt):
-            node = tasks[j]
-            _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size, constructor,
-                           nrange, nkids, ncb, stacks[t], fs[t], counts[t])
+    """The subtrees under ``tasks`` (largest first) in parallel: with a chunk size of 1 the
+    threads take them one by one as they finish (largest first, so the load evens out), each
+    with its own stack and scratch row (``numba.get_thread_id``)."""
+    for j in prange(tasks.shape[0]):
+        t = numba.get_thread_id()
+        node = tasks[j]
+        _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size, constructor,
+                       nrange, nkids, ncb, stacks[t], fs[t], counts[t])
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -437,8 +464,9 @@ def _grow_tree(items, ids, n, leaf_size, constructor):
     nrange[0] = (0, n, 0)
     _centroid_bounds(items, 0, n, ncb[0])
     width = 2 ** TOP_LEVELS
-    fs = np.empty((width, SCRATCH), np.float32)
-    counts = np.empty((width, 48), np.int64)
+    rows = max(width, numba.get_num_threads())      # a scratch row per node or thread
+    fs = np.empty((rows, SCRATCH), np.float32)
+    counts = np.empty((rows, 64), np.int64)
     level = np.zeros(width, np.int32)
     m = 1
     if n >= SERIAL_BELOW:
@@ -460,8 +488,10 @@ def _grow_tree(items, ids, n, leaf_size, constructor):
             _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size, constructor,
                            nrange, nkids, ncb, stacks[0], fs[0], counts[0])
     elif m:
-        _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb, stacks,
-                     fs[:nt], counts[:nt])
+        stacks = np.empty((numba.get_num_threads(), STACK), np.int32)
+        with numba.parallel_chunksize(1):
+            _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb,
+                         stacks, fs, counts)
     return nrange, nkids, top, tasks
 
 

@@ -127,9 +127,10 @@ def mesh_geom_length(x, y, z):
 
 @numba.njit(inline="always", **_JIT)
 def _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
-    """``mesh_geom.is_sliver`` (Warp's float32 ``|n| / s < 1e-6``), decided first in float64
-    on squares, which is enough unless the ratio is within 1e-4 of the threshold (where the
-    float32 square root and division decide, exactly as Warp computes them)."""
+    """``mesh_geom.is_sliver`` (Warp's float32 ``|n| / s < 1e-6``), decided first on squares
+    (no square root or division), which is enough unless the ratio is within 0.1% of the
+    threshold or the squares leave float32's normal range: then the float32 square root and
+    division decide, exactly as Warp computes them."""
     e0x = bx - ax
     e0y = by - ay
     e0z = bz - az
@@ -144,11 +145,11 @@ def _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
     nz = e0x * e1y - e0y * e1x
     s = (e0x * e0x + e0y * e0y + e0z * e0z) + (e1x * e1x + e1y * e1y + e1z * e1z) + \
         (e2x * e2x + e2y * e2y + e2z * e2z)
-    n2 = np.float64(nx) * nx + np.float64(ny) * ny + np.float64(nz) * nz
-    t2 = 1e-12 * (np.float64(s) * s)
-    if n2 > 1.0001 * t2 and t2 > 1e-300 and n2 < 1e300:
+    n2 = nx * nx + ny * ny + nz * nz
+    t2 = np.float32(1e-12) * (s * s)
+    if n2 > np.float32(1.001) * t2 and t2 > np.float32(1e-30) and n2 < np.float32(1e30):
         return False
-    if n2 < 0.9999 * t2 and n2 > 1e-300 and t2 < 1e300:
+    if n2 < np.float32(0.999) * t2 and n2 > np.float32(1e-30) and t2 < np.float32(1e30):
         return True
     return mesh_geom_length(nx, ny, nz) / s < np.float32(1e-6)
 
@@ -205,18 +206,28 @@ def _average_edge(edges):
 
 
 @numba.njit(parallel=True, **_JIT)
-def _fill_tris(prims, rows, tris):
-    """After a build: the rows in leaf order (row k is triangle ``prims[k]``'s)."""
+def _fill_tris(prims, rows, tris, inv):
+    """After a build: the rows in leaf order (row k is triangle ``prims[k]``'s), and the
+    inverse permutation."""
     for k in prange(prims.shape[0]):
         t = prims[k]
+        inv[t] = k
         for c in range(12):
             tris[k, c] = rows[t, c]
 
 
 @numba.njit(parallel=True, **_JIT)
-def _refit_leaves(points, indices, bounds, links, prims, tris, lowers, uppers, edges):
-    """One pass for a refit: per leaf, its triangles' rows, boxes and edge sums, and the
-    leaf's box (the union in leaf order, as Warp's refit)."""
+def _refit_rows(points, indices, inv, tris, lowers, uppers, edges):
+    """A refit's per-triangle pass, in triangle order (``indices``, ``lowers``, ``uppers`` and
+    ``edges`` are read and written sequentially; each row goes to its leaf-order slot
+    ``inv[t]``)."""
+    for t in prange(lowers.shape[0]):
+        edges[t] = _tri_row(points, indices, t, tris, inv[t], lowers, uppers)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _refit_leaf_boxes(bounds, links, tris):
+    """Each leaf's box: the union of its rows' boxes in leaf order (Warp's refit order)."""
     for p in prange(links.shape[0]):
         first = links[p, 0]
         if first < 0:
@@ -228,14 +239,12 @@ def _refit_leaves(points, indices, bounds, links, prims, tris, lowers, uppers, e
         b4 = -b0
         b5 = -b0
         for k in range(first, links[p, 1]):
-            t = prims[k]
-            edges[t] = _tri_row(points, indices, t, tris, k, lowers, uppers)
-            b0 = min(b0, lowers[t, 0])
-            b1 = min(b1, lowers[t, 1])
-            b2 = min(b2, lowers[t, 2])
-            b3 = max(b3, uppers[t, 0])
-            b4 = max(b4, uppers[t, 1])
-            b5 = max(b5, uppers[t, 2])
+            b0 = min(b0, min(min(tris[k, 0], tris[k, 3]), tris[k, 6]))
+            b1 = min(b1, min(min(tris[k, 1], tris[k, 4]), tris[k, 7]))
+            b2 = min(b2, min(min(tris[k, 2], tris[k, 5]), tris[k, 8]))
+            b3 = max(b3, max(max(tris[k, 0], tris[k, 3]), tris[k, 6]))
+            b4 = max(b4, max(max(tris[k, 1], tris[k, 4]), tris[k, 7]))
+            b5 = max(b5, max(max(tris[k, 2], tris[k, 5]), tris[k, 8]))
         bounds[p, 0] = b0
         bounds[p, 1] = b1
         bounds[p, 2] = b2
@@ -324,8 +333,9 @@ class Mesh:
             _triangle_boxes(self._points, self.indices, self.lowers, self.uppers, self._edges,
                             rows)
         self.bvh.rebuild()
+        self._inv = np.empty(m, np.int32)        # triangle -> its row (leaf order)
         if m:
-            _fill_tris(self.bvh.prims, rows, self.tris)
+            _fill_tris(self.bvh.prims, rows, self.tris, self._inv)
         self._finish()
 
     def refit(self):
@@ -333,8 +343,9 @@ class Mesh:
         _check_finite(self._points, "Mesh points")
         b = self.bvh
         if self.num_tris:
-            _refit_leaves(self._points, self.indices, b.bounds, b.links, b.prims, self.tris,
-                          self.lowers, self.uppers, self._edges)
+            _refit_rows(self._points, self.indices, self._inv, self.tris, self.lowers,
+                        self.uppers, self._edges)
+            _refit_leaf_boxes(b.bounds, b.links, self.tris)
             bvh_build._refit_internal(b.bounds, b.links)
         self._finish()
 
