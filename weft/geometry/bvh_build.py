@@ -365,7 +365,7 @@ def _split_level(items, ids, level, m, next_id, leaf_size, constructor, nrange, 
 def _build_subtree(items, ids, root, base, leaf_size, constructor, nrange, nkids, ncb, stack,
                    fs, counts):
     """Build the subtree under ``root`` depth-first (``stack`` of STACK ints), new ids from
-    ``base``."""
+    ``base``; returns the end of the ids used."""
     stack[0] = root
     count = 1
     nxt = base
@@ -378,19 +378,20 @@ def _build_subtree(items, ids, root, base, leaf_size, constructor, nrange, nkids
             stack[count + 1] = nxt
             count += 2
             nxt += 2
+    return nxt
 
 
 @numba.njit(parallel=True, **_JIT)
 def _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb, stacks,
-                 fs, counts):
+                 fs, counts, ends):
     """The subtrees under ``tasks`` (largest first) in parallel: with a chunk size of 1 the
     threads take them one by one as they finish (largest first, so the load evens out), each
     with its own stack and scratch row (``numba.get_thread_id``)."""
     for j in prange(tasks.shape[0]):
         t = numba.get_thread_id()
         node = tasks[j]
-        _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size, constructor,
-                       nrange, nkids, ncb, stacks[t], fs[t], counts[t])
+        ends[j] = _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size,
+                                 constructor, nrange, nkids, ncb, stacks[t], fs[t], counts[t])
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -438,19 +439,16 @@ def _place(nkids, nrange, lo, hi, size, pos, links):
 
 
 @numba.njit(parallel=True, **_JIT)
-def _sizes_tasks(nkids, nrange, tasks, top, size):
+def _sizes_tasks(nkids, nrange, tasks, ends, top, size):
+    """Subtree sizes of every task's ids (the ids it used: ``[top + 2 s, ends[j])``)."""
     for j in prange(tasks.shape[0]):
-        s = nrange[tasks[j], 0]
-        e = nrange[tasks[j], 1]
-        _sizes(nkids, top + 2 * s, top + 2 * e, size)
+        _sizes(nkids, top + 2 * nrange[tasks[j], 0], ends[j], size)
 
 
 @numba.njit(parallel=True, **_JIT)
-def _place_tasks(nkids, nrange, tasks, top, size, pos, links):
+def _place_tasks(nkids, nrange, tasks, ends, top, size, pos, links):
     for j in prange(tasks.shape[0]):
-        s = nrange[tasks[j], 0]
-        e = nrange[tasks[j], 1]
-        _place(nkids, nrange, top + 2 * s, top + 2 * e, size, pos, links)
+        _place(nkids, nrange, top + 2 * nrange[tasks[j], 0], ends[j], size, pos, links)
 
 
 # ------------------------------------------------------------------------------ build
@@ -459,7 +457,8 @@ def _grow_tree(items, ids, n, leaf_size, constructor):
     top = 2 ** (TOP_LEVELS + 1)
     total = top + 2 * n
     nrange = np.empty((total, 3), np.int32)
-    nkids = np.full((total, 2), -2, np.int32)
+    nkids = np.empty((total, 2), np.int32)
+    nkids[:top] = -2                         # unused top ids; task ids are used up to ``ends``
     ncb = np.empty((total, 6), np.float32)
     nrange[0] = (0, n, 0)
     _centroid_bounds(items, 0, n, ncb[0])
@@ -481,18 +480,18 @@ def _grow_tree(items, ids, n, leaf_size, constructor):
             if m == 0:
                 break
     tasks = level[:m][np.argsort(nrange[level[:m], 0] - nrange[level[:m], 1], kind="stable")]
-    nt = max(1, min(numba.get_num_threads(), m))
-    stacks = np.empty((nt, STACK), np.int32)
-    if m == 1 or nt == 1:
-        for node in tasks:
-            _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size, constructor,
-                           nrange, nkids, ncb, stacks[0], fs[0], counts[0])
+    ends = np.empty(m, np.int64)
+    stacks = np.empty((max(1, numba.get_num_threads()), STACK), np.int32)
+    if m == 1 or numba.get_num_threads() == 1:
+        for j, node in enumerate(tasks):
+            ends[j] = _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size,
+                                     constructor, nrange, nkids, ncb, stacks[0], fs[0],
+                                     counts[0])
     elif m:
-        stacks = np.empty((numba.get_num_threads(), STACK), np.int32)
         with numba.parallel_chunksize(1):
             _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb,
-                         stacks, fs, counts)
-    return nrange, nkids, top, tasks
+                         stacks, fs, counts, ends)
+    return nrange, nkids, top, tasks, ends
 
 
 def build(lowers, uppers, leaf_size=1, constructor=SAH):
@@ -502,25 +501,27 @@ def build(lowers, uppers, leaf_size=1, constructor=SAH):
     items = np.empty((n, 6), np.float32)
     ids = np.empty(n, np.int32)
     _load_items(lowers, uppers, items, ids)
-    nrange, nkids, top, tasks = _grow_tree(items, ids, n, leaf_size, constructor)
+    nrange, nkids, top, tasks, ends = _grow_tree(items, ids, n, leaf_size, constructor)
     total = nkids.shape[0]
     size = np.empty(total, np.int32)
     pos = np.empty(total, np.int32)
     parallel = tasks.shape[0] > 1 and numba.get_num_threads() > 1
     if parallel:
-        _sizes_tasks(nkids, nrange, tasks, top, size)
-        _sizes(nkids, 0, top, size)
+        _sizes_tasks(nkids, nrange, tasks, ends, top, size)
     else:
-        _sizes(nkids, 0, total, size)
+        for j in range(tasks.shape[0]):
+            _sizes(nkids, top + 2 * nrange[tasks[j], 0], ends[j], size)
+    _sizes(nkids, 0, top, size)
     count = int(size[0])
     links = np.empty((count, 4), np.int32)
     links[0, 3] = -1
     pos[0] = 0
+    _place(nkids, nrange, 0, top, size, pos, links)
     if parallel:
-        _place(nkids, nrange, 0, top, size, pos, links)
-        _place_tasks(nkids, nrange, tasks, top, size, pos, links)
+        _place_tasks(nkids, nrange, tasks, ends, top, size, pos, links)
     else:
-        _place(nkids, nrange, 0, total, size, pos, links)
+        for j in range(tasks.shape[0]):
+            _place(nkids, nrange, top + 2 * nrange[tasks[j], 0], ends[j], size, pos, links)
     bounds = np.empty((count, 6), np.float32)
     refit(bounds, links, ids, lowers, uppers)
     return bounds, links, ids
