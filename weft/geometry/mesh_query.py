@@ -451,7 +451,8 @@ PORTABLE = tuple((m, n) for m in _MODULES for n in m.PORTABLE) + \
 INLINE = bvh_query.INLINE + mesh_ray.INLINE + (
     "mesh_query_point_no_sign", "mesh_query_point", "mesh_query_ray", "mesh_eval_position",
     "mesh_eval_velocity", "mesh_get_point", "mesh_get_index", "mesh_get_velocity",
-    "wmin", "wmax", "dot3", "cross3", "ray_aabb", "ray_aabb_f", "ray_aabb_robust", "ray_box",
+    "wmin", "wmax", "dot3", "cross3", "ray_aabb", "ray_aabb_f", "ray_aabb_robust",
+    "ray_aabb_robust_f", "robust_finite", "ray_box",
     "ray_woop", "fmaf", "diff_product", "dist_aabb_sq_f", "finite3", "ray_prepare",
     "ray_setup", "_permute", "triangle_closest_point", "bary_dist_sq", "dist_aabb_sq",
     "_box_d2", "mesh_closest", "_interp", "_face_ok")
