@@ -364,7 +364,7 @@ class Mesh:
             _refit_rows(self._points, self.indices, self._inv, self.tris, self.lowers,
                         self.uppers, self._edges)
             _refit_leaf_boxes(b.bounds, b.links, self.tris)
-            bvh_build._refit_internal(b.bounds, b.links)
+            bvh_build.refit_internal(b.bounds, b.links)
         self._finish()
 
     def _finish(self):
