@@ -432,8 +432,6 @@ def _mwith(state, node, cur, end):
             state[6], state[7], state[8], state[9], state[10], state[11], state[12])
 
 
-INLINE = ("mesh_query_next", "_mwith", "mesh_box_test", "mesh_face_test", "tri_ray",
-          "robust_box", "ray_closest_sign")
 PORTABLE = ("tri_ray", "ray_prepare", "ray_box", "robust_box", "mesh_query_ray",
             "mesh_query_ray_anyhit",
             "mesh_query_ray_count_intersections", "ray_closest_sign", "mesh_inside_ray_tracing",
