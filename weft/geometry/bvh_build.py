@@ -365,7 +365,7 @@ def _split_level(items, ids, level, m, next_id, leaf_size, constructor, nrange, 
 def _build_subtree(items, ids, root, base, leaf_size, constructor, nrange, nkids, ncb, stack,
                    fs, counts):
     """Build the subtree under ``root`` depth-first (``stack`` of STACK ints), new ids from
-    ``base``."""
+    ``base``; returns the end of the ids used."""
     stack[0] = root
     count = 1
     nxt = base
@@ -378,19 +378,20 @@ def _build_subtree(items, ids, root, base, leaf_size, constructor, nrange, nkids
             stack[count + 1] = nxt
             count += 2
             nxt += 2
+    return nxt
 
 
 @numba.njit(parallel=True, **_JIT)
 def _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb, stacks,
-                 fs, counts):
+                 fs, counts, ends):
     """The subtrees under ``tasks`` (largest first) in parallel: with a chunk size of 1 the
     threads take them one by one as they finish (largest first, so the load evens out), each
     with its own stack and scratch row (``numba.get_thread_id``)."""
     for j in prange(tasks.shape[0]):
         t = numba.get_thread_id()
         node = tasks[j]
-        _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size, constructor,
-                       nrange, nkids, ncb, stacks[t], fs[t], counts[t])
+        ends[j] = _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size,
+                                 constructor, nrange, nkids, ncb, stacks[t], fs[t], counts[t])
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -438,19 +439,16 @@ def _place(nkids, nrange, lo, hi, size, pos, links):
 
 
 @numba.njit(parallel=True, **_JIT)
-def _sizes_tasks(nkids, nrange, tasks, top, size):
+def _sizes_tasks(nkids, nrange, tasks, ends, top, size):
+    """Subtree sizes of every task's ids (the ids it used: ``[top + 2 s, ends[j])``)."""
     for j in prange(tasks.shape[0]):
-        s = nrange[tasks[j], 0]
-        e = nrange[tasks[j], 1]
-        _sizes(nkids, top + 2 * s, top + 2 * e, size)
+        _sizes(nkids, top + 2 * nrange[tasks[j], 0], ends[j], size)
 
 
 @numba.njit(parallel=True, **_JIT)
-def _place_tasks(nkids, nrange, tasks, top, size, pos, links):
+def _place_tasks(nkids, nrange, tasks, ends, top, size, pos, links):
     for j in prange(tasks.shape[0]):
-        s = nrange[tasks[j], 0]
-        e = nrange[tasks[j], 1]
-        _place(nkids, nrange, top + 2 * s, top + 2 * e, size, pos, links)
+        _place(nkids, nrange, top + 2 * nrange[tasks[j], 0], ends[j], size, pos, links)
 
 
 # ------------------------------------------------------------------------------ build
@@ -459,7 +457,8 @@ def _grow_tree(items, ids, n, leaf_size, constructor):
     top = 2 ** (TOP_LEVELS + 1)
     total = top + 2 * n
     nrange = np.empty((total, 3), np.int32)
-    nkids = np.full((total, 2), -2, np.int32)
+    nkids = np.empty((total, 2), np.int32)
+    nkids[:top] = -2                         # unused top ids; task ids are used up to ``ends``
     ncb = np.empty((total, 6), np.float32)
     nrange[0] = (0, n, 0)
     _centroid_bounds(items, 0, n, ncb[0])
@@ -481,18 +480,18 @@ def _grow_tree(items, ids, n, leaf_size, constructor):
             if m == 0:
                 break
     tasks = level[:m][np.argsort(nrange[level[:m], 0] - nrange[level[:m], 1], kind="stable")]
-    nt = max(1, min(numba.get_num_threads(), m))
-    stacks = np.empty((nt, STACK), np.int32)
-    if m == 1 or nt == 1:
-        for node in tasks:
-            _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size, constructor,
-                           nrange, nkids, ncb, stacks[0], fs[0], counts[0])
+    ends = np.empty(m, np.int64)
+    stacks = np.empty((max(1, numba.get_num_threads()), STACK), np.int32)
+    if m == 1 or numba.get_num_threads() == 1:
+        for j, node in enumerate(tasks):
+            ends[j] = _build_subtree(items, ids, node, top + 2 * nrange[node, 0], leaf_size,
+                                     constructor, nrange, nkids, ncb, stacks[0], fs[0],
+                                     counts[0])
     elif m:
-        stacks = np.empty((numba.get_num_threads(), STACK), np.int32)
         with numba.parallel_chunksize(1):
             _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb,
-                         stacks, fs, counts)
-    return nrange, nkids, top, tasks
+                         stacks, fs, counts, ends)
+    return nrange, nkids, top, tasks, ends
 
 
 def build(lowers, uppers, leaf_size=1, constructor=SAH):
@@ -502,36 +501,44 @@ def build(lowers, uppers, leaf_size=1, constructor=SAH):
     items = np.empty((n, 6), np.float32)
     ids = np.empty(n, np.int32)
     _load_items(lowers, uppers, items, ids)
-    nrange, nkids, top, tasks = _grow_tree(items, ids, n, leaf_size, constructor)
+    nrange, nkids, top, tasks, ends = _grow_tree(items, ids, n, leaf_size, constructor)
     total = nkids.shape[0]
     size = np.empty(total, np.int32)
     pos = np.empty(total, np.int32)
     parallel = tasks.shape[0] > 1 and numba.get_num_threads() > 1
     if parallel:
-        _sizes_tasks(nkids, nrange, tasks, top, size)
-        _sizes(nkids, 0, top, size)
+        _sizes_tasks(nkids, nrange, tasks, ends, top, size)
     else:
-        _sizes(nkids, 0, total, size)
+        for j in range(tasks.shape[0]):
+            _sizes(nkids, top + 2 * nrange[tasks[j], 0], ends[j], size)
+    _sizes(nkids, 0, top, size)
     count = int(size[0])
     links = np.empty((count, 4), np.int32)
     links[0, 3] = -1
     pos[0] = 0
+    _place(nkids, nrange, 0, top, size, pos, links)
     if parallel:
-        _place(nkids, nrange, 0, top, size, pos, links)
-        _place_tasks(nkids, nrange, tasks, top, size, pos, links)
+        _place_tasks(nkids, nrange, tasks, ends, top, size, pos, links)
     else:
-        _place(nkids, nrange, 0, total, size, pos, links)
+        for j in range(tasks.shape[0]):
+            _place(nkids, nrange, top + 2 * nrange[tasks[j], 0], ends[j], size, pos, links)
     bounds = np.empty((count, 6), np.float32)
-    refit(bounds, links, ids, lowers, uppers)
+    _leaf_boxes_from_items(bounds, links, items)
+    refit_internal(bounds, links)
     return bounds, links, ids
 
 
 # ------------------------------------------------------------------------------ refit
-@numba.njit(parallel=True, **_JIT)
 def refit(bounds, links, prims, lowers, uppers):
     """Recompute every node's box from the items' boxes ``lowers``/``uppers`` without changing
-    the topology: leaves in parallel, then internal nodes in reverse pre-order (children
-    before parents). Boxes are unions in Warp's order (``b < a ? b : a``)."""
+    the topology: leaves in parallel, then internal nodes (``refit_internal``). Boxes are
+    unions in Warp's order (``b < a ? b : a``)."""
+    _refit_leaves(bounds, links, prims, lowers, uppers)
+    refit_internal(bounds, links)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _refit_leaves(bounds, links, prims, lowers, uppers):
     for p in prange(links.shape[0]):
         first = links[p, 0]
         if first >= 0:
@@ -543,15 +550,92 @@ def refit(bounds, links, prims, lowers, uppers):
                      _fmax(uppers[t, 1], b[4]), _fmax(uppers[t, 2], b[5]))
             for k in range(6):
                 bounds[p, k] = b[k]
-    _refit_internal(bounds, links)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _leaf_boxes_from_items(bounds, links, items):
+    """Leaf boxes after a build, from the items permuted in leaf order (sequential reads; the
+    same unions as ``_refit_leaves``)."""
+    for p in prange(links.shape[0]):
+        first = links[p, 0]
+        if first >= 0:
+            b = EMPTY6
+            for i in range(first, links[p, 1]):
+                b = (_fmin(items[i, 0], b[0]), _fmin(items[i, 1], b[1]), _fmin(items[i, 2], b[2]),
+                     _fmax(items[i, 3], b[3]), _fmax(items[i, 4], b[4]), _fmax(items[i, 5], b[5]))
+            for k in range(6):
+                bounds[p, k] = b[k]
+
+
+@numba.njit(inline="always", **_JIT)
+def _union_children(bounds, links, p):
+    a = p + 1
+    b = links[p, 1]
+    for k in range(3):
+        bounds[p, k] = _fmin(bounds[a, k], bounds[b, k])   # Warp's std_min(left, right)
+        bounds[p, 3 + k] = _fmax(bounds[a, 3 + k], bounds[b, 3 + k])
 
 
 @numba.njit(**_JIT)
-def _refit_internal(bounds, links):
-    for p in range(links.shape[0] - 1, -1, -1):
+def _refit_range(bounds, links, lo, hi):
+    """Internal nodes of positions [lo, hi) in reverse pre-order (children first)."""
+    for p in range(hi - 1, lo - 1, -1):
         if links[p, 0] < 0:
-            a = p + 1
-            b = links[p, 1]
-            for k in range(3):
-                bounds[p, k] = _fmin(bounds[a, k], bounds[b, k])   # Warp's std_min(left, right)
-                bounds[p, 3 + k] = _fmax(bounds[a, 3 + k], bounds[b, 3 + k])
+            _union_children(bounds, links, p)
+
+
+@numba.njit(**_JIT)
+def _split_top(links, roots, tops, stack, depth):
+    """The subtrees below depth TOP_LEVELS (``roots``, contiguous position ranges) and the
+    internal nodes above them (``tops``, in pre-order); their counts. ``stack`` and
+    ``depth`` are scratch."""
+    stack[0] = 0
+    depth[0] = 0
+    count = 1
+    nr = 0
+    nt = 0
+    while count > 0:
+        count -= 1
+        node = stack[count]
+        d = depth[count]
+        if links[node, 0] >= 0 or d == TOP_LEVELS:
+            roots[nr] = node
+            nr += 1
+        else:
+            tops[nt] = node
+            nt += 1
+            stack[count] = links[node, 1]
+            depth[count] = d + 1
+            stack[count + 1] = node + 1
+            depth[count + 1] = d + 1
+            count += 2
+    return nr, nt
+
+
+@numba.njit(parallel=True, **_JIT)
+def _refit_subtrees(bounds, links, roots):
+    for j in prange(roots.shape[0]):
+        r = roots[j]
+        _refit_range(bounds, links, r, links[r, 2])
+
+
+@numba.njit(**_JIT)
+def _refit_tops(bounds, links, tops):
+    for j in range(tops.shape[0] - 1, -1, -1):     # pre-order reversed: children first
+        _union_children(bounds, links, tops[j])
+
+
+def refit_internal(bounds, links):
+    """Every internal node's box, the union of its children's (leaves already set): the
+    subtrees below depth TOP_LEVELS in parallel, each a reverse sweep of its contiguous
+    positions, then the nodes above them."""
+    n = links.shape[0]
+    if n < SERIAL_BELOW or numba.get_num_threads() == 1:
+        _refit_range(bounds, links, 0, n)
+        return
+    roots = np.empty(2 ** (TOP_LEVELS + 1), np.int64)
+    tops = np.empty(2 ** (TOP_LEVELS + 1), np.int64)
+    nr, nt = _split_top(links, roots, tops, np.empty(2 * TOP_LEVELS + 4, np.int64),
+                        np.empty(2 * TOP_LEVELS + 4, np.int64))
+    _refit_subtrees(bounds, links, roots[:nr])
+    _refit_tops(bounds, links, tops[:nt])

@@ -133,7 +133,5 @@ def _with(state, node, cur, end):
             state[6], state[7], state[8], state[9], state[10], state[11], state[12])
 
 
-#: functions to inline into their callers on the CPU (the iterator step runs per result)
-INLINE = ("bvh_query_next", "bvh_box_test", "_with")
 PORTABLE = ("bvh_query_begin", "bvh_query_aabb", "bvh_query_ray", "bvh_query_sphere",
             "bvh_query_capsule", "bvh_box_test", "_with", "bvh_query_next")

@@ -97,8 +97,12 @@ class Bvh:
         """Build the tree anew from the current boxes."""
         if constructor is not None:
             self.constructor = _constructor(constructor)
-        _check_finite(self.lowers, "lowers")
-        _check_finite(self.uppers, "uppers")
+        self._build(check=True)
+
+    def _build(self, check):
+        if check:
+            _check_finite(self.lowers, "lowers")
+            _check_finite(self.uppers, "uppers")
         if self.num_items == 0:
             self.bounds = np.zeros((0, 6), np.float32)
             self.links = np.zeros((0, 4), np.int32)
@@ -155,16 +159,8 @@ def _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
 
 
 @numba.njit(inline="always", **_JIT)
-def _tri_row(points, indices, t, tris, k, lowers, uppers):
-    """Gather triangle t into row k of ``tris`` (vertices, sliver flag, zeros), write its box
-    (Warp's ``bounds3::add_point`` of its vertices) to ``lowers[t]``/``uppers[t]``, and return
-    the sum of its edge lengths (``|p0 - p1| + |p0 - p2| + |p2 - p1|``, Warp's order)."""
-    i = indices[3 * t]
-    j = indices[3 * t + 1]
-    m = indices[3 * t + 2]
-    ax, ay, az = points[i, 0], points[i, 1], points[i, 2]
-    bx, by, bz = points[j, 0], points[j, 1], points[j, 2]
-    cx, cy, cz = points[m, 0], points[m, 1], points[m, 2]
+def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
+    """Row k of ``tris``: the vertices, the sliver flag, zeros."""
     tris[k, 0] = ax
     tris[k, 1] = ay
     tris[k, 2] = az
@@ -177,6 +173,13 @@ def _tri_row(points, indices, t, tris, k, lowers, uppers):
     tris[k, 9] = 1.0 if _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz) else 0.0
     tris[k, 10] = 0.0
     tris[k, 11] = 0.0
+
+
+@numba.njit(inline="always", **_JIT)
+def _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, lowers, uppers):
+    """Triangle t's box (Warp's ``bounds3::add_point`` of its vertices) into ``lowers[t]``/
+    ``uppers[t]``; returns the sum of its edge lengths (``|p0 - p1| + |p0 - p2| + |p2 -
+    p1|``, Warp's order)."""
     lowers[t, 0] = min(min(ax, bx), cx)
     lowers[t, 1] = min(min(ay, by), cy)
     lowers[t, 2] = min(min(az, bz), cz)
@@ -188,12 +191,29 @@ def _tri_row(points, indices, t, tris, k, lowers, uppers):
         mesh_geom_length(cx - bx, cy - by, cz - bz)
 
 
+@numba.njit(inline="always", **_JIT)
+def _vertices(points, indices, t):
+    i = indices[3 * t]
+    j = indices[3 * t + 1]
+    m = indices[3 * t + 2]
+    return (points[i, 0], points[i, 1], points[i, 2], points[j, 0], points[j, 1], points[j, 2],
+            points[m, 0], points[m, 1], points[m, 2])
+
+
+@numba.njit(inline="always", **_JIT)
+def _tri_row(points, indices, t, tris, k, lowers, uppers):
+    """Triangle t: its row k of ``tris``, its box, its edge-length sum (returned)."""
+    ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
+    _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
+    return _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, lowers, uppers)
+
+
 @numba.njit(parallel=True, **_JIT)
-def _triangle_boxes(points, indices, lowers, uppers, edges, tris):
-    """Before a build: every triangle's box and edge-length sum (rows of ``tris`` in triangle
-    order, rewritten in leaf order after the build by ``_fill_tris``)."""
+def _triangle_boxes(points, indices, lowers, uppers, edges):
+    """Before a build: every triangle's box and edge-length sum, in triangle order."""
     for t in prange(lowers.shape[0]):
-        edges[t] = _tri_row(points, indices, t, tris, t, lowers, uppers)
+        ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
+        edges[t] = _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, lowers, uppers)
 
 
 @numba.njit(**_JIT)
@@ -206,14 +226,14 @@ def _average_edge(edges):
 
 
 @numba.njit(parallel=True, **_JIT)
-def _fill_tris(prims, rows, tris, inv):
-    """After a build: the rows in leaf order (row k is triangle ``prims[k]``'s), and the
-    inverse permutation."""
+def _fill_tris(points, indices, prims, tris, inv):
+    """After a build: the rows in leaf order (row k is triangle ``prims[k]``'s, written
+    sequentially) and the inverse permutation."""
     for k in prange(prims.shape[0]):
         t = prims[k]
         inv[t] = k
-        for c in range(12):
-            tris[k, c] = rows[t, c]
+        ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
+        _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -328,14 +348,12 @@ class Mesh:
         self.bvh = Bvh.__new__(Bvh)
         self.bvh.lowers, self.bvh.uppers = self.lowers, self.uppers
         self.bvh.constructor, self.bvh.leaf_size = self.constructor, self.leaf_size
-        rows = np.empty((m, 12), np.float32)
         if m:
-            _triangle_boxes(self._points, self.indices, self.lowers, self.uppers, self._edges,
-                            rows)
-        self.bvh.rebuild()
+            _triangle_boxes(self._points, self.indices, self.lowers, self.uppers, self._edges)
+        self.bvh._build(check=False)
         self._inv = np.empty(m, np.int32)        # triangle -> its row (leaf order)
         if m:
-            _fill_tris(self.bvh.prims, rows, self.tris, self._inv)
+            _fill_tris(self._points, self.indices, self.bvh.prims, self.tris, self._inv)
         self._finish()
 
     def refit(self):
@@ -346,7 +364,7 @@ class Mesh:
             _refit_rows(self._points, self.indices, self._inv, self.tris, self.lowers,
                         self.uppers, self._edges)
             _refit_leaf_boxes(b.bounds, b.links, self.tris)
-            bvh_build._refit_internal(b.bounds, b.links)
+            bvh_build.refit_internal(b.bounds, b.links)
         self._finish()
 
     def _finish(self):

@@ -174,6 +174,45 @@ def ray_aabb_robust(ox, oy, oz, dx, dy, dz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
     return (lmax >= F0) and (lmax >= lmin), lmin
 
 
+def ray_aabb_robust_f(ox, oy, oz, dx, dy, dz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
+    """``ray_aabb_robust`` without NaN operands (finite origin, and finite reciprocals on the
+    axes the ray moves along): plain min/max selects."""
+    lmin = -FLT_MAX
+    lmax = FLT_MAX
+    if dx == F0:
+        if ox < lx or ox > ux:
+            return False, lmin
+    else:
+        l1 = (lx - ox) * rx
+        l2 = (ux - ox) * rx
+        lmin = max(min(l1, l2), lmin)
+        lmax = min(max(l1, l2), lmax)
+    if dy == F0:
+        if oy < ly or oy > uy:
+            return False, lmin
+    else:
+        l1 = (ly - oy) * ry
+        l2 = (uy - oy) * ry
+        lmin = max(min(l1, l2), lmin)
+        lmax = min(max(l1, l2), lmax)
+    if dz == F0:
+        if oz < lz or oz > uz:
+            return False, lmin
+    else:
+        l1 = (lz - oz) * rz
+        l2 = (uz - oz) * rz
+        lmin = max(min(l1, l2), lmin)
+        lmax = min(max(l1, l2), lmax)
+    return (lmax >= F0) & (lmax >= lmin), lmin
+
+
+def robust_finite(ox, oy, oz, dx, dy, dz, rx, ry, rz):
+    """No slab value of the robust test can be NaN: a finite origin, finite reciprocals on
+    the axes the ray moves along."""
+    return (finite3(ox, oy, oz) and (dx == F0 or math.isfinite(rx)) and
+            (dy == F0 or math.isfinite(ry)) and (dz == F0 or math.isfinite(rz)))
+
+
 def aabb_aabb(alx, aly, alz, aux, auy, auz, blx, bly, blz, bux, buy, buz):
     """Warp's ``intersect_aabb_aabb`` (closed boxes: touching counts)."""
     return not (alx > bux or aly > buy or alz > buz or aux < blx or auy < bly or auz < blz)
@@ -476,7 +515,8 @@ def closest_point_edge_edge(p1x, p1y, p1z, q1x, q1y, q1z, p2x, p2y, p2z, q2x, q2
 
 PORTABLE = ("wmin", "wmax", "fsqrt", "facos", "dot3", "cross3", "length3", "normalize3",
             "longest_axis3", "fmaf", "diff_product", "ray_aabb", "ray_aabb_f", "ray_aabb_robust",
-            "aabb_aabb", "sphere_aabb", "dist_aabb_sq", "dist_aabb_sq_f", "finite3",
+            "finite3", "ray_aabb_robust_f", "robust_finite", "aabb_aabb", "sphere_aabb",
+            "dist_aabb_sq", "dist_aabb_sq_f",
             "far_aabb_sq", "triangle_closest_point",
             "triangle_furthest_point", "is_sliver", "bary_dist_sq", "ray_setup", "ray_woop",
             "_permute", "ray_triangle", "triangle_normal", "solid_angle", "fclamp",

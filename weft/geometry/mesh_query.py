@@ -445,16 +445,23 @@ _MODULES = (mesh_geom, tri_tri, bvh_query, mesh_ray, mesh_winding)
 #: every portable function, callees first, as (module, name)
 PORTABLE = tuple((m, n) for m in _MODULES for n in m.PORTABLE) + \
     tuple((None, n) for n in _OWN)
-#: functions compiled with ``inline_jit`` on the CPU: the iterator steps, the entry points a
-#: kernel calls, and the per-node and per-triangle helpers of the walks (Numba calls between
-#: separately compiled functions are real calls that return tuples through memory)
-INLINE = bvh_query.INLINE + mesh_ray.INLINE + (
-    "mesh_query_point_no_sign", "mesh_query_point", "mesh_query_ray", "mesh_eval_position",
-    "mesh_eval_velocity", "mesh_get_point", "mesh_get_index", "mesh_get_velocity",
-    "wmin", "wmax", "dot3", "cross3", "ray_aabb", "ray_aabb_f", "ray_aabb_robust", "ray_box",
-    "ray_woop", "fmaf", "diff_product", "dist_aabb_sq_f", "finite3", "ray_prepare",
-    "ray_setup", "_permute", "triangle_closest_point", "bary_dist_sq", "dist_aabb_sq",
-    "_box_d2", "mesh_closest", "_interp", "_face_ok")
+#: per-node and per-triangle helpers of the walks, worth inlining into the walks on the CPU
+#: (Numba calls between separately compiled functions are real calls that return tuples
+#: through memory): inlined, a walk's inner loop is a tight loop; each entry point still
+#: compiles once and is called once per query, so a kernel's compile time stays modest
+INLINE_HELPERS = ("wmin", "wmax", "dot3", "cross3", "ray_aabb", "ray_aabb_f", "ray_aabb_robust",
+                  "ray_aabb_robust_f", "robust_finite", "ray_box", "robust_box", "ray_woop",
+                  "fmaf", "diff_product", "dist_aabb_sq", "dist_aabb_sq_f", "finite3",
+                  "ray_prepare", "ray_setup", "_permute", "tri_ray", "triangle_closest_point",
+                  "bary_dist_sq", "_box_d2", "mesh_box_test", "mesh_face_test", "_mwith",
+                  "bvh_box_test", "_with", "_interp", "_face_ok")
+#: the helpers and the entry points a kernel calls: no faster than ``INLINE_HELPERS`` (1M rays,
+#: 100k closest points: the same times within 4%) and a kernel calling three queries took 59 s
+#: to compile instead of 11.5 s (5.3 s with nothing inlined, but rays 1.5x slower)
+INLINE = INLINE_HELPERS + ("mesh_query_next", "bvh_query_next", "ray_closest_sign",
+                           "mesh_query_point_no_sign", "mesh_query_point", "mesh_query_ray",
+                           "mesh_closest", "mesh_eval_position", "mesh_eval_velocity",
+                           "mesh_get_point", "mesh_get_index", "mesh_get_velocity")
 #: Numba options for the CPU (as ``volume_query``: the cores allocate nothing)
 CPU_JIT_OPTIONS = dict(nogil=True, error_model="numpy", _nrt=False)
 
@@ -471,12 +478,12 @@ def _constants():
     return ns
 
 
-def compile_for(jit, inline_jit=None):
-    """A namespace (dict) of every portable mesh and BVH core compiled with ``jit`` (those in
-    ``INLINE`` with ``inline_jit`` when given), calling each other's compiled versions, with
-    ``stackmem`` bound for the target and ``fmaf`` native (``weft.geometry.stackmem``). CPU:
-    ``compile_cpu()``;
-    CUDA: ``compile_for(cuda.jit(device=True))``."""
+def compile_for(jit, inline_jit=None, inline=INLINE_HELPERS):
+    """A namespace (dict) of every portable mesh and BVH core compiled with ``jit`` (those
+    named in ``inline`` with ``inline_jit`` when given: ``INLINE_HELPERS`` or ``INLINE``),
+    calling each other's compiled versions, with ``stackmem`` bound for the target and
+    ``fmaf`` native (``weft.geometry.stackmem``). CPU: ``compile_cpu()``; CUDA:
+    ``compile_for(cuda.jit(device=True))``."""
     ns = _constants()
     ns["stackmem"] = _stackmem.for_jit(jit)
     native = _stackmem.overrides(jit)
@@ -487,12 +494,14 @@ def compile_for(jit, inline_jit=None):
         fn = getattr(mod, name) if mod is not None else globals()[name]
         rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
         rebound.__doc__ = fn.__doc__
-        ns[name] = (inline_jit if inline_jit is not None and name in INLINE else jit)(rebound)
+        ns[name] = (inline_jit if inline_jit is not None and name in inline else jit)(rebound)
     return ns
 
 
-def compile_cpu(cache=False):
-    """The cores compiled for the CPU with ``CPU_JIT_OPTIONS``, entry points inlined."""
+def compile_cpu(cache=False, inline=INLINE_HELPERS):
+    """The cores compiled for the CPU with ``CPU_JIT_OPTIONS``, the functions in ``inline``
+    inlined into their callers (``INLINE_HELPERS``: the walks' per-node and per-triangle
+    helpers; see ``INLINE``)."""
     import numba
     return compile_for(numba.njit(cache=cache, **CPU_JIT_OPTIONS),
-                       numba.njit(cache=cache, inline="always", **CPU_JIT_OPTIONS))
+                       numba.njit(cache=cache, inline="always", **CPU_JIT_OPTIONS), inline)

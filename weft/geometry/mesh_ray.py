@@ -22,6 +22,7 @@ import numpy as np
 from . import stackmem as _stackmem
 from .mesh_geom import (F0, F1, FLT_MAX, _permute, aabb_aabb, dot3, fclamp,  # noqa: F401
                         finite3, normalize3, ray_aabb, ray_aabb_f, ray_aabb_robust,
+                        ray_aabb_robust_f, robust_finite,
                         ray_setup, ray_woop, sphere_aabb, triangle_closest_point,
                         triangle_normal, wmax)
 
@@ -64,8 +65,20 @@ def ray_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast, exact):
     if fast:
         return ray_aabb_f(ox, oy, oz, rx, ry, rz, bounds[node, 0], bounds[node, 1],
                           bounds[node, 2], bounds[node, 3], bounds[node, 4], bounds[node, 5])
-    return ray_aabb_robust(ox, oy, oz, dx, dy, dz, rx, ry, rz, bounds[node, 0], bounds[node, 1],
-                           bounds[node, 2], bounds[node, 3], bounds[node, 4], bounds[node, 5])
+    return ray_aabb_robust_f(ox, oy, oz, dx, dy, dz, rx, ry, rz, bounds[node, 0],
+                             bounds[node, 1], bounds[node, 2], bounds[node, 3], bounds[node, 4],
+                             bounds[node, 5])
+
+
+def robust_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, exact):
+    """The robust slab test of a node's box (``exact``: keep ``fminf``'s NaN rules)."""
+    if exact:
+        return ray_aabb_robust(ox, oy, oz, dx, dy, dz, rx, ry, rz, bounds[node, 0],
+                               bounds[node, 1], bounds[node, 2], bounds[node, 3],
+                               bounds[node, 4], bounds[node, 5])
+    return ray_aabb_robust_f(ox, oy, oz, dx, dy, dz, rx, ry, rz, bounds[node, 0],
+                             bounds[node, 1], bounds[node, 2], bounds[node, 3], bounds[node, 4],
+                             bounds[node, 5])
 
 
 def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t):
@@ -194,13 +207,12 @@ def mesh_query_ray_count_intersections(bounds, links, tris, ox, oy, oz, dx, dy, 
     rx = F1 / dx
     ry = F1 / dy
     rz = F1 / dz
+    exact = not robust_finite(ox, oy, oz, dx, dy, dz, rx, ry, rz)
     n = links.shape[0]
     node = 0
     count = 0
     while node < n:
-        hit, t = ray_aabb_robust(ox, oy, oz, dx, dy, dz, rx, ry, rz, bounds[node, 0],
-                                 bounds[node, 1], bounds[node, 2], bounds[node, 3],
-                                 bounds[node, 4], bounds[node, 5])
+        hit, t = robust_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, exact)
         if not hit:
             node = links[node, 2]
             continue
@@ -223,15 +235,14 @@ def ray_closest_sign(bounds, links, tris, ox, oy, oz, dx, dy, dz):
     rx = F1 / dx
     ry = F1 / dy
     rz = F1 / dz
+    exact = not robust_finite(ox, oy, oz, dx, dy, dz, rx, ry, rz)
     n = links.shape[0]
     min_t = FLT_MAX
     sign = F0
     found = False
     node = 0
     while node < n:
-        hit, t = ray_aabb_robust(ox, oy, oz, dx, dy, dz, rx, ry, rz, bounds[node, 0],
-                                 bounds[node, 1], bounds[node, 2], bounds[node, 3],
-                                 bounds[node, 4], bounds[node, 5])
+        hit, t = robust_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, exact)
         if not (hit and t < min_t):
             node = links[node, 2]
             continue
@@ -421,8 +432,8 @@ def _mwith(state, node, cur, end):
             state[6], state[7], state[8], state[9], state[10], state[11], state[12])
 
 
-INLINE = ("mesh_query_next", "_mwith", "mesh_box_test", "mesh_face_test", "tri_ray")
-PORTABLE = ("tri_ray", "ray_prepare", "ray_box", "mesh_query_ray", "mesh_query_ray_anyhit",
+PORTABLE = ("tri_ray", "ray_prepare", "ray_box", "robust_box", "mesh_query_ray",
+            "mesh_query_ray_anyhit",
             "mesh_query_ray_count_intersections", "ray_closest_sign", "mesh_inside_ray_tracing",
             "mq_rand_pcg", "mq_randf", "mesh_inside_parity", "mesh_query_aabb",
             "mesh_query_sphere", "mesh_box_test", "sphere_triangle", "mesh_face_test",
