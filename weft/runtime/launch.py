@@ -18,11 +18,11 @@ from .args import convert_arg, kernel_data
 from .array import array
 from .checks import (check_constant_indices, check_dims, check_geometry_ids,  # noqa: F401
                      _size, index_error, launch_dims, verify_fp)
-from .graph import _open as _captures_open
+from .fastlaunch import FastLaunch
 from .graph import capturing
 from .tape import active_tapes
 
-_tapes = active_tapes()  # the live list of recording tapes (the fast path reads it directly)
+_tapes = active_tapes()  # the live list of recording tapes
 
 CUDA_BLOCK = 256
 
@@ -107,58 +107,6 @@ def prepare(kernel, dims, args, device):
         check_constant_indices(ck, args)
     check_dims(ck, dims, args)
     return ck, args, values
-
-
-class FastLaunch:
-    """The common small launch without its bookkeeping: a release CPU kernel launched on at
-    most ``config.serial_threshold`` threads in one dimension, with no tape recording or
-    holding records, no graph capture and no FP verification, runs its serial forward entry
-    after the per-argument checks of :meth:`CompiledKernel.bind` (the same converters) and the
-    size check of the arrays indexed by the thread index. Anything else (a conversion the fast
-    converters do not take, another device, a struct, geometry id or constant-index parameter)
-    takes the general path, which checks and reports."""
-
-    __slots__ = ("fn", "convs", "checks", "options")
-
-    def __init__(self, ck, fn):
-        self.fn = fn
-        self.convs = [conv for _, _, conv in ck._converters]
-        self.checks = ck.first_index_checks
-        self.options = ck.kernel.options
-
-    @staticmethod
-    def enable(ck, fn):
-        abi = ck.abi
-        if (not ck.kernel.is_generic and not ck.has_structs and not abi.geometry_ids and
-                not abi.const_indices and abi.tid_dims <= 1 and abi.debug_sites is None):
-            ck.kernel._fast = FastLaunch(ck, fn)  # release builds only: no error word passed
-
-    def run(self, dim, inputs, outputs, device):
-        """Launch and return True, or return False for the general path."""
-        if (type(dim) is not int or not 0 <= dim < config.serial_threshold or _tapes
-                or hazards._LIVE or _captures_open[0] or config.verify_fp
-                or (self.options.get("mode") or config.mode) != "release"):
-            return False
-        if device is None:
-            if D._current[-1] is not D._CPU:
-                return False
-        elif device is not D._CPU and device != "cpu":
-            return False
-        args = [*inputs, *outputs]
-        convs = self.convs
-        if len(args) != len(convs):
-            return False
-        values = []
-        for conv, a in zip(convs, args):
-            v = conv(a, D._CPU)
-            if v is None:
-                return False
-            values.append(v)
-        for i, k in self.checks:
-            if values[i].shape[k] < dim:
-                return False
-        self.fn((dim,), *values)
-        return True
 
 
 # ------------------------------------------------------------------------ running entries
