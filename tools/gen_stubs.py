@@ -187,10 +187,14 @@ HAND = {"Any", "Kernel", "Function", "array", "array1d", "array2d", "array3d", "
         "Int", "Scalar"}
 
 
-def _value_class(name, t):
-    """A class stub for value type ``t`` (vector, matrix, quaternion, transform)."""
+def _shape_base(t):
+    """``(name, stub)`` of the base class shared by every value type of ``t``'s kind and shape
+    (``vec3``, ``vec3d``, ``vec3i``... differ only in their scalar type, which the stub does not
+    distinguish): constructors and component attributes."""
     kind = t._wp_kind_
     n = int(t._length_)
+    shape = "x".join(str(k) for k in getattr(t, "_shape_", (n,)))
+    name = f"_{kind}{shape}"
     lines = [f"class {name}(_Value):"]
     comps = ", ".join(f"c{i}: _Number" for i in range(n))
     lines += ["    @_overload", "    def __init__(self) -> None: ...",
@@ -208,11 +212,11 @@ def _value_class(name, t):
                   "    p: _Any", "    q: _Any"]
     if kind == "quaternion":
         lines += ["    @_overload", "    def __init__(self, v: _Value, w: _Number) -> None: ..."]
-    if kind == "vector" and name.startswith("spatial_vector"):
+    if kind == "vector" and n == 6:  # spatial_vector(w, v)
         lines += ["    @_overload", "    def __init__(self, w: _Value, v: _Value) -> None: ..."]
     if kind in ("vector", "quaternion") and n <= 4:
         lines += [f"    {c}: _Any" for c in "xyzw"[:n]]
-    return "\n".join(lines)
+    return name, "\n".join(lines)
 
 
 def _signature_text(obj):
@@ -287,6 +291,7 @@ def generate():
     values, scalars, classes, modules, consts, funcs, kernel_names, aliases = \
         [], [], [], [], [], [], [], []
     seen_types = {}
+    shape_bases = {}  # shape base class name -> its stub
     for n in names:
         obj = getattr(wp, n)
         if isinstance(obj, type) and hasattr(obj, "_wp_kind_") and hasattr(obj, "_length_"):
@@ -294,7 +299,9 @@ def generate():
                 aliases.append(f"{n} = {seen_types[id(obj)]}")
                 continue
             seen_types[id(obj)] = n
-            values.append(_value_class(n, obj))
+            base, stub = _shape_base(obj)
+            shape_bases.setdefault(base, stub)
+            values.append(f"class {n}({base}): ...")
         elif isinstance(obj, type) and T.is_scalar(obj) if isinstance(obj, type) else False:
             scalars.append(f"class {n}(_Scalar): ...")
         elif isinstance(obj, (Builtin, SpecialForm, Function)):
@@ -324,7 +331,8 @@ def generate():
     # exception classes may derive from each other: bases first
     classes.sort(key=lambda c: (not c.startswith("class ") or "(" not in c.split(":")[0],))
     parts = [HEADER, "\n".join(modules), "\n".join(consts), "\n\n".join(scalars),
-             "\n\n\n".join(values), "\n".join(aliases), _order_classes(classes),
+             "\n\n\n".join(shape_bases.values()), "\n".join(values), "\n".join(aliases),
+             _order_classes(classes),
              "\n".join(funcs), "\n\n\n".join(kernel_names)]
     return "\n\n\n".join(p.rstrip() for p in parts if p.strip()) + "\n"
 
