@@ -27,8 +27,9 @@ from weft.stdlib import kernel_scope as wp
 
 
 @wp.func
-def triangle_closest_point_f(a: wp.vec3f, b: wp.vec3f, c: wp.vec3f, p: wp.vec3f):
-    """Warp's ``closest_point_to_triangle``: barycentric (u, v) of the closest point to p."""
+def triangle_closest_point(a, b, c, p):
+    """Warp's ``closest_point_to_triangle``: barycentric (u, v) of the closest point to p, in
+    the precision of the arguments (vec3 or vec3d)."""
     ab = b - a
     ac = c - a
     ap = p - a
@@ -43,17 +44,17 @@ def triangle_closest_point_f(a: wp.vec3f, b: wp.vec3f, c: wp.vec3f, p: wp.vec3f)
     vc = d1 * d4 - d3 * d2
     vb = d5 * d2 - d1 * d6
     va = d3 * d6 - d5 * d4
-    u = wp.float32(0.0)
-    v = wp.float32(0.0)
+    u = type(d1)(0.0)
+    v = type(d1)(0.0)
     if d1 <= 0.0 and d2 <= 0.0:
-        u = wp.float32(1.0)
+        u = type(d1)(1.0)
     elif d3 >= 0.0 and d4 <= d3:
-        v = wp.float32(1.0)
+        v = type(d1)(1.0)
     elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
         v = d1 / (d1 - d3)
         u = 1.0 - v
     elif d6 >= 0.0 and d5 <= d6:
-        u = wp.float32(0.0)
+        u = type(d1)(0.0)
     elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
         w = d2 / (d2 - d6)
         u = 1.0 - w
@@ -66,67 +67,18 @@ def triangle_closest_point_f(a: wp.vec3f, b: wp.vec3f, c: wp.vec3f, p: wp.vec3f)
         v = vb * denom
         w = vc * denom
         u = 1.0 - v - w
-    return wp.vec2f(u, v)
+    return wp.vector(u, v)
 
 
 @wp.func
-def triangle_closest_point_d(a: wp.vec3d, b: wp.vec3d, c: wp.vec3d, p: wp.vec3d):
-    """``triangle_closest_point_f`` in float64."""
-    ab = b - a
-    ac = c - a
-    ap = p - a
-    d1 = wp.dot(ab, ap)
-    d2 = wp.dot(ac, ap)
-    bp = p - b
-    d3 = wp.dot(ab, bp)
-    d4 = wp.dot(ac, bp)
-    cp = p - c
-    d5 = wp.dot(ab, cp)
-    d6 = wp.dot(ac, cp)
-    vc = d1 * d4 - d3 * d2
-    vb = d5 * d2 - d1 * d6
-    va = d3 * d6 - d5 * d4
-    u = wp.float64(0.0)
-    v = wp.float64(0.0)
-    if d1 <= 0.0 and d2 <= 0.0:
-        u = wp.float64(1.0)
-    elif d3 >= 0.0 and d4 <= d3:
-        v = wp.float64(1.0)
-    elif vc <= 0.0 and d1 >= 0.0 and d3 <= 0.0:
-        v = d1 / (d1 - d3)
-        u = 1.0 - v
-    elif d6 >= 0.0 and d5 <= d6:
-        u = wp.float64(0.0)
-    elif vb <= 0.0 and d2 >= 0.0 and d6 <= 0.0:
-        w = d2 / (d2 - d6)
-        u = 1.0 - w
-    elif va <= 0.0 and (d4 - d3) >= 0.0 and (d5 - d6) >= 0.0:
-        w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
-        v = 1.0 - w
-        u = 1.0 - v - w
-    else:
-        denom = 1.0 / (va + vb + vc)
-        v = vb * denom
-        w = vc * denom
-        u = 1.0 - v - w
-    return wp.vec2d(u, v)
-
-
-@wp.func
-def triangle_distance_f(a: wp.vec3f, b: wp.vec3f, c: wp.vec3f, p: wp.vec3f, uv: wp.vec2f):
+def triangle_distance(a, b, c, p, uv):
     """``|u a + v b + (1 - u - v) c - p|`` (Warp's evaluation order)."""
     w = 1.0 - uv[0] - uv[1]
     return wp.length(uv[0] * a + uv[1] * b + w * c - p)
 
 
 @wp.func
-def triangle_distance_d(a: wp.vec3d, b: wp.vec3d, c: wp.vec3d, p: wp.vec3d, uv: wp.vec2d):
-    w = 1.0 - uv[0] - uv[1]
-    return wp.length(uv[0] * a + uv[1] * b + w * c - p)
-
-
-@wp.func
-def ray_triangle_f(o: wp.vec3f, d: wp.vec3f, a: wp.vec3f, b: wp.vec3f, c: wp.vec3f):
+def ray_triangle(o, d, a, b, c):
     """(t, u, v) where the ray ``o + t d`` crosses the plane of abc, with barycentrics ``u``
     of a and ``v`` of b (Warp's ``mesh_query_ray`` convention)."""
     n = wp.cross(b - a, c - a)
@@ -138,19 +90,10 @@ def ray_triangle_f(o: wp.vec3f, d: wp.vec3f, a: wp.vec3f, b: wp.vec3f, c: wp.vec
     sv = wp.dot(d, wp.cross(ao, co))
     sw = wp.dot(d, wp.cross(bo, ao))
     s = su + sv + sw
-    return wp.vec3f(t, su / s, sv / s)
+    return wp.vector(t, su / s, sv / s)
 
 
-@wp.func
-def ray_triangle_d(o: wp.vec3d, d: wp.vec3d, a: wp.vec3d, b: wp.vec3d, c: wp.vec3d):
-    """``ray_triangle_f`` in float64."""
-    n = wp.cross(b - a, c - a)
-    t = wp.dot(a - o, n) / wp.dot(d, n)
-    ao = a - o
-    bo = b - o
-    co = c - o
-    su = wp.dot(d, wp.cross(co, bo))
-    sv = wp.dot(d, wp.cross(ao, co))
-    sw = wp.dot(d, wp.cross(bo, ao))
-    s = su + sv + sw
-    return wp.vec3d(t, su / s, sv / s)
+# the names per precision (one generic function each)
+triangle_closest_point_f = triangle_closest_point_d = triangle_closest_point
+triangle_distance_f = triangle_distance_d = triangle_distance
+ray_triangle_f = ray_triangle_d = ray_triangle

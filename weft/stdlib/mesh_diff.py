@@ -4,7 +4,7 @@ chose (a discrete choice, constant, as in Warp), the barycentrics of a closest p
 :mod:`weft.geometry.diff_funcs_mesh`, so weft differentiates them with respect to the query
 point and the ray (forward and reverse mode). The mesh's points are read through its id and
 carry no gradient."""
-from weft.geometry.diff_funcs_mesh import ray_triangle_f, triangle_closest_point_f
+from weft.geometry.diff_funcs_mesh import ray_triangle, triangle_closest_point
 from weft.stdlib import kernel_scope as wp
 
 
@@ -12,7 +12,7 @@ from weft.stdlib import kernel_scope as wp
 def point_uv(hit, mid, face, p, u, v):
     """The closest point's (u, v) on ``face`` (the core's values, bit for bit in float32)."""
     if hit:
-        uv = triangle_closest_point_f(wp.mesh_get_point(mid, face * 3),
+        uv = triangle_closest_point(wp.mesh_get_point(mid, face * 3),
                                       wp.mesh_get_point(mid, face * 3 + 1),
                                       wp.mesh_get_point(mid, face * 3 + 2), p)
         return uv[0], uv[1]
@@ -23,7 +23,7 @@ def point_uv(hit, mid, face, p, u, v):
 def ray_tuv(hit, mid, face, o, d, t, u, v):
     """The hit's (t, u, v) where the ray crosses ``face`` (the core's values to rounding)."""
     if hit:
-        r = ray_triangle_f(o, d, wp.mesh_get_point(mid, face * 3),
+        r = ray_triangle(o, d, wp.mesh_get_point(mid, face * 3),
                            wp.mesh_get_point(mid, face * 3 + 1),
                            wp.mesh_get_point(mid, face * 3 + 2))
         return r[0], r[1], r[2]
