@@ -13,8 +13,8 @@ def point_uv(hit, mid, face, p, u, v):
     """The closest point's (u, v) on ``face`` (the core's values, bit for bit in float32)."""
     if hit:
         uv = triangle_closest_point(wp.mesh_get_point(mid, face * 3),
-                                      wp.mesh_get_point(mid, face * 3 + 1),
-                                      wp.mesh_get_point(mid, face * 3 + 2), p)
+                                    wp.mesh_get_point(mid, face * 3 + 1),
+                                    wp.mesh_get_point(mid, face * 3 + 2), p)
         return uv[0], uv[1]
     return u, v
 
@@ -24,7 +24,7 @@ def ray_tuv(hit, mid, face, o, d, t, u, v):
     """The hit's (t, u, v) where the ray crosses ``face`` (the core's values to rounding)."""
     if hit:
         r = ray_triangle(o, d, wp.mesh_get_point(mid, face * 3),
-                           wp.mesh_get_point(mid, face * 3 + 1),
-                           wp.mesh_get_point(mid, face * 3 + 2))
+                         wp.mesh_get_point(mid, face * 3 + 1),
+                         wp.mesh_get_point(mid, face * 3 + 2))
         return r[0], r[1], r[2]
     return t, u, v
