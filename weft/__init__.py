@@ -40,7 +40,8 @@ from .runtime.tape import Tape  # noqa: E402
 from .runtime.struct import struct  # noqa: E402
 from .runtime.geometry import Volume, HashGrid, Mesh, Bvh  # noqa: E402
 from .runtime.geometry_types import (MeshQueryPoint, MeshQueryRay, MeshQueryAABB,  # noqa: E402
-                                     BvhQuery)
+                                     MeshQuery, BvhQuery)
+from .stdlib.geometry import HASH_GRID_QUERY as HashGridQuery  # noqa: E402
 from .runtime.matmul import matmul, batched_matmul  # noqa: E402
 from .runtime.graph import (Graph, ScopedCapture, capture_begin, capture_end,  # noqa: E402
                             capture_launch, capture_pause, is_capturing)

@@ -155,6 +155,39 @@ def test_refit_after_moving_points_in_a_kernel():
     assert out.numpy()[0] == pytest.approx(2.0)
 
 
+@wp.kernel
+def output_forms(mid: wp.uint64, p: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+    i = wp.tid()
+    sign = float(0.0)
+    face = int(0)
+    u = float(0.0)
+    v = float(0.0)
+    found = wp.mesh_query_point(mid, p[i], 10.0, sign, face, u, v)
+    q = wp.mesh_query_point(mid, p[i], 10.0)
+    out[i * 8] = float(found == q.result) + float(face == q.face)
+    out[i * 8 + 1] = sign - q.sign + u - q.u + v - q.v
+    t = float(0.0)
+    n = wp.vec3()
+    hit = wp.mesh_query_ray(mid, p[i], wp.vec3(1.0, 0.0, 0.0), 100.0, t, u, v, sign, n, face)
+    r = wp.mesh_query_ray(mid, p[i], wp.vec3(1.0, 0.0, 0.0), 100.0)
+    out[i * 8 + 2] = float(hit == r.result) + float(face == r.face)
+    out[i * 8 + 3] = t - r.t + u - r.u + v - r.v + sign - r.sign + wp.length(n - r.normal)
+    out[i * 8 + 4] = t
+    out[i * 8 + 5] = float(face)
+
+
+def test_warps_output_argument_forms_assign_the_query_fields():
+    mesh = cube_mesh()
+    p = wp.array(np.array([[0.5, 0.5, 0.5], [0.2, 0.3, 0.9]], np.float32), dtype=wp.vec3)
+    out = wp.zeros(16, dtype=float)
+    wp.launch(output_forms, 2, inputs=[mesh.id, p, out])
+    o = out.numpy().reshape(2, 8)
+    np.testing.assert_array_equal(o[:, [0, 2]], 2.0)  # same result flag and face
+    np.testing.assert_array_equal(o[:, [1, 3]], 0.0)  # same values
+    np.testing.assert_allclose(o[:, 4], [0.5, 0.8], rtol=1e-6)  # t to the face x = 1
+    assert o[:, 5].tolist() == [9.0, 9.0]
+
+
 def test_bad_ids_and_forms_are_clear_errors():
     mesh = cube_mesh()
     bvh = wp.Bvh(wp.array(CUBE_PTS, dtype=wp.vec3), wp.array(CUBE_PTS + 1, dtype=wp.vec3))
@@ -169,17 +202,6 @@ def test_bad_ids_and_forms_are_clear_errors():
     with pytest.raises(wp.LaunchError, match="freed"):
         wp.launch(height_below, 1, inputs=[mid, x, out])
 
-    @wp.kernel
-    def old_form(mid: wp.uint64, out: wp.array(dtype=float)):
-        sign = float(0.0)
-        face = int(0)
-        u = float(0.0)
-        v = float(0.0)
-        wp.mesh_query_point(mid, wp.vec3(0.0), 1.0, sign, face, u, v)
-        out[0] = u
-
-    with pytest.raises(wp.KernelError, match="output-argument form is not supported"):
-        wp.launch(old_form, 1, inputs=[bvh.id, out])
     with pytest.raises(ValueError, match="not a multiple of 3"):
         wp.Mesh(points=wp.array(CUBE_PTS, dtype=wp.vec3),
                 indices=wp.array(np.arange(4, dtype=np.int32), dtype=wp.int32))

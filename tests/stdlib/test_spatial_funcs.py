@@ -197,3 +197,29 @@ def test_lower_bound_misuse_is_located():
 
     with pytest.raises(wp.KernelError, match="1-D array of scalars"):
         wp.launch(bad, 1, inputs=[wp.zeros((2, 2), dtype=float), wp.zeros(1, dtype=int)])
+
+
+@wp.kernel
+def edge_edge(p: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = wp.closest_point_edge_edge(p[4 * i], p[4 * i + 1], p[4 * i + 2], p[4 * i + 3],
+                                        1e-6)
+
+
+def test_closest_point_edge_edge_equals_warps():
+    rng = np.random.default_rng(0)
+    pts = rng.normal(size=(4 * 16, 3)).astype(np.float32)
+    pts[13] = pts[12]  # segment 3: the first is a point
+    pts[23] = pts[22]  # segment 5: the second is a point
+    pts[29], pts[31] = pts[28], pts[30]  # segment 7: both are points
+    pts[38] = pts[36] + 0.5 * (pts[37] - pts[36])  # segment 9: collinear, overlapping
+    pts[39] = pts[38] + 2 * (pts[37] - pts[36])
+    out = wp.zeros(16, dtype=wp.vec3)
+    wp.launch(edge_edge, 16, inputs=[wp.array(pts, dtype=wp.vec3), out])
+    warp = {0: [0.9207232594490051, 0.6406653523445129, 0.8782311677932739],  # Warp 1.19
+            1: [1.0, 0.37634798884391785, 1.8129478693008423],
+            3: [0.0, 0.5885868072509766, 1.7289294004440308],
+            5: [0.9327390789985657, 0.0, 2.464545726776123],
+            7: [0.0, 0.0, 1.702911376953125], 9: [0.5, 0.0, 0.0]}
+    for k, v in warp.items():
+        assert out.numpy()[k].tolist() == v, k  # bit for bit

@@ -28,5 +28,6 @@ class MeshQueryRay:
 
 
 _mesh.RESULT_TYPES.update(MeshQueryPoint=MeshQueryPoint, MeshQueryRay=MeshQueryRay)
-MeshQueryAABB = _mesh.MESH_QUERY
+# the iterator query types, by Warp's names (for annotations of funcs taking a query)
+MeshQueryAABB = MeshQuery = _mesh.MESH_QUERY
 BvhQuery = _mesh.BVH_QUERY

@@ -202,8 +202,36 @@ def _point_form(name, kind, extras):
         return ctx.struct_value(RESULT_TYPES["MeshQueryPoint"], {
             "result": items[0], "sign": items[4], "face": items[1], "u": items[2],
             "v": items[3]})
-    doc = f"{name}({', '.join(params)}) -> MeshQueryPoint"
-    return special_form(name, doc)(lower)
+    outputs = ("face", "u", "v") if kind in (1, 4) else ("sign", "face", "u", "v")
+    doc = (f"{name}({', '.join(params)}) -> MeshQueryPoint, or Warp's output-argument form "
+           f"{name}({', '.join(params[:3] + list(outputs) + params[3:])}) -> bool")
+    return _with_outputs(name, doc, 3, outputs, lower)
+
+
+def _with_outputs(name, doc, n_in, outputs, lower_struct):
+    """The special form of a query returning a struct, also callable in Warp's older form with
+    output variables after the first ``n_in`` arguments: the members named ``outputs`` are
+    assigned to them and the form returns ``result``."""
+    k = len(outputs)
+
+    def targets(node):
+        return node.args[n_in:n_in + k] if len(node.args) >= n_in + k else []
+
+    def lower(ctx, node):
+        outs = targets(node)
+        if not outs:
+            return lower_struct(ctx, node)
+        for t in outs:
+            if not isinstance(t, ast.Name):
+                raise ctx.fail(t, f"wp.{name}(): the output arguments "
+                               f"({', '.join(outputs)}) must be variables")
+        plain = ast.copy_location(ast.Call(node.func, node.args[:n_in] + node.args[n_in + k:],
+                                           node.keywords), node)
+        value = lower_struct(ctx, plain)
+        for field, t in zip(outputs, outs):
+            ctx.assign(t, value.members[field], node)
+        return value.members["result"]
+    return special_form(name, doc, assigned=targets)(lower)
 
 
 def _arguments(ctx, node, name, params, defaults):
@@ -216,8 +244,8 @@ def _arguments(ctx, node, name, params, defaults):
         given[kw.arg] = kw.value
     if len(node.args) > len(params):
         raise ctx.fail(node, f"wp.{name}() takes at most {len(params)} arguments "
-                       f"({', '.join(params)}); the output-argument form is not supported: "
-                       "use the returned query's fields")
+                       f"({', '.join(params)}), or the output variables of Warp's older form "
+                       "after the first ones")
     out = []
     for p in params:
         if p in given:
@@ -236,8 +264,7 @@ for _name, (_kind, _extras) in _POINT_FORMS.items():
     globals()[_name] = _point_form(_name, _kind, _extras)
 
 
-@special_form("mesh_query_ray", "mesh_query_ray(id, start, dir, max_t) -> MeshQueryRay")
-def mesh_query_ray(ctx, node):
+def _ray_struct(ctx, node):
     args = _arguments(ctx, node, "mesh_query_ray", ["id", "start", "dir", "max_t"], {})
     args[3] = ctx.adapt_literal(args[3], T.float32)
     res = ctx.apply("_mesh_ray", args, node)
@@ -249,6 +276,12 @@ def mesh_query_ray(ctx, node):
     return ctx.struct_value(RESULT_TYPES["MeshQueryRay"], {
         "result": it[0], "sign": it[4], "face": it[8], "t": it[1], "u": it[2], "v": it[3],
         "normal": normal})
+
+
+mesh_query_ray = _with_outputs(
+    "mesh_query_ray", "mesh_query_ray(id, start, dir, max_t) -> MeshQueryRay, or Warp's "
+    "output-argument form mesh_query_ray(id, start, dir, max_t, t, bary_u, bary_v, sign, "
+    "normal, face) -> bool", 4, ("t", "u", "v", "sign", "normal", "face"), _ray_struct)
 
 
 # ------------------------------------------------------------------------------ iterators

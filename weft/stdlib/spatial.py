@@ -183,6 +183,60 @@ def _put(v, a, x):
     return r
 
 
+# ----------------------------------------------------------------------------- edges
+@wp.func
+def _fma(a, b, c):
+    """``a*b + c`` rounded once for float32 (evaluated in float64, as the geometry cores'
+    portable ``fmaf``); plain float64 arithmetic for float64."""
+    return type(a)(wp.float64(a) * wp.float64(b) + wp.float64(c))
+
+
+@wp.func
+def _diff_product(a, b, c, d):
+    """``a*b - c*d`` by Kahan's FMA trick, as Warp's ``diff_product``."""
+    cd = c * d
+    return _fma(a, b, -cd) + _fma(-c, d, cd)
+
+
+@builtin_func(['closest_point_edge_edge(p1: vec3, q1: vec3, p2: vec3, q2: vec3, '
+               'epsilon: Float) -> vec3'])
+def closest_point_edge_edge(p1, q1, p2, q2, epsilon):
+    """``(s, t, d)``: the closest points ``p1 + s (q1 - p1)`` and ``p2 + t (q2 - p2)`` of two
+    segments and their distance; a segment of squared length <= ``epsilon`` is a point
+    (Warp's algorithm, the geometry core's ``closest_point_edge_edge``)."""
+    d1 = q1 - p1
+    d2 = q2 - p2
+    r = p1 - p2
+    a = wp.dot(d1, d1)
+    e = wp.dot(d2, d2)
+    f = wp.dot(d2, r)
+    zero = 0.0 * a
+    s = zero
+    t = zero
+    if a <= epsilon:
+        if e > epsilon:
+            t = wp.clamp(f / e, zero, zero + 1.0)
+    elif e <= epsilon:
+        s = wp.clamp(-wp.dot(d1, r) / a, zero, zero + 1.0)
+    else:
+        c = wp.dot(d1, r)
+        b = wp.dot(d1, d2)
+        denom = _diff_product(a, e, b, b)
+        s0 = zero
+        if denom > zero:
+            s0 = wp.clamp(_diff_product(b, f, c, e) / denom, zero, zero + 1.0)
+        t0 = (b * s0 + f) / e
+        if t0 < zero:
+            s = wp.clamp(-c / a, zero, zero + 1.0)
+        elif t0 > zero + 1.0:
+            s = wp.clamp((b - c) / a, zero, zero + 1.0)
+            t = zero + 1.0
+        else:
+            s = s0
+            t = t0
+    return wp.vector(s, t, wp.length((p2 + t * d2) - (p1 + s * d1)))
+
+
 # ----------------------------------------------------------------------------- transforms
 
 @wp.func
