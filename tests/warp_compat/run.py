@@ -176,7 +176,8 @@ def main():
     ap.add_argument("--part", help="I/N: run every N-th selected file from the I-th (split across runners)")
     a = ap.parse_args()
 
-    files = [f for f in SELECTED + (EXTRA if a.k else []) if not a.k or any(s in f for s in a.k)]
+    pool = SELECTED + (EXTRA if a.k else [])
+    files = [f for f in pool if not a.k or any(s in f for s in a.k)]
     if a.part:
         i, n = map(int, a.part.split("/"))
         files = files[i - 1::n]
