@@ -222,17 +222,6 @@ class uint64(_Scalar): ...
 class uint8(_Scalar): ...
 
 
-class _vector18(_Value):
-    @_overload
-    def __init__(self) -> None: ...
-    @_overload
-    def __init__(self, value: _Value | _Sequence[_Any]) -> None: ...
-    @_overload
-    def __init__(self, s: _Number) -> None: ...
-    @_overload
-    def __init__(self, c0: _Number, c1: _Number, c2: _Number, c3: _Number, c4: _Number, c5: _Number, c6: _Number, c7: _Number, c8: _Number, c9: _Number, c10: _Number, c11: _Number, c12: _Number, c13: _Number, c14: _Number, c15: _Number, c16: _Number, c17: _Number) -> None: ...
-
-
 class _vector16(_Value):
     @_overload
     def __init__(self) -> None: ...
@@ -242,17 +231,6 @@ class _vector16(_Value):
     def __init__(self, s: _Number) -> None: ...
     @_overload
     def __init__(self, c0: _Number, c1: _Number, c2: _Number, c3: _Number, c4: _Number, c5: _Number, c6: _Number, c7: _Number, c8: _Number, c9: _Number, c10: _Number, c11: _Number, c12: _Number, c13: _Number, c14: _Number, c15: _Number) -> None: ...
-
-
-class _vector17(_Value):
-    @_overload
-    def __init__(self) -> None: ...
-    @_overload
-    def __init__(self, value: _Value | _Sequence[_Any]) -> None: ...
-    @_overload
-    def __init__(self, s: _Number) -> None: ...
-    @_overload
-    def __init__(self, c0: _Number, c1: _Number, c2: _Number, c3: _Number, c4: _Number, c5: _Number, c6: _Number, c7: _Number, c8: _Number, c9: _Number, c10: _Number, c11: _Number, c12: _Number, c13: _Number, c14: _Number, c15: _Number, c16: _Number) -> None: ...
 
 
 class _matrix2x2(_Value):
@@ -394,9 +372,9 @@ class _vector4(_Value):
     w: _Any
 
 
-class BvhQuery(_vector18): ...
+class BvhQuery(_vector16): ...
 class HashGridQuery(_vector16): ...
-class MeshQuery(_vector17): ...
+class MeshQuery(_vector16): ...
 class mat22(_matrix2x2): ...
 class mat22d(_matrix2x2): ...
 class mat22h(_matrix2x2): ...
@@ -751,6 +729,10 @@ def bvh_query_ray(*args: _Any, **kwargs: _Any) -> _Any:
     """bvh_query_ray(id: uint64, a: vec3, b: vec3[, root: int32]) -> bvh_query_t"""
 
 
+def bvh_query_sphere(*args: _Any, **kwargs: _Any) -> _Any:
+    """bvh_query_sphere(id: uint64, center: vec3, radius: float32[, root: int32]) -> bvh_query_t"""
+
+
 def cbrt(*args: _Any, **kwargs: _Any) -> _Any:
     """cbrt(x: Float) -> Float"""
 
@@ -1027,6 +1009,18 @@ def mesh_query_point_sign_winding_number(*args: _Any, **kwargs: _Any) -> _Any:
 
 def mesh_query_ray(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.mesh_query_ray (kernel language)"""
+
+
+def mesh_query_ray_anyhit(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_query_ray_anyhit(id: uint64, start: vec3, dir: vec3, max_t: float32) -> bool"""
+
+
+def mesh_query_ray_count_intersections(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_query_ray_count_intersections(id: uint64, start: vec3, dir: vec3) -> int32"""
+
+
+def mesh_query_sphere(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_query_sphere(id: uint64, center: vec3, radius: float32) -> mesh_query_aabb_t"""
 
 
 def min(*args: _Any, **kwargs: _Any) -> _Any:

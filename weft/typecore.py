@@ -221,6 +221,20 @@ def _composite(kind, shape, dtype, base_name):
     return cls
 
 
+def query_type(name, words=16):
+    """A distinct type for the iteration state of a geometry query (``wp.hash_grid_query_t``,
+    ``wp.mesh_query_aabb_t``, ...): laid out as a vector of ``words`` int64 (kernels copy and
+    carry it like one), but a type of its own, so that ``for i in query`` finds the query's
+    own step (``weft.stdlib.registry.ITERATORS``)."""
+    key = ("query", name)
+    cls = _COMPOSITES.get(key)
+    if cls is None:
+        cls = _COMPOSITES[key] = type(name, (Composite,), {
+            "_shape_": (words,), "_length_": words, "_wp_scalar_type_": int64,
+            "_wp_kind_": "vector", "_wp_generic_type_str_": "vec_t", "__module__": "weft.types"})
+    return cls
+
+
 def _generic_dtype(dtype):
     """``typing.Any`` or a TypeVar such as ``wp.Float``: a generic annotation's dtype."""
     return dtype is typing.Any or isinstance(dtype, typing.TypeVar)

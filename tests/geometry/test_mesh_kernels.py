@@ -288,3 +288,37 @@ def test_gradients_of_closest_points_and_rays_match_finite_differences():
                 fd[k, c] = (hi - lo) / (2 * eps)
         np.testing.assert_allclose(a.grad.numpy(), fd, rtol=2e-2, atol=2e-2)
         assert np.abs(a.grad.numpy()).max() > 0.05  # a real dependence, not zeros
+
+
+@wp.kernel
+def spheres_and_counts(mid: wp.uint64, bid: wp.uint64, c: wp.array(dtype=wp.vec3),
+                       out: wp.array(dtype=int)):
+    i = wp.tid()
+    n = int(0)
+    for f in wp.mesh_query_sphere(mid, c[i], 0.3):
+        n += 1
+    out[i * 4] = n
+    m = int(0)
+    for j in wp.bvh_query_sphere(bid, c[i], 0.3):
+        m += 1
+    out[i * 4 + 1] = m
+    out[i * 4 + 2] = wp.mesh_query_ray_count_intersections(mid, c[i], wp.vec3(1.0, 0.1, 0.05))
+    out[i * 4 + 3] = int(wp.mesh_query_ray_anyhit(mid, c[i], wp.vec3(1.0, 0.1, 0.05), 0.6))
+
+
+def test_sphere_iterators_anyhit_and_crossing_counts():
+    mesh = cube_mesh()
+    lo, up = scenes.boxes(200, seed=11)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3), wp.array(up, dtype=wp.vec3))
+    c = np.array([[0.5, 0.5, 0.5], [0.1, 0.5, 0.5], [-1.0, 0.5, 0.5], [3.0, 3.0, 3.0]],
+                 np.float32)
+    out = wp.zeros(16, dtype=int)
+    wp.launch(spheres_and_counts, 4, inputs=[mesh.id, bvh.id, wp.array(c, dtype=wp.vec3), out])
+    o = out.numpy().reshape(4, 4)
+    # faces within 0.3: none from the centre; the two of the face x = 0 from (0.1, .5, .5)
+    assert o[:, 0].tolist() == [0, 2, 0, 0]
+    assert o[:, 1].tolist() == [len(brute.sphere_boxes(lo, up, x, 0.3)) for x in c]
+    # crossings along +x: one face from inside, two from outside in front, none behind
+    assert o[:, 2].tolist() == [1, 1, 2, 0]
+    # a hit closer than 0.6 along the ray: only from (0.5, .5, .5) (the face x = 1 at 0.5)
+    assert o[:, 3].tolist() == [1, 0, 0, 0]

@@ -247,6 +247,17 @@ def geo_mesh_ray(mid, ox, oy, oz, dx, dy, dz, max_t):
     return mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t)
 
 
+def geo_mesh_ray_anyhit(mid, ox, oy, oz, dx, dy, dz, max_t):
+    bounds, links, prims, tris = _mesh_bvh(view_i64(mid, MESH_WORDS))
+    return mesh_query_ray_anyhit(bounds, links, tris, ox, oy, oz, dx, dy, dz, max_t)
+
+
+def geo_mesh_ray_count(mid, ox, oy, oz, dx, dy, dz):
+    bounds, links, prims, tris = _mesh_bvh(view_i64(mid, MESH_WORDS))
+    return np.int32(mesh_query_ray_count_intersections(bounds, links, tris, ox, oy, oz, dx, dy,
+                                                       dz))
+
+
 def geo_mesh_eval(mid, kind, face, u, v):
     """``kind`` 0 ``mesh_eval_position``, 1 ``mesh_eval_velocity``, 2 ``mesh_eval_face_normal``
     (a 3-tuple)."""
@@ -308,9 +319,15 @@ def _unpack_state(q):
             bits_f32(q[13]), bits_f32(q[14]), bits_f32(q[15]))
 
 
-def geo_mesh_query_aabb(mid, lx, ly, lz, ux, uy, uz):
+def geo_mesh_query_aabb(mid, kind, x0, y0, z0, x1, y1, z1):
+    """``kind`` 0 ``mesh_query_aabb`` (lower, upper), 1 ``mesh_query_sphere`` (centre,
+    radius in ``x1``)."""
     d = view_i64(mid, MESH_WORDS)
-    s = mesh_query_aabb(view_i32(d[9], d[10]).reshape((d[10] // 4, 4)), lx, ly, lz, ux, uy, uz)
+    links = view_i32(d[9], d[10]).reshape((d[10] // 4, 4))
+    if kind == 0:
+        s = mesh_query_aabb(links, x0, y0, z0, x1, y1, z1)
+    else:
+        s = mesh_query_sphere(links, x0, y0, z0, x1)
     return _pack_state(0, -1, mid, s)
 
 
@@ -321,13 +338,16 @@ def geo_mesh_next(q):
 
 
 def geo_bvh_query(bid, kind, x0, y0, z0, x1, y1, z1, root):
-    """``kind`` 0 ``bvh_query_aabb`` (lower, upper), 1 ``bvh_query_ray`` (origin, direction)."""
+    """``kind`` 0 ``bvh_query_aabb`` (lower, upper), 1 ``bvh_query_ray`` (origin, direction),
+    2 ``bvh_query_sphere`` (centre, radius in ``x1``)."""
     d = view_i64(bid, BVH_WORDS)
     links = view_i32(d[5], d[6]).reshape((d[6] // 4, 4))
     if kind == 0:
         s = bvh_query_aabb(links, root, x0, y0, z0, x1, y1, z1)
-    else:
+    elif kind == 1:
         s = bvh_query_ray(links, root, x0, y0, z0, x1, y1, z1)
+    else:
+        s = bvh_query_sphere(links, root, x0, y0, z0, x1)
     return _pack_state(0, -1, bid, s)
 
 

@@ -24,7 +24,7 @@ from . import registry
 from .registry import builtin, special_form
 
 CLOSEST, LINEAR = 0, 1
-HASH_GRID_QUERY = T.vector(16, T.int64)  # wp.hash_grid_query_t
+HASH_GRID_QUERY = T.query_type("hash_grid_query_t")
 GEOMETRY_ID = T.uint64
 
 

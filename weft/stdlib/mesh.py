@@ -8,9 +8,9 @@
   ``index``.
 - Iterators: ``mesh_query_aabb`` with ``mesh_query_aabb_next(query, face)`` or ``for face in
   query``; ``bvh_query_aabb``/``bvh_query_ray`` with ``bvh_query_next(query, item[,
-  max_dist])`` or ``for``. A query is a vector of int64 (``wp.mesh_query_aabb_t``: 17 words,
-  ``wp.bvh_query_t``: 18; found, index, the object's id, the core's state), as hash-grid
-  queries are.
+  max_dist])`` or ``for``. A query (``wp.mesh_query_aabb_t``, ``wp.bvh_query_t``) holds 16
+  int64 words (found, index, the object's id, the core's state) as hash-grid queries do, each
+  kind a type of its own (``types.query_type``).
 
 Each primitive calls a ``_wk.geo_mesh_*``/``geo_bvh_*`` helper (:mod:`weft.geometry.kernel_api`).
 Derivatives (as Warp): the face a query picks is a discrete choice; a closest point's ``u``, ``v``
@@ -28,8 +28,8 @@ from ..transpiler.exprs import call, const
 from . import registry
 from .registry import builtin, special_form
 
-MESH_QUERY = T.vector(17, T.int64)   # wp.mesh_query_aabb_t
-BVH_QUERY = T.vector(18, T.int64)    # wp.bvh_query_t
+MESH_QUERY = T.query_type("mesh_query_aabb_t")
+BVH_QUERY = T.query_type("bvh_query_t")
 POINT_RESULT = T.TupleType((T.bool, T.int32, T.float32, T.float32, T.float32))
 RAY_RESULT = T.TupleType((T.bool, T.float32, T.float32, T.float32, T.float32, T.float32,
                           T.float32, T.float32, T.int32))
@@ -294,7 +294,40 @@ class mesh_query_aabb:
     ``for``."""
 
     def primal(mid, lo, hi):
-        return call("_wk.geo_mesh_query_aabb", mid, *_xyz(lo), *_xyz(hi), type_=MESH_QUERY)
+        return call("_wk.geo_mesh_query_aabb", mid, _i(0), *_xyz(lo), *_xyz(hi),
+                    type_=MESH_QUERY)
+
+
+@builtin("mesh_query_sphere", ["mesh_query_sphere(id: uint64, center: vec3, radius: float32) "
+                               "-> mesh_query_aabb_t"],
+         lambda ts, attrs=None: MESH_QUERY if len(ts) == 3 and _id(ts[0]) and _v3(ts[1]) and
+         _f(ts[2]) else None, differentiable=False)
+class mesh_query_sphere:
+    """Faces within ``radius`` of ``center``: iterate as ``mesh_query_aabb``."""
+
+    def primal(mid, c, r):
+        z = const(0.0, T.float32)
+        return call("_wk.geo_mesh_query_aabb", mid, _i(1), *_xyz(c),
+                    call("np.float32", r, type_=T.float32), z, z, type_=MESH_QUERY)
+
+
+@builtin("mesh_query_ray_anyhit", ["mesh_query_ray_anyhit(id: uint64, start: vec3, dir: vec3, "
+                                   "max_t: float32) -> bool"],
+         lambda ts, attrs=None: T.bool if len(ts) == 4 and _id(ts[0]) and _v3(ts[1]) and
+         _v3(ts[2]) and _f(ts[3]) else None, differentiable=False)
+class mesh_query_ray_anyhit:
+    def primal(mid, o, d, max_t):
+        return call("_wk.geo_mesh_ray_anyhit", mid, *_xyz(o), *_xyz(d),
+                    call("np.float32", max_t, type_=T.float32), type_=T.bool)
+
+
+@builtin("mesh_query_ray_count_intersections", [
+    "mesh_query_ray_count_intersections(id: uint64, start: vec3, dir: vec3) -> int32"],
+    lambda ts, attrs=None: T.int32 if len(ts) == 3 and _id(ts[0]) and _v3(ts[1]) and
+    _v3(ts[2]) else None, differentiable=False)
+class mesh_query_ray_count_intersections:
+    def primal(mid, o, d):
+        return call("_wk.geo_mesh_ray_count", mid, *_xyz(o), *_xyz(d), type_=T.int32)
 
 
 @builtin("_mesh_next", ["_mesh_next(query)"],
@@ -320,6 +353,18 @@ def _bvh_start(name, kind):
 
 bvh_query_aabb = _bvh_start("bvh_query_aabb", 0)
 bvh_query_ray = _bvh_start("bvh_query_ray", 1)
+
+
+@builtin("bvh_query_sphere", ["bvh_query_sphere(id: uint64, center: vec3, radius: float32"
+                              "[, root: int32]) -> bvh_query_t"],
+         lambda ts, attrs=None: BVH_QUERY if len(ts) in (3, 4) and _id(ts[0]) and _v3(ts[1])
+         and _f(ts[2]) and (len(ts) == 3 or T.is_int(ts[3])) else None, differentiable=False)
+class bvh_query_sphere:
+    def primal(bid, c, r, root=None):
+        z = const(0.0, T.float32)
+        return call("_wk.geo_bvh_query", bid, _i(2), *_xyz(c),
+                    call("np.float32", r, type_=T.float32), z, z,
+                    root if root is not None else _i(-1), type_=BVH_QUERY)
 
 
 @builtin("_bvh_next", ["_bvh_next(query, max_dist)"],
@@ -361,7 +406,8 @@ mesh_query_aabb_next = _next_form("mesh_query_aabb_next", MESH_QUERY, "_mesh_nex
 bvh_query_next = _next_form("bvh_query_next", BVH_QUERY, "_bvh_next", "BVH")
 registry.ITERATORS[MESH_QUERY] = mesh_query_aabb_next
 registry.ITERATORS[BVH_QUERY] = bvh_query_next
-registry.ITERATOR_STARTS.update({mesh_query_aabb, bvh_query_aabb, bvh_query_ray})
+registry.ITERATOR_STARTS.update({mesh_query_aabb, mesh_query_sphere, bvh_query_aabb,
+                                 bvh_query_ray, bvh_query_sphere})
 
 
 def _mark_kinds():
