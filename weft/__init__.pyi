@@ -987,6 +987,10 @@ def mesh_query_furthest_point_no_sign(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.mesh_query_furthest_point_no_sign (kernel language)"""
 
 
+def mesh_query_next(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.mesh_query_next (kernel language)"""
+
+
 def mesh_query_point(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.mesh_query_point (kernel language)"""
 

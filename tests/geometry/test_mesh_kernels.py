@@ -295,7 +295,9 @@ def spheres_and_counts(mid: wp.uint64, bid: wp.uint64, c: wp.array(dtype=wp.vec3
                        out: wp.array(dtype=int)):
     i = wp.tid()
     n = int(0)
-    for f in wp.mesh_query_sphere(mid, c[i], 0.3):
+    q = wp.mesh_query_sphere(mid, c[i], 0.3)
+    f = int(0)
+    while wp.mesh_query_next(q, f):  # Warp's name for any mesh query's step
         n += 1
     out[i * 4] = n
     m = int(0)

@@ -402,7 +402,8 @@ def _next_form(name, qtype, step, what):
                         assigned=lambda node: node.args[:2])(lower)
 
 
-mesh_query_aabb_next = _next_form("mesh_query_aabb_next", MESH_QUERY, "_mesh_next", "mesh AABB")
+mesh_query_aabb_next = _next_form("mesh_query_aabb_next", MESH_QUERY, "_mesh_next", "mesh")
+mesh_query_next = _next_form("mesh_query_next", MESH_QUERY, "_mesh_next", "mesh")  # Warp's alias
 bvh_query_next = _next_form("bvh_query_next", BVH_QUERY, "_bvh_next", "BVH")
 registry.ITERATORS[MESH_QUERY] = mesh_query_aabb_next
 registry.ITERATORS[BVH_QUERY] = bvh_query_next
