@@ -34,7 +34,6 @@ class Launch:
         self.dims = dims
         self._args = list(args)
         self._adj = list(adj_args) or [None] * len(self._args)
-        self._bound = None
         self._check()
 
     # ------------------------------------------------------------------------ changes
@@ -82,9 +81,6 @@ class Launch:
             launch(self.kernel, self.dims, inputs=self._args, adj_inputs=self._given_adj(),
                    device=self.device, adjoint=self.adjoint, record_tape=False)
             return
-        if self._bound is None:
-            ck, _, values = prepare(self.kernel, self.dims, self._args, self.device)
-            self._bound = bound_forward(ck, self.dims, values, self.device)
         fn, args = self._bound
         fn(*args) if args is not None else fn()
 
@@ -98,9 +94,9 @@ class Launch:
             raise
 
     def _check(self):
-        """Every launch-time check, now (nothing runs)."""
-        self._bound = None
-        prepare(self.kernel, self.dims, self._args, self.device)
+        """Every launch-time check, now (nothing runs), and the forward bound for ``launch``."""
+        ck, _, values = prepare(self.kernel, self.dims, self._args, self.device)
+        self._bound = bound_forward(ck, self.dims, values, self.device)
 
     def _given_adj(self):
         return self._adj if any(a is not None for a in self._adj) else []

@@ -26,6 +26,8 @@ from .. import types as T
 from ..transpiler import ir
 from ..transpiler.exprs import call, const
 from . import registry
+from .geometry import _is_id as _id
+from .geometry import _xyz
 from .registry import builtin, special_form
 
 MESH_QUERY = T.query_type("mesh_query_aabb_t")
@@ -37,21 +39,12 @@ RAY_RESULT = T.TupleType((T.bool, T.float32, T.float32, T.float32, T.float32, T.
 RESULT_TYPES = {}
 
 
-def _id(t):
-    return t is T.uint64 or t is T.int64
-
-
 def _v3(t):
     return T.is_vector(t) and t._length_ == 3 and T.scalar_of(t) is T.float32
 
 
 def _f(t):
     return T.is_float(t) and T.is_scalar(t)
-
-
-def _xyz(v):
-    v = v.atom()
-    return [v.comp(0), v.comp(1), v.comp(2)]
 
 
 def _i(v):
