@@ -18,6 +18,7 @@ Example::
 """
 from __future__ import annotations
 
+import math
 import typing
 
 import numpy as np
@@ -168,12 +169,7 @@ class array:
 
     @property
     def size(self):
-        if self._data is None:
-            return 0
-        n = 1
-        for k in self._data.shape[:self._ndim]:
-            n *= k
-        return n
+        return math.prod(self._data.shape[:self._ndim]) if self._data is not None else 0
 
     @property
     def strides(self):
