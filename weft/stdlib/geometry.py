@@ -365,15 +365,19 @@ class hash_grid_point_id:
         return call("_wk.geo_hg_point_id", gid, index, type_=T.int32)
 
 
-def _mark_kinds():
-    """Tag the query builtins with the kind of object their first argument is the id of (the
-    launch checks those ids, see ``weft.transpiler.analyze.geometry_ids``)."""
-    from ..geometry.descriptors import KIND_HASH_GRID, KIND_VOLUME
+def mark_kinds(prefixes):
+    """Tag the builtins whose names start with a key of ``prefixes`` with the kind of object
+    (the value) their first argument is the id of (the launch checks those ids, see
+    ``weft.transpiler.analyze.geometry_ids``)."""
     for name, b in registry.REGISTRY.items():
-        if name.startswith(("volume_", "_volume_")):
-            b.geometry_kind = KIND_VOLUME
-        elif name.startswith("hash_grid_"):
-            b.geometry_kind = KIND_HASH_GRID
+        for prefix, kind in prefixes.items():
+            if name.startswith(prefix):
+                b.geometry_kind = kind
 
 
-_mark_kinds()
+def _kinds():
+    from ..geometry.descriptors import KIND_HASH_GRID, KIND_VOLUME
+    return {"volume_": KIND_VOLUME, "_volume_": KIND_VOLUME, "hash_grid_": KIND_HASH_GRID}
+
+
+mark_kinds(_kinds())

@@ -27,7 +27,7 @@ from ..transpiler import ir
 from ..transpiler.exprs import call, const
 from . import registry
 from .geometry import _is_id as _id
-from .geometry import _xyz
+from .geometry import _xyz, mark_kinds
 from .registry import builtin, special_form
 
 MESH_QUERY = T.query_type("mesh_query_aabb_t")
@@ -404,13 +404,9 @@ registry.ITERATOR_STARTS.update({mesh_query_aabb, mesh_query_sphere, bvh_query_a
                                  bvh_query_ray, bvh_query_sphere})
 
 
-def _mark_kinds():
+def _kinds():
     from ..geometry.descriptors import KIND_BVH, KIND_MESH
-    for name, b in registry.REGISTRY.items():
-        if name.startswith(("mesh_", "_mesh_")):
-            b.geometry_kind = KIND_MESH
-        elif name.startswith(("bvh_", "_bvh_")):
-            b.geometry_kind = KIND_BVH
+    return {"mesh_": KIND_MESH, "_mesh_": KIND_MESH, "bvh_": KIND_BVH, "_bvh_": KIND_BVH}
 
 
-_mark_kinds()
+mark_kinds(_kinds())
