@@ -97,3 +97,25 @@ def test_adjoint_command_accumulates_the_adjoint():
     np.testing.assert_array_equal(x.grad.numpy(), 0.0)
     cmd.launch()
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 6.0])
+
+
+@wp.kernel
+def arange(out: wp.array(dtype=int)):
+    i = wp.tid()
+    out[i] = i
+
+
+def test_an_empty_command_is_filled_in_then_launched():
+    out = wp.zeros(10, dtype=int)
+    cmd = wp.Launch(arange, "cpu")  # Warp's form: no threads, no arguments yet
+    cmd.set_dim(5)
+    cmd.set_param_by_name("out", out)
+    cmd.launch()
+    assert out.numpy().tolist() == [0, 1, 2, 3, 4, 0, 0, 0, 0, 0]
+    cmd.set_dim(10)
+    cmd.launch()
+    assert out.numpy().tolist() == list(range(10))
+    unset = wp.Launch(arange, "cpu")
+    unset.set_dim(3)
+    with pytest.raises(wp.LaunchError, match="argument 'out'"):
+        unset.launch()

@@ -24,17 +24,32 @@ from .launch import bound_forward, launch, launch_dims, prepare
 
 
 class Launch:
-    """A recorded launch (Warp's ``wp.Launch``); create it with ``wp.launch(...,
-    record_cmd=True)``."""
+    """A recorded launch (Warp's ``wp.Launch``): made by ``wp.launch(..., record_cmd=True)``,
+    or empty as ``wp.Launch(kernel, device)`` (no threads and no arguments yet: set them with
+    ``set_dim`` and ``set_param_*``; the checks run once every argument is set, and at the
+    latest at ``launch()``)."""
 
-    def __init__(self, kernel, dims, args, device, adjoint=False, adj_args=()):
+    def __init__(self, kernel, device=None, hooks=None, params=None, params_addr=None,
+                 bounds=None, max_blocks=0, block_dim=256, adjoint=False):
+        from . import device as D
         self.kernel = kernel
-        self.device = device
+        self.device = D.get_device(device)
         self.adjoint = bool(adjoint)
-        self.dims = dims
-        self._args = list(args)
-        self._adj = list(adj_args) or [None] * len(self._args)
+        self.dims = (0,)
+        self._args = list(params) if params is not None else [None] * len(self._names())
+        self._adj = [None] * len(self._args)
+        self._bound = None
         self._check()
+
+    @classmethod
+    def recorded(cls, kernel, dims, args, device, adjoint=False, adj_args=()):
+        """The command of ``wp.launch(..., record_cmd=True)``, checked now."""
+        cmd = cls.__new__(cls)
+        cmd.kernel, cmd.device, cmd.adjoint, cmd.dims = kernel, device, bool(adjoint), dims
+        cmd._args = list(args)
+        cmd._adj = list(adj_args) or [None] * len(cmd._args)
+        cmd._check()
+        return cmd
 
     # ------------------------------------------------------------------------ changes
     def set_dim(self, dim):
@@ -81,6 +96,8 @@ class Launch:
             launch(self.kernel, self.dims, inputs=self._args, adj_inputs=self._given_adj(),
                    device=self.device, adjoint=self.adjoint, record_tape=False)
             return
+        if self._bound is None:  # an argument was never set: the checks say which
+            self._check(complete=True)
         fn, args = self._bound
         fn(*args) if args is not None else fn()
 
@@ -93,8 +110,12 @@ class Launch:
             self._check()
             raise
 
-    def _check(self):
-        """Every launch-time check, now (nothing runs), and the forward bound for ``launch``."""
+    def _check(self, complete=False):
+        """Every launch-time check, now (nothing runs), and the forward bound for ``launch``;
+        a command with arguments still unset is checked when they are (``complete``: now)."""
+        self._bound = None
+        if not complete and any(a is None for a in self._args):
+            return
         ck, _, values = prepare(self.kernel, self.dims, self._args, self.device)
         self._bound = bound_forward(ck, self.dims, values, self.device)
 

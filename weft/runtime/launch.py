@@ -61,8 +61,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     device = D.get_device(device)
     if record_cmd:  # Warp's launch objects: checked now, run by .launch()
         from .command import Launch as Command
-        return Command(kernel, dims, [*inputs, *outputs], device, adjoint,
-                       [*adj_inputs, *adj_outputs])
+        return Command.recorded(kernel, dims, [*inputs, *outputs], device, adjoint,
+                                [*adj_inputs, *adj_outputs])
     ck, args, values = prepare(kernel, dims, [*inputs, *outputs], device)
     if adjoint:
         given = list(adj_inputs) + list(adj_outputs)
