@@ -38,22 +38,16 @@ import numba
 import numpy as np
 from numba import prange
 
+from .bvh_refit import (_JIT, EMPTY6, FLT_MAX, SERIAL_BELOW, TOP_LEVELS,  # noqa: F401
+                        _fmax, _fmin, _leaf_boxes_from_items, refit, refit_internal)
+
 SAH_BUCKETS = 16
 #: Warp's traversal stack size; its builder makes a leaf of any node at depth >= 31
 MAX_DEPTH = 31
-FLT_MAX = np.float32(3.4028234663852886e38)
 SAH, MEDIAN = 0, 1
-#: levels split one parallel region per level before the subtrees become parallel tasks
-TOP_LEVELS = 5
-#: below this many items the whole build runs as one serial task
-SERIAL_BELOW = 4096
 SCRATCH = 256
 STACK = 2 * MAX_DEPTH + 4
 
-#: compiled without Numba's reference counting: the build functions allocate nothing (the
-#: caller passes scratch), and with it every array slice and call pays atomic increments
-_JIT = dict(cache=True, nogil=True, error_model="numpy", _nrt=False)
-EMPTY6 = (FLT_MAX, FLT_MAX, FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX)
 
 
 # ------------------------------------------------------------------------------ float32 helpers
@@ -83,19 +77,6 @@ def _longest_axis(ex, ey, ez):
 def _center(items, i, axis):
     """An item's centroid along ``axis``: ``0.5f * (lower + upper)`` in float32."""
     return np.float32(0.5) * (items[i, axis] + items[i, 3 + axis])
-
-
-@numba.njit(inline="always", **_JIT)
-def _fmin(a, b):
-    """``a < b ? a : b`` (the items are finite): Python's ``min(b, a)``, a select rather than
-    a branch."""
-    return min(b, a)
-
-
-@numba.njit(inline="always", **_JIT)
-def _fmax(a, b):
-    """``a > b ? a : b``."""
-    return max(b, a)
 
 
 @numba.njit(inline="always", **_JIT)
@@ -526,7 +507,3 @@ def build(lowers, uppers, leaf_size=1, constructor=SAH):
     _leaf_boxes_from_items(bounds, links, items)
     refit_internal(bounds, links)
     return bounds, links, ids
-
-
-# refitting lives in bvh_refit (imported last: it uses this module's box helpers)
-from .bvh_refit import _leaf_boxes_from_items, refit, refit_internal  # noqa: E402,F401

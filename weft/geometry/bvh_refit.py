@@ -1,11 +1,33 @@
 """Refitting a BVH (:mod:`weft.geometry.bvh_build`'s layout): every node's box recomputed
 from the items' boxes without changing the topology, leaves in parallel, then the internal
-nodes bottom-up (the top of the tree split into subtrees refitted in parallel)."""
+nodes bottom-up (the top of the tree split into subtrees refitted in parallel). It also holds
+the box primitives and constants the builder shares (the builder imports them from here)."""
 import numba
 import numpy as np
 from numba import prange
 
-from .bvh_build import EMPTY6, SERIAL_BELOW, TOP_LEVELS, _JIT, _fmax, _fmin
+FLT_MAX = np.float32(3.4028234663852886e38)
+#: levels split one parallel region per level before the subtrees become parallel tasks
+TOP_LEVELS = 5
+#: below this many items the whole build runs as one serial task
+SERIAL_BELOW = 4096
+#: compiled without Numba's reference counting: the build functions allocate nothing (the
+#: caller passes scratch), and with it every array slice and call pays atomic increments
+_JIT = dict(cache=True, nogil=True, error_model="numpy", _nrt=False)
+EMPTY6 = (FLT_MAX, FLT_MAX, FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX)
+
+
+@numba.njit(inline="always", **_JIT)
+def _fmin(a, b):
+    """``a < b ? a : b`` (the items are finite): Python's ``min(b, a)``, a select rather than
+    a branch."""
+    return min(b, a)
+
+
+@numba.njit(inline="always", **_JIT)
+def _fmax(a, b):
+    """``a > b ? a : b``."""
+    return max(b, a)
 
 
 def refit(bounds, links, prims, lowers, uppers):
