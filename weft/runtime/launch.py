@@ -421,6 +421,24 @@ class Launch:
         adj = retain_grads(ck, self.args, adjoint_arrays(ck, self.args))
         run(ck, "adjoint", self.dims, values + adj, self.device)
 
+    def hvp_backward(self, tangents, adjs, tadjs):
+        """The reverse sweep of ``tape.hvp`` (:mod:`weft.runtime.hvp`): the adjoint as in
+        :meth:`backward` into scratch gradients ``adjs``, and its tangent along ``tangents``
+        (the tangents of the arrays as this launch saw them; missing: zero) into ``tadjs``
+        (both :class:`weft.runtime.hvp.Shadows` of the arrays' gradients)."""
+        ck = self.compiled
+        values = ck.bind(self.args, self.device)
+        for i, data in self.snapshots.items():
+            values[i] = data
+        grads = adjoint_arrays(ck, self.args)
+        scratch = [adjs.of(g) for g in grads]
+        adj = retain_grads(ck, self.args, scratch)
+        # a gradient the adjoint works on a copy of (retain_grad) has its tangent copied too
+        tadj = [tadjs.of(g) if a is s else None if a is None else tadjs.of(g).copy()
+                for g, s, a in zip(grads, scratch, adj)]
+        tans = [tangents.get(a) if isinstance(a, array) else None for a in self.args]
+        adjoint_tangent(ck, self.dims, self.args, values, adj, tans, tadj, self.device,
+                        self.describe())
 
     def forward(self, tangents):
         """Forward mode over a tape (:meth:`weft.runtime.tape.Tape.forward`): run the tangent
@@ -447,6 +465,37 @@ class Launch:
         run(ck, "tangent", self.dims, values + tan_values, self.device)
         for i, g in new.items():
             tangents[self.args[i]] = g
+
+
+def adjoint_tangent(ck, dims, args, values, adj, tans, tadj, device, what):
+    """Run the tangent of ``ck``'s adjoint (:mod:`weft.transpiler.second_order`): the adjoint
+    accumulates into ``adj`` as ever and its tangent into ``tadj`` (aligned with ``adj``),
+    along the primal tangents ``tans`` (wp.arrays aligned with ``args``; None: zero)."""
+    from .hvp import hvp_module
+    if device.is_cuda:
+        raise LaunchError(f"second order: {what} is on {device}; it runs on the CPU")
+    if ck.abi.tie_arrays:
+        raise LaunchError(f"second order: {what} uses atomic min/max on float arrays, which "
+                          "have no second-order code")
+    if ck.abi.no_derivative:
+        run(ck, "adjoint", dims, [], device)  # raises the kernel's reason
+    tan_values = []
+    for p, (n, t), g, v in zip(ck.abi.params, ck.params, tans, values):
+        if p.tangent is None:
+            continue
+        if isinstance(t, T.ArrayType):
+            tan_values.append(kernel_data(g) if g is not None else np.zeros_like(v))
+        else:
+            tan_values.append(convert_arg(f"kernel '{ck.key}' tangent of '{n}'", t,
+                                          np.zeros(t._length_) if T.is_composite(t) else 0,
+                                          device))
+    tadj = [None if a is None else t if t is not None else np.zeros_like(a)
+            for a, t in zip(adj, tadj)]
+    n = dims[0] if len(dims) == 1 else _size(dims)
+    target = "serial" if n < config.serial_threshold or (
+        len(dims) > 1 and ck.abi.tid_dims <= 1) else "cpu"
+    fn = getattr(hvp_module(ck), ck.abi.entries["adjoint"][target] + "__hvp")
+    _call_once(ck, "adjoint-tangent", fn, dims, values + adj + tan_values + tadj)
 
 
 def _scratch_copy(data):
@@ -478,7 +527,8 @@ def tangent_values(ck, args, tans, scalar_tangents, device):
 
 # ------------------------------------------------------------------------ forward mode
 
-def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
+def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None, adjoint=False,
+        adj_inputs=(), adj_outputs=()):
     """Forward mode: run the tangent kernel of ``kernel`` and return output tangents.
 
     ``tangents`` maps input arrays (or parameter names, for float scalars and vectors) to their
@@ -487,6 +537,12 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
 
         t = wp.jvp(step, 1000, inputs=[x, v, 0.01], outputs=[x_out], tangents={x: dx})
         dx_out = t[x_out].numpy()
+
+    With ``adjoint=True`` it is the forward mode of the *adjoint* launch (second order): the
+    adjoint runs as ``wp.launch(..., adjoint=True)`` would, accumulating into ``adj_inputs +
+    adj_outputs`` (default: the arrays' ``.grad``), and the result maps each of those adjoint
+    arrays to its tangent, along the tangents of the primal arrays and of the adjoint seeds
+    (keys of ``tangents`` may be adjoint arrays too).
     """
     dims = launch_dims(dim, "jvp")
     device = D.get_device(device)
@@ -496,6 +552,8 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
     values = ck.bind(args, device)
     check_dims(ck, dims, args)
     tangents = dict(tangents or {})
+    if adjoint:
+        return _adjoint_jvp(ck, dims, args, values, tangents, [*adj_inputs, *adj_outputs], device)
     by_id = {id(k): v for k, v in tangents.items() if not isinstance(k, str)}
     out_ids = {id(o) for o in outputs}
     # the tangent array of each user array (outputs get a zero one), flattened like the args
@@ -523,6 +581,33 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None):
     tan_values = tangent_values(ck, args, flat_tans, scalars, device)
     run(ck, "tangent", dims, values + tan_values, device)
     return {a: g for a, g in outs.values()}
+
+
+def _adjoint_jvp(ck, dims, args, values, tangents, given, device):
+    by_id = {id(k): v for k, v in tangents.items() if not isinstance(k, str)}
+    if given and len(given) != len(ck.params):
+        explicit_adjoints(ck, args, given)  # raises the count error
+    adj_arrays = []
+    for k, (p, a) in enumerate(zip(ck.abi.params, args)):
+        if p.adjoint is not None:
+            g = given[k] if given else getattr(a, "grad", None)
+            adj_arrays.append(g if isinstance(g, array) else None)
+    adj = explicit_adjoints(ck, args, given) if given else adjoint_arrays(ck, args)
+    adj = retain_grads(ck, args, adj)
+    tans = [_as_tangent_array(n, by_id[id(a)], a, device)
+            if isinstance(a, array) and id(a) in by_id else None
+            for (n, _), a in zip(ck.params, args)]
+    out = {}
+    for g in adj_arrays:
+        if g is not None:
+            t = by_id.get(id(g))
+            out[g] = array(np.array(t.numpy() if isinstance(t, array) else t, dtype=g._data.dtype)
+                           .reshape(g._data.shape), dtype=g.dtype, device=device) \
+                if t is not None else zeros_like_tangent(g)
+    tadj = [None if g is None else kernel_data(out[g]) for g in adj_arrays]
+    adjoint_tangent(ck, dims, args, values, adj, tans, tadj, device,
+                    f"the adjoint launch of kernel '{ck.key}'")
+    return out
 
 
 def _as_tangent_array(name, given, a, device):

@@ -1,0 +1,623 @@
+"""Second order: the tangent (forward mode) of generated code, for forward-over-reverse.
+
+weft's adjoint kernels are generated Python functions built from a small vocabulary: scalar
+arithmetic, flat tuples for vectors and matrices, NumPy math calls, array loads and stores,
+``_wk`` helpers (atomics, private accumulation buffers), loops with their stacks, and calls
+to the other generated functions of the module. This module differentiates such a function
+once more, source to source: every *active* variable ``v`` (one whose value depends on an
+active parameter) gets a tangent ``tn_v`` computed beside it, every active array (a parameter
+or a loop stack) a tangent array written where it is written. The adjoint kernel's tangent
+along the primal tangents ``dx`` is what a Hessian-vector product needs: with the adjoint
+seeded by ``dL/dy``, ``tn_adj_x`` accumulates ``(d^2 L / dx^2) dx`` (:mod:`weft.runtime.hvp`).
+
+Activity is flow-insensitive (a variable is active when any of its assignments is), which is
+exact for the single-assignment-like code the generators write. Generated callees are
+specialised per set of active arguments (``f__tn_101``). An active value reaching a call
+with no rule is a :class:`SecondOrderError` naming it; nothing is silently dropped.
+
+Typed constants come from ``_w2.like(x, c)`` (``c`` cast to the type of ``x``) and zeros of
+an inactive value's structure from ``_w2.tzero(x)`` (:mod:`weft.stdlib.second_helpers`), so the
+tangents have exactly the primal types (float32 code stays float32).
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import math
+
+PREFIX = "tn_"
+
+#: calls whose results carry no derivative (integers, comparisons, rounding, random numbers)
+NONDIFF = {
+    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool", "bool_",
+    "int", "np.int32", "np.int64", "np.floor", "np.ceil", "np.trunc", "np.rint", "np.round",
+    "np.sign", "np.isnan", "np.isinf", "np.isfinite", "np.signbit", "math.floor",
+    "math.ceil", "math.trunc", "math.isnan", "math.isinf", "math.isfinite", "len", "range",
+    "_wk.launch_size", "_wk.first_index", "_wk.trip_count", "_wk.int_div_trunc",
+    "_wk.int_floor_div", "_wk.int_mod", "_wk.tuple_eq", "_wk.tuple_ne", "_wk.bit_count",
+    "_wk.private_ok", "_wk.round_half_away", "_wk.rand_pcg", "_wk.u32", "_wk.u32_add",
+    "_wk.rand_float", "_wk.rand_int", "_wk.rand_int_range", "_wk.expect_eq", "_wk.expect_neq",
+    "_wk.expect_near", "numba.get_thread_id", "_wk.f2h", "np.empty", "np.zeros",
+    "np.ones", "np.full", "print",
+}
+#: float casts: the tangent is cast the same way
+CASTS = {"float32", "float64", "np.float32", "np.float64", "float"}
+#: identity derivative (float16 rounding keeps the derivative, as Warp's casts do)
+IDENTITY = {"float16", "_wk.round_f16", "_wk.h2f"}
+ALLOC = {"np.empty", "np.zeros"}
+ATOMIC_LINEAR = {"_wk.atomic_add": ast.Add(), "_wk.atomic_sub": ast.Sub()}
+
+
+class SecondOrderError(Exception):
+    """The generated code reaches something with no second-order rule."""
+
+
+def dotted(node):
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted(node.value)
+        return None if base is None else base + "." + node.attr
+    return None
+
+
+def _n(name):
+    return ast.Name(name, ast.Load())
+
+
+def _call(fname, *args):
+    func = _n(fname) if "." not in fname else ast.Attribute(_n(fname.split(".")[0]),
+                                                             fname.split(".", 1)[1], ast.Load())
+    return ast.Call(func, list(args), [])
+
+
+def _bin(a, op, b):
+    return ast.BinOp(a, op, b)
+
+
+def _neg(a):
+    return ast.UnaryOp(ast.USub(), a)
+
+
+def _like(x, value):
+    return _call("_w2.like", copy.deepcopy(x), ast.Constant(value))
+
+
+def _c(node):
+    return copy.deepcopy(node)
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return _bin(a, ast.Add(), b)
+
+
+def _sub(a, b):
+    if b is None:
+        return a
+    if a is None:
+        return _neg(b)
+    return _bin(a, ast.Sub(), b)
+
+
+def _mul(t, x):
+    """``t * x`` for a tangent ``t`` (None: zero)."""
+    return None if t is None else _bin(t, ast.Mult(), _c(x))
+
+
+class Module:
+    """The generated module's functions by name and their tangent versions, built on demand."""
+
+    def __init__(self, tree):
+        self.tree = tree
+        self.funcs = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+        self.built = {}  # (name, active params) -> (new name, returns active) or None (building)
+        self.out = []  # new FunctionDefs
+
+    def tangent_of(self, name, active, new_name=None, insert_at=None):
+        """The tangent of function ``name`` with ``active`` parameter names: ``(new name,
+        returns active)``. Tangent parameters follow the primal ones, or are inserted at
+        position ``insert_at`` (after ``_dim`` and the ABI's parameters for kernels)."""
+        key = (name, tuple(active))
+        done = self.built.get(key)
+        if done is not None:
+            return done
+        fdef = self.funcs[name]
+        params = [a.arg for a in fdef.args.args]
+        mask = "".join("1" if p in active else "0" for p in params)
+        new_name = new_name or f"{name}__tn_{mask}"
+        fn = Function(self, fdef, [p for p in params if p in active])
+        body, returns = fn.transform()
+        tan_params = [ast.arg(PREFIX + p) for p in params if p in active]
+        args = list(fdef.args.args)
+        at = len(args) if insert_at is None else insert_at
+        args = args[:at] + tan_params + args[at:]
+        new = ast.FunctionDef(new_name, ast.arguments([], args, None, [], [], None, []), body,
+                              [_c(d) for d in fdef.decorator_list], None, None)
+        new.lineno = 0
+        self.out.append(new)
+        self.built[key] = (new_name, returns)
+        return self.built[key]
+
+
+class Function:
+    """One function's activity analysis and tangent code."""
+
+    def __init__(self, module, fdef, active_params):
+        self.module = module
+        self.fdef = fdef
+        self.active = set(active_params)
+        self.fresh = 0
+        names = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)}
+        names |= {a.arg for a in fdef.args.args}
+        if any(n.startswith(PREFIX) for n in names):
+            raise SecondOrderError(f"function '{fdef.name}' already uses names starting with "
+                                   f"{PREFIX!r}")
+        self.callees = {}  # id(Call node) -> (new name, returns active) for active calls
+        self.returns = False
+        self._analyse()
+
+    # ------------------------------------------------------------------ activity
+    def _analyse(self):
+        while True:
+            before = (len(self.active), self.returns, len(self.callees))
+            for s in ast.walk(self.fdef):
+                self._visit_stmt(s)
+            if (len(self.active), self.returns, len(self.callees)) == before:
+                return
+
+    def _visit_stmt(self, s):
+        if isinstance(s, ast.Assign):
+            if self.is_active(s.value):
+                for t in s.targets:
+                    self._mark_target(t)
+        elif isinstance(s, ast.AugAssign):
+            if self.is_active(s.value):
+                self._mark_target(s.target)
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            name = dotted(s.value.func)
+            if name in ATOMIC_LINEAR or name == "_wk.reduce_private":
+                if any(self.is_active(a) for a in s.value.args[1:]):
+                    self._mark_target(s.value.args[0])
+            else:
+                self.is_active(s.value)
+        elif isinstance(s, ast.Return) and s.value is not None:
+            if self.is_active(s.value):
+                self.returns = True
+
+    def _mark_target(self, t):
+        if isinstance(t, ast.Name):
+            self.active.add(t.id)
+        elif isinstance(t, ast.Subscript):
+            self._mark_target(t.value)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                self._mark_target(e)
+        else:
+            raise SecondOrderError(f"assignment to {ast.dump(t)}")
+
+    def is_active(self, e):
+        if isinstance(e, ast.Name):
+            return e.id in self.active
+        if isinstance(e, ast.Constant):
+            return False
+        if isinstance(e, ast.Subscript):
+            return self.is_active(e.value)
+        if isinstance(e, ast.BinOp):
+            return any([self.is_active(e.left), self.is_active(e.right)])
+        if isinstance(e, ast.UnaryOp):
+            return not isinstance(e.op, (ast.Not, ast.Invert)) and self.is_active(e.operand)
+        if isinstance(e, (ast.Compare, ast.BoolOp)):
+            return False
+        if isinstance(e, ast.IfExp):
+            return any([self.is_active(e.body), self.is_active(e.orelse)])
+        if isinstance(e, (ast.Tuple, ast.List)):
+            return any([self.is_active(x) for x in e.elts])
+        if isinstance(e, ast.Call):
+            return self._call_active(e)
+        if isinstance(e, ast.Attribute):
+            return False  # module attributes (np.float32)
+        raise SecondOrderError(f"expression {ast.unparse(e)}")
+
+    def _call_active(self, e):
+        name = dotted(e.func)
+        args_active = [self.is_active(a) for a in e.args]
+        if name in self.module.funcs:
+            if not any(args_active):
+                return False
+            params = [a.arg for a in self.module.funcs[name].args.args]
+            active = [p for p, on in zip(params, args_active) if on]
+            got = self.module.tangent_of(name, active)
+            self.callees[id(e)] = got
+            return got[1]
+        if name in NONDIFF or name == "_wk.private_ok":
+            return False
+        if name == "_wk.private_buffer":
+            return args_active[0]
+        if not any(args_active):
+            return False
+        if name in CASTS or name in IDENTITY or name in RULES:
+            return True
+        raise SecondOrderError(f"no second-order rule for '{name or ast.unparse(e.func)}'")
+
+    # ------------------------------------------------------------------ code
+    def transform(self):
+        body = self.block(self.fdef.body)
+        return body, self.returns
+
+    def block(self, stmts):
+        out = []
+        for s in stmts:
+            out += self.stmt(s)
+        return out or [ast.Pass()]
+
+    def tmp(self):
+        self.fresh += 1
+        return f"_h2_{self.fresh}"
+
+    def stmt(self, s):
+        if isinstance(s, ast.Assign):
+            return self.assign(s)
+        if isinstance(s, ast.AugAssign):
+            return self.aug(s)
+        if isinstance(s, ast.Expr):
+            return self.expr_stmt(s)
+        if isinstance(s, ast.If):
+            return [ast.If(s.test, self.block(s.body), self.block(s.orelse) if s.orelse else [])]
+        if isinstance(s, ast.For):
+            return [ast.For(s.target, s.iter, self.block(s.body),
+                            self.block(s.orelse) if s.orelse else [], None)]
+        if isinstance(s, ast.While):
+            return [ast.While(s.test, self.block(s.body),
+                              self.block(s.orelse) if s.orelse else [])]
+        if isinstance(s, ast.Return):
+            if not self.returns:
+                return [s]
+            pre = []
+            prim, tan = self.dx(s.value, pre)
+            return pre + [ast.Return(ast.Tuple([prim, tan or self.zero_of(prim)], ast.Load()))]
+        if isinstance(s, (ast.Pass, ast.Break, ast.Continue, ast.Raise, ast.Assert)):
+            return [s]
+        raise SecondOrderError(f"statement {ast.unparse(s)}")
+
+    def assign(self, s):
+        if len(s.targets) != 1:
+            raise SecondOrderError(f"chained assignment {ast.unparse(s)}")
+        target = s.targets[0]
+        pre = []
+        prim, tan = self.dx(s.value, pre)
+        if isinstance(target, ast.Name):
+            if target.id not in self.active:
+                return pre + [ast.Assign([target], prim)]
+            if tan is None:
+                tan = self.zero_of(prim)
+            return pre + [ast.Assign([ast.Name(PREFIX + target.id, ast.Store())], tan),
+                          ast.Assign([target], prim)]
+        if isinstance(target, ast.Subscript):
+            base = target.value
+            if not (isinstance(base, ast.Name) and base.id in self.active):
+                return pre + [ast.Assign([target], prim)]
+            tt = ast.Subscript(ast.Name(PREFIX + base.id, ast.Load()), _c(target.slice),
+                               ast.Store())
+            return pre + [ast.Assign([tt], tan or self.zero_of(prim)), ast.Assign([target], prim)]
+        if isinstance(target, ast.Tuple):
+            if not any(isinstance(t, ast.Name) and t.id in self.active for t in target.elts):
+                return pre + [ast.Assign([target], prim)]
+            h = self.tmp()
+            out = pre + [ast.Assign([ast.Name(h, ast.Store())], prim),
+                         ast.Assign([ast.Name(PREFIX + h, ast.Store())],
+                                    tan or self.zero_of(_n(h)))]
+            for k, t in enumerate(target.elts):
+                if not isinstance(t, ast.Name):
+                    raise SecondOrderError(f"assignment {ast.unparse(s)}")
+                if t.id in self.active:
+                    out.append(ast.Assign([ast.Name(PREFIX + t.id, ast.Store())],
+                                          ast.Subscript(_n(PREFIX + h), ast.Constant(k),
+                                                        ast.Load())))
+                out.append(ast.Assign([t], ast.Subscript(_n(h), ast.Constant(k), ast.Load())))
+            return out
+        raise SecondOrderError(f"assignment {ast.unparse(s)}")
+
+    def aug(self, s):
+        target = s.target
+        base = target.value if isinstance(target, ast.Subscript) else target
+        if not (isinstance(base, ast.Name) and base.id in self.active):
+            return [s]
+        if not isinstance(s.op, (ast.Add, ast.Sub)):
+            # a *= b and friends: as a plain assignment
+            load = _c(target)
+            load.ctx = ast.Load()
+            return self.assign(ast.Assign([target], ast.BinOp(load, s.op, s.value)))
+        pre = []
+        prim, tan = self.dx(s.value, pre)
+        out = list(pre)
+        if tan is not None:
+            tt = ast.Name(PREFIX + base.id, ast.Store()) if target is base else \
+                ast.Subscript(_n(PREFIX + base.id), _c(target.slice), ast.Store())
+            out.append(ast.AugAssign(tt, s.op, tan))
+        return out + [ast.AugAssign(target, s.op, prim)]
+
+    def expr_stmt(self, s):
+        e = s.value
+        if not isinstance(e, ast.Call):
+            return [s]  # docstrings
+        name = dotted(e.func)
+        if name in ATOMIC_LINEAR:
+            arr = e.args[0]
+            if not (isinstance(arr, ast.Name) and arr.id in self.active):
+                return [s]
+            pre = []
+            prim, tan = self.dx(e.args[-1], pre)
+            out = list(pre)
+            call = ast.Call(e.func, list(e.args[:-1]) + [prim], [])
+            if tan is not None:
+                out.append(ast.Expr(ast.Call(_c(e.func), [_n(PREFIX + arr.id)] +
+                                             [_c(a) for a in e.args[1:-1]] + [tan], [])))
+            return out + [ast.Expr(call)]
+        if name == "_wk.reduce_private":
+            arr, acc = e.args[0], e.args[1]
+            if isinstance(arr, ast.Name) and arr.id in self.active:
+                return [s, ast.Expr(ast.Call(_c(e.func), [_n(PREFIX + arr.id),
+                                                          _n(PREFIX + acc.id)], []))]
+            return [s]
+        pre = []
+        prim, _ = self.dx(e, pre)
+        return pre + [ast.Expr(prim)]
+
+    # ------------------------------------------------------------------ expressions
+    def zero_of(self, prim):
+        """A zero tangent with the structure and types of primal expression ``prim``."""
+        if isinstance(prim, (ast.Tuple, ast.List)):
+            return ast.Tuple([self.zero_of(e) for e in prim.elts], ast.Load())
+        if isinstance(prim, ast.Call):
+            name = dotted(prim.func)
+            if name in CASTS and prim.args and isinstance(prim.args[0], ast.Constant):
+                return ast.Call(_c(prim.func), [ast.Constant(0.0)], [])
+            if name in ALLOC:
+                z = _call("np.zeros", *[_c(a) for a in prim.args])
+                z.keywords = [_c(k) for k in prim.keywords]
+                return z
+        return _call("_w2.tzero", _c(prim))
+
+    def dx(self, e, pre, hoist=True):
+        """``(primal, tangent)`` expressions of ``e`` (tangent None: zero). Calls of generated
+        functions with active arguments are bound first (appended to ``pre``) when ``hoist``;
+        inside conditional expressions they are not (the branch not taken must not run)."""
+        if isinstance(e, ast.Call) and id(e) in self.callees:
+            return self.call(e, pre, hoist)
+        if not self.is_active(e):
+            return e, None
+        if isinstance(e, ast.Name):
+            return e, _n(PREFIX + e.id)
+        if isinstance(e, ast.Subscript):
+            pv, tv = self.dx(e.value, pre, hoist)
+            prim = ast.Subscript(pv, e.slice, ast.Load())
+            if isinstance(tv, ast.Tuple) and isinstance(e.slice, ast.Constant) and \
+                    isinstance(e.slice.value, int):
+                return prim, tv.elts[e.slice.value]
+            return prim, ast.Subscript(tv, _c(e.slice), ast.Load())
+        if isinstance(e, (ast.Tuple, ast.List)):
+            parts = [self.dx(x, pre, hoist) for x in e.elts]
+            prim = ast.Tuple([p for p, _ in parts], ast.Load())
+            return prim, ast.Tuple([t if t is not None else self.zero_of(p) for p, t in parts],
+                                   ast.Load())
+        if isinstance(e, ast.UnaryOp):
+            p, t = self.dx(e.operand, pre, hoist)
+            prim = ast.UnaryOp(e.op, p)
+            if isinstance(e.op, ast.USub):
+                return prim, None if t is None else _neg(t)
+            return prim, t
+        if isinstance(e, ast.BinOp):
+            return self.binop(e, pre, hoist)
+        if isinstance(e, ast.IfExp):
+            pb, tb = self.dx(e.body, pre, False)
+            po, to = self.dx(e.orelse, pre, False)
+            prim = ast.IfExp(e.test, pb, po)
+            return prim, ast.IfExp(_c(e.test), tb if tb is not None else self.zero_of(pb),
+                                   to if to is not None else self.zero_of(po))
+        if isinstance(e, ast.Call):
+            return self.call(e, pre, hoist)
+        raise SecondOrderError(f"expression {ast.unparse(e)}")
+
+    def binop(self, e, pre, hoist):
+        a, ta = self.dx(e.left, pre, hoist)
+        b, tb = self.dx(e.right, pre, hoist)
+        prim = ast.BinOp(a, e.op, b)
+        op = e.op
+        if isinstance(op, ast.Add):
+            return prim, _add(ta, tb)
+        if isinstance(op, ast.Sub):
+            return prim, _sub(ta, tb)
+        if isinstance(op, ast.Mult):
+            return prim, _add(_mul(ta, b), None if tb is None else _bin(_c(a), ast.Mult(), tb))
+        if isinstance(op, ast.Div):
+            if tb is None:
+                return prim, _bin(ta, ast.Div(), _c(b))
+            q = _bin(_c(a), ast.Div(), _c(b))
+            return prim, _bin(_sub(ta, _bin(q, ast.Mult(), tb)), ast.Div(), _c(b))
+        raise SecondOrderError(f"no second-order rule for the operator in {ast.unparse(e)}")
+
+    def call(self, e, pre, hoist):
+        name = dotted(e.func)
+        if name in self.module.funcs:
+            new, returns = self.callees[id(e)]
+            params = [a.arg for a in self.module.funcs[name].args.args]
+            args, tans = [], []
+            for p, a in zip(params, e.args):
+                pa, ta = self.dx(a, pre, hoist)
+                args.append(pa)
+                if self.is_active(a):
+                    tans.append(ta if ta is not None else self.zero_of(pa))
+            c = ast.Call(_n(new), args + tans, [])
+            if not returns:
+                return c, None
+            if hoist:
+                h = self.tmp()
+                pre.append(ast.Assign([ast.Name(h, ast.Store())], c))
+                return (ast.Subscript(_n(h), ast.Constant(0), ast.Load()),
+                        ast.Subscript(_n(h), ast.Constant(1), ast.Load()))
+            return (ast.Subscript(c, ast.Constant(0), ast.Load()),
+                    ast.Subscript(_c(c), ast.Constant(1), ast.Load()))
+        parts = [self.dx(a, pre, hoist) for a in e.args]
+        args = [p for p, _ in parts]
+        tans = [t for _, t in parts]
+        prim = ast.Call(e.func, args, e.keywords)
+        if name in NONDIFF:
+            return prim, None
+        if name in CASTS:
+            return prim, ast.Call(_c(e.func), [tans[0]], []) if tans[0] is not None else None
+        if name in IDENTITY:
+            return prim, tans[0]
+        if name == "_wk.private_buffer":
+            return prim, ast.Call(_c(e.func), [tans[0]] + [_c(a) for a in args[1:]], [])
+        rule = RULES.get(name)
+        if rule is None:
+            raise SecondOrderError(f"no second-order rule for '{name}'")
+        return prim, rule(prim, args, tans)
+
+
+# ---------------------------------------------------------------------- rules
+def _unary(f):
+    """A rule for ``y = g(x)``: ``f(y, x)`` gives ``dy/dx`` as an expression."""
+    def rule(prim, args, tans):
+        return _mul(tans[0], f(prim, args[0]))
+    return rule
+
+
+def _sqrt(y, x):
+    return _bin(_like(x, 1.0), ast.Div(), _bin(_c(y), ast.Add(), _c(y)))
+
+
+def _fn(name):
+    def make(x):
+        return _call(name, _c(x))
+    return make
+
+
+def _unary_rules(ns):
+    s, c, ex, lg, sq = (_fn(ns + n) for n in ("sin", "cos", "exp", "log", "sqrt"))
+    one = _like
+    return {
+        "sqrt": _sqrt,
+        "sin": lambda y, x: c(x),
+        "cos": lambda y, x: _neg(s(x)),
+        "tan": lambda y, x: _bin(one(x, 1.0), ast.Add(), _bin(_c(y), ast.Mult(), _c(y))),
+        "exp": lambda y, x: _c(y),
+        "log": lambda y, x: _bin(one(x, 1.0), ast.Div(), _c(x)),
+        "log2": lambda y, x: _bin(one(x, 1.0 / math.log(2.0)), ast.Div(), _c(x)),
+        "log10": lambda y, x: _bin(one(x, 1.0 / math.log(10.0)), ast.Div(), _c(x)),
+        "tanh": lambda y, x: _bin(one(x, 1.0), ast.Sub(), _bin(_c(y), ast.Mult(), _c(y))),
+        "sinh": lambda y, x: _fn(ns + "cosh")(x),
+        "cosh": lambda y, x: _fn(ns + "sinh")(x),
+        "arcsin": lambda y, x: _bin(one(x, 1.0), ast.Div(), sq(
+            _bin(one(x, 1.0), ast.Sub(), _bin(_c(x), ast.Mult(), _c(x))))),
+        "arccos": lambda y, x: _neg(_bin(one(x, 1.0), ast.Div(), sq(
+            _bin(one(x, 1.0), ast.Sub(), _bin(_c(x), ast.Mult(), _c(x)))))),
+        "arctan": lambda y, x: _bin(one(x, 1.0), ast.Div(), _bin(one(x, 1.0), ast.Add(),
+                                                                 _bin(_c(x), ast.Mult(), _c(x)))),
+        "cbrt": lambda y, x: _bin(one(x, 1.0), ast.Div(), _bin(one(x, 3.0), ast.Mult(),
+                                                               _bin(_c(y), ast.Mult(), _c(y)))),
+        "abs": lambda y, x: ast.IfExp(ast.Compare(_c(x), [ast.Lt()], [ast.Constant(0)]),
+                                      one(x, -1.0), one(x, 1.0)),
+        "fabs": lambda y, x: ast.IfExp(ast.Compare(_c(x), [ast.Lt()], [ast.Constant(0)]),
+                                       one(x, -1.0), one(x, 1.0)),
+        "exp2": lambda y, x: _bin(_c(y), ast.Mult(), one(x, math.log(2.0))),
+        "expm1": lambda y, x: ex(x),
+        "log1p": lambda y, x: _bin(one(x, 1.0), ast.Div(), _bin(one(x, 1.0), ast.Add(), _c(x))),
+        "_lg": lg,
+    }
+
+
+def _power(prim, args, tans):
+    a, b = args
+    ta, tb = tans
+    out = None
+    if ta is not None:
+        out = _bin(ta, ast.Mult(), _bin(_c(b), ast.Mult(), _call(
+            "np.power", _c(a), _bin(_c(b), ast.Sub(), _like(b, 1.0)))))
+    if tb is not None:
+        log_a = ast.IfExp(ast.Compare(_c(a), [ast.Gt()], [ast.Constant(0)]),
+                          _call("np.log", _c(a)), _like(a, 0.0))
+        out = _add(out, _bin(tb, ast.Mult(), _bin(log_a, ast.Mult(), _c(prim))))
+    return out
+
+
+def _arctan2(prim, args, tans):
+    y, x = args
+    ty, tx = tans
+    den = _bin(_bin(_c(x), ast.Mult(), _c(x)), ast.Add(), _bin(_c(y), ast.Mult(), _c(y)))
+    num = _sub(_mul(ty, x), _mul(tx, y))
+    return _bin(num, ast.Div(), den)
+
+
+def _copysign(prim, args, tans):
+    a, b = args
+    if tans[0] is None:
+        return None
+    sign = _bin(_call("np.copysign", _like(a, 1.0), _c(a)), ast.Mult(),
+                _call("np.copysign", _like(a, 1.0), _c(b)))
+    return _bin(tans[0], ast.Mult(), sign)
+
+
+def _minmax(pick_first_when):
+    def rule(prim, args, tans):
+        a, b = args
+        ta, tb = tans
+        return ast.IfExp(ast.Compare(_c(a), [pick_first_when], [_c(b)]),
+                         ta if ta is not None else _like(a, 0.0),
+                         tb if tb is not None else _like(b, 0.0))
+    return rule
+
+
+def _fmod(prim, args, tans):
+    a, b = args
+    ta, tb = tans
+    if tb is None:
+        return ta
+    q = _call("np.trunc", _bin(_c(a), ast.Div(), _c(b)))
+    return _sub(ta, _bin(q, ast.Mult(), tb))
+
+
+def _erfinv(prim, args, tans):
+    # d/dx erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2)
+    return _mul(tans[0], _bin(_like(args[0], math.sqrt(math.pi) / 2.0), ast.Mult(),
+                              _call("np.exp", _bin(_c(prim), ast.Mult(), _c(prim)))))
+
+
+RULES = {}
+for _ns in ("np.", "math."):
+    for _k, _f in _unary_rules(_ns).items():
+        if not _k.startswith("_"):
+            RULES[_ns + _k] = _unary(_f)
+RULES["abs"] = _unary(_unary_rules("np.")["abs"])
+RULES["np.power"] = RULES["math.pow"] = _power
+RULES["np.arctan2"] = RULES["math.atan2"] = _arctan2
+RULES["np.copysign"] = RULES["math.copysign"] = _copysign
+RULES["np.fmod"] = RULES["math.fmod"] = _fmod
+RULES["np.minimum"] = RULES["min"] = _minmax(ast.LtE())
+RULES["np.maximum"] = RULES["max"] = _minmax(ast.GtE())
+RULES["_wk.erf_inverse"] = _erfinv
+for _a, _b in (("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan")):
+    RULES["math." + _a] = RULES["math." + _b]
+
+
+# ---------------------------------------------------------------------- modules
+def tangent_module(source, entries):
+    """The source of a module holding ``source`` (a generated module) and the tangents of its
+    functions: ``entries`` is a list of ``(function name, new name, active parameter names,
+    insert_at)``; callees are specialised as needed."""
+    tree = ast.parse(source)
+    mod = Module(tree)
+    for name, new_name, active, insert_at in entries:
+        mod.tangent_of(name, active, new_name, insert_at)
+    body = [s for s in tree.body if not (isinstance(s, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "WEFT_ABI" for t in s.targets))]
+    imports = ast.parse("from weft.stdlib import second_helpers as _w2").body
+    new = ast.Module(imports + body + mod.out, [])
+    ast.fix_missing_locations(new)
+    header = ('"""Second-order (tangent of adjoint) functions generated by weft from the module '
+              'below; see weft.transpiler.second_order."""\n')
+    return header + ast.unparse(new) + "\n"
