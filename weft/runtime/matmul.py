@@ -47,7 +47,9 @@ def matmul(a, b, c, d, alpha=1.0, beta=0.0, allow_ntf32=False, device=None):
     if tape is not None:
         A0, B0 = A.copy(), B.copy()
         tape.record_func(lambda: _adjoint(a, b, c, d, A0, B0, alpha, beta), [a, b, c, d],
-                         lambda t: _tangent(t, a, b, c, d, A0, B0, alpha, beta))
+                         lambda t: _tangent(t, a, b, c, d, A0, B0, alpha, beta),
+                         hvp=lambda t, adjs, tadjs: _hvp(t, adjs, tadjs, a, b, c, d, A0, B0,
+                                                         alpha, beta))
 
 
 def batched_matmul(a, b, c, d, alpha=1.0, beta=0.0, allow_ntf32=False, device=None):
@@ -85,6 +87,30 @@ def _tangent(tangents, a, b, c, d, A, B, alpha, beta):
     if tc is not None:
         out += beta * tc.numpy()
     tangents[d] = array(out.astype(d.numpy().dtype), dtype=d.dtype, device=d.device)
+
+
+def _hvp(tangents, adjs, tadjs, a, b, c, d, A, B, alpha, beta):
+    """``tape.hvp``'s reverse step (:mod:`weft.runtime.hvp`): the adjoint into the scratch
+    gradients ``adjs`` and its tangent into ``tadjs``."""
+    if d.grad is None:
+        return
+    G = adjs.of(d.grad._data).astype(np.float64)
+    TG = tadjs.of(d.grad._data).astype(np.float64)
+    A, B = A.astype(np.float64), B.astype(np.float64)
+    ta, tb = (tangents.get(x) for x in (a, b))
+    TA = ta.numpy().astype(np.float64) if ta is not None else np.zeros_like(A)
+    TB = tb.numpy().astype(np.float64) if tb is not None else np.zeros_like(B)
+    terms = ((a, alpha * _product(G, _swap(B)),
+              alpha * (_product(TG, _swap(B)) + _product(G, _swap(TB)))),
+             (b, alpha * _product(_swap(A), G),
+              alpha * (_product(_swap(TA), G) + _product(_swap(A), TG))),
+             (c, beta * G, beta * TG))
+    for x, adj, tan in terms:
+        if x.grad is None:
+            continue
+        for shadows, value in ((adjs, adj), (tadjs, tan)):
+            buf = shadows.of(x.grad._data)
+            buf += value.reshape(buf.shape).astype(buf.dtype)
 
 
 def matmul_operator(a, b):

@@ -64,10 +64,11 @@ class Tape:
                 rec.checks[index] = hazards.checksum(arr._data)
         hazards.watch(self)
 
-    def record_func(self, backward, arrays, forward=None):
+    def record_func(self, backward, arrays, forward=None, hvp=None):
         """Record a Python callback run during ``backward`` (Warp's ``Tape.record_func``);
-        ``forward(tangents)``, when given, is its forward mode (see :meth:`forward`)."""
-        self.record(_Func(backward, arrays, forward))
+        ``forward(tangents)``, when given, is its forward mode (see :meth:`forward`), and
+        ``hvp(tangents, adjs, tadjs)`` its step of :meth:`hvp` (see :mod:`weft.runtime.hvp`)."""
+        self.record(_Func(backward, arrays, forward, hvp))
 
     def forward(self, tangents):
         """Forward mode over the recorded program: ``tangents`` maps input arrays to their
@@ -178,8 +179,10 @@ def _tangent_seed(a, g):
 
 
 class _Func:
-    def __init__(self, backward, arrays, forward=None):
+    def __init__(self, backward, arrays, forward=None, hvp=None):
         self.backward = backward
         self.arrays = [a for a in arrays if isinstance(a, array)]
         if forward is not None:
             self.forward = forward
+        if hvp is not None:
+            self.hvp_backward = hvp
