@@ -6,7 +6,10 @@
 2. the adjoint (``Tape.backward`` seeded with random output gradients ``dy``) against
    ``J^T dy``, with the Jacobian ``J`` from central finite differences in float64;
 3. the tangent (``wp.jvp`` along random input tangents ``dx``) against ``J dx``;
-4. the dot-product identity ``<J dx, dy> == <dx, J^T dy>`` between tangent and adjoint.
+4. the dot-product identity ``<J dx, dy> == <dx, J^T dy>`` between tangent and adjoint;
+5. with ``fd="kernel"`` (float64 kernels), second order: ``tape.hvp`` of ``<y, dy>`` along
+   ``dx`` against (fourth-order) central differences of the adjoint's ``J^T dy`` along
+   ``dx``.
 
 Inputs are :class:`Arr` (an array argument; ``grad=True`` makes it a differentiated input) or
 plain Python values (ints, floats, vectors) passed as scalars; ``scalar_grads`` names float
@@ -81,7 +84,8 @@ def _tangents(tan, outs, specs):
 
 
 def check(kernel, dim, inputs, outputs, reference=None, scalar_grads=(), rtol=1e-5,
-          atol=1e-7, h=1e-6, fd="kernel", fwd_rtol=1e-10, fwd_atol=1e-12, seed=0):
+          atol=1e-7, h=1e-6, fd="kernel", fwd_rtol=1e-10, fwd_atol=1e-12, seed=0,
+          second_order=True):
     """Run every check described in the module docstring; returns the forward outputs."""
     rng = np.random.default_rng(seed)
     params = _param_names(kernel)
@@ -172,4 +176,30 @@ def check(kernel, dim, inputs, outputs, reference=None, scalar_grads=(), rtol=1e
     dot_rtol = 1e-10 if fd == "kernel" else rtol
     assert abs(lhs - rhs) <= dot_rtol * max(1.0, abs(lhs), abs(rhs)), \
         f"dot-product test: <J dx, dy> = {lhs} but <dx, J^T dy> = {rhs}"
+    if fd == "kernel" and second_order and dx:
+        _check_second_order(kernel, dim, inputs, outputs, dx, dy, close)
     return values
+
+
+def _check_second_order(kernel, dim, inputs, outputs, dx, dy, close, eps=1e-5):
+    def adjoint_at(shift):
+        values = {k: np.asarray(inputs[k].data, dtype=np.float64) + shift * d
+                  for k, d in dx.items()}
+        tape = wp.Tape()
+        ins, outs = launch(kernel, dim, inputs, outputs, values, requires_grad=True, tape=tape)
+        return tape, ins, outs
+
+    def gradient(shift):
+        tape, ins, outs = adjoint_at(shift)
+        tape.backward(grads={o: d for o, d, spec in zip(outs, dy, outputs) if spec.grad})
+        return np.concatenate([np.ravel(ins[k].grad.numpy()) for k in sorted(dx)])
+
+    tape, ins, outs = adjoint_at(0.0)
+    hv = tape.hvp(None, {ins[k]: dx[k] for k in dx},
+                  grads={o: d for o, d, spec in zip(outs, dy, outputs) if spec.grad})
+    got = np.concatenate([np.ravel(hv[ins[k]].numpy()) for k in sorted(dx)])
+    # fourth-order central differences: near-singular decompositions have large third
+    # derivatives, which the two-point stencil's O(eps^2) error would show
+    want = (8 * (gradient(eps) - gradient(-eps)) - (gradient(2 * eps) - gradient(-2 * eps))) \
+        / (12 * eps)
+    close(got, want, "Hessian-vector product (tape.hvp) vs finite differences of the adjoint")

@@ -29,6 +29,11 @@ def test_show_forward_adjoint_tangent():
     assert "square__adj(" in adj.stdout
     tan = _run(["-m", "weft", "show", f"{KERNELS}:squares", "--tangent"])
     assert "def squares__jvp(_dim, x, y, tan_x, tan_y):" in tan.stdout
+    second = _run(["-m", "weft", "show", f"{KERNELS}:squares", "--second"])
+    assert second.returncode == 0, second.stderr
+    assert ("def squares__adj__hvp(_dim, x, y, adj_x, adj_y, tn_x, tn_y, tn_adj_x, tn_adj_y):"
+            in second.stdout)
+    assert "# cli_kernels.py:13" in second.stdout  # the source lines stay as comments
 
 
 def test_show_unknown_kernel():

@@ -1,4 +1,4 @@
-"""Command line: ``weft show FILE.py:KERNEL [--adjoint|--tangent]`` and
+"""Command line: ``weft show FILE.py:KERNEL [--adjoint|--tangent|--second]`` and
 ``weft transpile FILE.py -o DIR`` (also ``python -m weft``)."""
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ def cmd_show(args):
     if name not in kernels:
         raise SystemExit(f"weft show: no kernel '{name}' in {path} (kernels: "
                          f"{', '.join(sorted(kernels)) or 'none'})")
-    kind = "adjoint" if args.adjoint else "tangent" if args.tangent else "forward"
+    kind = "adjoint" if args.adjoint else "tangent" if args.tangent else \
+        "second" if args.second else "forward"
     if args.all:
         kind = "all"
     sys.stdout.write(kernels[name].source(kind))
@@ -76,6 +77,8 @@ def main(argv=None):
     g = s.add_mutually_exclusive_group()
     g.add_argument("--adjoint", action="store_true", help="the adjoint (reverse-mode) kernel")
     g.add_argument("--tangent", action="store_true", help="the tangent (forward-mode) kernel")
+    g.add_argument("--second", action="store_true",
+                   help="the adjoint's tangent (second order, what tape.hvp runs)")
     g.add_argument("--all", action="store_true", help="the whole generated module")
     s.set_defaults(fn=cmd_show)
     t = sub.add_parser("transpile", help="write a module with every kernel of FILE.py")

@@ -50,14 +50,23 @@ class Shadows:
         return np.lib.stride_tricks.as_strided(flat, data.shape, data.strides)
 
 
-def hvp(tape, loss, vectors, return_grad=False):
+def hvp(tape, loss, vectors, return_grad=False, grads=None):
     from .tape import _tangent_seed
-    if not isinstance(loss, array) or loss.grad is None:
+    if loss is not None and (not isinstance(loss, array) or loss.grad is None):
         raise LaunchError("tape.hvp(loss, ...): loss must be a wp.array created with "
                           "requires_grad=True")
-    if loss.size != 1:
+    if loss is not None and loss.size != 1:
         raise LaunchError(f"tape.hvp(loss, ...): loss must have one element, it has shape "
                           f"{loss.shape}")
+    if loss is None and not grads:
+        raise LaunchError("tape.hvp: give a loss, or grads= to seed the outputs' gradients")
+    seeded = []
+    for a, g in pairs(grads or {}, "hvp(grads=...)", LaunchError):
+        data = _tangent_seed(a, g)  # checked like backward's seeds
+        if a.grad is None:
+            raise LaunchError(f"tape.hvp(grads=...): the array of shape {a.shape} has no "
+                              "gradient (create it with requires_grad=True)")
+        seeded.append((a, data))
     seeds = {}
     for a, v in pairs(vectors or {}, "hvp(vectors=...)", LaunchError):
         seeds[a] = _tangent_seed(a, v)
@@ -74,7 +83,10 @@ def hvp(tape, loss, vectors, return_grad=False):
         seen.append(dict(state))
         rec.forward(state)
     adjs, tadjs = Shadows(), Shadows()
-    adjs.of(loss.grad._data)[...] = 1
+    if loss is not None:
+        adjs.of(loss.grad._data)[...] = 1
+    for a, data in seeded:
+        adjs.of(a.grad._data)[...] = data._data
     for rec, tangents in zip(reversed(tape.launches), reversed(seen)):
         rec.hvp_backward(tangents, adjs, tadjs)
 

@@ -135,12 +135,17 @@ class Kernel(UserFunction):
         return _ModuleView(self)
 
     def source(self, kind="all", target="cpu"):
-        """Generated Python source: ``"forward"``, ``"adjoint"``, ``"tangent"`` or ``"all"``
-        (the whole module, funcs included), for the ``"cpu"`` or ``"cuda"`` target."""
+        """Generated Python source: ``"forward"``, ``"adjoint"``, ``"tangent"``,
+        ``"second"`` (the adjoint's tangent, which ``tape.hvp`` runs; CPU) or ``"all"`` (the
+        whole module, funcs included), for the ``"cpu"`` or ``"cuda"`` target."""
         ck = self.compiled("cuda" if target == "cuda" else "cpu")
         src = ck.module.__weft_source__
         if kind == "all":
             return src
+        if kind == "second":
+            from .hvp import hvp_module
+            return _extract_function(hvp_module(ck).__weft_source__,
+                                     ck.abi.entries["adjoint"][target] + "__hvp")
         return _extract_function(src, ck.abi.entries[kind]["cuda" if target == "cuda" else
                                                         target])
 

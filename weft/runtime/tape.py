@@ -116,15 +116,17 @@ class Tape:
                     self.gradients[a] = a.grad
             rec.backward()
 
-    def hvp(self, loss, vectors, return_grad=False):
+    def hvp(self, loss, vectors, return_grad=False, grads=None):
         """Hessian-vector products of the recorded program: ``vectors`` maps input arrays to
         directions ``v`` (arrays or numpy data of the array's shape; PyTrees as in
         ``backward(grads=...)``); returns ``{input: H v}`` with ``H`` the Hessian of ``loss``
         (a one-element array) with respect to all the inputs together, and with
-        ``return_grad=True`` also ``{input: gradient}``. Forward over reverse on scratch
-        gradients: ``.grad`` is left alone (see :mod:`weft.runtime.hvp`)."""
+        ``return_grad=True`` also ``{input: gradient}``. ``grads=`` seeds output gradients
+        as in :meth:`backward` (``loss`` None): the Hessian is then that of ``<outputs,
+        seeds>``. Forward over reverse on scratch gradients: ``.grad`` is left alone (see
+        :mod:`weft.runtime.hvp`)."""
         from .hvp import hvp
-        return hvp(self, loss, vectors, return_grad)
+        return hvp(self, loss, vectors, return_grad, grads)
 
     def jacobian(self, inputs, outputs, mode="auto", envs=None, sparsity=None):
         """The Jacobian of ``outputs`` with respect to ``inputs`` (arrays or lists of them) of
