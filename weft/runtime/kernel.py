@@ -81,8 +81,9 @@ class Kernel(UserFunction):
             module = self._load_module(device_kind, mode, types)
             took = time.perf_counter() - t0
             if took > config.compile_message_seconds and not config.quiet:
-                print(f"weft: kernel '{self.key}' ({device_kind}, {mode}) transpiled and loaded "
-                      f"in {took * 1e3:.0f} ms", file=sys.stderr, flush=True)
+                print(f"Module {self.key} load on device '{device_kind}' took "
+                      f"{took * 1e3:.0f} ms (weft: {mode} module transpiled and loaded)",
+                      file=sys.stderr, flush=True)
             ck = self._compiled[(device_kind, mode, types)] = CompiledKernel(
                 self, device_kind, module, types)
         return ck

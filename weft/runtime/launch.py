@@ -239,8 +239,11 @@ def _invoke(ck, kind, fn, dims, values):
             took = time.perf_counter() - t0
             if took > config.compile_message_seconds and not config.quiet:
                 where = getattr(fn, "__name__", kind)
-                print(f"weft: kernel '{ck.key}' {kind} ({where}) compiled and ran in "
-                      f"{took * 1e3:.0f} ms", file=sys.stderr, flush=True)
+                # Warp's wording ("Module ... load on device ... took ..."), which Warp's
+                # tools and tests recognise
+                print(f"Module {ck.key} {kind} load on device '{ck.device_kind}' took "
+                      f"{took * 1e3:.0f} ms (weft: {where} compiled and ran)", file=sys.stderr,
+                      flush=True)
         else:
             fn(dims, *values)
     except Exception as exc:

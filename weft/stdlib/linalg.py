@@ -9,7 +9,7 @@ from weft.stdlib.registry import special_form
 from weft.transpiler import ir
 
 
-@builtin_func(['trace(m: matN) -> Float'])
+@builtin_func(['trace(m: matN) -> Float  (any scalar type)'])
 def trace(m):
     t = m[0, 0] + m[1, 1]
     if len(m) > 2:
@@ -38,7 +38,7 @@ def diag(d):
     return wp.matrix(d[0], z, z, z, z, d[1], z, z, z, z, d[2], z, z, z, z, d[3], shape=(4, 4))
 
 
-@builtin_func(['ddot(a: mat, b: mat) -> Float  (same shape)'])
+@builtin_func(['ddot(a: mat, b: mat) -> Float  (same shape; any scalar type)'])
 def ddot(a, b):
     """Double contraction sum_ij a_ij b_ij."""
     s = wp.dot(a[0], b[0]) + wp.dot(a[1], b[1])
@@ -129,7 +129,7 @@ def inverse(m):
         m[2, 0] * s[3] - m[2, 1] * s[1] + m[2, 2] * s[0], shape=(4, 4)) * r
 
 
-@builtin_func(['cw_div(a: vec, b: vec) -> vec  (same length)'])
+@builtin_func(['cw_div(a: vec, b: vec) -> vec  (same length; any scalar type)'])
 def cw_div(a, b):
     if len(a) == 2:
         return wp.vector(a[0] / b[0], a[1] / b[1])

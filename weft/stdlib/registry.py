@@ -183,6 +183,13 @@ def numeric_scalar(t):
     return T.is_scalar(t) and t is not T.bool
 
 
+def numeric_vector(t):
+    """Vectors (and quaternions) of any numeric scalar type: Warp's dot, outer, cw_div take
+    integer vectors too."""
+    return (T.is_vector(t) or T.is_composite(t) and t._wp_kind_ == "quaternion") and \
+        numeric_scalar(T.scalar_of(t))
+
+
 def float_vector(t):
     """Float vectors, and quaternions where vector algebra applies (dot, length, normalize)."""
     return (T.is_vector(t) or T.is_composite(t) and t._wp_kind_ == "quaternion") and \

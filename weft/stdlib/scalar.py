@@ -305,13 +305,20 @@ class clamp:
         return select(below, tlo, select(above, thi, tx))
 
 
-@builtin("sign", ["sign(x: Scalar) -> Scalar"], lambda ts, a=None: ts[0] if len(ts) == 1 and
-         numeric_scalar(ts[0]) else None)
+def _sign_of(x):
+    x = x.atom()
+    neg = Ex(ast.Compare(x.node, [ast.Lt()], [zero(x.type).node]), T.bool)
+    return select(neg, const(-1, x.type), const(1, x.type))
+
+
+@builtin("sign", ["sign(x: Scalar) -> Scalar", "sign(v: Vector) -> Vector  (per component)"],
+         lambda ts, a=None: ts[0] if len(ts) == 1 and (numeric_scalar(ts[0]) or T.is_vector(
+             ts[0]) and numeric_scalar(T.scalar_of(ts[0]))) else None)
 class sign:
     def primal(x):
-        x = x.atom()
-        neg = Ex(ast.Compare(x.node, [ast.Lt()], [zero(x.type).node]), T.bool)
-        return select(neg, const(-1, x.type), const(1, x.type))
+        if T.is_vector(x.type):
+            return mapc(_sign_of, x)
+        return _sign_of(x)
 
     def adjoint(x, ret, adj):
         return [None]

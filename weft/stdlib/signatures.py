@@ -10,7 +10,9 @@ Type words: ``Float`` (a float scalar), ``Int`` (an integer scalar), ``uint32``,
 vector of N components), ``vec`` (any vector), ``matRC`` (an R x C matrix), ``mat`` (any
 matrix), ``matN`` (any square matrix), ``quat``, ``transform``. Vector, matrix, quaternion and
 transform arguments and ``Float`` scalars of one call share one float type (float16, float32 or
-float64), as Warp's generic ``Float`` does.
+float64), as Warp's generic ``Float`` does. A signature noting "any scalar type" also takes
+integer scalars, vectors and matrices for its ``Float``/vector/matrix words (Warp's ``trace``,
+``ddot``, ``cw_div`` on integer types).
 """
 from __future__ import annotations
 
@@ -22,15 +24,21 @@ from .. import types as T
 _PARAM = re.compile(r"(\[?,?\s*)(\w+): (\w+)")
 
 
-def _word_ok(word, t):
-    """Whether type ``t`` fits the type word (the float type is checked separately)."""
+def _numeric(t):
+    return T.is_scalar(t) and t is not T.bool
+
+
+def _word_ok(word, t, numeric=False):
+    """Whether type ``t`` fits the type word (the float type is checked separately);
+    ``numeric``: integer element types are accepted too."""
     if word == "Float":
-        return T.is_scalar(t) and T.is_float(t)
+        return T.is_scalar(t) and (T.is_float(t) or numeric and _numeric(t))
     if word == "Int":
         return T.is_scalar(t) and T.is_int(t)
     if word == "uint32":
         return t is T.uint32
-    if not T.is_composite(t) or not T.is_float(T.scalar_of(t)):
+    if not T.is_composite(t) or not (T.is_float(T.scalar_of(t)) or
+                                     numeric and _numeric(T.scalar_of(t))):
         return False
     kind = t._wp_kind_
     if word == "quat":
@@ -74,12 +82,13 @@ def accepts(sig, types, literal=None):
     if not len(required) <= len(types) <= len(params):
         return False
     floats = set()
+    numeric = "any scalar type" in sig
     for (word, _), t, lit in zip(params, types, literal):
         if lit and word in ("Float", "Int", "uint32"):
             if T.is_float(t) and word != "Float":
                 return False
             continue
-        if not _word_ok(word, t):
+        if not _word_ok(word, t, numeric):
             return False
         if word not in ("Int", "uint32"):
             floats.add(T.scalar_of(t))

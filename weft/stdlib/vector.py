@@ -10,7 +10,7 @@ import ast
 from .. import types as T
 from ..transpiler.exprs import Ex, call, const, dot, mapc, select, tup, zero
 from .arith import outer as _outer, transpose as _transpose
-from .registry import special_form, builtin, float_vector
+from .registry import special_form, builtin, float_vector, numeric_vector
 
 
 
@@ -263,7 +263,7 @@ def _insert_one(v, k, x):
 # ----------------------------------------------------------------------------- vector algebra
 
 def _two_same_vectors(types, attrs=None):
-    if len(types) == 2 and types[0] == types[1] and float_vector(types[0]):
+    if len(types) == 2 and types[0] == types[1] and numeric_vector(types[0]):
         return T.scalar_of(types[0])
     return None
 
@@ -360,7 +360,7 @@ class normalize:
 
 @builtin("outer", ["outer(a: Vector, b: Vector) -> Matrix"],
          lambda ts, a=None: T.matrix((ts[0]._length_, ts[1]._length_), T.scalar_of(ts[0]))
-         if len(ts) == 2 and float_vector(ts[0]) and float_vector(ts[1]) and T.is_vector(ts[0])
+         if len(ts) == 2 and numeric_vector(ts[0]) and numeric_vector(ts[1]) and T.is_vector(ts[0])
          and T.is_vector(ts[1]) and T.scalar_of(ts[0]) is T.scalar_of(ts[1]) else None)
 class outer:
     def primal(a, b):
