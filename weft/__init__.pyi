@@ -604,7 +604,7 @@ def is_capturing(device: _Any = ...) -> _Any: ...
 def is_cpu_available() -> _Any: ...
 def is_cuda_available() -> _Any: ...
 def is_device_available(device: _Any) -> _Any: ...
-def jvp(kernel: _Any, dim: _Any, inputs: _Any = ..., outputs: _Any = ..., tangents: _Any = ..., device: _Any = ...) -> _Any: ...
+def jvp(kernel: _Any, dim: _Any, inputs: _Any = ..., outputs: _Any = ..., tangents: _Any = ..., device: _Any = ..., adjoint: _Any = ..., adj_inputs: _Any = ..., adj_outputs: _Any = ...) -> _Any: ...
 def load_module(module: _Any = ..., device: _Any = ..., recursive: _Any = ..., block_dim: _Any = ..., max_workers: _Any = ...) -> _Any: ...
 def loop(body: _Any, state: _Any, count: _Any, checkpoints: _Any = ..., schedule: _Any = ...) -> _Any: ...
 def map_cuda_device(alias: _Any, context: _Any = ...) -> _Any: ...
@@ -772,7 +772,7 @@ curlnoise(state: uint32, xyzt: vec4[, octaves: uint32[, lacunarity: Float[, gain
 
 
 def cw_div(*args: _Any, **kwargs: _Any) -> _Any:
-    """cw_div(a: vec, b: vec) -> vec  (same length)"""
+    """cw_div(a: vec, b: vec) -> vec  (same length; any scalar type)"""
 
 
 def cw_mul(*args: _Any, **kwargs: _Any) -> _Any:
@@ -780,7 +780,7 @@ def cw_mul(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def ddot(*args: _Any, **kwargs: _Any) -> _Any:
-    """ddot(a: mat, b: mat) -> Float  (same shape)"""
+    """ddot(a: mat, b: mat) -> Float  (same shape; any scalar type)"""
 
 
 def degrees(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1266,7 +1266,8 @@ def select(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def sign(*args: _Any, **kwargs: _Any) -> _Any:
-    """sign(x: Scalar) -> Scalar"""
+    """sign(x: Scalar) -> Scalar
+sign(v: Vector) -> Vector  (per component)"""
 
 
 def sin(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1350,7 +1351,7 @@ def tid(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def trace(*args: _Any, **kwargs: _Any) -> _Any:
-    """trace(m: matN) -> Float"""
+    """trace(m: matN) -> Float  (any scalar type)"""
 
 
 def transform_compose(*args: _Any, **kwargs: _Any) -> _Any:
