@@ -99,22 +99,38 @@ class invert:
         return Ex(wrap_int(ast.UnaryOp(ast.Invert(), a.node), a.type), a.type)
 
 
-@builtin("mod", ["mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)"],
-         all_same(numeric_scalar))
+def _mod_types(ts, attrs=None):
+    """Scalars, or vectors per component (Warp's ``%`` on vectors), all of one type."""
+    if len(ts) == 2 and ts[0] == ts[1] and (numeric_scalar(ts[0]) or T.is_vector(ts[0]) and
+                                            numeric_scalar(T.scalar_of(ts[0]))):
+        return ts[0]
+    return None
+
+
+def _mod1(a, b):
+    return cast(call("_wk.int_mod" if T.is_int(a.type) else "np.fmod", a, b), a.type)
+
+
+@builtin("mod", ["mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)",
+                 "mod(a: Vector, b: Vector) -> Vector  (per component)"], _mod_types)
 class mod:
     def primal(a, b):
-        return cast(call("_wk.int_mod" if T.is_int(a.type) else "np.fmod", a, b), a.type)
+        return mapc(_mod1, a, b)
 
     def adjoint(a, b, ret, adj):
-        if T.is_int(a.type):
+        if T.is_int(T.scalar_of(a.type)):
             return [None, None]
         # fmod(a, b) = a - trunc(a / b) * b
-        return [adj, -adj * call("np.trunc", a / b)]
+        return [adj, mapc(lambda x, y, g: -g * call("np.trunc", x / y), a, b, adj)]
 
     def tangent(a, b, ta, tb, ret):
-        if T.is_int(a.type):
+        if T.is_int(T.scalar_of(a.type)):
             return None
-        return ta - tb * call("np.trunc", a / b)
+        if tb is None:
+            return ta
+        q = mapc(lambda x, y: call("np.trunc", x / y), a, b)
+        return mapc(lambda t, u, w: t - u * w, ta, tb, q) if ta is not None else \
+            mapc(lambda u, w: -u * w, tb, q)
 
 
 @builtin("floordiv", ["floordiv(a: Scalar, b: Scalar) -> Scalar"], all_same(numeric_scalar),

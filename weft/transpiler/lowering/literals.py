@@ -12,6 +12,15 @@ from ...errors import KernelNameError, KernelTypeError
 from .. import ir
 
 
+def _bare_builtin(name):
+    """Warp resolves a builtin's bare name (``dot(a, b)``, ``mat22(...)``, ``expect_eq(...)``
+    without ``wp.``) when nothing else has that name."""
+    import weft
+    from ...stdlib.constructors import declaration_of
+    obj = getattr(weft, name, None) if not name.startswith("_") else None
+    return obj if obj is not None and declaration_of(obj) is not None else None
+
+
 def resolve_global(ctx, node):
     """The Python object a Name/Attribute chain denotes outside the kernel (or a
     ``wp.static(...)`` call evaluates to), or None (a local variable, or not a name)."""
@@ -41,7 +50,10 @@ def resolve_global(ctx, node):
             return None
         if node.id in ctx.globals:
             return ctx.globals[node.id]
-        return getattr(py, node.id, None)
+        found = getattr(py, node.id, None)
+        if found is None:
+            found = _bare_builtin(node.id)
+        return found
     if isinstance(node, ast.Attribute):
         base = resolve_global(ctx, node.value)
         if base is None:
