@@ -135,7 +135,12 @@ def cw_div(a, b):
         return wp.vector(a[0] / b[0], a[1] / b[1])
     if len(a) == 3:
         return wp.vector(a[0] / b[0], a[1] / b[1], a[2] / b[2])
-    return wp.vector(a[0] / b[0], a[1] / b[1], a[2] / b[2], a[3] / b[3])
+    if len(a) == 4:
+        return wp.vector(a[0] / b[0], a[1] / b[1], a[2] / b[2], a[3] / b[3])
+    r = a
+    for i in range(len(a)):  # any other length (Warp's vectors go beyond 4)
+        r[i] = a[i] / b[i]
+    return r
 
 
 def _from_vectors(name, by_rows):
