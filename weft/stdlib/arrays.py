@@ -19,6 +19,27 @@ ATOMICS = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomi
 _BITWISE_TYPES = (T.int32, T.uint32, T.int64, T.uint64)
 
 
+_ADD_TYPES = (T.int32, T.uint32, T.int64, T.uint64, T.float16, T.float32, T.float64)
+_MINMAX_TYPES = (T.int32, T.uint32, T.int64, T.uint64, T.float32, T.float64)
+
+
+def _check_scalar_type(ctx, node, name, op, dtype):
+    """Warp's atomics work on 32- and 64-bit integers and floats (add and sub on float16 too,
+    min and max not): anything else is Warp's error, word for word."""
+    if op not in ("add", "sub", "min", "max") or T.is_struct(dtype):
+        return
+    scalar = T.scalar_of(dtype) if T.is_composite(dtype) else dtype
+    allowed = _ADD_TYPES if op in ("add", "sub") else _MINMAX_TYPES
+    if scalar in allowed:
+        return
+    from ..types import type_repr
+    kinds = "[u]int32, [u]int64, float16, bfloat16, float32, or float64" if op in (
+        "add", "sub") else "[u]int32, [u]int64, bfloat16, float32, or float64"
+    raise ctx.fail(node, f"{name}() operations only work on arrays with {kinds} as the "
+                   f"underlying scalar types, but got {type_repr(dtype)} (with scalar type "
+                   f"{type_repr(scalar)})")
+
+
 def _atomic(name, doc):
     op = ATOMICS[name]
 
@@ -40,6 +61,7 @@ def _atomic(name, doc):
         if op in ("and", "or", "xor") and arr.type.dtype not in _BITWISE_TYPES:
             raise ctx.fail(node, f"wp.{name} needs an array of int32, uint32, int64 or uint64 "
                            f"(as on CUDA), got one of {T.type_name(arr.type.dtype)}")
+        _check_scalar_type(ctx, node, name, op, arr.type.dtype)
         value = ctx.store_coerced(arr, ctx.expr(node.args[-1]), node.args[-1])
         compare = ctx.store_coerced(arr, ctx.expr(node.args[-2]), node.args[-2]) if cas else None
         dst = ctx.new_temp(arr.type.dtype)
