@@ -1033,7 +1033,8 @@ min(a: Vector, b: Vector) -> Vector (componentwise)"""
 
 
 def mod(*args: _Any, **kwargs: _Any) -> _Any:
-    """mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)"""
+    """mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)
+mod(a: Vector, b: Vector) -> Vector  (per component)"""
 
 
 def mul(*args: _Any, **kwargs: _Any) -> _Any:

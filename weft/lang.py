@@ -13,6 +13,7 @@ import inspect
 
 
 HOST_CALL = None  # set by weft.runtime.host
+DECLARED = {}     # Python module name -> [weakref to each kernel and func declared there]
 
 
 class UserFunction:
@@ -32,12 +33,26 @@ class UserFunction:
         self.__wrapped__ = pyfunc
         self._parsed = None
         pyfunc._weft_kind = self._weft_kind
+        from .transpiler.statics import declare
+        declare(self)  # wp.static expressions that name nothing local run now, as in Warp
+        DECLARED.setdefault(pyfunc.__module__, []).append(self)
+        # the file's lines as they are now (shared with linecache): a kernel declared from a
+        # file that is gone by the time it compiles (exec'd temporary files) still has them
+        import linecache
+        self._file_lines = linecache.getlines(pyfunc.__code__.co_filename)
+
+    @property
+    def adj(self):
+        """What Warp's ``kernel.adj`` tells about the declaration: ``source``, ``tree``,
+        ``resolved_static_expressions`` and ``has_unresolved_static_expressions``."""
+        from .transpiler.statics import AdjointView
+        return AdjointView(self)
 
     def parsed(self):
         """The parsed source (:class:`weft.transpiler.state.Source`), read once."""
         if self._parsed is None:
             from .transpiler.source import parse
-            self._parsed = parse(self.func)
+            self._parsed = parse(self.func, getattr(self, "_file_lines", None))
         return self._parsed
 
     def custom_rules(self):

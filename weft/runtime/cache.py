@@ -34,6 +34,9 @@ def _fingerprint(value, seen, out):
         seen.add(id(value))
         src = value.parsed()
         out.append(f"{kind}:{value.__name__}:" + ast.dump(src.tree, include_attributes=False))
+        for pos, static in sorted(src.statics.items()):  # wp.static values of its declaration
+            out.append(f"static:{pos}")
+            _fingerprint(static, seen, out)
         for dep in value.custom_rules():
             _fingerprint(dep, seen, out)
         for dep in referenced_values(value):
@@ -103,8 +106,12 @@ def referenced_values(obj):
     local |= {n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)
               and isinstance(n.ctx, ast.Store)}
     out = []
+    from ..transpiler.statics import position
 
     def visit(node):
+        if isinstance(node, ast.Call) and src.statics and hasattr(node, "end_col_offset") and \
+                position(node) in src.statics:
+            return  # a wp.static evaluated at declaration: its value is in the key instead
         if isinstance(node, ast.Attribute):
             chain, base = [], node
             while isinstance(base, ast.Attribute):

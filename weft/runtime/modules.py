@@ -56,6 +56,18 @@ class Module:
         (compile-ahead is planned). Returns True, as Warp's successful load."""
         return True
 
+    def hash_module(self):
+        """A hash of what the module's kernels and funcs compile to (their cache keys: source,
+        what they refer to, ``wp.static`` values), as Warp's ``Module.hash_module``."""
+        import hashlib
+
+        from ..lang import DECLARED
+        from . import cache
+        h = hashlib.sha256()
+        for fn in DECLARED.get(self.name, ()):
+            h.update(f"{fn._weft_kind}:{fn.__qualname__}:{cache.key_of(fn)}".encode())
+        return h.hexdigest()
+
     def mark_modified(self):
         """A no-op kept for Warp compatibility (weft's cache keys follow the source)."""
 

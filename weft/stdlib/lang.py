@@ -123,26 +123,23 @@ class alloc_local:
 # kernel's globals and the variables of loops unrolled around it (Warp's wp.static)
 
 def static_value(ctx, call):
-    """The value of ``wp.static(expr)`` (``call`` is the Call node)."""
+    """The value of ``wp.static(expr)`` (``call`` is the Call node): evaluated when the kernel
+    was declared, or now (see :mod:`weft.transpiler.statics`)."""
+    from ..transpiler import statics
     if len(call.args) != 1 or call.keywords:
         raise ctx.fail(call, "wp.static() takes one expression")
-    expr = ast.Expression(call.args[0])
-    ast.fix_missing_locations(expr)
-    scope = dict(ctx.globals)
-    scope.update(ctx.static_locals)
-    try:
-        return eval(compile(expr, ctx.src.filename, "eval"), scope)  # noqa: S307 - user code
-    except Exception as exc:  # noqa: BLE001 - reported where it is written
-        raise ctx.fail(call, f"wp.static() could not evaluate its expression: "
-                       f"{type(exc).__name__}: {exc}") from None
+    if ctx.src is not None and hasattr(call, "end_col_offset"):
+        key = statics.position(call)
+        if key in ctx.src.statics:
+            return ctx.src.statics[key]
+    return statics.evaluate_deferred(ctx, call)
 
 
-@special_form("static", "static(expr): expr evaluated in Python when the kernel is compiled")
+@special_form("static", "static(expr): expr evaluated in Python when the kernel is compiled",
+              host=lambda expr: expr)
 def static(ctx, node):
-    value = static_value(ctx, node)
-    if value is None:
-        raise ctx.fail(node, "wp.static() evaluated to None, which is not a kernel value")
-    return ctx.constant(value, node)
+    from ..transpiler.statics import constant
+    return constant(ctx, static_value(ctx, node), node)
 
 
 class GradOf:

@@ -16,6 +16,9 @@ def trace(m):
         t = t + m[2, 2]
     if len(m) > 3:
         t = t + m[3, 3]
+    if len(m) > 4:
+        for i in range(4, len(m)):
+            t = t + m[i, i]
     return t
 
 
@@ -25,7 +28,12 @@ def get_diag(m):
         return wp.vector(m[0, 0], m[1, 1])
     if len(m) == 3:
         return wp.vector(m[0, 0], m[1, 1], m[2, 2])
-    return wp.vector(m[0, 0], m[1, 1], m[2, 2], m[3, 3])
+    if len(m) == 4:
+        return wp.vector(m[0, 0], m[1, 1], m[2, 2], m[3, 3])
+    r = m[0]  # any other size (Warp's matrices go beyond 4)
+    for i in range(len(m)):
+        r[i] = m[i, i]
+    return r
 
 
 @builtin_func(['diag(d: vec) -> matN'])
@@ -35,7 +43,13 @@ def diag(d):
         return wp.matrix(d[0], z, z, d[1], shape=(2, 2))
     if len(d) == 3:
         return wp.matrix(d[0], z, z, z, d[1], z, z, z, d[2], shape=(3, 3))
-    return wp.matrix(d[0], z, z, z, z, d[1], z, z, z, z, d[2], z, z, z, z, d[3], shape=(4, 4))
+    if len(d) == 4:
+        return wp.matrix(d[0], z, z, z, z, d[1], z, z, z, z, d[2], z, z, z, z, d[3],
+                         shape=(4, 4))
+    r = wp.outer(d, d) * z  # any other size
+    for i in range(len(d)):
+        r[i, i] = d[i]
+    return r
 
 
 @builtin_func(['ddot(a: mat, b: mat) -> Float  (same shape; any scalar type)'])
@@ -46,6 +60,9 @@ def ddot(a, b):
         s = s + wp.dot(a[2], b[2])
     if len(a) > 3:
         s = s + wp.dot(a[3], b[3])
+    if len(a) > 4:  # larger matrices (mat66 of spatial code)
+        for i in range(4, len(a)):
+            s = s + wp.dot(a[i], b[i])
     return s
 
 

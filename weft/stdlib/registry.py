@@ -97,12 +97,15 @@ class SpecialForm:
         self._lower = lower
         self._assigned = assigned
         self.lower_assign = lower_assign
-        self.host = host  # callable at Python scope (it only computes a value)
+        self.host = host  # callable at Python scope (it only computes a value), or a function
+        # giving its meaning there
 
     def __repr__(self):
         return f"<weft special form {self.name}>"
 
     def __call__(self, *args, **kwargs):
+        if callable(self.host):  # its own Python-scope meaning (``wp.static(x)`` is ``x``)
+            return self.host(*args, **kwargs)
         if not self.host or HOST_CALL is None:
             raise TypeError(f"wp.{self.name}() can only be called inside a kernel or func")
         return HOST_CALL(self, args, kwargs)

@@ -10,13 +10,20 @@ from ..errors import KernelError
 from .state import Source
 
 
-def parse(pyfunc):
-    """Parse ``pyfunc``'s source into a :class:`Source` whose line numbers match the file."""
+def parse(pyfunc, saved_lines=None):
+    """Parse ``pyfunc``'s source into a :class:`Source` whose line numbers match the file
+    (``saved_lines``: the file's lines read when it was declared, used when the file is gone)."""
     try:
         filename = inspect.getsourcefile(pyfunc) or inspect.getfile(pyfunc)
         lines, first = inspect.getsourcelines(pyfunc)
     except (OSError, TypeError) as exc:
-        raise KernelError(f"cannot read the source of {pyfunc.__qualname__}: {exc}") from None
+        first = pyfunc.__code__.co_firstlineno
+        if not saved_lines or first > len(saved_lines):
+            raise KernelError(f"cannot read the source of {pyfunc.__qualname__}: {exc}") \
+                from None
+        filename = pyfunc.__code__.co_filename
+        lines = inspect.getblock(saved_lines[first - 1:])  # from the first decorator
+        linecache.cache.setdefault(filename, (None, None, saved_lines, filename))
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0

@@ -16,6 +16,7 @@ class Source:
     col_offset: int          # indentation removed before parsing
     lines: list              # the file's lines, for error messages
     tree: ast.FunctionDef
+    statics: dict = field(default_factory=dict)  # wp.static values evaluated at declaration
 
 
 @dataclass(eq=False)

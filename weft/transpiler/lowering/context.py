@@ -47,6 +47,7 @@ class Lowering:
         self.defined_in_loops = set()    # names first assigned inside a loop body
         self.loop_returned = None        # set by a loop that a ``return`` leaves
         self.struct_markers = {}         # (name, struct type) -> its StructRef
+        self.const_vars = {}             # id(Var) -> (Var, value): locals assigned a constant
         self.static_locals = {}          # loop variables of loops unrolled for wp.static
         self.callables = {}              # locals bound to funcs (f = square; g = wp.grad(f))
 

@@ -15,9 +15,9 @@ from .. import ir
 def _bare_builtin(name):
     """Warp resolves a builtin's bare name (``dot(a, b)``, ``mat22(...)``, ``expect_eq(...)``
     without ``wp.``) when nothing else has that name."""
-    import weft
+    from ...stdlib import kernel_scope
     from ...stdlib.constructors import declaration_of
-    obj = getattr(weft, name, None) if not name.startswith("_") else None
+    obj = getattr(kernel_scope, name, None) if not name.startswith("_") else None
     return obj if obj is not None and declaration_of(obj) is not None else None
 
 
@@ -26,6 +26,10 @@ def resolve_global(ctx, node):
     ``wp.static(...)`` call evaluates to), or None (a local variable, or not a name)."""
     if isinstance(node, ast.Call):
         from ...stdlib.lang import static, static_value
+        from ..statics import position
+        if ctx.src is not None and hasattr(node, "end_col_offset") and \
+                position(node) in ctx.src.statics:  # evaluated when the kernel was declared
+            return ctx.src.statics[position(node)]
         callee = resolve_global(ctx, node.func)
         if callee is static:
             return static_value(ctx, node)
@@ -127,8 +131,39 @@ def python_constant(ctx, value, node):
         return ir.Const(value.item(), T.as_scalar_type(value.dtype))
     if isinstance(value, T.Composite):
         return ir.Const(tuple(value.reshape(-1).tolist()), type(value))
+    if T.is_struct(type(value)):
+        return _struct_constant(ctx, value, node)
     raise ctx.fail(node, f"'{ast.unparse(node)}' ({type(value).__name__}) cannot be used as a "
                    "value in a kernel", KernelTypeError)
+
+
+def representable(value):
+    """Whether :func:`python_constant` (or a callee lookup) can use ``value`` in a kernel."""
+    from ...stdlib.constructors import declaration_of
+    return isinstance(value, (py.bool, int, float, T.Composite, str)) or \
+        T.is_scalar(type(value)) or (hasattr(value, "dtype") and getattr(value, "shape", 1) ==
+                                     ()) or T.is_struct(type(value)) or isinstance(value, type) \
+        or declaration_of(value) is not None or callable(value)
+
+
+def _struct_constant(ctx, value, node):
+    """A struct instance made in Python (``wp.static(make_params())``): its members as
+    constants of their declared types."""
+    from .structs import StructVal
+    members = {}
+    for f, ft in T.struct_fields(type(value)).items():
+        mv = getattr(value, f)
+        if isinstance(ft, T.ArrayType):
+            raise ctx.fail(node, f"struct {type(value).__name__} has an array member '{f}': "
+                           "it cannot be a constant in a kernel", KernelTypeError)
+        if T.is_struct(ft):
+            members[f] = _struct_constant(ctx, mv, node)
+        elif T.is_scalar(ft):
+            members[f] = ir.Const(np.asarray(mv, dtype=ft._np_).item(), ft)
+        else:
+            flat = np.asarray(mv, dtype=T.scalar_of(ft)._np_).reshape(-1)
+            members[f] = ir.Const(tuple(flat.tolist()), ft)
+    return StructVal(type(value), members)
 
 
 def static_value(ctx, node, what):

@@ -369,7 +369,8 @@ def stmt_for(ctx, s):
     args = [exprs.lower_expr(ctx, a) for a in it.args]
     if not 1 <= len(args) <= 3 or it.keywords:
         raise ctx.fail(it, "range() takes 1 to 3 integer arguments", KernelTypeError)
-    args = [literals.adapt_literal(a, T.int32) for a in args]
+    args = [ir.Const(int(a.value), T.int32) if isinstance(a, ir.Const) and a.type is T.bool
+            else literals.adapt_literal(a, T.int32) for a in args]  # range(True), as Python
     for a, node in zip(args, it.args):
         if not T.is_int(a.type):
             raise ctx.fail(node, f"range() needs integers, got {T.type_name(a.type)}",
@@ -381,7 +382,8 @@ def stmt_for(ctx, s):
     start, stop, step = args
     if isinstance(step, ir.Const) and step.value == 0:
         raise ctx.fail(it, "range() step must not be zero", KernelTypeError)
-    if all(isinstance(a, ir.Const) for a in args) and _uses_static(ctx, s.body):
+    if all(isinstance(a, ir.Const) for a in args) and (
+            _uses_static(ctx, s.body) or s.target.id in ctx.static_locals):
         return unroll(ctx, s, range(int(start.value), int(stop.value), int(step.value)))
     loopvar = ctx.new_version(s.target.id, T.int32)
     lower_loop(ctx, "for", s, list(s.body), loopvar, start, stop, step, exclude=s.target.id)
@@ -410,14 +412,24 @@ def query_loop(ctx, s):
 
 
 def _uses_static(ctx, stmts):
+    """Whether ``stmts`` hold a ``wp.static`` left to evaluate while building (one that names
+    a loop variable: those evaluated at declaration need no unrolling)."""
     from ...stdlib.lang import static
-    for node in ast.walk(ast.Module(list(stmts), [])):
+    from ...transpiler.statics import position
+    done = ctx.src.statics if ctx.src is not None else {}
+    todo = list(stmts)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Call) and hasattr(node, "end_col_offset") and \
+                position(node) in done:
+            continue  # nor the static expressions inside it
         if isinstance(node, ast.Call):
             try:
                 if literals.resolve_global(ctx, node.func) is static:
                     return True
             except Exception:  # noqa: BLE001 - reported where it is lowered
                 pass
+        todo.extend(ast.iter_child_nodes(node))
     return False
 
 
@@ -438,6 +450,8 @@ def unroll(ctx, s, values):
     finally:
         if saved is _MISSING:
             ctx.static_locals.pop(name, None)
+        elif len(values):  # inside another unrolled loop: the variable keeps its last value,
+            ctx.static_locals[name] = values[-1]  # as in Python
         else:
             ctx.static_locals[name] = saved
 
@@ -612,6 +626,8 @@ def bind(ctx, name, value, node):
     v = ctx.new_version(name, value.type)
     ctx.add(ir.Assign(v, ir.Copy(value), ctx.loc(node)))
     ctx.env[name] = v
+    if isinstance(value, ir.Const):  # wp.static(...) may read it (``n = 3``)
+        ctx.const_vars[id(v)] = (v, value.value)
 
 
 def coerce_store(ctx, arr, value, node):
