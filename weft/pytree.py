@@ -266,10 +266,31 @@ class TreeDict(dict):
     def __getitem__(self, key):
         if is_array(key):
             return dict.__getitem__(self, key)
+        info = getattr(type(key), "_wp_struct_", None)
+        if info is not None:  # a wp.struct: the struct of its arrays' gradients (as Warp)
+            return self._struct_gradients(key, info)
         arrays, spec = flatten(key)
         if not arrays and not is_tree(key):
             return dict.__getitem__(self, key)
         return unflatten(spec, [dict.__getitem__(self, a) for a in arrays])
+
+    def _struct_gradients(self, value, info):
+        out, found = type(value)(), False
+        for name in info.fields:
+            member = getattr(value, name)
+            if is_array(member):
+                grad = dict.get(self, member)
+                found |= grad is not None
+                setattr(out, name, grad)
+            elif getattr(type(member), "_wp_struct_", None) is not None:
+                try:
+                    setattr(out, name, self._struct_gradients(member, type(member)._wp_struct_))
+                    found = True
+                except KeyError:
+                    pass
+        if not found:
+            raise KeyError(f"no gradient recorded for any array of this {type(value).__name__}")
+        return out
 
     def get(self, key, default=None):
         try:

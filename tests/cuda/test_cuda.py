@@ -155,3 +155,30 @@ def test_random_streams_are_the_same_on_cuda():
     np.testing.assert_array_equal(f, f2)
     np.testing.assert_array_equal(i, i2)
     np.testing.assert_allclose(g, g2, rtol=2e-6)
+
+
+FLOAT_ATOMICS_PTX = """
+import re, sys
+sys.path.append({stdlib!r})  # not tests/: its cuda/ would shadow the cuda package
+import weft as wp
+from weft.runtime.ptx import compile_ptx
+from test_atomics import _float_lock_kernel
+for dt in (wp.float16, wp.float32, wp.float64):
+    args = [wp.zeros(1, dtype=dt), wp.zeros(1, dtype=dt), wp.zeros(4, dtype=dt)]
+    ptx = compile_ptx(_float_lock_kernel(dt), args, kinds=("forward",))["forward"]
+    print(dt.__name__, *sorted(set(re.findall(r"atom\\.(?:global\\.)?(?:cas|exch)\\.b\\d+", ptx))))
+"""
+
+
+def test_float_cas_and_exchange_compile_to_cuda_atomics_on_bits():
+    """Float atomic_cas/atomic_exch on the CUDA target work on the elements' bits (numba-cuda's
+    own take integers only); float16 swaps the 32-bit word holding the element."""
+    pytest.importorskip("numba.cuda")
+    r = _subprocess(FLOAT_ATOMICS_PTX.format(stdlib=os.path.join(os.path.dirname(HERE), "stdlib")))
+    if "NvvmSupportError" in r.stderr or "libNVVM cannot be found" in r.stderr:
+        pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
+    assert r.returncode == 0, r.stderr[-3000:]
+    ops = {line.split()[0]: set(line.split()[1:]) for line in r.stdout.splitlines()}
+    assert ops["float32"] == {"atom.global.cas.b32", "atom.global.exch.b32"}
+    assert ops["float64"] == {"atom.global.cas.b64", "atom.global.exch.b64"}
+    assert ops["float16"] == {"atom.cas.b32"}  # exchange and cas through the word

@@ -321,3 +321,33 @@ def test_bitwise_atomics_need_32_or_64_bit_integers(dtype):
 
     with pytest.raises(KernelError, match="needs an array of int32, uint32, int64 or uint64"):
         bad.compiled()
+
+
+def _float_lock_kernel(dtype):
+    @wp.kernel
+    def count_under_lock(counter: wp.array(dtype=dtype), lock: wp.array(dtype=dtype),
+                         olds: wp.array(dtype=dtype)):
+        i = wp.tid()
+        # a spin lock on a float array (Warp's test_atomic_cas): 0 free, 1 taken
+        while wp.atomic_cas(lock, 0, dtype(0.0), dtype(1.0)) == dtype(1.0):
+            pass
+        value = wp.atomic_exch(counter, 0, dtype(0.0))
+        counter[0] = value + dtype(1.0)
+        wp.atomic_exch(lock, 0, dtype(0.0))
+        # compare by bits: -0.0 does not match 0.0, so nothing is stored
+        olds[i] = wp.atomic_cas(olds, i, dtype(-0.0), dtype(5.0))
+
+    return count_under_lock
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("dtype", [wp.float16, wp.float32, wp.float64])
+def test_atomic_cas_on_floats(device, dtype):
+    n = 200 if device == "cpu" else 50
+    counter = wp.zeros(1, dtype=dtype, device=device)
+    lock = wp.zeros(1, dtype=dtype, device=device)
+    olds = wp.zeros(n, dtype=dtype, device=device)
+    wp.launch(_float_lock_kernel(dtype), n, inputs=[counter, lock, olds], device=device)
+    assert counter.numpy()[0] == n and lock.numpy()[0] == 0
+    np.testing.assert_array_equal(olds.numpy(), np.zeros(n))
+

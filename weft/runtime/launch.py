@@ -285,7 +285,7 @@ def adjoint_arrays(ck, args):
 
 def explicit_adjoints(ck, args, given):
     """``adj_inputs + adj_outputs`` of ``launch(adjoint=True)``: one entry per argument, arrays
-    of the argument's shape and dtype (or None)."""
+    of the argument's shape and dtype, or None: the argument's own ``.grad`` (as Warp)."""
     if len(given) != len(ck.params):
         raise LaunchError(f"kernel '{ck.key}': adj_inputs + adj_outputs must give one entry per "
                           f"argument ({len(ck.params)}), got {len(given)}")
@@ -293,6 +293,8 @@ def explicit_adjoints(ck, args, given):
     for p, a, g in zip(ck.abi.params, args, given):
         if p.adjoint is None:
             continue
+        if g is None and isinstance(a, array):
+            g = a.grad
         if g is None or not isinstance(g, array):
             out.append(None)
             continue

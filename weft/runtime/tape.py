@@ -39,13 +39,14 @@ class Tape:
 
     def __init__(self):
         self.launches = []
-        self.gradients = TreeDict()  # also answers PyTree keys: tape.gradients[state]
+        self.scopes = []  # (launch index, name, metadata) at a begin, (index, None, None) at an end
+        self.gradients = TreeDict()  # also answers PyTree and struct keys: tape.gradients[state]
         self.loss = None
         self.reads = hazards.ReadSet()  # memory the records' adjoints read again
 
     def __enter__(self):
-        if _stack and _stack[-1] is self:
-            raise RuntimeError("this tape is already recording")
+        if _stack:  # as Warp (a custom op's backward pauses the tapes and may open its own)
+            raise RuntimeError("entering a tape while one is already active: tapes do not nest")
         _stack.append(self)
         return self
 
@@ -135,6 +136,33 @@ class Tape:
         from .jacobian import jacobian
         return jacobian(self, inputs, outputs, mode, envs, sparsity)
 
+    def record_scope_begin(self, scope_name, metadata=None):
+        """Begin a named group of launches (shown by :meth:`visualize`)."""
+        self.scopes.append((len(self.launches), scope_name, {} if metadata is None else metadata))
+
+    def record_scope_end(self, remove_scope_if_empty=True):
+        """End the innermost group; an empty one is dropped with ``remove_scope_if_empty``."""
+        depth = sum(1 if name is not None else -1 for _, name, _ in self.scopes)
+        if depth <= 0:
+            raise RuntimeError("ended tape scope, but scope not present")
+        last = self.scopes[-1]
+        if remove_scope_if_empty and last[1] is not None and last[0] == len(self.launches):
+            self.scopes.pop()
+        else:
+            self.scopes.append((len(self.launches), None, None))
+
+    def visualize(self, filename=None, simplify_graph=True, hide_readonly_arrays=False,
+                  array_labels=None, choose_longest_node_name=True, ignore_graph_scopes=False,
+                  track_inputs=None, track_outputs=None, track_input_names=None,
+                  track_output_names=None, graph_direction="LR"):
+        """The recorded launches as GraphViz ``dot`` text (written to ``filename`` when given):
+        kernels, the arrays they read and write, repeated launches folded (``simplify_graph``),
+        scopes as clusters (see :mod:`weft.runtime.tape_graph`)."""
+        from .tape_graph import visualize
+        return visualize(self, filename, simplify_graph, hide_readonly_arrays, array_labels,
+                         choose_longest_node_name, ignore_graph_scopes, track_inputs,
+                         track_outputs, track_input_names, track_output_names, graph_direction)
+
     def zero(self):
         """Zero the gradients used by ``backward`` so far (Warp's semantics: a tape that has not
         run backward yet zeros nothing)."""
@@ -142,10 +170,11 @@ class Tape:
             g.zero_()
 
     def reset(self):
-        """Forget the recorded launches and zero the gradients."""
+        """Forget the recorded launches and scopes and zero the gradients (which stay in
+        ``gradients``, as in Warp)."""
         self.zero()
         self.launches = []
-        self.gradients = TreeDict()
+        self.scopes = []
         self.loss = None
         self.reads = hazards.ReadSet()
         hazards.unwatch(self)

@@ -249,6 +249,12 @@ def atomic_exch_f16(arr, idx, value):
     return half_rmw(arr, idx, value, 2)
 
 
+def atomic_cas_f16(arr, idx, compare, value):
+    """Compare-and-swap of half bits: stores ``value`` where the element's bits are those of
+    ``compare`` rounded to float16; returns the old value as float32."""
+    return h2f(cas_half_bits(arr, idx, f2h(compare), f2h(value)))
+
+
 def atomic_min_f16(arr, idx, value):
     return half_rmw(arr, idx, value, 3)
 
@@ -284,7 +290,7 @@ def inb(i, n, site, axis, dbg):
 
 
 COMPOSED = ("_report", "chk", "inb", "round_f16", "half_rmw", "atomic_add_f16", "atomic_sub_f16", "atomic_min_f16",
-            "atomic_max_f16", "atomic_exch_f16")
+            "atomic_max_f16", "atomic_exch_f16", "atomic_cas_f16")
 
 
 def bind_composed(namespace, jit):

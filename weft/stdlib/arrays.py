@@ -55,9 +55,9 @@ def _atomic(name, doc):
         idx = [ctx.adapt_literal(ctx.expr(a), T.int32) for a in idx_nodes]
         if len(idx) != arr.type.ndim or not all(T.is_int(i.type) for i in idx):
             raise ctx.fail(node, f"wp.{name} needs {arr.type.ndim} integer indices")
-        if cas and not T.is_int(arr.type.dtype):
+        if cas and not (T.is_int(arr.type.dtype) or T.is_float(arr.type.dtype)):
             raise ctx.fail(node, "wp.atomic_cas(array, index..., compare, value) needs an array "
-                           f"of integers, got one of {T.type_name(arr.type.dtype)}")
+                           f"of integers or floats, got one of {T.type_name(arr.type.dtype)}")
         if op in ("and", "or", "xor") and arr.type.dtype not in _BITWISE_TYPES:
             raise ctx.fail(node, f"wp.{name} needs an array of int32, uint32, int64 or uint64 "
                            f"(as on CUDA), got one of {T.type_name(arr.type.dtype)}")
@@ -77,7 +77,8 @@ atomic_min = _atomic("atomic_min", "atomic_min(array, index..., value) -> old va
 atomic_max = _atomic("atomic_max", "atomic_max(array, index..., value) -> old value")
 atomic_exch = _atomic("atomic_exch", "atomic_exch(array, index..., value) -> old value")
 atomic_cas = _atomic("atomic_cas", "atomic_cas(array, index..., compare, value) -> old value; "
-                     "stores value where the element equals compare (integers)")
+                     "stores value where the element equals compare (integers; floats compare bit "
+                     "patterns)")
 atomic_and = _atomic("atomic_and", "atomic_and(array, index..., value) -> old value "
                      "(int32/uint32/int64/uint64 arrays)")
 atomic_or = _atomic("atomic_or", "atomic_or(array, index..., value) -> old value")

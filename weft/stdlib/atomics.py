@@ -176,6 +176,27 @@ def _cas_intrinsic(typingctx, arr, idx, compare, value):
 
 
 @intrinsic
+def exch_bits(typingctx, arr, idx, value):
+    """Atomic exchange of an element, floats through their integer bits (the CUDA target's
+    ``atomic_exch``: numba-cuda's own takes integers only). Returns the old element."""
+    if not _supported(arr, idx, value):
+        return None
+    dt = arr.dtype
+
+    def codegen(context, builder, signature, args):
+        ptr = _element_pointer(context, builder, arr, args[0], idx, args[1])
+        v = context.cast(builder, args[2], value, dt)
+        if isinstance(dt, types.Float):
+            ity = llir.IntType(dt.bitwidth)
+            old = builder.atomic_rmw("xchg", builder.bitcast(ptr, ity.as_pointer()),
+                                     builder.bitcast(v, ity), ORDERING)
+            return builder.bitcast(old, v.type)
+        return builder.atomic_rmw("xchg", ptr, v, ORDERING)
+
+    return dt(arr, idx, value), codegen
+
+
+@intrinsic
 def cas_half_word(typingctx, arr, idx, compare, value):
     """Compare-and-swap of a 16-bit element (float16 arrays are uint16 views in kernels)
     through the aligned 32-bit word that holds it, since NVVM has no 16-bit ``cmpxchg``; the

@@ -116,9 +116,16 @@ def atomic_max(arr, idx, value):
     return cuda.atomic.max(arr, idx, value)
 
 
-@_dev
-def atomic_exch(arr, idx, value):
-    return cuda.atomic.exch(arr, idx, value)
+if config.ENABLE_CUDASIM:
+    @_dev
+    def atomic_exch(arr, idx, value):
+        return cuda.atomic.exch(arr, idx, value)
+else:
+    from .atomics import exch_bits  # floats too (numba-cuda's exch takes integers only)
+
+    @_dev
+    def atomic_exch(arr, idx, value):
+        return exch_bits(arr, idx, value)
 
 
 @_dev
@@ -136,6 +143,13 @@ def atomic_xor(arr, idx, value):
     return cuda.atomic.xor(arr, idx, value)
 
 
-@_dev
-def atomic_cas(arr, idx, compare, value):
-    return cuda.atomic.cas(arr, idx, compare, value)
+if config.ENABLE_CUDASIM:
+    @_dev
+    def atomic_cas(arr, idx, compare, value):
+        return cuda.atomic.cas(arr, idx, compare, value)
+else:
+    from .atomics import _cas_intrinsic  # cmpxchg, floats through their bits (as the CPU)
+
+    @_dev
+    def atomic_cas(arr, idx, compare, value):
+        return _cas_intrinsic(arr, idx, compare, value)
