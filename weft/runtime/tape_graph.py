@@ -59,7 +59,7 @@ def visualize(tape, filename=None, simplify_graph=True, hide_readonly_arrays=Fal
         steps.append({"key": key, "name": key[0], "reads": reads, "writes": writes,
                       "count": 1, "index": index})
     written_ids = {id(a) for s in steps for a in s["writes"]}
-    lines = [f"digraph Tape {{", f"  rankdir={graph_direction};",
+    lines = ["digraph Tape {", f"  rankdir={graph_direction};",
              '  node [fontname="Helvetica"];']
     arrays = {}
     for s in steps:
@@ -73,7 +73,7 @@ def visualize(tape, filename=None, simplify_graph=True, hide_readonly_arrays=Fal
         lines.append(f'  a{aid} [label="{_escape(label)}", shape=ellipse, '
                      f'tooltip="{_escape(tip)}"];')
     # scopes: clusters around the launches recorded between begin and end
-    open_scopes, depth = [], 0
+    open_scopes = []
     bounds = []
     if not ignore_graph_scopes:
         for pos, name, meta in tape.scopes:

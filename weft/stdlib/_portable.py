@@ -252,7 +252,7 @@ def atomic_exch_f16(arr, idx, value):
 def atomic_cas_f16(arr, idx, compare, value):
     """Compare-and-swap of half bits: stores ``value`` where the element's bits are those of
     ``compare`` rounded to float16; returns the old value as float32."""
-    return h2f(cas_half_bits(arr, idx, f2h(compare), f2h(value)))
+    return h2f(cas_half_bits(arr, idx, f2h(compare), f2h(value)))  # noqa: F821 (bound)
 
 
 def atomic_min_f16(arr, idx, value):
