@@ -10,6 +10,7 @@ declares about itself (signatures, output arguments), never on its name.
 from __future__ import annotations
 
 import inspect
+import typing
 
 
 HOST_CALL = None  # set by weft.runtime.host
@@ -86,21 +87,21 @@ class Function(UserFunction):
         self.outputs = outputs
 
     def __call__(self, *args, **kwargs):
-        """At Python scope: a user func runs its own Python code (as in Warp); a stdlib builtin
+        """At Python scope: a user func runs its own Python code (as in Warp: the overload
+        whose declared types the arguments have, else a ``RuntimeError``); a stdlib builtin
         runs the forward code weft generates for it (``weft.runtime.host``)."""
         if self.signatures is not None and HOST_CALL is not None:
             return HOST_CALL(self, args, kwargs)
-        for o in self.overloads[1:] if len(self.overloads) > 1 else ():
-            try:  # overloads: the first declared one the arguments bind to
-                inspect.signature(o.func).bind(*args, **kwargs)
+        for o in self.overloads:
+            try:
+                bound = inspect.signature(o.func).bind(*args, **kwargs)
             except TypeError:
                 continue
-            try:
-                inspect.signature(self.func).bind(*args, **kwargs)
-                break
-            except TypeError:
+            ann = o.func.__annotations__
+            if all(_fits(ann.get(n), v) for n, v in bound.arguments.items()):
                 return o.func(*args, **kwargs)
-        return self.func(*args, **kwargs)
+        raise RuntimeError(f"Error calling function '{self.__name__}', no overload found for "
+                           f"arguments {args}")
 
     def custom_rules(self):
         return list(self._weft_custom.values())
@@ -111,7 +112,7 @@ class Function(UserFunction):
     def lower_call(self, ctx, node):
         if len(self.overloads) > 1:
             return ctx.call_overloaded(self, node)
-        return ctx.call_func(self, node)
+        return ctx.call_func(self.overloads[0], node)  # a redeclaration replaces the first
 
     def assigned_args(self, node):
         """Output arguments (``wp.svd3(A, U, sigma, V)``): the trailing variables it assigns."""
@@ -120,12 +121,29 @@ class Function(UserFunction):
         return []
 
 
-def func(f):
-    """Decorator making a func callable from kernels (``@wp.func``).
+@typing.overload
+def func(f: typing.Callable) -> "Function": ...
+
+
+@typing.overload
+def func(f: None = None, *, module=None, **options) -> typing.Callable[[typing.Callable],
+                                                                      "Function"]: ...
+
+
+def func(f=None, *, module=None, **options):
+    """Decorator making a func callable from kernels (``@wp.func``, also ``@wp.func()`` and
+    ``@wp.func(module=...)`` as Warp; weft compiles funcs with the kernels that call them, so
+    ``module`` changes nothing).
 
     A second module-level func of the same name with other parameter types is an overload of
     the first (as in Warp): a call picks the overload whose declared types match its arguments
     exactly, else the first whose generic types (``Any``, ``wp.Float``) fit them."""
+    if f is None:
+        return _declare_func
+    return _declare_func(f)
+
+
+def _declare_func(f):
     new = Function(f)
     previous = f.__globals__.get(f.__name__) if "<locals>" not in f.__qualname__ else None
     if isinstance(previous, Function) and previous.signatures is None and \
@@ -134,6 +152,42 @@ def func(f):
         previous.overloads = [o for o in previous.overloads if o not in same] + [new]
         return previous
     return new
+
+
+def _fits(annotation, value):
+    """Whether a Python-scope argument has the type a func parameter declares (Warp's rule:
+    a Python ``float`` is a float32, an ``int`` an int32; ``Any`` and generics take all)."""
+    import typing
+
+    import numpy as np
+
+    from . import types as T
+    from .typeinfo import is_array, types_equal
+    if annotation is None or annotation is inspect.Parameter.empty or annotation is typing.Any \
+            or isinstance(annotation, (str, typing.TypeVar)) or \
+            getattr(annotation, "_wp_generic_", False):  # Any, wp.Float, vector(length=Any)
+        return True
+    if is_array(annotation):
+        if not is_array(value):
+            return False
+        want = getattr(annotation, "dtype", typing.Any)
+        return want is typing.Any or types_equal(want, value.dtype)
+    if isinstance(value, bool):
+        vt = T.bool
+    elif isinstance(value, np.generic):
+        vt = T.as_scalar_type(value.dtype)
+    elif isinstance(value, float):
+        vt = T.float32
+    elif isinstance(value, int):
+        vt = T.int32
+    else:
+        vt = type(value)
+    if isinstance(annotation, type) and isinstance(value, annotation):
+        return True
+    try:
+        return types_equal(annotation, vt)
+    except Exception:  # noqa: BLE001 - not a type weft compares: let the func decide
+        return True
 
 
 def _annotations(f):

@@ -57,6 +57,21 @@ class CompositeValue:
     __hash__ = None
 
     # ----------------------------------------------------------------------- arithmetic
+    def __mul__(self, other):
+        if isinstance(other, CompositeValue):  # the kernel's product, as Warp's Python scope
+            return _product(self, other)
+        return np.ndarray.__mul__(self, other)
+
+    def __rmul__(self, other):
+        if isinstance(other, CompositeValue):
+            return _product(other, self)
+        return np.ndarray.__rmul__(self, other)
+
+    def __imul__(self, other):
+        if isinstance(other, CompositeValue):
+            return _product(self, other)
+        return np.ndarray.__imul__(self, other)
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """Integer vectors and matrices divide and take remainders as C (and Warp) do:
         ``/`` truncates toward zero and keeps the integer type, ``%`` takes the dividend's
@@ -215,3 +230,15 @@ class CompositeValue:
         if self._wp_kind_ != "matrix" or not 0 <= r < self._shape_[0]:
             raise IndexError("Invalid row index")
         self[r] = value
+
+
+HOST_PRODUCT = None  # set by weft.runtime.host: the kernel language's ``a * b`` at Python scope
+
+
+def _product(a, b):
+    """``a * b`` of two vectors/matrices/quaternions/transforms at Python scope: Warp's
+    ``wp.mul`` (matrix products, quaternion product, transform composition; two vectors are an
+    error), computed by the kernel language's own ``*`` (:mod:`weft.runtime.host`)."""
+    if HOST_PRODUCT is None:
+        raise TypeError("a product of two weft values needs weft's runtime (import weft)")
+    return HOST_PRODUCT(a, b)

@@ -179,3 +179,39 @@ def test_transform_parts_read_written_and_set_in_place():
     check(transform_members, 3, [Arr(xf, wp.transformd), Arr(p, wp.vec3d), Arr(q, wp.quatd)],
           [Arr(np.zeros((3, 7)), wp.transformd), Arr(np.zeros((3, 3)), wp.vec3d),
            Arr(np.zeros((3, 7)), wp.transformd)], ref)
+
+
+@wp.kernel
+def q2m_entries(q: wp.array(dtype=wp.quatd), out: wp.array(dtype=wp.float64)):
+    m = wp.quat_to_matrix(q[0])
+    for i in range(3):
+        for j in range(3):
+            out[i * 3 + j] = m[i, j]
+
+
+def test_quat_to_matrix_is_warps_rotated_axes_off_the_unit_sphere():
+    """Warp builds the matrix from quat_rotate of the axes: equal to the textbook form on unit
+    quaternions, different off the sphere, so its gradients there are Warp's (Warp's own test
+    compares them); checked against central differences of the rotated-axes formula."""
+    rng = np.random.default_rng(123)
+    qn = rng.standard_normal(4) * 1.3  # not a unit quaternion
+
+    def axes(qv):
+        x, y, z, w = qv
+        u = np.array([x, y, z])
+        cols = [e * (2 * w * w - 1) + np.cross(u, e) * 2 * w + u * 2 * (u @ e) for e in np.eye(3)]
+        return np.stack(cols, 1).reshape(-1)
+
+    q = wp.array(qn[None], dtype=wp.quatd, requires_grad=True)
+    out = wp.zeros(9, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(q2m_entries, 1, inputs=[q], outputs=[out])
+    np.testing.assert_allclose(out.numpy(), axes(qn), rtol=1e-12)
+    for k in range(9):
+        seed = np.zeros(9)
+        seed[k] = 1.0
+        tape.backward(grads={out: seed})
+        fd = [(axes(qn + d)[k] - axes(qn - d)[k]) / 2e-6 for d in np.eye(4) * 1e-6]
+        np.testing.assert_allclose(q.grad.numpy()[0], fd, rtol=1e-6, atol=1e-8)
+        tape.zero()

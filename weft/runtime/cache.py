@@ -39,6 +39,8 @@ def _fingerprint(value, seen, out):
             _fingerprint(static, seen, out)
         for dep in value.custom_rules():
             _fingerprint(dep, seen, out)
+        for dep in getattr(value, "overloads", ()):  # redeclarations and overloads of a func
+            _fingerprint(dep, seen, out)
         for dep in referenced_values(value):
             _fingerprint(dep, seen, out)
         return

@@ -137,5 +137,23 @@ def install():
     """Make weft's declarations callable at Python scope through :func:`call`."""
     from .. import lang
     from ..stdlib import registry
+    from .. import values
     registry.HOST_CALL = call
     lang.HOST_CALL = call
+    values.HOST_PRODUCT = product
+
+
+_MUL = []
+
+
+def product(a, b):
+    """``a * b`` of two weft values by the kernel language's ``*`` (``weft.values``)."""
+    if not _MUL:
+        from ..lang import Function
+        from . import host_ops
+        _MUL.append(Function(host_ops.mul))
+    try:
+        return call(_MUL[0], (a, b), {})
+    except TypeError:  # Warp's error for operands no signature of mul takes
+        raise RuntimeError(f"Couldn't find a function 'mul' compatible with the arguments "
+                           f"'{T.type_name(type(a))}, {T.type_name(type(b))}'") from None

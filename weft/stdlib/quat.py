@@ -89,14 +89,13 @@ def quat_rotate_inv(q, x):
 
 @builtin_func(['quat_to_matrix(q: quat) -> mat33'])
 def quat_to_matrix(q):
-    x = q[0]
-    y = q[1]
-    z = q[2]
-    w = q[3]
-    return wp.matrix(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - z * w), 2.0 * (x * z + y * w),
-                     2.0 * (x * y + z * w), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - x * w),
-                     2.0 * (x * z - y * w), 2.0 * (y * z + x * w), 1.0 - 2.0 * (x * x + y * y),
-                     shape=(3, 3))
+    """The rotated axes as columns, as Warp computes it: the same values as the textbook
+    1 - 2(y^2 + z^2) form on unit quaternions, and Warp's gradients off the unit sphere."""
+    o = type(q[3])(1.0)
+    z = type(q[3])(0.0)
+    return wp.matrix_from_cols(quat_rotate(q, wp.vector(o, z, z)),
+                               quat_rotate(q, wp.vector(z, o, z)),
+                               quat_rotate(q, wp.vector(z, z, o)))
 
 
 @builtin_func(['quat_rpy(roll: Float, pitch: Float, yaw: Float) -> quat'])
