@@ -210,3 +210,32 @@ def test_rebinding_a_function_local_is_an_error(tmp_path, body):
     src_line = "@wp.func\ndef square(x: float):\n    return x * x\n"
     err = kernel_error(tmp_path, "a: wp.array(dtype=float)", body, prelude=src_line)
     assert "rebinding function-valued local 'f'" in str(err)
+
+
+_vec0 = wp.types.vector(0, float)
+_vec2 = wp.types.vector(2, float)
+
+
+@wp.kernel
+def negative_indices(o: wp.array(dtype=wp.quat), x: wp.array(dtype=float),
+                     flags: wp.array(dtype=int)):
+    q = wp.quat(1.0, 2.0, 3.0, 4.0)
+    q[-1] = 123.0 * x[0]
+    m = wp.mat22(1.0, 2.0, 3.0, 4.0)
+    q[0] = m[-1, -2] + m[-1][0]
+    o[0] = q
+    flags[0] = int(q[123:] == _vec0())  # empty slices compare equal
+    flags[1] = int(q[::-2] == _vec2(123.0, 2.0))
+
+
+def test_negative_constant_indices_and_empty_vectors():
+    o = wp.zeros(1, dtype=wp.quat, requires_grad=True)
+    x = wp.array([1.0], dtype=float, requires_grad=True)
+    flags = wp.zeros(2, dtype=int)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(negative_indices, 1, inputs=[o, x, flags])
+    np.testing.assert_array_equal(o.numpy(), [[6.0, 2.0, 3.0, 123.0]])
+    np.testing.assert_array_equal(flags.numpy(), [1, 1])
+    tape.backward(grads={o: np.ones((1, 4), np.float32)})
+    np.testing.assert_array_equal(x.grad.numpy(), [123.0])

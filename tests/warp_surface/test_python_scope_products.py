@@ -30,3 +30,12 @@ def test_products_warp_refuses():
         wp.mat22f(1.0, 2.0, 3.0, 4.0) * wp.mat22d(1.0, 2.0, 3.0, 4.0)
     with pytest.raises(RuntimeError, match="vec2f, vec2f"):
         wp.vec2(1.0, 2.0) * wp.vec2(3.0, 4.0)
+
+
+def test_transform_setters_change_the_value_in_place():
+    t = wp.types.transformation(dtype=wp.float32)()
+    wp.transform_set_translation(t, wp.vec3f(1.0, 2.0, 3.0))
+    wp.transform_set_rotation(t, wp.quatf(0.0, 0.0, 1.0, 0.0))
+    assert list(t) == [1.0, 2.0, 3.0, 0.0, 0.0, 1.0, 0.0]
+    with pytest.raises(TypeError, match="needs a transform"):
+        wp.transform_set_translation(wp.vec3(), wp.vec3())

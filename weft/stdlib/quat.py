@@ -53,8 +53,13 @@ def _transform_setter(name, attr):
             raise ctx.fail(target, f"wp.{name}() needs a transform, got {T.type_name(t.type)}")
         ctx.assign(target, ctx.with_component(t, attr, ctx.expr(node.args[1]), node), node)
         return None
+    def host(xform, value):  # at Python scope: the transform value is changed in place
+        if not (isinstance(xform, T.Composite) and xform._wp_kind_ == "transformation"):
+            raise TypeError(f"wp.{name}() needs a transform, got {type(xform).__name__}")
+        setattr(xform, attr, value)
+
     return special_form(name, f"{name}(xform, value): xform.{attr} = value, in place",
-                        assigned=lambda node: node.args[:1])(lower)
+                        assigned=lambda node: node.args[:1], host=host)(lower)
 
 
 transform_set_translation = _transform_setter("transform_set_translation", "p")

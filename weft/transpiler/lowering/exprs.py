@@ -192,14 +192,19 @@ def comparable(ctx, a, b, node):
 
 
 def check_component_index(ctx, t, idx, node):
-    """Constant indices into a vector, matrix or quaternion must be in range."""
+    """Constant indices into a vector, matrix or quaternion must be in range; a negative one
+    counts from the end, as in Python and Warp (``q[-1]``). Returns the indices, normalized."""
     if not T.is_composite(t):
-        return
+        return idx
     shape = t._shape_ if len(idx) > 1 or len(t._shape_) == 1 else t._shape_[:1]
-    for i, n in zip(idx, shape):
+    out = list(idx)
+    for k, (i, n) in enumerate(zip(idx, shape)):
+        if isinstance(i, ir.Const) and -n <= int(i.value) < 0:
+            out[k] = i = ir.Const(int(i.value) + n, i.type)
         if isinstance(i, ir.Const) and not 0 <= int(i.value) < n:
             raise ctx.fail(node, f"index {i.value} is out of range for {T.type_name(t)} "
-                           f"(0 to {n - 1})", KernelTypeError)
+                           f"({-n} to {n - 1})", KernelTypeError)
+    return out
 
 
 def expr_ifexp(ctx, node):
@@ -294,7 +299,7 @@ def expr_subscript(ctx, node):
             raise ctx.fail(node, f"tuples of {len(base.type.types)} values can only be indexed "
                            "with a constant from 0")
         return ctx.apply("tuple_get", [base], node, attrs={"index": idx[0].value})
-    check_component_index(ctx, base.type, idx, node)
+    idx = check_component_index(ctx, base.type, idx, node)
     return ctx.apply("extract", [base] + idx, node)
 
 
@@ -327,7 +332,7 @@ def selection(ctx, t, sl, node):
             i = literals.adapt_literal(lower_expr(ctx, e), T.int32)
             if not T.is_int(i.type):
                 raise ctx.fail(e, f"indices must be integers, got {T.type_name(i.type)}")
-            check_component_index(ctx, T.vector(n, T.scalar_of(t)), [i], e)
+            (i,) = check_component_index(ctx, T.vector(n, T.scalar_of(t)), [i], e)
             axes.append([i])
     combos = [[]]
     for picks in axes:

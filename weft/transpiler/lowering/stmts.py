@@ -600,7 +600,7 @@ def assign(ctx, target, value, stmt):
             return assign(ctx, base, exprs.write_components(ctx, current, target.slice, value,
                                                             target), stmt)
         idx = exprs.lower_indices(ctx, target.slice)
-        exprs.check_component_index(ctx, current.type, idx, target)
+        idx = exprs.check_component_index(ctx, current.type, idx, target)
         new = ctx.apply("insert", [current] + idx + [value], stmt)
         return assign(ctx, base, new, stmt)
     if isinstance(target, ast.Attribute):
