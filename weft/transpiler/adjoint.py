@@ -19,8 +19,8 @@ import ast
 from .. import types as T
 from ..errors import KernelSyntaxError
 from . import ir
-from .codegen import (Gen, adj_zero_node, assign, diff, index_node, located, not_none, wk_call,
-                      storage_dtype_node, tag)
+from .codegen import (Gen, adj_zero_node, assign, component_indices, diff, index_node, located,
+                      not_none, storage_dtype_node, tag, wk_call)
 from .exprs import Ex, const, name, zero
 from .forward import Forward
 
@@ -253,8 +253,13 @@ class Adjoint(Gen):
             if scale is not None:
                 g = g * scale
             if cond is not None:
-                from .exprs import select
-                g = select(cond(), g.atom(), zero(g.type))
+                from .exprs import select, tup
+                if T.is_composite(g.type):  # per component: min/max act componentwise
+                    g = g.atom()
+                    g = tup([select(cond(c), g.comp(c), zero(T.scalar_of(g.type)))
+                             for c in range(g.length)], g.type)
+                else:
+                    g = select(cond(), g.atom(), zero(g.type))
             return Ex(name(self.adj(v)), v.type) + g
 
         stmts, result = self.build(build, loc)
@@ -282,27 +287,65 @@ class Adjoint(Gen):
         if s.op in ("add", "sub"):
             return self.from_array(s.array, s.index, s.value, s.loc,
                                    scale=-1.0 if s.op == "sub" else None)
-        # min/max: the gradient goes to the value that ended up in the array
+        # min/max: the gradient goes to the value that ended up in the array (per component
+        # for vectors and matrices, whose atomics act componentwise)
         idx = self.idx_nodes(s.index)
+        dtype = s.array.type.dtype
 
-        def winner():
-            cur = self.load_element(s.array.name, idx, s.array.type.dtype, s.loc)
-            return Ex(ast.Compare(cur.node, [ast.Eq()], [self.ex(s.value).node]), T.bool)
+        def winner(c=None):
+            cur = self.load_element(s.array.name, idx, dtype, s.loc)
+            val = self.ex(s.value)
+            if c is not None:
+                cur, val = cur.comp(c), val.comp(c)
+            return Ex(ast.Compare(cur.node, [ast.Eq()], [val.node]), T.bool)
 
         k = self.facts.tie_index(s)
         if k is None:
             return self.from_array(s.array, s.index, s.value, s.loc, cond=winner)
         # tied threads share it equally: phase 0 counts them, phase 1 shares
         ties = f"_ties{k}"
-        stmts, tied = self.build(winner, s.loc)
-        count = [located(ast.If(tied.node, [ast.Expr(self.target.atomic(
-            "atomic_add", [name(ties), index_node(idx), ast.Constant(1)]))], []), s.loc)]
-        st = T.scalar_of(s.array.type.dtype)
-        share = Ex(ast.BinOp(const(1.0, st).node, ast.Div(), ast.Call(
-            name(st.__name__), [ast.Subscript(name(ties), index_node(idx), ast.Load())], [])), st)
-        spread = self.from_array(s.array, s.index, s.value, s.loc, scale=share, cond=winner)
+        st = T.scalar_of(dtype)
+        comps = component_indices(dtype)
+        count, stmts = [], []
+        for c, extra in enumerate(comps):
+            where = index_node(list(idx) + [ast.Constant(e) for e in extra])
+            pre, tied = self.build(lambda c=c: winner(c if T.is_composite(dtype) else None),
+                                   s.loc)
+            stmts += pre
+            count.append(located(ast.If(tied.node, [ast.Expr(self.target.atomic(
+                "atomic_add", [name(ties), where, ast.Constant(1)]))], []), s.loc))
+
+        def share(extra):
+            where = index_node(list(idx) + [ast.Constant(e) for e in extra])
+            return Ex(ast.BinOp(const(1.0, st).node, ast.Div(), ast.Call(
+                name(st.__name__), [ast.Subscript(name(ties), where, ast.Load())], [])), st)
+
+        if T.is_composite(dtype):
+            spread = self.shared_components(s, idx, winner, share, comps)
+        else:
+            spread = self.from_array(s.array, s.index, s.value, s.loc, scale=share(()),
+                                     cond=winner)
         phase = ast.Compare(name("_phase"), [ast.Eq()], [ast.Constant(0)])
         return stmts + [located(ast.If(phase, count, spread), s.loc)]
+
+    def shared_components(self, s, idx, winner, share, comps):
+        """Phase 1 of a vector/matrix atomic min/max: each component's adjoint goes to the
+        threads whose component is the result, shared by their count."""
+        v = s.value
+        if not has_adjoint(v) or not T.is_differentiable(s.array.type):
+            return []
+        from .exprs import select, tup
+        dtype = s.array.type.dtype
+
+        def build():
+            g = self.load_element(self.adj(s.array), idx, dtype, s.loc).atom()
+            parts = [select(winner(c), g.comp(c) * share(extra), zero(T.scalar_of(dtype)))
+                     for c, extra in enumerate(comps)]
+            return Ex(name(self.adj(v)), v.type) + tup(parts, dtype)
+
+        pre, result = self.build(build, s.loc)
+        body = pre + [assign(self.adj(v), result.node, s.loc)]
+        return [located(ast.If(not_none(self.adj(s.array)), body, []), s.loc)]
 
     def r_If(self, s):
         body = self.reverse(s.body)

@@ -288,7 +288,7 @@ def atomic_tie_sites(fir):
     in two phases (count, then share) with a count array per site."""
     return [s for s in ir.walk(fir.body) if isinstance(s, ir.AtomicRMW)
             and s.op in ("min", "max") and s.array in fir.params
-            and T.is_float(s.array.type.dtype)]
+            and T.is_float(T.scalar_of(s.array.type.dtype))]  # vectors: per component
 
 
 def unconditional_tid_accesses(fir, facts):

@@ -10,7 +10,8 @@ import ast
 
 from .. import types as T
 from . import ir
-from .codegen import assign, diff, index_node, located, not_none, zero_node
+from .codegen import (assign, component_indices, diff, index_node, located, not_none,
+                      zero_node)
 from .exprs import Ex, name, zero
 from .forward import Forward
 
@@ -115,13 +116,21 @@ class Tangent(Forward):
         """Phase 1 at a tie site: every thread whose value is the result adds its tangent and
         counts itself (the runtime divides the sum by the count)."""
         idx = self.idx_nodes(s.index)
-        cur = self.load_element(s.array.name, idx, s.array.type.dtype, s.loc)
-        tied = ast.Compare(cur.node, [ast.Eq()], [self.ex(s.value).node])
-        add = [ast.Expr(self.target.atomic("atomic_add", [name(f"_tsum{k}"), index_node(idx),
-                                                          self.tex(s.value).node])),
-               ast.Expr(self.target.atomic("atomic_add", [name(f"_ties{k}"), index_node(idx),
-                                                          ast.Constant(1)]))]
-        return [located(ast.If(tied, add, []), s.loc)]
+        dtype = s.array.type.dtype
+        cur = self.load_element(s.array.name, idx, dtype, s.loc)
+        val, tval = self.ex(s.value), self.tex(s.value)
+        out = []
+        for c, extra in enumerate(component_indices(dtype)):  # per component for vectors
+            where = index_node(list(idx) + [ast.Constant(e) for e in extra])
+            parts = (cur.comp(c), val.comp(c), tval.comp(c)) if T.is_composite(dtype) else \
+                (cur, val, tval)
+            tied = ast.Compare(parts[0].node, [ast.Eq()], [parts[1].node])
+            add = [ast.Expr(self.target.atomic("atomic_add", [name(f"_tsum{k}"), where,
+                                                              parts[2].node])),
+                   ast.Expr(self.target.atomic("atomic_add", [name(f"_ties{k}"), where,
+                                                              ast.Constant(1)]))]
+            out.append(located(ast.If(tied, add, []), s.loc))
+        return out
 
     def _tangent_atomic(self, s):
         out = super().s_AtomicRMW(s)
@@ -132,9 +141,19 @@ class Tangent(Forward):
         if s.op in ("add", "sub"):
             body = self.atomic_element(s.op, arr, idx, self.tex(s.value), s.loc)
         else:  # min/max: the tangent of the value that ended up in the array
-            cur = self.load_element(s.array.name, idx, s.array.type.dtype, s.loc)
-            cond = ast.Compare(cur.node, [ast.Eq()], [self.ex(s.value).node])
-            body = [ast.If(cond, self.store_element(arr, idx, self.tex(s.value), s.loc), [])]
+            dtype = s.array.type.dtype
+            cur = self.load_element(s.array.name, idx, dtype, s.loc)
+            val, tval = self.ex(s.value), self.tex(s.value)
+            if T.is_composite(dtype):  # componentwise, as the atomics themselves
+                body = []
+                for c, extra in enumerate(component_indices(dtype)):
+                    cond = ast.Compare(cur.comp(c).node, [ast.Eq()], [val.comp(c).node])
+                    where = list(idx) + [ast.Constant(e) for e in extra]
+                    body.append(ast.If(cond, self.store_element(arr, where, tval.comp(c),
+                                                                s.loc), []))
+            else:
+                cond = ast.Compare(cur.node, [ast.Eq()], [val.node])
+                body = [ast.If(cond, self.store_element(arr, idx, tval, s.loc), [])]
         st = located(ast.If(not_none(arr), body, []), s.loc)
         if s.dst is not None and diff(s.dst):
             out.append(assign(self.tan(s.dst), zero_node(s.dst.type), s.loc))
