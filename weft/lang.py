@@ -10,6 +10,7 @@ declares about itself (signatures, output arguments), never on its name.
 from __future__ import annotations
 
 import inspect
+import sys
 import typing
 
 
@@ -139,17 +140,28 @@ def func(f=None, *, module=None, **options):
     the first (as in Warp): a call picks the overload whose declared types match its arguments
     exactly, else the first whose generic types (``Any``, ``wp.Float``) fit them."""
     if f is None:
-        return _declare_func
-    return _declare_func(f)
+        return lambda g: _declare_func(g, sys._getframe(1))
+    return _declare_func(f, sys._getframe(1))
 
 
-def _declare_func(f):
+def _declare_func(f, frame):
+    """``frame``: where the decorator runs (a func declared inside a function overloads or
+    redefines the one of the same name in that function's locals); it is not kept."""
     new = Function(f)
-    previous = f.__globals__.get(f.__name__) if "<locals>" not in f.__qualname__ else None
+    if "<locals>" in f.__qualname__:
+        previous = frame.f_locals.get(f.__name__) if frame is not None else None
+    else:
+        previous = f.__globals__.get(f.__name__)
+    del frame
     if isinstance(previous, Function) and previous.signatures is None and \
             previous.__qualname__ == f.__qualname__ and previous.__module__ == f.__module__:
-        same = [o for o in previous.overloads if _annotations(o.func) == _annotations(f)]
-        previous.overloads = [o for o in previous.overloads if o not in same] + [new]
+        if any(_annotations(o.func) == _annotations(f) for o in previous.overloads):
+            # a redefinition (as Warp): a new func object in the old one's place among the
+            # overloads; references taken before keep the old bodies
+            new.overloads = [new if _annotations(o.func) == _annotations(f) else o
+                             for o in previous.overloads]
+            return new
+        previous.overloads = previous.overloads + [new]  # an overload of the first
         return previous
     return new
 

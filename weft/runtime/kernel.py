@@ -175,6 +175,12 @@ class _ModuleView:
     def load(self, device=None, block_dim=None):
         return self._warp.load(device, block_dim)
 
+    def mark_modified(self):
+        return self._warp.mark_modified()
+
+    def hash_module(self):
+        return self._warp.hash_module()
+
     def __getattr__(self, name):
         return getattr(self._kernel.compiled("cpu").module, name)
 

@@ -261,7 +261,33 @@ def stmt_if(ctx, s):
     with ctx.in_block(env0) as orelse:
         (e2,) = lower_block(ctx, s.orelse)
     ctx.add(ir.If(cond, body, orelse, ctx.loc(s)))
+    _zero_missing(ctx, env0, [e1, e2], s)
     ctx.env = merge(ctx, [e1, e2], s)
+
+
+def _zero_missing(ctx, env0, exits, node):
+    """A value variable first assigned on one branch only is zero on the others, as in Warp
+    (``if flag: x = 123`` then reading ``x``)."""
+    names = {n for e in exits for n in e.env if n not in env0}
+    for name in sorted(names):
+        have = [e.env[name] for e in exits if name in e.env]
+        t = have[0].type
+        if not isinstance(have[0], ir.Var) or not (T.is_scalar(t) or T.is_composite(t)) or \
+                any(v.type != t for v in have):
+            continue
+        for e in exits:
+            if name in e.env:
+                continue
+            saved = ctx.block, ctx.env
+            ctx.block, ctx.env = e.block, e.env
+            try:
+                zero = ir.Const(0, t) if T.is_scalar(t) else \
+                    ctx.apply("construct", [], node, {"type": t})
+                v = ctx.new_version(name, t)
+                ctx.add(ir.Assign(v, ir.Copy(zero), ctx.loc(node)))
+                e.env[name] = v
+            finally:
+                ctx.block, ctx.env = saved
 
 
 def stmt_assign(ctx, s):
