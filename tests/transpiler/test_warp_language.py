@@ -239,3 +239,52 @@ def test_negative_constant_indices_and_empty_vectors():
     np.testing.assert_array_equal(flags.numpy(), [1, 1])
     tape.backward(grads={o: np.ones((1, 4), np.float32)})
     np.testing.assert_array_equal(x.grad.numpy(), [123.0])
+
+
+@wp.kernel
+def short_circuit(arr: wp.array(dtype=int), x: wp.array(dtype=wp.float64),
+                  result: wp.array(dtype=int), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    out[i] = x[i]
+    if arr and i >= 0 and arr[i] == 0:  # a null array is false; arr[i] is then never read
+        result[i] = -1
+        return
+    if not arr or i < 0 or arr[i] == 0:
+        result[i] = 2
+    if x[i] > 0.0 and (x[i] * x[i] > 0.5 or wp.sin(x[i]) > 0.9):
+        out[i] = x[i] * x[i] * x[i]
+
+
+@wp.struct
+class _WithArray:
+    data: wp.array(dtype=int)
+
+
+@wp.kernel
+def unset_member(s: _WithArray, out: wp.array(dtype=int)):
+    out[0] = 7
+    if s.data:
+        out[0] = s.data[0]
+
+
+def test_null_arrays_and_short_circuit_conditions():
+    xv = np.array([1.0, -1.0, 2.0, 0.3])
+    x = wp.array(xv, dtype=wp.float64, requires_grad=True)
+    result = wp.zeros(4, dtype=int)
+    out = wp.zeros(4, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(short_circuit, 4, inputs=[None, x, result, out])
+    np.testing.assert_array_equal(result.numpy(), [2, 2, 2, 2])
+    np.testing.assert_allclose(out.numpy(), [1.0, -1.0, 8.0, 0.3])
+    tape.backward(grads={out: np.ones(4)})
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 1.0, 12.0, 1.0])  # 3x^2 where cubed
+    wp.launch(short_circuit, 4, inputs=[wp.array([0, 1, 0, 5], dtype=int), x, result, out])
+    np.testing.assert_array_equal(result.numpy(), [-1, 2, -1, 2])
+    s = _WithArray()  # Warp: an unset array member is a null array
+    o = wp.zeros(1, dtype=int)
+    wp.launch(unset_member, 1, inputs=[s, o])
+    assert o.numpy()[0] == 7
+    s.data = wp.array([42], dtype=int)
+    wp.launch(unset_member, 1, inputs=[s, o])
+    assert o.numpy()[0] == 42

@@ -48,9 +48,7 @@ def flatten_value(where, t, a, out):
             raise LaunchError(f"{where}: expected a {t.__name__} struct, got {type(a).__name__}")
         for f, ft in T.struct_fields(t).items():
             v = getattr(a, f)
-            if isinstance(ft, T.ArrayType) and v is None:
-                raise LaunchError(f"{where}: member '{f}' (an array) is not set")
-            flatten_value(f"{where}.{f}", ft, v, out)
+            flatten_value(f"{where}.{f}", ft, v, out)  # an unset array member is null
         return
     if isinstance(t, T.ArrayType) and T.is_struct(t.dtype):
         if not isinstance(a, array) or a.dtype is not t.dtype or a.ndim != t.ndim:
@@ -64,11 +62,26 @@ def flatten_value(where, t, a, out):
     out.append(a)
 
 
+_NULL = {}
+
+
+def null_array(ptype, device):
+    """The data a kernel receives for ``None`` where it takes an array (Warp's null array):
+    an empty array of the parameter's type, shared."""
+    key = (ptype.dtype, ptype.ndim, str(device))
+    data = _NULL.get(key)
+    if data is None:
+        from .array_ops import zeros
+        data = _NULL[key] = kernel_data(zeros((0,) * ptype.ndim, dtype=ptype.dtype,
+                                              device=device))
+    return data
+
+
 def convert_arg(where, ptype, value, device):
     """The value the generated kernel receives for one argument (raises LaunchError)."""
     if isinstance(ptype, T.ArrayType):
-        if value is None:
-            raise LaunchError(f"{where}: expected an array, got None")
+        if value is None:  # Warp's null array: no elements, false as a condition
+            return null_array(ptype, device)
         if not isinstance(value, array):
             raise LaunchError(f"{where}: expected a wp.array of {T.type_name(ptype.dtype)}, got "
                               f"{type(value).__name__}")

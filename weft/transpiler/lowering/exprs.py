@@ -148,6 +148,11 @@ def truth(ctx, x, node):
         return x
     if T.is_scalar(x.type):
         return ctx.apply("ne", [x, ir.Const(0, x.type)], node)
+    if isinstance(x.type, T.ArrayType):  # Warp: an array is false when null (launched None)
+        shape = ctx.emit(ir.Prim(registry.lookup("array_shape"), [x]),
+                         T.TupleType((T.int32,) * x.type.ndim), node)
+        first = ctx.apply("tuple_get", [shape], node, attrs={"index": 0})
+        return ctx.apply("ne", [first, ir.Const(0, T.int32)], node)
     raise ctx.fail(node, f"a value of type {T.type_name(x.type)} cannot be used as a "
                    "condition", KernelTypeError)
 
@@ -157,11 +162,24 @@ def lower_condition(ctx, node):
 
 
 def expr_boolop(ctx, node):
-    # Warp evaluates both sides of ``and``/``or``
-    name = "bool_and" if isinstance(node.op, ast.And) else "bool_or"
+    """``and``/``or`` short-circuit, as in Python and Warp 1.19 (``if arr and arr[i] == 0``
+    never reads a null array); constants fold, so a compile-time condition keeps one branch."""
+    is_and = isinstance(node.op, ast.And)
     acc = truth(ctx, lower_expr(ctx, node.values[0]), node.values[0])
     for v in node.values[1:]:
-        acc = ctx.apply(name, [acc, truth(ctx, lower_expr(ctx, v), v)], node)
+        if isinstance(acc, ir.Const):
+            if bool(acc.value) != is_and:
+                return ir.Const(bool(acc.value), T.bool)  # decided: the rest is not evaluated
+            acc = truth(ctx, lower_expr(ctx, v), v)
+            continue
+        res = ctx.new_temp(T.bool, "cond")
+        ctx.add(ir.Assign(res, ir.Copy(acc), ctx.loc(node)))
+        go = res if is_and else ctx.apply("bool_not", [res], node)
+        with ctx.in_block(dict(ctx.env)) as body:
+            val = truth(ctx, lower_expr(ctx, v), v)
+            ctx.add(ir.Assign(res, ir.Copy(val), ctx.loc(node)))
+        ctx.add(ir.If(go, body, [], ctx.loc(node)))
+        acc = res
     return acc
 
 
