@@ -30,7 +30,7 @@ def _reference(v):
         v * 3.0 - np.trunc(v * 3.0),
         np.copysign(v, -1.0),
         v * 0.75 + v * v * 0.25 + t * t * (3 - 2 * t),
-        (np.floor(v) != 0).astype(float) + (v - 0.5 >= 0).astype(float),
+        (np.floor(v) != 0).astype(float) + (v - 0.5 < 0).astype(float),  # Warp's step
         np.isnan(v / (v - v)) + 2.0 * np.isinf(1.0 / v) + 4.0 * np.isfinite(v),
     ], 1)
 

@@ -570,13 +570,13 @@ class nonzero:
         return None if tx is None else zero(x.type)
 
 
-@builtin("step", ["step(x: Scalar) -> Scalar  (0 where x < 0, else 1)"],
+@builtin("step", ["step(x: Scalar) -> Scalar  (1 where x < 0, else 0: Warp's definition)"],
          lambda ts, a=None: ts[0] if len(ts) == 1 and numeric_scalar(ts[0]) else None)
 class step:
     def primal(x):
         x = x.atom()
         return select(Ex(ast.Compare(x.node, [ast.Lt()], [zero(x.type).node]), T.bool),
-                      zero(x.type), const(1, x.type))
+                      const(1, x.type), zero(x.type))
 
     def adjoint(x, ret, adj):
         return [None]
