@@ -54,10 +54,47 @@ def _cast(t):
     return Form(T.type_name(t), lower)
 
 
+def _warp_mismatch(ctx, t, args, node):
+    """Warp's messages for a composite constructed from the wrong number or kind of values
+    (checked before the signatures, whose message is weft's own)."""
+    kind = t._wp_kind_
+    if kind not in ("vector", "matrix") or not args:
+        return
+    noun = f"vector of length {t._length_}" if kind == "vector" else \
+        f"matrix of shape {tuple(t._shape_)}"
+    if len(args) == 1 and T.is_composite(args[0].type):
+        src = args[0].type
+        if src._wp_kind_ == kind and src._shape_ != t._shape_:
+            got = f"vector of length {src._length_}" if kind == "vector" else \
+                f"matrix of shape {tuple(src._shape_)}"
+            raise ctx.fail(node, f"incompatible {noun.split(' of ')[0]} of "
+                           f"{noun.split(' of ')[1]} given when copy constructing a {got}")
+        return
+    scalars = [a for a in args if T.is_scalar(a.type)]
+    if len(scalars) != len(args):
+        return
+    if len(args) == 1:
+        if kind == "matrix" and args[0].type != T.scalar_of(t) and not (
+                isinstance(args[0], ir.Const) and args[0].literal):
+            raise ctx.fail(node, "the value used to fill this matrix is expected to be of the "
+                           f"type `{T.scalar_of(t).__name__}`")
+        return
+    n = len(args)
+    rows_ok = kind == "matrix" and n == t._shape_[0]
+    if n != t._length_ and not rows_ok:
+        raise ctx.fail(node, f"incompatible number of values given ({n}) when constructing a "
+                       f"{noun}")
+    st = T.scalar_of(t)
+    if any(a.type != st and not (isinstance(a, ir.Const) and a.literal) for a in args):
+        raise ctx.fail(node, f"all values used to initialize this {kind} are expected to be of "
+                       f"the type `{st.__name__}`")
+
+
 def _construct(t):
     """``wp.vec3(x, y, z)``, ``wp.mat22(...)``, ``wp.quat(...)``: a composite value."""
     def lower(ctx, node):
         args = [ctx.adapt_literal(ctx.expr(a), t) for a in node.args]
+        _warp_mismatch(ctx, t, args, node)
         return ctx.apply("construct", args, node, {"type": t})
     return Form(T.type_name(t), lower)
 
@@ -110,18 +147,27 @@ def _generic(factory):
             raise ctx.fail(node, f"{what}(dtype=...) needs a scalar type") from None
         n = sum(a.type._length_ if T.is_composite(a.type) else 1 for a in args)
         if factory is T.vector:
+            if not args and "length" not in kw:
+                raise ctx.fail(node, "the `length` argument must be specified when "
+                               "zero-initializing a vector")
             length = kw.get("length", n)
             if not isinstance(length, int) or length < 1:
                 raise ctx.fail(node, "wp.vector() needs its components or length=N")
             t = T.vector(length, st)
         elif factory is T.matrix:
             shape = kw.get("shape")
+            if shape is None and args and not (len(args) == 1 and T.is_composite(args[0].type)):
+                raise ctx.fail(node, "the `shape` argument must be specified when initializing "
+                               "a matrix by value")
+            if shape is None and len(args) == 1:
+                shape = tuple(args[0].type._shape_)
             if not (isinstance(shape, tuple) and len(shape) == 2 and all(
                     isinstance(d, int) and d > 0 for d in shape)):
                 raise ctx.fail(node, "wp.matrix(...) in a kernel needs shape=(rows, cols)")
             t = T.matrix(shape, st)
         else:
             t = factory(st)
+        _warp_mismatch(ctx, t, [ctx.adapt_literal(a, t) for a in args], node)
         if n not in (0, t._length_) and not (n == 1 and factory in (T.vector, T.matrix)):
             raise ctx.fail(node, f"{what}() for {T.type_name(t)} takes 0, "
                            f"{'1 (a fill value) or ' if n == 1 else ''}{t._length_} "

@@ -173,6 +173,8 @@ def static_value(ctx, node, what):
         return ast.literal_eval(node)
     except ValueError:
         pass
+    if isinstance(node, ast.Tuple):  # (ROWS, COLS) of constants
+        return tuple(static_value(ctx, e, what) for e in node.elts)
     value = resolve_global(ctx, node)
     if value is None:
         raise ctx.fail(node, f"{what} must be a constant")
