@@ -106,29 +106,6 @@ class CompositeValue:
                 return result.view(t)
         return result
 
-    # ----------------------------------------------------------------------- matrix rows/cols
-    def _matrix_part(self, name):
-        if self._wp_kind_ != "matrix":
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-        from .typecore import vector
-        return vector(self._shape_[1 if name.endswith("row") else 0], self._wp_scalar_type_)
-
-    def get_row(self, i):
-        """Row ``i`` of a matrix as a vector (Warp's ``m.get_row``)."""
-        return self._matrix_part("get_row")(self.view(np.ndarray)[i])
-
-    def get_col(self, j):
-        """Column ``j`` of a matrix as a vector (Warp's ``m.get_col``)."""
-        return self._matrix_part("get_col")(self.view(np.ndarray)[:, j])
-
-    def set_row(self, i, value):
-        self._matrix_part("set_row")
-        self.view(np.ndarray)[i] = np.asarray(value)
-
-    def set_col(self, j, value):
-        self._matrix_part("set_col")
-        self.view(np.ndarray)[:, j] = np.asarray(value)
-
     # ----------------------------------------------------------------------- printing
     def __repr__(self):
         return f"{_type_repr(type(self))}({self.view(np.ndarray).tolist()})"
@@ -253,6 +230,19 @@ class CompositeValue:
         if self._wp_kind_ != "matrix" or not 0 <= r < self._shape_[0]:
             raise IndexError("Invalid row index")
         self[r] = value
+
+    def get_col(self, c):
+        """Column ``c`` of a matrix, as a vector (a copy)."""
+        if self._wp_kind_ != "matrix" or not 0 <= c < self._shape_[1]:
+            raise IndexError("Invalid column index")
+        from .typecore import vector
+        return vector(self._shape_[0], self._wp_scalar_type_)(self.view(np.ndarray)[:, c])
+
+    def set_col(self, c, value):
+        """Set column ``c`` of a matrix."""
+        if self._wp_kind_ != "matrix" or not 0 <= c < self._shape_[1]:
+            raise IndexError("Invalid column index")
+        self.view(np.ndarray)[:, c] = np.asarray(value)
 
 
 HOST_PRODUCT = None  # set by weft.runtime.host: the kernel language's ``a * b`` at Python scope
