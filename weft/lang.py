@@ -46,6 +46,25 @@ class UserFunction:
     def assigned_args(self, node):
         return []
 
+    # pickling (weft.serialize): by reference to the module, or by source
+    def __reduce__(self):
+        from .serialize import reduce_function
+        return reduce_function(self)
+
+    def __setstate__(self, state):
+        from .serialize import set_state
+        set_state(self, state)
+
+    def _weft_init_args(self):
+        """Keyword arguments that re-create this object around its function."""
+        return {}
+
+    def _weft_extra_state(self):
+        return {}
+
+    def _weft_set_extra_state(self, extra):
+        pass
+
 
 class Function(UserFunction):
     """A ``@wp.func``: callable from kernels and other funcs.
@@ -89,6 +108,16 @@ class Function(UserFunction):
 
     def custom_rules(self):
         return list(self._weft_custom.values())
+
+    def _weft_init_args(self):
+        return {"signatures": self.signatures, "outputs": self.outputs}
+
+    def _weft_extra_state(self):
+        return {"overloads": list(self.overloads), "custom": dict(self._weft_custom)}
+
+    def _weft_set_extra_state(self, extra):
+        self.overloads = list(extra["overloads"])
+        self._weft_custom = dict(extra["custom"])
 
     def n_inputs(self):
         return len(inspect.signature(self.func).parameters)

@@ -221,6 +221,37 @@ def _composite(kind, shape, dtype, base_name):
     return cls
 
 
+_NAMED = None
+
+
+def composite_named(name):
+    """The vector, matrix, quaternion or transform type named ``name`` (``vec5f``, ``mat34d``,
+    ``quath``): what ``pickle`` looks up as ``weft.types.<name>`` for a type made by
+    ``wp.types.vector(5, float)``, which is no module attribute. ``None`` when no such type."""
+    import re
+    global _NAMED
+    for cls in _COMPOSITES.values():
+        if cls.__qualname__ == name:
+            return cls
+    if _NAMED is None:
+        sufs = sorted(_SUFFIX.values(), key=len, reverse=True)
+        _NAMED = re.compile(r"(vec|mat|quat|transform)(\d*)(" + "|".join(sufs) + ")")
+    m = _NAMED.fullmatch(name)
+    if m is None:
+        return None
+    base, digits, suf = m.groups()
+    dtype = next(t for t, s in _SUFFIX.items() if s == suf)
+    if base == "vec" and digits and int(digits) > 0:
+        return vector(int(digits), dtype)
+    if base == "mat" and len(digits) == 2 and "0" not in digits:
+        return matrix((int(digits[0]), int(digits[1])), dtype)
+    if base == "quat" and not digits:
+        return quaternion(dtype)
+    if base == "transform" and not digits:
+        return transformation(dtype)
+    return None  # a matrix with 10 rows or columns or more: its name is ambiguous
+
+
 def query_type(name, words=16):
     """A distinct type for the iteration state of a geometry query (``wp.hash_grid_query_t``,
     ``wp.mesh_query_aabb_t``, ...): laid out as a vector of ``words`` int64 (kernels copy and

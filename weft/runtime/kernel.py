@@ -42,6 +42,9 @@ class Kernel(UserFunction):
         self._declared = None
         self._generic = None
 
+    def _weft_init_args(self):
+        return {"key": self.key, "options": dict(self.options)}
+
     @property
     def declared(self):
         """``[(name, type)]`` as annotated (None for ``Any``)."""

@@ -43,6 +43,12 @@ class Tape:
         self.loss = None
         self.reads = hazards.ReadSet()  # memory the records' adjoints read again
 
+    def __reduce__(self):
+        from ..serialize import refuse
+        refuse(self, "its records hold this process's compiled kernels and memory; send its "
+               "results instead: the gradients (tape.gradients, wp.grad(params) or each "
+               "array's .grad) pickle as arrays")
+
     def __enter__(self):
         if _stack and _stack[-1] is self:
             raise RuntimeError("this tape is already recording")

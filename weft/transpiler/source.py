@@ -16,7 +16,14 @@ def parse(pyfunc):
         filename = inspect.getsourcefile(pyfunc) or inspect.getfile(pyfunc)
         lines, first = inspect.getsourcelines(pyfunc)
     except (OSError, TypeError) as exc:
-        raise KernelError(f"cannot read the source of {pyfunc.__qualname__}: {exc}") from None
+        hint = ""
+        if getattr(getattr(pyfunc, "__code__", None), "co_filename", "") == "<dynamic-code>":
+            hint = (" (it was declared inside a function that cloudpickle sent by value, "
+                    "whose source does not travel: declare kernels where the sender runs, at "
+                    "the top level of the script or module, and send them; see "
+                    "docs/distributed.md)")
+        raise KernelError(f"cannot read the source of {pyfunc.__qualname__}: {exc}{hint}") \
+            from None
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
