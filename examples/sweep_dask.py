@@ -185,6 +185,13 @@ def plot(path, launches, results):
         q = (np.array([a_deg, m]) - lo) / (hi - lo)
         return float(pad + q[0] * (w - 2 * pad)), float(h - pad - q[1] * (h - 2 * pad))
     d.line([px(lo[0], 0), px(hi[0], 0)], fill=(150, 150, 150))
+    for a_deg in range(int(np.ceil(lo[0] / 15.0)) * 15, int(hi[0]) + 1, 15):  # axis ticks
+        x0, y0 = px(a_deg, 0)
+        d.line([(x0, y0), (x0, y0 + 4)], fill=(150, 150, 150))
+        d.text((x0 - 6, y0 + 6), f"{a_deg}", fill="black")
+    for m in range(0, int(hi[1]) + 1, 5):
+        x0, y0 = px(lo[0], m)
+        d.text((x0 - 24, y0 - 6), f"{m}", fill="black")
     colours = [(31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40)]
     for k, s in enumerate(speeds):
         col = colours[k % len(colours)]

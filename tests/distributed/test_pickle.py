@@ -139,6 +139,10 @@ def _module_nobody_can_import(tmp_path):
 
         OFFSET = 0.25
 
+        @wp.struct
+        class Gain:
+            k: float
+
         @wp.func
         def shifted(x: float):
             return sin(x) + OFFSET
@@ -147,6 +151,11 @@ def _module_nobody_can_import(tmp_path):
         def apply(a: wp.array(dtype=float), out: wp.array(dtype=float)):
             i = wp.tid()
             out[i] = shifted(a[i])
+
+        @wp.kernel
+        def amplify(a: wp.array(dtype=float), g: Gain, out: wp.array(dtype=float)):
+            i = wp.tid()
+            out[i] = a[i] * g.k
     """))
     mod = types.ModuleType("weft_test_gone_module")
     mod.__file__ = str(path)
@@ -164,7 +173,8 @@ def test_kernels_by_source_rebuild_in_a_new_process_with_the_same_cache_key(tmp_
     x = np.linspace(0.0, 1.0, 5).astype(np.float32)
     blob = cloudpickle.dumps({"closure": closure, "gone": gone.apply, "weigh": weigh,
                               "x": wp.array(x, dtype=float), "v7": wp.types.vector(7, float),
-                              "m": wp.types.matrix((1, 23), wp.float64)})
+                              "m": wp.types.matrix((1, 23), wp.float64),
+                              "amplify": gone.amplify, "gain": gone.Gain(4.0)})
     out = receive(blob, """
         from weft.runtime.cache import key_of
         for name in ("closure", "gone", "weigh"):
@@ -173,6 +183,9 @@ def test_kernels_by_source_rebuild_in_a_new_process_with_the_same_cache_key(tmp_
             y = wp.zeros(5, dtype=float)
             wp.launch(obj[name], 5, inputs=[obj["x"]], outputs=[y])
             print(name + "_y", y.numpy().tolist())
+        y = wp.zeros(5, dtype=float)
+        wp.launch(obj["amplify"], 5, inputs=[obj["x"], obj["gain"]], outputs=[y])
+        print("amplify_y", y.numpy().tolist())
         print("v7", obj["v7"].__name__, obj["v7"]._length_, obj["v7"] is wp.types.vector(7, float))
         print("m", obj["m"]._shape_, obj["m"] is wp.types.matrix((1, 23), wp.float64))
     """, tmp_path)
@@ -181,6 +194,7 @@ def test_kernels_by_source_rebuild_in_a_new_process_with_the_same_cache_key(tmp_
     assert out["weigh"] == key_of(weigh)
     np.testing.assert_allclose(eval(out["closure_y"]), np.sin(x) * 3.0, rtol=1e-6)
     np.testing.assert_allclose(eval(out["gone_y"]), np.sin(x) + 0.25, rtol=1e-6)
+    np.testing.assert_allclose(eval(out["amplify_y"]), x * 4.0, rtol=1e-6)  # a struct by value
     assert out["v7"] == "vec7f 7 True"
     assert out["m"] == "(1, 23) True"
 
