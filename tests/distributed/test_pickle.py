@@ -263,3 +263,17 @@ def test_a_kernel_declared_inside_a_function_sent_by_value_says_why_it_cannot_co
     remote = pickle.loads(cloudpickle.dumps(make_and_launch))  # as on a worker
     with pytest.raises(wp.KernelError, match="declare kernels where the sender runs"):
         remote()
+
+
+@pytest.mark.cudasim
+def test_cuda_arrays_arrive_on_the_same_device_with_their_gradient():
+    """(Numba's CUDA simulator in CI.)"""
+    if not wp.is_cuda_available():
+        pytest.skip("no CUDA device (nor the simulator)")
+    a = wp.array(np.arange(6.0).reshape(2, 3), dtype=wp.vec3, device="cuda", requires_grad=True)
+    a.grad.fill_(0.5)
+    b = pickle.loads(pickle.dumps(a))
+    assert b.device == "cuda:0" and b.dtype is wp.vec3 and b.shape == (2,)
+    np.testing.assert_array_equal(b.numpy(), a.numpy())
+    assert b.grad.device == "cuda:0"
+    np.testing.assert_array_equal(b.grad.numpy(), np.full((2, 3), 0.5, np.float32))
