@@ -150,6 +150,7 @@ from . import cli as cli
 from . import config as config
 from . import constants as constants
 from . import diskcache as diskcache
+from . import distributed as distributed
 from . import errors as errors
 from . import examples as examples
 from . import geometry as geometry
@@ -158,6 +159,7 @@ from . import optim as optim
 from . import pytree as pytree
 from . import render as render
 from . import runtime as runtime
+from . import serialize as serialize
 from . import stdlib as stdlib
 from . import timing as timing
 from . import transpiler as transpiler
@@ -1033,7 +1035,8 @@ min(a: Vector, b: Vector) -> Vector (componentwise)"""
 
 
 def mod(*args: _Any, **kwargs: _Any) -> _Any:
-    """mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)"""
+    """mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)
+mod(a: Vector, b: Vector) -> Vector  (per component)"""
 
 
 def mul(*args: _Any, **kwargs: _Any) -> _Any:

@@ -275,6 +275,7 @@ def set_state(obj, state):
     type(obj).__init__(obj, fn, **state["init"])
     obj.__dict__["_weft_token"] = token
     obj._weft_set_extra_state(state["extra"])
+    obj.parsed()  # read the source now, while linecache surely holds it
 
 
 def cls_name(obj):
