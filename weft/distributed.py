@@ -145,7 +145,9 @@ def map(fn, items, *args, client=None, numba_threads="auto", retries=None, pure=
     ``fn`` launches kernels and may record a tape and call ``tape.backward``; return
     ``wp.grad(params)`` (or ``a.grad``) for gradients. ``fn`` and what it reads are pickled
     with cloudpickle (kernels and funcs of ``__main__`` by source, see :mod:`weft.serialize`);
-    ``args``/``kwargs`` are sent with every task. ``client``: a ``dask.distributed.Client``
+    ``args``/``kwargs`` are sent with every task: each task gets its own copy (gradients
+    accumulated into a shared input do not mix; for large shared data, ``client.scatter``
+    it and read it without writing). ``client``: a ``dask.distributed.Client``
     (default: the current one). ``numba_threads``: Numba threads per task, ``"auto"`` (the
     machine's cores over the Dask threads of its workers: see :func:`numba_threads_per_task`),
     an int, or None to leave Numba's default. ``retries``: Dask's retries of a task that

@@ -206,6 +206,24 @@ def test_numba_threads_share_the_machines_cores(client):
     assert got == [min(max(1, cores // 2), numba.config.NUMBA_NUM_THREADS)] * 2
 
 
+def _grad_of_shared(i, x):
+    loss = wp.zeros(1, dtype=f64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(reach, len(x), inputs=[x], outputs=[loss])
+    tape.backward(loss)
+    return x.grad
+
+
+def test_each_task_gets_its_own_copy_of_shared_inputs(client):
+    """Gradients that tasks accumulate into an input they share do not mix."""
+    x = wp.array(np.ones((3, 2)), dtype=vec, requires_grad=True)
+    grads = wd.map(_grad_of_shared, range(6), x, client=client)
+    for g in grads:
+        np.testing.assert_array_equal(g, [[1.0, 0.1]] * 3)
+    np.testing.assert_array_equal(x.grad.numpy(), 0.0)  # the client's array is untouched
+
+
 def test_errors_in_tasks_reach_the_caller(client):
     def bad(i):
         wp.launch(fly, 1, inputs=[wp.zeros(1, dtype=vec)], outputs=[])
