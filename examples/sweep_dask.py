@@ -208,9 +208,9 @@ def plot(path, launches, results):
     return path
 
 
-def scaling(launches, c_np):
+def scaling(launches, c_np, repeat=1):
     """Seconds for the sweep in this process and on 1 and 2 local workers (warm caches), with
-    Numba's pool at 1 thread and at the machine's cores."""
+    Numba's pool at 1 thread and at the machine's cores; the best of ``repeat`` runs each."""
     import numba
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else \
         os.cpu_count()
@@ -218,22 +218,27 @@ def scaling(launches, c_np):
     rows = []
     for nt in (1, numba.config.NUMBA_NUM_THREADS):
         numba.set_num_threads(nt)
-        t = time.perf_counter()
-        for launch in launches:
-            mean_range(launch, c_np)
-        rows.append((f"this process, Numba {nt} thread(s)", time.perf_counter() - t, 0.0))
+        best = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            for launch in launches:
+                mean_range(launch, c_np)
+            best.append(time.perf_counter() - t)
+        rows.append((f"this process, Numba {nt} thread(s)", min(best), 0.0))
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     for n, threads in ((1, 1), (1, "auto"), (2, "auto")):
         client, cluster = local_client(n)
         try:
-            _, warm_s, run_s = sweep(client, launches, c_np, numba_threads=threads)
+            runs = [sweep(client, launches, c_np, numba_threads=threads)
+                    for _ in range(repeat)]
         finally:
             client.close()
             cluster.close()
         nt = max(1, cores // n) if threads == "auto" else threads
-        rows.append((f"{n} worker(s) x 1 task thread, Numba {nt}", run_s, warm_s))
+        rows.append((f"{n} worker(s) x 1 task thread, Numba {nt}", min(r[2] for r in runs),
+                     runs[0][1]))
     print(f"\n{len(launches)} launches x {len(c_np)} projectiles x {STEPS} steps, forward and "
-          f"backward ({cores} cores)")
+          f"backward ({cores} cores; best of {repeat}; warm: the first warm-up)")
     print(f"{'':40s} {'sweep (s)':>10s} {'warm (s)':>9s} {'speed-up':>9s}")
     for name, s, w in rows:
         print(f"{name:40s} {s:10.2f} {w:9.2f} {rows[0][1] / s:9.2f}")
@@ -250,12 +255,13 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=512, help="projectiles per launch")
     ap.add_argument("--check", action="store_true", help="compare with this process")
     ap.add_argument("--scaling", action="store_true", help="time 1 and 2 local workers")
+    ap.add_argument("--repeat", type=int, default=1, help="--scaling: best of this many runs")
     ap.add_argument("--out", default=".", help="folder for the plot")
     args = ap.parse_args(argv)
     launches = grid(args.angles, args.speeds)
     c_np = drags(args.batch)
     if args.scaling:
-        scaling(launches, c_np)
+        scaling(launches, c_np, args.repeat)
         return True
     if args.scheduler:
         from dask.distributed import Client

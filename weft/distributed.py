@@ -105,16 +105,35 @@ _LOCK = threading.Lock()
 
 def _threadsafe_numba():
     """Whether Numba's threading layer allows parallel launches from several threads at once
-    (TBB and OpenMP do; the fallback ``workqueue`` layer aborts the process)."""
-    import importlib.util
-    return any(importlib.util.find_spec(m) is not None
-               for m in ("numba.np.ufunc.tbbpool", "numba.np.ufunc.omppool")) and \
-        os.environ.get("NUMBA_THREADING_LAYER", "default") != "workqueue"
+    (TBB and OpenMP do; the ``workqueue`` layer, Numba's fallback, aborts the process)."""
+    import numba
+    try:
+        from numba.np.ufunc import parallel
+        parallel._launch_threads()
+        return numba.threading_layer() in ("tbb", "omp")
+    except Exception:  # noqa: BLE001 - an unknown layer: assume it is not
+        return False
+
+
+def _prepare_process():
+    """Once per worker process, before Numba starts its pool: OpenMP threads that wait for
+    work sleep instead of spinning (``OMP_WAIT_POLICY=PASSIVE``, unless set already). On a
+    machine whose cores are all taken (by the other workers), a spinning OpenMP thread holds a
+    core that a thread of the same launch needs, and every launch of a parallel kernel then
+    waits for a scheduler time slice: measured 19 s instead of 0.3 s on this repository's test
+    machine (``docs/distributed.md``). No effect once OpenMP has started in the process."""
+    if not _PREPARED:
+        _PREPARED.append(True)
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+_PREPARED = []
 
 
 def _in_task(threads, fn, *args, **kwargs):
     """Call ``fn`` in a task on a worker with Numba's pool sized for this worker (the size is
     per thread in Numba: set in the task's own thread)."""
+    _prepare_process()
     import numba
     n = None
     try:

@@ -10,9 +10,15 @@ declares about itself (signatures, output arguments), never on its name.
 from __future__ import annotations
 
 import inspect
-
+import threading
 
 HOST_CALL = None  # set by weft.runtime.host
+
+#: held while a kernel or func is parsed and while a kernel is transpiled and loaded: the
+#: transpiler keeps no per-thread state, and CPython 3.11's ast module fails when threads use it
+#: at once ("AST constructor recursion depth mismatch"), so threads of one process (a Dask
+#: worker's) compile one at a time
+COMPILE_LOCK = threading.RLock()
 
 
 class UserFunction:
@@ -37,7 +43,9 @@ class UserFunction:
         """The parsed source (:class:`weft.transpiler.state.Source`), read once."""
         if self._parsed is None:
             from .transpiler.source import parse
-            self._parsed = parse(self.func)
+            with COMPILE_LOCK:
+                if self._parsed is None:
+                    self._parsed = parse(self.func)
         return self._parsed
 
     def custom_rules(self):

@@ -256,10 +256,14 @@ def _resolve(cls, token, ref):
 def set_state(obj, state):
     """``__setstate__`` of a kernel or func: declare it from its shipped source when it is an
     empty one made by :func:`_resolve` (else it is already complete: nothing to do)."""
-    pending = obj.__dict__.get("_weft_pending")
-    if pending is None:
-        return
-    token, ref = pending
+    from .lang import COMPILE_LOCK
+    with COMPILE_LOCK:  # two threads unpickling the same new kernel: the first declares it
+        if obj.__dict__.get("_weft_pending") is not None:
+            _set_state(obj, state)
+
+
+def _set_state(obj, state):
+    token, ref = obj.__dict__["_weft_pending"]
     if state is None:
         del _REBUILT[token]
         raise ImportError(f"weft: cannot rebuild {cls_name(obj)} {ref[1]!r}: module "
@@ -271,11 +275,11 @@ def set_state(obj, state):
     except BaseException:
         del _REBUILT[token]
         raise
-    del obj.__dict__["_weft_pending"]
     type(obj).__init__(obj, fn, **state["init"])
     obj.__dict__["_weft_token"] = token
     obj._weft_set_extra_state(state["extra"])
     obj.parsed()  # read the source now, while linecache surely holds it
+    del obj.__dict__["_weft_pending"]
 
 
 def cls_name(obj):

@@ -202,8 +202,10 @@ def test_numba_threads_share_the_machines_cores(client):
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert set(per_task.values()) == {max(1, cores // 2)}  # 2 workers x 1 thread here
     import numba
-    got = wd.map(lambda i: numba.get_num_threads(), range(2), client=client)
-    assert got == [min(max(1, cores // 2), numba.config.NUMBA_NUM_THREADS)] * 2
+    got = wd.map(lambda i: (numba.get_num_threads(), os.environ.get("OMP_WAIT_POLICY")),
+                 range(2), client=client)
+    want = os.environ.get("OMP_WAIT_POLICY", "PASSIVE")  # OpenMP threads sleep, not spin
+    assert got == [(min(max(1, cores // 2), numba.config.NUMBA_NUM_THREADS), want)] * 2
 
 
 def _grad_of_shared(i, x):

@@ -277,3 +277,45 @@ def test_cuda_arrays_arrive_on_the_same_device_with_their_gradient():
     np.testing.assert_array_equal(b.numpy(), a.numpy())
     assert b.grad.device == "cuda:0"
     np.testing.assert_array_equal(b.grad.numpy(), np.full((2, 3), 0.5, np.float32))
+
+
+def test_threads_receiving_and_compiling_new_kernels_at_once():
+    """A Dask worker with several threads unpickles and compiles in each: the first thread to
+    receive a kernel declares it, and transpiling is one thread at a time
+    (weft.lang.COMPILE_LOCK). Without the lock, a worker with 2 and 4 threads failed in 3 of 6
+    runs of new kernels ("AST constructor recursion depth mismatch" from CPython's ast module,
+    "generator already executing"); the race is timing-dependent, so this test exercises the
+    path (and checks results and sharing) rather than reliably failing without the lock."""
+    import threading
+
+    from weft import serialize
+    rng = np.random.default_rng()
+    x = np.linspace(0.0, 1.0, 300)
+    for _ in range(2):
+        salts = [float(rng.integers(1, 1 << 30)) for _ in range(3)]
+        blobs = [cloudpickle.dumps(_make_kernel(s)) for s in salts]
+        serialize._LOCAL.clear()  # as in another process: rebuilt from source
+        serialize._REBUILT.clear()
+        barrier = threading.Barrier(6)
+        outs, errors = [], []
+
+        def receive_and_launch(j):
+            barrier.wait()
+            try:
+                k = pickle.loads(blobs[j])
+                out = wp.zeros(300, dtype=float)
+                wp.launch(k, 300, inputs=[wp.array(x, dtype=float)], outputs=[out])
+                outs.append((j, id(k), out.numpy().copy()))
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(repr(exc))
+
+        threads = [threading.Thread(target=receive_and_launch, args=(i % 3,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        for j, _, y in outs:
+            want = np.sin(x.astype(np.float32)) * np.float32(salts[j])
+            np.testing.assert_allclose(y, want, rtol=1e-6)
+        assert len({i for _, i, _ in outs}) == 3  # one kernel per blob, shared by its threads
