@@ -49,7 +49,7 @@ def _client(client):
     try:
         return get_client()
     except ValueError:
-        raise ValueError("weft.distributed.map: no Dask client: pass client=Client(...) or "
+        raise ValueError("weft.distributed: no Dask client: pass client=Client(...) or "
                          "create one first (Client(LocalCluster(...)) or "
                          "Client('tcp://scheduler:8786'))") from None
 
@@ -79,14 +79,21 @@ def numba_threads_per_task(client):
     running at once on a machine use its cores once: the machine's cores divided by the Dask
     threads of all its workers (at least 1)."""
     info = _workers(client)
+    by_host = _threads_by_host(client, info)
+    return {addr: by_host[w["host"]] for addr, w in info.items()}
+
+
+def _threads_by_host(client, info=None):
+    """``{host: Numba threads per task}`` (see :func:`numba_threads_per_task`); by host, so
+    that a worker restarted under a new address (after a crash) gets its share too."""
+    info = _workers(client) if info is None else info
     cores = client.run(_cores)
     by_host = {}
     for addr, w in info.items():
         h = by_host.setdefault(w["host"], [0, 0])
         h[0] = max(h[0], cores.get(addr, 1))
         h[1] += w["nthreads"]
-    return {addr: builtins.max(1, by_host[w["host"]][0] // builtins.max(1, by_host[w["host"]][1]))
-            for addr, w in info.items()}
+    return {host: builtins.max(1, c // builtins.max(1, t)) for host, (c, t) in by_host.items()}
 
 
 def _workers(client):
@@ -135,11 +142,13 @@ def _in_task(threads, fn, *args, **kwargs):
     per thread in Numba: set in the task's own thread)."""
     _prepare_process()
     import numba
-    n = None
+    n = threads if isinstance(threads, int) else None
     try:
-        from dask.distributed import get_worker
+        from distributed import get_worker
+        from distributed.comm import get_address_host
         worker = get_worker()
-        n = threads.get(worker.address) if threads else None
+        if isinstance(threads, dict):
+            n = threads.get(get_address_host(worker.address))
         several = worker.state.nthreads > 1
     except (ImportError, ValueError, AttributeError):
         several = False
@@ -174,12 +183,8 @@ def map(fn, items, *args, client=None, numba_threads="auto", retries=None, pure=
     default (a task may draw random numbers)."""
     client = _client(client)
     items = list(items)
-    if numba_threads == "auto":
-        threads = numba_threads_per_task(client)
-    elif numba_threads is None:
-        threads = None
-    else:
-        threads = {addr: int(numba_threads) for addr in _workers(client)}
+    threads = _threads_by_host(client) if numba_threads == "auto" else \
+        None if numba_threads is None else int(numba_threads)
     futures = client.map(_run, items, fn=fn, args=tuple(args), kwargs=dict(kwargs),
                          threads=threads, retries=retries, pure=pure)
     return client.gather(futures)
@@ -212,7 +217,7 @@ def warm(client, kernels=(), example=None):
     client = _client(client)
     kernels = list(kernels)
     info = _workers(client)
-    threads = numba_threads_per_task(client)
+    threads = _threads_by_host(client, info)
     first, rest = {}, []
     for addr in sorted(info):
         host = info[addr]["host"]

@@ -128,7 +128,8 @@ def kill_once(item, marker):
         with open(marker, "w") as f:
             f.write(str(os.getpid()))
         os.kill(os.getpid(), signal.SIGKILL)
-    return flight(params), os.getpid()
+    import numba
+    return flight(params), os.getpid(), numba.get_num_threads()
 
 
 def test_a_worker_killed_mid_batch_has_its_tasks_rerun_with_the_same_results(client, tmp_path):
@@ -137,8 +138,12 @@ def test_a_worker_killed_mid_batch_has_its_tasks_rerun_with_the_same_results(cli
     out = wd.map(kill_once, list(enumerate(SWEEP)), marker, client=client)
     with open(marker) as f:
         killed = int(f.read())  # a worker did die
-    _check_same([r for r, _ in out], [in_process(p) for p in SWEEP])
-    assert killed not in {pid for _, pid in out}  # its tasks ran again elsewhere
+    _check_same([r for r, _, _ in out], [in_process(p) for p in SWEEP])
+    assert killed not in {pid for _, pid, _ in out}  # its tasks ran again elsewhere
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    import numba
+    # a restarted worker (new address, same machine) gets the machine's share of threads too
+    assert {n for _, _, n in out} == {min(max(1, cores // 2), numba.config.NUMBA_NUM_THREADS)}
     client.wait_for_workers(2, timeout=60)
     assert set(client.scheduler_info()["workers"]) != before  # the nanny restarted it
 
