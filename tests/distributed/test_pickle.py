@@ -279,6 +279,7 @@ def test_cuda_arrays_arrive_on_the_same_device_with_their_gradient():
     np.testing.assert_array_equal(b.grad.numpy(), np.full((2, 3), 0.5, np.float32))
 
 
+@pytest.mark.cold  # new kernels every run, by design
 def test_threads_receiving_and_compiling_new_kernels_at_once():
     """A Dask worker with several threads unpickles and compiles in each: the first thread to
     receive a kernel declares it, and transpiling is one thread at a time
