@@ -165,8 +165,8 @@ def _run(item, fn, args, kwargs, threads):
     return to_numpy(_in_task(threads, fn, item, *args, **kwargs))
 
 
-def map(fn, items, *args, client=None, numba_threads="auto", retries=None, pure=False,
-        **kwargs):  # noqa: A001 - the name says what it does, as client.map
+def map(fn, items, *args, client=None, numba_threads="auto", compile_first=True, retries=None,
+        pure=False, **kwargs):  # noqa: A001 - the name says what it does, as client.map
     """``[fn(item, *args, **kwargs) for item in items]`` run on the Dask workers, one task per
     item, results in order with every ``wp.array`` in them as numpy (:func:`to_numpy`).
 
@@ -178,16 +178,32 @@ def map(fn, items, *args, client=None, numba_threads="auto", retries=None, pure=
     it and read it without writing). ``client``: a ``dask.distributed.Client``
     (default: the current one). ``numba_threads``: Numba threads per task, ``"auto"`` (the
     machine's cores over the Dask threads of its workers: see :func:`numba_threads_per_task`),
-    an int, or None to leave Numba's default. ``retries``: Dask's retries of a task that
+    an int, or None to leave Numba's default. ``compile_first``: the first items run first,
+    one on one worker of each machine, and the others start once they are done, so that each
+    machine compiles the kernels once and its other workers load them from its cache (with
+    warm caches this costs one task's time; :func:`warm` does it ahead instead).
+    ``retries``: Dask's retries of a task that
     raised (a task whose worker died is rerun by Dask anyway). ``pure``: Dask's, False by
     default (a task may draw random numbers)."""
     client = _client(client)
     items = list(items)
     threads = _threads_by_host(client) if numba_threads == "auto" else \
         None if numba_threads is None else int(numba_threads)
-    futures = client.map(_run, items, fn=fn, args=tuple(args), kwargs=dict(kwargs),
-                         threads=threads, retries=retries, pure=pure)
-    return client.gather(futures)
+    common = dict(fn=fn, args=tuple(args), kwargs=dict(kwargs), threads=threads,
+                  retries=retries, pure=pure)
+    first = []
+    if compile_first and len(items) > 1:
+        info = _workers(client)
+        hosts = {}
+        for addr in sorted(info):
+            hosts.setdefault(info[addr]["host"], addr)
+        if len(info) > len(hosts):  # some machine has several workers
+            first = [client.submit(_run, item, workers=[addr], allow_other_workers=True,
+                                   **common)
+                     for item, addr in zip(items, hosts.values())]
+            client.gather(first)
+    rest = client.map(_run, items[len(first):], **common) if len(items) > len(first) else []
+    return client.gather(first) + client.gather(rest)
 
 
 def _warm_on_worker(kernels, example):
