@@ -150,6 +150,7 @@ from . import cli as cli
 from . import config as config
 from . import constants as constants
 from . import diskcache as diskcache
+from . import distributed as distributed
 from . import errors as errors
 from . import examples as examples
 from . import geometry as geometry
@@ -158,6 +159,7 @@ from . import optim as optim
 from . import pytree as pytree
 from . import render as render
 from . import runtime as runtime
+from . import serialize as serialize
 from . import stdlib as stdlib
 from . import timing as timing
 from . import transpiler as transpiler

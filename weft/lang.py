@@ -11,11 +11,17 @@ from __future__ import annotations
 
 import inspect
 import sys
+import threading
 import typing
 
-
 HOST_CALL = None  # set by weft.runtime.host
-DECLARED = {}     # Python module name -> [weakref to each kernel and func declared there]
+DECLARED = {}     # Python module name -> [each kernel and func declared there]
+
+#: held while a kernel or func is parsed and while a kernel is transpiled and loaded: the
+#: transpiler keeps no per-thread state, and CPython 3.11's ast module fails when threads use it
+#: at once ("AST constructor recursion depth mismatch"), so threads of one process (a Dask
+#: worker's) compile one at a time
+COMPILE_LOCK = threading.RLock()
 
 
 class UserFunction:
@@ -35,13 +41,13 @@ class UserFunction:
         self.__wrapped__ = pyfunc
         self._parsed = None
         pyfunc._weft_kind = self._weft_kind
-        from .transpiler.statics import declare
-        declare(self)  # wp.static expressions that name nothing local run now, as in Warp
-        DECLARED.setdefault(pyfunc.__module__, []).append(self)
         # the file's lines as they are now (shared with linecache): a kernel declared from a
         # file that is gone by the time it compiles (exec'd temporary files) still has them
         import linecache
         self._file_lines = linecache.getlines(pyfunc.__code__.co_filename)
+        from .transpiler.statics import declare
+        declare(self)  # wp.static expressions that name nothing local run now, as in Warp
+        DECLARED.setdefault(pyfunc.__module__, []).append(self)
 
     @property
     def adj(self):
@@ -54,7 +60,9 @@ class UserFunction:
         """The parsed source (:class:`weft.transpiler.state.Source`), read once."""
         if self._parsed is None:
             from .transpiler.source import parse
-            self._parsed = parse(self.func, getattr(self, "_file_lines", None))
+            with COMPILE_LOCK:
+                if self._parsed is None:
+                    self._parsed = parse(self.func, getattr(self, "_file_lines", None))
         return self._parsed
 
     def custom_rules(self):
@@ -62,6 +70,25 @@ class UserFunction:
 
     def assigned_args(self, node):
         return []
+
+    # pickling (weft.serialize): by reference to the module, or by source
+    def __reduce__(self):
+        from .serialize import reduce_function
+        return reduce_function(self)
+
+    def __setstate__(self, state):
+        from .serialize import set_state
+        set_state(self, state)
+
+    def _weft_init_args(self):
+        """Keyword arguments that re-create this object around its function."""
+        return {}
+
+    def _weft_extra_state(self):
+        return {}
+
+    def _weft_set_extra_state(self, extra):
+        pass
 
 
 class Function(UserFunction):
@@ -106,6 +133,16 @@ class Function(UserFunction):
 
     def custom_rules(self):
         return list(self._weft_custom.values())
+
+    def _weft_init_args(self):
+        return {"signatures": self.signatures, "outputs": self.outputs}
+
+    def _weft_extra_state(self):
+        return {"overloads": list(self.overloads), "custom": dict(self._weft_custom)}
+
+    def _weft_set_extra_state(self, extra):
+        self.overloads = list(extra["overloads"])
+        self._weft_custom = dict(extra["custom"])
 
     def n_inputs(self):
         return len(inspect.signature(self.func).parameters)

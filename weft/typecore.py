@@ -217,8 +217,45 @@ def _composite(kind, shape, dtype, base_name):
                                          "_wp_scalar_type_": dtype, "_wp_kind_": kind,
                                          "_wp_generic_type_str_": _GENERIC_NAME[kind],
                                          "__module__": "weft.types"})
+        if kind == "matrix" and max(shape) >= 10:  # mat123f: (12, 3) or (1, 23)? for pickle
+            cls.__qualname__ = f"mat{shape[0]}x{shape[1]}{_SUFFIX[dtype]}"
         _COMPOSITES[key] = cls
     return cls
+
+
+_NAMED = None
+
+
+def composite_named(name):
+    """The vector, matrix, quaternion or transform type named ``name`` (``vec5f``, ``mat34d``,
+    ``quath``): what ``pickle`` looks up as ``weft.types.<name>`` for a type made by
+    ``wp.types.vector(5, float)``, which is no module attribute. ``None`` when no such type."""
+    import re
+    global _NAMED
+    for cls in _COMPOSITES.values():
+        if cls.__qualname__ == name:
+            return cls
+    if _NAMED is None:
+        sufs = sorted(_SUFFIX.values(), key=len, reverse=True)
+        _NAMED = re.compile(r"(vec|mat|quat|transform)(\d*|\d+x\d+)(" + "|".join(sufs) + ")")
+    m = _NAMED.fullmatch(name)
+    if m is None:
+        return None
+    base, digits, suf = m.groups()
+    dtype = next(t for t, s in _SUFFIX.items() if s == suf)
+    if base == "vec" and digits and int(digits) > 0:
+        return vector(int(digits), dtype)
+    if base == "mat" and "x" in digits:
+        rows, cols = (int(d) for d in digits.split("x"))
+        if rows and cols and max(rows, cols) >= 10:
+            return matrix((rows, cols), dtype)
+    elif base == "mat" and len(digits) == 2 and "0" not in digits:
+        return matrix((int(digits[0]), int(digits[1])), dtype)
+    if base == "quat" and not digits:
+        return quaternion(dtype)
+    if base == "transform" and not digits:
+        return transformation(dtype)
+    return None
 
 
 def query_type(name, words=16):

@@ -20,3 +20,13 @@ from .typeinfo import (np_dtype_to_warp_type, warp_type_to_np_dtype,  # noqa: F4
                        type_is_array, type_is_tile, is_array, is_quaternion, is_transformation,
                        is_value, is_tile, types_equal, type_repr, strides_from_shape,
                        non_atomic_types)
+
+
+def __getattr__(name):
+    """Vector and matrix types made on demand (``wp.types.vector(5, float)`` is ``vec5f``) are
+    found by name too, so that pickle can send them by reference."""
+    from .typecore import composite_named
+    cls = composite_named(name)
+    if cls is None:
+        raise AttributeError(f"module 'weft.types' has no attribute {name!r}")
+    return cls

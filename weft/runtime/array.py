@@ -142,6 +142,18 @@ class array:
         out.pinned = False
         return out
 
+    # ------------------------------------------------------------------------- pickling
+    def __reduce__(self):
+        """Pickling (:mod:`weft.serialize`): a copy of the data with its dtype, device alias,
+        ``requires_grad`` and gradient (itself pickled as an array). A view arrives as an
+        array of its own (its memory is no longer shared with the array it viewed)."""
+        if self._data is None:
+            return (_rebuild_annotation, (self.dtype, self._ndim))
+        data = self._data.copy_to_host() if self.device.is_cuda else \
+            np.ascontiguousarray(self._data)
+        return (_rebuild, (data, self.dtype, self.device.alias, self._requires_grad,
+                           self._retain_grad, self._grad))
+
     # ------------------------------------------------------------------------- typing
     def __class_getitem__(cls, params):
         """``wp.array[dtype]`` and ``wp.array[dtype, ndim]``: an annotation (``ArrayType``)."""
@@ -587,6 +599,25 @@ class array:
         if out is NotImplemented:
             raise TypeError("@ between wp.arrays takes two 2-D float arrays")
         return out
+
+
+def _rebuild(data, dtype, alias, requires_grad, retain_grad, grad):
+    """An unpickled array (see ``array.__reduce__``). Data that arrives read-only or unaligned
+    (pickle protocol 5 buffers) is copied: kernels write arrays in place."""
+    if not (data.flags.writeable and data.flags.aligned and data.flags.c_contiguous):
+        data = np.array(data, copy=True, order="C")
+    device = D.get_device(alias)
+    if device.is_cuda:
+        from numba import cuda
+        data = cuda.to_device(data)
+    out = array._wrap(data, dtype, device, grad=grad)
+    out._requires_grad = bool(requires_grad) and grad is not None
+    out._retain_grad = bool(retain_grad) and out._requires_grad
+    return out
+
+
+def _rebuild_annotation(dtype, ndim):
+    return array(dtype=dtype, ndim=ndim)
 
 
 # ---------------------------------------------------------------------------------------------

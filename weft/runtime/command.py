@@ -29,6 +29,11 @@ class Launch:
     ``set_dim`` and ``set_param_*``; the checks run once every argument is set, and at the
     latest at ``launch()``)."""
 
+    def __reduce__(self):
+        from ..serialize import refuse
+        refuse(self, "a recorded launch binds this process's arrays and compiled kernel; send "
+               "the kernel and its arguments, and launch on the other side")
+
     def __init__(self, kernel, device=None, hooks=None, params=None, params_addr=None,
                  bounds=None, max_blocks=0, block_dim=256, adjoint=False):
         from . import device as D

@@ -65,6 +65,10 @@ class Device:
     def __hash__(self):
         return hash(self.alias)
 
+    def __reduce__(self):
+        """Pickled by alias: the receiving process's device of that name."""
+        return (get_device, (self.alias,))
+
     def __str__(self):
         return self.alias
 

@@ -34,6 +34,11 @@ class Volume(_volume.Volume):
     """A sparse NanoVDB volume (Warp's ``wp.Volume``): ``load_from_nvdb``, ``load_from_numpy``,
     ``allocate``, ``allocate_by_tiles``; ``volume.id`` is what kernels take."""
 
+    def __reduce__(self):
+        from ..serialize import refuse
+        refuse(self, "its id is an address in this process; send the arrays it is built "
+               "from and build it where it is used")
+
     def __init__(self, grid, next_grids=(), device=None):
         super().__init__(grid, next_grids)
         self.device = _cpu_only(device, "wp.Volume")
@@ -73,6 +78,11 @@ class Volume(_volume.Volume):
 class HashGrid:
     """Warp's ``wp.HashGrid(dim_x, dim_y, dim_z, device=None)``: bucket points into cells for
     neighbour queries in kernels (``wp.hash_grid_query``)."""
+
+    def __reduce__(self):
+        from ..serialize import refuse
+        refuse(self, "its id is an address in this process; send the arrays it is built "
+               "from and build it where it is used")
 
     def __init__(self, dim_x, dim_y, dim_z, device=None):
         self.device = _cpu_only(device, "wp.HashGrid")
@@ -142,6 +152,11 @@ class Mesh:
     (:mod:`weft.geometry.mesh`); ``mesh.id`` is what kernels take. The mesh reads the memory of
     ``points`` (no copy): after moving them (a kernel writing ``mesh.points``), call
     ``refit()``."""
+
+    def __reduce__(self):
+        from ..serialize import refuse
+        refuse(self, "its id is an address in this process; send the arrays it is built "
+               "from and build it where it is used")
 
     def __init__(self, points=None, indices=None, velocities=None, support_winding_number=False,
                  bvh_constructor=None, bvh_leaf_size=None, groups=None, device=None):
@@ -225,6 +240,11 @@ class Bvh:
     """Warp's ``wp.Bvh(lowers, uppers, constructor=None, leaf_size=1)``: a BVH over boxes for
     ``wp.bvh_query_aabb``/``bvh_query_ray`` in kernels; it reads the boxes' memory, so after
     changing them call ``refit()``."""
+
+    def __reduce__(self):
+        from ..serialize import refuse
+        refuse(self, "its id is an address in this process; send the arrays it is built "
+               "from and build it where it is used")
 
     def __init__(self, lowers, uppers, constructor=None, groups=None, leaf_size=1, device=None):
         from ..geometry import mesh as _mesh

@@ -57,6 +57,11 @@ class Graph:
         self.launches = 0
         self._replay = None  # the generated function running every op, built on first replay
 
+    def __reduce__(self):
+        from ..serialize import refuse
+        refuse(self, "a captured graph replays operations on this process's memory; capture "
+               "it again where it runs")
+
     def record(self, op, args=None, is_launch=False):
         """Record ``op(*args)`` (``op()`` when ``args`` is None)."""
         self.ops.append((op, None if args is None else tuple(args)))
@@ -147,6 +152,11 @@ class ScopedCapture:
         self.device = device
         self.graph = None
         self.active = False
+
+    def __reduce__(self):
+        from ..serialize import refuse
+        refuse(self, "a graph capture belongs to the process that records it; capture again "
+               "where it runs")
 
     def __enter__(self):
         capture_begin(self.device)

@@ -5,8 +5,8 @@ import functools
 import re
 import sys
 
-from ..lang import (Function, UserFunction, func, func_grad, func_replay,  # noqa: F401
-                    func_tangent)
+from ..lang import (COMPILE_LOCK, Function, UserFunction, func, func_grad,  # noqa: F401
+                    func_replay, func_tangent)
 from . import cache
 
 
@@ -42,6 +42,9 @@ class Kernel(UserFunction):
         self._declared = None
         self._generic = None
 
+    def _weft_init_args(self):
+        return {"key": self.key, "options": dict(self.options)}
+
     @property
     def declared(self):
         """``[(name, type)]`` as annotated (None for ``Any``)."""
@@ -73,19 +76,26 @@ class Kernel(UserFunction):
                             "the arguments it is launched with (or wp.overload's)")
         ck = self._compiled.get((device_kind, mode, types))
         if ck is None:
-            import time
+            with COMPILE_LOCK:  # threads of one process (a Dask worker's) compile one at a time
+                ck = self._compiled.get((device_kind, mode, types))
+                if ck is None:
+                    ck = self._compile(device_kind, mode, types)
+        return ck
 
-            from .. import config
-            from .compiled import CompiledKernel
-            t0 = time.perf_counter()
-            module = self._load_module(device_kind, mode, types)
-            took = time.perf_counter() - t0
-            if took > config.compile_message_seconds and not config.quiet:
-                print(f"Module {self.key} load on device '{device_kind}' took "
-                      f"{took * 1e3:.0f} ms (weft: {mode} module transpiled and loaded)",
-                      file=sys.stderr, flush=True)
-            ck = self._compiled[(device_kind, mode, types)] = CompiledKernel(
-                self, device_kind, module, types)
+    def _compile(self, device_kind, mode, types):
+        import time
+
+        from .. import config
+        from .compiled import CompiledKernel
+        t0 = time.perf_counter()
+        module = self._load_module(device_kind, mode, types)
+        took = time.perf_counter() - t0
+        if took > config.compile_message_seconds and not config.quiet:
+            print(f"Module {self.key} load on device '{device_kind}' took "
+                  f"{took * 1e3:.0f} ms (weft: {mode} module transpiled and loaded)",
+                  file=sys.stderr, flush=True)
+        ck = self._compiled[(device_kind, mode, types)] = CompiledKernel(
+            self, device_kind, module, types)
         return ck
 
     def _load_module(self, device_kind, mode, types=None):

@@ -393,6 +393,10 @@ class Launch:
 
     __slots__ = ("compiled", "dims", "args", "device", "snapshots", "checks")
 
+    def __reduce__(self):
+        from ..serialize import refuse
+        refuse(self, "a tape's record belongs to this process; send the tape's gradients")
+
     def __init__(self, compiled, dims, args, device, snapshots=None):
         self.compiled, self.dims, self.args, self.device = compiled, dims, list(args), device
         self.snapshots = snapshots or {}

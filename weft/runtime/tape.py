@@ -44,6 +44,12 @@ class Tape:
         self.loss = None
         self.reads = hazards.ReadSet()  # memory the records' adjoints read again
 
+    def __reduce__(self):
+        from ..serialize import refuse
+        refuse(self, "its records hold this process's compiled kernels and memory; send its "
+               "results instead: the gradients (tape.gradients, wp.grad(params) or each "
+               "array's .grad) pickle as arrays")
+
     def __enter__(self):
         if _stack:  # as Warp (a custom op's backward pauses the tapes and may open its own)
             raise RuntimeError("entering a tape while one is already active: tapes do not nest")

@@ -19,7 +19,14 @@ def parse(pyfunc, saved_lines=None):
     except (OSError, TypeError) as exc:
         first = pyfunc.__code__.co_firstlineno
         if not saved_lines or first > len(saved_lines):
-            raise KernelError(f"cannot read the source of {pyfunc.__qualname__}: {exc}") \
+            hint = ""
+            if getattr(getattr(pyfunc, "__code__", None), "co_filename", "") == \
+                    "<dynamic-code>":
+                hint = (" (it was declared inside a function that cloudpickle sent by value, "
+                        "whose source does not travel: declare kernels where the sender runs, "
+                        "at the top level of the script or module, and send them; see "
+                        "docs/distributed.md)")
+            raise KernelError(f"cannot read the source of {pyfunc.__qualname__}: {exc}{hint}") \
                 from None
         filename = pyfunc.__code__.co_filename
         lines = inspect.getblock(saved_lines[first - 1:])  # from the first decorator
