@@ -1326,7 +1326,7 @@ def static(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def step(*args: _Any, **kwargs: _Any) -> _Any:
-    """step(x: Scalar) -> Scalar  (0 where x < 0, else 1)"""
+    """step(x: Scalar) -> Scalar  (1 where x < 0, else 0: Warp's definition)"""
 
 
 def sub(*args: _Any, **kwargs: _Any) -> _Any:
