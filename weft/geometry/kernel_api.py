@@ -23,8 +23,11 @@ from .descriptors import HEADER
 # descriptor words (see weft.runtime.geometry for the objects that fill them)
 VOL_WORDS = HEADER + 2 * 4 + 2      # tree, values, xform_f, xform_d; gtype, channels
 HG_WORDS = HEADER + 2 * 2 + 2       # grid, point keys; is float64, 1 / cell width (bits)
-# points, indices, bounds, links, prims, tris, props, velocities; average edge length (bits)
-MESH_WORDS = HEADER + 2 * 8 + 1
+# points, indices, bounds, links, prims, tris, props, velocities; average edge length (bits);
+# the addresses of the gradient and tangent buffers of the points and velocities (0: none)
+MESH_WORDS = HEADER + 2 * 8 + 1 + 4
+MESH_GRAD = HEADER + 2 * 8 + 1      # + kind (0 points, 1 velocities)
+MESH_TAN = MESH_GRAD + 2
 BVH_WORDS = HEADER + 2 * 5          # bounds, links, prims, lowers, uppers
 
 
@@ -281,6 +284,67 @@ def geo_mesh_vertex(mid, kind, index):
     return mesh_get_velocity(view_f32(d[17], d[18]).reshape((d[18] // 3, 3)), indices, index)
 
 
+# derivatives with respect to the mesh's points (kind 0) or velocities (kind 1): the adjoint
+# adds into the gradient buffer the runtime puts into the descriptor for the launch
+# (weft.runtime.geometry.mesh_derivatives), the tangent reads the tangent buffer
+def _values_len(d, kind):
+    return d[4] if kind == 0 else d[18]
+
+
+def geo_mesh_vertex_adj(mid, kind, index, ax, ay, az):
+    """``grad[indices[index]] += (ax, ay, az)`` atomically (nothing without a gradient buffer
+    or for an index out of range)."""
+    d = view_i64(mid, MESH_WORDS)
+    address = d[MESH_GRAD + kind]
+    if address != 0:
+        n = _values_len(d, kind)
+        i = mesh_get_index(view_i32(d[5], d[6]), index)
+        if i >= 0 and 3 * i + 2 < n:
+            g = view_f32(address, n)
+            geo_atomic_add(g, 3 * i, np.float32(ax))
+            geo_atomic_add(g, 3 * i + 1, np.float32(ay))
+            geo_atomic_add(g, 3 * i + 2, np.float32(az))
+    return 0
+
+
+def geo_mesh_eval_adj(mid, kind, face, u, v, ax, ay, az):
+    """The adjoint of ``p0 u + p1 v + p2 (1 - u - v)`` into the face's three vertices."""
+    u = np.float32(u)
+    v = np.float32(v)
+    w = np.float32(1.0) - u - v
+    geo_mesh_vertex_adj(mid, kind, 3 * face, ax * u, ay * u, az * u)
+    geo_mesh_vertex_adj(mid, kind, 3 * face + 1, ax * v, ay * v, az * v)
+    geo_mesh_vertex_adj(mid, kind, 3 * face + 2, ax * w, ay * w, az * w)
+    return 0
+
+
+def geo_mesh_vertex_tan(mid, kind, index):
+    """The tangent of ``values[indices[index]]`` (zeros without a tangent buffer)."""
+    d = view_i64(mid, MESH_WORDS)
+    address = d[MESH_TAN + kind]
+    z = np.float32(0.0)
+    if address == 0:
+        return z, z, z
+    n = _values_len(d, kind)
+    i = mesh_get_index(view_i32(d[5], d[6]), index)
+    if i < 0 or 3 * i + 2 >= n:
+        return z, z, z
+    t = view_f32(address, n)
+    return t[3 * i], t[3 * i + 1], t[3 * i + 2]
+
+
+def geo_mesh_eval_tan(mid, kind, face, u, v):
+    """The tangent of ``p0 u + p1 v + p2 (1 - u - v)`` along the vertices' tangents."""
+    u = np.float32(u)
+    v = np.float32(v)
+    w = np.float32(1.0) - u - v
+    a = geo_mesh_vertex_tan(mid, kind, 3 * face)
+    b = geo_mesh_vertex_tan(mid, kind, 3 * face + 1)
+    c = geo_mesh_vertex_tan(mid, kind, 3 * face + 2)
+    return (a[0] * u + b[0] * v + c[0] * w, a[1] * u + b[1] * v + c[1] * w,
+            a[2] * u + b[2] * v + c[2] * w)
+
+
 def geo_mesh_get_index(mid, index):
     d = view_i64(mid, MESH_WORDS)
     return mesh_get_index(view_i32(d[5], d[6]), index)
@@ -363,8 +427,8 @@ def geo_bvh_next(q, max_dist):
 
 
 #: the wrappers, in dependency order (they call the cores, never each other)
-PORTABLE = ("f32_bits", "bits_f32", "_pack_state", "_unpack_state", "_mesh_bvh") + tuple(
-    n for n in list(globals()) if n.startswith("geo_"))
+PORTABLE = ("f32_bits", "bits_f32", "_pack_state", "_unpack_state", "_mesh_bvh",
+            "_values_len") + tuple(n for n in list(globals()) if n.startswith("geo_"))
 #: wrappers inlined into kernels on the CPU (the iterator step runs once per candidate)
 INLINE = ("geo_hg_next", "geo_mesh_next", "geo_bvh_next", "_pack_state", "_unpack_state",
           "f32_bits", "bits_f32", "_mesh_bvh")
@@ -386,7 +450,9 @@ def bind(namespace, target, jit=None, inline_jit=None):
     ns.update(cores)
     ns.update({"GRID_DOUBLE": volume_query.GRID_DOUBLE, "GRID_VEC3F": volume_query.GRID_VEC3F,
                "VOL_WORDS": VOL_WORDS, "HG_WORDS": HG_WORDS, "MESH_WORDS": MESH_WORDS,
-               "BVH_WORDS": BVH_WORDS, "PROPS": mesh_winding.PROPS})
+               "BVH_WORDS": BVH_WORDS, "PROPS": mesh_winding.PROPS,
+               "MESH_GRAD": MESH_GRAD, "MESH_TAN": MESH_TAN,
+               "geo_atomic_add": _atomic_add(target)})
     for name in PORTABLE:
         fn = globals()[name]
         rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
@@ -396,6 +462,21 @@ def bind(namespace, target, jit=None, inline_jit=None):
         ns[name] = rebound
         namespace[name] = rebound
     return namespace
+
+
+def _atomic_add(target):
+    """``add(array, index, value)`` of ``target`` (plain ``+=`` uncompiled)."""
+    if target == "cpu":
+        from ..stdlib.atomics import atomic_add
+        return atomic_add
+    if target == "cuda":
+        from numba import cuda
+        return cuda.atomic.add
+
+    def add(a, i, value):
+        a[i] += value
+        return a[i]
+    return add
 
 
 def _uncompiled(mod):

@@ -2,8 +2,8 @@
 chose (a discrete choice, constant, as in Warp), the barycentrics of a closest point and the
 ``t``, ``u``, ``v`` of a ray hit are recomputed from the face's points by the functions of
 :mod:`weft.geometry.diff_funcs_mesh`, so weft differentiates them with respect to the query
-point and the ray (forward and reverse mode). The mesh's points are read through its id and
-carry no gradient."""
+point, the ray and the mesh's points (``mesh_get_point`` passes gradients to
+``mesh.points.grad``), forward and reverse mode."""
 from weft.geometry.diff_funcs_mesh import ray_triangle, triangle_closest_point
 from weft.stdlib import kernel_scope as wp
 
