@@ -25,7 +25,7 @@ def surface_loss(mid: wp.uint64, p: wp.array(dtype=wp.vec3), o: wp.array(dtype=w
 
 
 P = np.array([[1.3, 0.2, 0.5], [0.1, 1.6, -0.2], [-1.1, -0.4, 0.45]], np.float32)
-O = np.array([[-2.0, 0.1, 0.05], [0.05, -2.0, 0.1], [0.02, 0.03, 2.0]], np.float32)
+ORIGINS = np.array([[-2.0, 0.1, 0.05], [0.05, -2.0, 0.1], [0.02, 0.03, 2.0]], np.float32)
 D = np.array([[1.0, 0.05, 0.02], [0.02, 1.0, -0.03], [0.4, 0.5, -1.0]], np.float32)
 
 
@@ -33,7 +33,7 @@ def _setup():
     pts, idx = scenes.torus(10, 6, noise=0.05, seed=3)
     points = wp.array(pts, dtype=wp.vec3, requires_grad=True)
     mesh = wp.Mesh(points=points, indices=wp.array(idx, dtype=wp.int32))
-    ins = [wp.array(x, dtype=wp.vec3) for x in (P, O, D)]
+    ins = [wp.array(x, dtype=wp.vec3) for x in (P, ORIGINS, D)]
     return mesh, points, ins
 
 
@@ -152,7 +152,7 @@ def test_points_without_gradient_and_numpy_points():
     runs (the query point still gets its gradient) and nothing is written to the points."""
     pts, idx = scenes.torus(10, 6, noise=0.05, seed=3)
     mesh = wp.Mesh(points=pts, indices=idx)
-    ins = [wp.array(x, dtype=wp.vec3, requires_grad=True) for x in (P, O, D)]
+    ins = [wp.array(x, dtype=wp.vec3, requires_grad=True) for x in (P, ORIGINS, D)]
     out = wp.zeros(len(P), dtype=float, requires_grad=True)
     tape = wp.Tape()
     with tape:
