@@ -13,6 +13,7 @@ the next one.
 from __future__ import annotations
 
 import math
+import os
 import types
 
 import numpy as np
@@ -441,11 +442,13 @@ def bind(namespace, target, jit=None, inline_jit=None):
     views.bind(ns, target)
     cores = {}
     for mod in (volume_query, hashgrid, mesh_query):
-        # the mesh cores are called, not inlined, in kernels: inlining their small helpers
-        # (mesh_query.INLINE_HELPERS) makes rays 1.5x faster but a kernel with three mesh
-        # queries compiled in 20 s instead of 10 s (measured here); compile latency wins until
-        # the helpers are cached across processes
-        inl = None if mod is mesh_query else inline_jit
+        # the mesh cores are called, not inlined, by kernels, with their small helpers
+        # (mesh_query.INLINE_HELPERS) inlined into them: rays 1.3x faster through a kernel
+        # (measured single-threaded, 200k rays on the 260k-triangle torus: 520 ms against 680
+        # ms; Warp 415 ms), for a cold compile of the cores about 11 s longer, once per process
+        # (a kernel loaded from weft's cache needs none). WEFT_MESH_INLINE=0: the faster compile
+        inl = None if mod is mesh_query and os.environ.get("WEFT_MESH_INLINE", "1") == "0" \
+            else inline_jit
         cores.update(mod.compile_for(jit, inl) if jit is not None else _uncompiled(mod))
     ns.update(cores)
     ns.update({"GRID_DOUBLE": volume_query.GRID_DOUBLE, "GRID_VEC3F": volume_query.GRID_VEC3F,
