@@ -472,9 +472,9 @@ def _atomic_add(target):
     if target == "cpu":
         from ..stdlib.atomics import atomic_add
         return atomic_add
-    if target == "cuda":
-        from numba import cuda
-        return cuda.atomic.add
+    if target == "cuda":  # a device function: numba-cuda types the stub only by attribute
+        from ..stdlib.cuda_helpers import atomic_add as cuda_add
+        return cuda_add
 
     def add(a, i, value):
         a[i] += value
