@@ -202,3 +202,88 @@ def test_ray_results_are_the_watertight_cores_bit_for_bit():
                 assert got[k].tolist() == [np.float32(t), np.float32(u), np.float32(v),
                                            np.float32(sign)]
     assert hits >= 10
+
+
+@wp.kernel
+def faces_by_index(mid: wp.uint64, face: wp.array(dtype=int), p: wp.array(dtype=wp.vec3),
+                   out: wp.array(dtype=float)):
+    i = wp.tid()
+    a = wp.mesh_eval_position(mid, face[i], 0.2, 0.3)
+    b = wp.mesh_get_point(mid, face[i] * 3 + 2)
+    out[i] = wp.dot(a, p[i]) + wp.length(b - p[i])
+
+
+def test_bad_input_in_differentiated_kernels_is_defined():
+    """An empty mesh, NaN query points, degenerate faces and face indices out of range in a
+    kernel and its adjoint/tangent: queries find nothing, reads out of range are zeros and
+    their gradients go nowhere; no crash, no write outside the points' gradient."""
+    # empty mesh: nothing found, zero loss, zero gradients
+    empty = wp.Mesh(points=wp.array(np.zeros((0, 3), np.float32), dtype=wp.vec3,
+                                    requires_grad=True),
+                    indices=wp.array(np.zeros(0, np.int32), dtype=wp.int32))
+    ins = [wp.array(x, dtype=wp.vec3, requires_grad=True) for x in (P, ORIGINS, D)]
+    out = wp.zeros(len(P), dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(surface_loss, len(P), inputs=[empty.id, *ins, out])
+    tape.backward(grads={out: np.ones(len(P), np.float32)})
+    assert out.numpy().tolist() == [0.0] * len(P)
+    assert all(not a.grad.numpy().any() for a in ins)
+
+    # NaN query points and rays find nothing (as in Warp): zero contributions
+    mesh, points, _ = _setup()
+    nan = [wp.array(np.full((len(P), 3), np.nan, np.float32), dtype=wp.vec3,
+                    requires_grad=True) for _ in range(3)]
+    out = wp.zeros(len(P), dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(surface_loss, len(P), inputs=[mesh.id, *nan, out])
+    tape.backward(grads={out: np.ones(len(P), np.float32)})
+    assert out.numpy().tolist() == [0.0] * len(P) and not points.grad.numpy().any()
+
+    # degenerate faces (collinear, a point, a sliver, a repeated vertex) and faces out of
+    # range: values as the forward's reads (zeros out of range), gradients only into valid
+    # vertices, and exactly the analytic ones
+    pts, idx = scenes.degenerate()
+    points = wp.array(pts, dtype=wp.vec3, requires_grad=True)
+    mesh = wp.Mesh(points=points, indices=wp.array(idx, dtype=wp.int32))
+    faces = np.array([12, 13, 14, 15, -1, 16, 1000], np.int64)
+    p = np.random.default_rng(2).normal(size=(len(faces), 3)).astype(np.float32)
+    pa = wp.array(p, dtype=wp.vec3, requires_grad=True)
+    out = wp.zeros(len(faces), dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(faces_by_index, len(faces), inputs=[mesh.id, wp.array(faces, dtype=int), pa,
+                                                      out])
+    tape.backward(grads={out: np.ones(len(faces), np.float32)})
+    want_g = np.zeros(pts.shape)
+    want = np.zeros(len(faces))
+    tri = idx.reshape(-1, 3)
+    for k, f in enumerate(faces):
+        valid = 0 <= f < len(tri)
+        a = pts[tri[f]].T @ [0.2, 0.3, 0.5] if valid else np.zeros(3)
+        b = pts[tri[f][2]] if valid else np.zeros(3)
+        want[k] = a @ p[k] + np.linalg.norm(b - p[k])
+        if valid:
+            for w, v in zip((0.2, 0.3, 0.5), tri[f]):
+                want_g[v] += w * p[k]
+            want_g[tri[f][2]] += (b - p[k]) / np.linalg.norm(b - p[k])
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(points.grad.numpy(), want_g, rtol=1e-5, atol=1e-6)
+    t = wp.jvp(faces_by_index, len(faces), inputs=[mesh.id, wp.array(faces, dtype=int), pa],
+               outputs=[out], tangents={points: np.ones(pts.shape, np.float32)})
+    np.testing.assert_allclose(t[out].numpy(), _row_tangents(pts, tri, faces, p), rtol=1e-5,
+                               atol=1e-6)
+
+
+def _row_tangents(pts, tri, faces, p):
+    """d out[k] / d points along all-ones (numpy, the kernel's formula)."""
+    rows = []
+    for k, f in enumerate(faces):
+        if not 0 <= f < len(tri):
+            rows.append(0.0)
+            continue
+        b = pts[tri[f][2]]
+        rows.append(float(np.sum(p[k]) * (0.2 + 0.3 + 0.5) +
+                          np.sum((b - p[k]) / np.linalg.norm(b - p[k]))))
+    return rows

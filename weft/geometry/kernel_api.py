@@ -472,9 +472,11 @@ def _atomic_add(target):
     if target == "cpu":
         from ..stdlib.atomics import atomic_add
         return atomic_add
-    if target == "cuda":  # a device function: numba-cuda types the stub only by attribute
-        from ..stdlib.cuda_helpers import atomic_add as cuda_add
-        return cuda_add
+    if target == "cuda":  # a device function reaching the stub through a global module
+        from numba import cuda    # (numba-cuda types neither a bound stub nor a captured one)
+        ns = {"cuda": cuda}
+        exec("def add(a, i, value):\n    return cuda.atomic.add(a, i, value)\n", ns)  # noqa: S102
+        return cuda.jit(device=True)(ns["add"])
 
     def add(a, i, value):
         a[i] += value
