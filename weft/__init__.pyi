@@ -721,6 +721,10 @@ def bvh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
     """bvh_query_aabb(id: uint64, a: vec3, b: vec3[, root: int32]) -> bvh_query_t"""
 
 
+def bvh_query_capsule(*args: _Any, **kwargs: _Any) -> _Any:
+    """bvh_query_capsule(id: uint64, start: vec3, dir: vec3, radius: float32[, root: int32]) -> bvh_query_t"""
+
+
 def bvh_query_next(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.bvh_query_next (kernel language)"""
 
@@ -1033,7 +1037,8 @@ min(a: Vector, b: Vector) -> Vector (componentwise)"""
 
 
 def mod(*args: _Any, **kwargs: _Any) -> _Any:
-    """mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)"""
+    """mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)
+mod(a: Vector, b: Vector) -> Vector  (per component)"""
 
 
 def mul(*args: _Any, **kwargs: _Any) -> _Any:

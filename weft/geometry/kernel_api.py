@@ -416,6 +416,14 @@ def geo_bvh_query(bid, kind, x0, y0, z0, x1, y1, z1, root):
     return _pack_state(0, -1, bid, s)
 
 
+def geo_bvh_query_capsule(bid, ox, oy, oz, dx, dy, dz, radius, root):
+    """``bvh_query_capsule``: boxes inflated by ``radius`` met by the segment ``o + s d``."""
+    d = view_i64(bid, BVH_WORDS)
+    links = view_i32(d[5], d[6]).reshape((d[6] // 4, 4))
+    return _pack_state(0, -1, bid, bvh_query_capsule(links, root, ox, oy, oz, dx, dy, dz,
+                                                     radius))
+
+
 def geo_bvh_next(q, max_dist):
     d = view_i64(q[2], BVH_WORDS)
     found, item, s = bvh_query_next(view_f32(d[3], d[4]).reshape((d[4] // 6, 6)),

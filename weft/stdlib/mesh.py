@@ -408,6 +408,22 @@ class bvh_query_sphere:
                     root if root is not None else _i(-1), type_=BVH_QUERY)
 
 
+@builtin("bvh_query_capsule", ["bvh_query_capsule(id: uint64, start: vec3, dir: vec3, radius: "
+                               "float32[, root: int32]) -> bvh_query_t"],
+         lambda ts, attrs=None: BVH_QUERY if len(ts) in (4, 5) and _id(ts[0]) and _v3(ts[1])
+         and _v3(ts[2]) and _f(ts[3]) and (len(ts) == 4 or T.is_int(ts[4])) else None,
+         differentiable=False)
+class bvh_query_capsule:
+    """Items whose box, inflated by ``radius``, the segment ``start + s dir`` meets for
+    ``0 <= s <= max_dist`` (``bvh_query_next``'s third argument; 1 for the segment to
+    ``start + dir``): a conservative capsule sweep, as Warp's."""
+
+    def primal(bid, o, d, r, root=None):
+        return call("_wk.geo_bvh_query_capsule", bid, *_xyz(o), *_xyz(d),
+                    call("np.float32", r, type_=T.float32),
+                    root if root is not None else _i(-1), type_=BVH_QUERY)
+
+
 @builtin("_bvh_next", ["_bvh_next(query, max_dist)"],
          lambda ts, attrs=None: BVH_QUERY if len(ts) == 2 and ts[0] == BVH_QUERY and _f(ts[1])
          else None, differentiable=False, public=False)
@@ -449,7 +465,7 @@ bvh_query_next = _next_form("bvh_query_next", BVH_QUERY, "_bvh_next", "BVH")
 registry.ITERATORS[MESH_QUERY] = mesh_query_aabb_next
 registry.ITERATORS[BVH_QUERY] = bvh_query_next
 registry.ITERATOR_STARTS.update({mesh_query_aabb, mesh_query_sphere, bvh_query_aabb,
-                                 bvh_query_ray, bvh_query_sphere})
+                                 bvh_query_ray, bvh_query_sphere, bvh_query_capsule})
 
 
 def _kinds():
