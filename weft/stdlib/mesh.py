@@ -236,8 +236,9 @@ def _point_form(name, kind, extras):
             from .mesh_diff import point_uv
             uv = ctx.call_func(point_uv, node, [items[0], args[0], items[1], args[1],
                                                 items[2], items[3]], 6)
-            items[2], items[3] = (ctx.apply("tuple_get", [uv], node, {"index": k})
-                                  for k in (0, 1))
+            # the core's values, with the derivatives of the recomputation
+            items[2], items[3] = (ctx.apply("_value_grad_of", [items[2 + k], ctx.apply(
+                "tuple_get", [uv], node, {"index": k})], node) for k in (0, 1))
         return ctx.struct_value(RESULT_TYPES["MeshQueryPoint"], {
             "result": items[0], "sign": items[4], "face": items[1], "u": items[2],
             "v": items[3]})
