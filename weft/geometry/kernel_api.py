@@ -451,10 +451,10 @@ def bind(namespace, target, jit=None, inline_jit=None):
     cores = {}
     for mod in (volume_query, hashgrid, mesh_query):
         # the mesh cores are called, not inlined, by kernels, with their small helpers
-        # (mesh_query.INLINE_HELPERS) inlined into them: rays 1.3x faster through a kernel
-        # (measured single-threaded, 200k rays on the 260k-triangle torus: 520 ms against 680
-        # ms; Warp 415 ms), for a cold compile of the cores about 11 s longer, once per process
-        # (a kernel loaded from weft's cache needs none). WEFT_MESH_INLINE=0: the faster compile
+        # (mesh_query.INLINE_HELPERS) inlined into them: rays through a kernel 1.3x faster
+        # (single-threaded CPU time, 200k rays on the 260k-triangle torus: 520 ms against 680
+        # ms), for a cold compile of the cores about 11 s longer, once per process (a kernel
+        # loaded from weft's cache compiles none). WEFT_MESH_INLINE=0: the faster compile
         inl = None if mod is mesh_query and os.environ.get("WEFT_MESH_INLINE", "1") == "0" \
             else inline_jit
         cores.update(mod.compile_for(jit, inl) if jit is not None else _uncompiled(mod))
