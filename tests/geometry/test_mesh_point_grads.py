@@ -287,3 +287,50 @@ def _row_tangents(pts, tri, faces, p):
         rows.append(float(np.sum(p[k]) * (0.2 + 0.3 + 0.5) +
                           np.sum((b - p[k]) / np.linalg.norm(b - p[k]))))
     return rows
+
+
+@wp.kernel
+def deform(rest: wp.array(dtype=wp.vec3), s: wp.array(dtype=float),
+           out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    p = rest[i]
+    out[i] = wp.vec3(p[0] * (1.0 + s[0]), p[1], p[2] + s[1] * p[0] * p[1])
+
+
+def test_gradients_flow_from_queries_through_a_kernel_that_moved_the_points():
+    """The usual pipeline: a kernel computes the mesh's points from parameters, the mesh is
+    refitted, a second kernel queries it: tape.backward reaches the parameters, and
+    tape.forward carries their tangents through the points."""
+    rest, idx = scenes.torus(10, 6, noise=0.05, seed=3)
+    rest_a = wp.array(rest, dtype=wp.vec3)
+    ins = [wp.array(x, dtype=wp.vec3) for x in (P, ORIGINS, D)]
+
+    def run(s_value):
+        s = wp.array(np.array(s_value, np.float32), dtype=float, requires_grad=True)
+        points = wp.zeros(len(rest), dtype=wp.vec3, requires_grad=True)
+        out = wp.zeros(len(P), dtype=float, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(deform, len(rest), inputs=[rest_a, s, points])
+            mesh = wp.Mesh(points=points, indices=wp.array(idx, dtype=wp.int32))
+            wp.launch(surface_loss, len(P), inputs=[mesh.id, *ins, out])
+        return tape, s, out, mesh
+
+    s0 = [0.1, 0.2]
+    tape, s, out, mesh = run(s0)
+    tape.backward(grads={out: np.ones(len(P), np.float32)})
+    fd = np.zeros(2)
+    eps = 1e-3
+    for k in range(2):
+        vals = []
+        for sign in (1, -1):
+            sv = list(s0)
+            sv[k] += sign * eps
+            vals.append(run(sv)[2].numpy().astype(np.float64).sum())
+        fd[k] = (vals[0] - vals[1]) / (2 * eps)
+    np.testing.assert_allclose(s.grad.numpy(), fd, rtol=2e-2, atol=2e-3)
+    assert np.abs(fd).max() > 0.05
+    ds = np.array([0.7, -0.4], np.float32)
+    tangents = tape.forward(tangents={s: ds})
+    np.testing.assert_allclose(tangents[out].numpy().astype(np.float64).sum(), fd @ ds,
+                               rtol=2e-2, atol=2e-3)
