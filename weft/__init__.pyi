@@ -956,7 +956,7 @@ max(a: Vector, b: Vector) -> Vector (componentwise)"""
 
 
 def mesh_eval_face_normal(*args: _Any, **kwargs: _Any) -> _Any:
-    """mesh_eval_face_normal(id: uint64, face: int32) -> vec3"""
+    """wp.mesh_eval_face_normal (kernel language)"""
 
 
 def mesh_eval_position(*args: _Any, **kwargs: _Any) -> _Any:

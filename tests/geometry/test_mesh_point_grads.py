@@ -334,3 +334,55 @@ def test_gradients_flow_from_queries_through_a_kernel_that_moved_the_points():
     tangents = tape.forward(tangents={s: ds})
     np.testing.assert_allclose(tangents[out].numpy().astype(np.float64).sum(), fd @ ds,
                                rtol=2e-2, atol=2e-3)
+
+
+@wp.kernel
+def normal_loss(mid: wp.uint64, o: wp.array(dtype=wp.vec3), d: wp.array(dtype=wp.vec3),
+                out: wp.array(dtype=float)):
+    i = wp.tid()
+    r = wp.mesh_query_ray(mid, o[i], d[i], 1.0e6)
+    s = float(0.0)
+    if r.result:
+        s = wp.dot(r.normal, wp.vec3(0.3, -0.5, 0.8)) + \
+            wp.mesh_eval_face_normal(mid, (r.face + 3) % 120)[1]
+    out[i] = s
+
+
+def test_face_normals_are_differentiable_in_the_points():
+    """``MeshQueryRay.normal`` and ``mesh_eval_face_normal``: the core's values, the
+    derivatives of normalize(cross(p1 - p0, p2 - p0)) with respect to the face's points."""
+    pts, idx = scenes.torus(10, 6, noise=0.05, seed=3)
+    points = wp.array(pts, dtype=wp.vec3, requires_grad=True)
+    mesh = wp.Mesh(points=points, indices=wp.array(idx, dtype=wp.int32))
+    o, d = (wp.array(x, dtype=wp.vec3) for x in (ORIGINS, D))
+    out = wp.zeros(len(P), dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(normal_loss, len(P), inputs=[mesh.id, o, d, out])
+    tape.backward(grads={out: np.ones(len(P), np.float32)})
+    g = points.grad.numpy().astype(np.float64)
+
+    def value():
+        mesh.refit()
+        y = wp.zeros(len(P), dtype=float)
+        wp.launch(normal_loss, len(P), inputs=[mesh.id, o, d, y])
+        return y.numpy().astype(np.float64).sum()
+
+    base = pts.copy()
+    fd = np.zeros(base.shape)
+    for j in range(base.shape[0]):
+        for c in range(3):
+            values = []
+            for sign in (1, -1):
+                points._data[j, c] = base[j, c] + sign * 1e-3
+                values.append(value())
+            points._data[j, c] = base[j, c]
+            fd[j, c] = (values[0] - values[1]) / 2e-3
+    mesh.refit()
+    np.testing.assert_allclose(g, fd, atol=3e-3)
+    assert np.abs(g).max() > 0.1 and (np.abs(fd).sum(1) > 1e-3).sum() >= 6
+    dp = np.random.default_rng(5).normal(size=g.shape).astype(np.float32)
+    t = wp.jvp(normal_loss, len(P), inputs=[mesh.id, o, d], outputs=[out],
+               tangents={points: dp})
+    np.testing.assert_allclose(t[out].numpy().astype(np.float64).sum(), (fd * dp).sum(),
+                               rtol=1e-2, atol=3e-3)

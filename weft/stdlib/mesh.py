@@ -20,7 +20,8 @@ the core's values and takes the recomputation's derivatives); ``mesh_eval_positi
 ``mesh_get_point`` are differentiable in ``u``, ``v`` and the mesh's points: the adjoint adds
 into ``mesh.points.grad`` and the tangent reads the points' tangent, which the runtime hands
 to the launch through the mesh's descriptor (``weft.runtime.geometry.mesh_derivatives``);
-likewise ``mesh_eval_velocity``/``mesh_get_velocity`` and ``mesh.velocities``.
+likewise ``mesh_eval_velocity``/``mesh_get_velocity`` and ``mesh.velocities``; unit normals
+(``mesh_eval_face_normal``, a ray hit's ``normal``) are differentiable in the points too.
 """
 from __future__ import annotations
 
@@ -80,8 +81,8 @@ class _mesh_ray:
 
 
 @builtin("_value_grad_of", ["_value_grad_of(value, other)"],
-         lambda ts, attrs=None: ts[0] if len(ts) == 2 and _f(ts[0]) and ts[1] == ts[0]
-         else None, public=False)
+         lambda ts, attrs=None: ts[0] if len(ts) == 2 and (_f(ts[0]) or _v3(ts[0])) and
+         ts[1] == ts[0] else None, public=False)
 class _value_grad_of:
     """``value``, differentiated as ``other`` (a query core's exact result with the
     derivatives of its differentiable recomputation)."""
@@ -187,11 +188,39 @@ def _plain(name, sig, check, ret, helper_args):
     return rules
 
 
-mesh_eval_face_normal = _plain(
-    "mesh_eval_face_normal", "mesh_eval_face_normal(id: uint64, face: int32) -> vec3",
-    lambda ts: len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1]), T.vec3,
-    lambda mid, face: ("_wk.geo_mesh_eval", mid, _i(2), face, const(0.0, T.float32),
-                       const(0.0, T.float32)))
+@builtin("_mesh_face_normal", ["_mesh_face_normal(id, face)"],
+         lambda ts, attrs=None: T.vec3 if len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1])
+         else None, differentiable=False, public=False)
+class _mesh_face_normal:
+    def primal(mid, face):
+        return call("_wk.geo_mesh_eval", mid, _i(2), face, const(0.0, T.float32),
+                    const(0.0, T.float32), type_=T.vec3)
+
+
+def _differentiable_normal(ctx, node, mid, face, n):
+    """The core's normal ``n`` of ``face``, with the derivatives of its recomputation from the
+    mesh's points (:func:`.mesh_diff.face_normal`)."""
+    from .mesh_diff import face_normal
+    again = ctx.call_func(face_normal, node, [mid, face, n], 3)
+    return ctx.apply("_value_grad_of", [n, again], node)
+
+
+def _lower_face_normal(ctx, node):
+    if len(node.args) != 2 or node.keywords:
+        raise ctx.fail(node, "wp.mesh_eval_face_normal(id, face) takes the mesh id and a face")
+    mid, face = (ctx.expr(a) for a in node.args)
+    if not _id(mid.type) or not T.is_int(face.type):
+        raise ctx.fail(node, "wp.mesh_eval_face_normal(id: uint64, face: int32): got "
+                       f"({T.type_name(mid.type)}, {T.type_name(face.type)})")
+    face = ctx.apply("cast", [face], node, {"type": T.int32})
+    n = ctx.apply("_mesh_face_normal", [mid, face], node)
+    return _differentiable_normal(ctx, node, mid, face, n)
+
+
+mesh_eval_face_normal = special_form(
+    "mesh_eval_face_normal", "mesh_eval_face_normal(id: uint64, face: int32) -> vec3: the unit "
+    "normal normalize(cross(p1 - p0, p2 - p0)) (differentiable in the mesh's points)")(
+        _lower_face_normal)
 mesh_get_index = _plain(
     "mesh_get_index", "mesh_get_index(id: uint64, index: int32) -> int32",
     lambda ts: len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1]), T.int32,
@@ -314,7 +343,8 @@ def _ray_struct(ctx, node):
     # the core's values (Warp's, bit for bit), with the derivatives of the recomputation
     it[1:4] = [ctx.apply("_value_grad_of", [it[1 + k], ctx.apply(
         "tuple_get", [tuv], node, {"index": k})], node) for k in range(3)]
-    normal = ctx.apply("construct", it[5:8], node, {"type": T.vec3})
+    normal = _differentiable_normal(ctx, node, args[0], it[8], ctx.apply(
+        "construct", it[5:8], node, {"type": T.vec3}))
     return ctx.struct_value(RESULT_TYPES["MeshQueryRay"], {
         "result": it[0], "sign": it[4], "face": it[8], "t": it[1], "u": it[2], "v": it[3],
         "normal": normal})

@@ -33,7 +33,16 @@ def ray_tuv(hit, mid, face, o, d, t, u, v):
     return t, u, v
 
 
+def face_normal(mid, face, n):
+    """``normalize(cross(p1 - p0, p2 - p0))`` of ``face`` (the core's ``n`` to rounding)."""
+    p0 = wp.mesh_get_point(mid, face * 3)
+    return wp.normalize(wp.cross(wp.mesh_get_point(mid, face * 3 + 1) - p0,
+                                 wp.mesh_get_point(mid, face * 3 + 2) - p0))
+
+
 point_uv.weft_primal_args = (4, 5)
+face_normal.weft_primal_args = (2,)
 ray_tuv.weft_primal_args = (5, 6, 7)
 point_uv = wp.func(point_uv)
 ray_tuv = wp.func(ray_tuv)
+face_normal = wp.func(face_normal)

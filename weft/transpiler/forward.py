@@ -67,7 +67,8 @@ class Forward(Gen):
                 # a func whose value the primal code never uses (weft's recomputations that
                 # only supply derivatives): its arguments stand in for it
                 items = [self.ex(e.args[k]).node for k in keep]
-                return [assign(s.dst.name, ast.Tuple(items, ast.Load()), s.loc)]
+                value = items[0] if len(items) == 1 else ast.Tuple(items, ast.Load())
+                return [assign(s.dst.name, value, s.loc)]
             fname = e.func.name
             if self.replay and "replay" in e.func.custom:
                 fname = e.func.custom["replay"].name
@@ -195,7 +196,8 @@ class Forward(Gen):
 
 def primal_args(fir):
     """``weft_primal_args`` of a func's Python function: the positions of the arguments whose
-    tuple the forward and replayed code take as the call's value instead of calling it (for
+    tuple (or the one argument) the forward and replayed code take as the call's value instead
+    of calling it (for
     weft's own funcs that recompute a query's result only for its derivatives; the tangent and
     adjoint call it). None for every other func."""
     src = getattr(fir, "source", None)
