@@ -4,6 +4,7 @@
 ``tape.forward`` with a tangent of ``mesh.points``), against central finite differences that
 move one vertex, refit and query again."""
 import numpy as np
+import pytest
 
 import weft as wp
 
@@ -84,6 +85,9 @@ def test_reverse_and_forward_mode_reach_the_mesh_points():
     tf = tape.forward(tangents={points: dp})
     np.testing.assert_allclose(tf[out].numpy().astype(np.float64).sum(), (fd * dp).sum(),
                                rtol=1e-3, atol=1e-3)
+    with pytest.raises(ValueError, match="tangent of the mesh's points has 3 vec3 elements"):
+        wp.jvp(surface_loss, len(P), inputs=[mesh.id, *ins], outputs=[out],
+               tangents={mesh.points: np.zeros((3, 3), np.float32)})
 
 
 @wp.func

@@ -210,11 +210,18 @@ class Mesh:
         """Point the descriptor at the gradients of ``points``/``velocities`` (``grads``: an
         adjoint launch) and at their tangents (``tangent_of(array)``, a forward-mode launch)."""
         from ..geometry.kernel_api import MESH_GRAD, MESH_TAN
-        for kind, a in enumerate((self._points, self._velocities)):
+        core = self._core
+        for kind, (a, values) in enumerate(((self._points, core.points),
+                                            (self._velocities, core.velocities))):
             g = a.grad if grads and isinstance(a, array) else None
-            self._descriptor.attach(MESH_GRAD + kind, _flat_f32(g, "gradient"))
             t = tangent_of(a) if tangent_of is not None and a is not None else None
-            self._descriptor.attach(MESH_TAN + kind, _flat_f32(t, "tangent", copy=True))
+            for word, b, what in ((MESH_GRAD, g, "gradient"), (MESH_TAN, t, "tangent")):
+                flat = _flat_f32(b, what, copy=what == "tangent")
+                if flat is not None and flat.shape[0] != values.size:
+                    raise ValueError(f"the {what} of the mesh's {('points', 'velocities')[kind]} "
+                                     f"has {flat.shape[0] // 3} vec3 elements, the mesh "
+                                     f"{values.size // 3}")
+                self._descriptor.attach(word + kind, flat)
 
     def _detach_derivatives(self):
         from ..geometry.kernel_api import MESH_GRAD, MESH_TAN
