@@ -27,6 +27,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from mesh_scene import queries, torus
 from weft.geometry import mesh_query as MQ
 from weft.geometry.mesh import Bvh, Mesh
 
@@ -60,32 +61,6 @@ def weft_points(bounds, links, prims, tris, points, indices, q, d_out, face_out)
         else:
             d_out[i] = np.float32(-1.0)
             face_out[i] = -1
-
-
-def torus(g, noise=0.02, seed=0):
-    """A g x g torus (radii 1, 0.35), radial noise: (points (g^2, 3), indices (6 g^2,))."""
-    u = np.linspace(0, 2 * np.pi, g, endpoint=False)
-    U, V = np.meshgrid(u, u, indexing="ij")
-    r = 0.35 * (1 + noise * np.random.default_rng(seed).standard_normal(U.shape))
-    pts = np.stack([(1 + r * np.cos(V)) * np.cos(U), (1 + r * np.cos(V)) * np.sin(U),
-                    r * np.sin(V)], -1).reshape(-1, 3).astype(np.float32)
-    i, j = np.meshgrid(np.arange(g), np.arange(g), indexing="ij")
-    a = i * g + j
-    b = ((i + 1) % g) * g + j
-    c = ((i + 1) % g) * g + (j + 1) % g
-    d = i * g + (j + 1) % g
-    tri = np.stack([np.stack([a, b, c], -1), np.stack([a, c, d], -1)], -2).reshape(-1, 3)
-    return pts, tri.astype(np.int32).ravel()
-
-
-def queries(n_rays, n_points, seed=1):
-    rng = np.random.default_rng(seed)
-    o = rng.uniform(-2, 2, (n_rays, 3)).astype(np.float32)
-    tgt = rng.uniform(-1, 1, (n_rays, 3)) * np.array([1.0, 1.0, 0.3])
-    d = tgt - o
-    d = (d / np.linalg.norm(d, axis=1, keepdims=True)).astype(np.float32)
-    q = rng.uniform(-1.6, 1.6, (n_points, 3)).astype(np.float32)
-    return o, d, q
 
 
 def best_time(fn, repeat):

@@ -723,6 +723,10 @@ def bvh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
     """bvh_query_aabb(id: uint64, a: vec3, b: vec3[, root: int32]) -> bvh_query_t"""
 
 
+def bvh_query_capsule(*args: _Any, **kwargs: _Any) -> _Any:
+    """bvh_query_capsule(id: uint64, start: vec3, dir: vec3, radius: float32[, root: int32]) -> bvh_query_t"""
+
+
 def bvh_query_next(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.bvh_query_next (kernel language)"""
 
@@ -954,7 +958,7 @@ max(a: Vector, b: Vector) -> Vector (componentwise)"""
 
 
 def mesh_eval_face_normal(*args: _Any, **kwargs: _Any) -> _Any:
-    """mesh_eval_face_normal(id: uint64, face: int32) -> vec3"""
+    """wp.mesh_eval_face_normal (kernel language)"""
 
 
 def mesh_eval_position(*args: _Any, **kwargs: _Any) -> _Any:

@@ -27,10 +27,32 @@ def hg(grid: wp.uint64, pts: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)
     out[i] = s
 
 
+@wp.kernel
+def mesh_k(mid: wp.uint64, bid: wp.uint64, pts: wp.array(dtype=wp.vec3),
+           out: wp.array(dtype=float)):
+    i = wp.tid()
+    q = wp.mesh_query_point(mid, pts[i], 10.0)
+    s = float(0.0)
+    if q.result:
+        s += wp.length(pts[i] - wp.mesh_eval_position(mid, q.face, q.u, q.v)) * q.sign
+    r = wp.mesh_query_ray(mid, pts[i], wp.vec3(1.0, 0.2, 0.1), 10.0)
+    if r.result:
+        s += r.t + r.u + wp.mesh_get_point(mid, r.face * 3)[0]
+    for f in wp.mesh_query_aabb(mid, pts[i] - wp.vec3(0.5), pts[i] + wp.vec3(0.5)):
+        s += wp.mesh_eval_velocity(mid, f, 0.3, 0.3)[1]
+    for j in wp.bvh_query_ray(bid, pts[i], wp.vec3(0.0, 1.0, 0.0)):
+        s += float(j)
+    out[i] = s
+
+
 volume = wp.Volume.load_from_nvdb(os.path.join(HERE, "nvdb", "torus.nvdb"))
 grid = wp.HashGrid(4, 4, 4)
 p = wp.zeros(4, dtype=wp.vec3)
 o = wp.zeros(4, dtype=float)
-for name, k, a in (("vol", vol, [volume.id, p, o]), ("hg", hg, [grid.id, p, o])):
+mesh = wp.Mesh(wp.array([[0, 0, 0], [1, 0, 0], [0, 1, 0]], dtype=wp.vec3),
+               wp.array([0, 1, 2], dtype=wp.int32))
+bvh = wp.Bvh(wp.zeros(2, dtype=wp.vec3), wp.ones(2, dtype=wp.vec3))
+for name, k, a in (("vol", vol, [volume.id, p, o]), ("hg", hg, [grid.id, p, o]),
+                   ("mesh", mesh_k, [mesh.id, bvh.id, p, o])):
     for kind, text in compile_ptx(k, a, dims=(4,)).items():
         print(name, kind, ".target sm_90" in text)

@@ -291,7 +291,7 @@ def test_geometry_kernels_compile_to_ptx_for_hopper():
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     lines = [ln.split() for ln in r.stdout.splitlines()]
-    assert {(k, e) for k, e, _ in lines} == {(k, e) for k in ("vol", "hg")
+    assert {(k, e) for k, e, _ in lines} == {(k, e) for k in ("vol", "hg", "mesh")
                                             for e in ("forward", "adjoint", "tangent")}
     assert all(ok == "True" for _, _, ok in lines)
 

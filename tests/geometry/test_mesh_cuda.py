@@ -70,7 +70,83 @@ def mesh_kernel(b, l, p, tris, props, pts, idx, avg, q, d, bb, bl, bp, lo, up, o
         face[t, 3] = m
         face[t, 4] = mesh_query_ray_count_intersections(b, l, tris, x, y, z, d[t, 0], d[t, 1],
                                                         d[t, 2])
+
+
+def mesh_kernel2(b, l, p, tris, props, pts, idx, q, d, bb, bl, bp, lo, up, out, cnt):
+    t = cuda.grid(1)
+    if t < q.shape[0]:
+        x = q[t, 0]
+        y = q[t, 1]
+        z = q[t, 2]
+        big = np.float32(1e6)
+        r = mesh_query_point_no_sign(b, l, p, tris, x, y, z, big)
+        s = mesh_query_point_sign_parity(b, l, p, tris, x, y, z, big, np.int32(3),
+                                         np.float32(0.1))
+        out[t, 0] = r[2]
+        out[t, 1] = r[3]
+        out[t, 2] = s[4]
+        out[t, 3] = mesh_winding_number(l, tris, props, x, y, z, np.float32(2.0))
+        nrm = mesh_eval_face_normal(pts, idx, r[1])
+        g = mesh_get_point(pts, idx, 3 * r[1] + 1)
+        out[t, 4] = nrm[0] + nrm[1] * g[2]
+        e = closest_point_edge_edge(x, y, z, d[t, 0], d[t, 1], d[t, 2], g[0], g[1], g[2],
+                                    np.float32(0.0), np.float32(1.0), np.float32(0.5),
+                                    np.float32(1e-6))
+        out[t, 5] = e[0]
+        out[t, 6] = e[1]
+        out[t, 7] = e[2]
+        cnt[t, 0] = r[1]
+        cnt[t, 1] = 1 if mesh_query_ray_anyhit(b, l, tris, x, y, z, d[t, 0], d[t, 1], d[t, 2],
+                                               np.float32(0.8)) else 0
+        cnt[t, 2] = intersect_tri_tri(x, y, z, g[0], g[1], g[2], np.float32(0.0),
+                                      np.float32(0.0), np.float32(0.0), np.float32(0.5), y, z,
+                                      np.float32(-1.0), np.float32(0.2), np.float32(0.3),
+                                      np.float32(1.0), np.float32(1.0), np.float32(-0.5))
+        n = 0
+        st = mesh_query_sphere(l, x, y, z, np.float32(0.4))
+        while True:
+            ok, fi, st = mesh_query_next(b, l, p, tris, st)
+            if not ok:
+                break
+            n += 1 + fi
+        cnt[t, 3] = n
+        m = 0
+        st = bvh_query_aabb(bl, -1, x - np.float32(0.4), y - np.float32(0.4),
+                            z - np.float32(0.4), x + np.float32(0.4), y + np.float32(0.4),
+                            z + np.float32(0.4))
+        while True:
+            ok, it, st = bvh_query_next(bb, bl, bp, lo, up, st, np.float32(np.inf))
+            if not ok:
+                break
+            m += 1 + it
+        cnt[t, 4] = m
+        m = 0
+        st = bvh_query_sphere(bl, -1, x, y, z, np.float32(0.5))
+        while True:
+            ok, it, st = bvh_query_next(bb, bl, bp, lo, up, st, np.float32(np.inf))
+            if not ok:
+                break
+            m += 1 + it
+        cnt[t, 5] = m
+        m = 0
+        st = bvh_query_capsule(bl, -1, x, y, z, d[t, 0], d[t, 1], d[t, 2], np.float32(0.1))
+        while True:
+            ok, it, st = bvh_query_next(bb, bl, bp, lo, up, st, np.float32(2.0))
+            if not ok:
+                break
+            m += 1 + it
+        cnt[t, 6] = m
 '''
+
+
+def inputs2(n=16):
+    m = Mesh(*S.torus(12, 8, noise=0.1), support_winding_number=True)
+    t = Bvh(*S.boxes(60))
+    q = S.points(n, seed=63)
+    q[:2] = [[1.0, 0.05, 0.02], [-0.1, -0.95, -0.1]]  # inside the torus' tube
+    o, d = S.rays(n, seed=64)
+    return (*m.arrays(), m.points, m.indices, q, d, *t.arrays(), np.zeros((n, 8), np.float32),
+            np.zeros((n, 7), np.int64))
 
 
 def kernels(ns):
@@ -116,6 +192,21 @@ def _simulate(cuda):
     np.testing.assert_array_equal(args[-2], want[-2])
     np.testing.assert_array_equal(args[-1], want[-1])
     assert (want[-1][:, 1] >= 0).any() and (want[-1][:, 2] > 0).any()
+    # the other query kinds (no-sign and parity closest points, winding numbers, any-hit,
+    # sphere and BVH AABB/sphere/capsule iterators, edge-edge, tri-tri, normals)
+    args = inputs2()
+    cuda.jit(dev["mesh_kernel2"])[1, 16](*args)
+    want = inputs2()
+    for t in range(16):
+        host["cuda"] = _FakeCuda(t)
+        host["mesh_kernel2"](*want)
+    # the simulator runs the cores as Python, where math.sqrt/acos of a float32 round once
+    # in double: these values (winding numbers, normals, edge-edge) agree to float32 rounding
+    np.testing.assert_allclose(args[-2], want[-2], rtol=2e-5, atol=1e-6)
+    np.testing.assert_array_equal(args[-1], want[-1])
+    c = want[-1]
+    assert (c[:, 1] > 0).any() and (c[:, 3] > 0).any() and (c[:, 4] > 0).any()
+    assert (c[:, 5] > 0).any() and (c[:, 6] > 0).any() and (want[-2][:, 2] < 0).any()
 
 
 PTX_SCRIPT = '''
@@ -129,11 +220,15 @@ A = lambda t, n=1: nt.Array(t, n, "C")
 f2, i2 = A(nt.float32, 2), A(nt.int32, 2)
 sig = (f2, i2, A(nt.int32), f2, f2, f2, A(nt.int32), nt.float32, f2, f2, f2, i2, A(nt.int32),
        f2, f2, f2, A(nt.int64, 2))
+sig2 = (f2, i2, A(nt.int32), f2, f2, f2, A(nt.int32), f2, f2, f2, i2, A(nt.int32), f2, f2, f2,
+        A(nt.int64, 2))
 with _assume_compute_capability((9, 0)):
     ptx, _ = cuda.compile_ptx(ns["mesh_kernel"], sig, cc=(9, 0))
+    ptx2, _ = cuda.compile_ptx(ns["mesh_kernel2"], sig2, cc=(9, 0))
 assert ".target sm_90" in ptx and ".entry" in ptx
 assert "fma.rn.f32" in ptx and ".local" in ptx
-print("mesh_kernel", len(ptx))
+assert ".target sm_90" in ptx2 and ".entry" in ptx2
+print("mesh_kernel", len(ptx), "mesh_kernel2", len(ptx2))
 '''
 
 
@@ -143,4 +238,58 @@ def test_cores_compile_to_ptx():
     r = subprocess.run([sys.executable, "-c", PTX_SCRIPT], capture_output=True, text=True,
                        env=env, cwd=ROOT, timeout=900)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert "mesh_kernel" in r.stdout
+    assert "mesh_kernel" in r.stdout and "mesh_kernel2" in r.stdout
+
+
+def test_mesh_kernels_on_the_cuda_target_under_the_simulator():
+    """weft kernels calling the mesh builtins, launched on device 'cuda' (Numba's simulator):
+    the forward results and the gradients (query points, rays and the mesh's points) equal the
+    CPU target's."""
+    from numba import config
+    if not config.ENABLE_CUDASIM:
+        pytest.skip("runs under Numba's CUDA simulator (the test session's default)")
+    import weft as wp
+    from tests.geometry.test_mesh_point_grads import ORIGINS, D, P, surface_loss
+    pts, idx = S.torus(10, 6, noise=0.05, seed=3)
+    lo, up = S.boxes(30, seed=4)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3), wp.array(up, dtype=wp.vec3))
+    results = {}
+    for dev in ("cpu", "cuda"):
+        points = wp.array(pts, dtype=wp.vec3, requires_grad=True)
+        mesh = wp.Mesh(points=points, indices=wp.array(idx, dtype=wp.int32))
+        ins = [wp.array(x, dtype=wp.vec3, device=dev, requires_grad=True)
+               for x in (P, ORIGINS, D)]
+        out = wp.zeros(len(P), dtype=float, device=dev, requires_grad=True)
+        counts = wp.zeros(2 * len(P), dtype=int, device=dev)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(surface_loss, len(P), inputs=[mesh.id, *ins, out], device=dev)
+        wp.launch(iterate, len(P), inputs=[mesh.id, bvh.id, ins[0], counts], device=dev)
+        tape.backward(grads={out: wp.array(np.ones(len(P), np.float32), dtype=float,
+                                            device=dev)})
+        results[dev] = [out.numpy(), counts.numpy(), points.grad.numpy()] + \
+            [a.grad.numpy() for a in ins]
+    for cpu, sim in zip(results["cpu"], results["cuda"]):
+        np.testing.assert_allclose(sim, cpu, rtol=1e-6, atol=1e-6)
+    assert np.abs(results["cpu"][2]).max() > 0.1 and results["cpu"][1].sum() > 0
+
+
+def _iterate_kernel():
+    import weft as wp
+
+    @wp.kernel
+    def iterate(mid: wp.uint64, bid: wp.uint64, p: wp.array(dtype=wp.vec3),
+                counts: wp.array(dtype=int)):
+        i = wp.tid()
+        n = int(0)
+        for f in wp.mesh_query_aabb(mid, p[i] - wp.vec3(0.6), p[i] + wp.vec3(0.6)):
+            n += 1 + f
+        m = int(0)
+        for j in wp.bvh_query_aabb(bid, p[i] - wp.vec3(0.5), p[i] + wp.vec3(0.5)):
+            m += 1 + j
+        counts[2 * i] = n
+        counts[2 * i + 1] = m
+    return iterate
+
+
+iterate = _iterate_kernel()

@@ -324,3 +324,55 @@ def test_sphere_iterators_anyhit_and_crossing_counts():
     assert o[:, 2].tolist() == [1, 1, 2, 0]
     # a hit closer than 0.6 along the ray: only from (0.5, .5, .5) (the face x = 1 at 0.5)
     assert o[:, 3].tolist() == [1, 0, 0, 0]
+
+
+@wp.kernel
+def capsule_items(bid: wp.uint64, o: wp.array(dtype=wp.vec3), d: wp.array(dtype=wp.vec3),
+                  r: float, max_dist: float, count: wp.array(dtype=int),
+                  total: wp.array(dtype=int)):
+    i = wp.tid()
+    n = int(0)
+    s = int(0)
+    q = wp.bvh_query_capsule(bid, o[i], d[i], r)
+    item = int(0)
+    while wp.bvh_query_next(q, item, max_dist):
+        n += 1
+        s += item
+    count[i] = n
+    total[i] = s
+
+
+def _capsule_brute(lo, up, o, d, r, max_dist):
+    """Items whose box inflated by r the segment o + s d, 0 <= s <= max_dist, meets (float64)."""
+    lo, up = lo.astype(np.float64) - r, up.astype(np.float64) + r
+    o, d = o.astype(np.float64), d.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t1, t2 = (lo - o) / d, (up - o) / d
+    inside = (lo <= o) & (o <= up)
+    enter = np.where(d == 0, np.where(inside, -np.inf, np.inf), np.minimum(t1, t2)).max(1)
+    leave = np.where(d == 0, np.where(inside, np.inf, -np.inf), np.maximum(t1, t2)).min(1)
+    return np.flatnonzero((enter <= leave) & (leave >= 0) & (enter <= max_dist))
+
+
+def test_bvh_capsule_sweeps_against_brute_force():
+    # Warp's documented example: one box overlapping the swept capsule
+    bvh = wp.Bvh(wp.array([[0.75, -1, -1]], dtype=wp.vec3), wp.array([[2.0, 1, 1]],
+                                                                       dtype=wp.vec3))
+    count, total = wp.zeros(1, dtype=int), wp.zeros(1, dtype=int)
+    wp.launch(capsule_items, 1, inputs=[bvh.id, wp.array([[0.0, 0.0, 0.0]], dtype=wp.vec3),
+                                        wp.array([[0.5, 0.0, 0.0]], dtype=wp.vec3), 0.3, 1.0,
+                                        count, total])
+    assert count.numpy().tolist() == [1]
+    lo, up = scenes.boxes(300, seed=12)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3), wp.array(up, dtype=wp.vec3))
+    o, d = scenes.rays(48, seed=13)
+    d = d * 0.6
+    count, total = wp.zeros(48, dtype=int), wp.zeros(48, dtype=int)
+    for r, max_dist in ((0.05, 1.0), (0.2, 2.5)):
+        wp.launch(capsule_items, 48, inputs=[bvh.id, wp.array(o, dtype=wp.vec3),
+                                             wp.array(d, dtype=wp.vec3), r, max_dist, count,
+                                             total])
+        ref = [_capsule_brute(lo, up, a, b, r, max_dist) for a, b in zip(o, d)]
+        assert count.numpy().tolist() == [len(x) for x in ref]
+        assert total.numpy().tolist() == [int(x.sum()) for x in ref]
+        assert sum(len(x) for x in ref) > 20  # the sweeps meet boxes

@@ -47,6 +47,8 @@ class Descriptor:
         self.words[:HEADER] = (np.int64(MAGIC - (1 << 64)) if MAGIC >= 1 << 63 else MAGIC,
                                kind, len(arrays))
         self.arrays = []
+        self.attached = {}  # word -> the array whose address it holds (attach)
+        self.owner = None   # a weak reference to the host object, for the runtime
         self.set(arrays, scalars)
         self.id = int(self.words.ctypes.data)
         with _lock:
@@ -73,12 +75,28 @@ class Descriptor:
                 self.words[base + k] = s
         self.arrays = arrays  # kept alive while the descriptor points at them
 
+    def attach(self, word, a):
+        """Put the address of flat array ``a`` (None: 0) into ``words[word]`` (a gradient or
+        tangent buffer a launch uses); the descriptor keeps it alive until replaced."""
+        with _lock:
+            old = self.attached.pop(word, None)
+            if old is not None and _BUFFERS.get(old.ctypes.data) is old:
+                del _BUFFERS[old.ctypes.data]
+            if a is None:
+                self.words[word] = 0
+                return
+            a = a.reshape(-1)
+            self.words[word] = a.ctypes.data
+            self.attached[word] = a
+            if a.shape[0]:
+                _BUFFERS[a.ctypes.data] = a
+
     def release(self):
         with _lock:
             if _LIVE.pop(self.id, None) is not None:
                 _FREED.add(self.id)
                 _BUFFERS.pop(self.id, None)
-                for a in self.arrays:
+                for a in self.arrays + list(self.attached.values()):
                     if _BUFFERS.get(a.ctypes.data) is a:
                         del _BUFFERS[a.ctypes.data]
 

@@ -13,6 +13,7 @@ the next one.
 from __future__ import annotations
 
 import math
+import os
 import types
 
 import numpy as np
@@ -23,8 +24,11 @@ from .descriptors import HEADER
 # descriptor words (see weft.runtime.geometry for the objects that fill them)
 VOL_WORDS = HEADER + 2 * 4 + 2      # tree, values, xform_f, xform_d; gtype, channels
 HG_WORDS = HEADER + 2 * 2 + 2       # grid, point keys; is float64, 1 / cell width (bits)
-# points, indices, bounds, links, prims, tris, props, velocities; average edge length (bits)
-MESH_WORDS = HEADER + 2 * 8 + 1
+# points, indices, bounds, links, prims, tris, props, velocities; average edge length (bits);
+# the addresses of the gradient and tangent buffers of the points and velocities (0: none)
+MESH_WORDS = HEADER + 2 * 8 + 1 + 4
+MESH_GRAD = HEADER + 2 * 8 + 1      # + kind (0 points, 1 velocities)
+MESH_TAN = MESH_GRAD + 2
 BVH_WORDS = HEADER + 2 * 5          # bounds, links, prims, lowers, uppers
 
 
@@ -281,6 +285,67 @@ def geo_mesh_vertex(mid, kind, index):
     return mesh_get_velocity(view_f32(d[17], d[18]).reshape((d[18] // 3, 3)), indices, index)
 
 
+# derivatives with respect to the mesh's points (kind 0) or velocities (kind 1): the adjoint
+# adds into the gradient buffer the runtime puts into the descriptor for the launch
+# (weft.runtime.geometry.mesh_derivatives), the tangent reads the tangent buffer
+def _values_len(d, kind):
+    return d[4] if kind == 0 else d[18]
+
+
+def geo_mesh_vertex_adj(mid, kind, index, ax, ay, az):
+    """``grad[indices[index]] += (ax, ay, az)`` atomically (nothing without a gradient buffer
+    or for an index out of range)."""
+    d = view_i64(mid, MESH_WORDS)
+    address = d[MESH_GRAD + kind]
+    if address != 0:
+        n = _values_len(d, kind)
+        i = mesh_get_index(view_i32(d[5], d[6]), index)
+        if i >= 0 and 3 * i + 2 < n:
+            g = view_f32(address, n)
+            geo_atomic_add(g, 3 * i, np.float32(ax))
+            geo_atomic_add(g, 3 * i + 1, np.float32(ay))
+            geo_atomic_add(g, 3 * i + 2, np.float32(az))
+    return 0
+
+
+def geo_mesh_eval_adj(mid, kind, face, u, v, ax, ay, az):
+    """The adjoint of ``p0 u + p1 v + p2 (1 - u - v)`` into the face's three vertices."""
+    u = np.float32(u)
+    v = np.float32(v)
+    w = np.float32(1.0) - u - v
+    geo_mesh_vertex_adj(mid, kind, 3 * face, ax * u, ay * u, az * u)
+    geo_mesh_vertex_adj(mid, kind, 3 * face + 1, ax * v, ay * v, az * v)
+    geo_mesh_vertex_adj(mid, kind, 3 * face + 2, ax * w, ay * w, az * w)
+    return 0
+
+
+def geo_mesh_vertex_tan(mid, kind, index):
+    """The tangent of ``values[indices[index]]`` (zeros without a tangent buffer)."""
+    d = view_i64(mid, MESH_WORDS)
+    address = d[MESH_TAN + kind]
+    z = np.float32(0.0)
+    if address == 0:
+        return z, z, z
+    n = _values_len(d, kind)
+    i = mesh_get_index(view_i32(d[5], d[6]), index)
+    if i < 0 or 3 * i + 2 >= n:
+        return z, z, z
+    t = view_f32(address, n)
+    return t[3 * i], t[3 * i + 1], t[3 * i + 2]
+
+
+def geo_mesh_eval_tan(mid, kind, face, u, v):
+    """The tangent of ``p0 u + p1 v + p2 (1 - u - v)`` along the vertices' tangents."""
+    u = np.float32(u)
+    v = np.float32(v)
+    w = np.float32(1.0) - u - v
+    a = geo_mesh_vertex_tan(mid, kind, 3 * face)
+    b = geo_mesh_vertex_tan(mid, kind, 3 * face + 1)
+    c = geo_mesh_vertex_tan(mid, kind, 3 * face + 2)
+    return (a[0] * u + b[0] * v + c[0] * w, a[1] * u + b[1] * v + c[1] * w,
+            a[2] * u + b[2] * v + c[2] * w)
+
+
 def geo_mesh_get_index(mid, index):
     d = view_i64(mid, MESH_WORDS)
     return mesh_get_index(view_i32(d[5], d[6]), index)
@@ -351,6 +416,14 @@ def geo_bvh_query(bid, kind, x0, y0, z0, x1, y1, z1, root):
     return _pack_state(0, -1, bid, s)
 
 
+def geo_bvh_query_capsule(bid, ox, oy, oz, dx, dy, dz, radius, root):
+    """``bvh_query_capsule``: boxes inflated by ``radius`` met by the segment ``o + s d``."""
+    d = view_i64(bid, BVH_WORDS)
+    links = view_i32(d[5], d[6]).reshape((d[6] // 4, 4))
+    return _pack_state(0, -1, bid, bvh_query_capsule(links, root, ox, oy, oz, dx, dy, dz,
+                                                     radius))
+
+
 def geo_bvh_next(q, max_dist):
     d = view_i64(q[2], BVH_WORDS)
     found, item, s = bvh_query_next(view_f32(d[3], d[4]).reshape((d[4] // 6, 6)),
@@ -363,8 +436,8 @@ def geo_bvh_next(q, max_dist):
 
 
 #: the wrappers, in dependency order (they call the cores, never each other)
-PORTABLE = ("f32_bits", "bits_f32", "_pack_state", "_unpack_state", "_mesh_bvh") + tuple(
-    n for n in list(globals()) if n.startswith("geo_"))
+PORTABLE = ("f32_bits", "bits_f32", "_pack_state", "_unpack_state", "_mesh_bvh",
+            "_values_len") + tuple(n for n in list(globals()) if n.startswith("geo_"))
 #: wrappers inlined into kernels on the CPU (the iterator step runs once per candidate)
 INLINE = ("geo_hg_next", "geo_mesh_next", "geo_bvh_next", "_pack_state", "_unpack_state",
           "f32_bits", "bits_f32", "_mesh_bvh")
@@ -377,16 +450,20 @@ def bind(namespace, target, jit=None, inline_jit=None):
     views.bind(ns, target)
     cores = {}
     for mod in (volume_query, hashgrid, mesh_query):
-        # the mesh cores are called, not inlined, in kernels: inlining their small helpers
-        # (mesh_query.INLINE_HELPERS) makes rays 1.5x faster but a kernel with three mesh
-        # queries compiled in 20 s instead of 10 s (measured here); compile latency wins until
-        # the helpers are cached across processes
-        inl = None if mod is mesh_query else inline_jit
+        # the mesh cores are called, not inlined, by kernels, with their small helpers
+        # (mesh_query.INLINE_HELPERS) inlined into them: rays through a kernel 1.3x faster
+        # (single-threaded CPU time, 200k rays on the 260k-triangle torus: 520 ms against 680
+        # ms), for a cold compile of the cores about 11 s longer, once per process (a kernel
+        # loaded from weft's cache compiles none). WEFT_MESH_INLINE=0: the faster compile
+        inl = None if mod is mesh_query and os.environ.get("WEFT_MESH_INLINE", "1") == "0" \
+            else inline_jit
         cores.update(mod.compile_for(jit, inl) if jit is not None else _uncompiled(mod))
     ns.update(cores)
     ns.update({"GRID_DOUBLE": volume_query.GRID_DOUBLE, "GRID_VEC3F": volume_query.GRID_VEC3F,
                "VOL_WORDS": VOL_WORDS, "HG_WORDS": HG_WORDS, "MESH_WORDS": MESH_WORDS,
-               "BVH_WORDS": BVH_WORDS, "PROPS": mesh_winding.PROPS})
+               "BVH_WORDS": BVH_WORDS, "PROPS": mesh_winding.PROPS,
+               "MESH_GRAD": MESH_GRAD, "MESH_TAN": MESH_TAN,
+               "geo_atomic_add": _atomic_add(target)})
     for name in PORTABLE:
         fn = globals()[name]
         rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
@@ -396,6 +473,23 @@ def bind(namespace, target, jit=None, inline_jit=None):
         ns[name] = rebound
         namespace[name] = rebound
     return namespace
+
+
+def _atomic_add(target):
+    """``add(array, index, value)`` of ``target`` (plain ``+=`` uncompiled)."""
+    if target == "cpu":
+        from ..stdlib.atomics import atomic_add
+        return atomic_add
+    if target == "cuda":  # a device function reaching the stub through a global module
+        from numba import cuda    # (numba-cuda types neither a bound stub nor a captured one)
+        ns = {"cuda": cuda}
+        exec("def add(a, i, value):\n    return cuda.atomic.add(a, i, value)\n", ns)  # noqa: S102
+        return cuda.jit(device=True)(ns["add"])
+
+    def add(a, i, value):
+        a[i] += value
+        return a[i]
+    return add
 
 
 def _uncompiled(mod):

@@ -12,6 +12,7 @@ their arrays are on the device; see docs/geometry.md).
 from __future__ import annotations
 
 import weakref
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -170,7 +171,9 @@ class Mesh:
         self._points = points if isinstance(points, array) else None
         self._indices = indices if isinstance(indices, array) else None
         self._velocities = velocities if isinstance(velocities, array) else None
-        self._descriptor = D.Descriptor(D.KIND_MESH, self._arrays(), self._scalars())
+        # average edge length; gradient and tangent buffers (attached for a launch)
+        self._descriptor = D.Descriptor(D.KIND_MESH, self._arrays(), self._scalars() + [0] * 4)
+        self._descriptor.owner = weakref.ref(self)
         weakref.finalize(self, self._descriptor.release)
 
     def _arrays(self):
@@ -217,6 +220,28 @@ class Mesh:
         self._core.velocities = _host(new, "Mesh velocities")
         self._velocities = new if isinstance(new, array) else None
         self._descriptor.set(self._arrays(), self._scalars())
+
+    def _attach_derivatives(self, grads, tangent_of):
+        """Point the descriptor at the gradients of ``points``/``velocities`` (``grads``: an
+        adjoint launch) and at their tangents (``tangent_of(array)``, a forward-mode launch)."""
+        from ..geometry.kernel_api import MESH_GRAD, MESH_TAN
+        core = self._core
+        for kind, (a, values) in enumerate(((self._points, core.points),
+                                            (self._velocities, core.velocities))):
+            g = a.grad if grads and isinstance(a, array) else None
+            t = tangent_of(a) if tangent_of is not None and a is not None else None
+            for word, b, what in ((MESH_GRAD, g, "gradient"), (MESH_TAN, t, "tangent")):
+                flat = _flat_f32(b, what, copy=what == "tangent")
+                if flat is not None and flat.shape[0] != values.size:
+                    raise ValueError(f"the {what} of the mesh's {('points', 'velocities')[kind]} "
+                                     f"has {flat.shape[0] // 3} vec3 elements, the mesh "
+                                     f"{values.size // 3}")
+                self._descriptor.attach(word + kind, flat)
+
+    def _detach_derivatives(self):
+        from ..geometry.kernel_api import MESH_GRAD, MESH_TAN
+        for w in (MESH_GRAD, MESH_GRAD + 1, MESH_TAN, MESH_TAN + 1):
+            self._descriptor.attach(w, None)
 
     @property
     def support_winding_number(self):
@@ -266,6 +291,48 @@ class Bvh:
     def rebuild(self, constructor=None):
         self._core.rebuild(constructor)
         self._descriptor.set(list(self._core.arrays()))
+
+
+def _flat_f32(a, what, copy=False):
+    """The float32 memory of a vec3 ``wp.array`` (or array-like, copied) as a flat numpy
+    array (None stays None); a gradient is shared, not copied."""
+    if a is None:
+        return None
+    data = a._data if isinstance(a, array) else np.asarray(a)
+    if isinstance(a, array) and a.device.is_cuda:
+        data = a.numpy()
+    if data.dtype != np.float32 or not data.flags.c_contiguous:
+        if not copy:
+            raise TypeError(f"the {what} of a mesh's points must be a contiguous float32 vec3 "
+                            f"array, got {data.dtype}")
+        data = np.ascontiguousarray(data, np.float32)
+    return data.reshape(-1)
+
+
+@contextmanager
+def mesh_derivatives(ck, args, grads=False, tangent_of=None):
+    """Around an adjoint (``grads``) or tangent (``tangent_of``) launch of compiled kernel
+    ``ck`` with flat arguments ``args``: the meshes whose ids the kernel takes expose the
+    gradients of their points and velocities (``array.grad``) or their tangents to the
+    kernel's derivative of ``mesh_get_point``, ``mesh_eval_position``, ..."""
+    meshes = []
+    for name, kind in getattr(ck.abi, "geometry_ids", ()):
+        if kind != D.KIND_MESH:
+            continue
+        try:
+            d = D._LIVE.get(int(args[ck.param_index(name)]))
+        except (TypeError, ValueError, IndexError):
+            continue
+        m = d.owner() if d is not None and d.owner is not None else None
+        if m is not None and all(m is not o for o in meshes):
+            meshes.append(m)
+    for m in meshes:
+        m._attach_derivatives(grads, tangent_of)
+    try:
+        yield
+    finally:
+        for m in meshes:
+            m._detach_derivatives()
 
 
 def _vec3():

@@ -70,9 +70,10 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         values = values + retain_grads(ck, args, adj)
         graph = capturing()
         if graph is not None:
-            graph.record(lambda: run(ck, "adjoint", dims, values, device), is_launch=True)
+            graph.record(lambda: _run_derivative(ck, "adjoint", dims, values, device, args),
+                         is_launch=True)
         else:
-            run(ck, "adjoint", dims, values, device)
+            _run_derivative(ck, "adjoint", dims, values, device, args)
         return
     tapes = _tapes
     recording = record_tape and tapes
@@ -428,7 +429,7 @@ class Launch:
         for i, data in self.snapshots.items():
             values[i] = data  # replay from the values before they were overwritten
         adj = retain_grads(ck, self.args, adjoint_arrays(ck, self.args))
-        run(ck, "adjoint", self.dims, values + adj, self.device)
+        _run_derivative(ck, "adjoint", self.dims, values + adj, self.device, self.args)
 
     def hvp_backward(self, tangents, adjs, tadjs):
         """The reverse sweep of ``tape.hvp`` (:mod:`weft.runtime.hvp`): the adjoint as in
@@ -471,7 +472,8 @@ class Launch:
                     new[i] = g
             tans.append(g)
         tan_values = tangent_values(ck, self.args, tans, {}, self.device)
-        run(ck, "tangent", self.dims, values + tan_values, self.device)
+        _run_derivative(ck, "tangent", self.dims, values + tan_values, self.device, self.args,
+                        tangents.get)
         for i, g in new.items():
             tangents[self.args[i]] = g
 
@@ -588,8 +590,19 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None, adjoint=
             if given is not None:
                 scalars[n] = given
     tan_values = tangent_values(ck, args, flat_tans, scalars, device)
-    run(ck, "tangent", dims, values + tan_values, device)
+    _run_derivative(ck, "tangent", dims, values + tan_values, device, args,
+                    lambda a: by_id.get(id(a)))
     return {a: g for a, g in outs.values()}
+
+
+def _run_derivative(ck, kind, dims, values, device, args, tangent_of=None):
+    """:func:`run` of an adjoint or tangent launch; the meshes it queries expose the gradients
+    (tangents) of their points to it meanwhile (``weft.runtime.geometry.mesh_derivatives``)."""
+    if not ck.abi.geometry_ids:
+        return run(ck, kind, dims, values, device)
+    from .geometry import mesh_derivatives
+    with mesh_derivatives(ck, args, grads=kind == "adjoint", tangent_of=tangent_of):
+        run(ck, kind, dims, values, device)
 
 
 def _adjoint_jvp(ck, dims, args, values, tangents, given, device):

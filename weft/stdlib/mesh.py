@@ -14,9 +14,14 @@
 
 Each primitive calls a ``_wk.geo_mesh_*``/``geo_bvh_*`` helper (:mod:`weft.geometry.kernel_api`).
 Derivatives (as Warp): the face a query picks is a discrete choice; a closest point's ``u``, ``v``
-and a ray hit's ``t``, ``u``, ``v`` are differentiable with respect to the query point and the
-ray (recomputed from the face's points, :mod:`.mesh_diff`); ``mesh_eval_position`` is
-differentiable in ``u`` and ``v``. The mesh's own points carry no gradient.
+and a ray hit's ``t``, ``u``, ``v`` are differentiable with respect to the query point, the
+ray and the face's points (recomputed from the face's points, :mod:`.mesh_diff`; a ray keeps
+the core's values and takes the recomputation's derivatives); ``mesh_eval_position`` and
+``mesh_get_point`` are differentiable in ``u``, ``v`` and the mesh's points: the adjoint adds
+into ``mesh.points.grad`` and the tangent reads the points' tangent, which the runtime hands
+to the launch through the mesh's descriptor (``weft.runtime.geometry.mesh_derivatives``);
+likewise ``mesh_eval_velocity``/``mesh_get_velocity`` and ``mesh.velocities``; unit normals
+(``mesh_eval_face_normal``, a ray hit's ``normal``) are differentiable in the points too.
 """
 from __future__ import annotations
 
@@ -75,42 +80,96 @@ class _mesh_ray:
                     call("np.float32", max_t, type_=T.float32), type_=RAY_RESULT)
 
 
-@builtin("mesh_eval_position", ["mesh_eval_position(id: uint64, face: int32, bary_u: float32, "
-                                "bary_v: float32) -> vec3"],
-         lambda ts, attrs=None: T.vec3 if len(ts) == 4 and _id(ts[0]) and T.is_int(ts[1]) and
-         _f(ts[2]) and _f(ts[3]) else None)
-class mesh_eval_position:
-    """``p0 u + p1 v + p2 (1 - u - v)`` of the face's points (differentiable in u and v)."""
+@builtin("_value_grad_of", ["_value_grad_of(value, other)"],
+         lambda ts, attrs=None: ts[0] if len(ts) == 2 and (_f(ts[0]) or _v3(ts[0])) and
+         ts[1] == ts[0] else None, public=False)
+class _value_grad_of:
+    """``value``, differentiated as ``other`` (a query core's exact result with the
+    derivatives of its differentiable recomputation)."""
 
-    def primal(mid, face, u, v):
-        return call("_wk.geo_mesh_eval", mid, _i(0), face, u, v, type_=T.vec3)
+    def primal(a, b):
+        return a
 
-    def adjoint(mid, face, u, v, ret, adj):
-        p0, p1, p2 = _corners(mid, face)
-        a = adj.atom()
-        du = sum_dot(a, p0, p2)
-        dv = sum_dot(a, p1, p2)
-        return [None, None, du, dv]
+    def adjoint(a, b, ret, adj):
+        return [None, adj]
 
-    def tangent(mid, face, u, v, tmid, tface, tu, tv, ret):
-        p0, p1, p2 = (c.atom() for c in _corners(mid, face))
-        parts = []
-        for c in range(3):
-            e = None
-            if tu is not None:
-                e = tu * (p0.comp(c) - p2.comp(c))
-            if tv is not None:
-                term = tv * (p1.comp(c) - p2.comp(c))
-                e = term if e is None else e + term
-            parts.append(e)
-        from ..transpiler.exprs import tup
-        return tup(parts, T.vec3)
+    def tangent(a, b, ta, tb, ret):
+        return tb
 
 
-def _corners(mid, face):
-    """The face's three points (Ex vec3 values)."""
-    return [call("_wk.geo_mesh_vertex", mid, _i(0), face * const(3, T.int32) + const(k, T.int32),
-                 type_=T.vec3) for k in (0, 1, 2)]
+def _eval_rules(name, kind, what):
+    @builtin(name, [f"{name}(id: uint64, face: int32, bary_u: float32, bary_v: float32) -> "
+                    "vec3"],
+             lambda ts, attrs=None: T.vec3 if len(ts) == 4 and _id(ts[0]) and
+             T.is_int(ts[1]) and _f(ts[2]) and _f(ts[3]) else None)
+    class rules:
+        own_derivatives = True  # the mesh's points (velocities)
+
+        def primal(mid, face, u, v):
+            return call("_wk.geo_mesh_eval", mid, _i(kind), face, u, v, type_=T.vec3)
+
+        def adjoint(mid, face, u, v, ret, adj):
+            a = adj.atom()
+            # into the gradient of the mesh's points (velocities), when they have one
+            call("_wk.geo_mesh_eval_adj", mid, _i(kind), face, u, v, a.comp(0), a.comp(1),
+                 a.comp(2), type_=T.int32).atom("e")
+            p0, p1, p2 = _corners(mid, face, kind)
+            return [None, None, sum_dot(a, p0, p2), sum_dot(a, p1, p2)]
+
+        def tangent(mid, face, u, v, tmid, tface, tu, tv, ret):
+            from ..transpiler.exprs import tup
+            tp = call("_wk.geo_mesh_eval_tan", mid, _i(kind), face, u, v, type_=T.vec3).atom()
+            p0 = p1 = p2 = None
+            if tu is not None or tv is not None:
+                p0, p1, p2 = (c.atom() for c in _corners(mid, face, kind))
+            parts = []
+            for c in range(3):
+                e = tp.comp(c)
+                if tu is not None:
+                    e = e + tu * (p0.comp(c) - p2.comp(c))
+                if tv is not None:
+                    e = e + tv * (p1.comp(c) - p2.comp(c))
+                parts.append(e)
+            return tup(parts, T.vec3)
+    rules.__doc__ = (f"``{what}0 u + {what}1 v + {what}2 (1 - u - v)`` of the face's "
+                     f"{what}s (differentiable in u, v and the mesh's {what}s)")
+    return rules
+
+
+mesh_eval_position = _eval_rules("mesh_eval_position", 0, "point")
+mesh_eval_velocity = _eval_rules("mesh_eval_velocity", 1, "velocity")
+
+
+def _vertex_rules(name, kind):
+    @builtin(name, [f"{name}(id: uint64, index: int32) -> vec3"],
+             lambda ts, attrs=None: T.vec3 if len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1])
+             else None)
+    class rules:
+        """``values[indices[index]]`` (differentiable in the mesh's points or velocities)."""
+        own_derivatives = True
+
+        def primal(mid, index):
+            return call("_wk.geo_mesh_vertex", mid, _i(kind), index, type_=T.vec3)
+
+        def adjoint(mid, index, ret, adj):
+            a = adj.atom()
+            call("_wk.geo_mesh_vertex_adj", mid, _i(kind), index, a.comp(0), a.comp(1),
+                 a.comp(2), type_=T.int32).atom("e")
+            return [None, None]
+
+        def tangent(mid, index, tmid, tindex, ret):
+            return call("_wk.geo_mesh_vertex_tan", mid, _i(kind), index, type_=T.vec3)
+    return rules
+
+
+mesh_get_point = _vertex_rules("mesh_get_point", 0)
+mesh_get_velocity = _vertex_rules("mesh_get_velocity", 1)
+
+
+def _corners(mid, face, kind=0):
+    """The face's three points (velocities) (Ex vec3 values)."""
+    return [call("_wk.geo_mesh_vertex", mid, _i(kind), face * const(3, T.int32) +
+                 const(k, T.int32), type_=T.vec3) for k in (0, 1, 2)]
 
 
 def sum_dot(a, p, q):
@@ -129,23 +188,39 @@ def _plain(name, sig, check, ret, helper_args):
     return rules
 
 
-mesh_eval_velocity = _plain(
-    "mesh_eval_velocity", "mesh_eval_velocity(id: uint64, face: int32, bary_u: float32, "
-    "bary_v: float32) -> vec3", lambda ts: len(ts) == 4 and _id(ts[0]) and T.is_int(ts[1]),
-    T.vec3, lambda mid, face, u, v: ("_wk.geo_mesh_eval", mid, _i(1), face, u, v))
-mesh_eval_face_normal = _plain(
-    "mesh_eval_face_normal", "mesh_eval_face_normal(id: uint64, face: int32) -> vec3",
-    lambda ts: len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1]), T.vec3,
-    lambda mid, face: ("_wk.geo_mesh_eval", mid, _i(2), face, const(0.0, T.float32),
-                       const(0.0, T.float32)))
-mesh_get_point = _plain(
-    "mesh_get_point", "mesh_get_point(id: uint64, index: int32) -> vec3",
-    lambda ts: len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1]), T.vec3,
-    lambda mid, index: ("_wk.geo_mesh_vertex", mid, _i(0), index))
-mesh_get_velocity = _plain(
-    "mesh_get_velocity", "mesh_get_velocity(id: uint64, index: int32) -> vec3",
-    lambda ts: len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1]), T.vec3,
-    lambda mid, index: ("_wk.geo_mesh_vertex", mid, _i(1), index))
+@builtin("_mesh_face_normal", ["_mesh_face_normal(id, face)"],
+         lambda ts, attrs=None: T.vec3 if len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1])
+         else None, differentiable=False, public=False)
+class _mesh_face_normal:
+    def primal(mid, face):
+        return call("_wk.geo_mesh_eval", mid, _i(2), face, const(0.0, T.float32),
+                    const(0.0, T.float32), type_=T.vec3)
+
+
+def _differentiable_normal(ctx, node, mid, face, n):
+    """The core's normal ``n`` of ``face``, with the derivatives of its recomputation from the
+    mesh's points (:func:`.mesh_diff.face_normal`)."""
+    from .mesh_diff import face_normal
+    again = ctx.call_func(face_normal, node, [mid, face, n], 3)
+    return ctx.apply("_value_grad_of", [n, again], node)
+
+
+def _lower_face_normal(ctx, node):
+    if len(node.args) != 2 or node.keywords:
+        raise ctx.fail(node, "wp.mesh_eval_face_normal(id, face) takes the mesh id and a face")
+    mid, face = (ctx.expr(a) for a in node.args)
+    if not _id(mid.type) or not T.is_int(face.type):
+        raise ctx.fail(node, "wp.mesh_eval_face_normal(id: uint64, face: int32): got "
+                       f"({T.type_name(mid.type)}, {T.type_name(face.type)})")
+    face = ctx.apply("cast", [face], node, {"type": T.int32})
+    n = ctx.apply("_mesh_face_normal", [mid, face], node)
+    return _differentiable_normal(ctx, node, mid, face, n)
+
+
+mesh_eval_face_normal = special_form(
+    "mesh_eval_face_normal", "mesh_eval_face_normal(id: uint64, face: int32) -> vec3: the unit "
+    "normal normalize(cross(p1 - p0, p2 - p0)) (differentiable in the mesh's points)")(
+        _lower_face_normal)
 mesh_get_index = _plain(
     "mesh_get_index", "mesh_get_index(id: uint64, index: int32) -> int32",
     lambda ts: len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1]), T.int32,
@@ -190,8 +265,9 @@ def _point_form(name, kind, extras):
             from .mesh_diff import point_uv
             uv = ctx.call_func(point_uv, node, [items[0], args[0], items[1], args[1],
                                                 items[2], items[3]], 6)
-            items[2], items[3] = (ctx.apply("tuple_get", [uv], node, {"index": k})
-                                  for k in (0, 1))
+            # the core's values, with the derivatives of the recomputation
+            items[2], items[3] = (ctx.apply("_value_grad_of", [items[2 + k], ctx.apply(
+                "tuple_get", [uv], node, {"index": k})], node) for k in (0, 1))
         return ctx.struct_value(RESULT_TYPES["MeshQueryPoint"], {
             "result": items[0], "sign": items[4], "face": items[1], "u": items[2],
             "v": items[3]})
@@ -264,8 +340,11 @@ def _ray_struct(ctx, node):
     it = [ctx.apply("tuple_get", [res], node, {"index": k}) for k in range(9)]
     from .mesh_diff import ray_tuv  # (t, u, v) differentiable in the ray
     tuv = ctx.call_func(ray_tuv, node, [it[0], args[0], it[8], args[1], args[2]] + it[1:4], 8)
-    it[1:4] = [ctx.apply("tuple_get", [tuv], node, {"index": k}) for k in range(3)]
-    normal = ctx.apply("construct", it[5:8], node, {"type": T.vec3})
+    # the core's values (Warp's, bit for bit), with the derivatives of the recomputation
+    it[1:4] = [ctx.apply("_value_grad_of", [it[1 + k], ctx.apply(
+        "tuple_get", [tuv], node, {"index": k})], node) for k in range(3)]
+    normal = _differentiable_normal(ctx, node, args[0], it[8], ctx.apply(
+        "construct", it[5:8], node, {"type": T.vec3}))
     return ctx.struct_value(RESULT_TYPES["MeshQueryRay"], {
         "result": it[0], "sign": it[4], "face": it[8], "t": it[1], "u": it[2], "v": it[3],
         "normal": normal})
@@ -360,6 +439,22 @@ class bvh_query_sphere:
                     root if root is not None else _i(-1), type_=BVH_QUERY)
 
 
+@builtin("bvh_query_capsule", ["bvh_query_capsule(id: uint64, start: vec3, dir: vec3, radius: "
+                               "float32[, root: int32]) -> bvh_query_t"],
+         lambda ts, attrs=None: BVH_QUERY if len(ts) in (4, 5) and _id(ts[0]) and _v3(ts[1])
+         and _v3(ts[2]) and _f(ts[3]) and (len(ts) == 4 or T.is_int(ts[4])) else None,
+         differentiable=False)
+class bvh_query_capsule:
+    """Items whose box, inflated by ``radius``, the segment ``start + s dir`` meets for
+    ``0 <= s <= max_dist`` (``bvh_query_next``'s third argument; 1 for the segment to
+    ``start + dir``): a conservative capsule sweep, as Warp's."""
+
+    def primal(bid, o, d, r, root=None):
+        return call("_wk.geo_bvh_query_capsule", bid, *_xyz(o), *_xyz(d),
+                    call("np.float32", r, type_=T.float32),
+                    root if root is not None else _i(-1), type_=BVH_QUERY)
+
+
 @builtin("_bvh_next", ["_bvh_next(query, max_dist)"],
          lambda ts, attrs=None: BVH_QUERY if len(ts) == 2 and ts[0] == BVH_QUERY and _f(ts[1])
          else None, differentiable=False, public=False)
@@ -401,7 +496,7 @@ bvh_query_next = _next_form("bvh_query_next", BVH_QUERY, "_bvh_next", "BVH")
 registry.ITERATORS[MESH_QUERY] = mesh_query_aabb_next
 registry.ITERATORS[BVH_QUERY] = bvh_query_next
 registry.ITERATOR_STARTS.update({mesh_query_aabb, mesh_query_sphere, bvh_query_aabb,
-                                 bvh_query_ray, bvh_query_sphere})
+                                 bvh_query_ray, bvh_query_sphere, bvh_query_capsule})
 
 
 def _kinds():

@@ -57,6 +57,11 @@ class Builtin:
         self.adjoint = getattr(rules, "adjoint", None)
         self.tangent = getattr(rules, "tangent", None)
         self.attrs_rule = attrs_rule
+        # derivatives of state the builtin reads besides its arguments (a mesh's points): the
+        # adjoint rule runs, for its statements, whenever the result's adjoint is needed and
+        # the tangent rule whenever the result has a tangent, even with no derivative in
+        # the arguments
+        self.own_derivatives = getattr(rules, "own_derivatives", False)
         self.doc = (rules.__doc__ or "").strip()
         if differentiable and (self.adjoint is None or self.tangent is None):
             raise TypeError(f"builtin {name}: differentiable builtins need adjoint and tangent")

@@ -187,7 +187,7 @@ class Adjoint(Gen):
     def r_prim(self, s):
         b = s.expr.builtin
         if not b.differentiable or not has_adjoint(s.dst) or id(s.dst) not in self.needed \
-                or not any(has_adjoint(a) for a in s.expr.args):
+                or not (b.own_derivatives or any(has_adjoint(a) for a in s.expr.args)):
             return self.consumed(s.dst, s.loc)
         args = [self.ex(a) for a in s.expr.args]
         ret = Ex(name(s.dst.name), s.dst.type)
@@ -208,7 +208,8 @@ class Adjoint(Gen):
         array_params = [i for i, p in enumerate(f.params) if isinstance(p.type, T.ArrayType)
                         and T.is_differentiable(p.type)]
         has_ret = f.ret_type is not None and T.is_differentiable(f.ret_type)
-        if not array_params and not any(has_adjoint(args[i]) for i in diff_params):
+        if not array_params and not any(has_adjoint(args[i]) for i in diff_params) and \
+                not (has_ret and id(s.dst) in self.needed and reads_own_derivatives(f)):
             return self.consumed(s.dst, s.loc)
         call_args = [self.ex(a).node for a in args]
         call_args += [name(self.adj(args[i])) for i in array_params]
@@ -385,6 +386,23 @@ class Adjoint(Gen):
         rng = ast.Call(name("range"), [ast.BinOp(name(n), ast.Sub(), ast.Constant(1)),
                                        ast.Constant(-1), ast.Constant(-1)], [])
         return [located(ast.For(ast.Name(k, ast.Store()), rng, tag(body, s.loc), []), s.loc)]
+
+
+def reads_own_derivatives(fir, seen=None):
+    """Whether func ``fir`` (or a func it calls) uses a builtin with derivatives of its own
+    (``Builtin.own_derivatives``: a mesh's points), so its adjoint must run even when none of
+    its arguments carries a gradient."""
+    seen = set() if seen is None else seen
+    if id(fir) in seen:
+        return False
+    seen.add(id(fir))
+    for st in ir.walk(fir.body):
+        e = getattr(st, "expr", None)
+        if isinstance(e, ir.Prim) and e.builtin.own_derivatives:
+            return True
+        if isinstance(e, ir.Call) and reads_own_derivatives(e.func, seen):
+            return True
+    return False
 
 
 def _is_zero(node):

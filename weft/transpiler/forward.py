@@ -62,6 +62,13 @@ class Forward(Gen):
         if isinstance(e, ir.GradCall):
             return self.grad_call(s)
         if isinstance(e, ir.Call):
+            keep = primal_args(e.func)
+            if keep is not None and self.shadow_prefix != "tan":
+                # a func whose value the primal code never uses (weft's recomputations that
+                # only supply derivatives): its arguments stand in for it
+                items = [self.ex(e.args[k]).node for k in keep]
+                value = items[0] if len(items) == 1 else ast.Tuple(items, ast.Load())
+                return [assign(s.dst.name, value, s.loc)]
             fname = e.func.name
             if self.replay and "replay" in e.func.custom:
                 fname = e.func.custom["replay"].name
@@ -185,3 +192,13 @@ class Forward(Gen):
 
     def s_Loop(self, s):
         return [self.loop_header(s, self.block(s.body) + self.loop_tail(s))]
+
+
+def primal_args(fir):
+    """``weft_primal_args`` of a func's Python function: the positions of the arguments whose
+    tuple (or the one argument) the forward and replayed code take as the call's value instead
+    of calling it (for
+    weft's own funcs that recompute a query's result only for its derivatives; the tangent and
+    adjoint call it). None for every other func."""
+    src = getattr(fir, "source", None)
+    return getattr(getattr(src, "pyfunc", None), "weft_primal_args", None)

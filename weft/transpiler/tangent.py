@@ -42,7 +42,7 @@ class Tangent(Forward):
         if isinstance(e, ir.Prim):
             b = e.builtin
             t = None
-            if b.differentiable and any(diff(a) for a in e.args):
+            if b.differentiable and (b.own_derivatives or any(diff(a) for a in e.args)):
                 args = [self.ex(a) for a in e.args]
                 tans = [self.tex(a) for a in e.args]
                 ret = Ex(name(d.name), d.type)
