@@ -157,11 +157,11 @@ def test_empty_loop_bodies_and_wide_literals_compile():
      "cannot store a value of type int64 into an array of int32"),
     (["i = wp.tid()", "x = 1180591620717411303424"], "does not fit any kernel integer type"),
     (["i = wp.tid()", "v = wp.vec3(1.0, 2.0, 3.0)", "a[i] = int(v[3])"],
-     "index 3 is out of range for vec3f (0 to 2)"),
-    (["i = wp.tid()", "v = wp.vec3(1.0, 2.0, 3.0)", "v[-1] = 0.0"],
-     "index -1 is out of range for vec3f"),
+     "index 3 is out of range for vec3f (-3 to 2)"),
+    (["i = wp.tid()", "v = wp.vec3(1.0, 2.0, 3.0)", "v[-4] = 0.0"],  # -1 is the last, as Warp
+     "index -4 is out of range for vec3f"),
     (["i = wp.tid()", "m = wp.mat22(1.0, 2.0, 3.0, 4.0)", "a[i] = int(m[1, 2])"],
-     "index 2 is out of range for mat22f (0 to 1)"),
+     "index 2 is out of range for mat22f (-2 to 1)"),
 ])
 def test_bad_constants_are_located_errors(tmp_path, body, message):
     err = kernel_error(tmp_path, "a: wp.array(dtype=int)", body)

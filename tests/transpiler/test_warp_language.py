@@ -288,3 +288,11 @@ def test_null_arrays_and_short_circuit_conditions():
     s.data = wp.array([42], dtype=int)
     wp.launch(unset_member, 1, inputs=[s, o])
     assert o.numpy()[0] == 42
+    # an unguarded element of a null array is an error (the launch runs bounds-checked)
+    with pytest.raises(IndexError, match="out of bounds"):
+        wp.launch(unguarded, 1, inputs=[None, o])
+
+
+@wp.kernel
+def unguarded(arr: wp.array(dtype=int), out: wp.array(dtype=int)):
+    out[0] = arr[5]

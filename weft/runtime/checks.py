@@ -78,6 +78,10 @@ def check_dims(ck, dims, args):
                           f"launched with dim={dims}")
     for i, name, axes in ck.thread_indexed:
         a = args[i]
+        if a is None and any((dims[axis] if axis < len(dims) else 0) > 0 for _, axis in axes):
+            raise LaunchError(f"kernel '{ck.key}' indexes array '{name.replace('__', '.')}' by "
+                              "the thread index on every thread, but it is None (a null "
+                              "array: set it, or guard its use with `if arr:`)")
         if not isinstance(a, array):
             continue
         shape = a.shape

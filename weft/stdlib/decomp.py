@@ -213,6 +213,21 @@ def _qr(b):
 # ------------------------------------------------------------------------ decompositions
 
 @wp.func
+def _rotation(q):
+    """The rotation matrix of the Jacobi sweeps' quaternion in the textbook form Warp's svd.h
+    uses (``quatToMat3``), not ``wp.quat_to_matrix`` (the rotated axes): the float32 results
+    and gradients then follow Warp's decompositions to the last bits."""
+    x = q[0]
+    y = q[1]
+    z = q[2]
+    w = q[3]
+    return wp.matrix(1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y),
+                     2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x),
+                     2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y),
+                     shape=(3, 3))
+
+
+@wp.func
 def _svd(A):
     """(U, sigma, V) as Warp's svd3."""
     # A^T A, summed in Warp's order
@@ -222,7 +237,7 @@ def _svd(A):
     c2 = At[2]
     q = _jacobi(wp.dot(c0, c0), wp.dot(c1, c0), wp.dot(c1, c1), wp.dot(c2, c0),
                 wp.dot(c2, c1), wp.dot(c2, c2))
-    V = wp.quat_to_matrix(q)
+    V = _rotation(q)
     Bt = wp.transpose(A @ V)
     b0 = Bt[0]
     b1 = Bt[1]
@@ -269,7 +284,7 @@ def _svd(A):
 @wp.func
 def _eig(A):
     """(Q, d) as Warp's eig3: Jacobi on the lower triangle of A, d = diag(Q^T A Q)."""
-    Q = wp.quat_to_matrix(_jacobi(A[0, 0], A[1, 0], A[1, 1], A[2, 0], A[2, 1], A[2, 2]))
+    Q = _rotation(_jacobi(A[0, 0], A[1, 0], A[1, 1], A[2, 0], A[2, 1], A[2, 2]))
     D = (wp.transpose(Q) @ A) @ Q
     return Q, wp.vector(D[0, 0], D[1, 1], D[2, 2])
 
