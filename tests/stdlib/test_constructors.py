@@ -80,7 +80,7 @@ def test_python_scope_defaults_as_warp():
 @pytest.mark.parametrize("body,message", [
     ("v = wp.vector()", "the `length` argument must be specified when zero-initializing"),
     ("v = wp.vector(1.0, 2.0, length=3)",
-     r"incompatible number of values given \(2\) when constructing a vector of length 3"),
+     "incompatible number of values given (2) when constructing a vector of length 3"),
     ("v = wp.matrix(1.0, 2.0, 3.0)", "the `shape` argument must be specified"),
     ("v = wp.vector(1.0, size=3)", "takes no keyword 'size'"),
     ("v = wp.quaternion(1.0, 2.0)", "takes 0, 4 components, got 2"),
