@@ -184,6 +184,8 @@ def test_struct_arrays_at_python_scope():
     assert s.arr is None and s.k == 0 and np.all(np.asarray(s.v) == 0)
     with pytest.raises(TypeError, match="v must be a vec3d"):
         s.v = (1.0, 2.0)
+    with pytest.raises(TypeError, match="Struct field 'v' expects vec3d but got a single value"):
+        s.v = 1.5  # as Warp: no broadcast of one value
     with pytest.raises(AttributeError, match="no member 'w'"):
         s.w = 1.0
     with pytest.raises(TypeError, match="arr must be an array of float64"):
@@ -207,7 +209,8 @@ def test_kernel_errors():
     def unknown_member(s: State, out: wp.array(dtype=wp.float64)):
         out[0] = s.z
 
-    with pytest.raises(KernelError, match=r"struct State has no member 'z'") as e:
+    with pytest.raises(KernelError, match=r"struct State has no member 'z': `z` is not an "
+                       r"attribute of 's' \([\w.]+\.State\)$") as e:
         unknown_member.compiled()
     assert "out[0] = s.z" in str(e.value) and "^" in str(e.value)
 

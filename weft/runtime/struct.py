@@ -112,6 +112,10 @@ def _convert(cls, name, t, value):
                             f"{type(value).__name__}")
         return value
     if T.is_composite(t):
+        if np.ndim(value) == 0:  # Warp's message (no broadcast of one value into a field)
+            raise TypeError(f"Struct field '{name}' expects {T.type_name(t)} but got a single "
+                            f"value ({value!r}); {cls.__name__}.{name} must be a "
+                            f"{T.type_name(t)}")
         vals = np.asarray(value, dtype=T.numpy_dtype(t))
         if vals.size != t._length_:
             raise TypeError(f"{cls.__name__}.{name} must be a {T.type_name(t)}, got {value!r}")

@@ -152,13 +152,22 @@ def expand_struct_names(ctx, names):
 def member(ctx, value, attr, node):
     fields = T.struct_fields(value.type.dtype if is_struct_array(value.type) else value.type)
     if attr not in fields:
-        raise ctx.fail(node, f"struct {T.type_name(value.type)} has no member '{attr}'",
-                        KernelNameError)
+        st = value.type.dtype if is_struct_array(value.type) else value.type
+        raise ctx.fail(node, no_member(st, node, attr), KernelNameError)
     m = value.members[attr]
     if m is None:
         raise ctx.fail(node, f"array member '{attr}' of this {T.type_name(value.type)} is "
                         "not set")
     return force(ctx, m, node)
+
+def no_member(st, node, attr=None):
+    """weft's message for a missing member, then Warp's (``s.z``: ```z` is not an attribute of
+    's' (module.State)``)."""
+    attr = attr if attr is not None else node.attr
+    where = ast.unparse(node.value) if isinstance(node, ast.Attribute) else "the struct"
+    return (f"struct {T.type_name(st)} has no member '{attr}': `{attr}` is not an attribute "
+            f"of '{where}' ({getattr(st, '__module__', '')}.{getattr(st, '__qualname__', st)})")
+
 
 def struct_key(ctx, node):
     """``(key, type)`` for a Name/Attribute chain naming a struct variable or one of its
@@ -172,8 +181,7 @@ def struct_key(ctx, node):
             return None
         fields = T.struct_fields(base[1])
         if node.attr not in fields:
-            raise ctx.fail(node, f"struct {T.type_name(base[1])} has no member "
-                            f"'{node.attr}'", KernelNameError)
+            raise ctx.fail(node, no_member(base[1], node), KernelNameError)
         return f"{base[0]}__{node.attr}", fields[node.attr]
     return None
 
