@@ -159,14 +159,8 @@ def _names_read(tree):
 def _scope_values(obj):
     """``{name: value}`` of the globals and closure variables ``obj``'s source reads, modules
     and weft's own names replaced by markers imported by name on the other side."""
-    fn = obj.func
-    scope = dict(fn.__globals__)
-    if fn.__closure__:
-        for n, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-            try:
-                scope[n] = cell.cell_contents
-            except ValueError:
-                pass
+    from .transpiler.statics import definition_scope
+    scope = definition_scope(obj.func)
     out = {}
     for name in _names_read(obj.parsed().tree):
         if name not in scope:

@@ -92,15 +92,10 @@ def type_key(t):
 
 def referenced_values(obj):
     """Python values that the names of ``obj``'s source refer to (globals and closure)."""
+    from ..transpiler.statics import definition_scope, position
     src = obj.parsed()
     fn = src.pyfunc
-    scope = dict(fn.__globals__)
-    if fn.__closure__:
-        for n, cell in zip(fn.__code__.co_freevars, fn.__closure__):
-            try:
-                scope[n] = cell.cell_contents
-            except ValueError:
-                pass
+    scope = definition_scope(fn)
     # names the function binds itself (parameters, assigned variables, loop variables) are not
     # the globals of the same name: a kernel parameter ``x`` beside a global array ``x`` must
     # not put that array's contents into the key
@@ -108,7 +103,6 @@ def referenced_values(obj):
     local |= {n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)
               and isinstance(n.ctx, ast.Store)}
     out = []
-    from ..transpiler.statics import position
 
     def visit(node):
         if isinstance(node, ast.Call) and src.statics and hasattr(node, "end_col_offset") and \

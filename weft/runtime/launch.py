@@ -14,7 +14,7 @@ from .. import types as T
 from ..errors import InternalError, KernelError, LaunchError
 from . import device as D
 from . import hazards
-from .args import convert_arg, kernel_data
+from .args import convert_arg, has_null_arrays, kernel_data
 from .array import array
 from .checks import (check_constant_indices, check_dims, check_geometry_ids,  # noqa: F401
                      _size, index_error, launch_dims, verify_fp)
@@ -95,25 +95,11 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         tapes[-1].record(Launch(ck, dims, args, device, snapshots))
 
 
-def _has_null_arrays(args):
-    """Whether a launch passes None for an array or a struct with an unset array member."""
-    for a in args:
-        if a is None:
-            return True
-        info = getattr(type(a), "_wp_struct_", None)
-        if info is not None and any(
-                (v is None and isinstance(t, T.ArrayType)) or
-                (getattr(type(v), "_wp_struct_", None) is not None and _has_null_arrays([v]))
-                for t, v in ((t, getattr(a, n, None)) for n, t in info.fields.items())):
-            return True
-    return False
-
-
 def prepare(kernel, dims, args, device):
     """``(compiled kernel, arguments, bound values)`` of a launch of ``kernel`` over ``dims``
     with user arguments ``args``, after every launch-time check (nothing runs)."""
     ck = compiled_of(kernel, device, args)
-    if ck.abi.debug_sites is None and _has_null_arrays(args):
+    if ck.abi.debug_sites is None and has_null_arrays(args):
         # Warp's null arrays (None, unset struct members) have no elements: the launch runs the
         # bounds-checked build, so an unguarded access is an error, never a stray read or write
         ck = kernel.compiled("cuda" if device.is_cuda else "cpu", mode="debug",
