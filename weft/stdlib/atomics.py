@@ -145,6 +145,11 @@ def _rmw_intrinsic(op):
             if isinstance(dt, types.Float):
                 if fop is None:
                     return _float_minmax(builder, ptr, v, op, dt.bitwidth)
+                if op == "exch":  # through the integer bits (NVVM's xchg takes integers)
+                    ity = llir.IntType(dt.bitwidth)
+                    old = builder.atomic_rmw("xchg", builder.bitcast(ptr, ity.as_pointer()),
+                                             builder.bitcast(v, ity), ORDERING)
+                    return builder.bitcast(old, v.type)
                 return builder.atomic_rmw(fop, ptr, v, ORDERING)
             return builder.atomic_rmw(sop if dt.signed else uop, ptr, v, ORDERING)
 
@@ -173,27 +178,6 @@ def _cas_intrinsic(typingctx, arr, idx, compare, value):
         return builder.extract_value(res, 0)
 
     return dt(arr, idx, compare, value), codegen
-
-
-@intrinsic
-def exch_bits(typingctx, arr, idx, value):
-    """Atomic exchange of an element, floats through their integer bits (the CUDA target's
-    ``atomic_exch``: numba-cuda's own takes integers only). Returns the old element."""
-    if not _supported(arr, idx, value):
-        return None
-    dt = arr.dtype
-
-    def codegen(context, builder, signature, args):
-        ptr = _element_pointer(context, builder, arr, args[0], idx, args[1])
-        v = context.cast(builder, args[2], value, dt)
-        if isinstance(dt, types.Float):
-            ity = llir.IntType(dt.bitwidth)
-            old = builder.atomic_rmw("xchg", builder.bitcast(ptr, ity.as_pointer()),
-                                     builder.bitcast(v, ity), ORDERING)
-            return builder.bitcast(old, v.type)
-        return builder.atomic_rmw("xchg", ptr, v, ORDERING)
-
-    return dt(arr, idx, value), codegen
 
 
 @intrinsic
@@ -320,10 +304,12 @@ def _register(fn, impl, integers_only=False):
             return lambda arr, idx, value: impl(arr, idx, value)
 
 
+RMW = {}  # op -> its intrinsic (the CUDA target uses "exch": floats through their bits)
 for _op, _fn in (("add", atomic_add), ("sub", atomic_sub), ("min", atomic_min),
                  ("max", atomic_max), ("exch", atomic_exch), ("and", atomic_and),
                  ("or", atomic_or), ("xor", atomic_xor)):
-    _register(_fn, _rmw_intrinsic(_op), integers_only=_op in ("and", "or", "xor"))
+    RMW[_op] = _rmw_intrinsic(_op)
+    _register(_fn, RMW[_op], integers_only=_op in ("and", "or", "xor"))
 
 
 @overload(atomic_cas, jit_options={"nogil": True})

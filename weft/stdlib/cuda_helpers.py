@@ -121,11 +121,13 @@ if config.ENABLE_CUDASIM:
     def atomic_exch(arr, idx, value):
         return cuda.atomic.exch(arr, idx, value)
 else:
-    from .atomics import exch_bits  # floats too (numba-cuda's exch takes integers only)
+    from .atomics import RMW  # floats too (numba-cuda's exch takes integers only)
+
+    _exch = RMW["exch"]
 
     @_dev
     def atomic_exch(arr, idx, value):
-        return exch_bits(arr, idx, value)
+        return _exch(arr, idx, value)
 
 
 @_dev
