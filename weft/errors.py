@@ -98,7 +98,7 @@ class KernelTypeError(KernelError, WarpCodegenTypeError):
     Also a ``WarpCodegenTypeError`` (a ``TypeError``), as Warp raises for such mistakes."""
 
 
-class KernelValueError(KernelError, ValueError):
+class KernelValueError(KernelError, WarpCodegenValueError):
     """A value of the right kind but the wrong size (a slice assigned a vector of another
     length)."""
 

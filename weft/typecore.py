@@ -352,6 +352,15 @@ class TupleType:
         return "tuple(" + ", ".join(type_name(t) for t in self.types) + ")"
 
 
+@dataclass(frozen=True)
+class SliceType:
+    """The type of ``start:stop:step`` in an array subscript in a kernel (``a[1:3, j]`` is a
+    view of ``a``, as a NumPy slice)."""
+
+    def __str__(self):
+        return "slice"
+
+
 class _Tid:
     """Marker type of ``wp.tid()`` before it is unpacked."""
 

@@ -70,6 +70,16 @@ class array_shape:
                   T.TupleType((T.int32,) * a.type.ndim))
 
 
+@builtin("make_slice", ["a[start:stop:step] (in an array subscript)"],
+         lambda ts, a=None: T.SliceType(), differentiable=False, public=False)
+class make_slice:
+    def primal(*parts, present):
+        """``slice(start, stop, step)`` with None for the parts not written."""
+        given = iter(parts)
+        args = [next(given).node if p else ast.Constant(None) for p in present]
+        return Ex(ast.Call(ast.Name("slice", ast.Load()), args, []), T.SliceType())
+
+
 @builtin("make_tuple", ["(a, b, ...)"], lambda ts, a=None: T.TupleType(tuple(ts)),
          public=False)
 class make_tuple:

@@ -263,6 +263,9 @@ def constant_indices(fir, facts_of):
 
     for s in ir.walk(fir.body):
         if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load):
+            sliced = any(isinstance(i.type, T.SliceType) for i in s.expr.index)
+            if sliced:  # a view a[1:3, j]: NumPy's indexing (negative j counts from the end)
+                continue
             note(s.expr.array, s.expr.index, s.loc.lineno)
             if isinstance(s.dst.type, T.ArrayType) and s.expr.array in root:  # a view a[i]
                 p, depth = root[s.expr.array]

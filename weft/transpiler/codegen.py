@@ -174,12 +174,13 @@ class Gen:
         return self.target.debug and loc is not None and not arr_name.startswith(
             ("_stk", "_acc_"))
 
-    def checked(self, arr_name, idx_nodes, loc):
-        """Index nodes clamped in range (loads and views), out-of-range ones reported."""
+    def checked(self, arr_name, idx_nodes, loc, skip=()):
+        """Index nodes clamped in range (loads and views), out-of-range ones reported; the
+        positions in ``skip`` (slices) are left as they are."""
         if not self.checks(arr_name, loc):
             return list(idx_nodes)
         site = self.target.site(self.display(arr_name), loc, self.pass_kind)
-        return [self.target.checked_index(arr_name, k, i, site)
+        return [i if k in skip else self.target.checked_index(arr_name, k, i, site)
                 for k, i in enumerate(idx_nodes)]
 
     def guarded(self, arr_name, idx_nodes, loc, stmts, orelse=()):

@@ -116,8 +116,10 @@ class Forward(Gen):
         e = s.expr
         idx = self.idx_nodes(e.index)
         arr = e.array.name
-        if isinstance(s.dst.type, T.ArrayType):  # a view
-            idx = self.checked(arr, idx, s.loc)
+        if isinstance(s.dst.type, T.ArrayType):  # a view (slices are clamped by Python's rules)
+            idx = self.checked(arr, idx, s.loc,
+                               skip={k for k, i in enumerate(e.index)
+                                     if isinstance(i.type, T.SliceType)})
             sl = idx[0] if len(idx) == 1 else ast.Tuple(idx, ast.Load())
             out = [assign(s.dst.name, ast.Subscript(name(arr), sl, ast.Load()), s.loc)]
             if self.replay or self.shadow_prefix == "tan":

@@ -75,6 +75,8 @@ def expr_attribute(ctx, node):
         return structs.member(ctx, base, node.attr, node)
     if isinstance(base, StructArr) and node.attr == "shape":
         base = structs.first_member_array(base)
+    if isinstance(base.type, T.ArrayType) and node.attr == "ndim":
+        return ir.Const(base.type.ndim, T.int32)
     if isinstance(base.type, T.ArrayType) and node.attr == "shape":
         return ctx.emit(ir.Prim(registry.lookup("array_shape"), [base]),
                         T.TupleType((T.int32,) * base.type.ndim), node)
@@ -267,28 +269,58 @@ def array_expr_ndim(ctx, node):
         return key[1].ndim if key is not None and isinstance(key[1], T.ArrayType) else None
     if isinstance(node, ast.Subscript):
         inner = array_expr_ndim(ctx, node.value)
-        n = len(node.slice.elts) if isinstance(node.slice, ast.Tuple) else 1
-        return inner - n if inner is not None and inner > n else None
+        elts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        n = sum(1 for e in elts if not isinstance(e, ast.Slice))  # axes indexed away
+        if inner is None or (inner <= n and n == len(elts)):
+            return None
+        return inner - n
     return None
 
 
-def lower_indices(ctx, sl):
+def lower_indices(ctx, sl, slices=False):
+    """The index operands of a subscript; with ``slices``, ``start:stop:step`` entries (array
+    views) become slice values."""
     elts = sl.elts if isinstance(sl, ast.Tuple) else [sl]
     out = []
     for e in elts:
         if isinstance(e, ast.Slice):
-            raise ctx.fail(e, "slices are not supported in kernels", KernelSyntaxError)
-        i = literals.adapt_literal(lower_expr(ctx, e), T.int32)
-        if not T.is_int(i.type):
-            raise ctx.fail(e, f"indices must be integers, got {T.type_name(i.type)}")
-        out.append(i)
+            if not slices:
+                raise ctx.fail(e, "slices are only supported when reading a view of an array "
+                               "(v = a[1:3]) or components of a vector or matrix",
+                               KernelSyntaxError)
+            out.append(lower_slice(ctx, e))
+            continue
+        out.append(lower_index(ctx, e))
     return out
 
 
-def lower_array_index(ctx, node):
+def lower_index(ctx, e):
+    i = literals.adapt_literal(lower_expr(ctx, e), T.int32)
+    if not T.is_int(i.type):
+        raise ctx.fail(e, f"indices must be integers, got {T.type_name(i.type)}")
+    return i
+
+
+def lower_slice(ctx, e):
+    """``start:stop:step`` of an array view: a slice value (Python's clamping, negative
+    starts and steps as NumPy); a literal zero step is an error, a zero step at run time
+    raises in the launch."""
+    parts = [lower_index(ctx, x) for x in (e.lower, e.upper, e.step) if x is not None]
+    if e.step is not None and isinstance(parts[-1], ir.Const) and parts[-1].value == 0:
+        raise ctx.fail(e.step, "Slice step cannot be zero", KernelValueError)
+    present = tuple(x is not None for x in (e.lower, e.upper, e.step))
+    return ctx.emit(ir.Prim(registry.lookup("make_slice"), parts, {"present": present}),
+                    T.SliceType(), e)
+
+
+def is_slice(v):
+    return isinstance(getattr(v, "type", None), T.SliceType)
+
+
+def lower_array_index(ctx, node, slices=False):
     """``a[i, j]`` (maybe through views ``a[i][j]``) -> (array Var, [index operands])."""
     base = lower_expr(ctx, node.value)
-    idx = lower_indices(ctx, node.slice)
+    idx = lower_indices(ctx, node.slice, slices)
     if len(idx) > base.type.ndim:
         raise ctx.fail(node, f"too many indices ({len(idx)}) for an array of "
                        f"{base.type.ndim} dimensions")
@@ -297,16 +329,20 @@ def lower_array_index(ctx, node):
 
 def expr_subscript(ctx, node):
     if is_array_expr(ctx, node.value):
-        arr, idx = lower_array_index(ctx, node)
+        arr, idx = lower_array_index(ctx, node, slices=True)
+        kept = sum(1 for i in idx if is_slice(i))  # axes a slice keeps
         if isinstance(arr, StructArr):
-            if len(idx) != arr.type.ndim:
+            if len(idx) != arr.type.ndim or kept:
                 raise ctx.fail(node, "views of arrays of structs are not supported; index every "
                                "dimension")
             return structs.load_element(ctx, arr, idx)
-        if len(idx) == arr.type.ndim:
+        if len(idx) == arr.type.ndim and not kept:
             return ctx.emit(ir.Load(arr, idx), arr.type.dtype, node)
-        view_t = T.ArrayType(arr.type.dtype, arr.type.ndim - len(idx))
+        view_t = T.ArrayType(arr.type.dtype, arr.type.ndim - len(idx) + kept)
         return ctx.emit(ir.Load(arr, idx), view_t, node)
+    shape_axis = padded_shape_axis(ctx, node)
+    if shape_axis is not None:
+        return shape_axis
     base = lower_expr(ctx, node.value)
     if T.is_composite(base.type) and has_slice(node.slice):
         return read_components(ctx, base, node.slice, node)
@@ -319,6 +355,17 @@ def expr_subscript(ctx, node):
         return ctx.apply("tuple_get", [base], node, attrs={"index": idx[0].value})
     idx = check_component_index(ctx, base.type, idx, node)
     return ctx.apply("extract", [base] + idx, node)
+
+
+def padded_shape_axis(ctx, node):
+    """``a.shape[k]`` for a constant ``k`` from ``a.ndim`` up to 3: 0, as Warp (whose arrays
+    carry four extents); None for any other subscript."""
+    v = node.value
+    if not (isinstance(v, ast.Attribute) and v.attr == "shape" and is_array_expr(ctx, v.value)
+            and isinstance(node.slice, ast.Constant) and type(node.slice.value) is int):
+        return None
+    ndim = array_expr_ndim(ctx, v.value)
+    return ir.Const(0, T.int32) if ndim <= node.slice.value < 4 else None
 
 
 # ---------------------------------------------------------------------------- slices
