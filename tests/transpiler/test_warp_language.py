@@ -70,6 +70,34 @@ def test_print_and_expect_print_only_what_fails_once_per_launch(capfd):
     assert "expect_neq" not in out
 
 
+@wp.func
+def checked_at_both_scopes():
+    v = wp.vec4(1.0, 2.0, 3.0, 4.0)
+    v[-1] = 123.0
+    wp.expect_eq(v[-1], 123.0)
+    wp.expect_eq(v, wp.vec4(1.0, 2.0, 3.0, 0.0))  # fails: printed
+    wp.expect_neq(v[0], 2.0)
+    wp.expect_near(v[1], 2.0 + 1e-7)
+
+
+def test_expect_at_python_scope_as_in_a_kernel(capfd):
+    # Warp's tests call such funcs from Python too (test_vec's indexing tests)
+    checked_at_both_scopes()
+    out = capfd.readouterr().out
+    assert out.count("Error, expect_eq() failed:") == 1 and "Actual:  [1.0, 2.0, 3.0, 123.0]" in out
+    assert "expect_neq" not in out and "expect_near" not in out
+
+
+def test_expect_of_two_types_is_a_kernel_error():
+    @wp.kernel
+    def k():
+        wp.expect_neq(wp.vec3f(0.0, 0.0, 0.0), wp.vec2f(0.0, 0.0))
+
+    with pytest.raises(wp.KernelError, match="Can't test equality for objects with different "
+                       "types$"):
+        wp.launch(k, dim=1)
+
+
 @wp.kernel
 def slices(arr_x: wp.array(dtype=wp.vec2), arr_y: wp.array(dtype=wp.vec4),
            m_out: wp.array(dtype=wp.mat22)):

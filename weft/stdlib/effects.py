@@ -10,6 +10,8 @@ import ast
 import builtins as py
 import re
 
+import numpy as np
+
 from .. import types as T
 from ..transpiler import ir
 from ..transpiler.exprs import Ex, call, name, tup
@@ -107,15 +109,35 @@ def _compare_form(form_name, helper):
     def lower(ctx, node):
         a, b = _same_type_args(ctx, node, 2, form_name)
         if a.type != b.type:
-            raise ctx.fail(node, f"wp.{form_name}() compares values of one type, got "
-                           f"{T.type_name(a.type)} and {T.type_name(b.type)}")
+            raise ctx.fail(node, f"wp.{form_name}() got {T.type_name(a.type)} and "
+                           f"{T.type_name(b.type)}. Can't test equality for objects with "
+                           "different types")
         _effect(ctx, node, rules, [a, b])
+
+    def host(actual, expected):
+        """At Python scope (a func run as Python): the same check and printout."""
+        same = np.array_equal(np.asarray(actual), np.asarray(expected))
+        if same != (form_name == "expect_eq"):
+            print(f"Error, {form_name}() failed:")
+            print("\t Expected: ", expected)
+            print("\t Actual: ", actual)
+
     return special_form(form_name, f"{form_name}(actual, expected): prints an error when the "
-                        "check fails (as Warp)")(lower)
+                        "check fails (as Warp)", host=host)(lower)
 
 
 expect_eq = _compare_form("expect_eq", "_wk.expect_eq")
 expect_neq = _compare_form("expect_neq", "_wk.expect_neq")
+
+
+def _expect_near_host(actual, expected, tolerance=1e-6):
+    diff = float(np.max(np.abs(np.asarray(actual, dtype=np.float64) -
+                               np.asarray(expected, dtype=np.float64))))
+    if diff > tolerance:
+        print("Error, expect_near() failed with tolerance ", tolerance)
+        print("    Expected: ", expected)
+        print("    Actual: ", actual)
+        print("    Absolute difference: ", diff)
 
 
 @builtin("expect_near_check", ["expect_near(actual, expected, tolerance)"], _void,
@@ -134,7 +156,8 @@ class _expect_near:
 
 
 @special_form("expect_near", "expect_near(actual, expected, tolerance=1e-6): prints an error "
-              "when |actual - expected| > tolerance (componentwise maximum for vectors)")
+              "when |actual - expected| > tolerance (componentwise maximum for vectors)",
+              host=_expect_near_host)
 def expect_near(ctx, node):
     nodes = list(node.args) + [k.value for k in node.keywords if k.arg == "tolerance"]
     if len(nodes) == 2:
