@@ -160,3 +160,14 @@ def test_integer_component_assignment_wraps():
     v = wp.types.vector(3, wp.uint32)(1, 2, 3)
     v[0] = -1  # stored as C would: 2**32 - 1
     assert v.tolist() == [4294967295, 2, 3]
+
+
+def test_loop_builtins_at_python_scope():
+    # svd3's rule is a loop (Jacobi sweeps): its Python-scope build once crashed on a
+    # statement without a line number
+    a = np.array([[2.0, -1.0, 0.5], [0.3, 1.5, -0.2], [0.1, 0.4, 3.0]])
+    U, sigma, V = wp.svd3(wp.mat33(*a.ravel()))
+    rebuilt = np.array(U) @ np.diag(np.array(sigma)) @ np.array(V).T
+    np.testing.assert_allclose(rebuilt, a, atol=1e-5)
+    np.testing.assert_allclose(np.sort(np.array(sigma)), np.sort(np.linalg.svd(a)[1]),
+                               rtol=1e-5)

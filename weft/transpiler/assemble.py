@@ -28,6 +28,11 @@ class _Unparser(ast._Unparser):
         super().__init__()
         self._loc = None
 
+    def get_type_comment(self, node):
+        """Generated code has no type comments (and statements made by rules may have no
+        ``lineno``, which the base class reads)."""
+        return None
+
     def traverse(self, node):
         loc = getattr(node, "_weft_loc", None) if isinstance(node, ast.stmt) else None
         if loc is not None and (loc.filename, loc.lineno) != self._loc:
