@@ -324,3 +324,64 @@ def test_null_arrays_and_short_circuit_conditions():
 @wp.kernel
 def unguarded(arr: wp.array(dtype=int), out: wp.array(dtype=int)):
     out[0] = arr[5]
+
+
+@wp.kernel
+def loop_variable_after(gates: wp.array(dtype=int), n: int, out: wp.array(dtype=int)):
+    total = int(0)
+    for i in range(4):
+        total += 7
+        if gates[i] != 0:
+            continue
+        total += 11
+    out[0] = total
+    out[1] = i          # the last value, as in Python
+    j = int(9)
+    for j in range(n, 0):
+        total += 1
+    out[2] = j          # no iteration: unchanged
+    for k in range(n):
+        total += k
+    k += 10             # Warp's test_codegen reuses it like this
+    out[3] = k
+
+
+def test_loop_variable_keeps_its_last_value_after_the_loop():
+    out = wp.zeros(4, dtype=int)
+    wp.launch(loop_variable_after, 1, inputs=[wp.array([0, 1, 0, 1], dtype=int), 3, out])
+    np.testing.assert_array_equal(out.numpy(), [4 * 7 + 2 * 11, 3, 9, 12])
+
+
+@wp.kernel
+def static_continue(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    tid = wp.tid()
+    value = float(0.0)
+    for i in range(6):
+        if wp.static(i % 2 == 0):
+            continue
+        value += float(i) * x[tid]
+    out[tid] = value
+
+
+def test_continue_under_a_static_condition_in_an_unrolled_loop():
+    x = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+    out = wp.zeros(2, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(static_continue, 2, inputs=[x, out])
+    tape.backward(grads={out: wp.ones_like(out)})
+    np.testing.assert_array_equal(out.numpy(), [9.0, 18.0])   # 1 + 3 + 5
+    np.testing.assert_array_equal(x.grad.numpy(), [9.0, 9.0])
+
+
+def test_runtime_continue_in_an_unrolled_loop_is_an_error():
+    @wp.kernel
+    def k(x: wp.array(dtype=float)):
+        for i in range(3):
+            if wp.static(i > 0):
+                x[0] = 1.0
+            if x[i] > 0.0:
+                continue
+            x[i] = 2.0
+
+    with pytest.raises(wp.KernelError, match="unrolled for wp.static"):
+        wp.launch(k, 1, inputs=[wp.zeros(3, dtype=float)])

@@ -412,7 +412,34 @@ def stmt_for(ctx, s):
             _uses_static(ctx, s.body) or s.target.id in ctx.static_locals):
         return unroll(ctx, s, range(int(start.value), int(stop.value), int(step.value)))
     loopvar = ctx.new_version(s.target.id, T.int32)
-    lower_loop(ctx, "for", s, list(s.body), loopvar, start, stop, step, exclude=s.target.id)
+    body = list(s.body)
+    name = s.target.id
+    keep = _read_after(ctx, s, name)
+    if keep is not None:
+        # ``i`` read after the loop keeps its last value, as in Python (Warp too); unchanged
+        # (or ``start`` when new) if the loop runs no iteration
+        before = ctx.env.get(name)
+        bind(ctx, keep, before if getattr(before, "type", None) == T.int32 else start, s)
+        body.insert(0, ast.copy_location(ast.Assign([ast.Name(keep, ast.Store())],
+                                                    ast.Name(name, ast.Load())), s))
+    lower_loop(ctx, "for", s, body, loopvar, start, stop, step, exclude=name)
+    if keep is not None:
+        bind(ctx, name, ctx.env.pop(keep), s)
+
+
+def _read_after(ctx, s, name):
+    """A hidden name to carry the loop variable ``name`` out of loop ``s`` when the function
+    reads ``name`` after the loop (None otherwise: most loops need not carry it)."""
+    tree = ctx.src.tree if ctx.src is not None else None
+    if tree is None:
+        return None
+    end = (s.end_lineno, s.end_col_offset)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) \
+                and (node.lineno, node.col_offset) > end:
+            return f"{name}__last_{s.lineno}_{s.col_offset}"
+    return None
+
 
 
 def query_loop(ctx, s):
@@ -462,17 +489,21 @@ def _uses_static(ctx, stmts):
 def unroll(ctx, s, values):
     """A loop over a constant range whose body uses ``wp.static``: one copy of the body per
     value, the loop variable a constant there (``wp.static(i)`` sees it), as Warp."""
-    if may_exit(s.body):
-        raise ctx.fail(s, "a loop unrolled for wp.static() cannot break, continue or return",
-                       KernelSyntaxError)
     name = s.target.id
     saved = ctx.static_locals.get(name, _MISSING)
     try:
         for v in values:
             ctx.static_locals[name] = v
             bind(ctx, name, ir.Const(v, T.int32), s)
-            (exit_,) = lower_block(ctx, list(s.body))
-            ctx.env = exit_.env
+            exits = lower_block(ctx, list(s.body))
+            # ``if wp.static(...): continue`` leaves one way out of the copy; a break, a
+            # return or a continue decided at run time would need the loop
+            if len(exits) != 1 or exits[0].kind not in ("fall", "continue") or \
+                    exits[0].block is not ctx.block:
+                raise ctx.fail(s, "a loop unrolled for wp.static() cannot break, return or "
+                               "continue other than under a wp.static() condition",
+                               KernelSyntaxError)
+            ctx.env = exits[0].env
     finally:
         if saved is _MISSING:
             ctx.static_locals.pop(name, None)
