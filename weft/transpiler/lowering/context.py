@@ -136,15 +136,15 @@ class Lowering:
         return grad_call(self, func, node)
 
     def bind(self, name, value, node):
-        from .stmts import bind
+        from .binding import bind
         return bind(self, name, value, node)
 
     def assign(self, target, value, node):
-        from .stmts import assign
+        from .binding import assign
         return assign(self, target, value, node)
 
     def store_coerced(self, arr, value, node):
-        from .stmts import coerce_store
+        from .binding import coerce_store
         return coerce_store(self, arr, value, node)
 
     def with_component(self, value, attr, new, node):

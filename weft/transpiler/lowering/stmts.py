@@ -15,9 +15,10 @@ from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from .. import ir
 from ..abi import is_struct_array
 from ...stdlib import registry
-from ...stdlib.constructors import declaration_of
 from . import exprs, literals, structs
-from .structs import STRUCTISH, StructArr, StructRef
+from .astscan import (assigned_names, breaks_out, may_exit,  # noqa: F401
+                      read_after, uses_static)
+from .binding import assign, bind, coerce_store  # noqa: F401 (lowering's entry points)
 
 
 @dataclass
@@ -29,69 +30,6 @@ class Exit:
     block: list
     value: object = None
     node: object = None
-
-
-# ---------------------------------------------------------------------------- analyses of AST
-
-def assigned_names(ctx, stmts):
-    """Names a statement list (re)binds, in order of appearance, loop variables excluded: the
-    targets of assignments, and the arguments that calls assign (a random draw advances its
-    state variable, an output-argument builtin assigns its outputs), as the callees declare."""
-    out = []
-
-    def add(target):
-        if isinstance(target, ast.Name):
-            if target.id not in out:
-                out.append(target.id)
-        elif isinstance(target, (ast.Tuple, ast.List)):
-            for t in target.elts:
-                add(t)
-        elif isinstance(target, (ast.Subscript, ast.Attribute)):
-            add(target.value)  # component assignment rebinds a local value
-
-    for s in stmts:
-        for node in ast.walk(s):
-            if isinstance(node, ast.Assign):
-                for t in node.targets:
-                    add(t)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                add(node.target)
-            elif isinstance(node, ast.For):
-                add(node.target)
-            elif isinstance(node, ast.Call):
-                try:
-                    callee = ctx.resolve(node.func)
-                except Exception:  # noqa: BLE001 - reported where the call is lowered
-                    callee = None
-                decl = declaration_of(callee) if callee is not None else None
-                for a in decl.assigned_args(node) if decl is not None else ():
-                    add(a)
-    return out
-
-
-def may_exit(stmts, loop_level=True):
-    """True if ``stmts`` can leave the enclosing block early (break/continue/return)."""
-    for s in stmts:
-        if isinstance(s, ast.Return):
-            return True
-        if loop_level and isinstance(s, (ast.Break, ast.Continue)):
-            return True
-        if isinstance(s, ast.If) and (may_exit(s.body, loop_level) or
-                                      may_exit(s.orelse, loop_level)):
-            return True
-        if isinstance(s, (ast.For, ast.While)) and may_exit(s.body, loop_level=False):
-            return True
-    return False
-
-
-def breaks_out(stmts):
-    """True if ``stmts`` (a loop body) has a ``break`` of that loop."""
-    for s in stmts:
-        if isinstance(s, ast.Break):
-            return True
-        if isinstance(s, ast.If) and (breaks_out(s.body) or breaks_out(s.orelse)):
-            return True
-    return False
 
 
 # ---------------------------------------------------------------------------- functions
@@ -409,12 +347,12 @@ def stmt_for(ctx, s):
     if isinstance(step, ir.Const) and step.value == 0:
         raise ctx.fail(it, "range() step must not be zero", KernelTypeError)
     if all(isinstance(a, ir.Const) for a in args) and (
-            _uses_static(ctx, s.body) or s.target.id in ctx.static_locals):
+            uses_static(ctx, s.body) or s.target.id in ctx.static_locals):
         return unroll(ctx, s, range(int(start.value), int(stop.value), int(step.value)))
     loopvar = ctx.new_version(s.target.id, T.int32)
     body = list(s.body)
     name = s.target.id
-    keep = _read_after(ctx, s, name)
+    keep = read_after(ctx, s, name)
     if keep is not None:
         # ``i`` read after the loop keeps its last value, as in Python (Warp too); unchanged
         # (or ``start`` when new) if the loop runs no iteration
@@ -425,21 +363,6 @@ def stmt_for(ctx, s):
     lower_loop(ctx, "for", s, body, loopvar, start, stop, step, exclude=name)
     if keep is not None:
         bind(ctx, name, ctx.env.pop(keep), s)
-
-
-def _read_after(ctx, s, name):
-    """A hidden name to carry the loop variable ``name`` out of loop ``s`` when the function
-    reads ``name`` after the loop (None otherwise: most loops need not carry it)."""
-    tree = ctx.src.tree if ctx.src is not None else None
-    if tree is None:
-        return None
-    end = (s.end_lineno, s.end_col_offset)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) \
-                and (node.lineno, node.col_offset) > end:
-            return f"{name}__last_{s.lineno}_{s.col_offset}"
-    return None
-
 
 
 def query_loop(ctx, s):
@@ -462,28 +385,6 @@ def query_loop(ctx, s):
                                                  ast.Name(s.target.id, ast.Load())], [])
     loop = ast.copy_location(ast.While(test, list(s.body), []), s)
     return stmt_while(ctx, ast.fix_missing_locations(loop))
-
-
-def _uses_static(ctx, stmts):
-    """Whether ``stmts`` hold a ``wp.static`` left to evaluate while building (one that names
-    a loop variable: those evaluated at declaration need no unrolling)."""
-    from ...stdlib.lang import static
-    from ...transpiler.statics import position
-    done = ctx.src.statics if ctx.src is not None else {}
-    todo = list(stmts)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, ast.Call) and hasattr(node, "end_col_offset") and \
-                position(node) in done:
-            continue  # nor the static expressions inside it
-        if isinstance(node, ast.Call):
-            try:
-                if literals.resolve_global(ctx, node.func) is static:
-                    return True
-            except Exception:  # noqa: BLE001 - reported where it is lowered
-                pass
-        todo.extend(ast.iter_child_nodes(node))
-    return False
 
 
 def unroll(ctx, s, values):
@@ -615,82 +516,3 @@ def loop_return_slots(ctx, exits, s):
 STATEMENTS = {ast.Pass: stmt_pass, ast.Expr: stmt_expr, ast.If: stmt_if, ast.Assign: stmt_assign,
               ast.AnnAssign: stmt_ann_assign, ast.AugAssign: stmt_aug_assign, ast.For: stmt_for,
               ast.While: stmt_while}
-
-
-# ---------------------------------------------------------------------------- assignment
-
-def assign(ctx, target, value, stmt):
-    if isinstance(target, ast.Name):
-        if isinstance(value, STRUCTISH):
-            return structs.bind_struct(ctx, target.id, value, target)
-        if isinstance(ctx.env.get(target.id), StructRef):
-            raise ctx.fail(target, f"cannot assign a value of type {T.type_name(value.type)} "
-                           f"to struct '{target.id}'", KernelTypeError)
-        return bind(ctx, target.id, value, target)
-    if isinstance(target, ast.Attribute) and structs.assign_struct_attr(ctx, target, value, stmt):
-        return
-    if isinstance(target, (ast.Tuple, ast.List)):
-        if not isinstance(value.type, T.TupleType):
-            raise ctx.fail(target, f"cannot unpack a value of type {T.type_name(value.type)}",
-                           KernelTypeError)
-        if len(value.type.types) != len(target.elts):
-            raise ctx.fail(target, f"cannot unpack {len(value.type.types)} values into "
-                           f"{len(target.elts)} names", KernelTypeError)
-        for i, t in enumerate(target.elts):
-            item = ctx.apply("tuple_get", [value], stmt, attrs={"index": i})
-            assign(ctx, t, item, stmt)
-        return
-    if isinstance(target, ast.Subscript):
-        if exprs.is_array_expr(ctx, target.value):
-            arr, idx = exprs.lower_array_index(ctx, target)
-            if len(idx) != arr.type.ndim:
-                raise ctx.fail(target, f"assignment to an array needs {arr.type.ndim} indices, "
-                               f"got {len(idx)}", KernelTypeError)
-            if isinstance(arr, StructArr):
-                return structs.store_element(ctx, arr, idx, value, stmt)
-            value = coerce_store(ctx, arr, value, stmt)
-            ctx.add(ir.Store(arr, idx, value, ctx.loc(stmt)))
-            return
-        base = target.value
-        current = exprs.lower_expr(ctx, base)
-        if T.is_composite(current.type) and exprs.has_slice(target.slice):
-            return assign(ctx, base, exprs.write_components(ctx, current, target.slice, value,
-                                                            target), stmt)
-        idx = exprs.lower_indices(ctx, target.slice)
-        idx = exprs.check_component_index(ctx, current.type, idx, target)
-        new = ctx.apply("insert", [current] + idx + [value], stmt)
-        return assign(ctx, base, new, stmt)
-    if isinstance(target, ast.Attribute):
-        current = exprs.lower_expr(ctx, target.value)
-        new = exprs.with_component(ctx, current, target.attr, value, target)
-        return assign(ctx, target.value, new, stmt)
-    raise ctx.fail(target, "cannot assign to this expression", KernelSyntaxError)
-
-
-def bind(ctx, name, value, node):
-    old = ctx.env.get(name)
-    if old is not None and old.type != value.type:
-        value = literals.adapt_literal(value, old.type)
-        if old.type != value.type:
-            raise ctx.fail(node, f"cannot assign a value of type {T.type_name(value.type)} to "
-                           f"'{name}' of type {T.type_name(old.type)}", KernelTypeError)
-    if isinstance(value, ir.Const) and value.literal and T.is_scalar(value.type):
-        value = ir.Const(value.value, value.type)  # a named literal has its type fixed
-    if ctx.is_fresh_temp(value):
-        value.name = ctx.version_name(name)
-        ctx.env[name] = value
-        return
-    v = ctx.new_version(name, value.type)
-    ctx.add(ir.Assign(v, ir.Copy(value), ctx.loc(node)))
-    ctx.env[name] = v
-    if isinstance(value, ir.Const):  # wp.static(...) may read it (``n = 3``)
-        ctx.const_vars[id(v)] = (v, value.value)
-
-
-def coerce_store(ctx, arr, value, node):
-    want = arr.type.dtype
-    value = literals.adapt_literal(value, want)
-    if value.type != want:
-        raise ctx.fail(node, f"cannot store a value of type {T.type_name(value.type)} into an "
-                       f"array of {T.type_name(want)}", KernelTypeError)
-    return value
