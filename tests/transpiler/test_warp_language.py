@@ -385,3 +385,41 @@ def test_runtime_continue_in_an_unrolled_loop_is_an_error():
 
     with pytest.raises(wp.KernelError, match="unrolled for wp.static"):
         wp.launch(k, 1, inputs=[wp.zeros(3, dtype=float)])
+
+
+@wp.func
+def annotated_int16(x: wp.int32) -> wp.int16:
+    return wp.int8(x)
+
+
+@wp.func
+def annotated_pair(x: int) -> tuple[int, int]:
+    return (x, 1.23)
+
+
+@wp.func
+def annotated_ok(x: int) -> tuple[int, float]:
+    return (x, 1.23)
+
+
+@pytest.mark.parametrize("func,message", [
+    (annotated_int16, "annotated as `int16` but the code returns a value of type `int8`"),
+    (annotated_pair, r"annotated as `tuple\[int, int\]` but the code returns a tuple with types "
+                     r"`\(int32, float32\)`"),
+    (annotated_ok, None)])
+def test_return_annotations_are_checked(func, message):
+    @wp.kernel
+    def k(out: wp.array(dtype=int)):
+        r = func(3)
+        if wp.static(func is annotated_int16):
+            out[0] = int(r)
+        else:
+            out[0] = int(r[0])
+
+    out = wp.zeros(1, dtype=int)
+    if message is None:
+        wp.launch(k, 1, inputs=[out])
+        assert out.numpy()[0] == 3
+    else:
+        with pytest.raises(wp.KernelError, match=message):
+            wp.launch(k, 1, inputs=[out])
