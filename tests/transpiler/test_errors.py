@@ -73,7 +73,7 @@ CASES = {
     "loop over array": ("a: wp.array(dtype=float)", ["i = wp.tid()", "for x in a:", "    pass"],
                         wp.KernelSyntaxError, "kernels can only loop over range(...)", 2),
     "kernel returns": ("a: wp.array(dtype=float)", ["i = wp.tid()", "return a[i]"],
-                       wp.KernelSyntaxError, "kernels cannot return a value", 2),
+                       wp.KernelTypeError, "Warp kernels cannot return values", 2),
     "component name": ("a: wp.array(dtype=wp.vec3)",
                        ["i = wp.tid()", "v = a[i]", "a[i] = wp.vec3(v.q, 0.0, 0.0)"],
                        wp.KernelTypeError, "vec3f has no attribute 'q'", 3),

@@ -423,3 +423,28 @@ def test_return_annotations_are_checked(func, message):
     else:
         with pytest.raises(wp.KernelError, match=message):
             wp.launch(k, 1, inputs=[out])
+
+
+def _returning_kernel(ret):
+    Ret = ret
+
+    @wp.kernel
+    def aliased(x: float) -> Ret:
+        return
+
+    return aliased
+
+
+def test_kernels_return_nothing_whatever_the_cache_holds():
+    # the same source annotated None, then float: the second must fail although the first
+    # compiled (Warp's test_error_kernel_return_alias_unique_module_reuse)
+    wp.launch(_returning_kernel(None), 1, inputs=[3.0])
+    with pytest.raises(wp.KernelTypeError, match="Warp kernels cannot return values"):
+        wp.launch(_returning_kernel(float), 1, inputs=[3.0])
+
+    @wp.kernel
+    def returns_none(x: float):
+        return None
+
+    with pytest.raises(wp.KernelTypeError, match=r"omit the return annotation or use `-> None`"):
+        wp.launch(returns_none, 1, inputs=[3.0])

@@ -110,6 +110,8 @@ class Kernel(UserFunction):
             extra += f" stack={CUDA_STACK}"
         if types is not None:
             extra += " types=" + ",".join(cache.type_key(t) for t in types)
+        from ..transpiler.source import check_kernel_return_annotation
+        check_kernel_return_annotation(self.parsed())
         key = cache.key_of(self, extra)
         modname = self.key + ("" if device_kind == "cpu" else "_cuda") + \
             ("_debug" if mode == "debug" else "") + f"_{key}"

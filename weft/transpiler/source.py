@@ -50,3 +50,21 @@ def error(src: Source, node, message, cls=KernelError, kind=None):
     line = src.lines[lineno - 1] if 0 < lineno <= len(src.lines) else None
     kind = kind or ("kernel" if getattr(src.pyfunc, "_weft_kind", "kernel") == "kernel" else "func")
     return cls(message, src.filename, lineno, col, line, src.pyfunc.__name__, kind)
+
+
+KERNEL_RETURN = ("Warp kernels cannot return values. Write results to output arguments, and "
+                 "omit the return annotation or use `-> None`.")
+
+
+def check_kernel_return_annotation(src: Source):
+    """A kernel annotated to return anything but None: Warp's error (checked before the cache
+    is looked up, as the annotation is not part of the kernel's code)."""
+    ann = src.tree.returns
+    if ann is None:
+        return
+    value = src.pyfunc.__annotations__.get("return", None)
+    if isinstance(value, str):  # ``from __future__ import annotations``
+        value = None if value in ("None", "types.NoneType", "NoneType") else value
+    if value is not None and value is not type(None):
+        from ..errors import KernelTypeError
+        raise error(src, ann, KERNEL_RETURN, KernelTypeError)

@@ -14,6 +14,7 @@ from ... import types as T
 from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
 from .. import ir
 from ..abi import is_struct_array
+from ..source import KERNEL_RETURN
 from ...stdlib import registry
 from . import exprs, literals, structs
 from .astscan import (assigned_names, breaks_out, may_exit,  # noqa: F401
@@ -64,8 +65,6 @@ def finish_function(ctx, exits):
         if ctx.kind == "func":
             ctx.ret_type = None
         return
-    if ctx.kind == "kernel":
-        raise ctx.fail(rets[0].node, "kernels cannot return a value", KernelSyntaxError)
     missing = [e for e in exits if e.value is None]
     if missing:
         raise ctx.fail(missing[0].node or ctx.src.tree,
@@ -138,6 +137,8 @@ def lower_block(ctx, stmts):
             return [Exit(type(s).__name__.lower(), dict(ctx.env), ctx.block, node=s)]
         if isinstance(s, ast.Return):
             value = None
+            if s.value is not None and ctx.kind == "kernel":  # even ``return None``
+                raise ctx.fail(s, KERNEL_RETURN, KernelTypeError)
             if s.value is not None:
                 value = exprs.lower_return_value(ctx, s.value)
             return [Exit("return", dict(ctx.env), ctx.block, value, s)]
