@@ -23,8 +23,14 @@ TRANSFORM_PARTS = {"p": (0, 3), "q": (3, 4)}  # first component and length in a 
 def lower_expr(ctx, node, allow_void=False):
     handler = EXPRESSIONS.get(type(node))
     if handler is None:
-        raise ctx.fail(node, f"'{type(node).__name__}' expressions are not supported in "
-                       "kernels", KernelSyntaxError)
+        if isinstance(node, ast.List):
+            raise ctx.fail(node, "List constructs are not supported in kernels. Use vectors "
+                           "like `wp.vec3()` for small fixed-size collections, or "
+                           "`wp.zeros(shape=N, dtype=...)` for stack-allocated arrays. "
+                           "(In weft: wp.alloc_local(dtype, size).)",
+                           KernelSyntaxError)
+        raise ctx.fail(node, f"Construct `ast.{type(node).__name__}` not supported in kernels.",
+                       KernelSyntaxError)
     out = handler(ctx, node)
     if out is None and not allow_void:
         raise ctx.fail(node, "this call returns no value", KernelTypeError)
@@ -49,7 +55,8 @@ def expr_name(ctx, node):
                        "before the loop to use it after", KernelNameError)
     value = literals.resolve_global(ctx, node)
     if value is None and node.id not in ctx.globals:
-        raise ctx.fail(node, f"name '{node.id}' is not defined", KernelNameError)
+        raise ctx.fail(node, f"Referencing undefined symbol: {node.id} (name '{node.id}' is "
+                       "not defined)", KernelNameError)
     return literals.python_constant(ctx, value, node)
 
 

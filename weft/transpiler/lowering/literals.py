@@ -72,8 +72,10 @@ def resolve_global(ctx, node):
         try:
             return getattr(base, node.attr)
         except AttributeError:
-            raise ctx.fail(node, f"'{ast.unparse(node.value)}' has no attribute "
-                           f"'{node.attr}'", KernelNameError) from None
+            base_text = ast.unparse(node.value)
+            raise ctx.fail(node, f"Could not find function {base_text}.{node.attr}: "
+                           f"`{node.attr}` is not an attribute of '{base_text}'",
+                           KernelNameError) from None
     return None
 
 
