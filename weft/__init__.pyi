@@ -648,11 +648,11 @@ def alloc_local(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def argmax(*args: _Any, **kwargs: _Any) -> _Any:
-    """argmax(v: Vector) -> uint32  (index of the first maximum)"""
+    """argmax(a: Vector) -> uint32  (index of the first maximum)"""
 
 
 def argmin(*args: _Any, **kwargs: _Any) -> _Any:
-    """argmin(v: Vector) -> uint32  (index of the first minimum)"""
+    """argmin(a: Vector) -> uint32  (index of the first minimum)"""
 
 
 def asin(*args: _Any, **kwargs: _Any) -> _Any:
@@ -720,7 +720,7 @@ def bit_xor(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def bvh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
-    """bvh_query_aabb(id: uint64, a: vec3, b: vec3[, root: int32]) -> bvh_query_t"""
+    """bvh_query_aabb(id: uint64, low: vec3, high: vec3[, root: int32]) -> bvh_query_t"""
 
 
 def bvh_query_capsule(*args: _Any, **kwargs: _Any) -> _Any:
@@ -732,7 +732,7 @@ def bvh_query_next(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def bvh_query_ray(*args: _Any, **kwargs: _Any) -> _Any:
-    """bvh_query_ray(id: uint64, a: vec3, b: vec3[, root: int32]) -> bvh_query_t"""
+    """bvh_query_ray(id: uint64, start: vec3, dir: vec3[, root: int32]) -> bvh_query_t"""
 
 
 def bvh_query_sphere(*args: _Any, **kwargs: _Any) -> _Any:
@@ -748,7 +748,7 @@ def ceil(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def clamp(*args: _Any, **kwargs: _Any) -> _Any:
-    """clamp(x: Scalar, lo: Scalar, hi: Scalar) -> Scalar"""
+    """clamp(x: Scalar, low: Scalar, high: Scalar) -> Scalar"""
 
 
 def closest_point_edge_edge(*args: _Any, **kwargs: _Any) -> _Any:
@@ -897,23 +897,23 @@ def invert(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def isfinite(*args: _Any, **kwargs: _Any) -> _Any:
-    """isfinite(x: Float) -> bool"""
+    """isfinite(a: Float) -> bool"""
 
 
 def isinf(*args: _Any, **kwargs: _Any) -> _Any:
-    """isinf(x: Float) -> bool"""
+    """isinf(a: Float) -> bool"""
 
 
 def isnan(*args: _Any, **kwargs: _Any) -> _Any:
-    """isnan(x: Float) -> bool"""
+    """isnan(a: Float) -> bool"""
 
 
 def length(*args: _Any, **kwargs: _Any) -> _Any:
-    """length(v: Vector) -> Scalar"""
+    """length(a: Vector) -> Scalar"""
 
 
 def length_sq(*args: _Any, **kwargs: _Any) -> _Any:
-    """length_sq(v: Vector) -> Scalar"""
+    """length_sq(a: Vector) -> Scalar"""
 
 
 def lerp(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1084,7 +1084,7 @@ def norm_pseudo_huber(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def normalize(*args: _Any, **kwargs: _Any) -> _Any:
-    """normalize(v: Vector) -> Vector"""
+    """normalize(a: Vector) -> Vector"""
 
 
 def outer(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1269,7 +1269,7 @@ def sample_unit_square(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def select(*args: _Any, **kwargs: _Any) -> _Any:
-    """select(cond: bool|int, a: T, b: T) -> T  (a if cond is false, else b)"""
+    """select(cond: bool|int, value_if_false: T, value_if_true: T) -> T"""
 
 
 def sign(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1422,7 +1422,7 @@ def transform_wrench(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def transpose(*args: _Any, **kwargs: _Any) -> _Any:
-    """transpose(m: Matrix) -> Matrix"""
+    """transpose(a: Matrix) -> Matrix"""
 
 
 def trunc(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1438,11 +1438,11 @@ def velocity_at_point(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def volume_index_to_world(*args: _Any, **kwargs: _Any) -> _Any:
-    """volume_index_to_world(id: uint64, xyz: vec3) -> vec3"""
+    """volume_index_to_world(id: uint64, uvw: vec3) -> vec3"""
 
 
 def volume_index_to_world_dir(*args: _Any, **kwargs: _Any) -> _Any:
-    """volume_index_to_world_dir(id: uint64, xyz: vec3) -> vec3"""
+    """volume_index_to_world_dir(id: uint64, uvw: vec3) -> vec3"""
 
 
 def volume_lookup(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1514,4 +1514,4 @@ def volume_world_to_index_dir(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def where(*args: _Any, **kwargs: _Any) -> _Any:
-    """where(cond: bool|int, a: T, b: T) -> T  (a if cond is true, else b)"""
+    """where(cond: bool|int, value_if_true: T, value_if_false: T) -> T"""

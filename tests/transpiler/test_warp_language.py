@@ -448,3 +448,25 @@ def test_kernels_return_nothing_whatever_the_cache_holds():
 
     with pytest.raises(wp.KernelTypeError, match=r"omit the return annotation or use `-> None`"):
         wp.launch(returns_none, 1, inputs=[3.0])
+
+
+@wp.kernel
+def keyword_builtins(out: wp.array(dtype=float)):
+    out[0] = wp.pow(y=4.0, x=2.0)
+    out[1] = wp.pow(2.0, y=3.0)
+    out[2] = wp.clamp(5.0, low=0.0, high=1.5)
+    out[3] = wp.where(True, value_if_false=3.0, value_if_true=7.0)
+    out[4] = wp.length(a=wp.vec2(3.0, 4.0))
+
+
+def test_builtins_take_keyword_arguments_by_warps_names():
+    out = wp.zeros(5, dtype=float)
+    wp.launch(keyword_builtins, 1, inputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [16.0, 8.0, 1.5, 7.0, 5.0])
+
+    @wp.kernel
+    def bad(out: wp.array(dtype=float)):
+        out[0] = wp.pow(2.0, z=1.0)
+
+    with pytest.raises(wp.KernelError, match="unexpected keyword argument 'z'"):
+        wp.launch(bad, 1, inputs=[out])

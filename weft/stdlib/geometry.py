@@ -233,7 +233,8 @@ volume_store_v = _store("volume_store_v", "_wk.geo_vol_store_v", "vec3", T.vec3)
 def _xform(name, which):
     """An index <-> world map: affine, so its adjoint applies the transpose of the linear part
     and its tangent the linear part (the ``_dir`` map)."""
-    @builtin(name, [f"{name}(id: uint64, xyz: vec3) -> vec3"], _sig("id", "vec3")(T.vec3))
+    p = "uvw" if "index_to" in name else "xyz"  # Warp's parameter names
+    @builtin(name, [f"{name}(id: uint64, {p}: vec3) -> vec3"], _sig("id", "vec3")(T.vec3))
     class rules:
         def primal(vid, xyz):
             return call("_wk.geo_vol_xform", vid, ir_int(which), *_xyz(xyz), type_=T.vec3)

@@ -411,7 +411,9 @@ class _mesh_next:
 
 
 def _bvh_start(name, kind):
-    @builtin(name, [f"{name}(id: uint64, a: vec3, b: vec3[, root: int32]) -> bvh_query_t"],
+    pts = "low: vec3, high: vec3" if kind == 0 else "start: vec3, dir: vec3"  # Warp's names
+
+    @builtin(name, [f"{name}(id: uint64, {pts}[, root: int32]) -> bvh_query_t"],
              lambda ts, attrs=None: BVH_QUERY if len(ts) in (3, 4) and _id(ts[0]) and
              _v3(ts[1]) and _v3(ts[2]) and (len(ts) == 3 or T.is_int(ts[3])) else None,
              differentiable=False)

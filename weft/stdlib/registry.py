@@ -38,6 +38,8 @@ argument types; the ``sigs`` strings are shown to the user in that case.
 """
 from __future__ import annotations
 
+import re
+
 from .. import types as T
 
 REGISTRY = {}     # name -> Builtin, every builtin including operators
@@ -77,13 +79,35 @@ class Builtin:
         return HOST_CALL(self, args, kwargs)
 
     def lower_call(self, ctx, node):
-        args = [ctx.expr(a) for a in node.args]
-        attrs = {}
+        attrs, named = {}, {}
         for kw in node.keywords:
-            if self.attrs_rule is None or kw.arg not in self.attrs_rule:
-                raise ctx.fail(kw, f"{self.name}() takes no keyword argument '{kw.arg}'")
-            attrs[kw.arg] = ctx.static_value(kw.value, f"{self.name}({kw.arg}=...)")
-        return ctx.apply(self, args, node, attrs)
+            if self.attrs_rule is not None and kw.arg in self.attrs_rule:
+                attrs[kw.arg] = ctx.static_value(kw.value, f"{self.name}({kw.arg}=...)")
+            else:
+                named[kw.arg] = kw
+        nodes = self.place_keywords(ctx, list(node.args), named) if named else node.args
+        return ctx.apply(self, [ctx.expr(a) for a in nodes], node, attrs)
+
+    def param_names(self):
+        """The parameter names of each signature (Warp's names: ``pow(x, y)``)."""
+        out = []
+        for sig in self.sigs:
+            m = re.match(r"\s*[\w.]+\((.*?)\)\s*(->|$|\s)", sig)
+            if m is not None:
+                parts = m.group(1).replace("[", "").replace("]", "").split(",")
+                out.append([p.split(":")[0].strip() for p in parts if ":" in p])
+        return out
+
+    def place_keywords(self, ctx, args, named):
+        """``pow(2.0, y=4.0)``: the keyword arguments put in their positions by the names of
+        a signature that has them all right after the positional ones."""
+        for names in self.param_names():
+            rest = names[len(args):len(args) + len(named)]
+            if set(rest) == set(named):
+                return args + [named[n].value for n in rest]
+        k = next(iter(named.values()))
+        raise ctx.fail(k, f"{self.name}() got an unexpected keyword argument '{k.arg}' "
+                       f"(signatures: {'; '.join(self.sigs)})")
 
     def assigned_args(self, node):
         return []

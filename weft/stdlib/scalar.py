@@ -292,7 +292,7 @@ _minmax("min", ast.LtE)
 _minmax("max", ast.GtE)
 
 
-@builtin("clamp", ["clamp(x: Scalar, lo: Scalar, hi: Scalar) -> Scalar"],
+@builtin("clamp", ["clamp(x: Scalar, low: Scalar, high: Scalar) -> Scalar"],
          all_same(numeric_scalar, arity=3))
 class clamp:
     def primal(x, lo, hi):
@@ -360,7 +360,7 @@ class atan2:
         return (ty * x - tx * y) / (x * x + y * y)
 
 
-@builtin("select", ["select(cond: bool|int, a: T, b: T) -> T  (a if cond is false, else b)"],
+@builtin("select", ["select(cond: bool|int, value_if_false: T, value_if_true: T) -> T"],
          lambda ts, a=None: ts[1] if len(ts) == 3 and ts[1] == ts[2] and T.is_scalar(ts[0])
          else None)
 class select_:
@@ -382,7 +382,7 @@ class select_:
         return select(_truth(c), tb, ta)
 
 
-@builtin("where", ["where(cond: bool|int, a: T, b: T) -> T  (a if cond is true, else b)"],
+@builtin("where", ["where(cond: bool|int, value_if_true: T, value_if_false: T) -> T"],
          lambda ts, a=None: ts[1] if len(ts) == 3 and ts[1] == ts[2] and T.is_scalar(ts[0])
          else None)
 class where:
@@ -538,7 +538,7 @@ def _predicate(name, test):
             x = x.atom()
             return Ex(test(x), T.bool)
 
-    builtin(name, [f"{name}(x: Float) -> bool"],
+    builtin(name, [f"{name}(a: Float) -> bool"],
             lambda ts, a=None: T.bool if len(ts) == 1 and T.is_float(ts[0]) else None,
             differentiable=False)(rules)
 

@@ -309,7 +309,7 @@ def _vec_to_scalar(types, attrs=None):
     return None
 
 
-@builtin("length_sq", ["length_sq(v: Vector) -> Scalar"], _vec_to_scalar)
+@builtin("length_sq", ["length_sq(a: Vector) -> Scalar"], _vec_to_scalar)
 class length_sq:
     def primal(v):
         v = v.atom()
@@ -322,7 +322,7 @@ class length_sq:
         return dot(v, tv) * 2.0
 
 
-@builtin("length", ["length(v: Vector) -> Scalar"], _vec_to_scalar)
+@builtin("length", ["length(a: Vector) -> Scalar"], _vec_to_scalar)
 class length:
     def primal(v):
         v = v.atom()
@@ -338,7 +338,7 @@ class length:
         return dot(v, tv) * safe_inv(ret)
 
 
-@builtin("normalize", ["normalize(v: Vector) -> Vector"],
+@builtin("normalize", ["normalize(a: Vector) -> Vector"],
          lambda ts, a=None: ts[0] if len(ts) == 1 and float_vector(ts[0]) else None)
 class normalize:
     def primal(v):
@@ -375,7 +375,7 @@ class outer:
         return _outer(ta, b) + _outer(a, tb)
 
 
-@builtin("transpose", ["transpose(m: Matrix) -> Matrix"],
+@builtin("transpose", ["transpose(a: Matrix) -> Matrix"],
          lambda ts, a=None: T.matrix(ts[0]._shape_[::-1], T.scalar_of(ts[0]))
          if len(ts) == 1 and T.is_matrix(ts[0]) else None)
 class transpose:
@@ -446,7 +446,7 @@ def _arg_extreme(name, op):
                 idx = select(better, Ex(ast.Constant(i), T.uint32), idx).atom()
             return call("uint32", idx, type_=T.uint32)
 
-    builtin(name, [f"{name}(v: Vector) -> uint32  (index of the first {name[3:]}imum)"],
+    builtin(name, [f"{name}(a: Vector) -> uint32  (index of the first {name[3:]}imum)"],
             lambda ts, a=None: T.uint32 if len(ts) == 1 and T.is_vector(ts[0]) else None,
             differentiable=False)(rules)
 
