@@ -470,3 +470,15 @@ def test_builtins_take_keyword_arguments_by_warps_names():
 
     with pytest.raises(wp.KernelError, match="unexpected keyword argument 'z'"):
         wp.launch(bad, 1, inputs=[out])
+
+
+@wp.kernel
+def python_scalar_types_through_wp(out: wp.array(dtype=float)):
+    a = wp.float(0.5)
+    out[0] = a + float(wp.int(2.7)) + float(wp.bool(3))
+
+
+def test_python_scalar_types_named_through_wp():
+    out = wp.zeros(1, dtype=float)
+    wp.launch(python_scalar_types_through_wp, 1, inputs=[out])
+    assert out.numpy()[0] == 3.5

@@ -72,6 +72,9 @@ def resolve_global(ctx, node):
         try:
             return getattr(base, node.attr)
         except AttributeError:
+            if node.attr in ("float", "int", "bool") and getattr(base, "__name__", "") in (
+                    "weft", "warp"):  # wp.float(0.0): Warp resolves Python's scalar types
+                return getattr(py, node.attr)
             base_text = ast.unparse(node.value)
             raise ctx.fail(node, f"Could not find function {base_text}.{node.attr}: "
                            f"`{node.attr}` is not an attribute of '{base_text}'",
