@@ -778,7 +778,8 @@ curlnoise(state: uint32, xyzt: vec4[, octaves: uint32[, lacunarity: Float[, gain
 
 
 def cw_div(*args: _Any, **kwargs: _Any) -> _Any:
-    """cw_div(a: vec, b: vec) -> vec  (same length; any scalar type)"""
+    """cw_div(a: vec, b: vec) -> vec  (same length; any scalar type)
+cw_div(a: mat, b: mat) -> mat  (same shape; any scalar type)"""
 
 
 def cw_mul(*args: _Any, **kwargs: _Any) -> _Any:

@@ -130,3 +130,32 @@ def test_spatial_adjoint_blocks_and_gradients():
                               Arr(np.array([skew @ q] * 3), wp.mat33d)], out)[0][0]
     np.testing.assert_allclose(m @ np.r_[w, v], np.r_[q @ w, np.cross(p, q @ w) + q @ v],
                                rtol=1e-12)
+
+
+mat23d = wp.types.matrix((2, 3), wp.float64)
+
+
+@wp.kernel
+def cw_div_matrices(a: wp.array(dtype=mat23d), b: wp.array(dtype=mat23d),
+                    out: wp.array(dtype=mat23d)):
+    i = wp.tid()
+    out[i] = wp.cw_div(a[i], b[i])
+
+
+def test_cw_div_of_matrices_values_and_gradients():
+    from tests.gradcheck import Arr, check
+    rng = np.random.default_rng(5)
+    a = rng.uniform(-1, 1, (3, 2, 3))
+    b = rng.uniform(0.5, 2, (3, 2, 3))
+    check(cw_div_matrices, 3, [Arr(a, mat23d), Arr(b, mat23d)],
+          [Arr(np.zeros((3, 2, 3)), mat23d)], lambda a, b: a / b, fd="kernel")
+    # integer matrices divide as C (toward zero), as Warp's
+    m22i = wp.types.matrix((2, 2), wp.int32)
+
+    @wp.kernel
+    def k(out: wp.array(dtype=m22i)):
+        out[0] = wp.cw_div(m22i(7, -7, 9, 1), m22i(2, 2, 4, 1))
+
+    out = wp.zeros(1, dtype=m22i)
+    wp.launch(k, 1, inputs=[out])
+    np.testing.assert_array_equal(out.numpy()[0], [[3, -3], [2, 1]])

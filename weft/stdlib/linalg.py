@@ -146,8 +146,14 @@ def inverse(m):
         m[2, 0] * s[3] - m[2, 1] * s[1] + m[2, 2] * s[0], shape=(4, 4)) * r
 
 
-@builtin_func(['cw_div(a: vec, b: vec) -> vec  (same length; any scalar type)'])
+@builtin_func(['cw_div(a: vec, b: vec) -> vec  (same length; any scalar type)',
+               'cw_div(a: mat, b: mat) -> mat  (same shape; any scalar type)'])
 def cw_div(a, b):
+    if a.length != len(a):  # a matrix (of more than one column): row by row
+        r = a
+        for i in range(len(a)):
+            r[i] = cw_div(a[i], b[i])
+        return r
     if len(a) == 2:
         return wp.vector(a[0] / b[0], a[1] / b[1])
     if len(a) == 3:

@@ -84,6 +84,8 @@ def expr_attribute(ctx, node):
         base = structs.first_member_array(base)
     if isinstance(base.type, T.ArrayType) and node.attr == "ndim":
         return ir.Const(base.type.ndim, T.int32)
+    if T.is_composite(base.type) and node.attr == "length":  # Warp's type length (r * c)
+        return ir.Const(base.type._length_, T.int32)
     if isinstance(base.type, T.ArrayType) and node.attr == "shape":
         return ctx.emit(ir.Prim(registry.lookup("array_shape"), [base]),
                         T.TupleType((T.int32,) * base.type.ndim), node)
