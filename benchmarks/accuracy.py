@@ -465,7 +465,9 @@ def markdown_document(results, skipped, args, seconds):
               "references over processes, `--dps` for the reference precision). The script "
               "notes builtins `wp` lacks and skips them, so a rerun after new builtins land "
               "adds their rows. `tests/stdlib/test_accuracy_script.py` runs it on a few points "
-              "and asserts error bounds for `sin` and `exp`.", ""]
+              "and asserts error bounds for `sin` and `exp`. The fast_math section below is "
+              "written by `python benchmarks/accuracy_fastmath.py --write docs/accuracy.md`; "
+              "this script keeps it when it rewrites the page.", ""]
     return "\n".join(parts)
 
 
@@ -539,10 +541,24 @@ def main(argv=None):
     say("\n" + "\n".join(findings(results)))
     say(f"\n{versions()}; {seconds:.0f} s")
     if args.write:
+        kept = _marked_sections(args.write)
         with open(args.write, "w") as f:
-            f.write(markdown_document(results, skipped, args, seconds))
+            f.write(markdown_document(results, skipped, args, seconds) + kept)
         say(f"wrote {args.write}")
     return results
+
+
+def _marked_sections(path):
+    """Sections of the existing page that other scripts write between their markers
+    (``benchmarks/accuracy_fastmath.py``), kept when this script rewrites the page."""
+    try:
+        old = open(path).read()
+    except OSError:
+        return ""
+    begin, end = "<!-- fast_math:begin -->", "<!-- fast_math:end -->"
+    if begin not in old or end not in old:
+        return ""
+    return "\n" + begin + old.split(begin, 1)[1].split(end, 1)[0] + end + "\n"
 
 
 if __name__ == "__main__":

@@ -2,12 +2,15 @@
 parallel Numba kernel doing the same float32 math (and NVIDIA Warp CPU / JAX when importable).
 
     python benchmarks/bench_transcendental.py [--n 1000000] [--repeat 15] [--markdown]
+                                              [--fast-math]
 
 weft is timed two ways: through ``wp.launch`` (argument checks and dispatch included) and
 through the generated njit function itself (``kernel.entry(...)``). Times are the median of
 ``--repeat`` runs after warm-up, in ms. The hand-written adjoint is derived by hand; before
 anything is timed the script checks that weft and the hand-written kernels agree (forward and
-adjoint, np.allclose) and stops if they do not.
+adjoint, np.allclose) and stops if they do not. ``--fast-math`` adds two columns: the kernel
+with Warp's ``fast_math`` module option (``module="unique", module_options={"fast_math":
+True}``) through ``wp.launch``, and the hand-written kernels compiled with ``fastmath=True``.
 """
 import argparse
 import os
@@ -22,9 +25,13 @@ import numpy as np
 RTOL, ATOL = 1e-5, 1e-5   # float32 math; libm calls may differ in the last bit
 
 
-def build(wp):
-    """The kernel, for weft or for NVIDIA Warp (same source, ``wp`` is either module)."""
-    @wp.kernel
+def build(wp, module_options=None):
+    """The kernel, for weft or for NVIDIA Warp (same source, ``wp`` is either module), in a
+    module of its own with ``module_options`` when given."""
+    deco = wp.kernel if module_options is None else \
+        wp.kernel(module="unique", module_options=module_options)
+
+    @deco
     def transcendental(x: wp.array(dtype=wp.vec3), y: wp.array(dtype=wp.vec3)):
         i = wp.tid()
         v = x[i]
@@ -67,6 +74,12 @@ def nb_adjoint(x, adj_y, adj_x):
         adj_x[i, 0] += gs0 * ca * eb + gs2 * a / r + gn * a
         adj_x[i, 1] += gs0 * sa * eb - gs1 * sb * lq + gn * b
         adj_x[i, 2] += gs1 * cb * TWO * c / q + gs2 * (ONE - th * th) + gn * c
+
+
+def hand_fastmath():
+    """The hand-written kernels compiled with ``fastmath=True``."""
+    jit = numba.njit(parallel=True, fastmath=True, error_model="numpy", cache=True)
+    return jit(nb_forward.py_func), jit(nb_adjoint.py_func)
 
 
 # ----------------------------------------------------------------------------------- helpers
@@ -128,6 +141,31 @@ def setup_warp(xh, gyh, y_ref, gx_ref):
     return fwd, adj
 
 
+def setup_fast_math(wp, x, y, xh, gyh, y_ref, gx_ref):
+    """Contenders with fast math: weft's kernel with the ``fast_math`` module option (through
+    ``wp.launch``, on the arrays of the default kernel) and the hand-written kernels with
+    ``fastmath=True``; each checked against the hand-written results."""
+    k = build(wp, {"fast_math": True})
+    n = xh.shape[0]
+    fwd = lambda: wp.launch(k, dim=n, inputs=[x], outputs=[y])  # noqa: E731
+    adj = lambda: wp.launch(k, dim=n, inputs=[x], outputs=[y], adjoint=True)  # noqa: E731
+    fwd()
+    x.grad.zero_()
+    y.grad.assign(gyh)
+    adj()
+    check("weft fast_math forward vs hand-written", y.numpy(), y_ref)
+    check("weft fast_math adjoint vs hand-written", x.grad.numpy(), gx_ref)
+    y.grad.assign(gyh)
+    nb_f, nb_a = hand_fastmath()
+    y_f, gx_f = np.zeros_like(xh), np.zeros_like(xh)
+    nb_f(xh, y_f)
+    nb_a(xh, gyh, gx_f)
+    check("hand fastmath forward vs hand-written", y_f, y_ref)
+    check("hand fastmath adjoint vs hand-written", gx_f, gx_ref)
+    return {"weft fast_math": (fwd, adj),
+            "hand fastmath": (lambda: nb_f(xh, y_f), lambda: nb_a(xh, gyh, gx_f))}
+
+
 def setup_jax(xh, gyh, y_ref, gx_ref):
     """(forward, adjoint) callables for jax.jit(vmap(...)) and its jax.vjp, or None."""
     try:
@@ -156,6 +194,8 @@ def main():
     ap.add_argument("--n", type=int, default=1_000_000, help="number of vec3 elements")
     ap.add_argument("--repeat", type=int, default=15, help="timed runs per measurement")
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
+    ap.add_argument("--fast-math", action="store_true",
+                    help="add weft with fast_math and hand-written Numba with fastmath=True")
     args = ap.parse_args()
     import weft as wp
 
@@ -200,6 +240,8 @@ def main():
     # every contender as (forward, adjoint) callables; optional ones when importable
     contenders = {"weft wp.launch": (weft_fwd, weft_adj), "weft entry()": (raw_fwd, raw_adj),
                   "hand numba": (hand_fwd, hand_adj)}
+    if args.fast_math:
+        contenders.update(setup_fast_math(wp, x, y, xh, gyh, y_ref, gx_ref))
     for name, setup in (("warp CPU", setup_warp), ("jax", setup_jax)):
         fns = setup(xh, gyh, y_ref, gx_ref)
         if fns is None:

@@ -27,15 +27,23 @@ class Kernel(UserFunction):
     _weft_kind = "kernel"
 
     def __init__(self, func=None, key=None, module=None, options=None, code_transformers=None,
-                 source=None):
+                 source=None, module_options=None):
         """``wp.Kernel(func=f, key="name", options={...})`` as Warp (``@wp.kernel`` makes one
-        too); ``module`` is accepted and ignored: weft compiles each kernel on its own."""
+        too). ``module``: whose options (:mod:`weft.runtime.modules`) the kernel compiles
+        with, as Warp: the Python module of ``func`` by default, a module name or
+        ``wp.Module``, or ``"unique"``: options of its own, Warp's defaults updated with
+        ``module_options`` (weft compiles each kernel on its own either way)."""
         if func is None:
             raise TypeError("wp.Kernel() needs the kernel function (func=...)")
         super().__init__(func)
         self.key = func.__name__
         if key is not None:  # generated functions are named after the key: an identifier
             self.key = key if str(key).isidentifier() else re.sub(r"\W|^(?=\d)", "_", str(key))
+        from .modules import module_of_kernel
+        self._module_arg = module if module is None or isinstance(module, str) else \
+            getattr(module, "name", module)
+        self._module_options = dict(module_options) if module_options else None
+        self._module = module_of_kernel(func, self.key, module, module_options)
         self.options = dict(options or {})
         self._compiled = {}
         self._fast = None  # launch.FastLaunch, once a small CPU launch has run
@@ -43,7 +51,25 @@ class Kernel(UserFunction):
         self._generic = None
 
     def _weft_init_args(self):
-        return {"key": self.key, "options": dict(self.options)}
+        out = {"key": self.key, "options": dict(self.options)}
+        if self._module_arg is not None:
+            out["module"] = self._module_arg
+        if self._module_options:
+            out["module_options"] = dict(self._module_options)
+        return out
+
+    @property
+    def fast_math(self):
+        """Whether the kernel compiles with fast math: its module's ``fast_math`` option
+        (``wp.set_module_options({"fast_math": True})``, or ``module_options`` of a
+        ``module="unique"`` kernel)."""
+        return bool(self._module.options.get("fast_math"))
+
+    def _forget_compiled(self):
+        """Drop the compiled kernels (module options changed): the next launch compiles, or
+        loads from the cache, the variant for the current options."""
+        self._compiled = {}
+        self._fast = None
 
     @property
     def declared(self):
@@ -103,7 +129,7 @@ class Kernel(UserFunction):
         if mode not in ("release", "debug"):
             raise ValueError(f"kernel '{self.key}': mode must be 'release' or 'debug', got "
                              f"{mode!r}")
-        options = CompileOptions.for_device(device_kind, mode)
+        options = CompileOptions.for_device(device_kind, mode, self.fast_math)
         extra = repr(options)
         if device_kind == "cuda":
             from ..transpiler.targets import CUDA_STACK
@@ -114,7 +140,8 @@ class Kernel(UserFunction):
         check_kernel_return_annotation(self.parsed())
         key = cache.key_of(self, extra)
         modname = self.key + ("" if device_kind == "cpu" else "_cuda") + \
-            ("_debug" if mode == "debug" else "") + f"_{key}"
+            ("_debug" if mode == "debug" else "") + ("_fastmath" if options.fast_math else "") + \
+            f"_{key}"
         return cache.load_or_build(modname, lambda: self._build_source(options, types),
                                    cpu=device_kind != "cuda")
 
@@ -173,8 +200,7 @@ class _ModuleView:
 
     @property
     def _warp(self):
-        from .modules import get_module
-        return get_module(self._kernel.func.__module__)
+        return self._kernel._module
 
     @property
     def options(self):
@@ -214,10 +240,13 @@ def _extract_function(src, fname):
     return "\n".join(out) + "\n"
 
 
-def kernel(f=None, *, enable_backward=None, module=None, **options):
-    """Decorator making a Warp-style kernel (``@wp.kernel`` or ``@wp.kernel(...)``)."""
+def kernel(f=None, *, enable_backward=None, module=None, module_options=None, **options):
+    """Decorator making a Warp-style kernel (``@wp.kernel`` or ``@wp.kernel(...)``).
+    ``module="unique"`` with ``module_options={"fast_math": True}`` gives one kernel options
+    of its own, as Warp (``module_options`` needs ``module="unique"``)."""
     if f is None:
-        return functools.partial(kernel, enable_backward=enable_backward, module=module, **options)
-    return Kernel(f, options=options)
+        return functools.partial(kernel, enable_backward=enable_backward, module=module,
+                                 module_options=module_options, **options)
+    return Kernel(f, module=module, options=options, module_options=module_options)
 
 

@@ -3,11 +3,15 @@
 Warp groups the kernels of a Python module into one compiled module with its own options;
 weft compiles each kernel on its own (cached on disk, see :mod:`weft.runtime.cache`) but keeps
 the registry of options per module with Warp's names and defaults, so programs that set them
-run unchanged. weft reads ``enable_backward``, ``fast_math`` and ``mode`` from it (as
-``get_module_options(kernel.__module__)``) when it honours those options::
+run unchanged. weft honours ``fast_math`` (its kernels and the funcs they call compile with
+Numba's ``fastmath=True``; part of each kernel's cache key); the other options are stored::
 
-    wp.set_module_options({"enable_backward": False})     # this Python module's kernels
-    wp.get_module_options()["enable_backward"]             # -> False
+    wp.set_module_options({"fast_math": True})     # this Python module's kernels
+    wp.get_module_options()["fast_math"]           # -> True
+
+Changing an option that changes generated code through :func:`set_module_options` (or
+``Module.mark_modified()``) makes the module's kernels compile again, or load the matching
+variant from the cache, on their next launch, as Warp reloads a modified module.
 """
 from __future__ import annotations
 
@@ -43,13 +47,19 @@ def _defaults():
     }
 
 
+#: module options that change the generated code (and so the kernels' cache keys)
+COMPILE_OPTIONS = ("fast_math",)
+
+
 class Module:
     """The options of the kernels of one Python module (Warp's ``wp.Module``, reduced to its
     name and ``options``; weft compiles kernels one by one, so there is nothing to load)."""
 
-    def __init__(self, name):
+    def __init__(self, name, options=None):
         self.name = name
         self.options = _defaults()
+        if options:
+            self.options.update(options)
 
     def load(self, device=None, block_dim=None):
         """A no-op kept for Warp compatibility: weft compiles each kernel on first launch
@@ -69,7 +79,13 @@ class Module:
         return h.hexdigest()
 
     def mark_modified(self):
-        """A no-op kept for Warp compatibility (weft's cache keys follow the source)."""
+        """Make this module's kernels compile again (or load from the cache) on their next
+        launch, with the module's current options (weft's cache keys follow the source)."""
+        from ..lang import DECLARED
+        for fns in list(DECLARED.values()):
+            for fn in fns:
+                if getattr(fn, "_module", None) is self:
+                    fn._forget_compiled()
 
     def __repr__(self):
         return f"Module({self.name!r})"
@@ -103,7 +119,33 @@ def _module_of(module, depth):
 def set_module_options(options, module=None):
     """Set options of the kernels of a Python module (the calling one by default; else a
     name, a Python module or a :class:`Module`). See :func:`_defaults` for the names."""
-    _module_of(module, 2).options.update(options)
+    m = _module_of(module, 2)
+    before = [m.options.get(k) for k in COMPILE_OPTIONS]
+    m.options.update(options)
+    if before != [m.options.get(k) for k in COMPILE_OPTIONS]:
+        m.mark_modified()
+
+
+def module_of_kernel(func, key, module=None, module_options=None):
+    """The :class:`Module` whose options kernel ``key`` (Python function ``func``) compiles
+    with, from ``@wp.kernel``'s ``module`` and ``module_options`` as Warp reads them."""
+    if module_options is not None:
+        if not isinstance(module_options, dict):
+            raise TypeError(f"@wp.kernel for '{func.__name__}': module_options must be a dict, "
+                            f"got {type(module_options).__name__}.")
+        if module != "unique":
+            raise ValueError(f"@wp.kernel for '{func.__name__}': module_options requires "
+                             'module="unique". Use wp.set_module_options() to set module-level '
+                             "options for a shared module.")
+        unknown = sorted(set(module_options) - set(_defaults()))
+        if unknown:
+            raise ValueError(f"@wp.kernel for '{func.__name__}': unknown module_options: "
+                             f"{', '.join(repr(k) for k in unknown)}")
+    if module is None:
+        return get_module(func.__module__)
+    if module == "unique":  # options of its own, from Warp's defaults
+        return Module(f"{key}_unique", module_options)
+    return module if isinstance(module, Module) else get_module(module)
 
 
 def get_module_options(module=None):

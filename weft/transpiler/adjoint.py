@@ -39,6 +39,7 @@ class Adjoint(Gen):
         self.atomic_arrays = facts.atomic_adjoint_arrays
         self.needed = facts.needed
         self.pass_kind = "adjoint"
+        self.hoisted = {}  # id(ir.Assign of a Prim) -> {dump of a math call: its variable}
 
     # ------------------------------------------------------------------------------ entry
     def body(self):
@@ -83,7 +84,35 @@ class Adjoint(Gen):
                 out.append(located(st, s.loc))
             else:
                 out += self.fwd.stmt(s)
+                if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim):
+                    out += self.hoist_partials(s)
         return out
+
+    def hoist_partials(self, s):
+        """The math calls of ``s``'s adjoint rule that take the primal call's own arguments
+        (``cos(x)`` for ``sin(x)``), computed here beside the primal call, so that LLVM fuses
+        the pair (``sincosf``) instead of calling libm twice; the reverse sweep then reads
+        them (:meth:`r_prim`). Only for statements whose rule the reverse sweep runs anyway,
+        so no work is added. The rule is built once more on a copy of the name generator to
+        find those calls, so the reverse sweep's temporaries keep their names."""
+        if not self.reverses_prim(s):
+            return []
+        import copy
+        names, self.names = self.names, copy.deepcopy(self.names)
+        try:
+            stmts, contribs = self.prim_rule(s)
+        finally:
+            self.names = names
+        same = [ast.dump(self.ex(a).node) for a in s.expr.args]
+        found = {}
+        for node in ast.walk(ast.Module(stmts + [c.node for c in contribs if c is not None], [])):
+            if isinstance(node, ast.Call) and getattr(node, "weft_math", None) and \
+                    [ast.dump(a) for a in node.args] == same:
+                found.setdefault(ast.dump(node), node)
+        if not found:
+            return []
+        self.hoisted[id(s)] = {key: self.names.fresh("d") for key in found}
+        return [assign(self.hoisted[id(s)][key], node, s.loc) for key, node in found.items()]
 
     def names_of(self, loop):
         key = id(loop)
@@ -184,17 +213,31 @@ class Adjoint(Gen):
             return self.consumed(s.dst, s.loc)
         raise TypeError(e)
 
-    def r_prim(self, s):
+    def reverses_prim(self, s):
+        """Whether the reverse sweep runs the adjoint rule of Prim assignment ``s``."""
         b = s.expr.builtin
-        if not b.differentiable or not has_adjoint(s.dst) or id(s.dst) not in self.needed \
-                or not (b.own_derivatives or any(has_adjoint(a) for a in s.expr.args)):
-            return self.consumed(s.dst, s.loc)
+        return b.differentiable and has_adjoint(s.dst) and id(s.dst) in self.needed and \
+            (b.own_derivatives or any(has_adjoint(a) for a in s.expr.args))
+
+    def prim_rule(self, s):
+        """(statements, contribution per argument) of the adjoint rule of ``s``."""
+        b = s.expr.builtin
         args = [self.ex(a) for a in s.expr.args]
         ret = Ex(name(s.dst.name), s.dst.type)
         adj_ret = Ex(name(self.adj(s.dst)), s.dst.type)
-        stmts, contribs = self.build(
+        return self.build(
             lambda: [c.atom("a") if c is not None else None
                      for c in b.adjoint(*args, ret=ret, adj=adj_ret, **s.expr.attrs)], s.loc)
+
+    def r_prim(self, s):
+        if not self.reverses_prim(s):
+            return self.consumed(s.dst, s.loc)
+        stmts, contribs = self.prim_rule(s)
+        hoisted = self.hoisted.pop(id(s), None)
+        if hoisted:  # read the math calls computed beside the primal call
+            stmts = [_Substitute(hoisted).visit(st) for st in stmts]
+            contribs = [Ex(_Substitute(hoisted).visit(c.node), c.type) if c is not None
+                        else None for c in contribs]
         out = stmts
         for a, c in zip(s.expr.args, contribs):
             if has_adjoint(a) and c is not None:
@@ -403,6 +446,17 @@ def reads_own_derivatives(fir, seen=None):
         if isinstance(e, ir.Call) and reads_own_derivatives(e.func, seen):
             return True
     return False
+
+
+class _Substitute(ast.NodeTransformer):
+    """Replace the math calls a mapping names (by ``ast.dump``) with their variables."""
+
+    def __init__(self, names):
+        self.names = names
+
+    def visit_Call(self, node):
+        var = self.names.get(ast.dump(node)) if getattr(node, "weft_math", None) else None
+        return name(var) if var is not None else self.generic_visit(node)
 
 
 def _is_zero(node):

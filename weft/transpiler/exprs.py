@@ -273,6 +273,7 @@ def call(path, *args, type_=None):
     target = _target.get()
     if target is not None and path.startswith(("np.", "math.")):
         node = target.math(path, nodes, tuple(a.type for a in args))
+        node.weft_math = path  # a pure math call (the adjoint may move it: adjoint.py)
     else:
         node = ast.Call(attr_path(path), nodes, [])
     return Ex(node, type_ if type_ is not None else args[0].type)

@@ -147,7 +147,8 @@ def func_functions(fir, facts_of, target):
 
 def run(state):
     sites = []  # debug mode: the checked accesses of the module, shared by its targets
-    targets = [TARGETS[t].configured(state.options.mode, sites) for t in state.options.targets]
+    targets = [TARGETS[t].configured(state.options.mode, sites, state.options.fast_math)
+               for t in state.options.targets]
     defs, abis = [], {}
     for fir in state.funcs:
         facts = state.facts[fir]

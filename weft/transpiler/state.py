@@ -42,15 +42,18 @@ class FuncIR:
 @dataclass(frozen=True)
 class CompileOptions:
     """What a compilation produces: ``targets`` (``("cpu", "serial")`` for a CPU module that
-    holds each kernel with and without threads, ``("cuda",)``) and ``mode`` (``"release"``;
-    ``"debug"`` checks every array access)."""
+    holds each kernel with and without threads, ``("cuda",)``), ``mode`` (``"release"``;
+    ``"debug"`` checks every array access) and ``fast_math`` (Warp's module option: the
+    module's functions compile with Numba's ``fastmath=True``)."""
 
     targets: tuple = ("cpu", "serial")
     mode: str = "release"
+    fast_math: bool = False
 
     @classmethod
-    def for_device(cls, device_kind, mode="release"):
-        return cls(("cuda",) if device_kind == "cuda" else ("cpu", "serial"), mode)
+    def for_device(cls, device_kind, mode="release", fast_math=False):
+        return cls(("cuda",) if device_kind == "cuda" else ("cpu", "serial"), mode,
+                   bool(fast_math))
 
 
 @dataclass
@@ -59,7 +62,6 @@ class CompileState:
 
     roots: list                                        # user Kernel objects
     kernel_types: dict = field(default_factory=dict)   # generic kernel -> its concrete types
-    options: CompileOptions = field(default_factory=CompileOptions)
     options: CompileOptions = field(default_factory=CompileOptions)
     funcs: list = field(default_factory=list)          # lower: FuncIR of every kernel and func
     facts: dict = field(default_factory=dict)          # analyze: FuncIR -> FuncFacts

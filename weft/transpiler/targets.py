@@ -38,10 +38,12 @@ def _expr(text):
 
 class Target:
     """Base: a target's spelling of everything the generators ask for. ``debug`` targets check
-    every array access (``sites`` lists them: what the runtime reports for each)."""
+    every array access (``sites`` lists them: what the runtime reports for each);
+    ``fast_math`` ones compile with Numba's ``fastmath=True`` (Warp's module option)."""
 
     name = ""
     debug = False
+    fast_math = False
     sites = ()
     optional_shadows = True      # adjoint/tangent arrays may be None (tested at compile time)
     growable_stacks = True       # while-loop stacks can grow
@@ -57,19 +59,24 @@ class Target:
                 ast.Import([ast.alias("numpy", "np")]),
                 ast.ImportFrom("weft.stdlib", [ast.alias(self.helpers_module, "_wk")], 0)]
 
-    def configured(self, mode, sites):
+    def configured(self, mode, sites, fast_math=False):
         """This target for compile ``mode`` (``"debug"``: accesses checked, recorded in the
-        list ``sites`` shared by the targets of one module)."""
-        if mode != "debug":
+        list ``sites`` shared by the targets of one module), with ``fast_math`` or not."""
+        if mode != "debug" and not fast_math:
             return self
         import copy
         t = copy.copy(self)
-        t.debug, t.sites = True, sites
+        if mode == "debug":
+            t.debug, t.sites = True, sites
+        t.fast_math = bool(fast_math)
         return t
 
     # -- kernels ----------------------------------------------------------------------------
     def decorator(self, kernel):
-        return _expr(self.kernel_decorator if kernel else self.func_decorator)
+        text = self.kernel_decorator if kernel else self.func_decorator
+        if self.fast_math:  # LLVM's fast-math flags on every float operation of the module
+            text = text[:-1] + ", fastmath=True)"
+        return _expr(text)
 
     def extra_params(self, pass_kind):
         """Parameters every generated function of ``pass_kind`` takes last, and every call of
