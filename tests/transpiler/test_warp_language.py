@@ -482,3 +482,28 @@ def test_python_scalar_types_named_through_wp():
     out = wp.zeros(1, dtype=float)
     wp.launch(python_scalar_types_through_wp, 1, inputs=[out])
     assert out.numpy()[0] == 3.5
+
+
+@wp.kernel
+def reversed_ranges(starts: wp.array(dtype=int), ends: wp.array(dtype=int),
+                    steps: wp.array(dtype=int), counts: wp.array(dtype=int),
+                    values: wp.array2d(dtype=int)):
+    tid = wp.tid()
+    count = int(0)
+    for i in reversed(range(starts[tid], ends[tid], steps[tid])):
+        if count < values.shape[1]:
+            values[tid, count] = i
+        count += 1
+    counts[tid] = count
+
+
+def test_reversed_range_is_pythons():
+    cases = [(s, e, k) for s in range(-4, 5) for e in range(-4, 5) for k in (-3, -2, -1, 1, 2, 3)]
+    cols = [wp.array([c[j] for c in cases], dtype=int) for j in range(3)]
+    counts = wp.zeros(len(cases), dtype=int)
+    values = wp.zeros((len(cases), 9), dtype=int)
+    wp.launch(reversed_ranges, len(cases), inputs=[*cols, counts, values])
+    for j, (s, e, k) in enumerate(cases):
+        expected = list(reversed(range(s, e, k)))
+        assert counts.numpy()[j] == len(expected), (s, e, k)
+        assert list(values.numpy()[j, :len(expected)]) == expected, (s, e, k)

@@ -367,6 +367,9 @@ def stmt_for(ctx, s):
         raise ctx.fail(s, "'for ... else' is not supported", KernelSyntaxError)
     it = s.iter
     callee = ctx.resolve(it.func) if isinstance(it, ast.Call) else None
+    if callee is reversed and len(it.args) == 1 and not it.keywords and \
+            isinstance(it.args[0], ast.Call) and ctx.resolve(it.args[0].func) is range:
+        return reversed_range(ctx, s, it.args[0])
     if isinstance(s.target, ast.Name) and (callee in registry.ITERATOR_STARTS or (
             isinstance(it, ast.Name) and it.id in ctx.env
             and getattr(ctx.env[it.id], "type", None) in registry.ITERATORS)):
@@ -408,6 +411,34 @@ def stmt_for(ctx, s):
     lower_loop(ctx, "for", s, body, loopvar, start, stop, step, exclude=name)
     if keep is not None:
         bind(ctx, name, ctx.env.pop(keep), s)
+
+
+def reversed_range(ctx, s, rng):
+    """``for i in reversed(range(a, b, k))``, as Python: ``n`` = the range's length, then
+    ``range(a + (n - 1) k, a - k, -k)`` (empty when ``n`` is 0)."""
+    args = list(rng.args)
+    if not 1 <= len(args) <= 3 or rng.keywords:
+        raise ctx.fail(rng, "range() takes 1 to 3 integer arguments", KernelTypeError)
+    args = ([ast.Constant(0)] + args if len(args) == 1 else args) + \
+        ([ast.Constant(1)] if len(args) < 3 else [])
+    tag = f"_rev{s.lineno}_{s.col_offset}"
+    a, b, k, n = (f"{tag}_{x}" for x in "abkn")
+    src = (f"{a} = int({{}})\n{b} = int({{}})\n{k} = int({{}})\n"
+           f"{n} = max({b} - {a} + {k} - 1, 0) / {k} if {k} > 0 else "
+           f"max({a} - {b} - {k} - 1, 0) / (0 - {k})\n")
+    pre = ast.parse(src.format(*(["0"] * 3))).body
+    for stmt, arg in zip(pre, args):
+        stmt.value.args = [arg]
+    loop = ast.parse(f"for _ in range({a} + ({n} - 1) * {k}, {a} - {k}, 0 - {k}):\n    pass"
+                     ).body[0]
+    loop.target, loop.body = s.target, list(s.body)
+    for stmt in pre + [loop]:
+        for node in ast.walk(stmt):
+            if not hasattr(node, "lineno") or node in (s.target,) or node in s.body:
+                ast.copy_location(node, s)
+    for stmt in pre:
+        lower_stmt(ctx, stmt)
+    return stmt_for(ctx, loop)
 
 
 def query_loop(ctx, s):
