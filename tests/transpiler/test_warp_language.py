@@ -507,3 +507,28 @@ def test_reversed_range_is_pythons():
         expected = list(reversed(range(s, e, k)))
         assert counts.numpy()[j] == len(expected), (s, e, k)
         assert list(values.numpy()[j, :len(expected)]) == expected, (s, e, k)
+
+
+@wp.kernel
+def named_literals(values: wp.array(dtype=wp.float64), counts: wp.array(dtype=int)):
+    x = 0.1
+    n = 3
+    d = wp.vec3d(x, 0.0, 0.0)
+    values[0] = d[0]
+    values[1] = wp.float64(x)      # 0.1 in double precision, as Warp's constants
+    y = x * 2.0                    # float32 arithmetic where nothing asks for more
+    values[2] = wp.float64(y)
+    f = wp.vec3f(4.0, 5.0, 6.0)
+    sliced = f[0:n]                # a compile-time bound
+    counts[0] = n
+    counts[1] = int(sliced[2])
+    x = 0.5                        # rebound: the new literal
+    values[3] = wp.float64(x)
+
+
+def test_names_bound_to_literals_read_as_the_literal():
+    values = wp.zeros(4, dtype=wp.float64)
+    counts = wp.zeros(2, dtype=int)
+    wp.launch(named_literals, 1, inputs=[values, counts])
+    np.testing.assert_array_equal(values.numpy(), [0.1, 0.1, np.float64(np.float32(0.2)), 0.5])
+    np.testing.assert_array_equal(counts.numpy(), [3, 6])
