@@ -532,3 +532,38 @@ def test_names_bound_to_literals_read_as_the_literal():
     wp.launch(named_literals, 1, inputs=[values, counts])
     np.testing.assert_array_equal(values.numpy(), [0.1, 0.1, np.float64(np.float32(0.2)), 0.5])
     np.testing.assert_array_equal(counts.numpy(), [3, 6])
+
+
+@wp.struct
+class Slot:
+    value: float
+
+
+@wp.func
+def bump_index(counter: wp.array(dtype=int), i: int) -> int:
+    wp.atomic_add(counter, 0, 1)
+    return i
+
+
+@wp.func
+def bump_value(counter: wp.array(dtype=int), v: float) -> float:
+    wp.atomic_add(counter, 1, 1)
+    return v
+
+
+@wp.kernel
+def aug_assign_once(counter: wp.array(dtype=int), data: wp.array(dtype=Slot),
+                    m: wp.array(dtype=wp.mat22)):
+    i = wp.tid()
+    data[bump_index(counter, i)].value += bump_value(counter, 5.0)
+    m[bump_index(counter, i)][1] += wp.vec2(1.0, 2.0)
+
+
+def test_augmented_assignment_evaluates_its_target_once():
+    counter = wp.zeros(2, dtype=int)
+    data = wp.zeros(1, dtype=Slot)
+    m = wp.zeros(1, dtype=wp.mat22)
+    wp.launch(aug_assign_once, 1, inputs=[counter, data, m])
+    np.testing.assert_array_equal(counter.numpy(), [2, 1])   # two targets, one value call
+    assert data.numpy()[0][0] == 5.0
+    np.testing.assert_array_equal(m.numpy()[0], [[0.0, 0.0], [1.0, 2.0]])

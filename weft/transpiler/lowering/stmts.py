@@ -356,10 +356,36 @@ def stmt_aug_assign(ctx, s):
         new = ctx.apply(op_name, [old, value], s)
         ctx.add(ir.Store(arr, idx, new, ctx.loc(s)))
         return
+    t = _evaluated_once(ctx, t, s)
     current = exprs.lower_expr(ctx, t)
     value = exprs.lower_expr(ctx, s.value)
     new = ctx.apply(op_name, [current, value], s)
     assign(ctx, t, new, s)
+
+
+def _evaluated_once(ctx, t, s):
+    """The target of ``a[f(i)].x += v`` with its computed indices evaluated now, once, into
+    hidden names: reading and writing it back must not call ``f`` twice (as Python)."""
+    if isinstance(t, ast.Attribute):
+        inner = _evaluated_once(ctx, t.value, s)
+        return t if inner is t.value else ast.copy_location(ast.Attribute(inner, t.attr, t.ctx), t)
+    if not isinstance(t, ast.Subscript):
+        return t
+    base = _evaluated_once(ctx, t.value, s)
+    elts = t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]
+    if base is t.value and all(isinstance(e, (ast.Constant, ast.Name, ast.Slice)) for e in elts):
+        return t
+    frozen = []
+    for k, e in enumerate(elts):
+        if isinstance(e, (ast.Constant, ast.Name, ast.Slice)):
+            frozen.append(e)
+            continue
+        hidden = f"_aug{e.lineno}_{e.col_offset}_{k}"
+        bind(ctx, hidden, literals.typed(exprs.lower_expr(ctx, e)), e)
+        frozen.append(ast.copy_location(ast.Name(hidden, ast.Load()), e))
+    sl = frozen[0] if not isinstance(t.slice, ast.Tuple) else \
+        ast.copy_location(ast.Tuple(frozen, ast.Load()), t.slice)
+    return ast.copy_location(ast.Subscript(base, sl, t.ctx), t)
 
 
 def stmt_for(ctx, s):
