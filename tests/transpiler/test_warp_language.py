@@ -2,6 +2,8 @@
 loops it unrolls), print / wp.printf / wp.expect_*, slices of vectors and matrices (read,
 assigned, augmented, differentiated), transform * transform, matrix_from_rows/cols of any size.
 Expected values are Warp's."""
+import typing
+
 import numpy as np
 import pytest
 
@@ -567,3 +569,36 @@ def test_augmented_assignment_evaluates_its_target_once():
     np.testing.assert_array_equal(counter.numpy(), [2, 1])   # two targets, one value call
     assert data.numpy()[0][0] == 5.0
     np.testing.assert_array_equal(m.numpy()[0], [[0.0, 0.0], [1.0, 2.0]])
+
+
+@wp.func
+def picked(a: float, b: float):
+    return a * b
+
+
+@wp.func
+def picked(a: typing.Any, b: typing.Any):  # noqa: F811 - overloads, as Warp
+    return a + b
+
+
+@wp.func
+def picked(a: int, b: int):  # noqa: F811
+    return a - b
+
+
+@wp.kernel
+def overloads_by_literal_type(out_f: wp.array(dtype=float), out_i: wp.array(dtype=int),
+                              out_v: wp.array(dtype=wp.vec2)):
+    out_i[0] = picked(17, 25)            # int literals: the int overload (Warp's choice)
+    out_f[0] = picked(7.0, 10.0)         # float literals: the float overload
+    out_f[1] = picked(7.0, 10)           # mixed: the float overload, 10 adapting
+    out_v[0] = picked(wp.vec2(1.0, 2.0), wp.vec2(10.0, 20.0))   # the generic one
+
+
+def test_overloads_prefer_the_literals_own_types():
+    out_f, out_i = wp.zeros(2, dtype=float), wp.zeros(1, dtype=int)
+    out_v = wp.zeros(1, dtype=wp.vec2)
+    wp.launch(overloads_by_literal_type, 1, inputs=[out_f, out_i, out_v])
+    assert out_i.numpy()[0] == -8
+    np.testing.assert_array_equal(out_f.numpy(), [70.0, 70.0])
+    np.testing.assert_array_equal(out_v.numpy()[0], [11.0, 22.0])
