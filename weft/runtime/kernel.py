@@ -46,6 +46,12 @@ class Kernel(UserFunction):
         return {"key": self.key, "options": dict(self.options)}
 
     @property
+    def overloads(self):
+        """The argument-type lists declared for this generic kernel with ``wp.overload``."""
+        from .declarations import declared_overloads
+        return declared_overloads(self)
+
+    @property
     def declared(self):
         """``[(name, type)]`` as annotated (None for ``Any``)."""
         if self._declared is None:
