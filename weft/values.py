@@ -108,7 +108,14 @@ class CompositeValue:
 
     # ----------------------------------------------------------------------- printing
     def __repr__(self):
-        return f"{_type_repr(type(self))}({self.view(np.ndarray).tolist()})"
+        values = self.view(np.ndarray).tolist()
+        if self.dtype in (np.float64, np.float16):  # Warp shows these as float64(1.0)
+            name = "float64" if self.dtype == np.float64 else "float16"
+
+            def shown(x):
+                return [shown(y) for y in x] if isinstance(x, list) else f"{name}({x})"
+            values = str(shown(values)).replace("'", "")
+        return f"{_type_repr(type(self))}({values})"
 
     def __str__(self):
         values = self.view(np.ndarray).tolist()

@@ -2,6 +2,8 @@
 loops it unrolls), print / wp.printf / wp.expect_*, slices of vectors and matrices (read,
 assigned, augmented, differentiated), transform * transform, matrix_from_rows/cols of any size.
 Expected values are Warp's."""
+import typing
+
 import numpy as np
 import pytest
 
@@ -482,3 +484,121 @@ def test_python_scalar_types_named_through_wp():
     out = wp.zeros(1, dtype=float)
     wp.launch(python_scalar_types_through_wp, 1, inputs=[out])
     assert out.numpy()[0] == 3.5
+
+
+@wp.kernel
+def reversed_ranges(starts: wp.array(dtype=int), ends: wp.array(dtype=int),
+                    steps: wp.array(dtype=int), counts: wp.array(dtype=int),
+                    values: wp.array2d(dtype=int)):
+    tid = wp.tid()
+    count = int(0)
+    for i in reversed(range(starts[tid], ends[tid], steps[tid])):
+        if count < values.shape[1]:
+            values[tid, count] = i
+        count += 1
+    counts[tid] = count
+
+
+def test_reversed_range_is_pythons():
+    cases = [(s, e, k) for s in range(-4, 5) for e in range(-4, 5) for k in (-3, -2, -1, 1, 2, 3)]
+    cols = [wp.array([c[j] for c in cases], dtype=int) for j in range(3)]
+    counts = wp.zeros(len(cases), dtype=int)
+    values = wp.zeros((len(cases), 9), dtype=int)
+    wp.launch(reversed_ranges, len(cases), inputs=[*cols, counts, values])
+    for j, (s, e, k) in enumerate(cases):
+        expected = list(reversed(range(s, e, k)))
+        assert counts.numpy()[j] == len(expected), (s, e, k)
+        assert list(values.numpy()[j, :len(expected)]) == expected, (s, e, k)
+
+
+@wp.kernel
+def named_literals(values: wp.array(dtype=wp.float64), counts: wp.array(dtype=int)):
+    x = 0.1
+    n = 3
+    d = wp.vec3d(x, 0.0, 0.0)
+    values[0] = d[0]
+    values[1] = wp.float64(x)      # 0.1 in double precision, as Warp's constants
+    y = x * 2.0                    # float32 arithmetic where nothing asks for more
+    values[2] = wp.float64(y)
+    f = wp.vec3f(4.0, 5.0, 6.0)
+    sliced = f[0:n]                # a compile-time bound
+    counts[0] = n
+    counts[1] = int(sliced[2])
+    x = 0.5                        # rebound: the new literal
+    values[3] = wp.float64(x)
+
+
+def test_names_bound_to_literals_read_as_the_literal():
+    values = wp.zeros(4, dtype=wp.float64)
+    counts = wp.zeros(2, dtype=int)
+    wp.launch(named_literals, 1, inputs=[values, counts])
+    np.testing.assert_array_equal(values.numpy(), [0.1, 0.1, np.float64(np.float32(0.2)), 0.5])
+    np.testing.assert_array_equal(counts.numpy(), [3, 6])
+
+
+@wp.struct
+class Slot:
+    value: float
+
+
+@wp.func
+def bump_index(counter: wp.array(dtype=int), i: int) -> int:
+    wp.atomic_add(counter, 0, 1)
+    return i
+
+
+@wp.func
+def bump_value(counter: wp.array(dtype=int), v: float) -> float:
+    wp.atomic_add(counter, 1, 1)
+    return v
+
+
+@wp.kernel
+def aug_assign_once(counter: wp.array(dtype=int), data: wp.array(dtype=Slot),
+                    m: wp.array(dtype=wp.mat22)):
+    i = wp.tid()
+    data[bump_index(counter, i)].value += bump_value(counter, 5.0)
+    m[bump_index(counter, i)][1] += wp.vec2(1.0, 2.0)
+
+
+def test_augmented_assignment_evaluates_its_target_once():
+    counter = wp.zeros(2, dtype=int)
+    data = wp.zeros(1, dtype=Slot)
+    m = wp.zeros(1, dtype=wp.mat22)
+    wp.launch(aug_assign_once, 1, inputs=[counter, data, m])
+    np.testing.assert_array_equal(counter.numpy(), [2, 1])   # two targets, one value call
+    assert data.numpy()[0][0] == 5.0
+    np.testing.assert_array_equal(m.numpy()[0], [[0.0, 0.0], [1.0, 2.0]])
+
+
+@wp.func
+def picked(a: float, b: float):
+    return a * b
+
+
+@wp.func
+def picked(a: typing.Any, b: typing.Any):  # noqa: F811 - overloads, as Warp
+    return a + b
+
+
+@wp.func
+def picked(a: int, b: int):  # noqa: F811
+    return a - b
+
+
+@wp.kernel
+def overloads_by_literal_type(out_f: wp.array(dtype=float), out_i: wp.array(dtype=int),
+                              out_v: wp.array(dtype=wp.vec2)):
+    out_i[0] = picked(17, 25)            # int literals: the int overload (Warp's choice)
+    out_f[0] = picked(7.0, 10.0)         # float literals: the float overload
+    out_f[1] = picked(7.0, 10)           # mixed: the float overload, 10 adapting
+    out_v[0] = picked(wp.vec2(1.0, 2.0), wp.vec2(10.0, 20.0))   # the generic one
+
+
+def test_overloads_prefer_the_literals_own_types():
+    out_f, out_i = wp.zeros(2, dtype=float), wp.zeros(1, dtype=int)
+    out_v = wp.zeros(1, dtype=wp.vec2)
+    wp.launch(overloads_by_literal_type, 1, inputs=[out_f, out_i, out_v])
+    assert out_i.numpy()[0] == -8
+    np.testing.assert_array_equal(out_f.numpy(), [70.0, 70.0])
+    np.testing.assert_array_equal(out_v.numpy()[0], [11.0, 22.0])

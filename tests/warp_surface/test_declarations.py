@@ -137,3 +137,18 @@ def test_overload_stub_finds_a_local_kernel():
 
     assert isinstance(local_generic, wp.Kernel)
     assert declared_overloads(local_generic) == [[wp.float64]]
+
+
+@wp.kernel
+def stub_named_after_a_module_kernel(x: Any):
+    return
+
+
+def stub_named_after_a_module_kernel(x: float): ...  # noqa: F811 - replaces the module name
+
+
+def test_overload_stub_finds_the_kernel_its_module_declared():
+    # the module's name now refers to the plain stub (as in Warp's test_generics): the kernel
+    # is found among those the module declared
+    k = wp.overload(stub_named_after_a_module_kernel)
+    assert isinstance(k, wp.Kernel) and k.overloads == [[float]]

@@ -22,6 +22,10 @@ def test_repr_and_str():
     assert repr(wp.vec2i(1, 2)) == "vec2i([1, 2])"
     assert repr(wp.quat(0.0, 0.0, 0.0, 1.0)) == "quatf([0.0, 0.0, 0.0, 1.0])"
     assert repr(wp.transform()) == "transformf([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])"
+    # double and half precision components are shown with their type, as Warp
+    assert repr(wp.vec4d(1, 2, 3, 4)) == \
+        "vec4d([float64(1.0), float64(2.0), float64(3.0), float64(4.0)])"
+    assert repr(wp.vec2h(1, 2)) == "vec2h([float16(1.0), float16(2.0)])"
     assert str(wp.mat22(1.0, 2.0, 3.0, 4.0)) == "[[1.0, 2.0],\n [3.0, 4.0]]"
 
 

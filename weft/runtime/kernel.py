@@ -72,6 +72,12 @@ class Kernel(UserFunction):
         self._fast = None
 
     @property
+    def overloads(self):
+        """The argument-type lists declared for this generic kernel with ``wp.overload``."""
+        from .declarations import declared_overloads
+        return declared_overloads(self)
+
+    @property
     def declared(self):
         """``[(name, type)]`` as annotated (None for ``Any``)."""
         if self._declared is None:

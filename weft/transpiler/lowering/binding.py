@@ -68,7 +68,8 @@ def bind(ctx, name, value, node):
         if old.type != value.type:
             raise ctx.fail(node, f"cannot assign a value of type {T.type_name(value.type)} to "
                            f"'{name}' of type {T.type_name(old.type)}", KernelTypeError)
-    if isinstance(value, ir.Const) and value.literal and T.is_scalar(value.type):
+    literal = isinstance(value, ir.Const) and value.literal and T.is_scalar(value.type)
+    if literal:
         value = ir.Const(value.value, value.type)  # a named literal has its type fixed
     if ctx.is_fresh_temp(value):
         value.name = ctx.version_name(name)
@@ -79,6 +80,8 @@ def bind(ctx, name, value, node):
     ctx.env[name] = v
     if isinstance(value, ir.Const):  # wp.static(...) may read it (``n = 3``)
         ctx.const_vars[id(v)] = (v, value.value)
+        if literal:  # read as the literal until rebound (``x = 0.1; wp.vec3d(x, ...)``)
+            ctx.literal_vars.add(id(v))
 
 
 def coerce_store(ctx, arr, value, node):

@@ -108,10 +108,11 @@ def call_func(ctx, func, node, args=None, n_given=None):
 
 def call_overloaded(ctx, func, node):
     """A call of a func with several overloads (Warp's): the one whose declared parameter types
-    equal the arguments' (number literals adapting), else the first whose generic ones fit."""
+    equal the arguments' types (a literal's own: ``17`` is int32), else the first they equal
+    with number literals adapting, else the first whose generic ones fit."""
     from ..abi import declared_params, fits
     args = [ctx.expr(a) for a in node.args]
-    fitting = []
+    exact, adapted, fitting = [], [], []  # in order of preference
     for f in func.overloads:
         params = declared_params(f.parsed(), generic_ok=True)
         names = [n for n, _, _ in params]
@@ -122,18 +123,21 @@ def call_overloaded(ctx, func, node):
                {k.arg for k in node.keywords} for p in rest):
             continue
         types = [t for _, t, _ in params[:len(args)]]
+        if all(t is not None and a.type == t for a, t in zip(args, types)):
+            exact.append(f)  # literals of their own type (17 is int32): Warp's first choice
+            break
         if all(t is not None and literals.adapt_literal(a, t).type == t
                for a, t in zip(args, types)):
-            fitting.insert(0, f)
-            break
+            adapted.append(f)  # number literals taking the declared types
+            continue
         if all(fits(t, literals.adapt_literal(a, t).type if t is not None else a.type)
                for a, t in zip(args, types)):
             fitting.append(f)
-    if not fitting:
+    if not (exact or adapted or fitting):
         shown = ", ".join(T.type_name(a.type) for a in args)
         raise ctx.fail(node, f"no overload of {func.__name__}() accepts ({shown})",
                        KernelTypeError)
-    chosen = fitting[0]
+    chosen = (exact + adapted + fitting)[0]
     if node.keywords or len(args) < chosen.n_inputs():
         return call_func(ctx, chosen, node)
     return call_func(ctx, chosen, node, args, len(args))

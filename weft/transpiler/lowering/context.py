@@ -48,6 +48,7 @@ class Lowering:
         self.loop_returned = None        # set by a loop that a ``return`` leaves
         self.struct_markers = {}         # (name, struct type) -> its StructRef
         self.const_vars = {}             # id(Var) -> (Var, value): locals assigned a constant
+        self.literal_vars = set()        # id(Var) of those assigned a Python literal
         self.static_locals = {}          # loop variables of loops unrolled for wp.static
         self.callables = {}              # locals bound to funcs (f = square; g = wp.grad(f))
 

@@ -49,6 +49,10 @@ def expr_name(ctx, node):
     if isinstance(v, StructRef):
         return structs.read_struct(ctx, node.id, v.type, node)
     if v is not None:
+        if id(v) in ctx.literal_vars and ctx.const_vars[id(v)][0] is v:
+            # a name bound to a literal is that literal (weakly typed, exact) until rebound,
+            # as Warp's constants: ``x = 0.1; wp.float64(x)`` is 0.1 in double precision
+            return ir.Const(ctx.const_vars[id(v)][1], v.type, literal=True)
         return v
     if node.id in ctx.defined_in_loops:
         raise ctx.fail(node, f"'{node.id}' is only defined inside a loop above; define it "

@@ -180,6 +180,11 @@ def static_value(ctx, node, what):
         pass
     if isinstance(node, ast.Tuple):  # (ROWS, COLS) of constants
         return tuple(static_value(ctx, e, what) for e in node.elts)
+    if isinstance(node, ast.Name) and node.id in ctx.env:  # ``n = 3`` above, not rebound
+        v = ctx.env[node.id]
+        c = ctx.const_vars.get(id(v))
+        if c is not None and c[0] is v:
+            return c[1]
     value = resolve_global(ctx, node)
     if value is None:
         raise ctx.fail(node, f"{what} must be a constant")

@@ -356,10 +356,36 @@ def stmt_aug_assign(ctx, s):
         new = ctx.apply(op_name, [old, value], s)
         ctx.add(ir.Store(arr, idx, new, ctx.loc(s)))
         return
+    t = _evaluated_once(ctx, t, s)
     current = exprs.lower_expr(ctx, t)
     value = exprs.lower_expr(ctx, s.value)
     new = ctx.apply(op_name, [current, value], s)
     assign(ctx, t, new, s)
+
+
+def _evaluated_once(ctx, t, s):
+    """The target of ``a[f(i)].x += v`` with its computed indices evaluated now, once, into
+    hidden names: reading and writing it back must not call ``f`` twice (as Python)."""
+    if isinstance(t, ast.Attribute):
+        inner = _evaluated_once(ctx, t.value, s)
+        return t if inner is t.value else ast.copy_location(ast.Attribute(inner, t.attr, t.ctx), t)
+    if not isinstance(t, ast.Subscript):
+        return t
+    base = _evaluated_once(ctx, t.value, s)
+    elts = t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]
+    if base is t.value and all(isinstance(e, (ast.Constant, ast.Name, ast.Slice)) for e in elts):
+        return t
+    frozen = []
+    for k, e in enumerate(elts):
+        if isinstance(e, (ast.Constant, ast.Name, ast.Slice)):
+            frozen.append(e)
+            continue
+        hidden = f"_aug{e.lineno}_{e.col_offset}_{k}"
+        bind(ctx, hidden, literals.typed(exprs.lower_expr(ctx, e)), e)
+        frozen.append(ast.copy_location(ast.Name(hidden, ast.Load()), e))
+    sl = frozen[0] if not isinstance(t.slice, ast.Tuple) else \
+        ast.copy_location(ast.Tuple(frozen, ast.Load()), t.slice)
+    return ast.copy_location(ast.Subscript(base, sl, t.ctx), t)
 
 
 def stmt_for(ctx, s):
@@ -367,6 +393,9 @@ def stmt_for(ctx, s):
         raise ctx.fail(s, "'for ... else' is not supported", KernelSyntaxError)
     it = s.iter
     callee = ctx.resolve(it.func) if isinstance(it, ast.Call) else None
+    if callee is reversed and len(it.args) == 1 and not it.keywords and \
+            isinstance(it.args[0], ast.Call) and ctx.resolve(it.args[0].func) is range:
+        return reversed_range(ctx, s, it.args[0])
     if isinstance(s.target, ast.Name) and (callee in registry.ITERATOR_STARTS or (
             isinstance(it, ast.Name) and it.id in ctx.env
             and getattr(ctx.env[it.id], "type", None) in registry.ITERATORS)):
@@ -408,6 +437,34 @@ def stmt_for(ctx, s):
     lower_loop(ctx, "for", s, body, loopvar, start, stop, step, exclude=name)
     if keep is not None:
         bind(ctx, name, ctx.env.pop(keep), s)
+
+
+def reversed_range(ctx, s, rng):
+    """``for i in reversed(range(a, b, k))``, as Python: ``n`` = the range's length, then
+    ``range(a + (n - 1) k, a - k, -k)`` (empty when ``n`` is 0)."""
+    args = list(rng.args)
+    if not 1 <= len(args) <= 3 or rng.keywords:
+        raise ctx.fail(rng, "range() takes 1 to 3 integer arguments", KernelTypeError)
+    args = ([ast.Constant(0)] + args if len(args) == 1 else args) + \
+        ([ast.Constant(1)] if len(args) < 3 else [])
+    tag = f"_rev{s.lineno}_{s.col_offset}"
+    a, b, k, n = (f"{tag}_{x}" for x in "abkn")
+    src = (f"{a} = int({{}})\n{b} = int({{}})\n{k} = int({{}})\n"
+           f"{n} = max({b} - {a} + {k} - 1, 0) / {k} if {k} > 0 else "
+           f"max({a} - {b} - {k} - 1, 0) / (0 - {k})\n")
+    pre = ast.parse(src.format(*(["0"] * 3))).body
+    for stmt, arg in zip(pre, args):
+        stmt.value.args = [arg]
+    loop = ast.parse(f"for _ in range({a} + ({n} - 1) * {k}, {a} - {k}, 0 - {k}):\n    pass"
+                     ).body[0]
+    loop.target, loop.body = s.target, list(s.body)
+    for stmt in pre + [loop]:
+        for node in ast.walk(stmt):
+            if not hasattr(node, "lineno") or node in (s.target,) or node in s.body:
+                ast.copy_location(node, s)
+    for stmt in pre:
+        lower_stmt(ctx, stmt)
+    return stmt_for(ctx, loop)
 
 
 def query_loop(ctx, s):
