@@ -152,3 +152,21 @@ def test_overload_stub_finds_the_kernel_its_module_declared():
     # is found among those the module declared
     k = wp.overload(stub_named_after_a_module_kernel)
     assert isinstance(k, wp.Kernel) and k.overloads == [[float]]
+
+
+def test_kernel_name_is_its_key():
+    def scaled(a: wp.array(dtype=float)):
+        a[wp.tid()] = 2.0
+
+    k = wp.kernel(name="custom_scale")(scaled)
+    assert k.key == "custom_scale"
+    a = wp.zeros(2, dtype=float)
+    wp.launch(k, 2, inputs=[a])
+    assert list(a.numpy()) == [2.0, 2.0]
+    with pytest.raises(ValueError, match="valid C\\+\\+ identifier"):
+        wp.kernel(name="1invalid")(scaled)
+    wp.kernel(name="scaled_a")(scaled)
+    wp.kernel(name="scaled_b")(scaled)
+    with pytest.raises(RuntimeError, match="Ambiguous kernel lookup"):
+        from weft.runtime.declarations import _overload_stub
+        _overload_stub(scaled, None)

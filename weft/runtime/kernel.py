@@ -246,13 +246,17 @@ def _extract_function(src, fname):
     return "\n".join(out) + "\n"
 
 
-def kernel(f=None, *, enable_backward=None, module=None, module_options=None, **options):
+def kernel(f=None, *, enable_backward=None, module=None, module_options=None, name=None,
+           **options):
     """Decorator making a Warp-style kernel (``@wp.kernel`` or ``@wp.kernel(...)``).
     ``module="unique"`` with ``module_options={"fast_math": True}`` gives one kernel options
-    of its own, as Warp (``module_options`` needs ``module="unique"``)."""
+    of its own, as Warp (``module_options`` needs ``module="unique"``); ``name`` is the
+    kernel's key (an identifier, as Warp requires of a C++ name)."""
+    if name is not None and not (isinstance(name, str) and name.isidentifier()):
+        raise ValueError(f"kernel name {name!r} is not a valid C++ identifier")
     if f is None:
         return functools.partial(kernel, enable_backward=enable_backward, module=module,
-                                 module_options=module_options, **options)
-    return Kernel(f, module=module, options=options, module_options=module_options)
+                                 module_options=module_options, name=name, **options)
+    return Kernel(f, key=name, module=module, options=options, module_options=module_options)
 
 
