@@ -708,7 +708,8 @@ def atomic_xor(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def bit_and(*args: _Any, **kwargs: _Any) -> _Any:
-    """a & b (integers of one type)"""
+    """a & b (integers of one type)
+a & b (integer vectors or matrices of one type)"""
 
 
 def bit_count(*args: _Any, **kwargs: _Any) -> _Any:
@@ -716,11 +717,13 @@ def bit_count(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def bit_or(*args: _Any, **kwargs: _Any) -> _Any:
-    """a | b (integers of one type)"""
+    """a | b (integers of one type)
+a | b (integer vectors or matrices of one type)"""
 
 
 def bit_xor(*args: _Any, **kwargs: _Any) -> _Any:
-    """a ^ b (integers of one type)"""
+    """a ^ b (integers of one type)
+a ^ b (integer vectors or matrices of one type)"""
 
 
 def bvh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
@@ -898,7 +901,7 @@ inverse(m: mat44) -> mat44"""
 
 
 def invert(*args: _Any, **kwargs: _Any) -> _Any:
-    """~a (integer)"""
+    """~a (integer, or integer vector or matrix)"""
 
 
 def isfinite(*args: _Any, **kwargs: _Any) -> _Any:
@@ -946,7 +949,8 @@ def lower_bound(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def lshift(*args: _Any, **kwargs: _Any) -> _Any:
-    """a << b (integers of one type)"""
+    """a << b (integers of one type)
+a << b (integer vectors or matrices of one type)"""
 
 
 def matrix_from_cols(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1230,7 +1234,8 @@ def round(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def rshift(*args: _Any, **kwargs: _Any) -> _Any:
-    """a >> b (integers of one type)"""
+    """a >> b (integers of one type)
+a >> b (integer vectors or matrices of one type)"""
 
 
 def sample_cdf(*args: _Any, **kwargs: _Any) -> _Any:

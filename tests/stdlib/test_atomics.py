@@ -351,3 +351,30 @@ def test_atomic_cas_on_floats(device, dtype):
     assert counter.numpy()[0] == n and lock.numpy()[0] == 0
     np.testing.assert_array_equal(olds.numpy(), np.zeros(n))
 
+
+
+@wp.kernel
+def vector_bits(words: wp.array(dtype=wp.vec3ui), out: wp.array(dtype=wp.vec3ui)):
+    i = wp.tid()
+    mask = wp.vec3ui(wp.uint32(1)) << wp.vec3ui(wp.uint32(i), wp.uint32(i + 1), wp.uint32(i + 2))
+    wp.atomic_or(words, 0, mask)
+    wp.atomic_xor(words, 1, mask)
+    wp.atomic_and(words, 2, ~mask)
+    if i == 0:
+        a = wp.vec3ui(wp.uint32(12), wp.uint32(10), wp.uint32(7))
+        out[0] = ((a & wp.vec3ui(wp.uint32(6))) | wp.vec3ui(wp.uint32(1))) ^ \
+            (a >> wp.vec3ui(wp.uint32(1)))
+
+
+def test_bitwise_operators_and_atomics_on_integer_vectors():
+    n = 8
+    words = wp.array(np.array([[0, 0, 0], [0, 0, 0], [0xFFFF] * 3], np.uint32), dtype=wp.vec3ui)
+    out = wp.zeros(1, dtype=wp.vec3ui)
+    wp.launch(vector_bits, n, inputs=[words, out])
+    masks = np.array([[1 << i, 1 << (i + 1), 1 << (i + 2)] for i in range(n)], np.uint32)
+    ored = np.bitwise_or.reduce(masks, axis=0)
+    xored = np.bitwise_xor.reduce(masks, axis=0)
+    anded = np.full(3, 0xFFFF, np.uint32) & ~ored
+    np.testing.assert_array_equal(words.numpy(), [ored, xored, anded])
+    a = np.array([12, 10, 7], np.uint32)
+    np.testing.assert_array_equal(out.numpy()[0], ((a & 6) | 1) ^ (a >> 1))

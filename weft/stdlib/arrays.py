@@ -58,9 +58,10 @@ def _atomic(name, doc):
         if cas and not (T.is_int(arr.type.dtype) or T.is_float(arr.type.dtype)):
             raise ctx.fail(node, "wp.atomic_cas(array, index..., compare, value) needs an array "
                            f"of integers or floats, got one of {T.type_name(arr.type.dtype)}")
-        if op in ("and", "or", "xor") and arr.type.dtype not in _BITWISE_TYPES:
+        if op in ("and", "or", "xor") and T.scalar_of(arr.type.dtype) not in _BITWISE_TYPES:
             raise ctx.fail(node, f"wp.{name} needs an array of int32, uint32, int64 or uint64 "
-                           f"(as on CUDA), got one of {T.type_name(arr.type.dtype)}")
+                           "(or vectors or matrices of them; as on CUDA), got one of "
+                           f"{T.type_name(arr.type.dtype)}")
         _check_scalar_type(ctx, node, name, op, arr.type.dtype)
         value = ctx.store_coerced(arr, ctx.expr(node.args[-1]), node.args[-1])
         compare = ctx.store_coerced(arr, ctx.expr(node.args[-2]), node.args[-2]) if cas else None

@@ -69,14 +69,24 @@ class unot:
 
 # ----------------------------------------------------------------------------- integer ops
 
+def _int_like(t):
+    """An integer scalar, or a vector or matrix of integers (bitwise operators work on each
+    component, as Warp's)."""
+    return T.is_int(t) or (T.is_composite(t) and T.is_int(T.scalar_of(t)))
+
+
 def _int_binop(name, helper_or_op, sig):
+    def scalar(a, b):
+        if isinstance(helper_or_op, str):
+            return cast(call(helper_or_op, a, b), a.type)
+        return Ex(wrap_int(ast.BinOp(a.node, helper_or_op(), b.node), a.type), a.type)
+
     class rules:
         def primal(a, b):
-            if isinstance(helper_or_op, str):
-                return cast(call(helper_or_op, a, b), a.type)
-            return Ex(wrap_int(ast.BinOp(a.node, helper_or_op(), b.node), a.type), a.type)
+            return mapc(scalar, a, b)
 
-    builtin(name, [sig], all_same(T.is_int), differentiable=False)(rules)
+    builtin(name, [sig, sig.replace("integers", "integer vectors or matrices")],
+            all_same(_int_like), differentiable=False)(rules)
 
 
 _int_binop("bit_and", ast.BitAnd, "a & b (integers of one type)")
@@ -95,10 +105,12 @@ class bit_count:
         return call("_wk.bit_count", cast(x, T.int64), const(width, T.int64), type_=T.int32)
 
 
-@builtin("invert", ["~a (integer)"], all_same(T.is_int, arity=1), differentiable=False)
+@builtin("invert", ["~a (integer, or integer vector or matrix)"], all_same(_int_like, arity=1),
+         differentiable=False)
 class invert:
     def primal(a):
-        return Ex(wrap_int(ast.UnaryOp(ast.Invert(), a.node), a.type), a.type)
+        return mapc(lambda x: Ex(wrap_int(ast.UnaryOp(ast.Invert(), x.node), x.type), x.type),
+                    a)
 
 
 def _mod_types(ts, attrs=None):
