@@ -26,7 +26,14 @@ from .values import CompositeValue
 # scalars
 
 
-class Scalar:
+class _ScalarMeta(type):
+    def __instancecheck__(cls, obj):
+        """Values are NumPy scalars: ``isinstance(wp.uint8(3), wp.uint8)`` holds, as Warp's."""
+        np_type = cls.__dict__.get("_np_")
+        return (np_type is not None and type(obj) is np_type) or super().__instancecheck__(obj)
+
+
+class Scalar(metaclass=_ScalarMeta):
     """Base class of scalar types. ``float32(1.5)`` returns ``numpy.float32(1.5)``; integer
     types wrap to their width as C casts do (``uint8(-2)`` is 254, as in Warp)."""
 
@@ -48,8 +55,9 @@ def _scalar(name, np_type, kind, ctype):
     # __numpy_dtype__ (NumPy 2.4's protocol, as Warp's scalar types): np.dtype(wp.float32) is
     # float32 and np.zeros(3, dtype=wp.float16) works; _type_ is the ctypes type of the storage,
     # as Warp's (programs wrap integers with wp.uint8._type_(x).value)
-    return type(name, (Scalar,), {"_np_": np_type, "_kind_": kind, "__module__": "weft.types",
-                                  "__numpy_dtype__": np.dtype(np_type), "_type_": ctype})
+    return _ScalarMeta(name, (Scalar,), {"_np_": np_type, "_kind_": kind,
+                                         "__module__": "weft.types",
+                                         "__numpy_dtype__": np.dtype(np_type), "_type_": ctype})
 
 
 bool = _scalar("bool", np.bool_, "bool", ctypes.c_bool)  # noqa: A001 - Warp's name

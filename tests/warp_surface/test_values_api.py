@@ -175,3 +175,8 @@ def test_loop_builtins_at_python_scope():
     np.testing.assert_allclose(rebuilt, a, atol=1e-5)
     np.testing.assert_allclose(np.sort(np.array(sigma)), np.sort(np.linalg.svd(a)[1]),
                                rtol=1e-5)
+
+
+def test_scalar_values_are_instances_of_their_types():
+    assert isinstance(wp.uint8(3), wp.uint8) and isinstance(wp.float16(1.0), wp.float16)
+    assert not isinstance(wp.float32(1.0), wp.float64) and not isinstance(1.0, wp.float32)

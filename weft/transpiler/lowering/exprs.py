@@ -335,7 +335,8 @@ def lower_array_index(ctx, node, slices=False):
     base = lower_expr(ctx, node.value)
     idx = lower_indices(ctx, node.slice, slices)
     if len(idx) > base.type.ndim:
-        raise ctx.fail(node, f"too many indices ({len(idx)}) for an array of "
+        raise ctx.fail(node, "Incorrect number of indices specified for array indexing: "
+                       f"too many indices ({len(idx)}) for an array of "
                        f"{base.type.ndim} dimensions")
     return base, idx
 
