@@ -61,8 +61,14 @@ from .loop import loop  # noqa: E402,F401
 
 
 def constant(value):
-    """Mark a module-level value as a kernel constant (``wp.constant(1.5)``)."""
-    return value
+    """Mark a module-level value as a kernel constant (``wp.constant(1.5)``): a number, a
+    scalar, vector, matrix, quaternion or transform value, or a struct instance, as Warp."""
+    import numbers
+
+    from .typecore import Composite, is_struct
+    if isinstance(value, (numbers.Number, Composite)) or is_struct(type(value)):
+        return value
+    raise TypeError(f"Invalid constant type: {type(value)}")
 
 
 def init():

@@ -180,3 +180,9 @@ def test_loop_builtins_at_python_scope():
 def test_scalar_values_are_instances_of_their_types():
     assert isinstance(wp.uint8(3), wp.uint8) and isinstance(wp.float16(1.0), wp.float16)
     assert not isinstance(wp.float32(1.0), wp.float64) and not isinstance(1.0, wp.float32)
+
+
+def test_constant_accepts_values_and_refuses_containers():
+    assert wp.constant(1.5) == 1.5 and list(wp.constant(wp.vec2(1.0, 2.0))) == [1.0, 2.0]
+    with pytest.raises(TypeError, match=r"Invalid constant type: <class 'tuple'>$"):
+        wp.constant((1, 2, 3))
