@@ -602,3 +602,28 @@ def test_overloads_prefer_the_literals_own_types():
     assert out_i.numpy()[0] == -8
     np.testing.assert_array_equal(out_f.numpy(), [70.0, 70.0])
     np.testing.assert_array_equal(out_v.numpy()[0], [11.0, 22.0])
+
+
+@wp.kernel
+def transforms_by_keyword(vs: wp.array(dtype=wp.vec3), qs: wp.array(dtype=wp.quat),
+                          out: wp.array(dtype=wp.transform)):
+    out[0] = wp.transform(p=vs[0], q=qs[0])
+    out[1] = wp.transformation(q=qs[0], p=vs[0])
+    out[2] = wp.transform(p=vs[0])          # the identity rotation, as at Python scope
+    out[3] = wp.transformation(vs[0], q=qs[0])
+
+
+def test_transform_constructors_take_p_and_q_keywords():
+    q = np.array([0.0, 0.6, 0.0, 0.8])
+    out = wp.zeros(4, dtype=wp.transform)
+    wp.launch(transforms_by_keyword, 1, inputs=[wp.array([[1.0, 2.0, 3.0]], dtype=wp.vec3),
+                                                wp.array([q], dtype=wp.quat), out])
+    full = [1.0, 2.0, 3.0, *q]
+    np.testing.assert_allclose(out.numpy(), [full, full, [1.0, 2.0, 3.0, 0, 0, 0, 1], full])
+
+    @wp.kernel
+    def bad(out: wp.array(dtype=wp.vec3)):
+        out[0] = wp.vec3(x=1.0)
+
+    with pytest.raises(wp.KernelError, match="takes no keyword 'x'"):
+        wp.launch(bad, 1, inputs=[wp.zeros(1, dtype=wp.vec3)])

@@ -91,9 +91,29 @@ def _warp_mismatch(ctx, t, args, node):
 
 
 def _construct(t):
-    """``wp.vec3(x, y, z)``, ``wp.mat22(...)``, ``wp.quat(...)``: a composite value."""
+    """``wp.vec3(x, y, z)``, ``wp.mat22(...)``, ``wp.quat(...)``, ``wp.transform(p=, q=)``: a
+    composite value."""
+    is_tf = t._wp_kind_ == "transformation"
+
     def lower(ctx, node):
-        args = [ctx.adapt_literal(ctx.expr(a), t) for a in node.args]
+        nodes = list(node.args)
+        parts = {}
+        for k in node.keywords:
+            if not (is_tf and k.arg in ("p", "q")):
+                raise ctx.fail(k, f"{T.type_name(t)}() takes no keyword '{k.arg}'"
+                               + (" (it takes p and q)" if is_tf else ""))
+            parts[k.arg] = k.value
+        args = [ctx.adapt_literal(ctx.expr(a), t) for a in nodes]
+        if parts:  # p first, then q; a missing q is the identity rotation, as at Python scope
+            if len(nodes) + len(parts) > 2 or (nodes and "p" in parts):
+                raise ctx.fail(node, f"{T.type_name(t)}(p, q) takes a position and a rotation")
+            st = T.scalar_of(t)
+            if "p" in parts:
+                args.append(ctx.adapt_literal(ctx.expr(parts["p"]), t))
+            if "q" in parts:
+                args.append(ctx.adapt_literal(ctx.expr(parts["q"]), t))
+            else:
+                args.append(ir.Const((0.0, 0.0, 0.0, 1.0), T.quaternion(st)))
         _warp_mismatch(ctx, t, args, node)
         return ctx.apply("construct", args, node, {"type": t})
     return Form(T.type_name(t), lower)
@@ -129,16 +149,22 @@ def _generic(factory):
     scalar type comes from the arguments, else from ``dtype=`` (float32 by default); with no
     components the value is zero, as in Warp."""
     what = _GENERIC_NAMES[factory]
-    allowed = {T.vector: {"length", "dtype"}, T.matrix: {"shape", "dtype"}}.get(factory,
-                                                                              {"dtype"})
+    allowed = {T.vector: {"length", "dtype"}, T.matrix: {"shape", "dtype"},
+               T.transformation: {"dtype", "p", "q"}}.get(factory, {"dtype"})
 
     def lower(ctx, node):
-        args = [ctx.expr(a) for a in node.args]
         for k in node.keywords:
             if k.arg not in allowed:
                 raise ctx.fail(k, f"{what}() takes no keyword '{k.arg}' (it takes "
                                f"{', '.join(sorted(allowed))})")
-        kw = {k.arg: ctx.static_value(k.value, f"{what}({k.arg}=...)") for k in node.keywords}
+        parts = {k.arg: k.value for k in node.keywords if k.arg in ("p", "q")}
+        if parts and len(node.args) + len(parts) != 2:
+            raise ctx.fail(node, f"{what}(p, q) takes a position and a rotation")
+        # wp.transformation(p=..., q=...): the parts in their places, p first
+        args = [ctx.expr(a) for a in list(node.args) + [parts[n] for n in ("p", "q")
+                                                       if n in parts]]
+        kw = {k.arg: ctx.static_value(k.value, f"{what}({k.arg}=...)") for k in node.keywords
+              if k.arg not in parts}
         typed = [a for a in args if not (isinstance(a, ir.Const) and a.literal)]
         try:
             st = T.as_scalar_type(kw["dtype"]) if "dtype" in kw else (
