@@ -274,3 +274,17 @@ def test_empty_arrays_and_aliasing():
     assert w._ref is an and w.ptr == an.ctypes.data
     assert wp.types.strides_from_shape((2, 3), wp.vec3) == (36, 12)
     assert wp.types.non_atomic_types == (wp.int8, wp.uint8, wp.int16, wp.uint16)
+
+
+@wp.kernel
+def _inc_vectors(a: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    a[i] = a[i] + wp.vec3(1.0, 2.0, 3.0)
+
+
+def test_numpy_arrays_passed_to_a_launch_are_worked_on_in_place():
+    v = np.zeros((4, 3), np.float32)
+    wp.launch(_inc_vectors, 4, inputs=[v])           # as Warp: the kernel writes into v
+    np.testing.assert_array_equal(v, np.tile([1.0, 2.0, 3.0], (4, 1)))
+    with pytest.raises(wp.LaunchError, match="NumPy array of float64 with shape"):
+        wp.launch(_inc_vectors, 4, inputs=[np.zeros((4, 3))])

@@ -96,6 +96,8 @@ def convert_arg(where, ptype, value, device):
     if isinstance(ptype, T.ArrayType):
         if value is None:  # Warp's null array: no elements, false as a condition
             return null_array(ptype, device)
+        if isinstance(value, np.ndarray) and not device.is_cuda:
+            value = _numpy_argument(where, ptype, value, device)
         if not isinstance(value, array):
             raise LaunchError(f"{where}: expected a wp.array of {T.type_name(ptype.dtype)}, got "
                               f"{type(value).__name__}")
@@ -120,6 +122,19 @@ def convert_arg(where, ptype, value, device):
     if T.is_scalar(ptype):
         return _scalar(where, ptype, value)
     raise LaunchError(f"{where}: unsupported parameter type {T.type_name(ptype)}")
+
+
+def _numpy_argument(where, ptype, value, device):
+    """A NumPy array passed for an array parameter on the CPU: the kernel works on its memory
+    (as Warp does), when its dtype and trailing shape are the elements'."""
+    elem = T.element_shape(ptype.dtype) if not T.is_struct(ptype.dtype) else ()
+    if T.is_struct(ptype.dtype) or value.dtype != T.numpy_dtype(ptype.dtype) or \
+            value.ndim != ptype.ndim + len(elem) or tuple(value.shape[ptype.ndim:]) != elem:
+        trailing = f" with trailing shape {elem}" if elem else ""
+        raise LaunchError(f"{where}: expected a wp.array of {T.type_name(ptype.dtype)} (or, on "
+                          f"the CPU, a NumPy array of {T.numpy_dtype(ptype.dtype)}{trailing}), "
+                          f"got a NumPy array of {value.dtype} with shape {value.shape}")
+    return array(value, dtype=ptype.dtype, copy=False, device=device)
 
 
 def _scalar(where, ptype, value):
