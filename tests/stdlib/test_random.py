@@ -240,3 +240,24 @@ def test_misused_random_builtins_are_kernel_errors(tmp_path, body, message):
     err = kernel_error(tmp_path, "x: wp.float64, c2: wp.array2d(dtype=float)",
                        ["s = wp.rand_init(1)", body], "bad_random")
     assert message in str(err)
+
+
+@wp.kernel
+def draws_from_array_states(states: wp.array(dtype=wp.uint32), out: wp.array2d(dtype=float)):
+    tid = wp.tid()
+    out[tid, 0] = wp.randf(states[tid])          # a copy of the state is drawn from (as Warp)
+    s = states[tid]
+    out[tid, 1] = wp.randf(s)
+    out[tid, 2] = float(wp.poisson(states[tid], 12.0))
+    t = states[tid]
+    out[tid, 3] = float(wp.poisson(t, 12.0))
+
+
+def test_draws_from_a_state_read_from_an_array():
+    states = wp.array(np.array([1, 99, 12345], np.uint32), dtype=wp.uint32)
+    out = wp.zeros((3, 4), dtype=float)
+    wp.launch(draws_from_array_states, 3, inputs=[states, out])
+    o = out.numpy()
+    np.testing.assert_array_equal(o[:, 0], o[:, 1])
+    np.testing.assert_array_equal(o[:, 2], o[:, 3])
+    np.testing.assert_array_equal(states.numpy(), [1, 99, 12345])   # the array is not advanced

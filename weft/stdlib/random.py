@@ -154,19 +154,27 @@ def draw_form(name, doc):
     (lowered)."""
     def deco(lower):
         def lower_call(ctx, node):
-            if not node.args or not isinstance(node.args[0], ast.Name) or \
-                    node.args[0].id not in ctx.env or \
-                    ctx.env[node.args[0].id].type is not T.uint32:
+            first = node.args[0] if node.args else None
+            if first is not None and not isinstance(first, ast.Name):
+                # a state read from elsewhere (wp.poisson(states[tid], lam)): drawn from a
+                # copy, as Warp passes a temporary to the by-reference state
+                state = f"_state{first.lineno}_{first.col_offset}"
+                value = ctx.adapt_literal(ctx.expr(first), T.uint32)
+                if value.type is T.uint32:
+                    ctx.bind(state, value, first)
+            else:
+                state = first.id if first is not None else None
+            if state is None or state not in ctx.env or ctx.env[state].type is not T.uint32:
                 raise ctx.fail(node, f"wp.{name}(state, ...) needs a state variable made by "
                                "wp.rand_init (a uint32)")
             if node.keywords:
                 raise ctx.fail(node.keywords[0], f"wp.{name}() takes positional arguments only")
-            state = node.args[0].id
 
             def draw():
                 s = ctx.apply("rand_pcg", [ctx.env[state]], node)
                 ctx.bind(state, s, node)
                 return ctx.env[state]
+            draw.state = state  # the name the draws rebind
 
             return lower(ctx, node, draw, [ctx.expr(a) for a in node.args[1:]])
         return special_form(name, doc, assigned=_state_arg)(lower_call)
@@ -231,7 +239,7 @@ def poisson(ctx, node, draw, extra):
     lam = ctx.adapt_literal(extra[0], T.float32) if len(extra) == 1 else None
     if lam is None or lam.type is not T.float32:
         raise ctx.fail(node, "wp.poisson(state, lam) needs a float32 lam")
-    name = node.args[0].id
+    name = draw.state
     out = ctx.call_func(poisson_count, node, [ctx.env[name], lam], 2)
     count, state = (ctx.apply("tuple_get", [out], node, attrs={"index": k}) for k in (0, 1))
     ctx.bind(name, state, node)
