@@ -124,6 +124,13 @@ class CompositeValue:
         return str(values)
 
     # ----------------------------------------------------------------------- components
+    def __setattr__(self, name, value):
+        """Swizzles (``v.xy = ...``) are not components: Warp's AttributeError, rather than a
+        new attribute that would silently leave the components unchanged."""
+        if len(name) > 1 and set(name) <= set("xyzw"):
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        super().__setattr__(name, value)
+
     def _component(self, i, name):
         if self._wp_kind_ not in ("vector", "quaternion") or i >= self._length_:
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")

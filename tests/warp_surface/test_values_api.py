@@ -186,3 +186,39 @@ def test_constant_accepts_values_and_refuses_containers():
     assert wp.constant(1.5) == 1.5 and list(wp.constant(wp.vec2(1.0, 2.0))) == [1.0, 2.0]
     with pytest.raises(TypeError, match=r"Invalid constant type: <class 'tuple'>$"):
         wp.constant((1, 2, 3))
+
+
+def test_swizzles_are_not_attributes():
+    v = wp.vec3(1.0, 2.0, 3.0)
+    with pytest.raises(AttributeError, match="no attribute 'xy'$"):
+        v.xy = 9.0
+    with pytest.raises(AttributeError, match="no attribute 'xy'$"):
+        v.xy
+
+
+@wp.struct
+class _Inner:
+    a: wp.uint32
+    b: wp.vec2f
+
+
+@wp.struct
+class _Outer:
+    x: wp.vec2f
+    s: _Inner
+
+
+@wp.kernel
+def _component_writes(foos: wp.array(dtype=_Outer)):
+    i = wp.tid()
+    foos[i].x += wp.vec2f(1.0, 2.0)
+    foos[i].s.b = wp.vec2f(4.0, 5.0)
+    foos[i].s.b.y = wp.float32(6.0)
+    foos[i].s.b.x = foos[i].x.y
+
+
+def test_components_of_struct_members_in_arrays():
+    foos = wp.zeros(3, dtype=_Outer)
+    wp.launch(_component_writes, 3, inputs=[foos])
+    for f in foos.list():
+        assert list(f.x) == [1.0, 2.0] and list(f.s.b) == [2.0, 6.0]

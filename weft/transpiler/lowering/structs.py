@@ -201,9 +201,8 @@ def struct_element(ctx, node):
         if base is None:
             return None
         arr, idx = base
-        if not isinstance(arr, StructArr):
-            raise ctx.fail(node, f"{T.type_name(arr.type.dtype)} has no attribute "
-                            f"'{node.attr}'")
+        if not isinstance(arr, StructArr):  # a[i].v.y: a component of a member's value
+            return None
         return member(ctx, arr, node.attr, node), idx
     return None
 
