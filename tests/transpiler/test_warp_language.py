@@ -627,3 +627,18 @@ def test_transform_constructors_take_p_and_q_keywords():
 
     with pytest.raises(wp.KernelError, match="takes no keyword 'x'"):
         wp.launch(bad, 1, inputs=[wp.zeros(1, dtype=wp.vec3)])
+
+
+@wp.kernel
+def negative_component_updates(out: wp.array(dtype=wp.transform)):
+    t = wp.transform(p=wp.vec3(1.0, 2.0, 3.0), q=wp.quat(4.0, 5.0, 6.0, 7.0))
+    t[3] *= 2.0
+    t[-5] *= 2.0      # a constant index, negative: component 2
+    t[-1] += 1.0
+    out[0] = t
+
+
+def test_augmented_assignment_to_negative_constant_components():
+    out = wp.zeros(1, dtype=wp.transform)
+    wp.launch(negative_component_updates, 1, inputs=[out])
+    np.testing.assert_array_equal(out.numpy()[0], [1.0, 2.0, 6.0, 8.0, 5.0, 6.0, 8.0])

@@ -373,11 +373,14 @@ def _evaluated_once(ctx, t, s):
         return t
     base = _evaluated_once(ctx, t.value, s)
     elts = t.slice.elts if isinstance(t.slice, ast.Tuple) else [t.slice]
-    if base is t.value and all(isinstance(e, (ast.Constant, ast.Name, ast.Slice)) for e in elts):
+
+    def computed(e):  # calls or reads: evaluated once (constants such as -5 stay constants)
+        return any(isinstance(n, (ast.Call, ast.Subscript)) for n in ast.walk(e))
+    if base is t.value and not any(computed(e) for e in elts):
         return t
     frozen = []
     for k, e in enumerate(elts):
-        if isinstance(e, (ast.Constant, ast.Name, ast.Slice)):
+        if not computed(e):
             frozen.append(e)
             continue
         hidden = f"_aug{e.lineno}_{e.col_offset}_{k}"
