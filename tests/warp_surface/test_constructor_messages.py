@@ -66,3 +66,13 @@ def test_named_constant_shape_and_python_scope_rows_and_columns():
     assert list(m.get_row(1)) == [4.0, 5.0, 6.0]
     m.set_col(2, wp.vec3(0.0, 0.0, 0.0))
     np.testing.assert_array_equal(np.array(m)[:, 2], [0.0, 0.0, 0.0])
+
+
+def test_transform_from_the_wrong_number_of_scalars():
+    @wp.kernel
+    def k():
+        wp.transform(1.0, 2.0, 3.0)
+
+    with pytest.raises(RuntimeError, match=r"incompatible number of values given \(3\) when "
+                       r"constructing a transform; expected 0, 1, or 7$"):
+        wp.launch(k, dim=1)

@@ -58,6 +58,10 @@ def _warp_mismatch(ctx, t, args, node):
     """Warp's messages for a composite constructed from the wrong number or kind of values
     (checked before the signatures, whose message is weft's own)."""
     kind = t._wp_kind_
+    if kind == "transformation" and args and all(T.is_scalar(a.type) for a in args) and \
+            len(args) not in (1, 7):
+        raise ctx.fail(node, f"incompatible number of values given ({len(args)}) when "
+                       "constructing a transform; expected 0, 1, or 7")
     if kind not in ("vector", "matrix") or not args:
         return
     noun = f"vector of length {t._length_}" if kind == "vector" else \
