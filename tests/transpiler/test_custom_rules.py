@@ -88,3 +88,40 @@ def test_func_grad_with_vector_and_scalar_inputs():
     tape.backward(grads={out: seed})
     np.testing.assert_allclose(v.grad.numpy(), v.numpy() * (s.numpy() * seed)[:, None], rtol=1e-6)
     np.testing.assert_allclose(s.grad.numpy(), 10.0 * seed, rtol=1e-6)
+
+
+@wp.func
+def clash(a: float, b: float) -> float:
+    return a + b
+
+
+@wp.func_grad(clash)
+def adj_clash(a: float, b: float, adj_ret: float):
+    # locals named adj_a / adj_b are the rule's own (Warp's test_grad test_name_clash)
+    adj_a = 0.0
+    adj_b = 0.0
+    if a < 0.0:
+        adj_a = adj_ret
+    if b > 0.0:
+        adj_b = adj_ret
+    wp.adjoint[a] += adj_a
+    wp.adjoint[b] += adj_b
+
+
+@wp.kernel
+def clash_kernel(a: wp.array(dtype=float), b: wp.array(dtype=float),
+                 out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = clash(a[i], b[i])
+
+
+def test_rule_locals_named_like_adjoints_do_not_clash():
+    a = wp.array([1.0, -2.0, 3.0], dtype=float, requires_grad=True)
+    b = wp.array([4.0, 5.0, -6.0], dtype=float, requires_grad=True)
+    out = wp.zeros(3, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(clash_kernel, 3, inputs=[a, b, out])
+    tape.backward(grads={out: wp.array(np.ones(3, np.float32))})
+    np.testing.assert_array_equal(a.grad.numpy(), [0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [1.0, 1.0, 0.0])

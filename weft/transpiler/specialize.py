@@ -110,7 +110,8 @@ class Specializer:
         """Lower a ``func_grad`` / ``func_replay`` / ``func_tangent`` rule of ``fir``.
 
         grad: ``(inputs..., adj_ret)``; it adds into ``wp.adjoint[x]``, which becomes the local
-        ``adj_x``; the lowered function returns the tuple of those (the ``__adj`` convention).
+        ``_wp_adjoint_x``; the lowered function returns the tuple of those (the ``__adj``
+        convention).
         replay: the same inputs as the func, used when the adjoint replays the forward.
         tangent: ``(inputs..., tangents of the float inputs...)``, returns the output tangent.
         """
@@ -131,8 +132,8 @@ class Specializer:
             # else one adjoint of the whole result (a tuple for several values)
             extra = [(names[len(inputs) + k], t) for k, t in enumerate(rets)]
             tree = _AdjointRefs(src).visit(copy.deepcopy(src.tree))
-            prebound = {f"adj_{n}": ir.Const(_zero_value(t), t) for n, t in diff}
-            epilogue = [ast.Return(ast.Tuple([ast.Name(f"adj_{n}", ast.Load()) for n, _ in diff],
+            prebound = {ADJ.format(n): ir.Const(_zero_value(t), t) for n, t in diff}
+            epilogue = [ast.Return(ast.Tuple([ast.Name(ADJ.format(n), ast.Load()) for n, _ in diff],
                                              ast.Load()))]
             for node in ast.walk(epilogue[0]):
                 ast.copy_location(node, src.tree.body[-1])
@@ -160,6 +161,11 @@ class Specializer:
         return fir
 
 
+#: the local a func_grad rule's ``wp.adjoint[x]`` becomes: not ``adj_x``, which users name
+#: their own locals (Warp's test_grad test_name_clash)
+ADJ = "_wp_adjoint_{}"
+
+
 class _AdjointRefs(ast.NodeTransformer):
     """``wp.adjoint[x]`` -> the local name ``adj_x`` (in func_grad rules), where the subscripted
     name denotes weft's ``adjoint`` object."""
@@ -184,7 +190,7 @@ class _AdjointRefs(ast.NodeTransformer):
     def visit_Subscript(self, node):
         self.generic_visit(node)
         if self.denotes_adjoint(node.value) and isinstance(node.slice, ast.Name):
-            return ast.copy_location(ast.Name(f"adj_{node.slice.id}", node.ctx), node)
+            return ast.copy_location(ast.Name(ADJ.format(node.slice.id), node.ctx), node)
         return node
 
 
