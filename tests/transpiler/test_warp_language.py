@@ -642,3 +642,26 @@ def test_augmented_assignment_to_negative_constant_components():
     out = wp.zeros(1, dtype=wp.transform)
     wp.launch(negative_component_updates, 1, inputs=[out])
     np.testing.assert_array_equal(out.numpy()[0], [1.0, 2.0, 6.0, 8.0, 5.0, 6.0, 8.0])
+
+
+@wp.func
+def _square(x: float):
+    return x * x
+
+
+def test_a_local_holding_a_gradient_cannot_be_rebound():
+    @wp.kernel
+    def by_tuple(out: wp.array(dtype=float)):
+        g = wp.grad(_square)
+        g, x = (1.0, 2.0)  # noqa: F841
+        out[0] = x
+
+    @wp.kernel
+    def by_aug(out: wp.array(dtype=float)):
+        g = wp.grad(_square)
+        g += 1.0
+        out[0] = 1.0
+
+    for k in (by_tuple, by_aug):
+        with pytest.raises(wp.KernelError, match="Cannot reassign local 'g'.*wp.grad"):
+            wp.launch(k, 1, inputs=[wp.zeros(1, dtype=float)])

@@ -59,7 +59,19 @@ def assign(ctx, target, value, stmt):
     raise ctx.fail(target, "cannot assign to this expression", KernelSyntaxError)
 
 
+def callable_rebound(ctx, name, node, is_func=False):
+    """The error for rebinding a local that names a func (``f = square``) or a gradient
+    (``g = wp.grad(f)``): such names are resolved while compiling."""
+    what = "another function" if is_func else "a non-function value"
+    text = f"rebinding function-valued local '{name}' to {what} is not supported"
+    if type(ctx.callables[name]).__name__ == "GradOf":
+        text = f"Cannot reassign local '{name}', which holds wp.grad(...): {text}"
+    return ctx.fail(node, text, KernelTypeError)
+
+
 def bind(ctx, name, value, node):
+    if name in ctx.callables:
+        raise callable_rebound(ctx, name, node)
     old = ctx.env.get(name)
     if old is not None and old.type != value.type and not (
             isinstance(old.type, T.ArrayType) and isinstance(value.type, T.ArrayType)):

@@ -19,7 +19,7 @@ from ...stdlib import registry
 from . import exprs, literals, structs
 from .astscan import (assigned_names, breaks_out, may_exit,  # noqa: F401
                       read_after, uses_static)
-from .binding import assign, bind, coerce_store  # noqa: F401 (lowering's entry points)
+from .binding import assign, bind, callable_rebound, coerce_store  # noqa: F401 (lowering's entry points)
 
 
 @dataclass
@@ -311,9 +311,7 @@ def _binds_callable(ctx, target, value_node):
     is_func = value is not None and hasattr(value, "lower_call") and not isinstance(value, type)
     name = target.id
     if name in ctx.callables:
-        what = "another function" if is_func else "a non-function value"
-        raise ctx.fail(target, f"rebinding function-valued local '{name}' to {what} is not "
-                       "supported", KernelTypeError)
+        raise callable_rebound(ctx, name, target, is_func)
     if not is_func:
         return False
     if name in ctx.env:
@@ -344,6 +342,8 @@ def stmt_ann_assign(ctx, s):
 def stmt_aug_assign(ctx, s):
     op_name = exprs.BINOPS.get(type(s.op))
     t = s.target
+    if isinstance(t, ast.Name) and t.id in ctx.callables:
+        raise callable_rebound(ctx, t.id, t)
     if isinstance(t, ast.Subscript) and exprs.is_array_expr(ctx, t.value):
         arr, idx = exprs.lower_array_index(ctx, t)
         value = exprs.lower_expr(ctx, s.value)
