@@ -665,3 +665,29 @@ def test_a_local_holding_a_gradient_cannot_be_rebound():
     for k in (by_tuple, by_aug):
         with pytest.raises(wp.KernelError, match="Cannot reassign local 'g'.*wp.grad"):
             wp.launch(k, 1, inputs=[wp.zeros(1, dtype=float)])
+
+
+@wp.kernel
+def ifexp_one_branch(x: float, result: wp.array(dtype=int)):
+    wp.atomic_add(result, 0, 1) if x > 0.0 else wp.atomic_add(result, 1, 1)
+
+
+@wp.kernel
+def ifexp_guarded_read(a: wp.array(dtype=wp.float64), n: int, out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    out[i] = a[i] * 2.0 if i < n else 0.0     # a[i] is not read where i >= n
+    out[i + 3] = wp.sin(a[0]) if i == 0 else wp.float64(1.0)
+
+
+def test_conditional_expressions_run_one_branch_when_it_acts():
+    result = wp.zeros(2, dtype=int)
+    wp.launch(ifexp_one_branch, 1, inputs=[1.0, result])
+    np.testing.assert_array_equal(result.numpy(), [1, 0])
+    a = wp.array([1.0, 2.0, 3.0], dtype=wp.float64, requires_grad=True)
+    out = wp.zeros(6, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(ifexp_guarded_read, 3, inputs=[a, 2, out])
+    np.testing.assert_allclose(out.numpy(), [2.0, 4.0, 0.0, np.sin(1.0), 1.0, 1.0])
+    tape.backward(grads={out: wp.array(np.ones(6))})
+    np.testing.assert_allclose(a.grad.numpy(), [2.0 + np.cos(1.0), 2.0, 0.0])

@@ -140,6 +140,10 @@ class Lowering:
         from .binding import bind
         return bind(self, name, value, node)
 
+    def lower_stmt(self, stmt):
+        from .stmts import lower_stmt
+        return lower_stmt(self, stmt)
+
     def assign(self, target, value, node):
         from .binding import assign
         return assign(self, target, value, node)

@@ -241,10 +241,55 @@ def check_component_index(ctx, t, idx, node):
 
 
 def expr_ifexp(ctx, node):
+    """``a if c else b``: a select of the two values when they are plain arithmetic; when a
+    branch calls or reads (``a[i] if i < n else 0.0``), only the branch taken runs, as Python
+    and Warp (no out-of-range read, no second atomic)."""
+    zero = _branch_zero(ctx, node) if any(
+        _may_act(ctx, n) for part in (node.body, node.orelse) for n in ast.walk(part)) else None
+    if zero is not None:
+        tmp = f"_ifexp{node.lineno}_{node.col_offset}"
+        ctx.bind(tmp, zero, node)  # typed as the branches (a literal takes the other's type)
+        stmt = ast.If(node.test, [ast.Assign([ast.Name(tmp, ast.Store())], node.body)],
+                      [ast.Assign([ast.Name(tmp, ast.Store())], node.orelse)])
+        for n in ast.walk(stmt):
+            if not hasattr(n, "lineno"):
+                ast.copy_location(n, node)
+        ctx.lower_stmt(stmt)
+        return ctx.env[tmp]
     c = lower_condition(ctx, node.test)
     a = lower_expr(ctx, node.body)
     b = lower_expr(ctx, node.orelse)
     return ctx.apply("where", [c, a, b], node)
+
+
+def _may_act(ctx, n):
+    """Whether evaluating ``n`` can do more than compute: read an array (maybe out of range
+    where the condition guards it), or call something other than a pure builtin or a type."""
+    if isinstance(n, ast.Subscript):
+        return is_array_expr(ctx, n.value)
+    if not isinstance(n, ast.Call):
+        return False
+    try:
+        callee = ctx.resolve(n.func)
+    except Exception:  # noqa: BLE001 - reported where it is lowered
+        return True
+    return not (isinstance(callee, (registry.Builtin, type)) or callee in (
+        abs, min, max, float, int, bool, round, pow))
+
+
+def _branch_zero(ctx, node):
+    """A zero of the type both branches of ``node`` give (lowered on the side, to learn it),
+    or None when they are not scalars or vectors (then both are evaluated, as a select)."""
+    with ctx.in_block(dict(ctx.env)):
+        a = lower_expr(ctx, node.body)
+        b = lower_expr(ctx, node.orelse)
+    literal_a = isinstance(a, ir.Const) and a.literal
+    t = b.type if literal_a and not (isinstance(b, ir.Const) and b.literal) else a.type
+    if T.is_scalar(t):
+        return ir.Const(False if t is T.bool else 0 if T.is_int(t) else 0.0, t)
+    if T.is_composite(t):
+        return ir.Const(tuple([0.0 if T.is_float(T.scalar_of(t)) else 0] * t._length_), t)
+    return None
 
 
 def expr_tuple(ctx, node):
