@@ -163,7 +163,8 @@ def summarize_file(module, events, rc, timed_out, seconds, output_tail):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--impl", choices=["weft", "warp"], default="weft")
-    ap.add_argument("-k", action="append", default=[], help="run files whose name holds this substring")
+    ap.add_argument("-k", action="append", default=[], help="run files whose name holds this substring "
+                    "(=name: exactly that file)")
     ap.add_argument("--json", help="write results here (default results-IMPL.json next to run.py)")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per file")
     ap.add_argument("--test-timeout", type=float, default=300, help="seconds per test (0: none)")
@@ -177,7 +178,8 @@ def main():
     a = ap.parse_args()
 
     pool = SELECTED + (EXTRA if a.k else [])
-    files = [f for f in pool if not a.k or any(s in f for s in a.k)]
+    files = [f for f in pool if not a.k or any(
+        f == s[1:] if s.startswith("=") else s in f for s in a.k)]  # -k =name: that file only
     if a.part:
         i, n = map(int, a.part.split("/"))
         files = files[i - 1::n]
