@@ -1404,7 +1404,8 @@ def transform_multiply(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def transform_point(*args: _Any, **kwargs: _Any) -> _Any:
-    """transform_point(t: transform, p: vec3) -> vec3"""
+    """transform_point(t: transform, p: vec3) -> vec3
+transform_point(m: mat44, p: vec3) -> vec3  ((m @ (p, 1)).xyz, as Warp)"""
 
 
 def transform_set_rotation(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1424,7 +1425,8 @@ def transform_twist(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def transform_vector(*args: _Any, **kwargs: _Any) -> _Any:
-    """transform_vector(t: transform, v: vec3) -> vec3"""
+    """transform_vector(t: transform, v: vec3) -> vec3
+transform_vector(m: mat44, v: vec3) -> vec3  ((m @ (v, 0)).xyz, as Warp)"""
 
 
 def transform_wrench(*args: _Any, **kwargs: _Any) -> _Any:

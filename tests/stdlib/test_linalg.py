@@ -159,3 +159,26 @@ def test_cw_div_of_matrices_values_and_gradients():
     out = wp.zeros(1, dtype=m22i)
     wp.launch(k, 1, inputs=[out])
     np.testing.assert_array_equal(out.numpy()[0], [[3, -3], [2, 1]])
+
+
+@wp.kernel
+def points_through_mat44(m: wp.array(dtype=wp.mat44d), p: wp.array(dtype=wp.vec3d),
+                         out: wp.array(dtype=wp.vec3d), out_v: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    out[i] = wp.transform_point(m[i], p[i])
+    out_v[i] = wp.transform_vector(m[i], p[i])
+
+
+def test_transform_point_and_vector_of_4x4_matrices():
+    from tests.gradcheck import Arr, check
+    rng = np.random.default_rng(9)
+    m = rng.uniform(-1, 1, (3, 4, 4))
+    p = rng.uniform(-1, 1, (3, 3))
+
+    def ref(m, p):
+        ph = np.concatenate([p, np.ones((3, 1))], axis=1)
+        pv = np.concatenate([p, np.zeros((3, 1))], axis=1)
+        return np.einsum("nij,nj->ni", m, ph)[:, :3], np.einsum("nij,nj->ni", m, pv)[:, :3]
+
+    check(points_through_mat44, 3, [Arr(m, wp.mat44d), Arr(p, wp.vec3d)],
+          [Arr(np.zeros((3, 3)), wp.vec3d), Arr(np.zeros((3, 3)), wp.vec3d)], ref, fd="kernel")

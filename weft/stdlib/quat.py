@@ -206,13 +206,23 @@ def transform_get_rotation(t):
     return wp.quaternion(t[3], t[4], t[5], t[6])
 
 
-@builtin_func(['transform_point(t: transform, p: vec3) -> vec3'])
+@builtin_func(['transform_point(t: transform, p: vec3) -> vec3',
+               'transform_point(m: mat44, p: vec3) -> vec3  ((m @ (p, 1)).xyz, as Warp)'])
 def transform_point(t, p):
+    if t.length == 16:  # a 4 x 4 matrix
+        return wp.vector(t[0, 0] * p[0] + t[0, 1] * p[1] + t[0, 2] * p[2] + t[0, 3],
+                         t[1, 0] * p[0] + t[1, 1] * p[1] + t[1, 2] * p[2] + t[1, 3],
+                         t[2, 0] * p[0] + t[2, 1] * p[1] + t[2, 2] * p[2] + t[2, 3])
     return quat_rotate(transform_get_rotation(t), p) + transform_get_translation(t)
 
 
-@builtin_func(['transform_vector(t: transform, v: vec3) -> vec3'])
+@builtin_func(['transform_vector(t: transform, v: vec3) -> vec3',
+               'transform_vector(m: mat44, v: vec3) -> vec3  ((m @ (v, 0)).xyz, as Warp)'])
 def transform_vector(t, v):
+    if t.length == 16:
+        return wp.vector(t[0, 0] * v[0] + t[0, 1] * v[1] + t[0, 2] * v[2],
+                         t[1, 0] * v[0] + t[1, 1] * v[1] + t[1, 2] * v[2],
+                         t[2, 0] * v[0] + t[2, 1] * v[1] + t[2, 2] * v[2])
     return quat_rotate(transform_get_rotation(t), v)
 
 
