@@ -75,7 +75,18 @@ class CompositeValue:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """Integer vectors and matrices divide and take remainders as C (and Warp) do:
         ``/`` truncates toward zero and keeps the integer type, ``%`` takes the dividend's
-        sign. Everything else is numpy's arithmetic."""
+        sign (for floats too: C's fmod). Everything else is numpy's arithmetic."""
+        if method == "__call__" and ufunc is np.remainder and len(inputs) == 2:
+            comp = next(i for i in inputs if isinstance(i, CompositeValue))
+            a, b = (np.asarray(i.view(np.ndarray) if isinstance(i, CompositeValue) else i)
+                    for i in inputs)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                r = np.fmod(a, b).astype(comp.dtype)
+            if "out" in kwargs:  # v %= w
+                out = kwargs["out"][0]
+                out.view(np.ndarray)[...] = r
+                return out
+            return r.view(type(comp))
         if method == "__call__" and ufunc in (np.true_divide, np.remainder) and \
                 len(inputs) == 2 and "out" not in kwargs:
             comp = next(i for i in inputs if isinstance(i, CompositeValue))

@@ -222,3 +222,11 @@ def test_components_of_struct_members_in_arrays():
     wp.launch(_component_writes, 3, inputs=[foos])
     for f in foos.list():
         assert list(f.x) == [1.0, 2.0] and list(f.s.b) == [2.0, 6.0]
+
+
+def test_remainders_take_the_dividends_sign_as_c():
+    v = wp.vec4(-7.0, 21.0, 16.0, 51.0)
+    v[:] %= wp.vec4(32.0, 33.0, 34.0, 35.0)          # in place too (Warp's test_vec)
+    assert list(v) == [-7.0, 21.0, 16.0, 16.0]
+    assert list(wp.vec2(-7.5, 7.5) % 2.0) == [-1.5, 1.5]
+    assert list(wp.vec2i(-7, 7) % wp.vec2i(3, -3)) == [-1, 1]
