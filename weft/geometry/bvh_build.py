@@ -107,94 +107,95 @@ def _centroid_bounds(items, s, e, out):
 
 # ------------------------------------------------------------------------------ one split
 @numba.njit(inline="always", **_JIT)
-def _bucket_add(items, i, axis, r0, width, fs, counts, base, cbase):
-    """Item i into its bucket (Warp's ``int(16 * (c - r0) / width)``, clamped) of the copy of
-    the buckets at ``fs[base:]``/``counts[cbase:]``: unconditional stores of selects."""
-    c = _center(items, i, axis)
-    b = int(np.float32(SAH_BUCKETS) * (c - r0) / width)
-    b = min(max(b, 0), SAH_BUCKETS - 1)
-    o = base + 6 * b
-    counts[cbase + b] += 1
+def _bucket_of(items, i, axis, r0, width):
+    """Item i's bucket: Warp's ``int(16 * (c - r0) / width)``, clamped to [0, 15]."""
+    b = int(np.float32(SAH_BUCKETS) * (_center(items, i, axis) - r0) / width)
+    return min(max(b, 0), SAH_BUCKETS - 1)
+
+
+@numba.njit(inline="always", **_JIT)
+def _flush(fs, counts, b, run, box):
+    """Add a run of ``run`` items of bucket ``b`` (their union ``box``) to the buckets."""
+    o = 6 * b
+    counts[b] += run
     for k in range(3):
-        fs[o + k] = _fmin(items[i, k], fs[o + k])
-        fs[o + 3 + k] = _fmax(items[i, 3 + k], fs[o + 3 + k])
+        fs[o + k] = _fmin(box[k], fs[o + k])
+        fs[o + 3 + k] = _fmax(box[3 + k], fs[o + 3 + k])
 
 
 @numba.njit(**_JIT)
 def _sah_split_point(items, s, e, cb, fs, counts):
     """Warp's ``partition_sah_indices``: (axis, split point) for the items [s, e) of a node of
     centroid bounds ``cb``. ``fs`` (float32, >= SCRATCH) and ``counts`` (int64, >= 64) are
-    scratch: bucket boxes in ``fs[6b:6b+6]``. Items alternate between two copies of the
-    buckets, merged at the end (unions and counts do not depend on the order), so that
-    consecutive items in the same bucket do not wait for each other's stores."""
+    scratch: bucket boxes in ``fs[6b:6b+6]``. Consecutive items of the same bucket (the common
+    case: neighbours in memory are neighbours in space) are united in registers and added to
+    their bucket once per run; unions and counts do not depend on the order. ``mask`` records
+    the occupied buckets, the only split candidates that matter (``_sah_best``)."""
     axis = _longest_axis(cb[3] - cb[0], cb[4] - cb[1], cb[5] - cb[2])
     r0 = cb[axis]
     r1 = cb[3 + axis]
     if r1 <= r0:
         return axis, r0
     width = r1 - r0
-    two = e - s >= 256           # small nodes: one copy (less to clear and merge)
     for b in range(SAH_BUCKETS):
         counts[b] = 0
-        counts[48 + b] = 0
         for k in range(3):
             fs[6 * b + k] = FLT_MAX
             fs[6 * b + 3 + k] = -FLT_MAX
-            if two:
-                fs[128 + 6 * b + k] = FLT_MAX
-                fs[128 + 6 * b + 3 + k] = -FLT_MAX
-    i = s
-    if two:
-        while i + 1 < e:
-            _bucket_add(items, i, axis, r0, width, fs, counts, 0, 0)
-            _bucket_add(items, i + 1, axis, r0, width, fs, counts, 128, 48)
-            i += 2
-    while i < e:
-        _bucket_add(items, i, axis, r0, width, fs, counts, 0, 0)
-        i += 1
-    if two:
-        for b in range(SAH_BUCKETS):
-            counts[b] += counts[48 + b]
-            for k in range(3):
-                fs[6 * b + k] = _fmin(fs[128 + 6 * b + k], fs[6 * b + k])
-                fs[6 * b + 3 + k] = _fmax(fs[128 + 6 * b + 3 + k], fs[6 * b + 3 + k])
-    return axis, _sah_best(counts, fs, r0, width)
+    cur = _bucket_of(items, s, axis, r0, width)
+    mask = 1 << cur
+    run = 0
+    box = EMPTY6
+    for i in range(s, e):
+        b = _bucket_of(items, i, axis, r0, width)
+        if b != cur:
+            _flush(fs, counts, cur, run, box)
+            mask |= 1 << b
+            cur = b
+            run = 0
+            box = EMPTY6
+        run += 1
+        box = _union(box, items[i], 0)
+    _flush(fs, counts, cur, run, box)
+    return axis, _sah_best(counts, fs, mask, r0, width)
 
 
 @numba.njit(**_JIT)
-def _sah_best(counts, fs, r0, width):
-    """The split point of least SAH cost: Warp's sweep in float32 (an empty bucket leaves the
-    running box unchanged, an empty side has infinite area and its NaN cost never wins). The
-    node's box is the union of the bucket boxes. ``fs[96:111]`` takes the right-hand areas."""
-    n = SAH_BUCKETS - 1
+def _sah_best(counts, fs, mask, r0, width):
+    """The split point of least SAH cost, as Warp's sweep over the 15 split points computes it
+    in float32, evaluated at the occupied buckets only: a split point after an empty bucket
+    has the cost of the one before it (the same boxes and counts: Warp's strict ``<`` keeps
+    the first), and one with an empty side costs NaN (an infinite area times a zero count),
+    which never wins. The node's box is the union of the bucket boxes. ``counts[16:]`` takes
+    the occupied buckets, ``counts[32:]`` and ``fs[96:]`` the right-hand counts and areas."""
+    m = 0
+    for b in range(SAH_BUCKETS):
+        if (mask >> b) & 1:
+            counts[16 + m] = b
+            m += 1
     rb = EMPTY6
-    ra = _area(EMPTY6)
     count_r = 0
-    for i in range(n):                       # right-hand sides, from the last bucket
-        j = SAH_BUCKETS - 1 - i
-        if counts[j] > 0:
-            rb = _union(rb, fs, 6 * j)
-            ra = _area(rb)
-        fs[96 + n - 1 - i] = ra
-        count_r += counts[j]
-        counts[16 + n - 1 - i] = count_r
-    node_box = _union(rb, fs, 0)
+    for j in range(m - 1, 0, -1):            # right-hand sides, from the last bucket
+        b = counts[16 + j]
+        rb = _union(rb, fs, 6 * b)
+        count_r += counts[b]
+        fs[96 + j - 1] = _area(rb)
+        counts[32 + j - 1] = count_r
+    node_box = _union(rb, fs, 6 * counts[16])
     inv_total = np.float32(1.0) / _area(node_box)
     lb = EMPTY6
-    la = _area(EMPTY6)
     count_l = 0
     best = 0
     best_cost = FLT_MAX
-    for i in range(n):
-        if counts[i] > 0:
-            lb = _union(lb, fs, 6 * i)
-            la = _area(lb)
-        count_l += counts[i]
-        cost = (la * inv_total) * np.float32(count_l) + \
-            (fs[96 + i] * inv_total) * np.float32(counts[16 + i])
+    for j in range(m - 1):
+        b = counts[16 + j]
+        lb = _union(lb, fs, 6 * b)
+        count_l += counts[b]
+        cost = (_area(lb) * inv_total) * np.float32(count_l) + \
+            (fs[96 + j] * inv_total) * np.float32(counts[32 + j])
         if cost < best_cost:
             best_cost = cost
-            best = i
+            best = b
     return r0 + np.float32(best + 1) * width / np.float32(SAH_BUCKETS)
 
 
