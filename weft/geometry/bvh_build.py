@@ -46,6 +46,8 @@ SAH_BUCKETS = 16
 MAX_DEPTH = 31
 SAH, MEDIAN = 0, 1
 SCRATCH = 256
+#: nodes of at most this many items fill their buckets directly (``_buckets_direct``)
+SMALL_NODE = 32
 STACK = 2 * MAX_DEPTH + 4
 
 
@@ -123,20 +125,11 @@ def _flush(fs, counts, b, run, box):
         fs[o + 3 + k] = _fmax(box[3 + k], fs[o + 3 + k])
 
 
-@numba.njit(**_JIT)
-def _sah_split_point(items, s, e, cb, fs, counts):
-    """Warp's ``partition_sah_indices``: (axis, split point) for the items [s, e) of a node of
-    centroid bounds ``cb``. ``fs`` (float32, >= SCRATCH) and ``counts`` (int64, >= 64) are
-    scratch: bucket boxes in ``fs[6b:6b+6]``. Consecutive items of the same bucket (the common
-    case: neighbours in memory are neighbours in space) are united in registers and added to
-    their bucket once per run; unions and counts do not depend on the order. ``mask`` records
-    the occupied buckets, the only split candidates that matter (``_sah_best``)."""
-    axis = _longest_axis(cb[3] - cb[0], cb[4] - cb[1], cb[5] - cb[2])
-    r0 = cb[axis]
-    r1 = cb[3 + axis]
-    if r1 <= r0:
-        return axis, r0
-    width = r1 - r0
+@numba.njit(inline="always", **_JIT)
+def _buckets_runs(items, s, e, axis, r0, width, fs, counts):
+    """The bucket boxes and counts of the items [s, e), united a run of same-bucket items at a
+    time (the common case in large nodes: neighbours in memory are neighbours in space);
+    returns the mask of occupied buckets."""
     for b in range(SAH_BUCKETS):
         counts[b] = 0
         for k in range(3):
@@ -157,6 +150,50 @@ def _sah_split_point(items, s, e, cb, fs, counts):
         run += 1
         box = _union(box, items[i], 0)
     _flush(fs, counts, cur, run, box)
+    return mask
+
+
+@numba.njit(inline="always", **_JIT)
+def _buckets_direct(items, s, e, axis, r0, width, fs, counts):
+    """``_buckets_runs`` for small nodes (whose items rarely share a bucket): nothing cleared,
+    a bucket is set by its first item and grown by the others."""
+    mask = 0
+    for i in range(s, e):
+        b = _bucket_of(items, i, axis, r0, width)
+        o = 6 * b
+        if (mask >> b) & 1:
+            counts[b] += 1
+            for k in range(3):
+                fs[o + k] = _fmin(items[i, k], fs[o + k])
+                fs[o + 3 + k] = _fmax(items[i, 3 + k], fs[o + 3 + k])
+        else:
+            mask |= 1 << b
+            counts[b] = 1
+            for k in range(6):
+                fs[o + k] = items[i, k]
+    return mask
+
+
+@numba.njit(inline="always", **_JIT)
+def _sah_split_point(items, s, e, cb, fs, counts):
+    """Warp's ``partition_sah_indices``: (axis, split point) for the items [s, e) of a node of
+    centroid bounds ``cb``. ``fs`` (float32, >= SCRATCH) and ``counts`` (int64, >= 64) are
+    scratch: bucket boxes in ``fs[6b:6b+6]``, the mask of occupied buckets (the only split
+    candidates that matter, ``_sah_best``) returned by the bucket pass. A node of two items
+    needs no buckets: its items fill buckets 0 and 15, and the first split wins."""
+    axis = _longest_axis(cb[3] - cb[0], cb[4] - cb[1], cb[5] - cb[2])
+    r0 = cb[axis]
+    r1 = cb[3 + axis]
+    if r1 <= r0:
+        return axis, r0
+    width = r1 - r0
+    if e - s == 2:
+        # buckets 0 and 15 (or both 0 when 16 * width overflows): the first wins
+        return axis, r0 + np.float32(1) * width / np.float32(SAH_BUCKETS)
+    if e - s <= SMALL_NODE:
+        mask = _buckets_direct(items, s, e, axis, r0, width, fs, counts)
+    else:
+        mask = _buckets_runs(items, s, e, axis, r0, width, fs, counts)
     return axis, _sah_best(counts, fs, mask, r0, width)
 
 
@@ -170,9 +207,8 @@ def _sah_best(counts, fs, mask, r0, width):
     the occupied buckets, ``counts[32:]`` and ``fs[96:]`` the right-hand counts and areas."""
     m = 0
     for b in range(SAH_BUCKETS):
-        if (mask >> b) & 1:
-            counts[16 + m] = b
-            m += 1
+        counts[16 + m] = b
+        m += (mask >> b) & 1
     rb = EMPTY6
     count_r = 0
     for j in range(m - 1, 0, -1):            # right-hand sides, from the last bucket
@@ -210,7 +246,7 @@ def _swap(items, ids, a, b):
     ids[b] = t
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _partition(items, ids, s, e, axis, split, left, right):
     """``std::partition`` of [s, e) by ``centroid[axis] < split`` (libstdc++'s bidirectional
     algorithm: the same swaps, so the same order), accumulating each side's centroid bounds
@@ -279,7 +315,7 @@ def _median_partition(items, ids, s, e, left, right):
     return k
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _split(items, ids, s, e, cb, constructor, left, right, fs, counts):
     """Split the items [s, e) of a node as Warp does; the boundary, with the children's
     centroid bounds in ``left`` / ``right``."""
@@ -300,7 +336,7 @@ def _split(items, ids, s, e, cb, constructor, left, right, fs, counts):
 # (., 6) float32 (centroid bounds). Top-level ids come first (``top`` of them); the subtree
 # task of items [s, e) numbers its nodes from ``top + 2 * s`` (fewer than 2(e - s) nodes).
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _split_node(items, ids, node, left_id, right_id, leaf_size, constructor, nrange, nkids,
                 ncb, fs, counts):
     """Split ``node`` into two new nodes (ids given); False if it stays a leaf. ``fs``
