@@ -39,7 +39,7 @@ import numpy as np
 from numba import prange
 
 from .bvh_refit import (_JIT, EMPTY6, FLT_MAX, SERIAL_BELOW, TOP_LEVELS,  # noqa: F401
-                        _fmax, _fmin, _leaf_boxes_from_items, refit, refit_internal)
+                        _fmax, _fmin, boxes_from_items, refit, refit_internal, split_top)
 
 SAH_BUCKETS = 16
 #: Warp's traversal stack size; its builder makes a leaf of any node at depth >= 31
@@ -541,6 +541,5 @@ def build(lowers, uppers, leaf_size=1, constructor=SAH):
         for j in range(tasks.shape[0]):
             _place(nkids, nrange, top + 2 * nrange[tasks[j], 0], ends[j], size, pos, links)
     bounds = np.empty((count, 6), np.float32)
-    _leaf_boxes_from_items(bounds, links, items)
-    refit_internal(bounds, links)
+    boxes_from_items(bounds, links, items, split_top(links))
     return bounds, links, ids

@@ -24,7 +24,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from . import bvh_build, mesh_winding
+from . import bvh_build, bvh_refit, mesh_winding
+from .bvh_refit import _union_children
 
 CONSTRUCTORS = {"sah": bvh_build.SAH, "median": bvh_build.MEDIAN, "lbvh": bvh_build.SAH}
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
@@ -110,13 +111,17 @@ class Bvh:
             return
         self.bounds, self.links, self.prims = bvh_build.build(
             self.lowers, self.uppers, self.leaf_size, self.constructor)
+        self._split = None
 
     def refit(self):
         """Recompute the node boxes from the current ``lowers``/``uppers`` (same topology)."""
         _check_finite(self.lowers, "lowers")
         _check_finite(self.uppers, "uppers")
         if self.num_items:
-            bvh_build.refit(self.bounds, self.links, self.prims, self.lowers, self.uppers)
+            if self._split is None:
+                self._split = bvh_build.split_top(self.links)
+            bvh_build.refit(self.bounds, self.links, self.prims, self.lowers, self.uppers,
+                            self._split)
 
     def arrays(self):
         """``(bounds, links, prims, lowers, uppers)`` for ``bvh_query``."""
@@ -200,14 +205,6 @@ def _vertices(points, indices, t):
             points[m, 0], points[m, 1], points[m, 2])
 
 
-@numba.njit(inline="always", **_JIT)
-def _tri_row(points, indices, t, tris, k, lowers, uppers):
-    """Triangle t: its row k of ``tris``, its box, its edge-length sum (returned)."""
-    ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
-    _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
-    return _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, lowers, uppers)
-
-
 @numba.njit(parallel=True, **_JIT)
 def _triangle_boxes(points, indices, lowers, uppers, edges):
     """Before a build: every triangle's box and edge-length sum, in triangle order."""
@@ -226,31 +223,26 @@ def _average_edge(edges):
 
 
 @numba.njit(parallel=True, **_JIT)
-def _fill_tris(points, indices, prims, tris, inv):
+def _fill_tris(points, indices, prims, tris, rows):
     """After a build: the rows in leaf order (row k is triangle ``prims[k]``'s, written
-    sequentially) and the inverse permutation."""
+    sequentially) and their vertex indices ``rows`` (a refit reads them sequentially)."""
     for k in prange(prims.shape[0]):
         t = prims[k]
-        inv[t] = k
+        for j in range(3):
+            rows[k, j] = indices[3 * t + j]
         ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
         _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
 
 
-@numba.njit(parallel=True, **_JIT)
-def _refit_rows(points, indices, inv, tris, lowers, uppers, edges):
-    """A refit's per-triangle pass, in triangle order (``indices``, ``lowers``, ``uppers`` and
-    ``edges`` are read and written sequentially; each row goes to its leaf-order slot
-    ``inv[t]``)."""
-    for t in prange(lowers.shape[0]):
-        edges[t] = _tri_row(points, indices, t, tris, inv[t], lowers, uppers)
-
-
-@numba.njit(parallel=True, **_JIT)
-def _refit_leaf_boxes(bounds, links, tris):
-    """Each leaf's box: the union of its rows' boxes in leaf order (Warp's refit order)."""
-    for p in prange(links.shape[0]):
+@numba.njit(inline="always", **_JIT)
+def _refit_subtree(points, rows, prims, tris, edges, bounds, links, r):
+    """A refit of the subtree at position r in one reverse sweep: a leaf's rows (vertices,
+    sliver flag) and edge-length sums are rewritten and its box is their union (in leaf order,
+    Warp's refit order), an internal node's box the union of its children's."""
+    for p in range(links[r, 2] - 1, r - 1, -1):
         first = links[p, 0]
         if first < 0:
+            _union_children(bounds, links, p)
             continue
         b0 = np.float32(3.4028234663852886e38)
         b1 = b0
@@ -259,18 +251,49 @@ def _refit_leaf_boxes(bounds, links, tris):
         b4 = -b0
         b5 = -b0
         for k in range(first, links[p, 1]):
-            b0 = min(b0, min(min(tris[k, 0], tris[k, 3]), tris[k, 6]))
-            b1 = min(b1, min(min(tris[k, 1], tris[k, 4]), tris[k, 7]))
-            b2 = min(b2, min(min(tris[k, 2], tris[k, 5]), tris[k, 8]))
-            b3 = max(b3, max(max(tris[k, 0], tris[k, 3]), tris[k, 6]))
-            b4 = max(b4, max(max(tris[k, 1], tris[k, 4]), tris[k, 7]))
-            b5 = max(b5, max(max(tris[k, 2], tris[k, 5]), tris[k, 8]))
+            i = rows[k, 0]
+            j = rows[k, 1]
+            m = rows[k, 2]
+            ax, ay, az = points[i, 0], points[i, 1], points[i, 2]
+            bx, by, bz = points[j, 0], points[j, 1], points[j, 2]
+            cx, cy, cz = points[m, 0], points[m, 1], points[m, 2]
+            tris[k, 0] = ax
+            tris[k, 1] = ay
+            tris[k, 2] = az
+            tris[k, 3] = bx
+            tris[k, 4] = by
+            tris[k, 5] = bz
+            tris[k, 6] = cx
+            tris[k, 7] = cy
+            tris[k, 8] = cz
+            tris[k, 9] = 1.0 if _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz) else 0.0
+            edges[prims[k]] = (mesh_geom_length(ax - bx, ay - by, az - bz) +
+                               mesh_geom_length(ax - cx, ay - cy, az - cz)) + \
+                mesh_geom_length(cx - bx, cy - by, cz - bz)
+            b0 = min(b0, min(min(ax, bx), cx))
+            b1 = min(b1, min(min(ay, by), cy))
+            b2 = min(b2, min(min(az, bz), cz))
+            b3 = max(b3, max(max(ax, bx), cx))
+            b4 = max(b4, max(max(ay, by), cy))
+            b5 = max(b5, max(max(az, bz), cz))
         bounds[p, 0] = b0
         bounds[p, 1] = b1
         bounds[p, 2] = b2
         bounds[p, 3] = b3
         bounds[p, 4] = b4
         bounds[p, 5] = b5
+
+
+@numba.njit(parallel=True, **_JIT)
+def _refit_tasks(points, rows, prims, tris, edges, bounds, links, roots):
+    for j in prange(roots.shape[0]):
+        _refit_subtree(points, rows, prims, tris, edges, bounds, links, roots[j])
+
+
+@numba.njit(**_JIT)
+def _refit_serial(points, rows, prims, tris, edges, bounds, links, roots):
+    for j in range(roots.shape[0]):
+        _refit_subtree(points, rows, prims, tris, edges, bounds, links, roots[j])
 
 
 class Mesh:
@@ -351,9 +374,10 @@ class Mesh:
         if m:
             _triangle_boxes(self._points, self.indices, self.lowers, self.uppers, self._edges)
         self.bvh._build(check=False)
-        self._inv = np.empty(m, np.int32)        # triangle -> its row (leaf order)
+        self._rows = np.empty((m, 3), np.int32)   # each row's vertex indices (leaf order)
+        self._split = bvh_refit.split_top(self.bvh.links)
         if m:
-            _fill_tris(self._points, self.indices, self.bvh.prims, self.tris, self._inv)
+            _fill_tris(self._points, self.indices, self.bvh.prims, self.tris, self._rows)
         self._finish()
 
     def refit(self):
@@ -361,10 +385,15 @@ class Mesh:
         _check_finite(self._points, "Mesh points")
         b = self.bvh
         if self.num_tris:
-            _refit_rows(self._points, self.indices, self._inv, self.tris, self.lowers,
-                        self.uppers, self._edges)
-            _refit_leaf_boxes(b.bounds, b.links, self.tris)
-            bvh_build.refit_internal(b.bounds, b.links)
+            roots, tops = self._split
+            args = (self._points, self._rows, b.prims, self.tris, self._edges, b.bounds,
+                    b.links, roots)
+            if roots.shape[0] > 1 and numba.get_num_threads() > 1:
+                with numba.parallel_chunksize(1):
+                    _refit_tasks(*args)
+            else:
+                _refit_serial(*args)
+            bvh_refit._refit_tops(b.bounds, b.links, tops)
         self._finish()
 
     def _finish(self):
