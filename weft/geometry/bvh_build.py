@@ -519,6 +519,14 @@ def build(lowers, uppers, leaf_size=1, constructor=SAH):
     items = np.empty((n, 6), np.float32)
     ids = np.empty(n, np.int32)
     _load_items(lowers, uppers, items, ids)
+    return build_items(items, ids, leaf_size, constructor)[:3]
+
+
+def build_items(items, ids, leaf_size=1, constructor=SAH):
+    """``build`` from the boxes already in ``items`` ((n, 6) float32: lower, upper) with
+    ``ids`` = 0..n-1 (both permuted in place): ``(bounds, links, prims, split)``, ``split``
+    the tree's ``split_top`` for refits."""
+    n = items.shape[0]
     nrange, nkids, top, tasks, ends = _grow_tree(items, ids, n, leaf_size, constructor)
     total = nkids.shape[0]
     size = np.empty(total, np.int32)
@@ -541,5 +549,6 @@ def build(lowers, uppers, leaf_size=1, constructor=SAH):
         for j in range(tasks.shape[0]):
             _place(nkids, nrange, top + 2 * nrange[tasks[j], 0], ends[j], size, pos, links)
     bounds = np.empty((count, 6), np.float32)
-    boxes_from_items(bounds, links, items, split_top(links))
-    return bounds, links, ids
+    split = split_top(links)
+    boxes_from_items(bounds, links, items, split)
+    return bounds, links, ids, split

@@ -181,16 +181,16 @@ def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
 
 
 @numba.njit(inline="always", **_JIT)
-def _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, lowers, uppers):
-    """Triangle t's box (Warp's ``bounds3::add_point`` of its vertices) into ``lowers[t]``/
-    ``uppers[t]``; returns the sum of its edge lengths (``|p0 - p1| + |p0 - p2| + |p2 -
+def _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, items):
+    """Triangle t's box (Warp's ``bounds3::add_point`` of its vertices) into ``items[t]``
+    (lower, upper); returns the sum of its edge lengths (``|p0 - p1| + |p0 - p2| + |p2 -
     p1|``, Warp's order)."""
-    lowers[t, 0] = min(min(ax, bx), cx)
-    lowers[t, 1] = min(min(ay, by), cy)
-    lowers[t, 2] = min(min(az, bz), cz)
-    uppers[t, 0] = max(max(ax, bx), cx)
-    uppers[t, 1] = max(max(ay, by), cy)
-    uppers[t, 2] = max(max(az, bz), cz)
+    items[t, 0] = min(min(ax, bx), cx)
+    items[t, 1] = min(min(ay, by), cy)
+    items[t, 2] = min(min(az, bz), cz)
+    items[t, 3] = max(max(ax, bx), cx)
+    items[t, 4] = max(max(ay, by), cy)
+    items[t, 5] = max(max(az, bz), cz)
     return (mesh_geom_length(ax - bx, ay - by, az - bz) +
             mesh_geom_length(ax - cx, ay - cy, az - cz)) + \
         mesh_geom_length(cx - bx, cy - by, cz - bz)
@@ -206,11 +206,13 @@ def _vertices(points, indices, t):
 
 
 @numba.njit(parallel=True, **_JIT)
-def _triangle_boxes(points, indices, lowers, uppers, edges):
-    """Before a build: every triangle's box and edge-length sum, in triangle order."""
-    for t in prange(lowers.shape[0]):
+def _triangle_boxes(points, indices, items, ids, edges):
+    """Before a build: every triangle's box (the builder's items, numbered) and edge-length
+    sum, in triangle order."""
+    for t in prange(items.shape[0]):
         ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
-        edges[t] = _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, lowers, uppers)
+        edges[t] = _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, items)
+        ids[t] = t
 
 
 @numba.njit(**_JIT)
@@ -364,20 +366,25 @@ class Mesh:
         """Build the BVH anew from the current points."""
         _check_finite(self._points, "Mesh points")
         m = self.num_tris
-        self.lowers = np.empty((m, 3), np.float32)
-        self.uppers = np.empty((m, 3), np.float32)
         self._edges = np.empty(m, np.float32)
         self.tris = np.empty((m, 12), np.float32)
-        self.bvh = Bvh.__new__(Bvh)
-        self.bvh.lowers, self.bvh.uppers = self.lowers, self.uppers
-        self.bvh.constructor, self.bvh.leaf_size = self.constructor, self.leaf_size
-        if m:
-            _triangle_boxes(self._points, self.indices, self.lowers, self.uppers, self._edges)
-        self.bvh._build(check=False)
         self._rows = np.empty((m, 3), np.int32)   # each row's vertex indices (leaf order)
-        self._split = bvh_refit.split_top(self.bvh.links)
+        # the tree's arrays; the triangles' boxes exist only as the builder's items
+        self.bvh = b = Bvh.__new__(Bvh)
+        b.lowers = b.uppers = None
+        b.constructor, b.leaf_size = self.constructor, self.leaf_size
         if m:
-            _fill_tris(self._points, self.indices, self.bvh.prims, self.tris, self._rows)
+            items = np.empty((m, 6), np.float32)
+            ids = np.empty(m, np.int32)
+            _triangle_boxes(self._points, self.indices, items, ids, self._edges)
+            b.bounds, b.links, b.prims, self._split = bvh_build.build_items(
+                items, ids, self.leaf_size, self.constructor)
+            _fill_tris(self._points, self.indices, b.prims, self.tris, self._rows)
+        else:
+            b.bounds = np.zeros((0, 6), np.float32)
+            b.links = np.zeros((0, 4), np.int32)
+            b.prims = np.zeros(0, np.int32)
+            self._split = bvh_refit.split_top(b.links)
         self._finish()
 
     def refit(self):
