@@ -140,6 +140,13 @@ def _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
     (no square root or division), which is enough unless the ratio is within 0.1% of the
     threshold or the squares leave float32's normal range: then the float32 square root and
     division decide, exactly as Warp computes them."""
+    return _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz)[0]
+
+
+@numba.njit(inline="always", **_JIT)
+def _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz):
+    """``(_is_sliver, edge-length sum)``: the squared edge lengths are shared (``|a - b|^2``
+    is the same float32 value whichever way the difference is taken)."""
     e0x = bx - ax
     e0y = by - ay
     e0z = bz - az
@@ -152,15 +159,18 @@ def _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
     nx = e0y * e1z - e0z * e1y
     ny = e0z * e1x - e0x * e1z
     nz = e0x * e1y - e0y * e1x
-    s = (e0x * e0x + e0y * e0y + e0z * e0z) + (e1x * e1x + e1y * e1y + e1z * e1z) + \
-        (e2x * e2x + e2y * e2y + e2z * e2z)
+    l0 = e0x * e0x + e0y * e0y + e0z * e0z
+    l1 = e1x * e1x + e1y * e1y + e1z * e1z
+    l2 = e2x * e2x + e2y * e2y + e2z * e2z
+    edges = (np.float32(np.sqrt(l0)) + np.float32(np.sqrt(l1))) + np.float32(np.sqrt(l2))
+    s = (l0 + l1) + l2
     n2 = nx * nx + ny * ny + nz * nz
     t2 = np.float32(1e-12) * (s * s)
     if n2 > np.float32(1.001) * t2 and t2 > np.float32(1e-30) and n2 < np.float32(1e30):
-        return False
+        return False, edges
     if n2 < np.float32(0.999) * t2 and n2 > np.float32(1e-30) and t2 < np.float32(1e30):
-        return True
-    return mesh_geom_length(nx, ny, nz) / s < np.float32(1e-6)
+        return True, edges
+    return mesh_geom_length(nx, ny, nz) / s < np.float32(1e-6), edges
 
 
 @numba.njit(inline="always", **_JIT)
@@ -268,10 +278,8 @@ def _refit_subtree(points, rows, prims, tris, edges, bounds, links, r):
             tris[k, 6] = cx
             tris[k, 7] = cy
             tris[k, 8] = cz
-            tris[k, 9] = 1.0 if _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz) else 0.0
-            edges[prims[k]] = (mesh_geom_length(ax - bx, ay - by, az - bz) +
-                               mesh_geom_length(ax - cx, ay - cy, az - cz)) + \
-                mesh_geom_length(cx - bx, cy - by, cz - bz)
+            sliver, edges[prims[k]] = _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
+            tris[k, 9] = 1.0 if sliver else 0.0
             b0 = min(b0, min(min(ax, bx), cx))
             b1 = min(b1, min(min(ay, by), cy))
             b2 = min(b2, min(min(az, bz), cz))
