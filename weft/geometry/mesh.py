@@ -363,6 +363,20 @@ class Mesh:
         self.refit()
 
     @property
+    def lowers(self):
+        """The triangles' box lower corners ((m, 3) float32, triangle order), computed from the
+        current points on access (the build keeps them only as its items)."""
+        return self._tri_points().min(axis=1)
+
+    @property
+    def uppers(self):
+        """The triangles' box upper corners, as ``lowers``."""
+        return self._tri_points().max(axis=1)
+
+    def _tri_points(self):
+        return self._points[self.indices.reshape(-1, 3)]
+
+    @property
     def velocities(self):
         return self._velocities
 
