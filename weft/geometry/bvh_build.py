@@ -14,12 +14,17 @@ trees for ray and closest-point queries at O(n log n) cost.
 
 Speed, without changing the tree: the items' boxes are permuted in place together with their
 ids (sequential memory access instead of Warp's indirection through an index array); a node
-costs two passes over its items (Warp's four): the bucket pass, which also yields the node's
-box (the union of the bucket boxes), and the partition pass, which also yields the children's
-centroid bounds; node boxes are written at the end by a refit. The top levels are split one
-parallel region per level, then the subtrees below are built as parallel tasks, and the final
-layout is written per subtree in parallel. Nothing allocates inside the compiled functions
-(compiled without Numba's reference counting, which costs atomic operations on every slice).
+costs two passes over its items (Warp's four): the bucket pass and the partition pass, which
+also yields the children's centroid bounds. The bucket pass unites runs of consecutive items
+of the same bucket in registers (neighbours in memory are neighbours in space, so a bucket's
+box is updated once per run instead of once per item; small nodes fill buckets directly) and
+the SAH sweep visits only the occupied buckets (the others cannot change Warp's choice); a
+two-item node needs no buckets at all. Node boxes are written at the end, one reverse sweep
+per subtree. The top levels are split one parallel region per level, then the subtrees below
+are built as parallel tasks, and the final layout is written per subtree in parallel. Nothing
+allocates inside the compiled functions (compiled without Numba's reference counting, which
+costs atomic operations on every slice), and the per-node helpers are inlined (a call passes
+each array as seven scalars).
 
 Layout (what the query cores read), N nodes in depth-first pre-order, Warp's *right* child
 first (Warp's traversal stack pops the right child first, so a pre-order walk in this layout
