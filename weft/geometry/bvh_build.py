@@ -39,6 +39,8 @@ is Warp's iteration order)::
 when it enters a node and to ``skip`` when it rejects or finishes one, so an iterator's state
 is a few scalars. Children follow their parents, so a refit is a reverse sweep.
 """
+import threading
+
 import numba
 import numpy as np
 from numba import prange
@@ -475,14 +477,32 @@ def _place_tasks(nkids, nrange, tasks, ends, top, size, pos, links):
 
 
 # ------------------------------------------------------------------------------ build
-def _grow_tree(items, ids, n, leaf_size, constructor):
-    """Split the items into the build arrays; (nrange, nkids, ncb, top, tasks)."""
+_POOL = threading.local()
+#: the largest build scratch kept for the next build of the same thread (13 words per build
+#: id, 2n + 64 ids: up to about 600k items)
+POOL_BYTES = 64 << 20
+
+
+def _scratch(total):
+    """``(nrange, nkids, ncb, size, pos)`` for ``total`` build ids, views of one buffer that
+    the calling thread keeps for its next build when it is at most POOL_BYTES: a rebuild then
+    writes into memory already paged in (a fresh buffer costs the kernel a page fault and a
+    zeroed page per 4 KiB, about 6% of a mesh build)."""
+    buf = getattr(_POOL, "buf", None)
+    if buf is None or buf.shape[0] < 13 * total:
+        buf = np.empty(13 * total, np.int32)
+        if buf.nbytes <= POOL_BYTES:
+            _POOL.buf = buf
+    return (buf[:3 * total].reshape(total, 3), buf[3 * total:5 * total].reshape(total, 2),
+            buf[5 * total:11 * total].view(np.float32).reshape(total, 6),
+            buf[11 * total:12 * total], buf[12 * total:13 * total])
+
+
+def _grow_tree(items, ids, n, leaf_size, constructor, nrange, nkids, ncb):
+    """Split the items into the build arrays ``nrange``, ``nkids``, ``ncb`` (``_scratch``);
+    (top, tasks, ends)."""
     top = 2 ** (TOP_LEVELS + 1)
-    total = top + 2 * n
-    nrange = np.empty((total, 3), np.int32)
-    nkids = np.empty((total, 2), np.int32)
     nkids[:top] = -2                         # unused top ids; task ids are used up to ``ends``
-    ncb = np.empty((total, 6), np.float32)
     nrange[0] = (0, n, 0)
     _centroid_bounds(items, 0, n, ncb[0])
     width = 2 ** TOP_LEVELS
@@ -514,7 +534,7 @@ def _grow_tree(items, ids, n, leaf_size, constructor):
         with numba.parallel_chunksize(1):
             _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb,
                          stacks, fs, counts, ends)
-    return nrange, nkids, top, tasks, ends
+    return top, tasks, ends
 
 
 def build(lowers, uppers, leaf_size=1, constructor=SAH):
@@ -532,10 +552,8 @@ def build_items(items, ids, leaf_size=1, constructor=SAH):
     ``ids`` = 0..n-1 (both permuted in place): ``(bounds, links, prims, split)``, ``split``
     the tree's ``split_top`` for refits."""
     n = items.shape[0]
-    nrange, nkids, top, tasks, ends = _grow_tree(items, ids, n, leaf_size, constructor)
-    total = nkids.shape[0]
-    size = np.empty(total, np.int32)
-    pos = np.empty(total, np.int32)
+    nrange, nkids, ncb, size, pos = _scratch(2 ** (TOP_LEVELS + 1) + 2 * n)
+    top, tasks, ends = _grow_tree(items, ids, n, leaf_size, constructor, nrange, nkids, ncb)
     parallel = tasks.shape[0] > 1 and numba.get_num_threads() > 1
     if parallel:
         _sizes_tasks(nkids, nrange, tasks, ends, top, size)
