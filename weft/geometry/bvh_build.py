@@ -14,12 +14,17 @@ trees for ray and closest-point queries at O(n log n) cost.
 
 Speed, without changing the tree: the items' boxes are permuted in place together with their
 ids (sequential memory access instead of Warp's indirection through an index array); a node
-costs two passes over its items (Warp's four): the bucket pass, which also yields the node's
-box (the union of the bucket boxes), and the partition pass, which also yields the children's
-centroid bounds; node boxes are written at the end by a refit. The top levels are split one
-parallel region per level, then the subtrees below are built as parallel tasks, and the final
-layout is written per subtree in parallel. Nothing allocates inside the compiled functions
-(compiled without Numba's reference counting, which costs atomic operations on every slice).
+costs two passes over its items (Warp's four): the bucket pass and the partition pass, which
+also yields the children's centroid bounds. The bucket pass unites runs of consecutive items
+of the same bucket in registers (neighbours in memory are neighbours in space, so a bucket's
+box is updated once per run instead of once per item; small nodes fill buckets directly) and
+the SAH sweep visits only the occupied buckets (the others cannot change Warp's choice); a
+two-item node needs no buckets at all. Node boxes are written at the end, one reverse sweep
+per subtree. The top levels are split one parallel region per level, then the subtrees below
+are built as parallel tasks, and the final layout is written per subtree in parallel. Nothing
+allocates inside the compiled functions (compiled without Numba's reference counting, which
+costs atomic operations on every slice), and the per-node helpers are inlined (a call passes
+each array as seven scalars).
 
 Layout (what the query cores read), N nodes in depth-first pre-order, Warp's *right* child
 first (Warp's traversal stack pops the right child first, so a pre-order walk in this layout
@@ -34,18 +39,22 @@ is Warp's iteration order)::
 when it enters a node and to ``skip`` when it rejects or finishes one, so an iterator's state
 is a few scalars. Children follow their parents, so a refit is a reverse sweep.
 """
+import threading
+
 import numba
 import numpy as np
 from numba import prange
 
 from .bvh_refit import (_JIT, EMPTY6, FLT_MAX, SERIAL_BELOW, TOP_LEVELS,  # noqa: F401
-                        _fmax, _fmin, _leaf_boxes_from_items, refit, refit_internal)
+                        _fmax, _fmin, boxes_from_items, refit, refit_internal, split_top)
 
 SAH_BUCKETS = 16
 #: Warp's traversal stack size; its builder makes a leaf of any node at depth >= 31
 MAX_DEPTH = 31
 SAH, MEDIAN = 0, 1
 SCRATCH = 256
+#: nodes of at most this many items fill their buckets directly (``_buckets_direct``)
+SMALL_NODE = 32
 STACK = 2 * MAX_DEPTH + 4
 
 
@@ -107,94 +116,129 @@ def _centroid_bounds(items, s, e, out):
 
 # ------------------------------------------------------------------------------ one split
 @numba.njit(inline="always", **_JIT)
-def _bucket_add(items, i, axis, r0, width, fs, counts, base, cbase):
-    """Item i into its bucket (Warp's ``int(16 * (c - r0) / width)``, clamped) of the copy of
-    the buckets at ``fs[base:]``/``counts[cbase:]``: unconditional stores of selects."""
-    c = _center(items, i, axis)
-    b = int(np.float32(SAH_BUCKETS) * (c - r0) / width)
-    b = min(max(b, 0), SAH_BUCKETS - 1)
-    o = base + 6 * b
-    counts[cbase + b] += 1
+def _bucket_of(items, i, axis, r0, width):
+    """Item i's bucket: Warp's ``int(16 * (c - r0) / width)``, clamped to [0, 15]."""
+    b = int(np.float32(SAH_BUCKETS) * (_center(items, i, axis) - r0) / width)
+    return min(max(b, 0), SAH_BUCKETS - 1)
+
+
+@numba.njit(inline="always", **_JIT)
+def _flush(fs, counts, b, run, box):
+    """Add a run of ``run`` items of bucket ``b`` (their union ``box``) to the buckets."""
+    o = 6 * b
+    counts[b] += run
     for k in range(3):
-        fs[o + k] = _fmin(items[i, k], fs[o + k])
-        fs[o + 3 + k] = _fmax(items[i, 3 + k], fs[o + 3 + k])
+        fs[o + k] = _fmin(box[k], fs[o + k])
+        fs[o + 3 + k] = _fmax(box[3 + k], fs[o + 3 + k])
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
+def _buckets_runs(items, s, e, axis, r0, width, fs, counts):
+    """The bucket boxes and counts of the items [s, e), united a run of same-bucket items at a
+    time (the common case in large nodes: neighbours in memory are neighbours in space);
+    returns the mask of occupied buckets."""
+    for b in range(SAH_BUCKETS):
+        counts[b] = 0
+        for k in range(3):
+            fs[6 * b + k] = FLT_MAX
+            fs[6 * b + 3 + k] = -FLT_MAX
+    cur = _bucket_of(items, s, axis, r0, width)
+    mask = 1 << cur
+    run = 0
+    box = EMPTY6
+    for i in range(s, e):
+        b = _bucket_of(items, i, axis, r0, width)
+        if b != cur:
+            _flush(fs, counts, cur, run, box)
+            mask |= 1 << b
+            cur = b
+            run = 0
+            box = EMPTY6
+        run += 1
+        box = _union(box, items[i], 0)
+    _flush(fs, counts, cur, run, box)
+    return mask
+
+
+@numba.njit(inline="always", **_JIT)
+def _buckets_direct(items, s, e, axis, r0, width, fs, counts):
+    """``_buckets_runs`` for small nodes (whose items rarely share a bucket): nothing cleared,
+    a bucket is set by its first item and grown by the others."""
+    mask = 0
+    for i in range(s, e):
+        b = _bucket_of(items, i, axis, r0, width)
+        o = 6 * b
+        if (mask >> b) & 1:
+            counts[b] += 1
+            for k in range(3):
+                fs[o + k] = _fmin(items[i, k], fs[o + k])
+                fs[o + 3 + k] = _fmax(items[i, 3 + k], fs[o + 3 + k])
+        else:
+            mask |= 1 << b
+            counts[b] = 1
+            for k in range(6):
+                fs[o + k] = items[i, k]
+    return mask
+
+
+@numba.njit(inline="always", **_JIT)
 def _sah_split_point(items, s, e, cb, fs, counts):
     """Warp's ``partition_sah_indices``: (axis, split point) for the items [s, e) of a node of
     centroid bounds ``cb``. ``fs`` (float32, >= SCRATCH) and ``counts`` (int64, >= 64) are
-    scratch: bucket boxes in ``fs[6b:6b+6]``. Items alternate between two copies of the
-    buckets, merged at the end (unions and counts do not depend on the order), so that
-    consecutive items in the same bucket do not wait for each other's stores."""
+    scratch: bucket boxes in ``fs[6b:6b+6]``, the mask of occupied buckets (the only split
+    candidates that matter, ``_sah_best``) returned by the bucket pass. A node of two items
+    needs no buckets: its items fill buckets 0 and 15, and the first split wins."""
     axis = _longest_axis(cb[3] - cb[0], cb[4] - cb[1], cb[5] - cb[2])
     r0 = cb[axis]
     r1 = cb[3 + axis]
     if r1 <= r0:
         return axis, r0
     width = r1 - r0
-    two = e - s >= 256           # small nodes: one copy (less to clear and merge)
-    for b in range(SAH_BUCKETS):
-        counts[b] = 0
-        counts[48 + b] = 0
-        for k in range(3):
-            fs[6 * b + k] = FLT_MAX
-            fs[6 * b + 3 + k] = -FLT_MAX
-            if two:
-                fs[128 + 6 * b + k] = FLT_MAX
-                fs[128 + 6 * b + 3 + k] = -FLT_MAX
-    i = s
-    if two:
-        while i + 1 < e:
-            _bucket_add(items, i, axis, r0, width, fs, counts, 0, 0)
-            _bucket_add(items, i + 1, axis, r0, width, fs, counts, 128, 48)
-            i += 2
-    while i < e:
-        _bucket_add(items, i, axis, r0, width, fs, counts, 0, 0)
-        i += 1
-    if two:
-        for b in range(SAH_BUCKETS):
-            counts[b] += counts[48 + b]
-            for k in range(3):
-                fs[6 * b + k] = _fmin(fs[128 + 6 * b + k], fs[6 * b + k])
-                fs[6 * b + 3 + k] = _fmax(fs[128 + 6 * b + 3 + k], fs[6 * b + 3 + k])
-    return axis, _sah_best(counts, fs, r0, width)
+    if e - s == 2:
+        # buckets 0 and 15 (or both 0 when 16 * width overflows): the first wins
+        return axis, r0 + np.float32(1) * width / np.float32(SAH_BUCKETS)
+    if e - s <= SMALL_NODE:
+        mask = _buckets_direct(items, s, e, axis, r0, width, fs, counts)
+    else:
+        mask = _buckets_runs(items, s, e, axis, r0, width, fs, counts)
+    return axis, _sah_best(counts, fs, mask, r0, width)
 
 
 @numba.njit(**_JIT)
-def _sah_best(counts, fs, r0, width):
-    """The split point of least SAH cost: Warp's sweep in float32 (an empty bucket leaves the
-    running box unchanged, an empty side has infinite area and its NaN cost never wins). The
-    node's box is the union of the bucket boxes. ``fs[96:111]`` takes the right-hand areas."""
-    n = SAH_BUCKETS - 1
+def _sah_best(counts, fs, mask, r0, width):
+    """The split point of least SAH cost, as Warp's sweep over the 15 split points computes it
+    in float32, evaluated at the occupied buckets only: a split point after an empty bucket
+    has the cost of the one before it (the same boxes and counts: Warp's strict ``<`` keeps
+    the first), and one with an empty side costs NaN (an infinite area times a zero count),
+    which never wins. The node's box is the union of the bucket boxes. ``counts[16:]`` takes
+    the occupied buckets, ``counts[32:]`` and ``fs[96:]`` the right-hand counts and areas."""
+    m = 0
+    for b in range(SAH_BUCKETS):
+        counts[16 + m] = b
+        m += (mask >> b) & 1
     rb = EMPTY6
-    ra = _area(EMPTY6)
     count_r = 0
-    for i in range(n):                       # right-hand sides, from the last bucket
-        j = SAH_BUCKETS - 1 - i
-        if counts[j] > 0:
-            rb = _union(rb, fs, 6 * j)
-            ra = _area(rb)
-        fs[96 + n - 1 - i] = ra
-        count_r += counts[j]
-        counts[16 + n - 1 - i] = count_r
-    node_box = _union(rb, fs, 0)
+    for j in range(m - 1, 0, -1):            # right-hand sides, from the last bucket
+        b = counts[16 + j]
+        rb = _union(rb, fs, 6 * b)
+        count_r += counts[b]
+        fs[96 + j - 1] = _area(rb)
+        counts[32 + j - 1] = count_r
+    node_box = _union(rb, fs, 6 * counts[16])
     inv_total = np.float32(1.0) / _area(node_box)
     lb = EMPTY6
-    la = _area(EMPTY6)
     count_l = 0
     best = 0
     best_cost = FLT_MAX
-    for i in range(n):
-        if counts[i] > 0:
-            lb = _union(lb, fs, 6 * i)
-            la = _area(lb)
-        count_l += counts[i]
-        cost = (la * inv_total) * np.float32(count_l) + \
-            (fs[96 + i] * inv_total) * np.float32(counts[16 + i])
+    for j in range(m - 1):
+        b = counts[16 + j]
+        lb = _union(lb, fs, 6 * b)
+        count_l += counts[b]
+        cost = (_area(lb) * inv_total) * np.float32(count_l) + \
+            (fs[96 + j] * inv_total) * np.float32(counts[32 + j])
         if cost < best_cost:
             best_cost = cost
-            best = i
+            best = b
     return r0 + np.float32(best + 1) * width / np.float32(SAH_BUCKETS)
 
 
@@ -209,7 +253,7 @@ def _swap(items, ids, a, b):
     ids[b] = t
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _partition(items, ids, s, e, axis, split, left, right):
     """``std::partition`` of [s, e) by ``centroid[axis] < split`` (libstdc++'s bidirectional
     algorithm: the same swaps, so the same order), accumulating each side's centroid bounds
@@ -278,7 +322,7 @@ def _median_partition(items, ids, s, e, left, right):
     return k
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _split(items, ids, s, e, cb, constructor, left, right, fs, counts):
     """Split the items [s, e) of a node as Warp does; the boundary, with the children's
     centroid bounds in ``left`` / ``right``."""
@@ -299,7 +343,7 @@ def _split(items, ids, s, e, cb, constructor, left, right, fs, counts):
 # (., 6) float32 (centroid bounds). Top-level ids come first (``top`` of them); the subtree
 # task of items [s, e) numbers its nodes from ``top + 2 * s`` (fewer than 2(e - s) nodes).
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _split_node(items, ids, node, left_id, right_id, leaf_size, constructor, nrange, nkids,
                 ncb, fs, counts):
     """Split ``node`` into two new nodes (ids given); False if it stays a leaf. ``fs``
@@ -433,14 +477,32 @@ def _place_tasks(nkids, nrange, tasks, ends, top, size, pos, links):
 
 
 # ------------------------------------------------------------------------------ build
-def _grow_tree(items, ids, n, leaf_size, constructor):
-    """Split the items into the build arrays; (nrange, nkids, ncb, top, tasks)."""
+_POOL = threading.local()
+#: the largest build scratch kept for the next build of the same thread (13 words per build
+#: id, 2n + 64 ids: up to about 600k items)
+POOL_BYTES = 64 << 20
+
+
+def _scratch(total):
+    """``(nrange, nkids, ncb, size, pos)`` for ``total`` build ids, views of one buffer that
+    the calling thread keeps for its next build when it is at most POOL_BYTES: a rebuild then
+    writes into memory already paged in (a fresh buffer costs the kernel a page fault and a
+    zeroed page per 4 KiB, about 6% of a mesh build)."""
+    buf = getattr(_POOL, "buf", None)
+    if buf is None or buf.shape[0] < 13 * total:
+        buf = np.empty(13 * total, np.int32)
+        if buf.nbytes <= POOL_BYTES:
+            _POOL.buf = buf
+    return (buf[:3 * total].reshape(total, 3), buf[3 * total:5 * total].reshape(total, 2),
+            buf[5 * total:11 * total].view(np.float32).reshape(total, 6),
+            buf[11 * total:12 * total], buf[12 * total:13 * total])
+
+
+def _grow_tree(items, ids, n, leaf_size, constructor, nrange, nkids, ncb):
+    """Split the items into the build arrays ``nrange``, ``nkids``, ``ncb`` (``_scratch``);
+    (top, tasks, ends)."""
     top = 2 ** (TOP_LEVELS + 1)
-    total = top + 2 * n
-    nrange = np.empty((total, 3), np.int32)
-    nkids = np.empty((total, 2), np.int32)
     nkids[:top] = -2                         # unused top ids; task ids are used up to ``ends``
-    ncb = np.empty((total, 6), np.float32)
     nrange[0] = (0, n, 0)
     _centroid_bounds(items, 0, n, ncb[0])
     width = 2 ** TOP_LEVELS
@@ -472,7 +534,7 @@ def _grow_tree(items, ids, n, leaf_size, constructor):
         with numba.parallel_chunksize(1):
             _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb,
                          stacks, fs, counts, ends)
-    return nrange, nkids, top, tasks, ends
+    return top, tasks, ends
 
 
 def build(lowers, uppers, leaf_size=1, constructor=SAH):
@@ -482,10 +544,16 @@ def build(lowers, uppers, leaf_size=1, constructor=SAH):
     items = np.empty((n, 6), np.float32)
     ids = np.empty(n, np.int32)
     _load_items(lowers, uppers, items, ids)
-    nrange, nkids, top, tasks, ends = _grow_tree(items, ids, n, leaf_size, constructor)
-    total = nkids.shape[0]
-    size = np.empty(total, np.int32)
-    pos = np.empty(total, np.int32)
+    return build_items(items, ids, leaf_size, constructor)[:3]
+
+
+def build_items(items, ids, leaf_size=1, constructor=SAH):
+    """``build`` from the boxes already in ``items`` ((n, 6) float32: lower, upper) with
+    ``ids`` = 0..n-1 (both permuted in place): ``(bounds, links, prims, split)``, ``split``
+    the tree's ``split_top`` for refits."""
+    n = items.shape[0]
+    nrange, nkids, ncb, size, pos = _scratch(2 ** (TOP_LEVELS + 1) + 2 * n)
+    top, tasks, ends = _grow_tree(items, ids, n, leaf_size, constructor, nrange, nkids, ncb)
     parallel = tasks.shape[0] > 1 and numba.get_num_threads() > 1
     if parallel:
         _sizes_tasks(nkids, nrange, tasks, ends, top, size)
@@ -504,6 +572,6 @@ def build(lowers, uppers, leaf_size=1, constructor=SAH):
         for j in range(tasks.shape[0]):
             _place(nkids, nrange, top + 2 * nrange[tasks[j], 0], ends[j], size, pos, links)
     bounds = np.empty((count, 6), np.float32)
-    _leaf_boxes_from_items(bounds, links, items)
-    refit_internal(bounds, links)
-    return bounds, links, ids
+    split = split_top(links)
+    boxes_from_items(bounds, links, items, split)
+    return bounds, links, ids, split

@@ -1,7 +1,9 @@
 """Refitting a BVH (:mod:`weft.geometry.bvh_build`'s layout): every node's box recomputed
-from the items' boxes without changing the topology, leaves in parallel, then the internal
-nodes bottom-up (the top of the tree split into subtrees refitted in parallel). It also holds
-the box primitives and constants the builder shares (the builder imports them from here)."""
+from the items' boxes without changing the topology, in one pass: the tree is cut below depth
+TOP_LEVELS into subtrees (``split_top``, computed once per tree), each a contiguous range of
+positions swept in reverse (leaf boxes from the items, internal nodes from their children) as
+one parallel task, largest first; then the few nodes above them. It also holds the box
+primitives and constants the builder shares (the builder imports them from here)."""
 import numba
 import numpy as np
 from numba import prange
@@ -30,17 +32,24 @@ def _fmax(a, b):
     return max(b, a)
 
 
-def refit(bounds, links, prims, lowers, uppers):
+def refit(bounds, links, prims, lowers, uppers, split=None):
     """Recompute every node's box from the items' boxes ``lowers``/``uppers`` without changing
-    the topology: leaves in parallel, then internal nodes (``refit_internal``). Boxes are
+    the topology (``split``: ``split_top(links)``, computed here when not given). Boxes are
     unions in Warp's order (``b < a ? b : a``)."""
-    _refit_leaves(bounds, links, prims, lowers, uppers)
-    refit_internal(bounds, links)
+    roots, tops = split_top(links) if split is None else split
+    if roots.shape[0] > 1 and numba.get_num_threads() > 1:
+        with numba.parallel_chunksize(1):
+            _refit_items_tasks(bounds, links, prims, lowers, uppers, roots)
+    else:
+        for j in range(roots.shape[0]):
+            _refit_items(bounds, links, prims, lowers, uppers, roots[j])
+    _refit_tops(bounds, links, tops)
 
 
-@numba.njit(parallel=True, **_JIT)
-def _refit_leaves(bounds, links, prims, lowers, uppers):
-    for p in prange(links.shape[0]):
+@numba.njit(inline="always", **_JIT)
+def _refit_items(bounds, links, prims, lowers, uppers, r):
+    """The subtree at position r, children first: leaves from the items, then unions."""
+    for p in range(links[r, 2] - 1, r - 1, -1):
         first = links[p, 0]
         if first >= 0:
             b = EMPTY6
@@ -51,13 +60,48 @@ def _refit_leaves(bounds, links, prims, lowers, uppers):
                      _fmax(uppers[t, 1], b[4]), _fmax(uppers[t, 2], b[5]))
             for k in range(6):
                 bounds[p, k] = b[k]
+        else:
+            _union_children(bounds, links, p)
 
 
 @numba.njit(parallel=True, **_JIT)
-def _leaf_boxes_from_items(bounds, links, items):
-    """Leaf boxes after a build, from the items permuted in leaf order (sequential reads; the
-    same unions as ``_refit_leaves``)."""
-    for p in prange(links.shape[0]):
+def _refit_items_tasks(bounds, links, prims, lowers, uppers, roots):
+    for j in prange(roots.shape[0]):
+        _refit_items(bounds, links, prims, lowers, uppers, roots[j])
+
+
+def split_top(links):
+    """The tree cut for parallel sweeps: ``(roots, tops)``, the subtrees below depth
+    TOP_LEVELS (largest first) and the internal nodes above them (pre-order); one root (0) and
+    no tops for a small tree."""
+    n = links.shape[0]
+    if n < SERIAL_BELOW:
+        return np.zeros(1 if n else 0, np.int64), np.zeros(0, np.int64)
+    roots = np.empty(2 ** (TOP_LEVELS + 1), np.int64)
+    tops = np.empty(2 ** (TOP_LEVELS + 1), np.int64)
+    nr, nt = _split_top(links, roots, tops, np.empty(2 * TOP_LEVELS + 4, np.int64),
+                        np.empty(2 * TOP_LEVELS + 4, np.int64))
+    roots = roots[:nr]
+    roots = roots[np.argsort(roots - links[roots, 2], kind="stable")]
+    return roots, tops[:nt].copy()
+
+
+def boxes_from_items(bounds, links, items, split):
+    """Every node's box after a build, from the items permuted in leaf order (sequential
+    reads; the same unions as ``refit``)."""
+    roots, tops = split
+    if roots.shape[0] > 1 and numba.get_num_threads() > 1:
+        with numba.parallel_chunksize(1):
+            _from_items_tasks(bounds, links, items, roots)
+    else:
+        for j in range(roots.shape[0]):
+            _from_items(bounds, links, items, roots[j])
+    _refit_tops(bounds, links, tops)
+
+
+@numba.njit(inline="always", **_JIT)
+def _from_items(bounds, links, items, r):
+    for p in range(links[r, 2] - 1, r - 1, -1):
         first = links[p, 0]
         if first >= 0:
             b = EMPTY6
@@ -66,6 +110,14 @@ def _leaf_boxes_from_items(bounds, links, items):
                      _fmax(items[i, 3], b[3]), _fmax(items[i, 4], b[4]), _fmax(items[i, 5], b[5]))
             for k in range(6):
                 bounds[p, k] = b[k]
+        else:
+            _union_children(bounds, links, p)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _from_items_tasks(bounds, links, items, roots):
+    for j in prange(roots.shape[0]):
+        _from_items(bounds, links, items, roots[j])
 
 
 @numba.njit(inline="always", **_JIT)
@@ -126,17 +178,15 @@ def _refit_tops(bounds, links, tops):
         _union_children(bounds, links, tops[j])
 
 
-def refit_internal(bounds, links):
+def refit_internal(bounds, links, split=None):
     """Every internal node's box, the union of its children's (leaves already set): the
-    subtrees below depth TOP_LEVELS in parallel, each a reverse sweep of its contiguous
-    positions, then the nodes above them."""
-    n = links.shape[0]
-    if n < SERIAL_BELOW or numba.get_num_threads() == 1:
-        _refit_range(bounds, links, 0, n)
-        return
-    roots = np.empty(2 ** (TOP_LEVELS + 1), np.int64)
-    tops = np.empty(2 ** (TOP_LEVELS + 1), np.int64)
-    nr, nt = _split_top(links, roots, tops, np.empty(2 * TOP_LEVELS + 4, np.int64),
-                        np.empty(2 * TOP_LEVELS + 4, np.int64))
-    _refit_subtrees(bounds, links, roots[:nr])
-    _refit_tops(bounds, links, tops[:nt])
+    subtrees of ``split`` (``split_top(links)``) in parallel, each a reverse sweep of its
+    contiguous positions, then the nodes above them."""
+    roots, tops = split_top(links) if split is None else split
+    if roots.shape[0] > 1 and numba.get_num_threads() > 1:
+        with numba.parallel_chunksize(1):
+            _refit_subtrees(bounds, links, roots)
+    else:
+        for j in range(roots.shape[0]):
+            _refit_range(bounds, links, roots[j], links[roots[j], 2])
+    _refit_tops(bounds, links, tops)

@@ -24,7 +24,8 @@ import numba
 import numpy as np
 from numba import prange
 
-from . import bvh_build, mesh_winding
+from . import bvh_build, bvh_refit, mesh_winding
+from .bvh_refit import _union_children
 
 CONSTRUCTORS = {"sah": bvh_build.SAH, "median": bvh_build.MEDIAN, "lbvh": bvh_build.SAH}
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
@@ -110,13 +111,17 @@ class Bvh:
             return
         self.bounds, self.links, self.prims = bvh_build.build(
             self.lowers, self.uppers, self.leaf_size, self.constructor)
+        self._split = None
 
     def refit(self):
         """Recompute the node boxes from the current ``lowers``/``uppers`` (same topology)."""
         _check_finite(self.lowers, "lowers")
         _check_finite(self.uppers, "uppers")
         if self.num_items:
-            bvh_build.refit(self.bounds, self.links, self.prims, self.lowers, self.uppers)
+            if self._split is None:
+                self._split = bvh_build.split_top(self.links)
+            bvh_build.refit(self.bounds, self.links, self.prims, self.lowers, self.uppers,
+                            self._split)
 
     def arrays(self):
         """``(bounds, links, prims, lowers, uppers)`` for ``bvh_query``."""
@@ -135,6 +140,13 @@ def _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
     (no square root or division), which is enough unless the ratio is within 0.1% of the
     threshold or the squares leave float32's normal range: then the float32 square root and
     division decide, exactly as Warp computes them."""
+    return _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz)[0]
+
+
+@numba.njit(inline="always", **_JIT)
+def _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz):
+    """``(_is_sliver, edge-length sum)``: the squared edge lengths are shared (``|a - b|^2``
+    is the same float32 value whichever way the difference is taken)."""
     e0x = bx - ax
     e0y = by - ay
     e0z = bz - az
@@ -147,15 +159,18 @@ def _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
     nx = e0y * e1z - e0z * e1y
     ny = e0z * e1x - e0x * e1z
     nz = e0x * e1y - e0y * e1x
-    s = (e0x * e0x + e0y * e0y + e0z * e0z) + (e1x * e1x + e1y * e1y + e1z * e1z) + \
-        (e2x * e2x + e2y * e2y + e2z * e2z)
+    l0 = e0x * e0x + e0y * e0y + e0z * e0z
+    l1 = e1x * e1x + e1y * e1y + e1z * e1z
+    l2 = e2x * e2x + e2y * e2y + e2z * e2z
+    edges = (np.float32(np.sqrt(l0)) + np.float32(np.sqrt(l1))) + np.float32(np.sqrt(l2))
+    s = (l0 + l1) + l2
     n2 = nx * nx + ny * ny + nz * nz
     t2 = np.float32(1e-12) * (s * s)
     if n2 > np.float32(1.001) * t2 and t2 > np.float32(1e-30) and n2 < np.float32(1e30):
-        return False
+        return False, edges
     if n2 < np.float32(0.999) * t2 and n2 > np.float32(1e-30) and t2 < np.float32(1e30):
-        return True
-    return mesh_geom_length(nx, ny, nz) / s < np.float32(1e-6)
+        return True, edges
+    return mesh_geom_length(nx, ny, nz) / s < np.float32(1e-6), edges
 
 
 @numba.njit(inline="always", **_JIT)
@@ -176,16 +191,16 @@ def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
 
 
 @numba.njit(inline="always", **_JIT)
-def _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, lowers, uppers):
-    """Triangle t's box (Warp's ``bounds3::add_point`` of its vertices) into ``lowers[t]``/
-    ``uppers[t]``; returns the sum of its edge lengths (``|p0 - p1| + |p0 - p2| + |p2 -
+def _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, items):
+    """Triangle t's box (Warp's ``bounds3::add_point`` of its vertices) into ``items[t]``
+    (lower, upper); returns the sum of its edge lengths (``|p0 - p1| + |p0 - p2| + |p2 -
     p1|``, Warp's order)."""
-    lowers[t, 0] = min(min(ax, bx), cx)
-    lowers[t, 1] = min(min(ay, by), cy)
-    lowers[t, 2] = min(min(az, bz), cz)
-    uppers[t, 0] = max(max(ax, bx), cx)
-    uppers[t, 1] = max(max(ay, by), cy)
-    uppers[t, 2] = max(max(az, bz), cz)
+    items[t, 0] = min(min(ax, bx), cx)
+    items[t, 1] = min(min(ay, by), cy)
+    items[t, 2] = min(min(az, bz), cz)
+    items[t, 3] = max(max(ax, bx), cx)
+    items[t, 4] = max(max(ay, by), cy)
+    items[t, 5] = max(max(az, bz), cz)
     return (mesh_geom_length(ax - bx, ay - by, az - bz) +
             mesh_geom_length(ax - cx, ay - cy, az - cz)) + \
         mesh_geom_length(cx - bx, cy - by, cz - bz)
@@ -200,20 +215,14 @@ def _vertices(points, indices, t):
             points[m, 0], points[m, 1], points[m, 2])
 
 
-@numba.njit(inline="always", **_JIT)
-def _tri_row(points, indices, t, tris, k, lowers, uppers):
-    """Triangle t: its row k of ``tris``, its box, its edge-length sum (returned)."""
-    ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
-    _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
-    return _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, lowers, uppers)
-
-
 @numba.njit(parallel=True, **_JIT)
-def _triangle_boxes(points, indices, lowers, uppers, edges):
-    """Before a build: every triangle's box and edge-length sum, in triangle order."""
-    for t in prange(lowers.shape[0]):
+def _triangle_boxes(points, indices, items, ids, edges):
+    """Before a build: every triangle's box (the builder's items, numbered) and edge-length
+    sum, in triangle order."""
+    for t in prange(items.shape[0]):
         ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
-        edges[t] = _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, lowers, uppers)
+        edges[t] = _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, items)
+        ids[t] = t
 
 
 @numba.njit(**_JIT)
@@ -226,31 +235,26 @@ def _average_edge(edges):
 
 
 @numba.njit(parallel=True, **_JIT)
-def _fill_tris(points, indices, prims, tris, inv):
+def _fill_tris(points, indices, prims, tris, rows):
     """After a build: the rows in leaf order (row k is triangle ``prims[k]``'s, written
-    sequentially) and the inverse permutation."""
+    sequentially) and their vertex indices ``rows`` (a refit reads them sequentially)."""
     for k in prange(prims.shape[0]):
         t = prims[k]
-        inv[t] = k
+        for j in range(3):
+            rows[k, j] = indices[3 * t + j]
         ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
         _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
 
 
-@numba.njit(parallel=True, **_JIT)
-def _refit_rows(points, indices, inv, tris, lowers, uppers, edges):
-    """A refit's per-triangle pass, in triangle order (``indices``, ``lowers``, ``uppers`` and
-    ``edges`` are read and written sequentially; each row goes to its leaf-order slot
-    ``inv[t]``)."""
-    for t in prange(lowers.shape[0]):
-        edges[t] = _tri_row(points, indices, t, tris, inv[t], lowers, uppers)
-
-
-@numba.njit(parallel=True, **_JIT)
-def _refit_leaf_boxes(bounds, links, tris):
-    """Each leaf's box: the union of its rows' boxes in leaf order (Warp's refit order)."""
-    for p in prange(links.shape[0]):
+@numba.njit(inline="always", **_JIT)
+def _refit_subtree(points, rows, prims, tris, edges, bounds, links, r):
+    """A refit of the subtree at position r in one reverse sweep: a leaf's rows (vertices,
+    sliver flag) and edge-length sums are rewritten and its box is their union (in leaf order,
+    Warp's refit order), an internal node's box the union of its children's."""
+    for p in range(links[r, 2] - 1, r - 1, -1):
         first = links[p, 0]
         if first < 0:
+            _union_children(bounds, links, p)
             continue
         b0 = np.float32(3.4028234663852886e38)
         b1 = b0
@@ -259,18 +263,47 @@ def _refit_leaf_boxes(bounds, links, tris):
         b4 = -b0
         b5 = -b0
         for k in range(first, links[p, 1]):
-            b0 = min(b0, min(min(tris[k, 0], tris[k, 3]), tris[k, 6]))
-            b1 = min(b1, min(min(tris[k, 1], tris[k, 4]), tris[k, 7]))
-            b2 = min(b2, min(min(tris[k, 2], tris[k, 5]), tris[k, 8]))
-            b3 = max(b3, max(max(tris[k, 0], tris[k, 3]), tris[k, 6]))
-            b4 = max(b4, max(max(tris[k, 1], tris[k, 4]), tris[k, 7]))
-            b5 = max(b5, max(max(tris[k, 2], tris[k, 5]), tris[k, 8]))
+            i = rows[k, 0]
+            j = rows[k, 1]
+            m = rows[k, 2]
+            ax, ay, az = points[i, 0], points[i, 1], points[i, 2]
+            bx, by, bz = points[j, 0], points[j, 1], points[j, 2]
+            cx, cy, cz = points[m, 0], points[m, 1], points[m, 2]
+            tris[k, 0] = ax
+            tris[k, 1] = ay
+            tris[k, 2] = az
+            tris[k, 3] = bx
+            tris[k, 4] = by
+            tris[k, 5] = bz
+            tris[k, 6] = cx
+            tris[k, 7] = cy
+            tris[k, 8] = cz
+            sliver, edges[prims[k]] = _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
+            tris[k, 9] = 1.0 if sliver else 0.0
+            b0 = min(b0, min(min(ax, bx), cx))
+            b1 = min(b1, min(min(ay, by), cy))
+            b2 = min(b2, min(min(az, bz), cz))
+            b3 = max(b3, max(max(ax, bx), cx))
+            b4 = max(b4, max(max(ay, by), cy))
+            b5 = max(b5, max(max(az, bz), cz))
         bounds[p, 0] = b0
         bounds[p, 1] = b1
         bounds[p, 2] = b2
         bounds[p, 3] = b3
         bounds[p, 4] = b4
         bounds[p, 5] = b5
+
+
+@numba.njit(parallel=True, **_JIT)
+def _refit_tasks(points, rows, prims, tris, edges, bounds, links, roots):
+    for j in prange(roots.shape[0]):
+        _refit_subtree(points, rows, prims, tris, edges, bounds, links, roots[j])
+
+
+@numba.njit(**_JIT)
+def _refit_serial(points, rows, prims, tris, edges, bounds, links, roots):
+    for j in range(roots.shape[0]):
+        _refit_subtree(points, rows, prims, tris, edges, bounds, links, roots[j])
 
 
 class Mesh:
@@ -330,6 +363,20 @@ class Mesh:
         self.refit()
 
     @property
+    def lowers(self):
+        """The triangles' box lower corners ((m, 3) float32, triangle order), computed from the
+        current points on access (the build keeps them only as its items)."""
+        return self._tri_points().min(axis=1)
+
+    @property
+    def uppers(self):
+        """The triangles' box upper corners, as ``lowers``."""
+        return self._tri_points().max(axis=1)
+
+    def _tri_points(self):
+        return self._points[self.indices.reshape(-1, 3)]
+
+    @property
     def velocities(self):
         return self._velocities
 
@@ -341,19 +388,25 @@ class Mesh:
         """Build the BVH anew from the current points."""
         _check_finite(self._points, "Mesh points")
         m = self.num_tris
-        self.lowers = np.empty((m, 3), np.float32)
-        self.uppers = np.empty((m, 3), np.float32)
         self._edges = np.empty(m, np.float32)
         self.tris = np.empty((m, 12), np.float32)
-        self.bvh = Bvh.__new__(Bvh)
-        self.bvh.lowers, self.bvh.uppers = self.lowers, self.uppers
-        self.bvh.constructor, self.bvh.leaf_size = self.constructor, self.leaf_size
+        self._rows = np.empty((m, 3), np.int32)   # each row's vertex indices (leaf order)
+        # the tree's arrays; the triangles' boxes exist only as the builder's items
+        self.bvh = b = Bvh.__new__(Bvh)
+        b.lowers = b.uppers = None
+        b.constructor, b.leaf_size = self.constructor, self.leaf_size
         if m:
-            _triangle_boxes(self._points, self.indices, self.lowers, self.uppers, self._edges)
-        self.bvh._build(check=False)
-        self._inv = np.empty(m, np.int32)        # triangle -> its row (leaf order)
-        if m:
-            _fill_tris(self._points, self.indices, self.bvh.prims, self.tris, self._inv)
+            items = np.empty((m, 6), np.float32)
+            ids = np.empty(m, np.int32)
+            _triangle_boxes(self._points, self.indices, items, ids, self._edges)
+            b.bounds, b.links, b.prims, self._split = bvh_build.build_items(
+                items, ids, self.leaf_size, self.constructor)
+            _fill_tris(self._points, self.indices, b.prims, self.tris, self._rows)
+        else:
+            b.bounds = np.zeros((0, 6), np.float32)
+            b.links = np.zeros((0, 4), np.int32)
+            b.prims = np.zeros(0, np.int32)
+            self._split = bvh_refit.split_top(b.links)
         self._finish()
 
     def refit(self):
@@ -361,10 +414,15 @@ class Mesh:
         _check_finite(self._points, "Mesh points")
         b = self.bvh
         if self.num_tris:
-            _refit_rows(self._points, self.indices, self._inv, self.tris, self.lowers,
-                        self.uppers, self._edges)
-            _refit_leaf_boxes(b.bounds, b.links, self.tris)
-            bvh_build.refit_internal(b.bounds, b.links)
+            roots, tops = self._split
+            args = (self._points, self._rows, b.prims, self.tris, self._edges, b.bounds,
+                    b.links, roots)
+            if roots.shape[0] > 1 and numba.get_num_threads() > 1:
+                with numba.parallel_chunksize(1):
+                    _refit_tasks(*args)
+            else:
+                _refit_serial(*args)
+            bvh_refit._refit_tops(b.bounds, b.links, tops)
         self._finish()
 
     def _finish(self):
