@@ -36,7 +36,8 @@ def test_type_mismatch_location_and_caret():
     assert text.startswith(f"{__file__}:{line}:12: in kernel 'k_type_mismatch':\n")
     assert "(float32, float64)" in text and "signatures" in text
     src_line, caret = text.splitlines()[1:3]
-    assert text.splitlines()[3].startswith("no signature of '+' accepts")
+    assert text.splitlines()[3].startswith(
+        "Input types must be the same, got ['float32', 'float64']: no signature of '+' accepts")
     assert src_line.strip() == "a[i] = a[i] + b[i]  # MISMATCH"
     # the caret sits under the start of the offending expression
     assert caret.index("^") == src_line.index("a[i] + b[i]")

@@ -69,8 +69,11 @@ def apply_builtin(ctx, b, args, node, attrs=None):
     if rtype is None:
         given = ", ".join(T.type_name(t) for t in types)
         sigs = "\n".join("    " + s for s in b.sigs)
-        raise ctx.fail(node, f"no signature of '{_OPERATORS.get(b.name, b.name)}' accepts "
-                       f"({given}); signatures:\n{sigs}", KernelTypeError)
+        warp = ""
+        if len(types) == 2 and all(T.is_scalar(t) for t in types) and types[0] != types[1]:
+            warp = f"Input types must be the same, got {[T.type_name(t) for t in types]}: "
+        raise ctx.fail(node, f"{warp}no signature of '{_OPERATORS.get(b.name, b.name)}' "
+                       f"accepts ({given}); signatures:\n{sigs}", KernelTypeError)
     args = [literals.typed(a) for a in args]
     return ctx.emit(ir.Prim(b, args, dict(attrs)), rtype, node)
 
