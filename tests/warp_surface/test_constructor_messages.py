@@ -76,3 +76,23 @@ def test_transform_from_the_wrong_number_of_scalars():
     with pytest.raises(RuntimeError, match=r"incompatible number of values given \(3\) when "
                        r"constructing a transform; expected 0, 1, or 7$"):
         wp.launch(k, dim=1)
+
+
+def test_typed_constructors_accept_agreeing_shape_and_dtype_keywords():
+    mat32d = wp.types.matrix((3, 2), wp.float64)
+
+    @wp.kernel
+    def k(o: wp.array(dtype=mat32d)):
+        o[0] = mat32d(wp.float64(2.0), shape=(3, 2))
+        o[1] = mat32d(wp.float64(3.0), dtype=wp.float64)
+
+    o = wp.zeros(2, dtype=mat32d)
+    wp.launch(k, 1, inputs=[o])
+    assert (o.numpy()[0] == 2.0).all() and (o.numpy()[1] == 3.0).all()
+
+    @wp.kernel
+    def bad(o: wp.array(dtype=mat32d)):
+        o[0] = mat32d(wp.float64(1.0), shape=(2, 3))
+
+    with pytest.raises(wp.KernelError, match=r"has shape \(3, 2\), got shape=\(2, 3\)"):
+        wp.launch(bad, 1, inputs=[o])

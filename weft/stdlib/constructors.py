@@ -103,6 +103,16 @@ def _construct(t):
         nodes = list(node.args)
         parts = {}
         for k in node.keywords:
+            if k.arg in ("shape", "length", "dtype"):  # Warp accepts them when they agree
+                given = ctx.static_value(k.value, f"{T.type_name(t)}({k.arg}=...)")
+                own = {"shape": tuple(t._shape_), "length": t._length_}.get(k.arg)
+                ok = T.as_scalar_type(given) is T.scalar_of(t) if k.arg == "dtype" else \
+                    (tuple(given) if isinstance(given, (tuple, list)) else given) == own
+                if not ok:
+                    raise ctx.fail(k, f"{T.type_name(t)}() has {k.arg} {own if own else ''}"
+                                   f"{T.type_name(T.scalar_of(t)) if k.arg == 'dtype' else ''}"
+                                   f", got {k.arg}={given!r}")
+                continue
             if not (is_tf and k.arg in ("p", "q")):
                 raise ctx.fail(k, f"{T.type_name(t)}() takes no keyword '{k.arg}'"
                                + (" (it takes p and q)" if is_tf else ""))
