@@ -96,7 +96,8 @@ def convert_arg(where, ptype, value, device):
     if isinstance(ptype, T.ArrayType):
         if value is None:  # Warp's null array: no elements, false as a condition
             return null_array(ptype, device)
-        if isinstance(value, np.ndarray) and not device.is_cuda:
+        if not isinstance(value, array) and isinstance(value, np.ndarray) and \
+                not device.is_cuda:
             value = _numpy_argument(where, ptype, value, device)
         if not isinstance(value, array):
             raise LaunchError(f"{where}: expected a wp.array of {T.type_name(ptype.dtype)}, got "

@@ -273,8 +273,8 @@ def _may_act(ctx, n):
         callee = ctx.resolve(n.func)
     except Exception:  # noqa: BLE001 - reported where it is lowered
         return True
-    return not (isinstance(callee, (registry.Builtin, type)) or callee in (
-        abs, min, max, float, int, bool, round, pow))
+    return not (isinstance(callee, (registry.Builtin, type)) or callee in (abs, min, max, round,
+                                                                          pow))
 
 
 def _branch_zero(ctx, node):
