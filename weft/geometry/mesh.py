@@ -174,8 +174,8 @@ def _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz):
 
 
 @numba.njit(inline="always", **_JIT)
-def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
-    """Row k of ``tris``: the vertices, the sliver flag, zeros."""
+def _store_vertices(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
+    """Columns 0-8 of row k of ``tris``: the triangle's vertices."""
     tris[k, 0] = ax
     tris[k, 1] = ay
     tris[k, 2] = az
@@ -185,6 +185,12 @@ def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
     tris[k, 6] = cx
     tris[k, 7] = cy
     tris[k, 8] = cz
+
+
+@numba.njit(inline="always", **_JIT)
+def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
+    """Row k of ``tris``: the vertices, the sliver flag, zeros."""
+    _store_vertices(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
     tris[k, 9] = 1.0 if _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz) else 0.0
     tris[k, 10] = 0.0
     tris[k, 11] = 0.0
@@ -269,15 +275,7 @@ def _refit_subtree(points, rows, prims, tris, edges, bounds, links, r):
             ax, ay, az = points[i, 0], points[i, 1], points[i, 2]
             bx, by, bz = points[j, 0], points[j, 1], points[j, 2]
             cx, cy, cz = points[m, 0], points[m, 1], points[m, 2]
-            tris[k, 0] = ax
-            tris[k, 1] = ay
-            tris[k, 2] = az
-            tris[k, 3] = bx
-            tris[k, 4] = by
-            tris[k, 5] = bz
-            tris[k, 6] = cx
-            tris[k, 7] = cy
-            tris[k, 8] = cz
+            _store_vertices(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
             sliver, edges[prims[k]] = _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
             tris[k, 9] = 1.0 if sliver else 0.0
             b0 = min(b0, min(min(ax, bx), cx))
