@@ -210,9 +210,8 @@ def _warm_on_worker(kernels, example):
     from .runtime.cache import STATS
     before = {k: len(v) for k, v in STATS.items()}
     t0 = time.perf_counter()
-    for k in kernels:
-        if not getattr(k, "is_generic", False):
-            k.compiled("cpu")
+    from .runtime.ahead import load_kernels
+    load_kernels(list(kernels), "cpu", 1)  # as wp.load_module: forward and adjoint
     if example is not None:
         example()
     return {"seconds": time.perf_counter() - t0,
@@ -221,11 +220,12 @@ def _warm_on_worker(kernels, example):
 
 def warm(client, kernels=(), example=None):
     """Compile ahead on every worker. Each kernel's generated module is loaded (transpiled
-    once per machine: the others read the machine's cache); ``example``, a function of no
+    once per machine: the others read the machine's cache) and its forward and adjoint
+    compiled as ``wp.load_module`` does (contiguous arrays); ``example``, a function of no
     arguments (``lambda: run(items[0])``), runs once on every worker so that Numba compiles
-    the kernels for the argument types the tasks use. One worker per machine goes first; the
-    others then load the machine code it cached. Generic kernels are compiled by ``example``
-    only (their types come from the launch).
+    the kernels for any other argument types the tasks use. One worker per machine goes
+    first; the others then load the machine code it cached. Generic kernels are compiled by
+    ``example`` only (their types come from the launch).
 
     Returns ``{worker address: {"seconds", "transpiled", "compiled"}}``: what each worker
     did (``transpiled``: generated modules built; ``compiled``: functions Numba compiled

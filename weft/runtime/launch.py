@@ -124,9 +124,7 @@ def bound_forward(ck, dims, values, device):
     CUDA, debug builds and ``verify_fp`` go through :func:`run`."""
     if device.is_cuda or ck.abi.debug_sites is not None or config.verify_fp:
         return (lambda: run(ck, "forward", dims, values, device)), None
-    n = dims[0] if len(dims) == 1 else _size(dims)
-    return ck.entry("forward", "serial" if n < config.serial_threshold else "cpu"), \
-        (dims, *values)
+    return ck.entry("forward", "cpu"), (dims, *values)
 
 
 def run(ck, kind, dims, values, device):
@@ -136,14 +134,14 @@ def run(ck, kind, dims, values, device):
         raise KernelError(ck.abi.no_derivative, src.filename, src.first_line, 0,
                           src.lines[src.first_line - 1], ck.key)
     if not device.is_cuda:
-        n = dims[0] if len(dims) == 1 else _size(dims)
-        target = "serial" if n < config.serial_threshold else "cpu"
+        target = "cpu"  # every core, or the calling thread for small launches (stdlib.pool)
         if kind == "adjoint" and len(dims) > 1 and ck.abi.tid_dims <= 1:
             # wp.tid() into one name is the first index: threads share it, so the adjoint's
             # plain accumulation at "own" indices would race; run it without threads
             target = "serial"
         fn = ck.entry(kind, target)
-        if kind == "forward" and target == "serial" and ck.kernel._fast is None:
+        if kind == "forward" and ck.kernel._fast is None and \
+                _size(dims) < config.serial_threshold:
             FastLaunch.enable(ck, fn)
         _call(ck, kind, fn, dims, values)
         return
@@ -508,10 +506,8 @@ def adjoint_tangent(ck, dims, args, values, adj, tans, tadj, device, what):
                                           device))
     tadj = [None if a is None else t if t is not None else np.zeros_like(a)
             for a, t in zip(adj, tadj)]
-    n = dims[0] if len(dims) == 1 else _size(dims)
-    target = "serial" if n < config.serial_threshold or (
-        len(dims) > 1 and ck.abi.tid_dims <= 1) else "cpu"
-    fn = getattr(hvp_module(ck), ck.abi.entries["adjoint"][target] + "__hvp")
+    # the second-order code is the tangent of the serial adjoint (one loop, atomics)
+    fn = getattr(hvp_module(ck), ck.abi.entries["adjoint"]["serial"] + "__hvp")
     _call_once(ck, "adjoint-tangent", fn, dims, values + adj + tan_values + tadj)
 
 

@@ -62,8 +62,9 @@ class Module:
             self.options.update(options)
 
     def load(self, device=None, block_dim=None):
-        """A no-op kept for Warp compatibility: weft compiles each kernel on first launch
-        (compile-ahead is planned). Returns True, as Warp's successful load."""
+        """Compile this module's kernels ahead (:func:`load_module`). Returns True, as Warp's
+        successful load."""
+        _load([self.name], device, None)
         return True
 
     def hash_module(self):
@@ -154,13 +155,37 @@ def get_module_options(module=None):
 
 
 def load_module(module=None, device=None, recursive=False, block_dim=None, max_workers=None):
-    """A no-op that accepts Warp's arguments: weft compiles each kernel lazily on its first
-    launch and caches it on disk, so there is no module to load ahead yet (a compile-ahead
-    mode is planned)."""
+    """Compile the kernels of a Python module ahead of their launches (the calling module by
+    default; else a module, its name or a :class:`Module`; ``recursive``: its submodules'
+    too), as Warp's ``wp.load_module``. ``max_workers`` above 1 shares the compiles with
+    worker processes (default ``wp.config.load_module_max_workers``). See
+    :mod:`weft.runtime.ahead` for what is compiled."""
+    m = _module_of(module, 2)
+    names = [m.name]
+    if recursive:
+        from ..lang import DECLARED
+        names += [n for n in DECLARED if n.startswith(m.name + ".")]
+    _load(names, device, max_workers)
 
 
 def force_load(device=None, modules=None, block_dim=None, max_workers=None):
-    """A no-op that accepts Warp's arguments (see :func:`load_module`)."""
+    """Compile ahead the kernels of every Python module that declared one (or of
+    ``modules``), as Warp's ``wp.force_load`` (see :func:`load_module`)."""
+    from ..lang import DECLARED
+    if modules is None:
+        names = list(DECLARED)
+    else:
+        names = [_module_of(m, 2).name for m in modules]
+    _load(names, device, max_workers)
+
+
+def _load(names, device, max_workers):
+    from .ahead import kernels_of, load_kernels
+    from .device import get_device
+    devices = device if isinstance(device, (list, tuple)) else [device]
+    for d in devices:
+        dev = get_device(d)
+        load_kernels(kernels_of(names), "cuda" if dev.is_cuda else "cpu", max_workers)
 
 
 def clear_kernel_cache():

@@ -1,0 +1,179 @@
+"""Compile ahead of launches: ``wp.load_module`` and ``wp.force_load``.
+
+weft compiles lazily: a kernel's generated module on its first launch, each entry (forward,
+adjoint) when it is first called, for the argument types of that call (Numba specialises on
+them). Loading a module ahead transpiles every kernel of the module and compiles, for the CPU,
+the forward and the adjoint chunk functions for the argument types a launch passes when its
+arrays are contiguous and, for the adjoint, every differentiable array has a gradient (a
+recorded launch under a tape with ``requires_grad=True`` arrays). A launch with other types
+(a strided view, an array without a gradient) compiles that variant when it happens, as
+without ``load_module``; nothing ahead changes what runs. Compiled code goes to the disk cache
+as always, so a later process loads it.
+
+With ``max_workers`` above 1 (Warp's argument; default ``wp.config.load_module_max_workers``),
+the compiles are shared between this process and ``max_workers - 1`` worker processes, which
+compile their share into the disk cache; this process then loads them. Each worker pays
+Python's, NumPy's and Numba's start (about 0.5 s here), so this pays for modules of several
+kernels. Without a writable cache the compiles run here.
+
+Generic kernels (parameters typed ``Any``) compile for the types they are launched with, at
+the launch; debug-mode kernels and kernels for CUDA devices are transpiled ahead and compile on
+their first launch.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from .. import config
+
+WORKER = r'''
+import pickle, sys
+jobs = pickle.load(open(sys.argv[1], "rb"))
+from weft.runtime.ahead import compile_jobs
+compile_jobs(jobs)
+'''
+
+
+def sample_values(ck):
+    """The generated kernel's argument values for a launch with null arrays, zero scalars
+    and zero vectors (the types a contiguous launch passes)."""
+    from .. import types as T
+    from .args import convert_arg
+    from .device import get_device
+    device = get_device("cpu")
+    out = []
+    for name, t in ck.params:
+        if isinstance(t, T.ArrayType):
+            out.append(convert_arg(ck.where(name), t, None, device))
+        elif T.is_composite(t):
+            out.append(convert_arg(ck.where(name), t, np.zeros(t._length_), device))
+        else:
+            out.append(convert_arg(ck.where(name), t, 0, device))
+    return out
+
+
+def entry_jobs(ck):
+    """``[(module name, function name, arguments)]``: the chunk functions a typical launch of
+    compiled kernel ``ck`` calls, with sample arguments of the types it passes."""
+    abi = ck.abi
+    if abi.debug_sites is not None:
+        return []
+    values = sample_values(ck)
+    head = [(0,) * max(1, abi.tid_dims), 0, 0, 0]
+    modname = ck.module.__name__
+    jobs = [(modname, abi.entries["forward"]["cpu"] + "_chunk", head + values)]
+    backward = ck.kernel.options.get("enable_backward",
+                                     ck.kernel._module.options.get("enable_backward"))
+    if not abi.no_derivative and not abi.tie_arrays and backward is not False:
+        adj = [np.zeros_like(v) for p, v in zip(abi.params, values) if p.adjoint is not None]
+        jobs.append((modname, abi.entries["adjoint"]["cpu"] + "_chunk", head + values + adj))
+    return jobs
+
+
+def compile_jobs(jobs):
+    """Compile each job's function for the types of its arguments (from the disk cache when
+    it is there)."""
+    import numba
+
+    from . import cache
+    for modname, fname, args in jobs:
+        mod = cache.load_or_build(modname.split(".", 1)[1], _not_cached(modname))
+        fn = getattr(mod, fname)
+        fn.compile(tuple(numba.typeof(a) for a in args))
+
+
+def _not_cached(modname):
+    def build():
+        raise RuntimeError(f"weft: generated module {modname} is not in the cache")
+    return build
+
+
+def _cost(job):
+    """A compile's cost, guessed from the size of the function's source."""
+    import inspect
+    modname, fname, _ = job
+    try:
+        return len(inspect.getsource(getattr(sys.modules[modname], fname).py_func))
+    except (OSError, TypeError, AttributeError, KeyError):
+        return 1
+
+
+def kernels_of(names):
+    """The kernels declared in the Python modules ``names``."""
+    from ..lang import DECLARED
+    from .kernel import Kernel
+    return [fn for name in names for fn in DECLARED.get(name, ()) if isinstance(fn, Kernel)]
+
+
+def load_kernels(kernels, device_kind="cpu", max_workers=None):
+    """Transpile ``kernels`` and compile their typical CPU entries, sharing the compiles with
+    ``max_workers - 1`` worker processes. Returns the number of entries compiled or loaded."""
+    from .. import diskcache
+    from .cache import cache_dir
+    t0 = time.perf_counter()
+    jobs = []
+    kernels = [k for k in kernels if not k.is_generic]  # typed by their launches
+    for k in kernels:
+        ck = k.compiled(device_kind)
+        if device_kind == "cpu":
+            jobs += entry_jobs(ck)
+    workers = config.load_module_max_workers if max_workers is None else max_workers
+    workers = max(1, int(workers or 1))
+    if workers > 1 and len(jobs) > 1 and cache_dir() is not None and diskcache.writable():
+        _compile_shared(jobs, workers)
+    else:
+        compile_jobs(jobs)
+    for k in kernels:  # the launches' first calls: loaded, no compile message
+        for ck in k._compiled.values():
+            ck.called.update(ck.entry(kind, "cpu") for kind in ("forward", "adjoint"))
+    took = time.perf_counter() - t0
+    if took > config.compile_message_seconds and not config.quiet:
+        print(f"Module load of {len(kernels)} kernel(s) on device '{device_kind}' took "
+              f"{took * 1e3:.0f} ms (weft: {len(jobs)} entries compiled ahead with "
+              f"{workers} worker(s))", file=sys.stderr, flush=True)
+    return len(jobs)
+
+
+def _compile_shared(jobs, workers):
+    """Split ``jobs`` by cost between this process and ``workers - 1`` worker processes."""
+    jobs = sorted(jobs, key=_cost, reverse=True)
+    shares = [[] for _ in range(min(workers, len(jobs)))]
+    loads = [0] * len(shares)
+    for job in jobs:  # greedy: the dearest job to the least loaded
+        k = loads.index(min(loads))
+        shares[k].append(job)
+        loads[k] += _cost(job)
+    procs = []
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [_weft_root(), env.get("PYTHONPATH")] if p)
+    from .cache import cache_dir
+    env["WEFT_CACHE_DIR"] = cache_dir()
+    for share in shares[1:]:
+        fd, path = tempfile.mkstemp(suffix=".pkl")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(share, f)
+        procs.append((subprocess.Popen([sys.executable, "-c", WORKER, path], env=env,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE),
+                      path, share))
+    compile_jobs(shares[0])
+    for proc, path, share in procs:
+        _, err = proc.communicate()
+        os.unlink(path)
+        # what a worker could not do (or did not finish) is compiled here; the rest loads
+        # from the cache its worker filled
+        compile_jobs(share)
+        if proc.returncode and not config.quiet:
+            print(f"weft: a compile worker failed (compiled here instead): "
+                  f"{err.decode(errors='replace').strip().splitlines()[-1:]}",
+                  file=sys.stderr, flush=True)
+
+
+def _weft_root():
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
