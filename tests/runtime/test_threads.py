@@ -1,5 +1,5 @@
 """CPU kernels run on every core through weft's pool (weft.stdlib.pool): each worker runs a
-slice of the launch; arrays only accumulated into are added into directly by worker 0 and
+slice of the launch (kernels measured cheap run in the calling thread); arrays only accumulated into are added into directly by worker 0 and
 through private copies by the others (summed after the join), also for strided arrays, where
 worker 0 has a copy too. Results are checked against NumPy, for launches from several Python
 threads at once and with one Numba thread."""
@@ -23,6 +23,27 @@ def scatter(x: wp.array(dtype=float), idx: wp.array(dtype=int), out: wp.array(dt
 def scale(x: wp.array(dtype=float), s: float, y: wp.array(dtype=float)):
     i = wp.tid()
     y[i] = s * x[i]
+
+
+@pytest.fixture(autouse=True)
+def every_launch_threaded(monkeypatch):
+    """Small test launches would run in the calling thread once measured as cheap."""
+    monkeypatch.setattr(pool, "MIN_PARALLEL_SECONDS", 0.0)
+
+
+def test_cheap_kernels_run_in_the_calling_thread(monkeypatch):
+    monkeypatch.setattr(pool, "MIN_PARALLEL_SECONDS", 1.0)
+    calls = []
+
+    def chunk(dim, lo, hi, w, *args):
+        calls.append(w)
+
+    for _ in range(4):
+        pool.run(chunk, (10_000,), ())
+    # the first launch may compile (not a measurement) and the second is measured, both with
+    # every thread; the others were measured cheap: one slice in the calling thread
+    t = numba.get_num_threads()
+    assert sorted(calls[:2 * t]) == sorted(list(range(t)) * 2) and calls[2 * t:] == [0, 0]
 
 
 def _data(n, m, seed=0):

@@ -9,9 +9,11 @@ chunk function releases the GIL. Why not Numba's ``parallel=True``: its parfor p
 against 0.7-0.9 s as a chunk function), while a launch through this pool costs about as much
 as a parfor's (about 20 us on this project's 2-core machine).
 
-Launches of fewer than ``wp.config.serial_threshold`` indices, launches with one thread
-(``numba.set_num_threads(1)``) and launches without the JIT (``NUMBA_DISABLE_JIT=1``, for
-stepping through generated code) run in the calling thread. Python threads may launch
+Launches of fewer than ``wp.config.serial_threshold`` indices, launches of a kernel measured
+to take under ``MIN_PARALLEL_SECONDS`` on one thread (each chunk function's time per index is
+kept from its launches), launches with one thread (``numba.set_num_threads(1)``) and launches
+without the JIT (``NUMBA_DISABLE_JIT=1``, for stepping through generated code) run in the
+calling thread. Python threads may launch
 concurrently: each launch waits for its own slices only. An exception in any slice is raised
 in the launching thread once every slice has finished.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+from time import perf_counter
 
 import numba
 
@@ -77,22 +80,50 @@ def _size(dim):
     return n
 
 
+#: a launch expected to take less than this on one thread runs in the calling thread: handing
+#: slices to the pool's threads costs 30-60 us on this project's machine (waking a thread and
+#: passing it the GIL), and memory-bound kernels gain less than 2x from two cores
+MIN_PARALLEL_SECONDS = 5e-4
+_per_index = {}  # chunk function -> seconds per launch index on one thread (running average)
+_called = set()
+
+
+def _record(fn, seconds, count):
+    if count > 0:
+        old = _per_index.get(fn)
+        new = seconds / count
+        _per_index[fn] = new if old is None else 0.5 * (old + new)
+
+
 def run(fn, dim, args):
     """Call ``fn(dim, lo, hi, worker, *args)`` over slices of the launch ``dim`` (a tuple),
-    on every core; returns the workers' results in worker order."""
+    on every core; returns the workers' results in worker order. A launch whose kernel has
+    measured (on its earlier launches) to take under ``MIN_PARALLEL_SECONDS`` runs in the
+    calling thread."""
     n = _size(dim)
     count = 1
     if n >= config.serial_threshold and not numba.config.DISABLE_JIT:
         count = max(1, min(numba.get_num_threads(), n))
+        cost = _per_index.get(fn)
+        if cost is not None and cost * n < MIN_PARALLEL_SECONDS:
+            count = 1
+    first = fn not in _called  # its first call may compile: not a measurement
+    if first:
+        _called.add(fn)
     if count == 1:
-        return [fn(dim, 0, n, 0, *args)]
+        t0 = perf_counter()
+        out = [fn(dim, 0, n, 0, *args)]
+        _record(fn, perf_counter() - t0, 0 if first else n)
+        return out
     _ensure(count - 1)
     results = [None] * count
     done = queue.SimpleQueue()
     for w in range(1, count):
         _jobs.put((fn, dim, w * n // count, (w + 1) * n // count, w, args, results, done))
     try:
+        t0 = perf_counter()
         results[0] = fn(dim, 0, n // count, 0, *args)
+        _record(fn, perf_counter() - t0, 0 if first else n // count)
     finally:
         for _ in range(count - 1):
             done.get()
