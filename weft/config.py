@@ -12,9 +12,14 @@ adjoint replays the kernel from the overwritten values:
 
 overwrite_gradients = "snapshot"
 
-#: CPU launches of fewer threads than this run a serial twin of the kernel (compiled on first
-#: use): starting the thread pool costs more than such a launch. 0 disables it.
+#: CPU launches of fewer threads than this run in the calling thread (handing slices to the
+#: thread pool costs more than such a launch; see weft.stdlib.pool). 0: always threaded.
 serial_threshold = 256
+
+#: A launch recorded on a tape has its CPU adjoint compiled meanwhile by a helper process into
+#: the disk cache, for backward to load (weft.runtime.background). False: compile it at the
+#: first backward, in this process.
+background_compile = True
 
 #: ``"release"``: kernels as fast as they compile; ``"debug"``: every array access of the
 #: forward, adjoint and tangent kernels is checked (an out-of-range or negative index raises

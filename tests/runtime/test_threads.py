@@ -1,8 +1,9 @@
 """CPU kernels run on every core through weft's pool (weft.stdlib.pool): each worker runs a
-slice of the launch (kernels measured cheap run in the calling thread); arrays only accumulated into are added into directly by worker 0 and
-through private copies by the others (summed after the join), also for strided arrays, where
-worker 0 has a copy too. Results are checked against NumPy, for launches from several Python
-threads at once and with one Numba thread."""
+slice of the launch (kernels measured cheap run in the calling thread); arrays only
+accumulated into are added into directly by worker 0 and through private copies by the
+others (summed after the join), also for strided arrays, where worker 0 has a copy too.
+Results are checked against NumPy, for launches from several Python threads at once and with
+one Numba thread."""
 import threading
 
 import numba

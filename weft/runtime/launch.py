@@ -13,7 +13,7 @@ from .. import config
 from .. import types as T
 from ..errors import InternalError, KernelError, LaunchError
 from . import device as D
-from . import hazards
+from . import background, hazards
 from .args import convert_arg, has_null_arrays, kernel_data
 from .array import array
 from .checks import (check_constant_indices, check_dims, check_geometry_ids,  # noqa: F401
@@ -86,6 +86,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         for name in ck.abi.writes:  # protect what recorded launches will read again
             a = args[ck.param_index(name)]
             hazards.before_write(a, f"a launch of kernel '{ck.key}'")
+    if recording and not device.is_cuda:  # backward will need the adjoint: compiled meanwhile
+        background.request_adjoint(ck, dims, values, adjoint_arrays(ck, args))
     graph = capturing()
     if graph is not None:  # recorded for capture_launch; nothing runs now (as Warp)
         graph.record(*bound_forward(ck, dims, values, device), is_launch=True)
@@ -238,6 +240,7 @@ def _invoke(ck, kind, fn, dims, values):
     try:
         if first:
             import time
+            background.wait_for(ck, kind)  # its machine code may be on its way to the cache
             t0 = time.perf_counter()
             fn(dims, *values)
             ck.called.add(fn)

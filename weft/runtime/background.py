@@ -1,0 +1,165 @@
+"""Compile adjoints in the background while the forward pass runs.
+
+A launch recorded on a tape will, most likely, have its adjoint run by ``tape.backward()``.
+When a kernel's CPU adjoint has not been called yet in this process, the recording launch asks
+one helper process (started on first need, fed through a pipe) to compile that adjoint for the
+exact argument types the backward pass will pass (the launch's arrays, their gradients or
+None), into the disk cache. The forward pass goes on meanwhile, on the other core; when the
+backward pass first calls the adjoint it waits for the helper's answer for that function (it
+is usually done), and Numba then loads the machine code from the cache instead of compiling
+it. If the helper fails or is slow, the adjoint compiles here as without it: nothing but the
+timing depends on the helper.
+
+Off without a writable disk cache, under ``NUMBA_DISABLE_JIT``, in debug mode, and when
+``wp.config.background_compile`` is False (or ``WEFT_BACKGROUND_COMPILE=0``).
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+from .. import config
+
+HELPER = r'''
+import pickle, struct, sys
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+from weft.runtime import cache
+while True:
+    head = inp.read(4)
+    if len(head) < 4:
+        break
+    modname, fname, sig = pickle.loads(inp.read(struct.unpack("<I", head)[0]))
+    ok = True
+    try:
+        mod = cache.load_or_build(modname.split(".", 1)[1], None)
+        getattr(mod, fname).compile(sig)
+    except BaseException:
+        ok = False
+    data = pickle.dumps(((modname, fname), ok))
+    out.write(struct.pack("<I", len(data)) + data)
+    out.flush()
+'''
+
+_lock = threading.Lock()
+_proc = None
+_pending = {}   # (module name, function name) -> number of requests not answered yet
+_asked = set()  # (module name, function name, signature) requested
+_failed = False
+
+
+def enabled():
+    import numba
+
+    from .. import diskcache
+    from .cache import cache_dir
+    flag = os.environ.get("WEFT_BACKGROUND_COMPILE", "1") != "0"
+    return (flag and getattr(config, "background_compile", True) and not _failed and
+            not numba.config.DISABLE_JIT and cache_dir() is not None and diskcache.writable())
+
+
+def _start():
+    global _proc
+    from .cache import cache_dir
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH")] if p)
+    env["WEFT_CACHE_DIR"] = cache_dir()
+    env["WEFT_BACKGROUND_COMPILE"] = "0"
+    _proc = subprocess.Popen([sys.executable, "-c", HELPER], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                             bufsize=0)
+
+
+def request_adjoint(ck, dims, values, adj):
+    """Ask the helper to compile ``ck``'s CPU adjoint chunk for the types of ``values`` and
+    ``adj`` (the launch's kernel arguments and the adjoint arrays backward will pass)."""
+    global _failed
+    if ck.device_kind != "cpu" or ck.abi.debug_sites is not None or ck.abi.tie_arrays or \
+            ck.abi.no_derivative or (len(dims) > 1 and ck.abi.tid_dims <= 1):
+        return
+    if getattr(ck, "_background_asked", False):
+        return  # one request per compiled kernel: recording stays cheap
+    ck._background_asked = True
+    if ck.entry("adjoint", "cpu") in ck.called or not enabled():
+        return
+    import numba
+    fname = ck.abi.entries["adjoint"]["cpu"] + "_chunk"
+    modname = ck.module.__name__
+    try:
+        sig = tuple(numba.typeof(v) for v in [dims, 0, 0, 0, *values, *adj])
+    except (ValueError, TypeError):
+        return
+    if _cached(getattr(ck.module, fname), sig):
+        return  # a warm cache: loaded now, as the first call would
+    key = (modname, fname, sig)
+    with _lock:
+        if key in _asked:
+            return
+        _asked.add(key)
+        try:
+            if _proc is None or _proc.poll() is not None:
+                _start()
+            data = pickle.dumps(key)
+            _proc.stdin.write(struct.pack("<I", len(data)) + data)
+            _proc.stdin.flush()
+        except (OSError, pickle.PicklingError):
+            _failed = True
+            return
+        _pending[key[:2]] = _pending.get(key[:2], 0) + 1
+
+
+def _cached(disp, sig):
+    """Whether ``disp`` has machine code for ``sig`` (added from the disk cache if there)."""
+    if tuple(sig) in disp.overloads:
+        return True
+    cache = getattr(disp, "_cache", None)
+    cres = cache.load_overload(sig, disp.targetctx) if cache is not None else None
+    if cres is None:
+        return False
+    disp.add_overload(cres)
+    return True
+
+
+def wait_for(ck, kind, timeout=120.0):
+    """Before the first call of ``ck``'s ``kind`` entry: wait (at most ``timeout`` seconds)
+    for the helper's answers about it, so that Numba finds its machine code in the cache."""
+    global _failed
+    if kind != "adjoint" or not _pending:
+        return
+    want = (ck.module.__name__, ck.abi.entries["adjoint"]["cpu"] + "_chunk")
+    deadline = time.monotonic() + timeout
+    with _lock:
+        while _pending.get(want) and _proc is not None:
+            head = _read(4, deadline)
+            frame = head and _read(struct.unpack("<I", head)[0], deadline)
+            if not frame:  # too slow, or the helper died: compile here from now on
+                _failed = True
+                _pending.clear()
+                return
+            done, _ok = pickle.loads(frame)
+            left = _pending.get(done, 0) - 1
+            if left > 0:
+                _pending[done] = left
+            else:
+                _pending.pop(done, None)
+
+
+def _read(n, deadline):
+    """``n`` bytes from the helper, or None when it closed its end or the deadline passed."""
+    fd = _proc.stdout.fileno()
+    out = b""
+    while len(out) < n:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        part = os.read(fd, n - len(out))
+        if not part:
+            return None
+        out += part
+    return out
