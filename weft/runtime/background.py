@@ -53,6 +53,18 @@ _asked = set()  # (module name, function name, signature) requested
 _failed = False
 
 
+def _after_fork():  # a forked child must not write into its parent's pipe
+    global _proc, _lock
+    _proc = None
+    _lock = threading.Lock()
+    _pending.clear()
+    _asked.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def enabled():
     import numba
 
