@@ -66,6 +66,21 @@ def test_transpile_writes_importable_module(tmp_path):
     assert (tmp_path / "again.py").read_text() == src
 
 
+def test_transpile_many_files_shows_progress(tmp_path):
+    other = tmp_path / "more_kernels.py"
+    other.write_text("import weft as wp\n\n\n@wp.kernel\ndef neg(a: wp.array(dtype=float)):\n"
+                     "    i = wp.tid()\n    a[i] = -a[i]\n")
+    r = _run(["-m", "weft", "transpile", KERNELS, str(other), "-o", str(tmp_path / "out")])
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("[1/2] wrote ") and "cli_kernels_weft.py" in lines[0]
+    assert lines[1].startswith("[2/2] wrote ") and "1 kernel(s): neg" in lines[1]
+    assert (tmp_path / "out" / "more_kernels_weft.py").exists()
+    bad = _run(["-m", "weft", "transpile", KERNELS, str(other), "-o", str(tmp_path),
+                "--name", "x"])
+    assert bad.returncode != 0 and "give one file" in bad.stderr
+
+
 SCRIPT = """
 import sys, numpy as np
 sys.path.insert(0, {here!r})

@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 import os
 import sys
+import time
 
 from .errors import KernelError
 
@@ -55,17 +56,23 @@ def cmd_show(args):
 
 
 def cmd_transpile(args):
-    mod = _load_user_module(args.file)
-    kernels = _kernels(mod)
-    if not kernels:
-        raise SystemExit(f"weft transpile: no kernels in {args.file}")
-    src = _transpile(sorted(kernels.values(), key=lambda k: k.key), args.file)
-    os.makedirs(args.output, exist_ok=True)
-    base = args.name or (os.path.splitext(os.path.basename(args.file))[0] + "_weft")
-    out = os.path.join(args.output, base + ".py")
-    with open(out, "w") as f:
-        f.write(src)
-    print(f"wrote {out} ({len(kernels)} kernel(s): {', '.join(sorted(kernels))})")
+    if args.name and len(args.file) > 1:
+        raise SystemExit("weft transpile: --name names one output module; give one file")
+    total = len(args.file)
+    for k, path in enumerate(args.file, 1):
+        t0 = time.perf_counter()
+        kernels = _kernels(_load_user_module(path))
+        if not kernels:
+            raise SystemExit(f"weft transpile: no kernels in {path}")
+        src = _transpile(sorted(kernels.values(), key=lambda k: k.key), path)
+        os.makedirs(args.output, exist_ok=True)
+        base = args.name or (os.path.splitext(os.path.basename(path))[0] + "_weft")
+        out = os.path.join(args.output, base + ".py")
+        with open(out, "w") as f:
+            f.write(src)
+        step = f"[{k}/{total}] " if total > 1 else ""
+        print(f"{step}wrote {out} ({len(kernels)} kernel(s): {', '.join(sorted(kernels))}; "
+              f"{time.perf_counter() - t0:.1f} s)", flush=True)
     return 0
 
 
@@ -81,8 +88,9 @@ def main(argv=None):
                    help="the adjoint's tangent (second order, what tape.hvp runs)")
     g.add_argument("--all", action="store_true", help="the whole generated module")
     s.set_defaults(fn=cmd_show)
-    t = sub.add_parser("transpile", help="write a module with every kernel of FILE.py")
-    t.add_argument("file")
+    t = sub.add_parser("transpile", help="write a module with every kernel of each FILE.py "
+                       "(one line per file as it is done)")
+    t.add_argument("file", nargs="+")
     t.add_argument("-o", "--output", required=True, help="output folder")
     t.add_argument("--name", help="module name (default: <file>_weft)")
     t.set_defaults(fn=cmd_transpile)

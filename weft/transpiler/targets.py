@@ -109,16 +109,13 @@ class Target:
                        name("_dbg"))
 
     def thread_loop(self, prologue, body, private=()):
-        """The kernel body run once per launch index: ``prologue`` computes the indices from
-        the flat ``_tid``; ``private`` names arrays accumulated into per-thread buffers
-        (targets with ``private_accumulators``)."""
-        rng = ast.Call(self.range_function(), [wk_call("launch_size", name("_dim"))], [])
+        """The kernel body run once per launch index, in one loop: ``prologue`` computes the
+        indices from the flat ``_tid``; ``private`` (arrays accumulated into per-thread copies)
+        is only given to targets with ``private_accumulators``."""
+        rng = ast.Call(name("range"), [wk_call("launch_size", name("_dim"))], [])
         head = [_assign("_tid", ast.Call(name("int64"), [name("_p")], []))]
         return [ast.For(ast.Name("_p", ast.Store()), rng, head + prologue + (body or [ast.Pass()]),
                         [])]
-
-    def range_function(self):
-        return name("range")
 
     # -- operations --------------------------------------------------------------------------
     def math(self, path, args, types):
