@@ -164,7 +164,7 @@ def load_module(module=None, device=None, recursive=False, block_dim=None, max_w
     names = [m.name]
     if recursive:
         from ..lang import DECLARED
-        names += [n for n in DECLARED if n.startswith(m.name + ".")]
+        names += [n for n in DECLARED if isinstance(n, str) and n.startswith(m.name + ".")]
     _load(names, device, max_workers)
 
 
