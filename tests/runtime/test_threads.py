@@ -5,6 +5,7 @@ others (summed after the join), also for strided arrays, where worker 0 has a co
 Results are checked against NumPy, for launches from several Python threads at once and with
 one Numba thread."""
 import threading
+import time
 
 import numba
 import numpy as np
@@ -29,22 +30,35 @@ def scale(x: wp.array(dtype=float), s: float, y: wp.array(dtype=float)):
 @pytest.fixture(autouse=True)
 def every_launch_threaded(monkeypatch):
     """Small test launches would run in the calling thread once measured as cheap."""
-    monkeypatch.setattr(pool, "MIN_PARALLEL_SECONDS", 0.0)
+    monkeypatch.setattr(pool, "LONG_SECONDS", 0.0)
 
 
-def test_cheap_kernels_run_in_the_calling_thread(monkeypatch):
-    monkeypatch.setattr(pool, "MIN_PARALLEL_SECONDS", 1.0)
+def test_the_faster_way_is_measured(monkeypatch):
+    monkeypatch.setattr(pool, "LONG_SECONDS", 1.0)
     calls = []
+    slow_pool = [True]
 
     def chunk(dim, lo, hi, w, *args):
         calls.append(w)
+        if w == 0 and hi - lo < 10_000 and slow_pool[0]:  # a slice: the pool looks slow
+            time.sleep(0.01)
 
-    for _ in range(4):
+    def launch():
+        calls.clear()
         pool.run(chunk, (10_000,), ())
-    # the first launch may compile (not a measurement) and the second is measured, both with
-    # every thread; the others were measured cheap: one slice in the calling thread
+        return sorted(calls)
+
     t = numba.get_num_threads()
-    assert sorted(calls[:2 * t]) == sorted(list(range(t)) * 2) and calls[2 * t:] == [0, 0]
+    assert launch() == list(range(t))  # first: the pool (may compile, untimed)
+    assert launch() == list(range(t))  # timed with the pool
+    assert launch() == [0]             # timed on one thread
+    assert launch() == [0]             # one thread was faster
+    for _ in range(pool.PROBE_EVERY):  # the pool is tried again now and then
+        slow_pool[0] = False
+        if len(launch()) == t:
+            break
+    else:
+        raise AssertionError("the pool was not timed again")
 
 
 def _data(n, m, seed=0):

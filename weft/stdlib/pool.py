@@ -9,11 +9,17 @@ chunk function releases the GIL. Why not Numba's ``parallel=True``: its parfor p
 against 0.7-0.9 s as a chunk function), while a launch through this pool costs about as much
 as a parfor's (about 20 us on this project's 2-core machine).
 
-Launches of fewer than ``wp.config.serial_threshold`` indices, launches of a kernel measured
-to take under ``MIN_PARALLEL_SECONDS`` on one thread (each chunk function's time per index is
-kept from its launches), launches with one thread (``numba.set_num_threads(1)``) and launches
-without the JIT (``NUMBA_DISABLE_JIT=1``, for stepping through generated code) run in the
-calling thread. Python threads may launch
+Whether a launch uses the pool is measured, per kernel and launch size (by powers of two):
+the first launch of a size uses the pool (untimed: it may compile), the next one too, timed
+(wall time); when it took under ``LONG_SECONDS`` the next runs in the calling thread, timed,
+and later launches take the faster way, timing the other again every ``PROBE_EVERY``
+launches. Handing slices to the
+pool's threads costs 30-60 us on this project's 2-core machine (waking a thread, passing it the
+GIL), and memory-bound kernels may gain nothing from a second core (Warp's wave example: a
+16k-cell update took as long on two threads as on one), so for many kernels one thread wins.
+Launches of fewer than ``wp.config.serial_threshold`` indices, launches with one thread
+(``numba.set_num_threads(1)``) and launches without the JIT (``NUMBA_DISABLE_JIT=1``, for
+stepping through generated code) always run in the calling thread. Python threads may launch
 concurrently: each launch waits for its own slices only. An exception in any slice is raised
 in the launching thread once every slice has finished.
 """
@@ -80,50 +86,69 @@ def _size(dim):
     return n
 
 
-#: a launch expected to take less than this on one thread runs in the calling thread: handing
-#: slices to the pool's threads costs 30-60 us on this project's machine (waking a thread and
-#: passing it the GIL), and memory-bound kernels gain less than 2x from two cores
-MIN_PARALLEL_SECONDS = 5e-4
-_per_index = {}  # chunk function -> seconds per launch index on one thread (running average)
-_called = set()
+#: every this many launches of one kernel and size, the way not chosen is timed again
+PROBE_EVERY = 64
+#: launches that take longer than this with the pool always use it
+LONG_SECONDS = 2e-3
+# (chunk function, launch size's bit length) -> [seconds per index on one thread, seconds per
+# index with the pool (wall time), launches]: running averages of the launch's wall time
+_timing = {}
 
 
-def _record(fn, seconds, count):
-    if count > 0:
-        old = _per_index.get(fn)
-        new = seconds / count
-        _per_index[fn] = new if old is None else 0.5 * (old + new)
+def _average(old, new):
+    return new if old is None else 0.5 * (old + new)
+
+
+def _choose(fn, n, threads):
+    """How many threads to run this launch with: the faster way as measured on launches of
+    the same kernel and about the same size."""
+    if threads == 1:
+        return 1, None
+    key = (fn, n.bit_length())
+    t = _timing.get(key)
+    if t is None:  # the first launch of this size may compile: threaded, not timed
+        _timing[key] = [None, None, 0]
+        return threads, None
+    t[2] += 1
+    serial, pooled = t[0], t[1]
+    if pooled is None or pooled * n > LONG_SECONDS:
+        return threads, t  # long launches: the pool's cost is lost in the noise
+    if serial is None:
+        return 1, t
+    threaded = pooled < serial
+    if t[2] % PROBE_EVERY == 0:  # conditions change (the machine's load): look again
+        threaded = not threaded
+    return (threads if threaded else 1), t
 
 
 def run(fn, dim, args):
-    """Call ``fn(dim, lo, hi, worker, *args)`` over slices of the launch ``dim`` (a tuple),
-    on every core; returns the workers' results in worker order. A launch whose kernel has
-    measured (on its earlier launches) to take under ``MIN_PARALLEL_SECONDS`` runs in the
-    calling thread."""
+    """Call ``fn(dim, lo, hi, worker, *args)`` over slices of the launch ``dim`` (a tuple);
+    returns the workers' results in worker order. Each launch runs on every core or in the
+    calling thread, whichever was measured faster for this kernel at this size."""
     n = _size(dim)
-    count = 1
+    threads = 1
     if n >= config.serial_threshold and not numba.config.DISABLE_JIT:
-        count = max(1, min(numba.get_num_threads(), n))
-        cost = _per_index.get(fn)
-        if cost is not None and cost * n < MIN_PARALLEL_SECONDS:
-            count = 1
-    first = fn not in _called  # its first call may compile: not a measurement
-    if first:
-        _called.add(fn)
+        threads = max(1, min(numba.get_num_threads(), n))
+    count, timing = _choose(fn, n, threads)
+    t0 = perf_counter()
     if count == 1:
-        t0 = perf_counter()
         out = [fn(dim, 0, n, 0, *args)]
-        _record(fn, perf_counter() - t0, 0 if first else n)
-        return out
+    else:
+        out = _threaded(fn, dim, n, count, args)
+    if timing is not None:
+        k = 0 if count == 1 else 1
+        timing[k] = _average(timing[k], (perf_counter() - t0) / n)
+    return out
+
+
+def _threaded(fn, dim, n, count, args):
     _ensure(count - 1)
     results = [None] * count
     done = queue.SimpleQueue()
     for w in range(1, count):
         _jobs.put((fn, dim, w * n // count, (w + 1) * n // count, w, args, results, done))
     try:
-        t0 = perf_counter()
         results[0] = fn(dim, 0, n // count, 0, *args)
-        _record(fn, perf_counter() - t0, 0 if first else n // count)
     finally:
         for _ in range(count - 1):
             done.get()
