@@ -201,11 +201,10 @@ def math_calls(kernel, cols, dtype):
     """The libm functions the compiled forward kernel calls (``sinf`` works in float32,
     ``sin`` in float64) and the square-root instructions it uses, read from its machine code.
 
-    Numba keeps no machine code text for code loaded from its cache, so the generated serial
-    function (the same code as the threaded chunk function) is compiled once more, uncached,
-    and run once on the first points."""
+    Numba keeps no machine code text for code loaded from its cache, so the generated function
+    is compiled once more, serially and uncached, and run once on the first points."""
     import numba
-    fn = kernel.entry("forward", "serial")
+    fn = kernel.entry("forward")
     drop = ("cache", "parallel", "nopython")
     fresh = numba.njit(**{k: v for k, v in fn.targetoptions.items() if k not in drop})(
         fn.py_func)

@@ -12,8 +12,8 @@ adjoint replays the kernel from the overwritten values:
 
 overwrite_gradients = "snapshot"
 
-#: CPU launches of fewer threads than this run in the calling thread (handing slices to the
-#: thread pool costs more than such a launch; see weft.stdlib.pool). 0: always threaded.
+#: CPU launches of fewer threads than this run a serial twin of the kernel (compiled on first
+#: use): starting the thread pool costs more than such a launch. 0 disables it.
 serial_threshold = 256
 
 #: A launch recorded on a tape has its CPU adjoint compiled meanwhile by a helper process into

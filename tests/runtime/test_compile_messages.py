@@ -27,16 +27,14 @@ def test_first_call_message_and_quiet(settings, capfd):
     assert "Module" not in capfd.readouterr().err
     wp.config.quiet = False
     b = wp.array(np.ones(3, np.float32))
-    g = wp.array(np.ones(3, np.float32))
-    wp.launch(twice, 3, inputs=[b], adjoint=True, adj_inputs=[g])  # the adjoint: first call
+    wp.launch(twice, 3, inputs=[b])  # the serial entry: its first call
     err = capfd.readouterr().err
     # Warp's wording, which Warp's test harness and tools recognise
-    assert "Module twice adjoint load on device 'cpu' took " in err
-    assert "(weft: twice__adj compiled and ran)" in err
-    wp.launch(twice, 3, inputs=[b], adjoint=True, adj_inputs=[g])
+    assert "Module twice forward load on device 'cpu' took " in err
+    assert "(weft: twice__fwd_serial compiled and ran)" in err
     wp.launch(twice, 3, inputs=[b])
     assert "Module" not in capfd.readouterr().err  # once per entry
-    np.testing.assert_array_equal(b.numpy(), 2.0)
+    np.testing.assert_array_equal(b.numpy(), 4.0)
 
 
 @pytest.mark.cold

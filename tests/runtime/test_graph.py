@@ -90,8 +90,8 @@ def test_a_replay_is_one_generated_function_calling_the_bound_entries():
     assert [line.strip() for line in src.splitlines()[1:]] == [
         "op0(a0_0, a0_1, a0_2)", "op1()", "op2(a2_0, a2_1, a2_2)"]
     ops = cap.graph.ops
-    # launches of every size bind the one entry (small ones run in the calling thread)
-    assert ops[0][0] is inc.entry("forward", "cpu") and ops[2][0] is inc.entry("forward", "cpu")
+    assert ops[0][0] is inc.entry("forward", "cpu") and ops[2][0] is inc.entry("forward",
+                                                                                "serial")
     wp.capture_launch(cap.graph)
     wp.capture_launch(cap.graph)
     np.testing.assert_array_equal(a.numpy(), 2.0)

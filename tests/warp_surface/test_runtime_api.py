@@ -45,11 +45,27 @@ def test_module_options_registry():
     wp.set_module_options({"mode": None})
 
 
-def test_load_module_and_force_load_accept_warps_arguments():
+@wp.kernel
+def kernel_in_this_module(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = 2.0 * a[i]
+
+
+def test_load_module_and_force_load_accept_warps_arguments(monkeypatch):
+    # what they compile is tested in tests/runtime/test_load_module.py; here: Warp's arguments
+    # and which kernels each one picks (kernels other tests of this process declared, some
+    # failing by design, are not compiled here)
+    from weft.runtime import ahead
+    seen = []
+    monkeypatch.setattr(ahead, "load_kernels", lambda ks, kind, workers: seen.append(
+        (sorted(k.key for k in ks), kind, workers)))
     assert wp.load_module(__name__, device="cpu", recursive=True, block_dim=64, max_workers=2) \
         is None
-    assert wp.force_load(device=["cpu"], modules=None, block_dim=None, max_workers=0) is None
     assert wp.get_module(__name__).load("cpu", block_dim=1) is True
+    assert wp.force_load(device=["cpu"], modules=None, block_dim=None, max_workers=0) is None
+    assert [s[1:] for s in seen] == [("cpu", 2), ("cpu", None), ("cpu", 0)]
+    assert all("kernel_in_this_module" in s[0] for s in seen)
+    assert len(seen[2][0]) >= len(seen[0][0])  # force_load: every module's kernels
 
 
 def test_clear_kernel_cache(tmp_path, monkeypatch):

@@ -3,7 +3,7 @@
 weft compiles lazily: a kernel's generated module on its first launch, each entry (forward,
 adjoint) when it is first called, for the argument types of that call (Numba specialises on
 them). Loading a module ahead transpiles every kernel of the module and compiles, for the CPU,
-the forward and the adjoint chunk functions for the argument types a launch passes when its
+the forward and the adjoint threaded entries for the argument types a launch passes when its
 arrays are contiguous and, for the adjoint, every differentiable array has a gradient (a
 recorded launch under a tape with ``requires_grad=True`` arrays). A launch with other types
 (a strided view, an array without a gradient) compiles that variant when it happens, as
@@ -60,20 +60,21 @@ def sample_values(ck):
 
 
 def entry_jobs(ck):
-    """``[(module name, function name, arguments)]``: the chunk functions a typical launch of
-    compiled kernel ``ck`` calls, with sample arguments of the types it passes."""
+    """``[(module name, function name, arguments)]``: the threaded entries a typical launch of
+    compiled kernel ``ck`` calls (forward and adjoint), with sample arguments of the types it
+    passes."""
     abi = ck.abi
     if abi.debug_sites is not None:
         return []
     values = sample_values(ck)
-    head = [(0,) * max(1, abi.tid_dims), 0, 0, 0]
+    head = [(0,) * max(1, abi.tid_dims)]  # the launch dimensions
     modname = ck.module.__name__
-    jobs = [(modname, abi.entries["forward"]["cpu"] + "_chunk", head + values)]
+    jobs = [(modname, abi.entries["forward"]["cpu"], head + values)]
     backward = ck.kernel.options.get("enable_backward",
                                      ck.kernel._module.options.get("enable_backward"))
     if not abi.no_derivative and not abi.tie_arrays and backward is not False:
         adj = [np.zeros_like(v) for p, v in zip(abi.params, values) if p.adjoint is not None]
-        jobs.append((modname, abi.entries["adjoint"]["cpu"] + "_chunk", head + values + adj))
+        jobs.append((modname, abi.entries["adjoint"]["cpu"], head + values + adj))
     return jobs
 
 
@@ -120,9 +121,9 @@ def load_kernels(kernels, device_kind="cpu", max_workers=None):
     t0 = time.perf_counter()
     jobs = []
     kernels = [k for k in kernels if not k.is_generic]  # typed by their launches
-    for k in kernels:
-        ck = k.compiled(device_kind)
-        if device_kind == "cpu":
+    compiled = [k.compiled(device_kind) for k in kernels]
+    if device_kind == "cpu":
+        for ck in compiled:
             jobs += entry_jobs(ck)
     workers = config.load_module_max_workers if max_workers is None else max_workers
     workers = max(1, int(workers or 1))
@@ -130,9 +131,8 @@ def load_kernels(kernels, device_kind="cpu", max_workers=None):
         _compile_shared(jobs, workers)
     else:
         compile_jobs(jobs)
-    for k in kernels:  # the launches' first calls: loaded, no compile message
-        for ck in k._compiled.values():
-            ck.called.update(ck.entry(kind, "cpu") for kind in ("forward", "adjoint"))
+    for ck in compiled if device_kind == "cpu" else ():  # no compile message at the launch
+        ck.called.update(ck.entry(kind, "cpu") for kind in ("forward", "adjoint"))
     took = time.perf_counter() - t0
     if took > config.compile_message_seconds and not config.quiet:
         print(f"Module load of {len(kernels)} kernel(s) on device '{device_kind}' took "

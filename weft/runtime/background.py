@@ -89,26 +89,30 @@ def _start():
 
 
 def request_adjoint(ck, dims, values, adj):
-    """Ask the helper to compile ``ck``'s CPU adjoint chunk for the types of ``values`` and
-    ``adj`` (the launch's kernel arguments and the adjoint arrays backward will pass)."""
+    """Ask the helper to compile the CPU adjoint entry ``ck``'s backward will call for this
+    launch (threaded or serial, by its size) for the types of ``values`` and ``adj`` (the
+    launch's kernel arguments and the adjoint arrays backward will pass)."""
     global _failed
     if ck.device_kind != "cpu" or ck.abi.debug_sites is not None or ck.abi.tie_arrays or \
-            ck.abi.no_derivative or (len(dims) > 1 and ck.abi.tid_dims <= 1):
+            ck.abi.no_derivative:
         return
-    if getattr(ck, "_background_asked", False):
-        return  # one request per compiled kernel: recording stays cheap
-    ck._background_asked = True
-    if ck.entry("adjoint", "cpu") in ck.called or not enabled():
+    from .launch import cpu_target
+    target = cpu_target(ck, "adjoint", dims)
+    flag = "_background_asked_" + target
+    if getattr(ck, flag, False):
+        return  # one request per compiled kernel and entry: recording stays cheap
+    setattr(ck, flag, True)
+    if ck.entry("adjoint", target) in ck.called or not enabled():
         return
     import numba
-    fname = ck.abi.entries["adjoint"]["cpu"] + "_chunk"
+    fname = ck.abi.entries["adjoint"][target]
     modname = ck.module.__name__
     try:
-        sig = tuple(numba.typeof(v) for v in [dims, 0, 0, 0, *values, *adj])
+        sig = tuple(numba.typeof(v) for v in [dims, *values, *adj])
     except (ValueError, TypeError):
         return
     if _cached(getattr(ck.module, fname), sig):
-        return  # a warm cache: loaded now, as the first call would
+        return  # a warm cache: loaded now, as the first call would (no helper)
     key = (modname, fname, sig)
     with _lock:
         if key in _asked:
@@ -138,13 +142,13 @@ def _cached(disp, sig):
     return True
 
 
-def wait_for(ck, kind, timeout=120.0):
-    """Before the first call of ``ck``'s ``kind`` entry: wait (at most ``timeout`` seconds)
-    for the helper's answers about it, so that Numba finds its machine code in the cache."""
+def wait_for(ck, fn, timeout=120.0):
+    """Before the first call of ``ck``'s entry ``fn``: wait (at most ``timeout`` seconds) for
+    the helper's answers about it, so that Numba finds its machine code in the cache."""
     global _failed
-    if kind != "adjoint" or not _pending:
+    if not _pending:
         return
-    want = (ck.module.__name__, ck.abi.entries["adjoint"]["cpu"] + "_chunk")
+    want = (ck.module.__name__, getattr(fn, "py_func", fn).__name__)
     deadline = time.monotonic() + timeout
     with _lock:
         while _pending.get(want) and _proc is not None:

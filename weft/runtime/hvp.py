@@ -109,7 +109,7 @@ def hvp_module(ck):
         [p.adjoint for p in abi.params if p.adjoint is not None]
     insert_at = 1 + len(abi.params) + sum(p.adjoint is not None for p in abi.params)
     entries = [(name, name + "__hvp", active, insert_at)
-               for name in [abi.entries["adjoint"]["serial"]]]
+               for name in dict.fromkeys(abi.entries["adjoint"][t] for t in ("cpu", "serial"))]
     name = ck.module.__name__.split(".", 1)[1] + "__hvp"
 
     def build():

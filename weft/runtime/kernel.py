@@ -191,10 +191,9 @@ class Kernel(UserFunction):
         if kind == "second":
             from .hvp import hvp_module
             return _extract_function(hvp_module(ck).__weft_source__,
-                                     ck.abi.entries["adjoint"]["serial"] + "__hvp")
-        fname = ck.abi.entries[kind]["cuda" if target == "cuda" else target]
-        chunk = _extract_function(src, fname + "_chunk")  # a CPU kernel's compiled part
-        return (chunk + "\n" if chunk.strip() else "") + _extract_function(src, fname)
+                                     ck.abi.entries["adjoint"][target] + "__hvp")
+        return _extract_function(src, ck.abi.entries[kind]["cuda" if target == "cuda" else
+                                                        target])
 
 
 class _ModuleView:

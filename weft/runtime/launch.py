@@ -126,7 +126,22 @@ def bound_forward(ck, dims, values, device):
     CUDA, debug builds and ``verify_fp`` go through :func:`run`."""
     if device.is_cuda or ck.abi.debug_sites is not None or config.verify_fp:
         return (lambda: run(ck, "forward", dims, values, device)), None
-    return ck.entry("forward", "cpu"), (dims, *values)
+    n = dims[0] if len(dims) == 1 else _size(dims)
+    return ck.entry("forward", "serial" if n < config.serial_threshold else "cpu"), \
+        (dims, *values)
+
+
+def cpu_target(ck, kind, dims):
+    """``"serial"`` for launches too small to pay for the threads (and adjoints whose threads
+    would share elements), else ``"cpu"``."""
+    n = dims[0] if len(dims) == 1 else _size(dims)
+    if n < config.serial_threshold:
+        return "serial"
+    if kind == "adjoint" and len(dims) > 1 and ck.abi.tid_dims <= 1:
+        # wp.tid() into one name is the first index: threads share it, so the adjoint's
+        # plain accumulation at "own" indices would race; run it without threads
+        return "serial"
+    return "cpu"
 
 
 def run(ck, kind, dims, values, device):
@@ -136,14 +151,9 @@ def run(ck, kind, dims, values, device):
         raise KernelError(ck.abi.no_derivative, src.filename, src.first_line, 0,
                           src.lines[src.first_line - 1], ck.key)
     if not device.is_cuda:
-        target = "cpu"  # every core, or the calling thread for small launches (stdlib.pool)
-        if kind == "adjoint" and len(dims) > 1 and ck.abi.tid_dims <= 1:
-            # wp.tid() into one name is the first index: threads share it, so the adjoint's
-            # plain accumulation at "own" indices would race; run it without threads
-            target = "serial"
+        target = cpu_target(ck, kind, dims)
         fn = ck.entry(kind, target)
-        if kind == "forward" and ck.kernel._fast is None and \
-                _size(dims) < config.serial_threshold:
+        if kind == "forward" and target == "serial" and ck.kernel._fast is None:
             FastLaunch.enable(ck, fn)
         _call(ck, kind, fn, dims, values)
         return
@@ -240,7 +250,7 @@ def _invoke(ck, kind, fn, dims, values):
     try:
         if first:
             import time
-            background.wait_for(ck, kind)  # its machine code may be on its way to the cache
+            background.wait_for(ck, fn)  # its machine code may be on its way to the cache
             t0 = time.perf_counter()
             fn(dims, *values)
             ck.called.add(fn)
@@ -509,8 +519,10 @@ def adjoint_tangent(ck, dims, args, values, adj, tans, tadj, device, what):
                                           device))
     tadj = [None if a is None else t if t is not None else np.zeros_like(a)
             for a, t in zip(adj, tadj)]
-    # the second-order code is the tangent of the serial adjoint (one loop, atomics)
-    fn = getattr(hvp_module(ck), ck.abi.entries["adjoint"]["serial"] + "__hvp")
+    n = dims[0] if len(dims) == 1 else _size(dims)
+    target = "serial" if n < config.serial_threshold or (
+        len(dims) > 1 and ck.abi.tid_dims <= 1) else "cpu"
+    fn = getattr(hvp_module(ck), ck.abi.entries["adjoint"][target] + "__hvp")
     _call_once(ck, "adjoint-tangent", fn, dims, values + adj + tan_values + tadj)
 
 

@@ -70,39 +70,27 @@ _POOL = numba.config.NUMBA_NUM_THREADS
 
 
 def private_ok(a):
-    """Whether per-thread copies of ``a`` fit the budget (see ``private_chunk``); False for
+    """Whether per-thread copies of ``a`` fit the budget (see ``private_buffer``); False for
     an adjoint array that was not asked for (None)."""
     return a is not None and _POOL * a.size * a.itemsize <= PRIVATE_BUDGET
 
 
-def private_chunk(a, ok, worker):
-    """The rows a kernel chunk run by ``worker`` accumulates into (it adds into row 0): ``a``
-    itself, viewed with a leading axis of one, for worker 0 when ``a`` is contiguous (no other
-    worker writes it during the launch); otherwise a zeroed private copy of shape
-    ``(1,) + a.shape``; no rows when ``not ok`` (the kernel then uses atomics).
+def private_buffer(a, ok):
+    """Zeroed per-thread copies of ``a`` (shape ``(threads,) + a.shape``), or an empty array.
 
-    Kernels that only accumulate into ``a`` add with plain ``+=`` and the launcher sums the
-    copies into ``a`` after the join (``add_private``): on x86 a float atomic add is a
-    compare-and-swap loop, many times dearer than the sum."""
+    Kernels that only accumulate into ``a`` add into their thread's copy with plain ``+=`` and
+    the copies are summed into ``a`` after the launch: on x86 a float atomic add is a
+    compare-and-swap loop, many times dearer than the reduction."""
     if a is None:
         return np.zeros((0, 0), np.float32)
-    if ok and worker == 0 and a.flags.c_contiguous:
-        return a.reshape((1,) + a.shape)
-    return np.zeros((1 if ok else 0,) + a.shape, a.dtype)
+    return np.zeros((_POOL if ok else 0,) + a.shape, a.dtype)
 
 
-def private_result(a, acc, worker):
-    """What the launcher adds into ``a`` from a chunk's ``acc``: nothing (no rows) when
-    ``acc`` is ``a`` itself."""
-    if a is None:
-        return acc
-    return acc[:0 if worker == 0 and a.flags.c_contiguous else acc.shape[0]]
-
-
-def add_private(a, acc):
-    """After a launch: ``a += acc[0]`` when the worker had a private copy (Python scope)."""
-    if a is not None and acc.shape[0]:
-        a += acc[0]
+def reduce_private(a, acc):
+    """``a += acc.sum(axis=0)``."""
+    if a is not None:
+        for w in range(acc.shape[0]):
+            a += acc[w]
 
 
 @overload(private_ok)
@@ -112,28 +100,21 @@ def _private_ok(a):
     return lambda a: _POOL * a.size * a.itemsize <= PRIVATE_BUDGET
 
 
-@overload(private_chunk)
-def _private_chunk(a, ok, worker):
+@overload(private_buffer)
+def _private_buffer(a, ok):
     if isinstance(a, types.NoneType):
-        return lambda a, ok, worker: np.zeros((0, 0), np.float32)
-    if a.layout == "C":
-        def impl(a, ok, worker):
-            if ok and worker == 0:
-                return a.reshape((1,) + a.shape)
-            return np.zeros((1 if ok else 0,) + a.shape, a.dtype)
-        return impl
-    return lambda a, ok, worker: np.zeros((1 if ok else 0,) + a.shape, a.dtype)
+        return lambda a, ok: np.zeros((0, 0), np.float32)
+    return lambda a, ok: np.zeros((_POOL if ok else 0,) + a.shape, a.dtype)
 
 
-@overload(private_result)
-def _private_result(a, acc, worker):
-    if isinstance(a, types.NoneType) or a.layout != "C":
-        return lambda a, acc, worker: acc
-    return lambda a, acc, worker: acc[:0 if worker == 0 else acc.shape[0]]
+@njit(parallel=True, nogil=True)
+def _reduce(a, acc):
+    for w in range(acc.shape[0]):
+        a += acc[w]
 
 
-def threads(fn, dim, *args):
-    """Run kernel chunk function ``fn`` over launch ``dim`` on every core (see
-    :mod:`weft.stdlib.pool`); returns each worker's result."""
-    from .pool import run
-    return run(fn, dim, args)
+@overload(reduce_private)
+def _reduce_private(a, acc):
+    if isinstance(a, types.NoneType):
+        return lambda a, acc: None
+    return lambda a, acc: _reduce(a, acc)

@@ -46,7 +46,7 @@ CASTS = {"float32", "float64", "np.float32", "np.float64", "float"}
 IDENTITY = {"float16", "_wk.round_f16", "_wk.h2f"}
 ALLOC = {"np.empty", "np.zeros"}
 #: calls linear in their first argument, an array (loop stacks grown, private buffers)
-ARRAY_LINEAR = {"_wk.grow"}
+ARRAY_LINEAR = {"_wk.grow", "_wk.private_buffer"}
 ATOMIC_LINEAR = {"_wk.atomic_add": ast.Add(), "_wk.atomic_sub": ast.Sub()}
 
 
@@ -181,7 +181,7 @@ class Function:
                 self._mark_target(s.target)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             name = dotted(s.value.func)
-            if name in ATOMIC_LINEAR:
+            if name in ATOMIC_LINEAR or name == "_wk.reduce_private":
                 if any(self.is_active(a) for a in s.value.args[1:]):
                     self._mark_target(s.value.args[0])
             else:
@@ -359,6 +359,12 @@ class Function:
                 out.append(ast.Expr(ast.Call(_c(e.func), [_n(PREFIX + arr.id)] +
                                              [_c(a) for a in e.args[1:-1]] + [tan], [])))
             return out + [ast.Expr(call)]
+        if name == "_wk.reduce_private":
+            arr, acc = e.args[0], e.args[1]
+            if isinstance(arr, ast.Name) and arr.id in self.active:
+                return [s, ast.Expr(ast.Call(_c(e.func), [_n(PREFIX + arr.id),
+                                                          _n(PREFIX + acc.id)], []))]
+            return [s]
         pre = []
         prim, _ = self.dx(e, pre)
         return pre + [ast.Expr(prim)]

@@ -6,12 +6,11 @@ kernel (the loop over launch indices), decorators, math functions, atomics, thre
 buffers and the per-thread stacks the adjoint records loops on. No target is made by rewriting
 another's output.
 
-- :class:`CpuParallel`: a ``numba.njit`` chunk function over a slice of the launch, run on
-  every core by a plain Python entry (``_wk.threads``); arrays a kernel only accumulates into
-  are added into privately by all workers but the first, and the copies summed after the join
-  (a float atomic add is a compare-and-swap loop on x86).
-- :class:`CpuSerial`: the same kernels as one plain loop with atomics, for adjoints whose
-  threads would share elements and for the second-order code (``tape.hvp``).
+- :class:`CpuParallel`: ``numba.njit(parallel=True)`` over ``numba.prange``; arrays a kernel
+  only accumulates into get per-thread buffers summed after the loop (a float atomic add is a
+  compare-and-swap loop on x86).
+- :class:`CpuSerial`: the same kernels without threads, for launches too small to pay for
+  starting the thread pool (and for adjoints whose threads would share elements).
 - :class:`Cuda`: ``numba.cuda.jit``; a thread per launch index from ``cuda.grid(1)``; math
   through libdevice at the argument's precision; stacks and buffers in ``cuda.local.array``
   (a stack has a fixed capacity, every access checked, overflow reported through an error word
@@ -49,10 +48,10 @@ class Target:
     optional_shadows = True      # adjoint/tangent arrays may be None (tested at compile time)
     growable_stacks = True       # while-loop stacks can grow
     private_accumulators = False
-    chunked = False              # kernels as a chunk function and a launcher (CpuParallel)
     entry_suffix = ""            # appended to kernel entry names (``k__fwd_serial``)
     helpers_module = "helpers"
-    kernel_decorator = func_decorator = "numba.njit(cache=True, error_model='numpy', nogil=True)"
+    kernel_decorator = "numba.njit(parallel=True, cache=True, error_model='numpy', nogil=True)"
+    func_decorator = "numba.njit(cache=True, error_model='numpy', nogil=True)"
 
     # -- module ------------------------------------------------------------------------------
     def imports(self):
@@ -78,10 +77,6 @@ class Target:
         if self.fast_math:  # LLVM's fast-math flags on every float operation of the module
             text = text[:-1] + ", fastmath=True)"
         return _expr(text)
-
-    def loop_params(self):
-        """Parameters of a kernel function after ``_dim`` (a chunk's range and worker)."""
-        return []
 
     def extra_params(self, pass_kind):
         """Parameters every generated function of ``pass_kind`` takes last, and every call of
@@ -109,13 +104,25 @@ class Target:
                        name("_dbg"))
 
     def thread_loop(self, prologue, body, private=()):
-        """The kernel body run once per launch index, in one loop: ``prologue`` computes the
-        indices from the flat ``_tid``; ``private`` (arrays accumulated into per-thread copies)
-        is only given to targets with ``private_accumulators``."""
-        rng = ast.Call(name("range"), [wk_call("launch_size", name("_dim"))], [])
+        """The kernel body run once per launch index: ``prologue`` computes the indices from
+        the flat ``_tid``; ``private`` names arrays accumulated into per-thread buffers."""
+        rng = ast.Call(self.range_function(), [wk_call("launch_size", name("_dim"))], [])
+        # prange may give an unsigned index: make it signed so index arithmetic stays integer
         head = [_assign("_tid", ast.Call(name("int64"), [name("_p")], []))]
-        return [ast.For(ast.Name("_p", ast.Store()), rng, head + prologue + (body or [ast.Pass()]),
-                        [])]
+        before, after = [], []
+        if private:
+            head.append(_assign("_w", _expr("numba.get_thread_id()")))
+        for a in private:
+            before += [_assign(f"_pv_{a}", wk_call("private_ok", name(a))),
+                       _assign(f"_acc_{a}", wk_call("private_buffer", name(a), name(f"_pv_{a}")))]
+            after.append(ast.If(name(f"_pv_{a}"), [ast.Expr(wk_call(
+                "reduce_private", name(a), name(f"_acc_{a}")))], []))
+        loop = ast.For(ast.Name("_p", ast.Store()), rng, head + prologue + (body or [ast.Pass()]),
+                       [])
+        return before + [loop] + after
+
+    def range_function(self):
+        return ast.Attribute(name("numba"), "prange", ast.Load())
 
     # -- operations --------------------------------------------------------------------------
     def math(self, path, args, types):
@@ -148,55 +155,17 @@ class Target:
 
 
 class CpuParallel(Target):
-    """Kernels as a *chunk* function compiled without Numba's parfors (``k__fwd_chunk(_dim,
-    _lo, _hi, _worker, ...)`` runs launch indices ``_lo`` to ``_hi``) and a plain Python entry
-    ``k__fwd(_dim, ...)`` that runs it on every core (``_wk.threads``: one slice of the launch
-    per thread of weft's pool, released from the GIL). A parfor costs Numba 1-2 s more to
-    compile than the same loop without it (a kernel's forward: 4.4-5.4 s against 0.7-0.9 s),
-    and one chunk function serves launches of every size. Arrays the kernel only accumulates
-    into are added into directly by worker 0 and into one private copy by each other worker;
-    the entry sums the copies into the array after the join."""
-
     name = "cpu"
     private_accumulators = True
-    chunked = True
-
-    def loop_params(self):
-        return ["_lo", "_hi", "_worker"]
-
-    def thread_loop(self, prologue, body, private=()):
-        rng = ast.Call(name("range"), [name("_lo"), name("_hi")], [])
-        head = [_assign("_tid", ast.Call(name("int64"), [name("_p")], []))]
-        before = [_assign("_w", ast.Constant(0))] if private else []
-        for a in private:  # codegen adds into row _w (0) of _acc_<a> when _pv_<a>
-            before += [_assign(f"_pv_{a}", wk_call("private_ok", name(a))),
-                       _assign(f"_acc_{a}", wk_call("private_chunk", name(a), name(f"_pv_{a}"),
-                                                    name("_worker")))]
-        loop = ast.For(ast.Name("_p", ast.Store()), rng, head + prologue + (body or [ast.Pass()]),
-                       [])
-        after = []
-        if private:
-            after.append(ast.Return(ast.Tuple(
-                [wk_call("private_result", name(a), name(f"_acc_{a}"), name("_worker"))
-                 for a in private], ast.Load())))
-        return before + [loop] + after
-
-    def launcher(self, chunk_name, params, private, doc):
-        """The entry ``k__fwd(_dim, ...)``: plain Python running ``chunk_name`` on every core,
-        then summing the private copies of the arrays in ``private`` into them."""
-        call = wk_call("threads", name(chunk_name), name("_dim"), *[name(p) for p in params])
-        if not private:
-            return [ast.Expr(call)]
-        accs = [f"_acc_{a}" for a in private]
-        target = ast.Tuple([ast.Name(a, ast.Store()) for a in accs], ast.Store())
-        adds = [ast.Expr(wk_call("add_private", name(a), name(acc)))
-                for a, acc in zip(private, accs)]
-        return [ast.For(target, call, adds, [])]
 
 
 class CpuSerial(Target):
     name = "serial"
     entry_suffix = "_serial"
+    kernel_decorator = Target.func_decorator
+
+    def range_function(self):
+        return name("range")
 
 
 class Cuda(Target):
