@@ -121,6 +121,7 @@ def request_adjoint(ck, dims, values, adj):
         try:
             if _proc is None or _proc.poll() is not None:
                 _start()
+            _take_answers(time.monotonic())  # answers nobody waited for: keep the pipe empty
             data = pickle.dumps(key)
             _proc.stdin.write(struct.pack("<I", len(data)) + data)
             _proc.stdin.flush()
@@ -151,19 +152,28 @@ def wait_for(ck, fn, timeout=120.0):
     want = (ck.module.__name__, getattr(fn, "py_func", fn).__name__)
     deadline = time.monotonic() + timeout
     with _lock:
-        while _pending.get(want) and _proc is not None:
-            head = _read(4, deadline)
-            frame = head and _read(struct.unpack("<I", head)[0], deadline)
-            if not frame:  # too slow, or the helper died: compile here from now on
-                _failed = True
-                _pending.clear()
-                return
-            done, _ok = pickle.loads(frame)
-            left = _pending.get(done, 0) - 1
-            if left > 0:
-                _pending[done] = left
-            else:
-                _pending.pop(done, None)
+        if not _take_answers(deadline, want):  # too slow, or the helper died: compile here
+            _failed = True
+            _pending.clear()
+
+
+def _take_answers(deadline, want=None):
+    """Read the helper's answers: those already there, and until none is pending for ``want``
+    (a function) if given; False when the helper died or the deadline passed first."""
+    while _proc is not None:
+        if want is not None and not _pending.get(want):
+            return True
+        head = _read(4, deadline)
+        frame = head and _read(struct.unpack("<I", head)[0], deadline)
+        if not frame:  # an answer is written whole in one write: no partial frame is left
+            return want is None and _proc.poll() is None
+        done, _ok = pickle.loads(frame)
+        left = _pending.get(done, 0) - 1
+        if left > 0:
+            _pending[done] = left
+        else:
+            _pending.pop(done, None)
+    return want is None
 
 
 def _read(n, deadline):
@@ -171,8 +181,8 @@ def _read(n, deadline):
     fd = _proc.stdout.fileno()
     out = b""
     while len(out) < n:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        left = max(0.0, deadline - time.monotonic())  # 0: only what is there already
+        if not select.select([fd], [], [], left)[0]:
             return None
         part = os.read(fd, n - len(out))
         if not part:
