@@ -104,14 +104,10 @@ def cloth_rows(impl, python, repeat):
     return res
 
 
-def wave_row(impl, python, repeat, frames):
-    """Best-of-``repeat`` wall time of Warp's wave example as a script, warm cache."""
-    spec = subprocess.run([python, "-c", "import warp, os; print(os.path.dirname(warp.__file__))"],
-                          capture_output=True, text=True)
-    wdir = (spec.stdout.strip() if spec.returncode == 0 else None) or _warp_dir()
-    if wdir is None:
-        return None
-    src = open(os.path.join(wdir, "examples", "core", "example_wave.py")).read()
+def wave_row(impl, python, repeat, frames, warp_dir):
+    """Best-of-``repeat`` wall time of Warp's wave example (from ``warp_dir``) as a script,
+    warm cache."""
+    src = open(os.path.join(warp_dir, "examples", "core", "example_wave.py")).read()
     if impl == "weft":
         sys.path.insert(0, os.path.join(ROOT, "tools"))
         from warp_examples import weftify
@@ -131,12 +127,11 @@ def wave_row(impl, python, repeat, frames):
     return best
 
 
-def _warp_dir():
-    try:
-        import warp
-    except ImportError:
-        return None
-    return os.path.dirname(warp.__file__)
+def _warp_dir(python):
+    """Where ``python`` imports Warp from, or None."""
+    out = subprocess.run([python, "-c", "import warp, os; print(os.path.dirname(warp.__file__))"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() or None if out.returncode == 0 else None
 
 
 def main():
@@ -146,7 +141,10 @@ def main():
     ap.add_argument("--warp-python")
     ap.add_argument("--markdown", action="store_true")
     a = ap.parse_args()
-    warp_python = a.warp_python or (sys.executable if _warp_dir() else None)
+    warp_python = a.warp_python or sys.executable
+    warp_dir = _warp_dir(warp_python)
+    if warp_dir is None:
+        warp_python = None
     weft = cloth_rows("weft", sys.executable, a.repeat)
     warp = cloth_rows("warp", warp_python, a.repeat) if warp_python else None
     if warp is not None:
@@ -160,9 +158,9 @@ def main():
             ("same, with wp.load_module(max_workers=2) first", "cold, load_module"),
             ("same program, warm cache", "warm")]
     table = [(label, weft[key], warp[key] if warp else None) for label, key in rows]
-    wave = (wave_row("weft", sys.executable, a.repeat, a.frames),
-            wave_row("warp", warp_python, a.repeat, a.frames) if warp_python else None)
-    if wave[0] is not None:
+    if warp_dir is not None:  # the example ships with Warp
+        wave = (wave_row("weft", sys.executable, a.repeat, a.frames, warp_dir),
+                wave_row("warp", warp_python, a.repeat, a.frames, warp_dir))
         table.append((f"Warp's wave example, {a.frames} frames, warm cache", *wave))
     print("| what | weft (s) | Warp CPU (s) | weft/Warp |")
     print("|---|---|---|---|")

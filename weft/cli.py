@@ -59,13 +59,13 @@ def cmd_transpile(args):
     if args.name and len(args.file) > 1:
         raise SystemExit("weft transpile: --name names one output module; give one file")
     total = len(args.file)
+    os.makedirs(args.output, exist_ok=True)
     for k, path in enumerate(args.file, 1):
         t0 = time.perf_counter()
         kernels = _kernels(_load_user_module(path))
         if not kernels:
             raise SystemExit(f"weft transpile: no kernels in {path}")
         src = _transpile(sorted(kernels.values(), key=lambda k: k.key), path)
-        os.makedirs(args.output, exist_ok=True)
         base = args.name or (os.path.splitext(os.path.basename(path))[0] + "_weft")
         out = os.path.join(args.output, base + ".py")
         with open(out, "w") as f:

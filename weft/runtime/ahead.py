@@ -35,9 +35,9 @@ from .. import config
 
 WORKER = r'''
 import pickle, sys
-jobs = pickle.load(open(sys.argv[1], "rb"))
-from weft.runtime.ahead import compile_jobs
-compile_jobs(jobs)
+from weft.runtime.ahead import compile_entry
+for job in pickle.load(open(sys.argv[1], "rb")):
+    compile_entry(*job)
 '''
 
 
@@ -60,34 +60,44 @@ def sample_values(ck):
 
 
 def entry_jobs(ck):
-    """``[(module name, function name, arguments)]``: the threaded entries a typical launch of
-    compiled kernel ``ck`` calls (forward and adjoint), with sample arguments of the types it
-    passes."""
+    """``[(module name, function name, signature)]``: the threaded entries a typical launch
+    of compiled kernel ``ck`` calls (forward and adjoint), for the types it passes."""
+    import numba
     abi = ck.abi
     if abi.debug_sites is not None:
         return []
     values = sample_values(ck)
     head = [(0,) * max(1, abi.tid_dims)]  # the launch dimensions
     modname = ck.module.__name__
-    jobs = [(modname, abi.entries["forward"]["cpu"], head + values)]
+    arguments = {"forward": head + values}
     backward = ck.kernel.options.get("enable_backward",
                                      ck.kernel._module.options.get("enable_backward"))
     if not abi.no_derivative and not abi.tie_arrays and backward is not False:
         adj = [np.zeros_like(v) for p, v in zip(abi.params, values) if p.adjoint is not None]
-        jobs.append((modname, abi.entries["adjoint"]["cpu"], head + values + adj))
-    return jobs
+        arguments["adjoint"] = head + values + adj
+    return [(modname, abi.entries[kind]["cpu"], tuple(numba.typeof(a) for a in args))
+            for kind, args in arguments.items()]
 
 
-def compile_jobs(jobs):
-    """Compile each job's function for the types of its arguments (from the disk cache when
-    it is there)."""
-    import numba
-
+def compile_entry(modname, fname, sig):
+    """Compile (or load from the disk cache) function ``fname`` of generated module
+    ``modname`` for the argument types ``sig``; in any process whose cache holds the
+    module (the compile workers here, the helper of :mod:`.background`)."""
     from . import cache
-    for modname, fname, args in jobs:
-        mod = cache.load_or_build(modname.split(".", 1)[1], _not_cached(modname))
-        fn = getattr(mod, fname)
-        fn.compile(tuple(numba.typeof(a) for a in args))
+    mod = cache.load_or_build(modname.split(".", 1)[1], _not_cached(modname))
+    getattr(mod, fname).compile(sig)
+
+
+def helper_env():
+    """The environment of a helper process: this weft and this cache, no helpers of its
+    own."""
+    from .cache import cache_dir
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH")] if p)
+    env["WEFT_CACHE_DIR"] = cache_dir()
+    env["WEFT_BACKGROUND_COMPILE"] = "0"
+    return env
 
 
 def _not_cached(modname):
@@ -115,7 +125,8 @@ def kernels_of(names):
 
 def load_kernels(kernels, device_kind="cpu", max_workers=None):
     """Transpile ``kernels`` and compile their typical CPU entries, sharing the compiles with
-    ``max_workers - 1`` worker processes. Returns the number of entries compiled or loaded."""
+    ``max_workers - 1`` worker processes. Returns the number of entries compiled or
+    loaded."""
     from .. import diskcache
     from .cache import cache_dir
     t0 = time.perf_counter()
@@ -130,9 +141,8 @@ def load_kernels(kernels, device_kind="cpu", max_workers=None):
     if workers > 1 and len(jobs) > 1 and cache_dir() is not None and diskcache.writable():
         _compile_shared(jobs, workers)
     else:
-        compile_jobs(jobs)
-    for ck in compiled if device_kind == "cpu" else ():  # no compile message at the launch
-        ck.called.update(ck.entry(kind, "cpu") for kind in ("forward", "adjoint"))
+        for job in jobs:
+            compile_entry(*job)
     took = time.perf_counter() - t0
     if took > config.compile_message_seconds and not config.quiet:
         print(f"Module load of {len(kernels)} kernel(s) on device '{device_kind}' took "
@@ -143,18 +153,15 @@ def load_kernels(kernels, device_kind="cpu", max_workers=None):
 
 def _compile_shared(jobs, workers):
     """Split ``jobs`` by cost between this process and ``workers - 1`` worker processes."""
-    jobs = sorted(jobs, key=_cost, reverse=True)
+    costed = sorted(((_cost(job), job) for job in jobs), key=lambda c: c[0], reverse=True)
     shares = [[] for _ in range(min(workers, len(jobs)))]
     loads = [0] * len(shares)
-    for job in jobs:  # greedy: the dearest job to the least loaded
+    for cost, job in costed:  # greedy: the dearest job to the least loaded
         k = loads.index(min(loads))
         shares[k].append(job)
-        loads[k] += _cost(job)
+        loads[k] += cost
     procs = []
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [_weft_root(), env.get("PYTHONPATH")] if p)
-    from .cache import cache_dir
-    env["WEFT_CACHE_DIR"] = cache_dir()
+    env = helper_env()
     for share in shares[1:]:
         fd, path = tempfile.mkstemp(suffix=".pkl")
         with os.fdopen(fd, "wb") as f:
@@ -162,18 +169,15 @@ def _compile_shared(jobs, workers):
         procs.append((subprocess.Popen([sys.executable, "-c", WORKER, path], env=env,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE),
                       path, share))
-    compile_jobs(shares[0])
+    for job in shares[0]:
+        compile_entry(*job)
     for proc, path, share in procs:
         _, err = proc.communicate()
         os.unlink(path)
-        # what a worker could not do (or did not finish) is compiled here; the rest loads
-        # from the cache its worker filled
-        compile_jobs(share)
         if proc.returncode and not config.quiet:
             print(f"weft: a compile worker failed (compiled here instead): "
                   f"{err.decode(errors='replace').strip().splitlines()[-1:]}",
                   file=sys.stderr, flush=True)
-
-
-def _weft_root():
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        # loads what the worker put in the cache; compiles what it could not do
+        for job in share:
+            compile_entry(*job)

@@ -29,7 +29,7 @@ from .. import config
 HELPER = r'''
 import pickle, struct, sys
 inp, out = sys.stdin.buffer, sys.stdout.buffer
-from weft.runtime import cache
+from weft.runtime.ahead import compile_entry
 while True:
     head = inp.read(4)
     if len(head) < 4:
@@ -37,8 +37,7 @@ while True:
     modname, fname, sig = pickle.loads(inp.read(struct.unpack("<I", head)[0]))
     ok = True
     try:
-        mod = cache.load_or_build(modname.split(".", 1)[1], None)
-        getattr(mod, fname).compile(sig)
+        compile_entry(modname, fname, sig)
     except BaseException:
         ok = False
     data = pickle.dumps(((modname, fname), ok))
@@ -49,7 +48,7 @@ while True:
 _lock = threading.Lock()
 _proc = None
 _pending = {}   # (module name, function name) -> number of requests not answered yet
-_asked = set()  # (module name, function name, signature) requested
+_asked = set()  # entries (dispatchers) asked for once: later recorded launches skip them
 _failed = False
 
 
@@ -71,64 +70,54 @@ def enabled():
     from .. import diskcache
     from .cache import cache_dir
     flag = os.environ.get("WEFT_BACKGROUND_COMPILE", "1") != "0"
-    return (flag and getattr(config, "background_compile", True) and not _failed and
+    return (flag and config.background_compile and not _failed and
             not numba.config.DISABLE_JIT and cache_dir() is not None and diskcache.writable())
 
 
 def _start():
     global _proc
-    from .cache import cache_dir
-    env = dict(os.environ)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in [root, env.get("PYTHONPATH")] if p)
-    env["WEFT_CACHE_DIR"] = cache_dir()
-    env["WEFT_BACKGROUND_COMPILE"] = "0"
+    from .ahead import helper_env
     _proc = subprocess.Popen([sys.executable, "-c", HELPER], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                             bufsize=0)
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             env=helper_env(), bufsize=0)
 
 
-def request_adjoint(ck, dims, values, adj):
-    """Ask the helper to compile the CPU adjoint entry ``ck``'s backward will call for this
-    launch (threaded or serial, by its size) for the types of ``values`` and ``adj`` (the
-    launch's kernel arguments and the adjoint arrays backward will pass)."""
+def request_adjoint(ck, dims, values, args):
+    """Ask the helper to compile the CPU adjoint entry that backward will call for this
+    recorded launch of ``ck`` (threaded or serial, by its size), for the types of ``values``
+    (the kernel's arguments) and of the adjoint arrays of ``args`` (the user's arguments).
+    Once per entry: later launches return at the first test."""
     global _failed
     if ck.device_kind != "cpu" or ck.abi.debug_sites is not None or ck.abi.tie_arrays or \
             ck.abi.no_derivative:
         return
-    from .launch import cpu_target
-    target = cpu_target(ck, "adjoint", dims)
-    flag = "_background_asked_" + target
-    if getattr(ck, flag, False):
-        return  # one request per compiled kernel and entry: recording stays cheap
-    setattr(ck, flag, True)
-    if ck.entry("adjoint", target) in ck.called or not enabled():
+    from .launch import adjoint_arrays, cpu_target
+    fn = ck.entry("adjoint", cpu_target(ck, "adjoint", dims))
+    if fn in _asked:
+        return
+    _asked.add(fn)
+    if fn in ck.called or not enabled():
         return
     import numba
-    fname = ck.abi.entries["adjoint"][target]
-    modname = ck.module.__name__
     try:
-        sig = tuple(numba.typeof(v) for v in [dims, *values, *adj])
+        sig = tuple(numba.typeof(v) for v in [dims, *values, *adjoint_arrays(ck, args)])
     except (ValueError, TypeError):
         return
-    if _cached(getattr(ck.module, fname), sig):
+    if _cached(fn, sig):
         return  # a warm cache: loaded now, as the first call would (no helper)
-    key = (modname, fname, sig)
+    key = (ck.module.__name__, fn.py_func.__name__)
     with _lock:
-        if key in _asked:
-            return
-        _asked.add(key)
         try:
             if _proc is None or _proc.poll() is not None:
                 _start()
             _take_answers(time.monotonic())  # answers nobody waited for: keep the pipe empty
-            data = pickle.dumps(key)
+            data = pickle.dumps(key + (sig,))
             _proc.stdin.write(struct.pack("<I", len(data)) + data)
             _proc.stdin.flush()
         except (OSError, pickle.PicklingError):
             _failed = True
             return
-        _pending[key[:2]] = _pending.get(key[:2], 0) + 1
+        _pending[key] = _pending.get(key, 0) + 1
 
 
 def _cached(disp, sig):
@@ -149,7 +138,7 @@ def wait_for(ck, fn, timeout=120.0):
     global _failed
     if not _pending:
         return
-    want = (ck.module.__name__, getattr(fn, "py_func", fn).__name__)
+    want = (ck.module.__name__, fn.py_func.__name__)
     deadline = time.monotonic() + timeout
     with _lock:
         if not _take_answers(deadline, want):  # too slow, or the helper died: compile here

@@ -87,7 +87,7 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
             a = args[ck.param_index(name)]
             hazards.before_write(a, f"a launch of kernel '{ck.key}'")
     if recording and not device.is_cuda:  # backward will need the adjoint: compiled meanwhile
-        background.request_adjoint(ck, dims, values, adjoint_arrays(ck, args))
+        background.request_adjoint(ck, dims, values, args)
     graph = capturing()
     if graph is not None:  # recorded for capture_launch; nothing runs now (as Warp)
         graph.record(*bound_forward(ck, dims, values, device), is_launch=True)
