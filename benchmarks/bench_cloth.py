@@ -19,8 +19,16 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cloth  # noqa: E402
+import machine  # noqa: E402
 
 SUBSTEPS = 16
+
+
+def substep_bytes(n_particles, n_springs):
+    """Compulsory memory traffic of one substep: zeroing f (12 B per particle); the spring pass
+    reads its pair and rest length (12 B per spring), x and v (24 B per particle) and adds into
+    f (24); the integration reads x, v, f and the inverse mass and writes x and v (64)."""
+    return 12 * n_springs + 124 * n_particles
 
 
 def timeit(fn, repeat=5):
@@ -140,6 +148,8 @@ def forward_table(sizes, repeat):
         row = {"N": n}
         sim = Sim(weft, n)
         row["weft"] = timeit(sim.frame, repeat)
+        row["MB/frame"] = SUBSTEPS * substep_bytes(sim.n, sim.n_springs) / 1e6
+        machine.traffic(row, "weft", row["MB/frame"] * 1e6, row["weft"])
         x, inv_mass, pairs, rest = cloth.make_cloth(n)
         g = np.array(cloth.GRAVITY, np.float32)
         st = (x.copy(), np.zeros_like(x), x.copy(), np.zeros_like(x), np.zeros_like(x), pairs,
@@ -282,12 +292,12 @@ def print_table(title, rows, markdown, ms_keys):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[64, 128, 256, 512])
     ap.add_argument("--diff-sizes", type=int, nargs="+", default=[32, 64, 128])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
-    print(f"{os.cpu_count()} CPUs, Numba threads: {numba.get_num_threads()}")
+    print(machine.describe())
     rows = forward_table(args.sizes, args.repeat)
     for r in rows:
         if "warp" in r:

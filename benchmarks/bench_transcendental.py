@@ -270,6 +270,16 @@ def main():
         w = [max(len(h), *(len(r[c]) for r in table)) for c, h in enumerate(head)]
         for r in [head] + table:
             print("  ".join(c.rjust(w[i]) if i else c.ljust(w[i]) for i, c in enumerate(r)))
+    # compulsory traffic: the forward reads x and writes y (24 B per element), the adjoint reads
+    # x and adj_y and adds into adj_x (48 B)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import machine
+    bw = machine.peak()
+    for p, nbytes in (("forward", 24 * n), ("adjoint", 48 * n)):
+        gbs = nbytes / (ms[p]["weft wp.launch"] * 1e-3) / 1e9
+        print(f"{p}: {nbytes / n:.0f} B per element compulsory traffic; weft moves {gbs:.2f} "
+              f"GB/s, {100 * gbs / bw:.0f}% of the {bw:.1f} GB/s triad bandwidth (bound by "
+              f"{'memory' if gbs > 0.6 * bw else 'the math, not memory'})")
 
 
 if __name__ == "__main__":

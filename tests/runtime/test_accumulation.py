@@ -65,3 +65,21 @@ def test_private_buffers_adjoint_of_a_gather():
     counts = np.bincount(np.arange(N) % 11, minlength=11).astype(np.float64)
     expected = np.stack([2.0 * counts, np.zeros(11), counts], 1)
     np.testing.assert_array_equal(x.grad.numpy(), expected)
+
+
+def test_private_buffers_with_one_thread_and_all():
+    """Thread 0 adds into the array itself, the others into their copies: the sums are exact
+    with one thread running (no copy used) and with every thread."""
+    import numba
+    vals = np.random.default_rng(2).integers(0, 8, N).astype(np.float64) * 0.25
+    src = scatter.source("forward")
+    assert "_wk.thread_id()" in src and "_w == 0" in src
+    old = numba.get_num_threads()
+    try:
+        for threads in (1, numba.config.NUMBA_NUM_THREADS):
+            numba.set_num_threads(threads)
+            bins = wp.zeros(7, dtype=wp.float64)
+            wp.launch(scatter, N, inputs=[wp.array(vals, dtype=wp.float64), bins])
+            np.testing.assert_array_equal(bins.numpy(), _expected_bins(vals))
+    finally:
+        numba.set_num_threads(old)

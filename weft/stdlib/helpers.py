@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import ir
 from numba import types
-from numba.extending import overload
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
 
 from numba.np.ufunc.parallel import _launch_threads
 
@@ -72,18 +74,45 @@ _POOL = numba.config.NUMBA_NUM_THREADS
 def private_ok(a):
     """Whether per-thread copies of ``a`` fit the budget (see ``private_buffer``); False for
     an adjoint array that was not asked for (None)."""
-    return a is not None and _POOL * a.size * a.itemsize <= PRIVATE_BUDGET
+    return a is not None and (_POOL - 1) * a.size * a.itemsize <= PRIVATE_BUDGET
 
 
 def private_buffer(a, ok):
-    """Zeroed per-thread copies of ``a`` (shape ``(threads,) + a.shape``), or an empty array.
+    """Zeroed per-thread copies of ``a`` for every thread but the first (shape
+    ``(threads - 1,) + a.shape``), or an empty array.
 
-    Kernels that only accumulate into ``a`` add into their thread's copy with plain ``+=`` and
-    the copies are summed into ``a`` after the launch: on x86 a float atomic add is a
-    compare-and-swap loop, many times dearer than the reduction."""
+    Kernels that only accumulate into ``a`` add with plain ``+=``: thread 0 into ``a`` itself,
+    every other thread ``w`` into its copy ``acc[w - 1]``, and the copies are summed into ``a``
+    after the launch. On x86 a float atomic add is a compare-and-swap loop, many times dearer
+    than the reduction; with one thread there is nothing to copy or sum."""
     if a is None:
         return np.zeros((0, 0), np.float32)
-    return np.zeros((_POOL if ok else 0,) + a.shape, a.dtype)
+    return np.zeros((_POOL - 1 if ok else 0,) + a.shape, a.dtype)
+
+
+def thread_id():
+    """The calling thread's index in Numba's pool (0 outside a parallel region)."""
+    return 0
+
+
+@intrinsic
+def _thread_id(typingctx):
+    # numba.get_thread_id() declares the threading layer's get_thread_id as an ordinary external
+    # function, called again for every launch index (about 15% of a short kernel body); the
+    # value never changes within a thread, so declared without side effects LLVM hoists it out
+    # of the loop
+    def codegen(context, builder, signature, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(cgutils.intp_t, []),
+                                            "get_thread_id")
+        fn.attributes.add("readnone")
+        fn.attributes.add("nounwind")
+        return builder.call(fn, [])
+    return types.intp(), codegen
+
+
+@overload(thread_id)
+def _thread_id_ol():
+    return lambda: _thread_id()
 
 
 def reduce_private(a, acc):
@@ -97,14 +126,14 @@ def reduce_private(a, acc):
 def _private_ok(a):
     if isinstance(a, types.NoneType):
         return lambda a: False
-    return lambda a: _POOL * a.size * a.itemsize <= PRIVATE_BUDGET
+    return lambda a: (_POOL - 1) * a.size * a.itemsize <= PRIVATE_BUDGET
 
 
 @overload(private_buffer)
 def _private_buffer(a, ok):
     if isinstance(a, types.NoneType):
         return lambda a, ok: np.zeros((0, 0), np.float32)
-    return lambda a, ok: np.zeros((_POOL if ok else 0,) + a.shape, a.dtype)
+    return lambda a, ok: np.zeros((_POOL - 1 if ok else 0,) + a.shape, a.dtype)
 
 
 @njit(parallel=True, nogil=True)

@@ -247,18 +247,27 @@ class Gen:
     def atomic_element(self, fn, arr_name, idx_nodes, value, loc, dst=None, compare=None):
         """``_wk.atomic_<fn>`` per component; optionally bind the old value to ``dst``.
 
-        Arrays in ``self.private`` (CPU kernels that only accumulate into them) add into the
-        calling thread's private copy instead, when the launch allotted one."""
+        Arrays in ``self.private`` (CPU kernels that only accumulate into them) are added into
+        with a plain ``+=`` when the launch allotted copies: by thread 0 directly, by thread
+        ``_w`` into its copy ``_acc_<a>[_w - 1]`` (a branch per update: an array chosen once per
+        thread would be a new array value per launch index, reference counted)."""
         if arr_name in self.private and fn in ("add", "sub") and dst is None:
             op = ast.Add() if fn == "add" else ast.Sub()
-            own = self.store_element(f"_acc_{arr_name}", [name("_w")] + list(idx_nodes), value,
-                                     loc, op=op, checked=False)
+            idx = list(idx_nodes)
+            direct = self.guarded(arr_name, idx, loc, self.store_element(
+                arr_name, idx, value, loc, op=op, checked=False))
+            copy = self.guarded(arr_name, idx, loc, self.store_element(
+                f"_acc_{arr_name}", [ast.BinOp(name("_w"), ast.Sub(), ast.Constant(1))] + idx,
+                value, loc, op=op, checked=False))
             shared = self._atomics(fn, arr_name, idx_nodes, value, loc, dst)
             rows = ast.Subscript(ast.Attribute(name(f"_acc_{arr_name}"), "shape", ast.Load()),
                                  ast.Constant(0), ast.Load())
-            cond = ast.BoolOp(ast.And(), [name(f"_pv_{arr_name}"), ast.Compare(
-                name("_w"), [ast.Lt()], [rows])])
-            return [located(ast.If(cond, own, shared), loc)]
+            pv = name(f"_pv_{arr_name}")
+            first = ast.BoolOp(ast.And(), [pv, ast.Compare(name("_w"), [ast.Eq()],
+                                                           [ast.Constant(0)])])
+            cond = ast.BoolOp(ast.And(), [pv, ast.Compare(name("_w"), [ast.LtE()], [rows])])
+            return [located(ast.If(first, direct, [located(ast.If(cond, copy, shared), loc)]),
+                            loc)]
         return self._atomics(fn, arr_name, idx_nodes, value, loc, dst, compare)
 
     def _atomics(self, fn, arr_name, idx_nodes, value, loc, dst, compare=None):

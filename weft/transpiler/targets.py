@@ -111,7 +111,7 @@ class Target:
         head = [_assign("_tid", ast.Call(name("int64"), [name("_p")], []))]
         before, after = [], []
         if private:
-            head.append(_assign("_w", _expr("numba.get_thread_id()")))
+            head.append(_assign("_w", wk_call("thread_id")))
         for a in private:
             before += [_assign(f"_pv_{a}", wk_call("private_ok", name(a))),
                        _assign(f"_acc_{a}", wk_call("private_buffer", name(a), name(f"_pv_{a}")))]
