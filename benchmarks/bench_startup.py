@@ -7,9 +7,11 @@ Rows, each the wall time of a new Python process (the interpreter's start includ
 
 1. cloth, cold: the cloth module (``benchmarks/cloth.py``: springs, integration, loss) run as a
    differentiable 16 x 16 cloth of 8 steps on a tape, to the first gradient, with an empty
-   kernel cache (weft: a fresh ``WEFT_CACHE_DIR``; Warp: a fresh ``kernel_cache_dir``). The
-   same program with ``wp.load_module(..., max_workers=2)`` first (weft compiles the module's
-   kernels in two worker processes; Warp compiles its module as one) is a second row.
+   kernel cache (weft: a fresh ``WEFT_CACHE_DIR``; Warp: a fresh ``kernel_cache_dir``). weft
+   as a user runs it (tiered compiles: serial twins first), then with tiering off (Warp's
+   column repeats its cold time), then with ``wp.load_module(..., max_workers=2)`` first (weft
+   compiles the module's kernels in two worker processes; Warp compiles its module as one).
+   After each weft run the benchmark waits for its compile helper to finish.
 2. cloth, warm: the same process again, with the cache the cold run filled (best of
    ``--repeat``).
 3. Warp's ``core/example_wave.py`` run as a script (``--stage-path None``, ``--num-frames``),
@@ -86,16 +88,37 @@ def _env(impl, cache):
     return env
 
 
+def _wait_for_helpers(timeout=600):
+    """Wait until no weft compile helper runs (a tiered program's helper finishes its queue
+    after the program exits): the next measurement must not share the cores with it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = False
+        for pid in os.listdir("/proc") if os.path.isdir("/proc") else []:
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    busy |= b"weft.runtime.ahead import compile_entry" in f.read()
+            except OSError:
+                pass
+        if not busy:
+            return
+        time.sleep(0.2)
+
+
 def cloth_rows(impl, python, repeat):
-    """(cold s, cold with load_module s, warm s, gradient) for one library."""
+    """(cold s, cold untiered s, cold with load_module s, warm s, gradient) for one library."""
     child = os.path.join(tempfile.mkdtemp(), "child.py")
     with open(child, "w") as f:
         f.write(CHILD)
     res = {}
-    for ahead in ("0", "1"):
+    runs = [("cold", "0", {}), ("cold, load_module", "1", {"WEFT_TIERED_COMPILE": "0"})]
+    if impl == "weft":
+        runs.insert(1, ("cold, untiered", "0", {"WEFT_TIERED_COMPILE": "0"}))
+    for key, ahead, extra in runs:
         cache = tempfile.mkdtemp(prefix=f"bench-startup-{impl}-")
-        took, out = _run(python, [child, impl, ahead, HERE], _env(impl, cache))
-        res["cold" if ahead == "0" else "cold, load_module"] = took
+        took, out = _run(python, [child, impl, ahead, HERE], {**_env(impl, cache), **extra})
+        _wait_for_helpers()
+        res[key] = took
         res["grad"] = json.loads(out.strip().splitlines()[-1])["grad"]
         if ahead == "1":
             res["warm"] = min(_run(python, [child, impl, "0", HERE], _env(impl, cache))[0]
@@ -121,7 +144,7 @@ def wave_row(impl, python, repeat, frames, warp_dir):
     if impl == "warp":  # Warp reads its cache directory from the environment too
         env["WARP_CACHE_PATH"] = cache
     args = [path, "--stage-path", "None", "--num-frames", str(frames)]
-    _run(python, args, env, cwd=d)  # fills the cache
+    _run(python, args, {**env, "WEFT_TIERED_COMPILE": "0"}, cwd=d)  # fills the cache
     best = min(_run(python, args, env, cwd=d)[0] for _ in range(repeat))
     shutil.rmtree(cache, ignore_errors=True)
     return best
@@ -155,9 +178,11 @@ def main():
         if err > 1e-5:
             sys.exit("the gradients differ: no timings reported")
     rows = [("cloth module, cold cache, new process to first gradient", "cold"),
+            ("same, tiered compiles off (WEFT_TIERED_COMPILE=0)", "cold, untiered"),
             ("same, with wp.load_module(max_workers=2) first", "cold, load_module"),
             ("same program, warm cache", "warm")]
-    table = [(label, weft[key], warp[key] if warp else None) for label, key in rows]
+    table = [(label, weft[key], warp.get(key, warp["cold"]) if warp else None)
+             for label, key in rows]
     if warp_dir is not None:  # the example ships with Warp
         wave = (wave_row("weft", sys.executable, a.repeat, a.frames, warp_dir),
                 wave_row("warp", warp_python, a.repeat, a.frames, warp_dir))

@@ -17,6 +17,10 @@ def pytest_configure(config):
     # is first imported; CPU kernels are unaffected by it.
     if not os.environ.get("WEFT_TEST_REAL_CUDA"):
         os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+    # tiered compiles run a kernel's serial twin until a helper process has compiled the
+    # threaded entry: tests check the threaded code, and the helpers would compete with the
+    # test workers for the cores; tests/runtime/test_tiered.py turns it on in its programs
+    os.environ.setdefault("WEFT_TIERED_COMPILE", "0")
     if "WEFT_CACHE_DIR" not in os.environ:
         tag = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
         path = os.path.join(tempfile.gettempdir(), f"weft-test-cache-{tag}")

@@ -21,6 +21,13 @@ serial_threshold = 256
 #: first backward, in this process.
 background_compile = True
 
+#: Tiered compiles (CPU): while a kernel's threaded entry is not in the disk cache, launches
+#: run its serial twin (a plain loop: compiled in about a fifth of the time), and the helper
+#: process of ``background_compile`` compiles the threaded entry into the cache; launches
+#: switch to it once it is there. A short program never waits for the threaded code. False
+#: (or ``WEFT_TIERED_COMPILE=0``): the first launch compiles the threaded entry here.
+tiered_compile = True
+
 #: ``"release"``: kernels as fast as they compile; ``"debug"``: every array access of the
 #: forward, adjoint and tangent kernels is checked (an out-of-range or negative index raises
 #: ``weft.KernelIndexError`` naming the kernel, pass, array, index, shape and source line).

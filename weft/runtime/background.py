@@ -10,6 +10,11 @@ is usually done), and Numba then loads the machine code from the cache instead o
 it. If the helper fails or is slow, the adjoint compiles here as without it: nothing but the
 timing depends on the helper.
 
+Tiered compiles (``wp.config.tiered_compile``, :func:`tier`): a launch whose threaded CPU
+entry is neither called yet nor in the disk cache runs the kernel's serial twin instead (a
+plain loop compiles in a fraction of a parfor's time) and asks the same helper for the threaded
+entry; later launches use it once the helper has answered.
+
 Off without a writable disk cache, under ``NUMBA_DISABLE_JIT``, in debug mode, and when
 ``wp.config.background_compile`` is False (or ``WEFT_BACKGROUND_COMPILE=0``).
 """
@@ -87,7 +92,6 @@ def request_adjoint(ck, dims, values, args):
     recorded launch of ``ck`` (threaded or serial, by its size), for the types of ``values``
     (the kernel's arguments) and of the adjoint arrays of ``args`` (the user's arguments).
     Once per entry: later launches return at the first test."""
-    global _failed
     if ck.device_kind != "cpu" or ck.abi.debug_sites is not None or ck.abi.tie_arrays or \
             ck.abi.no_derivative:
         return
@@ -98,13 +102,41 @@ def request_adjoint(ck, dims, values, args):
     _asked.add(fn)
     if fn in ck.called or not enabled():
         return
+    _request(ck, fn, lambda: [dims, *values, *adjoint_arrays(ck, args)])
+
+
+def tier(ck, kind, fn, dims, values):
+    """The entry a CPU launch of ``ck`` runs when its target is the threaded entry ``fn``:
+    ``fn`` once it was called, is in the disk cache or the helper has compiled it; until then
+    the serial twin, with ``fn`` asked of the helper (see the module's docstring)."""
+    if fn in ck.called or not config.tiered_compile or \
+            os.environ.get("WEFT_TIERED_COMPILE", "1") == "0":
+        return fn
+    key = (ck.module.__name__, fn.py_func.__name__)
+    if fn in _asked:  # asked before (by a launch or a recorded launch's adjoint)
+        if _pending.get(key):
+            with _lock:
+                _take_answers(time.monotonic())  # what has arrived, without waiting
+        return ck.entry(kind, "serial") if _pending.get(key) else fn
+    if ck.abi.debug_sites is not None or not enabled():
+        return fn
+    _asked.add(fn)
+    if not _request(ck, fn, lambda: [dims, *values]):
+        return fn  # in the cache (now loaded), or the helper cannot be used
+    return ck.entry(kind, "serial")
+
+
+def _request(ck, fn, arguments):
+    """Send entry ``fn`` of ``ck`` for the types of ``arguments()`` to the helper; False when
+    it is in the disk cache already (then loaded) or cannot be sent."""
+    global _failed
     import numba
     try:
-        sig = tuple(numba.typeof(v) for v in [dims, *values, *adjoint_arrays(ck, args)])
+        sig = tuple(numba.typeof(v) for v in arguments())
     except (ValueError, TypeError):
-        return
+        return False
     if _cached(fn, sig):
-        return  # a warm cache: loaded now, as the first call would (no helper)
+        return False  # a warm cache: loaded now, as the first call would (no helper)
     key = (ck.module.__name__, fn.py_func.__name__)
     with _lock:
         try:
@@ -116,8 +148,9 @@ def request_adjoint(ck, dims, values, args):
             _proc.stdin.flush()
         except (OSError, pickle.PicklingError):
             _failed = True
-            return
+            return False
         _pending[key] = _pending.get(key, 0) + 1
+    return True
 
 
 def _cached(disp, sig):

@@ -155,6 +155,9 @@ def run(ck, kind, dims, values, device):
         fn = ck.entry(kind, target)
         if kind == "forward" and target == "serial" and ck.kernel._fast is None:
             FastLaunch.enable(ck, fn)
+        if target == "cpu" and fn not in ck.called and kind in ("forward", "adjoint") and \
+                not ck.abi.tie_arrays:
+            fn = background.tier(ck, kind, fn, dims, values)  # the serial twin meanwhile
         _call(ck, kind, fn, dims, values)
         return
     if _size(dims) == 0:

@@ -1,0 +1,78 @@
+"""Tiered compiles (wp.config.tiered_compile, weft.runtime.background.tier): while a kernel's
+threaded CPU entry is not in the disk cache, launches run its serial twin and the helper
+process compiles the threaded entry, which later launches use; a warm cache starts threaded.
+The test session turns tiering off (tests/conftest.py); these programs turn it on."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from .ahead_kernels import HERE, ROOT
+
+PROGRAM = r"""
+import json, sys, time
+sys.path.insert(0, {here!r})
+import numpy as np
+import weft as wp
+from weft.runtime import background, cache
+import ahead_kernels as ak
+wp.config.quiet = True
+x = wp.array(np.arange(300, dtype=np.float32) / 100)
+y = wp.zeros(300, dtype=float)
+s = wp.zeros(1, dtype=float)
+
+def step():
+    y.zero_()
+    s.zero_()
+    wp.launch(ak.square, 300, inputs=[x, y])
+    wp.launch(ak.total, 300, inputs=[y, s, 0.5])
+    return float(s.numpy()[0])
+
+first = step()
+early = [c.rsplit(".", 1)[1] for c in cache.STATS["compiled"] if c.startswith("weft_generated.")]
+deadline = time.monotonic() + 600
+while background._pending and time.monotonic() < deadline:  # the helper's compiles
+    with background._lock:
+        background._take_answers(time.monotonic() + 1)
+second = step()
+ck = ak.square.compiled("cpu")
+threaded = [ck.entry("forward", "cpu") in ck.called, ak.total.compiled("cpu").entry(
+    "forward", "cpu") in ak.total.compiled("cpu").called]
+late = [c.rsplit(".", 1)[1] for c in cache.STATS["compiled"] if c.startswith("weft_generated.")]
+print(json.dumps({{"first": first, "second": second, "early": early, "late": late,
+                  "threaded": threaded, "helper": background._proc is not None}}))
+"""
+
+
+def _run(cache, **env):
+    env = dict(os.environ, WEFT_CACHE_DIR=str(cache), **{"WEFT_TIERED_COMPILE": "1", **env},
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", PROGRAM.format(here=HERE)], env=env,
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.cold
+def test_serial_twin_first_then_threaded_then_warm(tmp_path):
+    expect = 0.5 * float(((np.arange(300, dtype=np.float64) / 100) ** 2).sum())
+    res = _run(tmp_path / "cache")
+    assert res["first"] == pytest.approx(expect, rel=1e-5)
+    assert res["second"] == pytest.approx(expect, rel=1e-5)
+    # the first launches compiled only the serial twins here; the helper the threaded entries,
+    # which the later launches loaded from the cache
+    assert res["helper"] and sorted(res["early"]) == ["square__fwd_serial", "total__fwd_serial"]
+    assert res["threaded"] == [True, True]
+    assert sorted(res["late"]) == sorted(res["early"])
+    warm = _run(tmp_path / "cache")  # a new process: the threaded entries from the start
+    assert warm["first"] == pytest.approx(expect, rel=1e-5)
+    assert not warm["helper"] and warm["early"] == [] and warm["threaded"] == [True, True]
+
+
+@pytest.mark.cold
+def test_tiering_off_compiles_the_threaded_entries_here(tmp_path):
+    res = _run(tmp_path / "cache", WEFT_TIERED_COMPILE="0")
+    assert sorted(res["early"]) == ["square__fwd", "total__fwd"] and not res["helper"]
