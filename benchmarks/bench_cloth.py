@@ -17,6 +17,9 @@ import time
 import numba
 import numpy as np
 
+# steady-state timings: the threaded kernels from the first launch (no tiered compiles)
+os.environ.setdefault("WEFT_TIERED_COMPILE", "0")
+
 sys.path.insert(0, os.path.dirname(__file__))
 import cloth  # noqa: E402
 import machine  # noqa: E402

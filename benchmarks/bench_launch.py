@@ -19,6 +19,9 @@ import time
 import numba
 import numpy as np
 
+# steady-state timings: the threaded kernels from the first launch (no tiered compiles)
+os.environ.setdefault("WEFT_TIERED_COMPILE", "0")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 

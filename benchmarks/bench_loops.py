@@ -7,12 +7,15 @@ float32 values per iteration. The adjoint replays the loop, recording the carrie
 iteration on a per-thread stack, then walks the iterations backwards recomputing each body.
 """
 import argparse
+import os
 import resource
 import time
 
 import numpy as np
 
-import weft as wp
+# steady-state timings: the threaded kernels from the first launch (no tiered compiles)
+os.environ.setdefault("WEFT_TIERED_COMPILE", "0")
+import weft as wp  # noqa: E402
 
 
 @wp.kernel

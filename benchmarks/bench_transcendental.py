@@ -22,6 +22,9 @@ import time
 import numba
 import numpy as np
 
+# steady-state timings: the threaded kernels from the first launch (no tiered compiles)
+os.environ.setdefault("WEFT_TIERED_COMPILE", "0")
+
 RTOL, ATOL = 1e-5, 1e-5   # float32 math; libm calls may differ in the last bit
 
 

@@ -34,6 +34,9 @@ from weft.geometry import volume_query as Q
 from weft.geometry.hashgrid import HashGrid
 from weft.geometry.volume import Volume
 
+# steady-state timings: the threaded kernels from the first launch (no tiered compiles)
+os.environ.setdefault("WEFT_TIERED_COMPILE", "0")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TORUS = os.path.join(os.path.dirname(HERE), "tests", "data", "nvdb", "torus.nvdb")
 DIMS = (128, 128, 128)

@@ -20,9 +20,9 @@ import weft as wp
 from weft.runtime import background, cache
 import ahead_kernels as ak
 wp.config.quiet = True
-x = wp.array(np.arange(300, dtype=np.float32) / 100)
-y = wp.zeros(300, dtype=float)
-s = wp.zeros(1, dtype=float)
+x = wp.array(np.arange(300, dtype=np.float32) / 100, requires_grad=True)
+y = wp.zeros(300, dtype=float, requires_grad=True)
+s = wp.zeros(1, dtype=float, requires_grad=True)
 
 def step():
     y.zero_()
@@ -31,18 +31,19 @@ def step():
     wp.launch(ak.total, 300, inputs=[y, s, 0.5])
     return float(s.numpy()[0])
 
-first = step()
+tape = wp.Tape()
+with tape:
+    first = step()
+tape.backward(s)
+grad = x.grad.numpy().tolist()
 early = [c.rsplit(".", 1)[1] for c in cache.STATS["compiled"] if c.startswith("weft_generated.")]
-deadline = time.monotonic() + 600
-while background._pending and time.monotonic() < deadline:  # the helper's compiles
-    with background._lock:
-        background._take_answers(time.monotonic() + 1)
+assert background.finish(600)  # the helper's compiles
 second = step()
 ck = ak.square.compiled("cpu")
 threaded = [ck.entry("forward", "cpu") in ck.called, ak.total.compiled("cpu").entry(
     "forward", "cpu") in ak.total.compiled("cpu").called]
 late = [c.rsplit(".", 1)[1] for c in cache.STATS["compiled"] if c.startswith("weft_generated.")]
-print(json.dumps({{"first": first, "second": second, "early": early, "late": late,
+print(json.dumps({{"first": first, "second": second, "early": early, "late": late, "grad": grad,
                   "threaded": threaded, "helper": background._proc is not None}}))
 """
 
@@ -62,8 +63,10 @@ def test_serial_twin_first_then_threaded_then_warm(tmp_path):
     res = _run(tmp_path / "cache")
     assert res["first"] == pytest.approx(expect, rel=1e-5)
     assert res["second"] == pytest.approx(expect, rel=1e-5)
-    # the first launches compiled only the serial twins here; the helper the threaded entries,
-    # which the later launches loaded from the cache
+    np.testing.assert_allclose(res["grad"], np.arange(300) / 100, rtol=1e-6)
+    # the first launches compiled only the forwards' serial twins here; the helper the
+    # adjoints' serial twins (backward waited for them) and the threaded entries, which the
+    # later launches loaded from the cache
     assert res["helper"] and sorted(res["early"]) == ["square__fwd_serial", "total__fwd_serial"]
     assert res["threaded"] == [True, True]
     assert sorted(res["late"]) == sorted(res["early"])
@@ -75,4 +78,6 @@ def test_serial_twin_first_then_threaded_then_warm(tmp_path):
 @pytest.mark.cold
 def test_tiering_off_compiles_the_threaded_entries_here(tmp_path):
     res = _run(tmp_path / "cache", WEFT_TIERED_COMPILE="0")
-    assert sorted(res["early"]) == ["square__fwd", "total__fwd"] and not res["helper"]
+    # the threaded forwards here; the threaded adjoints by the helper (background_compile)
+    assert sorted(res["early"]) == ["square__fwd", "total__fwd"]
+    np.testing.assert_allclose(res["grad"], np.arange(300) / 100, rtol=1e-6)

@@ -53,6 +53,11 @@ while True:
 _lock = threading.Lock()
 _proc = None
 _pending = {}   # (module name, function name) -> number of requests not answered yet
+# threaded entries wanted only for later launches (tiering): sent once no request a launch may
+# wait for is left and no tape records, so that a serial twin the backward pass needs is never
+# queued behind a parfor's compile of several seconds
+_deferred = []  # pickled requests not sent yet (counted in _pending)
+_urgent = set()  # keys of sent requests a launch may wait for
 _asked = set()  # entries (dispatchers) asked for once: later recorded launches skip them
 _failed = False
 
@@ -63,6 +68,8 @@ def _after_fork():  # a forked child must not write into its parent's pipe
     _lock = threading.Lock()
     _pending.clear()
     _asked.clear()
+    _deferred.clear()
+    _urgent.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -96,39 +103,55 @@ def request_adjoint(ck, dims, values, args):
             ck.abi.no_derivative:
         return
     from .launch import adjoint_arrays, cpu_target
-    fn = ck.entry("adjoint", cpu_target(ck, "adjoint", dims))
+    target = cpu_target(ck, "adjoint", dims)
+    fn = ck.entry("adjoint", target)
     if fn in _asked:
         return
     _asked.add(fn)
     if fn in ck.called or not enabled():
         return
-    _request(ck, fn, lambda: [dims, *values, *adjoint_arrays(ck, args)])
+    arguments = lambda: [dims, *values, *adjoint_arrays(ck, args)]  # noqa: E731
+    if target == "cpu" and tiering():
+        # backward will run the serial twin until the threaded adjoint is there: ask for the
+        # twin first, and for the threaded entry when nothing urgent is left
+        twin = ck.entry("adjoint", "serial")
+        if twin not in _asked and twin not in ck.called:
+            _asked.add(twin)
+            _request(ck, twin, arguments)
+        _request(ck, fn, arguments, urgent=False)
+        return
+    _request(ck, fn, arguments)
+
+
+def tiering():
+    return config.tiered_compile and os.environ.get("WEFT_TIERED_COMPILE", "1") != "0"
 
 
 def tier(ck, kind, fn, dims, values):
     """The entry a CPU launch of ``ck`` runs when its target is the threaded entry ``fn``:
     ``fn`` once it was called, is in the disk cache or the helper has compiled it; until then
     the serial twin, with ``fn`` asked of the helper (see the module's docstring)."""
-    if fn in ck.called or not config.tiered_compile or \
-            os.environ.get("WEFT_TIERED_COMPILE", "1") == "0":
+    if fn in ck.called or not tiering():
         return fn
     key = (ck.module.__name__, fn.py_func.__name__)
     if fn in _asked:  # asked before (by a launch or a recorded launch's adjoint)
         if _pending.get(key):
             with _lock:
                 _take_answers(time.monotonic())  # what has arrived, without waiting
+                _flush()
         return ck.entry(kind, "serial") if _pending.get(key) else fn
     if ck.abi.debug_sites is not None or not enabled():
         return fn
     _asked.add(fn)
-    if not _request(ck, fn, lambda: [dims, *values]):
+    if not _request(ck, fn, lambda: [dims, *values], urgent=False):
         return fn  # in the cache (now loaded), or the helper cannot be used
     return ck.entry(kind, "serial")
 
 
-def _request(ck, fn, arguments):
-    """Send entry ``fn`` of ``ck`` for the types of ``arguments()`` to the helper; False when
-    it is in the disk cache already (then loaded) or cannot be sent."""
+def _request(ck, fn, arguments, urgent=True):
+    """Send entry ``fn`` of ``ck`` for the types of ``arguments()`` to the helper (not
+    ``urgent``: once no urgent request is pending); False when it is in the disk cache already
+    (then loaded) or cannot be sent."""
     global _failed
     import numba
     try:
@@ -144,13 +167,39 @@ def _request(ck, fn, arguments):
                 _start()
             _take_answers(time.monotonic())  # answers nobody waited for: keep the pipe empty
             data = pickle.dumps(key + (sig,))
-            _proc.stdin.write(struct.pack("<I", len(data)) + data)
-            _proc.stdin.flush()
+            if urgent:
+                _send(data)
+                _urgent.add(key)
+            else:
+                _deferred.append((key, data))
         except (OSError, pickle.PicklingError):
             _failed = True
             return False
         _pending[key] = _pending.get(key, 0) + 1
+        _flush()
     return True
+
+
+def _send(data):
+    _proc.stdin.write(struct.pack("<I", len(data)) + data)
+    _proc.stdin.flush()
+
+
+def _flush(force=False):
+    """Send the deferred requests once no urgent one is pending and no tape is recording
+    (whose launches may still ask for adjoints the backward pass will wait for), or
+    ``force``."""
+    global _failed
+    if not _deferred:
+        return
+    from .tape import active_tapes
+    if force or not (active_tapes() or any(_pending.get(k) for k in _urgent)):
+        try:
+            for _key, data in _deferred:
+                _send(data)
+        except OSError:
+            _failed = True
+        _deferred.clear()
 
 
 def _cached(disp, sig):
@@ -172,11 +221,30 @@ def wait_for(ck, fn, timeout=120.0):
     if not _pending:
         return
     want = (ck.module.__name__, fn.py_func.__name__)
+    if not _pending.get(want):
+        return
     deadline = time.monotonic() + timeout
     with _lock:
+        if any(key == want for key, _data in _deferred):
+            _flush(force=True)  # not sent yet: send it (and the others deferred) now
         if not _take_answers(deadline, want):  # too slow, or the helper died: compile here
             _failed = True
             _pending.clear()
+            _deferred.clear()
+        _flush()
+
+
+def finish(timeout=600.0):
+    """Send every deferred request and wait (at most ``timeout`` seconds) until the helper has
+    answered all: afterwards every entry asked for is in the disk cache (or failed there and
+    compiles here). True when nothing is left pending."""
+    deadline = time.monotonic() + timeout
+    with _lock:
+        _flush(force=True)
+        while _pending and _proc is not None and time.monotonic() < deadline:
+            if not _take_answers(deadline, next(iter(_pending))):
+                break
+    return not _pending
 
 
 def _take_answers(deadline, want=None):
