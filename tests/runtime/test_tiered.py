@@ -81,3 +81,18 @@ def test_tiering_off_compiles_the_threaded_entries_here(tmp_path):
     # the threaded forwards here; the threaded adjoints by the helper (background_compile)
     assert sorted(res["early"]) == ["square__fwd", "total__fwd"]
     np.testing.assert_allclose(res["grad"], np.arange(300) / 100, rtol=1e-6)
+
+
+def test_tiering_on_without_jit(tmp_path):
+    """Under NUMBA_DISABLE_JIT (plain Python kernels) tiering has nothing to do: launches run."""
+    prog = ("import sys; sys.path.insert(0, %r)\n"
+            "import numpy as np, weft as wp, ahead_kernels as ak\n"
+            "x = wp.array(np.ones(300, np.float32)); y = wp.zeros(300, dtype=float)\n"
+            "wp.launch(ak.square, 300, inputs=[x, y]); print(float(y.numpy().sum()))" % HERE)
+    env = dict(os.environ, WEFT_CACHE_DIR=str(tmp_path / "cache"), WEFT_TIERED_COMPILE="1",
+               NUMBA_DISABLE_JIT="1",
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", prog], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert float(out.stdout.strip().splitlines()[-1]) == 300.0

@@ -133,8 +133,8 @@ def tier(ck, kind, fn, dims, values):
     the serial twin, with ``fn`` asked of the helper (see the module's docstring)."""
     if fn in ck.called or not tiering():
         return fn
-    key = (ck.module.__name__, fn.py_func.__name__)
     if fn in _asked:  # asked before (by a launch or a recorded launch's adjoint)
+        key = (ck.module.__name__, fn.py_func.__name__)
         if _pending.get(key):
             with _lock:
                 _take_answers(time.monotonic())  # what has arrived, without waiting
