@@ -35,13 +35,8 @@ def substep_bytes(n_particles, n_springs):
 
 
 def timeit(fn, repeat=5):
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+    """Best of ``repeat`` timed calls after one untimed call."""
+    return machine.best(fn, repeat)
 
 
 class Sim:

@@ -30,18 +30,13 @@ os.environ.setdefault("WEFT_TIERED_COMPILE", "0")
 
 sys.path.insert(0, os.path.dirname(__file__))
 import cloth  # noqa: E402
+import machine  # noqa: E402
 
 import weft as wp  # noqa: E402
 
 
 def best(fn, repeat=7):
-    fn()
-    t_best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        t_best = min(t_best, time.perf_counter() - t)
-    return t_best
+    return machine.best(fn, repeat)
 
 
 # ------------------------------------------------------------------------ 1. capture

@@ -28,14 +28,15 @@ def _triad(a, b, c, s):
         a[i] = b[i] + s * c[i]
 
 
-def _best(fn, repeat):
+def best(fn, repeat):
+    """Best of ``repeat`` timed calls of ``fn`` (seconds), after one untimed call."""
     fn()
-    best = float("inf")
+    fastest = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()
         fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+        fastest = min(fastest, time.perf_counter() - t)
+    return fastest
 
 
 def bandwidth(threads=None, mb=128, repeat=7):
@@ -46,8 +47,8 @@ def bandwidth(threads=None, mb=128, repeat=7):
     try:
         n = mb * (1 << 20) // 8
         a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)
-        t_copy = _best(lambda: _copy(a, b), repeat)
-        t_triad = _best(lambda: _triad(a, b, c, 3.0), repeat)
+        t_copy = best(lambda: _copy(a, b), repeat)
+        t_triad = best(lambda: _triad(a, b, c, 3.0), repeat)
         return {"copy": 2 * a.nbytes / t_copy / 1e9, "triad": 3 * a.nbytes / t_triad / 1e9}
     finally:
         numba.set_num_threads(old)
