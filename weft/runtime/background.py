@@ -20,6 +20,7 @@ Off without a writable disk cache, under ``NUMBA_DISABLE_JIT``, in debug mode, a
 """
 from __future__ import annotations
 
+import atexit
 import os
 import pickle
 import select
@@ -46,8 +47,11 @@ while True:
     except BaseException:
         ok = False
     data = pickle.dumps(((modname, fname), ok))
-    out.write(struct.pack("<I", len(data)) + data)
-    out.flush()
+    try:
+        out.write(struct.pack("<I", len(data)) + data)
+        out.flush()
+    except OSError:  # the program has exited: finish the queue for its next run
+        pass
 '''
 
 _lock = threading.Lock()
@@ -74,6 +78,16 @@ def _after_fork():  # a forked child must not write into its parent's pipe
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
+
+
+@atexit.register
+def _send_deferred_at_exit():
+    """A program that ends with threaded entries still deferred sends them: the helper finishes
+    its queue after this process exits (it reads until its input closes), so the next run finds
+    the threaded code in the cache."""
+    if _deferred and _proc is not None:
+        with _lock:
+            _flush(force=True)
 
 
 def enabled():
