@@ -61,7 +61,7 @@ _pending = {}   # (module name, function name) -> number of requests not answere
 # wait for is left and no tape records, so that a serial twin the backward pass needs is never
 # queued behind a parfor's compile of several seconds
 _deferred = []  # pickled requests not sent yet (counted in _pending)
-_urgent = set()  # keys of sent requests a launch may wait for
+_urgent = set()  # keys of sent requests a launch may wait for, until answered
 _asked = set()  # entries (dispatchers) asked for once: later recorded launches skip them
 _failed = False
 
@@ -142,10 +142,11 @@ def tiering():
 
 
 def tier(ck, kind, fn, dims, values):
-    """The entry a CPU launch of ``ck`` runs when its target is the threaded entry ``fn``:
-    ``fn`` once it was called, is in the disk cache or the helper has compiled it; until then
-    the serial twin, with ``fn`` asked of the helper (see the module's docstring)."""
-    if fn in ck.called or not tiering():
+    """The entry a CPU launch of ``ck`` runs when its target is the threaded entry ``fn``, not
+    called yet (the caller tests that): ``fn`` once it is in the disk cache or the helper has
+    compiled it; until then the serial twin, with ``fn`` asked of the helper (see the
+    module's docstring)."""
+    if not tiering():
         return fn
     if fn in _asked:  # asked before (by a launch or a recorded launch's adjoint)
         key = (ck.module.__name__, fn.py_func.__name__)
@@ -207,7 +208,7 @@ def _flush(force=False):
     if not _deferred:
         return
     from .tape import active_tapes
-    if force or not (active_tapes() or any(_pending.get(k) for k in _urgent)):
+    if force or not (active_tapes() or _urgent):
         try:
             for _key, data in _deferred:
                 _send(data)
@@ -232,7 +233,7 @@ def wait_for(ck, fn, timeout=120.0):
     """Before the first call of ``ck``'s entry ``fn``: wait (at most ``timeout`` seconds) for
     the helper's answers about it, so that Numba finds its machine code in the cache."""
     global _failed
-    if not _pending:
+    if not _pending:  # (the common case: a dict test before any name is built)
         return
     want = (ck.module.__name__, fn.py_func.__name__)
     if not _pending.get(want):
@@ -245,6 +246,7 @@ def wait_for(ck, fn, timeout=120.0):
             _failed = True
             _pending.clear()
             _deferred.clear()
+            _urgent.clear()
         _flush()
 
 
@@ -277,6 +279,7 @@ def _take_answers(deadline, want=None):
             _pending[done] = left
         else:
             _pending.pop(done, None)
+            _urgent.discard(done)
     return want is None
 
 

@@ -70,13 +70,14 @@ def kernel_functions(fir, facts, target):
     deco = target.decorator(kernel=True)
     entry = {kind: f"{fir.name}{SUFFIX[kind]}{target.entry_suffix}" for kind in SUFFIX}
 
+    def kernel(kind, fparams, body, private, doc):
+        out.append(function_def(entry[kind], ["_dim"] + fparams + target.extra_params(kind),
+                                target.thread_loop(prologue(fir), body, private), deco, doc))
+
     gen = Forward(fir, names_for(fir), facts, target)
     gen.private = set(private_fwd)
-    extra = target.extra_params
-    out.append(function_def(entry["forward"], ["_dim"] + params + extra("forward"),
-                            target.thread_loop(
-        prologue(fir), gen.block(fir.body), private_fwd), deco,
-        f"Forward kernel of '{fir.name}' ({_where(fir)})."))
+    kernel("forward", params, gen.block(fir.body), private_fwd,
+           f"Forward kernel of '{fir.name}' ({_where(fir)}).")
 
     adj = Adjoint(fir, names_for(fir), facts, target)
     # per-thread buffers only pay off where accumulation would otherwise be atomic
@@ -86,19 +87,15 @@ def kernel_functions(fir, facts, target):
                  if isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type)}
     ties = [f"_ties{k}" for k in range(len(facts.tie_sites))]
     phases = ["_phase"] + ties if ties else []  # two-phase entries (analyze.atomic_tie_sites)
-    out.append(function_def(entry["adjoint"], ["_dim"] + params + list(adj_names.values()) +
-                            phases + target.extra_params("adjoint"),
-                            target.thread_loop(prologue(fir), adj.body(), sorted(adj.private)),
-                            deco, f"Adjoint kernel of '{fir.name}': replays the forward body, "
-                            "then runs it backwards."))
+    kernel("adjoint", params + list(adj_names.values()) + phases, adj.body(),
+           sorted(adj.private), f"Adjoint kernel of '{fir.name}': replays the forward body, "
+           "then runs it backwards.")
 
     tan = Tangent(fir, names_for(fir), facts, target)
     tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
     tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
-    out.append(function_def(entry["tangent"], ["_dim"] + params + list(tan_names.values()) +
-                            (phases + tsums if ties else []) + extra("tangent"),
-                            target.thread_loop(prologue(fir), tan.block(fir.body)), deco,
-                            f"Tangent (forward-mode) kernel of '{fir.name}'."))
+    kernel("tangent", params + list(tan_names.values()) + (phases + tsums if ties else []),
+           tan.block(fir.body), (), f"Tangent (forward-mode) kernel of '{fir.name}'.")
     return out, entry, adj_names, tan_names
 
 
