@@ -35,7 +35,8 @@ from .runtime.array_ops import (zeros, zeros_like, ones, ones_like, full,  # noq
                                 full_like, empty, empty_like, clone, copy, from_numpy)
 from .runtime.device import (get_device, set_device, ScopedDevice, synchronize,  # noqa: E402
                              is_cuda_available, get_cuda_device_count, Device)
-from .runtime.launch import launch, jvp  # noqa: E402
+from .runtime.forward_mode import jvp  # noqa: E402
+from .runtime.launch import launch  # noqa: E402
 from .runtime.tape import Tape  # noqa: E402
 from .runtime.struct import struct  # noqa: E402
 from .runtime.geometry import Volume, HashGrid, Mesh, Bvh  # noqa: E402
