@@ -44,15 +44,6 @@ def adjoint_tangent(ck, dims, args, values, adj, tans, tadj, device, what):
     _call_once(ck, "adjoint-tangent", fn, dims, values + adj + tan_values + tadj)
 
 
-def scratch_copy(data):
-    if isinstance(data, np.ndarray):
-        return data.copy()
-    from numba import cuda
-    out = cuda.device_array_like(data)
-    out.copy_to_device(data)
-    return out
-
-
 def tangent_values(ck, args, tans, scalar_tangents, device):
     """The tangent entry's extra arguments: for each parameter with a tangent, the tangent array
     given in ``tans`` (aligned with ``args``; None for a zero tangent) or, for scalar and vector

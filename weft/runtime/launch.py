@@ -476,7 +476,7 @@ class Launch:
         reading the tangents of its arrays from ``tangents`` (missing: zero) and storing the
         tangents of the arrays it writes there. The primal arrays it writes are replaced by
         scratch copies, so no primal state changes."""
-        from .forward_mode import scratch_copy, tangent_values, zeros_like_tangent
+        from .forward_mode import tangent_values, zeros_like_tangent
         ck = self.compiled
         values = ck.bind(self.args, self.device)
         for i, data in self.snapshots.items():
@@ -486,7 +486,7 @@ class Launch:
         for i, ((n, t), a) in enumerate(zip(ck.params, self.args)):
             g = tangents.get(a) if isinstance(a, array) else None
             if i in written and isinstance(a, array):
-                values[i] = scratch_copy(values[i])
+                values[i] = hazards.copy_of(values[i])
                 if T.is_differentiable(t):
                     g = array(g.numpy(), dtype=a.dtype, device=a.device) if g is not None \
                         else zeros_like_tangent(a)
