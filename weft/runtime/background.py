@@ -125,7 +125,7 @@ def request_adjoint(ck, dims, values, args):
     if fn in ck.called or not enabled():
         return
     arguments = lambda: [dims, *values, *adjoint_arrays(ck, args)]  # noqa: E731
-    if target == "cpu" and tiering():
+    if target == "cpu" and tiering() and not _sums_privately(fn):
         # backward will run the serial twin until the threaded adjoint is there: ask for the
         # twin first, and for the threaded entry when nothing urgent is left
         twin = ck.entry("adjoint", "serial")
@@ -155,12 +155,20 @@ def tier(ck, kind, fn, dims, values):
                 _take_answers(time.monotonic())  # what has arrived, without waiting
                 _flush()
         return ck.entry(kind, "serial") if _pending.get(key) else fn
-    if ck.abi.debug_sites is not None or not enabled():
+    if ck.abi.debug_sites is not None or not enabled() or _sums_privately(fn):
         return fn
     _asked.add(fn)
     if not _request(ck, fn, lambda: [dims, *values], urgent=False):
         return fn  # in the cache (now loaded), or the helper cannot be used
     return ck.entry(kind, "serial")
+
+
+def _sums_privately(fn):
+    """Whether threaded entry ``fn`` adds into per-thread copies that it sums after the loop:
+    its serial twin adds in another order, so its float results differ in the last bits, and a
+    program would give different numbers depending on when the threaded code arrived. Such
+    entries are not tiered (their threaded code is deterministic for a thread count)."""
+    return "private_buffer" in fn.py_func.__code__.co_names
 
 
 def _request(ck, fn, arguments, urgent=True):
