@@ -21,7 +21,9 @@ serial_threshold = 256
 #: first backward, in this process.
 background_compile = True
 
-#: Tiered compiles (CPU): while a kernel's threaded entry is not in the disk cache, launches
+#: Tiered compiles (CPU; kernels whose threaded entry does not sum per-thread copies, whose
+#: serial twin would round those sums differently): while the threaded entry is not in the
+#: disk cache, launches
 #: run its serial twin (a plain loop: compiled in about a fifth of the time), and the helper
 #: process of ``background_compile`` compiles the threaded entry into the cache; launches
 #: switch to it once it is there. A short program never waits for the threaded code. False
