@@ -21,12 +21,11 @@ serial_threshold = 256
 #: first backward, in this process.
 background_compile = True
 
-#: Tiered compiles (CPU; kernels whose threaded entry does not sum per-thread copies, whose
-#: serial twin would round those sums differently): while the threaded entry is not in the
-#: disk cache, launches
+#: Tiered compiles (CPU): while a kernel's threaded entry is not in the disk cache, launches
 #: run its serial twin (a plain loop: compiled in about a fifth of the time), and the helper
 #: process of ``background_compile`` compiles the threaded entry into the cache; launches
-#: switch to it once it is there. A short program never waits for the threaded code. False
+#: switch to it once it is there. Not for entries that sum per-thread copies (their serial
+#: twin would round those sums differently): they compile here on their first launch. False
 #: (or ``WEFT_TIERED_COMPILE=0``): the first launch compiles the threaded entry here.
 tiered_compile = True
 
