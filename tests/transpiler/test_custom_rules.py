@@ -49,6 +49,13 @@ def use_sqrt(a: wp.array(dtype=float), out: wp.array(dtype=float)):
 
 
 @wp.kernel
+def use_tripled_squared(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    t = tripled(a[i])
+    out[i] = t * t
+
+
+@wp.kernel
 def use_norm(v: wp.array(dtype=wp.vec3), s: wp.array(dtype=float), out: wp.array(dtype=float)):
     i = wp.tid()
     out[i] = scaled_norm(v[i], s[i])
@@ -66,7 +73,17 @@ def test_func_grad_replaces_the_adjoint():
     np.testing.assert_allclose(a.grad.numpy(), [3.0, 3.5, 3.25])
     src = use_sqrt.source("all")
     assert "def safe_sqrt__adj(x, adj_ret):" in src and "The user's grad rule" in src
-    assert "tripled__replay(" in use_sqrt.source("adjoint")
+    # tripled's value enters the result linearly: no adjoint rule reads it, so the adjoint
+    # does not replay it at all (prune.py); where a rule reads it, the user's replay computes it
+    assert "tripled__replay(" not in use_sqrt.source("adjoint")
+    sq = wp.zeros(3, dtype=float, requires_grad=True)
+    b = wp.array(np.array([0.5, 1.0, 2.0], np.float32), requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(use_tripled_squared, 3, inputs=[b], outputs=[sq])
+    tape.backward(grads={sq: np.ones(3)})
+    np.testing.assert_allclose(b.grad.numpy(), 18.0 * np.array([0.5, 1.0, 2.0]), rtol=1e-6)
+    assert "tripled__replay(" in use_tripled_squared.source("adjoint")
 
 
 def test_func_tangent_replaces_the_tangent():

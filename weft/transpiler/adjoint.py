@@ -19,6 +19,7 @@ import ast
 from .. import types as T
 from ..errors import KernelSyntaxError
 from . import ir
+from .analyze import reads_own_derivatives
 from .codegen import (Gen, adj_zero_node, assign, component_indices, diff, index_node, located,
                       not_none, storage_dtype_node, tag, wk_call)
 from .exprs import Ex, const, name, zero
@@ -37,7 +38,9 @@ class Adjoint(Gen):
         self.loop_names = {}
         self.depth = 0
         self.atomic_arrays = facts.atomic_adjoint_arrays
-        self.needed = facts.needed
+        # a variable's adjoint matters where it can be nonzero (it flows into a result) and
+        # where it reaches an input (it depends on one): the forward activity analysis
+        self.needed = facts.needed & facts.varied
         self.pass_kind = "adjoint"
         self.hoisted = {}  # id(ir.Assign of a Prim) -> {dump of a math call: its variable}
 
@@ -161,8 +164,9 @@ class Adjoint(Gen):
         return out
 
     def accumulate(self, v, contribution, loc):
-        """``adj_v += contribution`` (componentwise; tuples item by item)."""
-        if not has_adjoint(v) or contribution is None:
+        """``adj_v += contribution`` (componentwise; tuples item by item); nothing for a
+        variable no input varies (its adjoint would reach no input)."""
+        if not has_adjoint(v) or contribution is None or id(v) not in self.facts.varied:
             return []
         target = Ex(name(self.adj(v)), v.type)
 
@@ -257,8 +261,10 @@ class Adjoint(Gen):
         call_args = [self.ex(a).node for a in args]
         call_args += [name(self.adj(args[i])) for i in array_params]
         rule = f.custom.get("grad")
+        if rule is not None and rule.takes_ret:  # the replayed result, not computed again
+            call_args.append(self.ex(s.dst).node)
         if has_ret and rule is not None and isinstance(f.ret_type, T.TupleType) and \
-                len(rule.params) == len(f.params) + len(f.ret_type.types):
+                len(rule.params) == len(f.params) + rule.takes_ret + len(f.ret_type.types):
             # a user's rule takes one adjoint per returned value
             call_args += [ast.Subscript(name(self.adj(s.dst)), ast.Constant(k), ast.Load())
                           for k in range(len(f.ret_type.types))]
@@ -288,7 +294,8 @@ class Adjoint(Gen):
 
     def from_array(self, arr, index, v, loc, scale=None, cond=None):
         """``adj_v += adj_arr[index]`` (times -1 for subtraction)."""
-        if not has_adjoint(v) or not T.is_differentiable(arr.type):
+        if not has_adjoint(v) or not T.is_differentiable(arr.type) or \
+                id(v) not in self.facts.varied:
             return []
         idx = self.idx_nodes(index)
 
@@ -429,23 +436,6 @@ class Adjoint(Gen):
         rng = ast.Call(name("range"), [ast.BinOp(name(n), ast.Sub(), ast.Constant(1)),
                                        ast.Constant(-1), ast.Constant(-1)], [])
         return [located(ast.For(ast.Name(k, ast.Store()), rng, tag(body, s.loc), []), s.loc)]
-
-
-def reads_own_derivatives(fir, seen=None):
-    """Whether func ``fir`` (or a func it calls) uses a builtin with derivatives of its own
-    (``Builtin.own_derivatives``: a mesh's points), so its adjoint must run even when none of
-    its arguments carries a gradient."""
-    seen = set() if seen is None else seen
-    if id(fir) in seen:
-        return False
-    seen.add(id(fir))
-    for st in ir.walk(fir.body):
-        e = getattr(st, "expr", None)
-        if isinstance(e, ir.Prim) and e.builtin.own_derivatives:
-            return True
-        if isinstance(e, ir.Call) and reads_own_derivatives(e.func, seen):
-            return True
-    return False
 
 
 class _Substitute(ast.NodeTransformer):

@@ -41,6 +41,7 @@ class FuncFacts:
     used: set = field(default_factory=set)          # ids of Vars read as operands
     accesses: dict = field(default_factory=dict)    # array param Var -> [Access]
     needed: set = field(default_factory=set)        # ids of Vars whose adjoint can be nonzero
+    varied: set = field(default_factory=set)        # ids of Vars whose tangent can be nonzero
     no_derivative: object = None                    # kernels: why there is no adjoint, or None
     thread_indexed: list = field(default_factory=list)  # kernels: see unconditional_tid_accesses
     view_roots: dict = field(default_factory=dict)   # view Var name -> the array param it views
@@ -200,6 +201,7 @@ def analyze(fir, facts_of):
     facts.geometry_ids = geometry_ids(fir, facts, facts_of)
     facts.const_indices = constant_indices(fir, facts_of)
     facts.needed = adjoint_needed(fir)
+    facts.varied = tangent_varied(fir)
     if fir.kind == "kernel":
         facts.no_derivative = local_buffer_gradient(fir)
         facts.thread_indexed = unconditional_tid_accesses(fir, facts)
@@ -353,6 +355,72 @@ def adjoint_needed(fir):
                 elif isinstance(e, ir.Prim) and e.builtin.differentiable:
                     need(*e.args)
     return needed
+
+
+def reads_own_derivatives(fir, seen=None):
+    """Whether func ``fir`` (or a func it calls) uses a builtin with derivatives of its own
+    (``Builtin.own_derivatives``: a mesh's points), so its adjoint must run even when none of
+    its arguments carries a gradient."""
+    seen = set() if seen is None else seen
+    if id(fir) in seen:
+        return False
+    seen.add(id(fir))
+    for st in ir.walk(fir.body):
+        e = getattr(st, "expr", None)
+        if isinstance(e, ir.Prim) and e.builtin.own_derivatives:
+            return True
+        if isinstance(e, ir.Call) and reads_own_derivatives(e.func, seen):
+            return True
+    return False
+
+
+def tangent_varied(fir):
+    """Ids of the variables whose tangent can be nonzero: those computed, through
+    differentiable operations, from a differentiable parameter (a func's, or a kernel's
+    non-array one) or from a read of a differentiable array. The tangent pass gives the others
+    a constant zero tangent, so their rules, and the ``__jvp`` of a func none of whose
+    arguments varies, are not generated (activity analysis, forward direction)."""
+    varied = {id(p) for p in fir.params if not isinstance(p.type, T.ArrayType)
+              and T.is_differentiable(p.type)}
+    changed = True
+
+    def mark(v):
+        nonlocal changed
+        if id(v) not in varied:
+            varied.add(id(v))
+            changed = True
+
+    def any_varied(ops):
+        return any(isinstance(o, ir.Var) and id(o) in varied for o in ops)
+
+    while changed:
+        changed = False
+        for s in ir.walk(fir.body):
+            if isinstance(s, ir.Loop):
+                for h, e in s.carried:
+                    if id(e) in varied:
+                        mark(h)
+                continue
+            if not isinstance(s, ir.Assign) or not T.is_differentiable(s.dst.type) or \
+                    id(s.dst) in varied:
+                continue
+            e = s.expr
+            if isinstance(e, ir.Copy):
+                hit = isinstance(e.src, ir.Var) and id(e.src) in varied
+            elif isinstance(e, ir.Load):
+                hit = not e.array.type.local and T.is_differentiable(e.array.type)
+            elif isinstance(e, ir.Prim):
+                hit = e.builtin.differentiable and (e.builtin.own_derivatives or
+                                                    any_varied(e.args))
+            elif isinstance(e, ir.Call):
+                hit = any_varied(e.args) or "tangent" in e.func.custom or any(
+                    isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type)
+                    for p in e.func.params) or reads_own_derivatives(e.func)
+            else:  # GradCall: a constant along any direction
+                hit = False
+            if hit:
+                mark(s.dst)
+    return varied
 
 
 def local_buffer_gradient(fir):

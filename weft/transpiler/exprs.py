@@ -183,6 +183,8 @@ class Ex:
         return self._bin(o, ast.Div(), True)
 
     def __neg__(self):
+        if _structural(self.node):
+            return self
         if T.is_composite(self.type):
             s = self.atom()
             return tup([-c for c in s.items()], self.type)
@@ -202,10 +204,44 @@ def wrap_int(node, t):
     return node
 
 
+def structural_zero(type_):
+    """The tangent of a value that no input varies (:func:`analyze.tangent_varied`): a zero
+    that arithmetic folds away (``x * 0`` is 0 and ``x + 0`` is ``x`` even where ``x`` is
+    inf or NaN: the derivative along the direction is exactly zero, it is not a product)."""
+    z = zero(type_)
+    for node in ast.walk(z.node):
+        node.weft_zero = True
+    return z
+
+
+def _structural(node):
+    return getattr(node, "weft_zero", False)
+
+
+def _fold(op, a, b, out_t):
+    """``a op b`` when an operand is a structural zero and the result is known without it,
+    else None."""
+    za, zb = _structural(a.node), _structural(b.node)
+    if not (za or zb):
+        return None
+    if isinstance(op, ast.Mult) or (isinstance(op, ast.Div) and za):
+        return structural_zero(out_t)
+    if isinstance(op, (ast.Add, ast.Sub)) and zb and a.type == out_t:
+        return a
+    if isinstance(op, ast.Add) and za and b.type == out_t:
+        return b
+    if isinstance(op, ast.Sub) and za and b.type == out_t:
+        return -b
+    return None
+
+
 def binop(op, a, b):
     """``a op b`` for scalars, and componentwise for composites (scalars broadcast); integer
-    results wrap to their type's width."""
+    results wrap to their type's width. Structural zeros (:func:`structural_zero`) fold."""
     ca, cb = T.is_composite(a.type), T.is_composite(b.type)
+    folded = _fold(op, a, b, a.type if ca or not cb else b.type)
+    if folded is not None:
+        return folded
     if not ca and not cb:
         return Ex(wrap_int(ast.BinOp(a.node, op, b.node), a.type), a.type)
     out_t = a.type if ca else b.type
@@ -216,7 +252,9 @@ def binop(op, a, b):
         x = a.comp(i) if ca else a
         y = b.comp(i) if cb else b
         st = T.scalar_of(out_t)
-        comps.append(Ex(wrap_int(ast.BinOp(x.node, op, y.node), st), st))
+        folded = _fold(op, x, y, st)
+        comps.append(folded if folded is not None else
+                     Ex(wrap_int(ast.BinOp(x.node, op, y.node), st), st))
     return tup(comps, out_t)
 
 
@@ -306,7 +344,11 @@ def select(c, a, b):
 
 
 def total(items):
-    """Sum of a list of scalar Ex as one left-folded expression."""
+    """Sum of a list of scalar Ex as one left-folded expression (structural zeros left out)."""
+    kept = [it for it in items if not _structural(it.node)]
+    if not kept:
+        return structural_zero(items[0].type)
+    items = kept
     acc = items[0]
     for it in items[1:]:
         acc = Ex(ast.BinOp(acc.node, ast.Add(), it.node), acc.type)
@@ -314,6 +356,9 @@ def total(items):
 
 
 def dot(a, b):
+    if _structural(a.node) or _structural(b.node):
+        return structural_zero(T.scalar_of(a.type))
     a, b = a.atom(), b.atom()
-    return total([Ex(ast.BinOp(x.node, ast.Mult(), y.node), x.type)
+    return total([structural_zero(x.type) if _structural(x.node) or _structural(y.node) else
+                  Ex(ast.BinOp(x.node, ast.Mult(), y.node), x.type)
                   for x, y in zip(a.items(), b.items())])

@@ -14,6 +14,7 @@ import dataclasses
 import os
 
 from .. import types as T
+from . import prune
 from .abi import KernelABI, ParamABI
 from .adjoint import Adjoint
 from .codegen import assign, names_for, wk_call
@@ -126,12 +127,18 @@ def func_functions(fir, facts_of, target):
                                 "differentiable parameters."))
     tan = Tangent(fir, names_for(fir), facts, target)
     if "tangent" in fir.custom:
+        rule = fir.custom["tangent"]
         call_f = ast.Call(name(fir.name), [name(p.name) for p in fir.params] +
                           [name(p) for p in extra("forward")], [])
-        call_t = ast.Call(name(fir.custom["tangent"].name),
-                          [name(n) for n in tan.func_params()], [])
-        out.append(function_def(f"{fir.name}__jvp", tan.func_params(),
-                                [ast.Return(ast.Tuple([call_f, call_t], ast.Load()))], fdeco,
+        targs = [name(n) for n in tan.func_params()]
+        body = []
+        if rule.takes_ret:  # the rule reads the result instead of computing it again
+            body.append(ast.Assign([ast.Name("_ret", ast.Store())], call_f, lineno=0))
+            call_f = name("_ret")
+            targs.insert(len(fir.params), name("_ret"))
+        call_t = ast.Call(name(rule.name), targs, [])
+        body.append(ast.Return(ast.Tuple([call_f, call_t], ast.Load())))
+        out.append(function_def(f"{fir.name}__jvp", tan.func_params(), body, fdeco,
                                 f"Tangent of '{fir.name}' from the user's tangent rule."))
     else:
         body = tan.block(fir.body)
@@ -175,6 +182,10 @@ def run(state):
                                 in facts.const_indices.items()))
     if state.options.mode == "debug":  # every kernel of the module shares the site table
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
-    state.defs = defs
+    # adjoint and tangent functions lose their dead assignments; forward code stays as the
+    # user wrote it
+    pure = prune.pure_functions(defs)
+    state.defs = [prune.drop_dead(d, pure) if "__adj" in d.name or "__jvp" in d.name else d
+                  for d in defs]
     state.abis = abis
     return state

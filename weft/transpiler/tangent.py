@@ -10,9 +10,10 @@ import ast
 
 from .. import types as T
 from . import ir
+from .analyze import reads_own_derivatives
 from .codegen import (assign, component_indices, diff, index_node, located, not_none,
                       zero_node)
-from .exprs import Ex, name, zero
+from .exprs import Ex, name, structural_zero
 from .forward import Forward
 
 
@@ -25,8 +26,8 @@ class Tangent(Forward):
         """Tangent of an operand as an Ex (zero for constants); None when not differentiable."""
         if not diff(o):
             return None
-        if isinstance(o, ir.Const):
-            return zero(o.type)
+        if isinstance(o, ir.Const) or id(o) not in self.facts.varied:
+            return structural_zero(o.type)
         return Ex(name(self.tan(o)), o.type)
 
     def s_Assign(self, s):
@@ -34,9 +35,11 @@ class Tangent(Forward):
         e = s.expr
         d = s.dst
         if isinstance(e, ir.Call) and e.func.ret_type is None:
-            return self.call_jvp(s, void=True)
+            return out if self.constant_call(e) else self.call_jvp(s, void=True)
         if isinstance(d.type, T.ArrayType) or not diff(d):
             return out
+        if id(d) not in self.facts.varied:  # no input varies it: a constant zero tangent
+            return out + [assign(self.tan(d), zero_node(d.type), s.loc)]
         if isinstance(e, ir.Copy):
             return out + [assign(self.tan(d), self.tex(e.src).node, s.loc)]
         if isinstance(e, ir.Prim):
@@ -63,6 +66,15 @@ class Tangent(Forward):
         if isinstance(e, ir.GradCall):  # constant along any direction, as in Warp
             return out + [assign(self.tan(d), zero_node(d.type), s.loc)]
         raise TypeError(e)
+
+    def constant_call(self, e):
+        """Whether call ``e`` has no tangent to propagate: no argument varies, it takes no
+        array (whose tangent array it could write), reads no derivatives of its own (a mesh's
+        points) and has no tangent rule of the user's."""
+        f = e.func
+        return "tangent" not in f.custom and not reads_own_derivatives(f) and not any(
+            isinstance(p.type, T.ArrayType) for p in f.params) and not any(
+            isinstance(a, ir.Var) and id(a) in self.facts.varied for a in e.args)
 
     def call_jvp(self, s, void):
         f = s.expr.func

@@ -1,0 +1,106 @@
+"""Compile less: dead assignments out of adjoints and tangents (``transpiler/prune.py``), tangents
+that no input varies as constant zeros (``analyze.tangent_varied``), and structural zeros folded
+in tangent rules (``exprs.structural_zero``); the results stay exact."""
+import ast
+
+import numpy as np
+
+import weft as wp
+from weft.transpiler import prune
+
+
+def _fdef(src):
+    return ast.parse(src).body[0]
+
+
+def _names(fdef):
+    """The names bound by the assignments of ``fdef`` (not subscript stores)."""
+    out = []
+    for st in ast.walk(fdef):
+        t = st.targets[0] if isinstance(st, ast.Assign) else getattr(st, "target", None)
+        if isinstance(st, (ast.Assign, ast.AugAssign)) and isinstance(t, (ast.Name, ast.Tuple)):
+            out += [n.id for n in ast.walk(t) if isinstance(n, ast.Name)]
+    return out
+
+
+def test_drop_dead_keeps_what_effects_read():
+    f = _fdef(
+        "def f(a, out, k):\n"
+        "    x = a[0] * float32(2.0)\n"       # read by a store: kept
+        "    y = np.sqrt(x)\n"                # read by nothing: dropped
+        "    z = _wk.atomic_add(out, 0, x)\n"  # an effect: kept though z is unread
+        "    acc = float32(0.0)\n"            # only read by its own update: dropped
+        "    acc = acc + y\n"
+        "    s = k\n"
+        "    s += x\n"                        # read by the if test: kept
+        "    if s > float32(0.0):\n"
+        "        out[1] = x\n"
+        "    if k > float32(1.0):\n"          # a branch left empty: dropped
+        "        w = x * k\n"
+        "    return out\n")
+    prune.drop_dead(f)
+    assert _names(f) == ["x", "z", "s", "s"]
+    text = ast.unparse(f)
+    assert "k > float32(1.0)" not in text and "out[1] = x" in text
+
+
+def test_calls_count_as_pure_only_when_known_pure():
+    g = _fdef("def g(a):\n    b = a * 2.0\n    return b\n")
+    h = _fdef("def h(a, out):\n    out[0] = a\n    return a\n")
+    pure = prune.pure_functions([g, h])
+    assert pure == {"g"}
+    f = _fdef("def f(a, out):\n    u = g(a)\n    v = h(a, out)\n    t = _wk.geo_query(a)\n"
+              "    return a\n")
+    prune.drop_dead(f, pure)
+    assert _names(f) == ["v", "t"]
+
+
+@wp.func
+def _scale(v: wp.vec3, s: float):
+    return v * s
+
+
+@wp.kernel
+def _k(x: wp.array(dtype=wp.vec3), k: float, out: wp.array(dtype=float),
+       total: wp.array(dtype=float)):
+    i = wp.tid()
+    c = _scale(wp.vec3(1.0, 2.0, 3.0), 2.0)  # no input varies it
+    y = _scale(x[i], k)                      # enters the result linearly
+    out[i] = wp.dot(y, c) + wp.dot(x[i], x[i])
+    wp.atomic_add(total, 0, out[i])
+
+
+def test_generated_code_is_smaller_and_gradients_exact():
+    def code(src):  # without the comments that quote the kernel's source lines
+        return "\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith("#"))
+    adj = code(_k.source("adjoint"))
+    tan = code(_k.source("tangent"))
+    assert "adj_k =" not in adj                    # a kernel's scalar parameter: no adjoint
+    assert "y = _scale(" not in adj                # no adjoint rule reads y: not replayed
+    assert "c = _scale(" in adj                    # c is read (the adjoint of y in dot(y, c))
+    assert "adj_c" not in adj                      # but c depends on no input: no adjoint
+    assert tan.count("_scale__jvp(") == 1          # for y only: c = _scale(...) plainly
+    assert "* float32(0.0)" not in tan             # structural zeros folded
+    rng = np.random.default_rng(0)
+    xv = rng.normal(size=(5, 3))
+    kv = 0.7
+    c = 2.0 * np.array([1.0, 2.0, 3.0])
+    x = wp.array(xv.astype(np.float32), dtype=wp.vec3, requires_grad=True)
+    out = wp.zeros(5, dtype=float, requires_grad=True)
+    total = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(_k, 5, inputs=[x, kv], outputs=[out, total])
+    want = kv * xv @ c + (xv * xv).sum(1)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+    tape.backward(total)
+    # d total / d x_i = k c + 2 x_i (analytic)
+    np.testing.assert_allclose(x.grad.numpy(), kv * c + 2.0 * xv, rtol=1e-5, atol=1e-6)
+    dx = rng.normal(size=(5, 3))
+    out2 = wp.zeros(5, dtype=float)
+    total2 = wp.zeros(1, dtype=float)
+    xin = wp.array(xv.astype(np.float32), dtype=wp.vec3)
+    t = wp.jvp(_k, 5, inputs=[xin, kv], outputs=[out2, total2],
+               tangents={xin: dx.astype(np.float32), "k": 0.5})
+    want_t = (kv * dx @ c + 0.5 * xv @ c) + 2.0 * (xv * dx).sum(1)
+    np.testing.assert_allclose(t[out2].numpy(), want_t, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,172 @@
+"""Dead assignments out of generated adjoint and tangent functions.
+
+The adjoint replays the forward body and the tangent runs it beside the tangents, statement by
+statement, so both carry values nobody reads: the old value of an atomic the kernel ignored, a
+func's result that no adjoint rule reads (its ``__adj`` recomputes what it needs), the
+adjoint of a kernel's scalar parameter (the launch has nowhere to put it), a tangent that is
+zero and feeds nothing. Numba has no dead-code pass before type inference, so each of them is
+typed and lowered. :func:`drop_dead` removes every assignment whose names are never read by
+what remains and whose value has no side effect, until nothing more goes.
+
+Which values are pure: names, constants, arithmetic, comparisons, tuples, subscripts and
+attributes (reads), conditional expressions, calls of ``np.*`` and ``math.*``, of the scalar
+type casts (``float32(...)``) and ``range``, ``min``, ``max``, ``abs``, ``len``, of the few
+``_wk`` helpers listed in ``PURE_HELPERS`` and of generated functions named in ``pure_funcs``.
+Anything else (an atomic, a debug check, a geometry query, a func that writes an array) keeps
+its statement and what it reads.
+"""
+from __future__ import annotations
+
+import ast
+
+CASTS = {"bool_", "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+         "uint64", "float16", "float32", "float64", "range", "min", "max", "abs", "len"}
+PURE_HELPERS = {"first_index", "launch_size"}
+_PURE_NODES = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
+               ast.Tuple, ast.Subscript, ast.Attribute, ast.IfExp, ast.Slice, ast.Load,
+               ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.expr_context)
+
+
+def _pure_call(node, pure_funcs):
+    f = node.func
+    if isinstance(f, ast.Name):
+        return f.id in CASTS or f.id in pure_funcs
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+        return f.value.id in ("np", "math") or (f.value.id == "_wk" and f.attr in PURE_HELPERS)
+    return False
+
+
+def pure(expr, pure_funcs=()):
+    """Whether evaluating ``expr`` has no effect besides its value."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            if node.keywords or not _pure_call(node, pure_funcs):
+                return False
+        elif isinstance(node, ast.keyword):
+            continue
+        elif not isinstance(node, _PURE_NODES):
+            return False
+    return True
+
+
+def _target_names(t):
+    """The names bound by assignment target ``t``; None when it is not made of names only."""
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, ast.Tuple):
+        out = []
+        for e in t.elts:
+            sub = _target_names(e)
+            if sub is None:
+                return None
+            out += sub
+        return out
+    return None
+
+
+def _binding(st, pure_funcs):
+    """``(names, value)`` when ``st`` binds only names to a pure value (removable), else
+    None. ``x += v`` counts as ``x = x + v``."""
+    if isinstance(st, ast.Assign) and len(st.targets) == 1:
+        names = _target_names(st.targets[0])
+        if names is not None and pure(st.value, pure_funcs):
+            return names, st.value
+    if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and \
+            pure(st.value, pure_funcs):
+        return [st.target.id], ast.BinOp(ast.Name(st.target.id, ast.Load()), st.op, st.value)
+    return None
+
+
+def _reads(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and
+            isinstance(n.ctx, ast.Load)}
+
+
+def _statements(body):
+    for st in body:
+        yield st
+        for field in ("body", "orelse", "finalbody"):
+            sub = getattr(st, field, None)
+            if isinstance(sub, list):
+                yield from _statements(sub)
+
+
+def drop_dead(fdef, pure_funcs=()):
+    """``fdef`` (an ``ast.FunctionDef``) without its dead assignments, in place; returns it."""
+    bindings, live = [], set()
+    for st in _statements(fdef.body):
+        b = _binding(st, pure_funcs)
+        if b is not None:
+            bindings.append((b[0], _reads(b[1])))
+            continue
+        # a statement kept whatever happens: what it reads is live (a compound statement's
+        # own parts only: its test, iterator or target; its body is visited on its own)
+        if isinstance(st, (ast.If, ast.While)):
+            live |= _reads(st.test)
+        elif isinstance(st, ast.For):
+            live |= _reads(st.iter) | _reads(st.target)
+        elif isinstance(st, (ast.With, ast.Try)):
+            live |= _reads(st)
+        else:
+            live |= _reads(st)
+            if isinstance(st, ast.AugAssign):
+                live |= {n.id for n in ast.walk(st.target) if isinstance(n, ast.Name)}
+    changed = True
+    while changed:
+        changed = False
+        for names, reads in bindings:
+            if any(n in live for n in names) and not reads <= live:
+                live |= reads
+                changed = True
+
+    def sweep(body):
+        out = []
+        for st in body:
+            b = _binding(st, pure_funcs)
+            if b is not None and not any(n in live for n in b[0]):
+                continue
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(st, field, None)
+                if isinstance(sub, list) and sub:
+                    setattr(st, field, sweep(sub) or ([ast.Pass()] if field == "body" else []))
+            if isinstance(st, ast.If) and _empty(st.body) and _empty(st.orelse) and \
+                    pure(st.test, pure_funcs):
+                continue
+            out.append(st)
+        return out
+
+    fdef.body = sweep(fdef.body) or [ast.Pass()]
+    return fdef
+
+
+def _empty(body):
+    return all(isinstance(st, ast.Pass) for st in body)
+
+
+def pure_body(body, pure_funcs):
+    """Whether running statements ``body`` has no effect besides binding names (and
+    returning): a function made of them can be called for its value alone."""
+    for st in _statements(body):
+        if isinstance(st, (ast.If, ast.While)):
+            ok = pure(st.test, pure_funcs)
+        elif isinstance(st, ast.For):
+            ok = pure(st.iter, pure_funcs) and _target_names(st.target) is not None
+        elif isinstance(st, ast.Return):
+            ok = st.value is None or pure(st.value, pure_funcs)
+        elif isinstance(st, ast.Expr):
+            ok = isinstance(st.value, ast.Constant)  # a docstring
+        else:
+            ok = isinstance(st, (ast.Pass, ast.Break, ast.Continue)) or \
+                _binding(st, pure_funcs) is not None
+        if not ok:
+            return False
+    return True
+
+
+def pure_functions(defs):
+    """Names of the generated functions of ``defs`` (callees first) that are pure."""
+    out = set()
+    for d in defs:
+        if isinstance(d, ast.FunctionDef) and pure_body(d.body, out):
+            out.add(d.name)
+    return out
