@@ -490,3 +490,24 @@ def test_wrong_number_of_output_variables_is_a_kernel_error():
     with pytest.raises(KernelError, match=r"takes 1 input\(s\), then either nothing .* or 3 "
                                           r"output variables; got 3 arguments"):
         two_outputs.compiled()
+
+
+def test_rules_reuse_the_decomposition_instead_of_computing_it_again():
+    # the grad and tangent rules take the result as ``ret``: the adjoint replays each
+    # decomposition once and its rule reads that; the tangent computes it once
+    import ast
+    tree = ast.parse(decomp64.source("all"))
+    defs = {d.name: d for d in tree.body if isinstance(d, ast.FunctionDef)}
+
+    def calls(fname, callee):
+        return sum(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and
+                   n.func.id == callee for n in ast.walk(defs[fname]))
+
+    for p in ("_svd__mat33d", "_qr__mat33d", "_eig__mat33d"):
+        assert calls(f"{p}__adj", p) == 0 and calls(f"{p}__tangent", p) == 0, p
+        assert calls(f"{p}__jvp", p) == 1, p
+        # every other adjoint calls it at most as often as its forward does (its replay)
+        users = [n for n in defs if n.endswith("__adj") and n[:-5] in defs and calls(n[:-5], p)]
+        assert users, p
+        for n in users:
+            assert calls(n, p) <= calls(n[:-5], p), (n, p)

@@ -37,7 +37,9 @@ random matrices unconverged (reconstruction errors up to 1e-2); weft runs 5 (con
 rounding), and 8 in float64 as Warp (reconstruction ~1e-15 relative).
 
 Derivatives are the analytic ones of the exact decompositions (``func_grad``/``func_tangent``
-rules on private tuple-returning funcs), not derivatives of the truncated iteration. Where two
+rules on private tuple-returning funcs, given the decomposition as ``ret``, so that the adjoint
+and the tangent use the one the forward computed instead of running the iteration again), not
+derivatives of the truncated iteration. Where two
 singular values (squared) or eigenvalues coincide to within ``eps * scale`` (``eps`` 1e-6 in
 float32, 1e-12 in float64; ``scale`` the largest squared singular value or largest
 eigenvalue magnitude), the vectors are not differentiable and their coupling term is dropped
@@ -434,27 +436,27 @@ def _svd_vjp(U, s, V, F, gU, gs, gV):
 
 
 @wp.func_tangent(_svd)
-def _svd_tangent(A, dA):
-    U, s, V = _svd(A)
+def _svd_tangent(A, ret, dA):
+    U, s, V = ret
     return _svd_jvp(U, s, V, _svd_gaps(s), dA)
 
 
 @wp.func_grad(_svd)
-def _svd_grad(A, adj_ret):
-    U, s, V = _svd(A)
+def _svd_grad(A, ret, adj_ret):
+    U, s, V = ret
     gU, gs, gV = adj_ret
     wp.adjoint[A] += _svd_vjp(U, s, V, _svd_gaps(s), gU, gs, gV)
 
 
 @wp.func_tangent(_svd2)
-def _svd2_tangent(A, dA):
-    U, s, V = _svd2(A)
+def _svd2_tangent(A, ret, dA):
+    U, s, V = ret
     return _svd_jvp(U, s, V, _svd2_gaps(s), dA)
 
 
 @wp.func_grad(_svd2)
-def _svd2_grad(A, adj_ret):
-    U, s, V = _svd2(A)
+def _svd2_grad(A, ret, adj_ret):
+    U, s, V = ret
     gU, gs, gV = adj_ret
     wp.adjoint[A] += _svd_vjp(U, s, V, _svd2_gaps(s), gU, gs, gV)
 
@@ -462,8 +464,8 @@ def _svd2_grad(A, adj_ret):
 # --------------------------------------- rules: QR (Omega = Q^T dQ from the leading 2x2 of R)
 
 @wp.func_tangent(_qr)
-def _qr_tangent(A, dA):
-    Q, R = _qr(A)
+def _qr_tangent(A, ret, dA):
+    Q, R = ret
     C = wp.transpose(Q) @ dA  # = X R with X = Q^T dA R^-1; only X's strict lower part is needed
     l10 = _safe_div(C[1, 0], R[0, 0])
     l20 = _safe_div(C[2, 0], R[0, 0])
@@ -474,8 +476,8 @@ def _qr_tangent(A, dA):
 
 
 @wp.func_grad(_qr)
-def _qr_grad(A, adj_ret):
-    Q, R = _qr(A)
+def _qr_grad(A, ret, adj_ret):
+    Q, R = ret
     gQ, gR = adj_ret
     gRu = _upper(gR)  # R's lower triangle is structurally zero
     W = wp.transpose(Q) @ gQ - gRu @ wp.transpose(R)
@@ -492,8 +494,8 @@ def _qr_grad(A, adj_ret):
 # --------------------------------------------------- rules: eigen (Omega = F o (Q^T dS Q))
 
 @wp.func_tangent(_eig)
-def _eig_tangent(A, dA):
-    Q, d = _eig(A)
+def _eig_tangent(A, ret, dA):
+    Q, d = ret
     F, C = _eig_frame(A, Q)
     Qt = wp.transpose(Q)
     Om = wp.cw_mul(F, (Qt @ _lower_sym(dA)) @ Q)
@@ -501,8 +503,8 @@ def _eig_tangent(A, dA):
 
 
 @wp.func_grad(_eig)
-def _eig_grad(A, adj_ret):
-    Q, d = _eig(A)
+def _eig_grad(A, ret, adj_ret):
+    Q, d = ret
     gQ, gd = adj_ret
     F, C = _eig_frame(A, Q)
     Qt = wp.transpose(Q)

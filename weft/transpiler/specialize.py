@@ -114,6 +114,10 @@ class Specializer:
         convention).
         replay: the same inputs as the func, used when the adjoint replays the forward.
         tangent: ``(inputs..., tangents of the float inputs...)``, returns the output tangent.
+
+        A grad or tangent rule with one parameter more, named ``ret``, after the inputs, is
+        given the func's result (weft's extension: the adjoint has replayed it and the tangent
+        computed it, so a rule of a decomposition need not compute it again).
         """
         src = user_fn.parsed()
         names = [a.arg for a in src.tree.args.args]
@@ -121,16 +125,18 @@ class Specializer:
         diff = [(n, t) for n, t in inputs if T.is_differentiable(t)
                 and not isinstance(t, T.ArrayType)]
         prebound, epilogue, tree = {}, [], src.tree
+        takes_ret = self._takes_ret(kind, names, inputs, fir)
+        first = len(inputs) + takes_ret  # where the adjoints or tangents of the rule begin
         if kind == "grad":
             if any(isinstance(p.type, T.ArrayType) for p in fir.params):
                 raise error(src, src.tree, "func_grad of a func with array parameters is not "
                             "supported", KernelSyntaxError)
             rets = [fir.ret_type] if fir.ret_type is not None else []
             if isinstance(fir.ret_type, T.TupleType) and \
-                    len(names) == len(inputs) + len(fir.ret_type.types):
+                    len(names) == first + len(fir.ret_type.types):
                 rets = list(fir.ret_type.types)  # adj_ret0, adj_ret1, ... (as Warp)
             # else one adjoint of the whole result (a tuple for several values)
-            extra = [(names[len(inputs) + k], t) for k, t in enumerate(rets)]
+            extra = [(names[first + k], t) for k, t in enumerate(rets) if first + k < len(names)]
             tree = _AdjointRefs(src).visit(copy.deepcopy(src.tree))
             prebound = {ADJ.format(n): ir.Const(_zero_value(t), t) for n, t in diff}
             epilogue = [ast.Return(ast.Tuple([ast.Name(ADJ.format(n), ast.Load()) for n, _ in diff],
@@ -138,10 +144,14 @@ class Specializer:
             for node in ast.walk(epilogue[0]):
                 ast.copy_location(node, src.tree.body[-1])
         elif kind == "tangent":
-            extra = [(names[len(inputs) + i], t) for i, (_, t) in enumerate(diff)]
+            extra = [(names[first + i], t) for i, (_, t) in enumerate(diff)
+                     if first + i < len(names)]
         else:
             extra = []
-        wanted = len(inputs) + len(extra)
+        wanted = first + (len(rets) if kind == "grad" else len(diff) if kind == "tangent"
+                          else 0)
+        if takes_ret:
+            extra = [("ret", fir.ret_type)] + extra
         if len(names) != wanted:
             raise error(src, src.tree, f"a {kind} rule for {fir.name}() takes {wanted} "
                         f"parameters, got {len(names)}", KernelTypeError)
@@ -149,7 +159,15 @@ class Specializer:
         lw = Lowering(src, "func", self)
         body = lower_function(lw, inputs + extra, prebound, epilogue)
         suffix = {"grad": "__adj", "replay": "__replay", "tangent": "__tangent"}[kind]
-        return self._finish(lw, fir.name + suffix, "func", body, src, register=False)
+        rule = self._finish(lw, fir.name + suffix, "func", body, src, register=False)
+        rule.takes_ret = takes_ret
+        return rule
+
+    @staticmethod
+    def _takes_ret(kind, names, inputs, fir):
+        """Whether rule parameters ``names`` start their extras with ``ret`` (see above)."""
+        return kind in ("grad", "tangent") and fir.ret_type is not None and \
+            len(names) > len(inputs) and names[len(inputs)] == "ret"
 
     def _finish(self, lw, name, kind, body, src, register=True):
         from .state import FuncIR

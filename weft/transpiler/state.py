@@ -34,6 +34,7 @@ class FuncIR:
     source: Optional[Source] = None
     custom: dict = field(default_factory=dict)    # custom adjoint/tangent FuncIRs (func_grad)
     ret_struct: Any = None    # the struct class when the func returns one (as a member tuple)
+    takes_ret: bool = False   # custom grad/tangent rules: given the func's result as ``ret``
 
     def __repr__(self):
         return f"FuncIR({self.name})"
