@@ -5,6 +5,8 @@ Each is a ``numba.njit`` function written in plain Python, so generated modules 
 """
 from __future__ import annotations
 
+import threading
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -47,7 +49,24 @@ def _bind_geometry():
                            njit(error_model="numpy", nogil=True, _nrt=False, inline="always"))
 
 
-_bind_geometry()
+# what kernel_api.bind adds besides its geo_* queries
+_GEOMETRY_EXTRA = {"f32_bits", "bits_f32", "_pack_state", "_unpack_state", "_mesh_bvh",
+                   "_values_len"}
+_geometry_lock = threading.Lock()
+
+
+def __getattr__(name):
+    """The geometry queries are bound on their first use (a kernel that calls one being
+    typed): binding makes about 250 dispatchers, 0.1-0.2 s that a program without geometry,
+    and every start whose kernels come from the cache (they are not typed again), never
+    needs."""
+    if name.startswith("geo_") or name in _GEOMETRY_EXTRA:
+        with _geometry_lock:
+            if name not in globals():
+                _bind_geometry()
+        if name in globals():
+            return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @_jit
