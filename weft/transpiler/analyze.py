@@ -203,7 +203,7 @@ def analyze(fir, facts_of):
     facts.needed = adjoint_needed(fir)
     facts.varied = tangent_varied(fir)
     if fir.kind == "kernel":
-        facts.no_derivative = local_buffer_gradient(fir)
+        facts.no_derivative = local_buffer_gradient(fir, facts.varied)
         facts.thread_indexed = unconditional_tid_accesses(fir, facts)
         facts.tie_sites = atomic_tie_sites(fir)
     return facts
@@ -423,41 +423,16 @@ def tangent_varied(fir):
     return varied
 
 
-def local_buffer_gradient(fir):
+def local_buffer_gradient(fir, varied):
     """A message when a gradient would have to flow through a thread-local buffer, else None.
 
-    That is the case when a value that depends on the kernel's differentiable inputs (float
-    parameters, reads of arrays) is stored into a ``wp.alloc_local`` buffer: weft does not
-    differentiate those buffers (as Dr.Jit), so the adjoint and tangent would be incomplete."""
-    active = {id(p) for p in fir.params if not isinstance(p.type, T.ArrayType)
-              and T.is_differentiable(p.type)}
-    changed = True
-    while changed:
-        changed = False
-
-        def mark(v):
-            nonlocal changed
-            if id(v) not in active:
-                active.add(id(v))
-                changed = True
-
-        for s in ir.walk(fir.body):
-            if isinstance(s, ir.Assign) and T.is_differentiable(s.dst.type):
-                e = s.expr
-                srcs = e.args if isinstance(e, (ir.Prim, ir.Call)) else \
-                    [e.src] if isinstance(e, ir.Copy) else []
-                if isinstance(e, ir.Load) and not e.array.type.local and \
-                        T.is_differentiable(e.array.type):
-                    mark(s.dst)
-                elif any(id(a) in active for a in srcs if isinstance(a, ir.Var)):
-                    mark(s.dst)
-            elif isinstance(s, ir.Loop):
-                for h, e in s.carried:
-                    if id(e) in active:
-                        mark(h)
+    That is the case when a value that depends on the kernel's differentiable inputs (one in
+    ``varied``, see :func:`tangent_varied`) is stored into a ``wp.alloc_local`` buffer: weft
+    does not differentiate those buffers (as Dr.Jit), so the adjoint and tangent would be
+    incomplete."""
     for s in ir.walk(fir.body):
         if isinstance(s, (ir.Store, ir.AtomicRMW)) and s.array.type.local and \
-                isinstance(s.value, ir.Var) and id(s.value) in active:
+                isinstance(s.value, ir.Var) and id(s.value) in varied:
             return (f"line {s.loc.lineno} stores a value that depends on the kernel's "
                     "differentiable inputs into a wp.alloc_local buffer; weft does not "
                     "differentiate thread-local buffers, so this kernel has no adjoint or "
