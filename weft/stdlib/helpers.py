@@ -55,15 +55,21 @@ _GEOMETRY_EXTRA = {"f32_bits", "bits_f32", "_pack_state", "_unpack_state", "_mes
 _geometry_lock = threading.Lock()
 
 
+def use_geometry():
+    """Bind the geometry queries (``_wk.geo_*``) if they are not yet: binding makes about 250
+    dispatchers, 0.1-0.2 s that a program without geometry never needs. A generated module
+    whose kernels call them calls this at its import (``assemble._geometry_binding``): binding
+    from inside Numba's compile, at the first typing of ``_wk.geo_*``, left the queries'
+    globals unresolved."""
+    with _geometry_lock:
+        if "geo_hg_query" not in globals():
+            _bind_geometry()
+
+
 def __getattr__(name):
-    """The geometry queries are bound on their first use (a kernel that calls one being
-    typed): binding makes about 250 dispatchers, 0.1-0.2 s that a program without geometry,
-    and every start whose kernels come from the cache (they are not typed again), never
-    needs."""
+    """The geometry names, for Python code that reads them before any module bound them."""
     if name.startswith("geo_") or name in _GEOMETRY_EXTRA:
-        with _geometry_lock:
-            if name not in globals():
-                _bind_geometry()
+        use_geometry()
         if name in globals():
             return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

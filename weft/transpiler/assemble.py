@@ -159,11 +159,25 @@ def header(origin, target):
     return [doc] + target.imports() + scalars
 
 
+def _geometry_binding(target, defs):
+    """``_wk.use_geometry()`` for a CPU module that calls geometry queries: the helpers bind
+    them on first use, which must happen here, at the module's import, not while Numba types
+    a kernel (bound from inside Numba's compile, the queries' globals were not found)."""
+    if target.helpers_module != "helpers" or not any(
+            isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and
+            n.value.id == "_wk" and n.attr.startswith("geo_")
+            for d in defs for n in ast.walk(d)):
+        return []
+    return [ast.Expr(ast.Call(ast.Attribute(ast.Name("_wk", ast.Load()), "use_geometry",
+                                            ast.Load()), [], []))]
+
+
 def module_source(state):
     origin = ", ".join(sorted({os.path.basename(k.parsed().filename) for k in state.roots}))
-    body = header(origin, TARGETS[state.options.targets[0]]) + [
-        drop_index_wraps(copy.deepcopy(d)) if isinstance(d, ast.FunctionDef) else d
-        for d in state.defs]
+    target = TARGETS[state.options.targets[0]]
+    defs = [drop_index_wraps(copy.deepcopy(d)) if isinstance(d, ast.FunctionDef) else d
+            for d in state.defs]
+    body = header(origin, target) + _geometry_binding(target, defs) + defs
     abis = ast.Dict([ast.Constant(k) for k in state.abis],
                     [ast.parse(repr(a), mode="eval").body for a in state.abis.values()])
     body.append(ast.Assign([ast.Name("WEFT_ABI", ast.Store())], abis, lineno=0))
