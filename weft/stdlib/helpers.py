@@ -49,10 +49,8 @@ def _bind_geometry():
                            njit(error_model="numpy", nogil=True, _nrt=False, inline="always"))
 
 
-# what kernel_api.bind adds besides its geo_* queries
-_GEOMETRY_EXTRA = {"f32_bits", "bits_f32", "_pack_state", "_unpack_state", "_mesh_bvh",
-                   "_values_len"}
 _geometry_lock = threading.Lock()
+_geometry_bound = []  # [True] once bound
 
 
 def use_geometry():
@@ -62,16 +60,17 @@ def use_geometry():
     from inside Numba's compile, at the first typing of ``_wk.geo_*``, left the queries'
     globals unresolved."""
     with _geometry_lock:
-        if "geo_hg_query" not in globals():
+        if not _geometry_bound:
             _bind_geometry()
+            _geometry_bound.append(True)
 
 
 def __getattr__(name):
     """The geometry names, for Python code that reads them before any module bound them."""
-    if name.startswith("geo_") or name in _GEOMETRY_EXTRA:
+    from ..geometry.kernel_api import PORTABLE
+    if name in PORTABLE:
         use_geometry()
-        if name in globals():
-            return globals()[name]
+        return globals()[name]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -374,6 +374,17 @@ def reads_own_derivatives(fir, seen=None):
     return False
 
 
+def call_varies(e, varied):
+    """Whether call ``e`` can have a nonzero tangent given ``varied`` (see
+    :func:`tangent_varied`): an argument varies, it takes a differentiable array (whose tangent
+    array it reads or writes), reads derivatives of its own (a mesh's points) or has a tangent
+    rule of the user's."""
+    f = e.func
+    return any(isinstance(a, ir.Var) and id(a) in varied for a in e.args) or \
+        "tangent" in f.custom or reads_own_derivatives(f) or any(
+            isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type) for p in f.params)
+
+
 def tangent_varied(fir):
     """Ids of the variables whose tangent can be nonzero: those computed, through
     differentiable operations, from a differentiable parameter (a func's, or a kernel's
@@ -413,9 +424,7 @@ def tangent_varied(fir):
                 hit = e.builtin.differentiable and (e.builtin.own_derivatives or
                                                     any_varied(e.args))
             elif isinstance(e, ir.Call):
-                hit = any_varied(e.args) or "tangent" in e.func.custom or any(
-                    isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type)
-                    for p in e.func.params) or reads_own_derivatives(e.func)
+                hit = call_varies(e, varied)
             else:  # GradCall: a constant along any direction
                 hit = False
             if hit:

@@ -10,7 +10,7 @@ import ast
 
 from .. import types as T
 from . import ir
-from .analyze import reads_own_derivatives
+from .analyze import call_varies
 from .codegen import (assign, component_indices, diff, index_node, located, not_none,
                       zero_node)
 from .exprs import Ex, name, structural_zero
@@ -35,7 +35,7 @@ class Tangent(Forward):
         e = s.expr
         d = s.dst
         if isinstance(e, ir.Call) and e.func.ret_type is None:
-            return out if self.constant_call(e) else self.call_jvp(s, void=True)
+            return self.call_jvp(s, void=True) if call_varies(e, self.facts.varied) else out
         if isinstance(d.type, T.ArrayType) or not diff(d):
             return out
         if id(d) not in self.facts.varied:  # no input varies it: a constant zero tangent
@@ -66,15 +66,6 @@ class Tangent(Forward):
         if isinstance(e, ir.GradCall):  # constant along any direction, as in Warp
             return out + [assign(self.tan(d), zero_node(d.type), s.loc)]
         raise TypeError(e)
-
-    def constant_call(self, e):
-        """Whether call ``e`` has no tangent to propagate: no argument varies, it takes no
-        array (whose tangent array it could write), reads no derivatives of its own (a mesh's
-        points) and has no tangent rule of the user's."""
-        f = e.func
-        return "tangent" not in f.custom and not reads_own_derivatives(f) and not any(
-            isinstance(p.type, T.ArrayType) for p in f.params) and not any(
-            isinstance(a, ir.Var) and id(a) in self.facts.varied for a in e.args)
 
     def call_jvp(self, s, void):
         f = s.expr.func
