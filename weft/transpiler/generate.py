@@ -26,13 +26,17 @@ from .targets import TARGETS
 SUFFIX = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}
 
 
-def function_def(fname, params, body, decorator, doc=None):
+def function_def(fname, params, body, decorator, doc=None, pass_kind=None):
+    """A generated function; ``pass_kind`` (``"adjoint"``, ``"tangent"``) marks the ones whose
+    dead assignments :func:`run` prunes."""
     if doc:
         body = [ast.Expr(ast.Constant(doc))] + body
     args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
                          kw_defaults=[], defaults=[])
-    return ast.FunctionDef(fname, args, body or [ast.Pass()],
+    fdef = ast.FunctionDef(fname, args, body or [ast.Pass()],
                            [decorator] if decorator is not None else [], lineno=0)
+    fdef.weft_pass = pass_kind
+    return fdef
 
 
 def _where(fir):
@@ -73,7 +77,8 @@ def kernel_functions(fir, facts, target):
 
     def kernel(kind, fparams, body, private, doc):
         out.append(function_def(entry[kind], ["_dim"] + fparams + target.extra_params(kind),
-                                target.thread_loop(prologue(fir), body, private), deco, doc))
+                                target.thread_loop(prologue(fir), body, private), deco, doc,
+                                kind))
 
     gen = Forward(fir, names_for(fir), facts, target)
     gen.private = set(private_fwd)
@@ -124,7 +129,7 @@ def func_functions(fir, facts_of, target):
         body = gen.body() + [gen.func_returns()]
         out.append(function_def(f"{fir.name}__adj", gen.func_signature(), body, fdeco,
                                 f"Adjoint of '{fir.name}': returns the adjoints of its "
-                                "differentiable parameters."))
+                                "differentiable parameters.", "adjoint"))
     tan = Tangent(fir, names_for(fir), facts, target)
     if "tangent" in fir.custom:
         rule = fir.custom["tangent"]
@@ -139,13 +144,15 @@ def func_functions(fir, facts_of, target):
         call_t = ast.Call(name(rule.name), targs, [])
         body.append(ast.Return(ast.Tuple([call_f, call_t], ast.Load())))
         out.append(function_def(f"{fir.name}__jvp", tan.func_params(), body, fdeco,
-                                f"Tangent of '{fir.name}' from the user's tangent rule."))
+                                f"Tangent of '{fir.name}' from the user's tangent rule.",
+                                "tangent"))
     else:
         body = tan.block(fir.body)
         if fir.ret_type is None:
             body.append(ast.Return(None))
         out.append(function_def(f"{fir.name}__jvp", tan.func_params(), body, fdeco,
-                                f"Tangent of '{fir.name}': returns (value, tangent)."))
+                                f"Tangent of '{fir.name}': returns (value, tangent).",
+                                "tangent"))
     return out
 
 
@@ -185,7 +192,7 @@ def run(state):
     # adjoint and tangent functions lose their dead assignments; forward code stays as the
     # user wrote it
     pure = prune.pure_functions(defs)
-    state.defs = [prune.drop_dead(d, pure) if "__adj" in d.name or "__jvp" in d.name else d
+    state.defs = [prune.drop_dead(d, pure) if d.weft_pass in ("adjoint", "tangent") else d
                   for d in defs]
     state.abis = abis
     return state
