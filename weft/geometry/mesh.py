@@ -188,28 +188,26 @@ def _store_vertices(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
 
 
 @numba.njit(inline="always", **_JIT)
-def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
-    """Row k of ``tris``: the vertices, the sliver flag, zeros."""
+def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, edges, k):
+    """Row k of ``tris`` (the vertices, the sliver flag, zeros) and ``edges[k]``, the
+    triangle's edge-length sum."""
     _store_vertices(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
-    tris[k, 9] = 1.0 if _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz) else 0.0
+    sliver, edges[k] = _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
+    tris[k, 9] = 1.0 if sliver else 0.0
     tris[k, 10] = 0.0
     tris[k, 11] = 0.0
 
 
 @numba.njit(inline="always", **_JIT)
-def _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, items):
+def _box(ax, ay, az, bx, by, bz, cx, cy, cz, t, items):
     """Triangle t's box (Warp's ``bounds3::add_point`` of its vertices) into ``items[t]``
-    (lower, upper); returns the sum of its edge lengths (``|p0 - p1| + |p0 - p2| + |p2 -
-    p1|``, Warp's order)."""
+    (lower, upper)."""
     items[t, 0] = min(min(ax, bx), cx)
     items[t, 1] = min(min(ay, by), cy)
     items[t, 2] = min(min(az, bz), cz)
     items[t, 3] = max(max(ax, bx), cx)
     items[t, 4] = max(max(ay, by), cy)
     items[t, 5] = max(max(az, bz), cz)
-    return (mesh_geom_length(ax - bx, ay - by, az - bz) +
-            mesh_geom_length(ax - cx, ay - cy, az - cz)) + \
-        mesh_geom_length(cx - bx, cy - by, cz - bz)
 
 
 @numba.njit(inline="always", **_JIT)
@@ -222,34 +220,37 @@ def _vertices(points, indices, t):
 
 
 @numba.njit(parallel=True, **_JIT)
-def _triangle_boxes(points, indices, items, ids, edges):
-    """Before a build: every triangle's box (the builder's items, numbered) and edge-length
-    sum, in triangle order."""
+def _triangle_boxes(points, indices, items, ids):
+    """Before a build: every triangle's box (the builder's items, numbered), in triangle
+    order."""
     for t in prange(items.shape[0]):
         ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
-        edges[t] = _box_edges(ax, ay, az, bx, by, bz, cx, cy, cz, t, items)
+        _box(ax, ay, az, bx, by, bz, cx, cy, cz, t, items)
         ids[t] = t
 
 
 @numba.njit(**_JIT)
-def _average_edge(edges):
-    """Warp's ``sum / (num_tris * 3)``, summed in float32 in triangle order."""
+def _average_edge(edges, leaf_of):
+    """Warp's ``sum / (num_tris * 3)``, summed in float32 in triangle order (``edges`` is in
+    leaf order, ``leaf_of[t]`` triangle t's row)."""
     s = np.float32(0.0)
     for t in range(edges.shape[0]):
-        s += edges[t]
+        s += edges[leaf_of[t]]
     return s / np.float32(3 * edges.shape[0])
 
 
 @numba.njit(parallel=True, **_JIT)
-def _fill_tris(points, indices, prims, tris, rows):
+def _fill_tris(points, indices, prims, tris, rows, edges, leaf_of):
     """After a build: the rows in leaf order (row k is triangle ``prims[k]``'s, written
-    sequentially) and their vertex indices ``rows`` (a refit reads them sequentially)."""
+    sequentially), their vertex indices ``rows`` and edge-length sums ``edges`` (a refit
+    rewrites both sequentially), and ``leaf_of``, the inverse of ``prims``."""
     for k in prange(prims.shape[0]):
         t = prims[k]
+        leaf_of[t] = k
         for j in range(3):
             rows[k, j] = indices[3 * t + j]
         ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
-        _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
+        _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, edges, k)
 
 
 @numba.njit(inline="always", **_JIT)
@@ -276,7 +277,7 @@ def _refit_subtree(points, rows, prims, tris, edges, bounds, links, r):
             bx, by, bz = points[j, 0], points[j, 1], points[j, 2]
             cx, cy, cz = points[m, 0], points[m, 1], points[m, 2]
             _store_vertices(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
-            sliver, edges[prims[k]] = _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
+            sliver, edges[k] = _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
             tris[k, 9] = 1.0 if sliver else 0.0
             b0 = min(b0, min(min(ax, bx), cx))
             b1 = min(b1, min(min(ay, by), cy))
@@ -386,7 +387,8 @@ class Mesh:
         """Build the BVH anew from the current points."""
         _check_finite(self._points, "Mesh points")
         m = self.num_tris
-        self._edges = np.empty(m, np.float32)
+        self._edges = np.empty(m, np.float32)     # edge-length sums, leaf order
+        self._leaf_of = np.empty(m, np.int32)     # triangle -> its row
         self.tris = np.empty((m, 12), np.float32)
         self._rows = np.empty((m, 3), np.int32)   # each row's vertex indices (leaf order)
         # the tree's arrays; the triangles' boxes exist only as the builder's items
@@ -396,10 +398,11 @@ class Mesh:
         if m:
             items = np.empty((m, 6), np.float32)
             ids = np.empty(m, np.int32)
-            _triangle_boxes(self._points, self.indices, items, ids, self._edges)
+            _triangle_boxes(self._points, self.indices, items, ids)
             b.bounds, b.links, b.prims, self._split = bvh_build.build_items(
                 items, ids, self.leaf_size, self.constructor)
-            _fill_tris(self._points, self.indices, b.prims, self.tris, self._rows)
+            _fill_tris(self._points, self.indices, b.prims, self.tris, self._rows, self._edges,
+                       self._leaf_of)
         else:
             b.bounds = np.zeros((0, 6), np.float32)
             b.links = np.zeros((0, 4), np.int32)
@@ -425,8 +428,8 @@ class Mesh:
 
     def _finish(self):
         m = self.num_tris
-        self.average_edge_length = np.float32(_average_edge(self._edges)) if m else \
-            np.float32(np.nan)
+        self.average_edge_length = np.float32(np.nan) if not m else \
+            np.float32(_average_edge(self._edges, self._leaf_of))
         if self.support_winding_number and m:
             if self.props.shape[0] != self.bvh.links.shape[0]:
                 self.props = np.empty((self.bvh.links.shape[0], mesh_winding.PROPS), np.float32)
