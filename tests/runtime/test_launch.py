@@ -171,8 +171,11 @@ def test_zero_size_launch_runs_nothing():
 
 def test_kernel_source_is_readable_and_annotated():
     src = axpy.source("adjoint")
-    assert src.startswith("@numba.njit(parallel=True")
+    # the chunk (the loop over launch indices [_lo, _hi)) first, then the threaded entry
+    assert src.startswith("@_wk.chunk\n@numba.njit(cache=True")
+    assert "def axpy__adj_chunk(_lo, _hi, _dim, a, x, y, out, adj_x, adj_y, adj_out):" in src
     assert "def axpy__adj(_dim, a, x, y, out, adj_x, adj_y, adj_out):" in src
+    assert src.index("def axpy__adj_chunk(") < src.index("def axpy__adj(")
     assert "# test_launch.py:" in src
     assert "def axpy__fwd" in axpy.source("forward")
     assert "def axpy__jvp" in axpy.source("tangent")

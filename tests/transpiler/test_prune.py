@@ -2,6 +2,7 @@
 that no input varies as constant zeros (``analyze.tangent_varied``), and structural zeros folded
 in tangent rules (``exprs.structural_zero``); the results stay exact."""
 import ast
+import re
 
 import numpy as np
 
@@ -78,7 +79,7 @@ def test_generated_code_is_smaller_and_gradients_exact():
     assert "adj_k =" not in adj                    # a kernel's scalar parameter: no adjoint
     assert "y = _scale(" not in adj                # no adjoint rule reads y: not replayed
     assert "c = _scale(" in adj                    # c is read (the adjoint of y in dot(y, c))
-    assert "adj_c" not in adj                      # but c depends on no input: no adjoint
+    assert not re.search(r"\badj_c\b", adj)       # but c depends on no input: no adjoint
     assert tan.count("_scale__jvp(") == 1          # for y only: c = _scale(...) plainly
     assert "* float32(0.0)" not in tan             # structural zeros folded
     rng = np.random.default_rng(0)

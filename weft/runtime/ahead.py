@@ -84,15 +84,8 @@ def compile_entry(modname, fname, sig):
     ``modname`` for the argument types ``sig``; in any process whose cache holds the
     module (the compile workers here, the helper of :mod:`.background`)."""
     from . import cache
-    from .compiled import in_parfors, mark_no_threads
     mod = cache.load_or_build(modname.split(".", 1)[1], _not_cached(modname))
-    fn = getattr(mod, fname)
-    try:
-        fn.compile(sig)
-    except Exception as exc:
-        if fn.targetoptions.get("parallel") and in_parfors(exc):
-            mark_no_threads(mod, fname)  # later processes run its serial twin
-        raise
+    getattr(mod, fname).compile(sig)
 
 
 def helper_env():

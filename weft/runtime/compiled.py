@@ -7,9 +7,6 @@ the transpiler's internals.
 """
 from __future__ import annotations
 
-import os
-import warnings
-
 from ..errors import LaunchError
 from ..transpiler.abi import flat_leaves
 from . import args as A
@@ -51,28 +48,12 @@ class CompiledKernel:
                                    for k, axis in enumerate(axes) if not axis]
 
     def entry(self, kind, target):
-        """The generated ``kind`` (forward, adjoint, tangent) function for ``target`` (the
-        serial twin for a threaded entry Numba could not compile, see :meth:`without_threads`)."""
+        """The generated ``kind`` (forward, adjoint, tangent) function for ``target``."""
         fn = self._entries.get((kind, target))
         if fn is None:
-            name = self.abi.entries[kind][target]
-            if target == "cpu" and name in _no_thread_marks(self.module):
-                fn = self.entry(kind, "serial")
-            else:
-                fn = getattr(self.module, name)
-            self._entries[(kind, target)] = fn
+            fn = self._entries[(kind, target)] = getattr(self.module,
+                                                         self.abi.entries[kind][target])
         return fn
-
-    def without_threads(self, kind, error):
-        """Numba's parallel transform failed on the threaded ``kind`` entry (a bug of Numba's,
-        e.g. its array analysis on nested tuples of different lengths): launches run the serial
-        twin from now on, in later processes too (a mark beside the cached module), with one
-        warning."""
-        self._entries[(kind, "cpu")] = self.entry(kind, "serial")
-        mark_no_threads(self.module, self.abi.entries[kind]["cpu"])
-        warnings.warn(f"kernel '{self.key}': Numba's parallel transform failed on its {kind} "
-                      f"code ({type(error).__name__}: {str(error)[:200]}); it runs on one "
-                      "thread", RuntimeWarning, stacklevel=2)
 
     def param_index(self, name):
         return self._index[name]
@@ -106,41 +87,3 @@ class CompiledKernel:
             v = conv(a, device)
             out.append(A.convert_arg(self.where(n), t, a, device) if v is None else v)
         return out
-
-
-def in_parfors(exc):
-    """Whether ``exc`` was raised by Numba's parallel transform (its parfor passes)."""
-    tb = exc.__traceback__
-    while tb is not None:
-        if os.sep + "parfors" + os.sep in tb.tb_frame.f_code.co_filename:
-            return True
-        tb = tb.tb_next
-    return False
-
-
-def mark_no_threads(module, name):
-    """Remember that threaded entry ``name`` of ``module`` runs as its serial twin."""
-    marks = _no_thread_marks(module)
-    if name in marks:
-        return
-    marks.add(name)
-    path = getattr(module, "__file__", None)
-    if path:
-        try:
-            with open(path + ".serial", "a") as f:
-                f.write(name + "\n")
-        except OSError:
-            pass  # a read-only cache: the next process finds out again
-
-
-def _no_thread_marks(module):
-    """Names of ``module``'s threaded entries that run as their serial twins."""
-    marks = module.__dict__.get("__weft_no_threads__")
-    if marks is None:
-        marks = set()
-        path = getattr(module, "__file__", None)
-        if path and os.path.exists(path + ".serial"):
-            with open(path + ".serial") as f:
-                marks = {ln.strip() for ln in f if ln.strip()}
-        module.__weft_no_threads__ = marks
-    return marks

@@ -230,20 +230,28 @@ class _ModuleView:
 
 
 def _extract_function(src, fname):
-    """The text of function ``fname`` (with its decorator) in module source ``src``."""
+    """The text of function ``fname`` (with its decorators) in module source ``src``, after
+    the text of the chunk function it hands to the threads (``_wk.parallel_for(chunk, ...)``,
+    the threaded CPU entries), which holds the kernel's body."""
     lines = src.splitlines()
     out = []
     inside = False
     for i, line in enumerate(lines):
         if line.startswith(f"def {fname}("):
             inside = True
-            if i > 0 and lines[i - 1].startswith("@"):
-                out.append(lines[i - 1])
+            k = i
+            while k > 0 and lines[k - 1].startswith("@"):
+                k -= 1
+            out += lines[k:i]
         elif inside and line and not line[0].isspace():
             break
         if inside:
             out.append(line)
-    return "\n".join(out) + "\n"
+    text = "\n".join(out) + "\n"
+    launch = re.search(r"_wk\.parallel_for\((\w+),", text)
+    if launch:
+        text = _extract_function(src, launch.group(1)) + "\n" + text
+    return text
 
 
 def kernel(f=None, *, enable_backward=None, module=None, module_options=None, name=None,

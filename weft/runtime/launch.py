@@ -16,7 +16,6 @@ from ..errors import InternalError, KernelError, LaunchError
 from . import device as D
 from . import background, hazards
 from .args import has_null_arrays, kernel_data
-from .compiled import in_parfors
 from .array import array
 from .checks import (check_constant_indices, check_dims, check_geometry_ids,  # noqa: F401
                      _size, index_error, launch_dims, verify_fp)
@@ -268,9 +267,6 @@ def _invoke(ck, kind, fn, dims, values):
         else:
             fn(dims, *values)
     except Exception as exc:
-        if first and getattr(fn, "targetoptions", {}).get("parallel") and in_parfors(exc):
-            ck.without_threads(kind, exc)
-            return _invoke(ck, kind, ck.entry(kind, "cpu"), dims, values)
         from numba.core.errors import NumbaError
         if isinstance(exc, NumbaError):
             raise InternalError(f"the {kind} code generated for kernel '{ck.key}' does not "

@@ -18,6 +18,7 @@ from numba.np.ufunc.parallel import _launch_threads
 
 from ..diskcache import njit
 from . import _portable
+from .threads import chunk, parallel_for  # noqa: F401
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_exch,  # noqa: F401
                       atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
                       cas_half_bits)
@@ -160,8 +161,19 @@ def _private_buffer(a, ok):
     return lambda a, ok: np.zeros((_POOL - 1 if ok else 0,) + a.shape, a.dtype)
 
 
-@njit(parallel=True, nogil=True)
-def _reduce(a, acc):
+@chunk
+@_jit
+def _reduce_rows(lo, hi, a, acc):
+    """Elements [lo, hi) of the flat ``a`` plus its copies ``acc[w]``, in ``w`` order."""
+    for i in range(lo, hi):
+        s = a[i]
+        for w in range(acc.shape[0]):
+            s += acc[w, i]
+        a[i] = s
+
+
+@_jit
+def _reduce_any(a, acc):
     for w in range(acc.shape[0]):
         a += acc[w]
 
@@ -170,4 +182,11 @@ def _reduce(a, acc):
 def _reduce_private(a, acc):
     if isinstance(a, types.NoneType):
         return lambda a, acc: None
-    return lambda a, acc: _reduce(a, acc)
+    if a.layout != "C":
+        return lambda a, acc: _reduce_any(a, acc)
+
+    def impl(a, acc):
+        if acc.shape[0]:
+            parallel_for(_reduce_rows, a.size, (a.reshape(a.size),
+                                                acc.reshape((acc.shape[0], a.size))))
+    return impl

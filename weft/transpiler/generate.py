@@ -76,9 +76,20 @@ def kernel_functions(fir, facts, target):
     entry = {kind: f"{fir.name}{SUFFIX[kind]}{target.entry_suffix}" for kind in SUFFIX}
 
     def kernel(kind, fparams, body, private, doc):
-        out.append(function_def(entry[kind], ["_dim"] + fparams + target.extra_params(kind),
-                                target.thread_loop(prologue(fir), body, private), deco, doc,
-                                kind))
+        params = ["_dim"] + fparams + target.extra_params(kind)
+        loop = target.thread_loop(prologue(fir), body, private)
+        if not target.chunked:
+            out.append(function_def(entry[kind], params, loop, deco, doc, kind))
+            return
+        # the loop over [_lo, _hi) as a plain function, the entry hands it to the threads
+        chunk = entry[kind] + "_chunk"
+        fdef = function_def(chunk, ["_lo", "_hi"] + params + target.chunk_params(private),
+                            loop, target.decorator(kernel=False),
+                            f"Launch indices [_lo, _hi) of {entry[kind]}.", kind)
+        fdef.decorator_list.insert(0, ast.Attribute(name("_wk"), "chunk", ast.Load()))
+        out.append(fdef)
+        out.append(function_def(entry[kind], params, target.launch(chunk, params, private),
+                                deco, doc, kind))
 
     gen = Forward(fir, names_for(fir), facts, target)
     gen.private = set(private_fwd)

@@ -170,6 +170,8 @@ class Function:
 
     def _call_active(self, e):
         name = dotted(e.func)
+        if name == "_wk.parallel_for":
+            return self._launch_active(e)
         args_active = [self.is_active(a) for a in e.args]
         if name in self.module.funcs:
             if not any(args_active):
@@ -188,6 +190,32 @@ class Function:
         if name in CASTS or name in IDENTITY or name in RULES:
             return True
         raise SecondOrderError(f"no second-order rule for '{name or ast.unparse(e.func)}'")
+
+    def _launch_active(self, e):
+        """``_wk.parallel_for(chunk, n, (args...))``: the chunk is called with ``(lo, hi,
+        *args)``; with active arguments its tangent runs instead (it returns nothing)."""
+        chunk, _, args = e.args
+        if not (isinstance(chunk, ast.Name) and chunk.id in self.module.funcs and
+                isinstance(args, ast.Tuple)):
+            raise SecondOrderError(f"launch {ast.unparse(e)}")
+        on = [self.is_active(a) for a in args.elts]
+        if any(on):
+            params = [a.arg for a in self.module.funcs[chunk.id].args.args][2:]
+            self.callees[id(e)] = self.module.tangent_of(
+                chunk.id, [p for p, a in zip(params, on) if a])
+        return False
+
+    def launch(self, e, pre, hoist):
+        """The tangent chunk launched with the primal arguments, then their tangents."""
+        chunk, n, args = e.args
+        new, _ = self.callees[id(e)]
+        prims, tans = [], []
+        for a in args.elts:
+            pa, ta = self.dx(a, pre, hoist)
+            prims.append(pa)
+            if self.is_active(a):
+                tans.append(ta if ta is not None else self.zero_of(pa))
+        return ast.Call(e.func, [_n(new), n, ast.Tuple(prims + tans, ast.Load())], []), None
 
     # ------------------------------------------------------------------ code
     def transform(self):
@@ -396,6 +424,8 @@ class Function:
 
     def call(self, e, pre, hoist):
         name = dotted(e.func)
+        if name == "_wk.parallel_for":
+            return self.launch(e, pre, hoist)
         if name in self.module.funcs:
             new, returns = self.callees[id(e)]
             params = [a.arg for a in self.module.funcs[name].args.args]

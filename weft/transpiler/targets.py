@@ -6,8 +6,11 @@ kernel (the loop over launch indices), decorators, math functions, atomics, thre
 buffers and the per-thread stacks the adjoint records loops on. No target is made by rewriting
 another's output.
 
-- :class:`CpuParallel`: ``numba.njit(parallel=True)`` over ``numba.prange``; arrays a kernel
-  only accumulates into get per-thread buffers summed after the loop (a float atomic add is a
+- :class:`CpuParallel`: a kernel's loop over ``[_lo, _hi)`` as a plain ``numba.njit`` function
+  (the *chunk*) and the entry, a small ``numba.njit`` wrapper handing it to Numba's threading
+  layer (``_wk.parallel_for``, :mod:`weft.stdlib.threads`; not ``prange``, whose parfor passes
+  cost more to compile than the kernel itself); arrays a kernel only accumulates into get
+  per-thread buffers, made by the wrapper and summed after the loop (a float atomic add is a
   compare-and-swap loop on x86).
 - :class:`CpuSerial`: the same kernels without threads, for launches too small to pay for
   starting the thread pool (and for adjoints whose threads would share elements).
@@ -48,6 +51,7 @@ class Target:
     optional_shadows = True      # adjoint/tangent arrays may be None (tested at compile time)
     growable_stacks = True       # while-loop stacks can grow
     private_accumulators = False
+    chunked = False              # entries are a chunk function and a wrapper (CpuParallel)
     entry_suffix = ""            # appended to kernel entry names (``k__fwd_serial``)
     helpers_module = "helpers"
     kernel_decorator = "numba.njit(parallel=True, cache=True, error_model='numpy', nogil=True)"
@@ -157,6 +161,36 @@ class Target:
 class CpuParallel(Target):
     name = "cpu"
     private_accumulators = True
+    chunked = True
+    kernel_decorator = Target.func_decorator
+
+    def thread_loop(self, prologue, body, private=()):
+        """The chunk's body: the launch indices ``[_lo, _hi)``; the per-thread buffers
+        (``_pv_a``, ``_acc_a``) are its parameters, the thread's index read once."""
+        head = [_assign("_tid", ast.Call(name("int64"), [name("_p")], []))]
+        rng = ast.Call(name("range"), [name("_lo"), name("_hi")], [])
+        loop = ast.For(ast.Name("_p", ast.Store()), rng, head + prologue + (body or [ast.Pass()]),
+                       [])
+        return ([_assign("_w", wk_call("thread_id"))] if private else []) + [loop]
+
+    @staticmethod
+    def chunk_params(private):
+        return [f"_pv_{a}" for a in private] + [f"_acc_{a}" for a in private]
+
+    def launch(self, chunk, params, private):
+        """The entry's body: the buffers of the ``private`` arrays made, ``chunk`` run over
+        the launch by the threads with ``params`` (the entry's own) and the buffers, the
+        buffers summed."""
+        before, after = [], []
+        for a in private:
+            before += [_assign(f"_pv_{a}", wk_call("private_ok", name(a))),
+                       _assign(f"_acc_{a}", wk_call("private_buffer", name(a), name(f"_pv_{a}")))]
+            after.append(ast.If(name(f"_pv_{a}"), [ast.Expr(wk_call(
+                "reduce_private", name(a), name(f"_acc_{a}")))], []))
+        args = ast.Tuple([name(p) for p in params + self.chunk_params(private)], ast.Load())
+        run = ast.Expr(wk_call("parallel_for", name(chunk),
+                               wk_call("launch_size", name("_dim")), args))
+        return before + [run] + after
 
 
 class CpuSerial(Target):

@@ -1,0 +1,179 @@
+"""Threaded kernel launches without Numba's parallel transform.
+
+A threaded CPU entry is two plain ``numba.njit`` functions (see
+:meth:`weft.transpiler.targets.CpuParallel.launch`): the *chunk*, the kernel's loop over the
+launch indices ``[_lo, _hi)``, and a small wrapper that allocates the per-thread accumulation
+buffers, calls ``parallel_for(chunk, n, args)`` and sums the buffers. ``parallel_for`` hands the
+chunk to Numba's threading layer directly (its ``numba_parallel_for``, the function parfors
+call), one block of about ``n / threads`` indices per thread.
+
+Why not ``numba.prange``: a parfor runs Numba's parfor passes (array analysis, fusion, the
+gufunc outlining) on the whole kernel body and compiles the body twice (the outlined gufunc and
+its caller); the chunk is compiled once as an ordinary function, and the wrapper, a few lines,
+links it in. Measured on the cloth's spring kernel: 2.45 s for the parfor entry against 1.41 s
+for the chunk and 0.62 s for the wrapper (docs/performance.md). It also steps around bugs of
+the parfor passes (Numba 0.68's array analysis asserts on nested tuples of different lengths).
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.core.datamodel import models
+from numba.extending import intrinsic, overload, register_model, typeof_impl
+from numba.core.imputils import lower_constant
+
+_I32 = ir.IntType(32)
+
+
+def _block_function(context, module, cres, tupty):
+    """The gufunc-ABI function the threading layer calls for each thread's share of blocks:
+    ``void (char **args, intp *count, intp *steps, void *data)``; ``args[0]`` holds ``count``
+    (lo, hi) pairs ``steps[0]`` bytes apart, ``data`` points at ``{args tuple, i32 error}``.
+    It calls the chunk for each pair and sets the error word if a call raised."""
+    name = f"weft_parallel_for.{cres.fndesc.mangled_name}"
+    fn = module.globals.get(name)
+    if fn is not None:
+        return fn
+    i8p = ir.IntType(8).as_pointer()
+    intp = context.get_value_type(types.intp)
+    fnty = ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), intp.as_pointer(),
+                                           intp.as_pointer(), i8p])
+    fn = ir.Function(module, fnty, name=name)
+    fn.linkage = "internal"
+    args, dims, steps, data = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    sig = cres.signature
+    chunk_ty = context.call_conv.get_function_type(sig.return_type, sig.args)
+    chunk = cgutils.get_or_insert_function(module, chunk_ty, cres.fndesc.llvm_func_name)
+    slot_ty = ir.LiteralStructType([context.get_value_type(tupty), _I32])
+    slot = b.bitcast(data, slot_ty.as_pointer())
+    tup = b.load(b.gep(slot, [_I32(0), _I32(0)]))
+    elems = [b.extract_value(tup, i) for i in range(len(tupty))]
+    base, count, step = b.load(args), b.load(dims), b.load(steps)
+    with cgutils.for_range(b, count) as loop:
+        p = b.bitcast(b.gep(base, [b.mul(loop.index, step)]), intp.as_pointer())
+        lo = b.load(p)
+        hi = b.load(b.gep(p, [intp(1)]))
+        status, _ = context.call_conv.call_function(b, chunk, sig.return_type, sig.args,
+                                                    [lo, hi] + elems)
+        with b.if_then(status.is_error, likely=False):
+            b.store(_I32(1), b.gep(slot, [_I32(0), _I32(1)]))
+    b.ret_void()
+    return fn
+
+
+class ChunkRef:
+    """A chunk function as generated modules hold it (``@_wk.chunk`` over its ``njit``): what
+    ``parallel_for`` takes. Compiled code sees it as a type naming the dispatcher, whose value
+    is nothing: a dispatcher itself is lowered as the address of the Python object, which
+    Numba's disk cache refuses ("uses dynamic globals"). Called from Python, it is the
+    function."""
+
+    __slots__ = ("dispatcher",)
+
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+
+    def __call__(self, *args):
+        return self.dispatcher(*args)
+
+    def __getattr__(self, name):
+        return getattr(self.dispatcher, name)
+
+
+def chunk(dispatcher):
+    """The decorator of a generated chunk function (outermost)."""
+    return ChunkRef(dispatcher)
+
+
+class ChunkType(types.Dummy):
+    def __init__(self, dispatcher):
+        self.dispatcher = dispatcher
+        fn = getattr(dispatcher, "py_func", dispatcher)
+        super().__init__(f"chunk({fn.__module__}.{fn.__qualname__}@{id(dispatcher):x})")
+
+
+register_model(ChunkType)(models.OpaqueModel)
+
+
+@typeof_impl.register(ChunkRef)
+def _typeof_chunk(val, c):
+    return ChunkType(val.dispatcher)
+
+
+@lower_constant(ChunkType)
+def _lower_chunk(context, builder, ty, pyval):
+    return context.get_dummy_value()
+
+
+def parallel_for(chunk, n, args):
+    """``chunk(lo, hi, *args)`` over ``[0, n)``, split in ``min(n, threads)`` blocks of
+    consecutive indices run by the threads of Numba's pool (the calling thread is thread 0);
+    ``RuntimeError`` after the launch if a block raised. Called from Python (generated code
+    run without compiling, ``NUMBA_DISABLE_JIT``): one block on this thread."""
+    chunk(0, n, *args)
+
+
+@overload(parallel_for)
+def _parallel_for_ol(chunk, n, args):
+    return lambda chunk, n, args: _parallel_for(chunk, n, args)
+
+
+@intrinsic
+def _parallel_for(typingctx, chunk, n, args):
+    if not isinstance(chunk, ChunkType) or not isinstance(args, types.BaseTuple):
+        return None
+    disp = types.Dispatcher(chunk.dispatcher)
+    argtys = (types.int64, types.int64) + tuple(args.types)
+    csig = typingctx.resolve_function_type(disp, argtys, {})
+    if csig is None:
+        raise TypeError(f"parallel_for: {chunk} cannot take {argtys}")
+
+    def codegen(context, builder, signature, llargs):
+        _, nval, tup = llargs
+        cres = chunk.dispatcher.overloads[tuple(csig.args)]
+        context.active_code_library.add_linking_library(cres.library)
+        mod = builder.module
+        block = _block_function(context, mod, cres, args)
+        intp = context.get_value_type(types.intp)
+        i8p = ir.IntType(8).as_pointer()
+        threads = builder.call(cgutils.get_or_insert_function(
+            mod, ir.FunctionType(intp, []), "get_num_threads"), [])
+        nval = context.cast(builder, nval, signature.args[1], types.intp)
+        nb = builder.select(builder.icmp_signed("<", nval, threads), nval, threads)
+        nb = builder.select(builder.icmp_signed("<", nb, intp(1)), intp(1), nb)
+        sched = builder.alloca(intp, size=builder.mul(nb, intp(2)))
+        with cgutils.for_range(builder, nb) as loop:
+            r = loop.index
+            p = builder.gep(sched, [builder.mul(r, intp(2))])
+            builder.store(builder.sdiv(builder.mul(r, nval), nb), p)
+            builder.store(builder.sdiv(builder.mul(builder.add(r, intp(1)), nval), nb),
+                          builder.gep(p, [intp(1)]))
+        slot_ty = ir.LiteralStructType([context.get_value_type(args), _I32])
+        slot = cgutils.alloca_once(builder, slot_ty)
+        builder.store(tup, builder.gep(slot, [_I32(0), _I32(0)]))
+        err = builder.gep(slot, [_I32(0), _I32(1)])
+        builder.store(_I32(0), err)
+        argv = cgutils.alloca_once(builder, i8p)
+        builder.store(builder.bitcast(sched, i8p), argv)
+        dimv = cgutils.alloca_once(builder, intp, size=2)
+        builder.store(nb, dimv)
+        builder.store(intp(1), builder.gep(dimv, [intp(1)]))
+        stepv = cgutils.alloca_once(builder, intp, size=2)
+        builder.store(intp(2 * context.get_abi_sizeof(intp)), stepv)
+        builder.store(intp(0), builder.gep(stepv, [intp(1)]))
+        launch = cgutils.get_or_insert_function(
+            mod, ir.FunctionType(ir.VoidType(), [i8p] * 5 + [intp] * 3),
+            "numba_parallel_for")
+        builder.call(launch, [builder.bitcast(block, i8p), builder.bitcast(argv, i8p),
+                              builder.bitcast(dimv, i8p), builder.bitcast(stepv, i8p),
+                              builder.bitcast(slot, i8p), intp(0), intp(1),
+                              threads])
+        with builder.if_then(builder.icmp_unsigned("!=", builder.load(err), _I32(0)),
+                             likely=False):
+            context.call_conv.return_user_exc(
+                builder, RuntimeError, ("a kernel thread raised an exception",))
+        return context.get_dummy_value()
+
+    return types.none(chunk, n, args), codegen
