@@ -254,6 +254,7 @@ def protect(module):
     """Give every CPU dispatcher of a loaded generated ``module`` the verified cache (before
     anything was compiled or loaded)."""
     for value in vars(module).values():
+        value = getattr(value, "weft_chunk_of", value)  # a chunk function's dispatcher
         if isinstance(value, dispatcher.Dispatcher):
             _use_verified_cache(value)
     return module

@@ -107,13 +107,18 @@ def _not_cached(modname):
 
 
 def _cost(job):
-    """A compile's cost, guessed from the size of the function's source."""
+    """A compile's cost, guessed from the size of the function's source (a threaded entry's
+    with its chunk's, which holds the kernel's body)."""
     import inspect
     modname, fname, _ = job
-    try:
-        return len(inspect.getsource(getattr(sys.modules[modname], fname).py_func))
-    except (OSError, TypeError, AttributeError, KeyError):
-        return 1
+    mod = sys.modules.get(modname)
+    total = 0
+    for name in (fname, fname + "_chunk"):
+        try:
+            total += len(inspect.getsource(getattr(mod, name).py_func))
+        except (OSError, TypeError, AttributeError):
+            pass
+    return total or 1
 
 
 def kernels_of(names):

@@ -138,7 +138,9 @@ def request_adjoint(ck, dims, values, args):
 
 
 def tiering():
-    return config.tiered_compile and os.environ.get("WEFT_TIERED_COMPILE", "1") != "0"
+    import numba
+    return config.tiered_compile and os.environ.get("WEFT_TIERED_COMPILE", "1") != "0" and \
+        not numba.config.DISABLE_JIT  # nothing compiles: entries are plain functions
 
 
 def tier(ck, kind, fn, dims, values):

@@ -18,7 +18,8 @@ from numba.np.ufunc.parallel import _launch_threads
 
 from ..diskcache import njit
 from . import _portable
-from .threads import chunk, parallel_for  # noqa: F401
+from . import threads as _threads
+from .threads import chunk  # noqa: F401
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_exch,  # noqa: F401
                       atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
                       cas_half_bits)
@@ -109,10 +110,17 @@ def private_buffer(a, ok):
     Kernels that only accumulate into ``a`` add with plain ``+=``: thread 0 into ``a`` itself,
     every other thread ``w`` into its copy ``acc[w - 1]``, and the copies are summed into ``a``
     after the launch. On x86 a float atomic add is a compare-and-swap loop, many times dearer
-    than the reduction; with one thread there is nothing to copy or sum."""
+    than the reduction; with one thread there is nothing to copy or sum. (Compiled code calls
+    :func:`weft.stdlib.threads.private_buffer`.)"""
     if a is None:
         return np.zeros((0, 0), np.float32)
     return np.zeros((_POOL - 1 if ok else 0,) + a.shape, a.dtype)
+
+
+parallel_for = _threads.parallel_for_py
+if not numba.config.DISABLE_JIT:  # compiled code calls the intrinsics themselves
+    private_buffer = _threads.private_buffer  # noqa: F811
+    parallel_for = _threads.parallel_for
 
 
 def thread_id():
@@ -135,9 +143,8 @@ def _thread_id(typingctx):
     return types.intp(), codegen
 
 
-@overload(thread_id)
-def _thread_id_ol():
-    return lambda: _thread_id()
+if not numba.config.DISABLE_JIT:
+    thread_id = _thread_id  # noqa: F811 (the intrinsic itself: no compile of its own)
 
 
 def reduce_private(a, acc):
@@ -152,13 +159,6 @@ def _private_ok(a):
     if isinstance(a, types.NoneType):
         return lambda a: False
     return lambda a: (_POOL - 1) * a.size * a.itemsize <= PRIVATE_BUDGET
-
-
-@overload(private_buffer)
-def _private_buffer(a, ok):
-    if isinstance(a, types.NoneType):
-        return lambda a, ok: np.zeros((0, 0), np.float32)
-    return lambda a, ok: np.zeros((_POOL - 1 if ok else 0,) + a.shape, a.dtype)
 
 
 @chunk

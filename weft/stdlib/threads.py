@@ -16,17 +16,57 @@ the parfor passes (Numba 0.68's array analysis asserts on nested tuples of diffe
 """
 from __future__ import annotations
 
+import functools
+import hashlib
+
+from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.core.datamodel import models
-from numba.extending import intrinsic, overload, register_model, typeof_impl
+from numba.extending import intrinsic, register_model, typeof_impl
+from numba.np.arrayobj import _empty_nd_impl, make_array
 from numba.core.imputils import lower_constant
 
 _I32 = ir.IntType(32)
 
 
-def _block_function(context, module, cres, tupty):
+def _symbol(dispatcher, argtys):
+    """The name the chunk's compiled code is called by from other libraries: stable across
+    processes (its module, which names its source's hash, its name, its argument types)."""
+    fn = dispatcher.py_func
+    key = hashlib.sha1(repr(tuple(argtys)).encode()).hexdigest()[:20]
+    return f"weft_chunk.{fn.__module__}.{fn.__qualname__}.{key}"
+
+
+def _publish(dispatcher, argtys):
+    """Compile (or load from the disk cache) ``dispatcher`` for ``argtys`` and register its
+    machine code under :func:`_symbol`'s name; returns its compile result."""
+    argtys = tuple(argtys)
+    cres = dispatcher.overloads.get(argtys)
+    if cres is None:
+        dispatcher.compile(argtys)
+        cres = dispatcher.overloads[argtys]
+    name = _symbol(dispatcher, argtys)
+    if name not in _published:
+        addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+        llvm.add_symbol(name, addr)
+        _published[name] = addr
+    return cres
+
+
+def reload_chunk(module, qualname, argtys):
+    """Before a cached entry that launches a chunk is loaded (Numba's ``reload_init``): the
+    chunk compiled or loaded and its symbol registered, so the entry's machine code links."""
+    import sys
+    ref = getattr(sys.modules[module], qualname)
+    _publish(getattr(ref, "dispatcher", ref), argtys)
+
+
+_published = {}
+
+
+def _block_function(context, module, cres, tupty, symbol):
     """The gufunc-ABI function the threading layer calls for each thread's share of blocks:
     ``void (char **args, intp *count, intp *steps, void *data)``; ``args[0]`` holds ``count``
     (lo, hi) pairs ``steps[0]`` bytes apart, ``data`` points at ``{args tuple, i32 error}``.
@@ -45,7 +85,7 @@ def _block_function(context, module, cres, tupty):
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     sig = cres.signature
     chunk_ty = context.call_conv.get_function_type(sig.return_type, sig.args)
-    chunk = cgutils.get_or_insert_function(module, chunk_ty, cres.fndesc.llvm_func_name)
+    chunk = cgutils.get_or_insert_function(module, chunk_ty, symbol)
     slot_ty = ir.LiteralStructType([context.get_value_type(tupty), _I32])
     slot = b.bitcast(data, slot_ty.as_pointer())
     tup = b.load(b.gep(slot, [_I32(0), _I32(0)]))
@@ -78,6 +118,10 @@ class ChunkRef:
     def __call__(self, *args):
         return self.dispatcher(*args)
 
+    @property
+    def weft_chunk_of(self):
+        return self.dispatcher
+
     def __getattr__(self, name):
         return getattr(self.dispatcher, name)
 
@@ -107,21 +151,18 @@ def _lower_chunk(context, builder, ty, pyval):
     return context.get_dummy_value()
 
 
-def parallel_for(chunk, n, args):
-    """``chunk(lo, hi, *args)`` over ``[0, n)``, split in ``min(n, threads)`` blocks of
-    consecutive indices run by the threads of Numba's pool (the calling thread is thread 0);
-    ``RuntimeError`` after the launch if a block raised. Called from Python (generated code
-    run without compiling, ``NUMBA_DISABLE_JIT``): one block on this thread."""
+def parallel_for_py(chunk, n, args):
+    """:func:`parallel_for` in Python (generated code run without compiling,
+    ``NUMBA_DISABLE_JIT``): one block on this thread."""
     chunk(0, n, *args)
 
 
-@overload(parallel_for)
-def _parallel_for_ol(chunk, n, args):
-    return lambda chunk, n, args: _parallel_for(chunk, n, args)
-
-
 @intrinsic
-def _parallel_for(typingctx, chunk, n, args):
+def parallel_for(typingctx, chunk, n, args):
+    """``chunk(lo, hi, *args)`` over ``[0, n)``, split in ``min(n, threads)`` blocks of
+    consecutive indices run by the threads of Numba's pool (the calling thread is thread 0);
+    ``RuntimeError`` after the launch if a block raised. An intrinsic, not an ``overload``:
+    an overload costs a compile of its own for every signature."""
     if not isinstance(chunk, ChunkType) or not isinstance(args, types.BaseTuple):
         return None
     disp = types.Dispatcher(chunk.dispatcher)
@@ -132,10 +173,15 @@ def _parallel_for(typingctx, chunk, n, args):
 
     def codegen(context, builder, signature, llargs):
         _, nval, tup = llargs
-        cres = chunk.dispatcher.overloads[tuple(csig.args)]
-        context.active_code_library.add_linking_library(cres.library)
+        # the chunk is called by a symbol registered with LLVM, not linked in: linking would
+        # optimise and emit its whole code again inside this library
+        disp = chunk.dispatcher
+        cres = _publish(disp, csig.args)
+        fn = disp.py_func
+        context.active_code_library._reload_init.add(functools.partial(
+            reload_chunk, fn.__module__, fn.__qualname__, tuple(csig.args)))
         mod = builder.module
-        block = _block_function(context, mod, cres, args)
+        block = _block_function(context, mod, cres, args, _symbol(disp, csig.args))
         intp = context.get_value_type(types.intp)
         i8p = ir.IntType(8).as_pointer()
         threads = builder.call(cgutils.get_or_insert_function(
@@ -177,3 +223,32 @@ def _parallel_for(typingctx, chunk, n, args):
         return context.get_dummy_value()
 
     return types.none(chunk, n, args), codegen
+
+
+@intrinsic
+def private_buffer(typingctx, a, ok):
+    """``np.zeros(((POOL - 1) if ok else 0,) + a.shape, a.dtype)`` (``np.zeros((0, 0),
+    np.float32)`` for None), allocated in the caller's code: Numba's ``np.zeros`` compiles
+    three functions of its own for every array type."""
+    from .helpers import _POOL
+    if isinstance(a, types.NoneType):
+        arrty = types.Array(types.float32, 2, "C")
+    elif isinstance(a, types.Array):
+        arrty = types.Array(a.dtype, a.ndim + 1, "C")
+    else:
+        return None
+
+    def codegen(context, builder, sig, args):
+        intp = context.get_value_type(types.intp)
+        if isinstance(a, types.NoneType):
+            shapes = [intp(0), intp(0)]
+        else:
+            ary = make_array(a)(context, builder, args[0])
+            rows = builder.select(context.cast(builder, args[1], sig.args[1], types.boolean),
+                                  intp(_POOL - 1), intp(0))
+            shapes = [rows] + cgutils.unpack_tuple(builder, ary.shape, a.ndim)
+        out = _empty_nd_impl(context, builder, arrty, shapes)
+        cgutils.memset(builder, out.data, builder.mul(out.itemsize, out.nitems), 0)
+        return out._getvalue()
+
+    return arrty(a, ok), codegen
