@@ -125,3 +125,28 @@ def test_parallel_for_reports_a_failing_thread():
     np.testing.assert_array_equal(out, np.arange(1000))
     with pytest.raises(RuntimeError, match="kernel thread raised"):
         run(out, 999)
+
+
+def test_reduce_private_any_layout():
+    # the copies are added in order into C-contiguous arrays (by the threads) and strided
+    # views (in a loop); the adjoint arrays of sliced views are strided
+    import numba
+
+    from weft.stdlib import helpers as _wk
+
+    @numba.njit
+    def run(a):
+        ok = _wk.private_ok(a)
+        acc = _wk.private_buffer(a, ok)
+        for w in range(acc.shape[0]):
+            acc[w] = w + 1.0
+        _wk.reduce_private(a, acc)
+        return acc.shape[0]
+
+    base = np.ones((6, 4), np.float32)
+    rows = run(base)
+    np.testing.assert_array_equal(base, 1.0 + rows * (rows + 1) / 2)
+    strided = np.ones((6, 4), np.float32)
+    rows = run(strided[::2])
+    np.testing.assert_array_equal(strided[::2], 1.0 + rows * (rows + 1) / 2)
+    np.testing.assert_array_equal(strided[1::2], 1.0)

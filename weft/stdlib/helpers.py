@@ -12,7 +12,7 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from numba.np.ufunc.parallel import _launch_threads
 
@@ -117,10 +117,6 @@ def private_buffer(a, ok):
     return np.zeros((_POOL - 1 if ok else 0,) + a.shape, a.dtype)
 
 
-parallel_for = _threads.parallel_for_py
-if not numba.config.DISABLE_JIT:  # compiled code calls the intrinsics themselves
-    private_buffer = _threads.private_buffer  # noqa: F811
-    parallel_for = _threads.parallel_for
 
 
 def thread_id():
@@ -143,10 +139,6 @@ def _thread_id(typingctx):
     return types.intp(), codegen
 
 
-if not numba.config.DISABLE_JIT:
-    thread_id = _thread_id  # noqa: F811 (the intrinsic itself: no compile of its own)
-
-
 def reduce_private(a, acc):
     """``a += acc.sum(axis=0)``."""
     if a is not None:
@@ -154,39 +146,12 @@ def reduce_private(a, acc):
             a += acc[w]
 
 
-@overload(private_ok)
-def _private_ok(a):
-    if isinstance(a, types.NoneType):
-        return lambda a: False
-    return lambda a: (_POOL - 1) * a.size * a.itemsize <= PRIVATE_BUDGET
-
-
-@chunk
-@_jit
-def _reduce_rows(lo, hi, a, acc):
-    """Elements [lo, hi) of the flat ``a`` plus its copies ``acc[w]``, in ``w`` order."""
-    for i in range(lo, hi):
-        s = a[i]
-        for w in range(acc.shape[0]):
-            s += acc[w, i]
-        a[i] = s
-
-
-@_jit
-def _reduce_any(a, acc):
-    for w in range(acc.shape[0]):
-        a += acc[w]
-
-
-@overload(reduce_private)
-def _reduce_private(a, acc):
-    if isinstance(a, types.NoneType):
-        return lambda a, acc: None
-    if a.layout != "C":
-        return lambda a, acc: _reduce_any(a, acc)
-
-    def impl(a, acc):
-        if acc.shape[0]:
-            parallel_for(_reduce_rows, a.size, (a.reshape(a.size),
-                                                acc.reshape((acc.shape[0], a.size))))
-    return impl
+# compiled code calls the intrinsics themselves (an overload compiles a function of its own for
+# every signature); the Python functions above run the generated code under NUMBA_DISABLE_JIT
+parallel_for = _threads.parallel_for_py
+if not numba.config.DISABLE_JIT:
+    thread_id = _thread_id  # noqa: F811
+    private_ok = _threads.private_ok  # noqa: F811
+    private_buffer = _threads.private_buffer  # noqa: F811
+    parallel_for = _threads.parallel_for
+    reduce_private = _threads.reduce_private  # noqa: F811

@@ -25,7 +25,9 @@ from numba import types
 from numba.core import cgutils
 from numba.core.datamodel import models
 from numba.extending import intrinsic, register_model, typeof_impl
-from numba.np.arrayobj import _empty_nd_impl, make_array
+from numba.np.arrayobj import _empty_nd_impl, make_array, populate_array
+
+from ..diskcache import njit
 from numba.core.imputils import lower_constant
 
 _I32 = ir.IntType(32)
@@ -157,6 +159,57 @@ def parallel_for_py(chunk, n, args):
     chunk(0, n, *args)
 
 
+def _launch(context, builder, disp, chunk_args, tupty, tup, nval):
+    """Code running chunk ``disp`` (compiled for ``chunk_args``: lo, hi, then the types of
+    tuple ``tupty``) over ``[0, nval)`` with the arguments in tuple value ``tup``."""
+    csig_args = tuple(chunk_args)
+    # the chunk is called by a symbol registered with LLVM, not linked in: linking would
+    # optimise and emit its whole code again inside this library
+    cres = _publish(disp, csig_args)
+    fn = disp.py_func
+    context.active_code_library._reload_init.add(functools.partial(
+        reload_chunk, fn.__module__, fn.__qualname__, tuple(csig_args)))
+    mod = builder.module
+    block = _block_function(context, mod, cres, tupty, _symbol(disp, csig_args))
+    intp = context.get_value_type(types.intp)
+    i8p = ir.IntType(8).as_pointer()
+    threads = builder.call(cgutils.get_or_insert_function(
+        mod, ir.FunctionType(intp, []), "get_num_threads"), [])
+    nb = builder.select(builder.icmp_signed("<", nval, threads), nval, threads)
+    nb = builder.select(builder.icmp_signed("<", nb, intp(1)), intp(1), nb)
+    sched = builder.alloca(intp, size=builder.mul(nb, intp(2)))
+    with cgutils.for_range(builder, nb) as loop:
+        r = loop.index
+        p = builder.gep(sched, [builder.mul(r, intp(2))])
+        builder.store(builder.sdiv(builder.mul(r, nval), nb), p)
+        builder.store(builder.sdiv(builder.mul(builder.add(r, intp(1)), nval), nb),
+                      builder.gep(p, [intp(1)]))
+    slot_ty = ir.LiteralStructType([context.get_value_type(tupty), _I32])
+    slot = cgutils.alloca_once(builder, slot_ty)
+    builder.store(tup, builder.gep(slot, [_I32(0), _I32(0)]))
+    err = builder.gep(slot, [_I32(0), _I32(1)])
+    builder.store(_I32(0), err)
+    argv = cgutils.alloca_once(builder, i8p)
+    builder.store(builder.bitcast(sched, i8p), argv)
+    dimv = cgutils.alloca_once(builder, intp, size=2)
+    builder.store(nb, dimv)
+    builder.store(intp(1), builder.gep(dimv, [intp(1)]))
+    stepv = cgutils.alloca_once(builder, intp, size=2)
+    builder.store(intp(2 * context.get_abi_sizeof(intp)), stepv)
+    builder.store(intp(0), builder.gep(stepv, [intp(1)]))
+    launch = cgutils.get_or_insert_function(
+        mod, ir.FunctionType(ir.VoidType(), [i8p] * 5 + [intp] * 3),
+        "numba_parallel_for")
+    builder.call(launch, [builder.bitcast(block, i8p), builder.bitcast(argv, i8p),
+                          builder.bitcast(dimv, i8p), builder.bitcast(stepv, i8p),
+                          builder.bitcast(slot, i8p), intp(0), intp(1),
+                          threads])
+    with builder.if_then(builder.icmp_unsigned("!=", builder.load(err), _I32(0)),
+                         likely=False):
+        context.call_conv.return_user_exc(
+            builder, RuntimeError, ("a kernel thread raised an exception",))
+
+
 @intrinsic
 def parallel_for(typingctx, chunk, n, args):
     """``chunk(lo, hi, *args)`` over ``[0, n)``, split in ``min(n, threads)`` blocks of
@@ -173,53 +226,8 @@ def parallel_for(typingctx, chunk, n, args):
 
     def codegen(context, builder, signature, llargs):
         _, nval, tup = llargs
-        # the chunk is called by a symbol registered with LLVM, not linked in: linking would
-        # optimise and emit its whole code again inside this library
-        disp = chunk.dispatcher
-        cres = _publish(disp, csig.args)
-        fn = disp.py_func
-        context.active_code_library._reload_init.add(functools.partial(
-            reload_chunk, fn.__module__, fn.__qualname__, tuple(csig.args)))
-        mod = builder.module
-        block = _block_function(context, mod, cres, args, _symbol(disp, csig.args))
-        intp = context.get_value_type(types.intp)
-        i8p = ir.IntType(8).as_pointer()
-        threads = builder.call(cgutils.get_or_insert_function(
-            mod, ir.FunctionType(intp, []), "get_num_threads"), [])
         nval = context.cast(builder, nval, signature.args[1], types.intp)
-        nb = builder.select(builder.icmp_signed("<", nval, threads), nval, threads)
-        nb = builder.select(builder.icmp_signed("<", nb, intp(1)), intp(1), nb)
-        sched = builder.alloca(intp, size=builder.mul(nb, intp(2)))
-        with cgutils.for_range(builder, nb) as loop:
-            r = loop.index
-            p = builder.gep(sched, [builder.mul(r, intp(2))])
-            builder.store(builder.sdiv(builder.mul(r, nval), nb), p)
-            builder.store(builder.sdiv(builder.mul(builder.add(r, intp(1)), nval), nb),
-                          builder.gep(p, [intp(1)]))
-        slot_ty = ir.LiteralStructType([context.get_value_type(args), _I32])
-        slot = cgutils.alloca_once(builder, slot_ty)
-        builder.store(tup, builder.gep(slot, [_I32(0), _I32(0)]))
-        err = builder.gep(slot, [_I32(0), _I32(1)])
-        builder.store(_I32(0), err)
-        argv = cgutils.alloca_once(builder, i8p)
-        builder.store(builder.bitcast(sched, i8p), argv)
-        dimv = cgutils.alloca_once(builder, intp, size=2)
-        builder.store(nb, dimv)
-        builder.store(intp(1), builder.gep(dimv, [intp(1)]))
-        stepv = cgutils.alloca_once(builder, intp, size=2)
-        builder.store(intp(2 * context.get_abi_sizeof(intp)), stepv)
-        builder.store(intp(0), builder.gep(stepv, [intp(1)]))
-        launch = cgutils.get_or_insert_function(
-            mod, ir.FunctionType(ir.VoidType(), [i8p] * 5 + [intp] * 3),
-            "numba_parallel_for")
-        builder.call(launch, [builder.bitcast(block, i8p), builder.bitcast(argv, i8p),
-                              builder.bitcast(dimv, i8p), builder.bitcast(stepv, i8p),
-                              builder.bitcast(slot, i8p), intp(0), intp(1),
-                              threads])
-        with builder.if_then(builder.icmp_unsigned("!=", builder.load(err), _I32(0)),
-                             likely=False):
-            context.call_conv.return_user_exc(
-                builder, RuntimeError, ("a kernel thread raised an exception",))
+        _launch(context, builder, chunk.dispatcher, csig.args, args, tup, nval)
         return context.get_dummy_value()
 
     return types.none(chunk, n, args), codegen
@@ -252,3 +260,85 @@ def private_buffer(typingctx, a, ok):
         return out._getvalue()
 
     return arrty(a, ok), codegen
+
+
+@njit(error_model="numpy", nogil=True)
+def _reduce_rows_py(lo, hi, a, acc):
+    """Elements [lo, hi) of the flat ``a`` plus its copies ``acc[w]``, in ``w`` order."""
+    for i in range(lo, hi):
+        s = a[i]
+        for w in range(acc.shape[0]):
+            s += acc[w, i]
+        a[i] = s
+
+
+_reduce_rows = chunk(_reduce_rows_py)
+
+
+def _reduce_any(a, acc):
+    for w in range(acc.shape[0]):
+        a += acc[w]
+
+
+@intrinsic
+def reduce_private(typingctx, a, acc):
+    """``a += acc[0] + acc[1] + ...`` (in that order, element by element): a C-contiguous
+    ``a`` and its copies as flat views, summed by the threads (:func:`parallel_for` over
+    ``_reduce_rows``); others in a loop; nothing for None. Emitted into the caller, as
+    :func:`private_buffer` is."""
+    if isinstance(a, types.NoneType):
+        return types.none(a, acc), lambda context, builder, sig, args: \
+            context.get_dummy_value()
+    if not isinstance(a, types.Array) or not isinstance(acc, types.Array):
+        return None
+    sig = types.none(a, acc)
+    if a.layout != "C":
+        def any_layout(context, builder, sig, args):
+            context.compile_internal(builder, _reduce_any, sig, args)
+            return context.get_dummy_value()
+        return sig, any_layout
+    flat = types.Array(a.dtype, 1, "C")
+    rows = types.Array(a.dtype, 2, "C")
+    tupty = types.Tuple((flat, rows))
+    csig = typingctx.resolve_function_type(types.Dispatcher(_reduce_rows_py),
+                                           (types.int64, types.int64, flat, rows), {})
+
+    def codegen(context, builder, sig, args):
+        src = make_array(a)(context, builder, args[0])
+        cps = make_array(acc)(context, builder, args[1])
+        n = src.nitems
+        w = cgutils.unpack_tuple(builder, cps.shape, acc.ndim)[0]
+        with builder.if_then(builder.icmp_signed(">", w, w.type(0))):
+            # views over the same memory, borrowed for the call
+            fv = make_array(flat)(context, builder)
+            populate_array(fv, data=src.data, shape=cgutils.pack_array(builder, [n]),
+                           strides=cgutils.pack_array(builder, [src.itemsize]),
+                           itemsize=src.itemsize, meminfo=src.meminfo)
+            rv = make_array(rows)(context, builder)
+            populate_array(rv, data=cps.data, shape=cgutils.pack_array(builder, [w, n]),
+                           strides=cgutils.pack_array(
+                               builder, [builder.mul(n, cps.itemsize), cps.itemsize]),
+                           itemsize=cps.itemsize, meminfo=cps.meminfo)
+            tup = context.make_tuple(builder, tupty, [fv._getvalue(), rv._getvalue()])
+            _launch(context, builder, _reduce_rows_py, csig.args, tupty, tup, n)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def private_ok(typingctx, a):
+    """Whether per-thread copies of ``a`` fit ``PRIVATE_BUDGET`` (False for None)."""
+    from .helpers import _POOL, PRIVATE_BUDGET
+    if isinstance(a, types.NoneType):
+        return types.boolean(a), lambda context, builder, sig, args: \
+            ir.Constant(ir.IntType(1), 0)
+    if not isinstance(a, types.Array):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ary = make_array(a)(context, builder, args[0])
+        size = builder.mul(builder.mul(ary.nitems, ary.itemsize), ary.nitems.type(_POOL - 1))
+        return builder.icmp_signed("<=", size, size.type(PRIVATE_BUDGET))
+
+    return types.boolean(a), codegen
