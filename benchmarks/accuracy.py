@@ -202,9 +202,10 @@ def math_calls(kernel, cols, dtype):
     ``sin`` in float64) and the square-root instructions it uses, read from its machine code.
 
     Numba keeps no machine code text for code loaded from its cache, so the generated function
-    is compiled once more, serially and uncached, and run once on the first points."""
+    (the serial twin: the threaded entry hands a chunk function to the threads) is compiled
+    once more, uncached, and run once on the first points."""
     import numba
-    fn = kernel.entry("forward")
+    fn = kernel.entry("forward", "serial")
     drop = ("cache", "parallel", "nopython")
     fresh = numba.njit(**{k: v for k, v in fn.targetoptions.items() if k not in drop})(
         fn.py_func)
