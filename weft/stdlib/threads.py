@@ -8,11 +8,15 @@ chunk to Numba's threading layer directly (its ``numba_parallel_for``, the funct
 call), one block of about ``n / threads`` indices per thread.
 
 Why not ``numba.prange``: a parfor runs Numba's parfor passes (array analysis, fusion, the
-gufunc outlining) on the whole kernel body and compiles the body twice (the outlined gufunc and
-its caller); the chunk is compiled once as an ordinary function, and the wrapper, a few lines,
-links it in. Measured on the cloth's spring kernel: 2.45 s for the parfor entry against 1.41 s
-for the chunk and 0.62 s for the wrapper (docs/performance.md). It also steps around bugs of
-the parfor passes (Numba 0.68's array analysis asserts on nested tuples of different lengths).
+gufunc outlining) on the whole kernel body and compiles the body into a gufunc that is linked,
+optimised and emitted again inside its caller. The chunk is compiled once, as an ordinary
+function, and the wrapper does not link it: it calls the chunk's machine code through a symbol
+registered with LLVM (:func:`_publish`), which a cached wrapper re-registers before it is
+loaded (Numba's ``reload_init``, :func:`reload_chunk`). The helpers a wrapper calls are
+intrinsics, emitted into it: an ``@overload`` compiles a function of its own per signature.
+Measured on a spring kernel (docs/performance.md, stop 29): the threaded forward compiled in
+2.7 s as a parfor, 1.0 s now. It also steps around bugs of the parfor passes (Numba 0.68's
+array analysis asserts on nested tuples of different lengths).
 """
 from __future__ import annotations
 
@@ -24,11 +28,11 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.core.datamodel import models
+from numba.core.imputils import lower_constant
 from numba.extending import intrinsic, register_model, typeof_impl
 from numba.np.arrayobj import _empty_nd_impl, make_array, populate_array
 
 from ..diskcache import njit
-from numba.core.imputils import lower_constant
 
 _I32 = ir.IntType(32)
 

@@ -3,8 +3,9 @@
 Invariant: ``state.defs`` holds, callees first, one ``ast.FunctionDef`` per generated function
 of the module, each built by a generator (:mod:`.forward`, :mod:`.adjoint`, :mod:`.tangent`) for
 a target object (:mod:`.targets`), and ``state.abis`` the :class:`~.abi.KernelABI` of every
-kernel. A CPU module holds each kernel twice, with threads (``k__fwd``) and without
-(``k__fwd_serial``); its funcs are shared. Nothing is compiled here: Numba compiles each
+kernel. A CPU module holds each kernel twice, with threads (``k__fwd``, which hands its loop,
+the chunk ``k__fwd_chunk``, to the threads) and without (``k__fwd_serial``); its funcs are
+shared. Nothing is compiled here: Numba compiles each
 function the first time it is called, so an adjoint nobody asks for costs nothing.
 """
 from __future__ import annotations

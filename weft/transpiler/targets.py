@@ -54,8 +54,8 @@ class Target:
     chunked = False              # entries are a chunk function and a wrapper (CpuParallel)
     entry_suffix = ""            # appended to kernel entry names (``k__fwd_serial``)
     helpers_module = "helpers"
-    kernel_decorator = "numba.njit(parallel=True, cache=True, error_model='numpy', nogil=True)"
-    func_decorator = "numba.njit(cache=True, error_model='numpy', nogil=True)"
+    kernel_decorator = "numba.njit(cache=True, error_model='numpy', nogil=True)"
+    func_decorator = kernel_decorator
 
     # -- module ------------------------------------------------------------------------------
     def imports(self):
@@ -108,25 +108,12 @@ class Target:
                        name("_dbg"))
 
     def thread_loop(self, prologue, body, private=()):
-        """The kernel body run once per launch index: ``prologue`` computes the indices from
-        the flat ``_tid``; ``private`` names arrays accumulated into per-thread buffers."""
-        rng = ast.Call(self.range_function(), [wk_call("launch_size", name("_dim"))], [])
-        # prange may give an unsigned index: make it signed so index arithmetic stays integer
+        """The kernel body run once per launch index, one after the other: ``prologue``
+        computes the indices from the flat ``_tid`` (``private``: see :class:`CpuParallel`)."""
+        rng = ast.Call(name("range"), [wk_call("launch_size", name("_dim"))], [])
         head = [_assign("_tid", ast.Call(name("int64"), [name("_p")], []))]
-        before, after = [], []
-        if private:
-            head.append(_assign("_w", wk_call("thread_id")))
-        for a in private:
-            before += [_assign(f"_pv_{a}", wk_call("private_ok", name(a))),
-                       _assign(f"_acc_{a}", wk_call("private_buffer", name(a), name(f"_pv_{a}")))]
-            after.append(ast.If(name(f"_pv_{a}"), [ast.Expr(wk_call(
-                "reduce_private", name(a), name(f"_acc_{a}")))], []))
-        loop = ast.For(ast.Name("_p", ast.Store()), rng, head + prologue + (body or [ast.Pass()]),
-                       [])
-        return before + [loop] + after
-
-    def range_function(self):
-        return ast.Attribute(name("numba"), "prange", ast.Load())
+        return [ast.For(ast.Name("_p", ast.Store()), rng,
+                        head + prologue + (body or [ast.Pass()]), [])]
 
     # -- operations --------------------------------------------------------------------------
     def math(self, path, args, types):
@@ -162,7 +149,6 @@ class CpuParallel(Target):
     name = "cpu"
     private_accumulators = True
     chunked = True
-    kernel_decorator = Target.func_decorator
 
     def thread_loop(self, prologue, body, private=()):
         """The chunk's body: the launch indices ``[_lo, _hi)``; the per-thread buffers
@@ -196,10 +182,6 @@ class CpuParallel(Target):
 class CpuSerial(Target):
     name = "serial"
     entry_suffix = "_serial"
-    kernel_decorator = Target.func_decorator
-
-    def range_function(self):
-        return name("range")
 
 
 class Cuda(Target):
