@@ -23,6 +23,7 @@ the same verified cache.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -115,6 +116,22 @@ def _resolve(wanted):
 _MAGIC = b"weft-nb1"
 
 
+@contextlib.contextmanager
+def _locked(path):
+    """An exclusive lock on ``path`` (created) between processes, where the OS has ``flock``."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: Numba's own, unlocked behaviour
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _seal(payload):
     return _MAGIC + hashlib.sha256(payload).digest() + payload
 
@@ -131,7 +148,26 @@ def _unseal(blob, path):
 
 
 class _VerifiedFile(caching.IndexDataCacheFile):
-    """Numba's index and data files, sealed with a SHA-256 of their contents."""
+    """Numba's index and data files, sealed with a SHA-256 of their contents.
+
+    Saving is made safe between processes (test workers, the background compile helper,
+    ``load_module``'s workers share one cache): Numba reads the index, picks the first free data
+    file number and writes the index back, so two processes saving two signatures of one
+    function at once lose one entry or, worse, write both to the same data file. Here the
+    index is read, updated and written under an exclusive lock on a file beside it, and a data
+    file is named by a hash of its key."""
+
+    def save(self, key, data):
+        with _locked(self._index_path + ".lock"):
+            overloads = self._load_index()
+            name = overloads.get(key)
+            if name is None:
+                digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+                name = f"{self._index_name[:-len('.nbi')]}.{digest}.nbc"
+            self._save_data(name, data)
+            if overloads.get(key) != name:
+                overloads[key] = name
+                self._save_index(overloads)
 
     def _load_index(self):
         import pickle
@@ -212,6 +248,15 @@ class VerifiedCache(caching.FunctionCache):
         self._cache_file = _VerifiedFile(f._cache_path, f._index_name[:-len(".nbi")],
                                          f._source_stamp)
 
+    def load_overload(self, sig, target_context):
+        """Numba's ``load_overload`` without its ``target_context.refresh()``: loading machine
+        code needs none of Numba's typing and lowering registries, whose first loading is
+        about half of a warm start (importing every implementation module of Numba's NumPy
+        support); a compile loads them itself (``CompilerBase`` refreshes both contexts)."""
+        _runtime_symbols(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
     def save_overload(self, sig, data):
         if not writable():
             return
@@ -219,6 +264,20 @@ class VerifiedCache(caching.FunctionCache):
             super().save_overload(sig, data)
         except OSError as exc:  # a full disk or a cache made read-only meanwhile
             warnings.warn(f"weft: could not cache compiled code ({exc})", CacheWarning)
+
+
+_runtime_ready = []
+
+
+def _runtime_symbols(target_context):
+    """What loaded machine code links against that Numba registers only while loading its
+    registries: the NRT's functions (allocation, reference counts) and the hash secret
+    (``_numba_hashsecret_*``). Missing, LLVM aborts the process ("Symbol not found")."""
+    if not _runtime_ready:
+        from numba.core.runtime import rtsys
+        from numba.cpython import hashing  # noqa: F401 (injects the hash secret)
+        rtsys.initialize(target_context)
+        _runtime_ready.append(True)
 
 
 def _use_verified_cache(disp):

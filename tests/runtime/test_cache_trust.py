@@ -197,3 +197,36 @@ def test_weft_helpers_cache_under_the_cache_root():
     cache = helpers.launch_size._cache
     assert isinstance(cache, diskcache.VerifiedCache)
     assert cache.cache_path.startswith(os.path.join(diskcache.cache_root(), "numba"))
+
+
+SIGNATURES = r"""
+import sys
+import numpy as np
+from weft.diskcache import njit
+
+@njit(error_model="numpy")
+def bump(x):
+    return x + x.dtype.type(1)
+
+kinds = sys.argv[1].split(",")
+for k in kinds:
+    bump(np.zeros(3, k))
+print("misses", len(bump.stats.cache_misses), "hits", len(bump.stats.cache_hits))
+"""
+
+
+def test_processes_saving_signatures_of_one_function_at_once_keep_them_all(tmp_path):
+    # each process compiles other signatures of one cached function at the same moment; their
+    # index updates are serialised, so a later process loads every one of them
+    src = tmp_path / "sigs.py"
+    src.write_text(SIGNATURES)
+    env = clean_env({"WEFT_CACHE_DIR": str(tmp_path / "c")})
+    groups = ["int32,float32", "int64,float64", "uint32,int16", "uint64,int8"]
+    procs = [subprocess.Popen([sys.executable, str(src), g], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for g in groups]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
+    r = subprocess.run([sys.executable, str(src), ",".join(groups)], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[-4:] == ["misses", "0", "hits", "8"], r.stdout

@@ -21,7 +21,8 @@ _started = False
 
 
 def start():
-    """Load Numba's CPU registries (once), with the cheap BLAS check."""
+    """Prepare the cheap BLAS check (once), before Numba's CPU registries load: at the first
+    compile, not at a load from the disk cache (``diskcache.VerifiedCache.load_overload``)."""
     global _started
     if _started:
         return
@@ -30,8 +31,6 @@ def start():
         mod = _load_extension()
         if mod is not None:
             sys.modules[_NAME] = mod
-    from numba.core.registry import cpu_target
-    cpu_target.target_context.refresh()
 
 
 def _load_extension():
