@@ -106,3 +106,31 @@ def test_second_process_reuses_cache(tmp_path):
     second = _run(["-c", script], env=env)
     assert second.returncode == 0, second.stderr
     assert "hits 1 misses 0" in second.stdout
+
+
+STANDALONE = r"""
+import importlib.util, sys
+import numpy as np
+spec = importlib.util.spec_from_file_location("cli_standalone", sys.argv[1])
+mod = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = mod                  # as an import does: Numba's cache needs it
+spec.loader.exec_module(mod)
+x = np.arange(1000, dtype=np.float32)
+y = np.zeros(1000, np.float32)
+mod.squares__fwd((1000,), x, y)               # the threaded entry, which launches its chunk
+gx = np.zeros(1000, np.float32)
+mod.squares__adj((1000,), x, y, gx, np.ones(1000, np.float32))
+assert np.allclose(y, x * x) and np.allclose(gx, 2 * x)
+print("hits", len(mod.squares__fwd.stats.cache_hits) + len(mod.squares__adj.stats.cache_hits))
+"""
+
+
+def test_transpiled_module_threaded_entries_load_from_its_cache(tmp_path):
+    # a module written by `weft transpile`, imported from its file: the second process loads
+    # its threaded entries from Numba's cache beside it (each re-registers its chunk first)
+    r = _run(["-m", "weft", "transpile", KERNELS, "-o", str(tmp_path)])
+    assert r.returncode == 0, r.stderr
+    path = str(tmp_path / "cli_kernels_weft.py")
+    outs = [_run(["-c", STANDALONE, path]) for _ in range(2)]
+    assert all(o.returncode == 0 for o in outs), [o.stderr[-2000:] for o in outs]
+    assert outs[0].stdout.split()[-1] == "0" and outs[1].stdout.split()[-1] == "2"

@@ -65,7 +65,10 @@ def reload_chunk(module, qualname, argtys):
     """Before a cached entry that launches a chunk is loaded (Numba's ``reload_init``): the
     chunk compiled or loaded and its symbol registered, so the entry's machine code links."""
     import sys
-    ref = getattr(sys.modules[module], qualname)
+    ref = getattr(sys.modules.get(module), qualname, None)
+    if ref is None:  # Numba cannot load cached code of a module missing there either
+        raise RuntimeError(f"weft: the cached threaded kernel needs {module}.{qualname}, "
+                           "which is not loaded; import its module first")
     _publish(getattr(ref, "dispatcher", ref), argtys)
 
 
