@@ -108,17 +108,11 @@ def _not_cached(modname):
 
 def _cost(job):
     """A compile's cost, guessed from the size of the function's source (a threaded entry's
-    with its chunk's, which holds the kernel's body)."""
-    import inspect
+    with its chunk's, which holds the kernel's body: ``kernel._extract_function``)."""
+    from .kernel import _extract_function
     modname, fname, _ = job
-    mod = sys.modules.get(modname)
-    total = 0
-    for name in (fname, fname + "_chunk"):
-        try:
-            total += len(inspect.getsource(getattr(mod, name).py_func))
-        except (OSError, TypeError, AttributeError):
-            pass
-    return total or 1
+    src = getattr(sys.modules.get(modname), "__weft_source__", None)
+    return len(_extract_function(src, fname)) if src else 1
 
 
 def kernels_of(names):

@@ -19,7 +19,7 @@ from numba.np.ufunc.parallel import _launch_threads
 from ..diskcache import njit
 from . import _portable
 from . import threads as _threads
-from .threads import chunk  # noqa: F401
+from .threads import PRIVATE_BUDGET, _POOL, chunk  # noqa: F401
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_exch,  # noqa: F401
                       atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
                       cas_half_bits)
@@ -90,13 +90,6 @@ def round_half_away(x):
     return np.copysign(np.floor(np.abs(x) + 0.5), x)
 
 
-#: per-thread accumulation buffers are used while they take at most this many bytes in all
-PRIVATE_BUDGET = 64 << 20
-# the size of Numba's thread pool (numba.get_num_threads() would make kernels uncacheable);
-# kernels also check each thread id against the buffer's length
-_POOL = numba.config.NUMBA_NUM_THREADS
-
-
 def private_ok(a):
     """Whether per-thread copies of ``a`` fit the budget (see ``private_buffer``); False for
     an adjoint array that was not asked for (None)."""
@@ -115,8 +108,6 @@ def private_buffer(a, ok):
     if a is None:
         return np.zeros((0, 0), np.float32)
     return np.zeros((_POOL - 1 if ok else 0,) + a.shape, a.dtype)
-
-
 
 
 def thread_id():

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 
+import numba
 from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import types
@@ -35,6 +36,11 @@ from numba.np.arrayobj import _empty_nd_impl, make_array, populate_array
 from ..diskcache import njit
 
 _I32 = ir.IntType(32)
+#: per-thread accumulation buffers are used while they take at most this many bytes in all
+PRIVATE_BUDGET = 64 << 20
+# the size of Numba's thread pool (numba.get_num_threads() would make kernels uncacheable);
+# kernels also check each thread id against the buffer's length
+_POOL = numba.config.NUMBA_NUM_THREADS
 
 
 def _symbol(dispatcher, argtys):
@@ -55,9 +61,8 @@ def _publish(dispatcher, argtys):
         cres = dispatcher.overloads[argtys]
     name = _symbol(dispatcher, argtys)
     if name not in _published:
-        addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
-        llvm.add_symbol(name, addr)
-        _published[name] = addr
+        llvm.add_symbol(name, cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name))
+        _published.add(name)
     return cres
 
 
@@ -72,7 +77,7 @@ def reload_chunk(module, qualname, argtys):
     _publish(getattr(ref, "dispatcher", ref), argtys)
 
 
-_published = {}
+_published = set()  # symbols registered in this process
 
 
 def _block_function(context, module, cres, tupty, symbol):
@@ -245,7 +250,6 @@ def private_buffer(typingctx, a, ok):
     """``np.zeros(((POOL - 1) if ok else 0,) + a.shape, a.dtype)`` (``np.zeros((0, 0),
     np.float32)`` for None), allocated in the caller's code: Numba's ``np.zeros`` compiles
     three functions of its own for every array type."""
-    from .helpers import _POOL
     if isinstance(a, types.NoneType):
         arrty = types.Array(types.float32, 2, "C")
     elif isinstance(a, types.Array):
@@ -336,7 +340,6 @@ def reduce_private(typingctx, a, acc):
 @intrinsic
 def private_ok(typingctx, a):
     """Whether per-thread copies of ``a`` fit ``PRIVATE_BUDGET`` (False for None)."""
-    from .helpers import _POOL, PRIVATE_BUDGET
     if isinstance(a, types.NoneType):
         return types.boolean(a), lambda context, builder, sig, args: \
             ir.Constant(ir.IntType(1), 0)
