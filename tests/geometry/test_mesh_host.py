@@ -165,7 +165,7 @@ def test_sliver_flags_equal_warps_rule():
     """The build's fast sliver test (squares first) agrees with Warp's float32 ``|n| / s <
     1e-6`` on triangles spread across the threshold, including ratios within 0.1% of it."""
     from weft.geometry import mesh_geom
-    from weft.geometry.mesh import _is_sliver
+    from weft.geometry.mesh import _sliver_edges
     rng = np.random.default_rng(71)
     a = rng.uniform(-1, 1, (400, 3)).astype(np.float32)
     b = a + rng.uniform(-1, 1, (400, 3)).astype(np.float32)
@@ -177,6 +177,6 @@ def test_sliver_flags_equal_warps_rule():
     h = ratio * 1.5 * np.linalg.norm(b - a, axis=1)     # |n| / s = h / (1.5 |b - a|)
     c = (mid + h[:, None] * side).astype(np.float32)
     want = [bool(mesh_geom.is_sliver(*a[i], *b[i], *c[i])) for i in range(400)]
-    got = [bool(_is_sliver(*a[i], *b[i], *c[i])) for i in range(400)]
+    got = [bool(_sliver_edges(*a[i], *b[i], *c[i])[0]) for i in range(400)]
     assert got == want and 50 < sum(want) < 350
     assert 20 < sum(want[:100]) < 80                     # the near-threshold ones split

@@ -135,18 +135,13 @@ def mesh_geom_length(x, y, z):
 
 
 @numba.njit(inline="always", **_JIT)
-def _is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
-    """``mesh_geom.is_sliver`` (Warp's float32 ``|n| / s < 1e-6``), decided first on squares
-    (no square root or division), which is enough unless the ratio is within 0.1% of the
-    threshold or the squares leave float32's normal range: then the float32 square root and
-    division decide, exactly as Warp computes them."""
-    return _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz)[0]
-
-
-@numba.njit(inline="always", **_JIT)
 def _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz):
-    """``(_is_sliver, edge-length sum)``: the squared edge lengths are shared (``|a - b|^2``
-    is the same float32 value whichever way the difference is taken)."""
+    """``(is_sliver, edge-length sum)``: ``is_sliver`` is ``mesh_geom.is_sliver`` (Warp's
+    float32 ``|n| / s < 1e-6``), decided first on squares (no square root or division), which
+    is enough unless the ratio is within 0.1% of the threshold or the squares leave float32's
+    normal range: then the float32 square root and division decide, exactly as Warp computes
+    them. The squared edge lengths are shared (``|a - b|^2`` is the same float32 value
+    whichever way the difference is taken)."""
     e0x = bx - ax
     e0y = by - ay
     e0z = bz - az
