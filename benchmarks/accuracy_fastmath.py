@@ -93,7 +93,61 @@ def measure(n):
     return table, diff
 
 
-def markdown(table, diff, n):
+#: each fast_math function on its ranges (log-uniform ranges are given as ("log", lo, hi))
+RANGES = {"sin": [(-10, 10), (-1e4, 1e4), (-1e8, 1e8)],
+          "cos": [(-10, 10), (-1e4, 1e4), (-1e8, 1e8)],
+          "tan": [(-10, 10), (-1e4, 1e4)], "exp": [(-1, 1), (-103, 88.7)],
+          "log": [(0, 10), ("log", 1e-45, 3e38)], "log2": [("log", 1e-45, 3e38)],
+          "log10": [("log", 1e-45, 3e38)], "tanh": [(-1, 1), (-10, 10)],
+          "sinh": [(-1, 1), (-89, 89)], "cosh": [(-89, 89)]}
+
+
+def ulp_max(got, ref):
+    """Largest error of float32 ``got`` in float32 ulps of the float64 ``ref`` (finite,
+    normal-range results only)."""
+    with np.errstate(over="ignore"):
+        ref32 = ref.astype(np.float32)
+    ok = np.isfinite(ref32) & (np.abs(ref) >= np.finfo(np.float32).tiny)
+    return float((np.abs(got[ok].astype(np.float64) - ref[ok]) /
+                  np.spacing(np.abs(ref32[ok])).astype(np.float64)).max())
+
+
+def function_table(n):
+    """Rows (function, range, fast_math ulp max, libm ulp max): ``weft.stdlib.fastmath``'s
+    functions and the float32 libm calls a default build makes, each in a compiled loop,
+    against NumPy in float64."""
+    import numba
+
+    from weft.stdlib import fastmath
+
+    def loop(fn):
+        @numba.njit
+        def run(x, out):
+            for i in range(x.shape[0]):
+                out[i] = fn(x[i])
+        return run
+
+    rng = np.random.default_rng(1)
+    rows = []
+    for name, ranges in RANGES.items():
+        fast, libm, ref_fn = loop(fastmath.FAST[name]), loop(getattr(np, name)), getattr(np, name)
+        for r in ranges:
+            if r[0] == "log":
+                x = np.exp(rng.uniform(np.log(r[1]), np.log(r[2]), n)).astype(np.float32)
+                label = f"[{r[1]:g}, {r[2]:g}] log-uniform"
+            else:
+                x = rng.uniform(r[0], r[1], n).astype(np.float32)
+                label = f"[{r[0]:g}, {r[1]:g}]"
+            with np.errstate(all="ignore"):
+                ref = ref_fn(x.astype(np.float64))
+                got_f, got_l = np.empty_like(x), np.empty_like(x)
+                fast(x, got_f)
+                libm(x, got_l)
+            rows.append((name, label, ulp_max(got_f, ref), ulp_max(got_l, ref)))
+    return rows
+
+
+def markdown(table, diff, n, functions=()):
     import numba
 
     import weft
@@ -124,7 +178,15 @@ def markdown(table, diff, n):
             "normwise column and the on-vs-off rows are the ones to read. Kernels that rely "
             "on NaN or infinity tests, on "
             "signed zeros or on a particular order of summation should keep fast_math off "
-            "(Warp's default).", END]
+            "(Warp's default).", ""]
+    if functions:
+        out += ["The float32 functions fast_math modules call (`weft/stdlib/fastmath.py`: "
+                "arithmetic only, so LLVM vectorises loops calling them), each on "
+                f"{n:,} points per range against NumPy in float64, beside the libm calls of "
+                "the default build:", "",
+                "| function | range | fast_math ulp max | libm ulp max |", "|---|---|---|---|"]
+        out += [f"| {f} | {r} | {a:.3f} | {b:.3f} |" for f, r, a, b in functions]
+    out.append(END)
     return "\n".join(out) + "\n"
 
 
@@ -146,7 +208,7 @@ def main(argv=None):
     ap.add_argument("--write", default="", help="put the section into this Markdown page")
     args = ap.parse_args(argv)
     table, diff = measure(args.n)
-    text = markdown(table, diff, args.n)
+    text = markdown(table, diff, args.n, function_table(args.n))
     print(text)
     if args.write:
         write_section(args.write, text)

@@ -20,6 +20,7 @@ from ..diskcache import njit
 from . import _portable
 from . import threads as _threads
 from .threads import PRIVATE_BUDGET, _POOL, chunk  # noqa: F401
+from .vectorise import assume_shape, nonneg  # noqa: F401
 from .atomics import (atomic_add, atomic_and, atomic_cas, atomic_exch,  # noqa: F401
                       atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor,
                       cas_half_bits)
@@ -68,7 +69,12 @@ def use_geometry():
 
 
 def __getattr__(name):
-    """The geometry names, for Python code that reads them before any module bound them."""
+    """The geometry names, for Python code that reads them before any module bound them, and
+    the fast-math functions (``_wk.fm_sin``, imported on first use)."""
+    if name.startswith("fm_"):
+        from .fastmath import FAST
+        if name[3:] in FAST:
+            return FAST[name[3:]]
     from ..geometry.kernel_api import PORTABLE
     if name in PORTABLE:
         use_geometry()

@@ -7,3 +7,6 @@ MATH = {"sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp", "log": "log", "l
         "floor": "floor", "ceil": "ceil", "trunc": "trunc", "rint": "rint", "abs": "fabs",
         "power": "pow", "fmod": "fmod", "copysign": "copysign", "cbrt": "cbrt"}
 ARITY2 = {"arctan2", "power", "fmod", "copysign"}
+#: the float32 functions a ``fast_math`` CPU module calls from :mod:`weft.stdlib.fastmath`
+#: (as ``_wk.fm_<name>``): arithmetic only, so LLVM vectorises the loops calling them
+FAST_MATH = {"sin", "cos", "tan", "exp", "log", "log2", "log10", "tanh", "sinh", "cosh"}

@@ -76,9 +76,15 @@ def kernel_functions(fir, facts, target):
     deco = target.decorator(kernel=True)
     entry = {kind: f"{fir.name}{SUFFIX[kind]}{target.entry_suffix}" for kind in SUFFIX}
 
-    def kernel(kind, fparams, body, private, doc):
+    shapes = {p.name: T.element_shape(p.type.dtype) for p in fir.params
+              if isinstance(p.type, T.ArrayType) and not p.type.local}
+
+    def kernel(kind, fparams, body, private, doc, shadows=None):
         params = ["_dim"] + fparams + target.extra_params(kind)
-        loop = target.thread_loop(prologue(fir), body, private)
+        arrays = dict(shapes)
+        arrays.update({s: shapes[p] for p, s in (shadows or {}).items() if p in shapes})
+        arrays.update({f"_acc_{a}": arrays[a] for a in private if a in arrays})
+        loop = target.array_facts(arrays) + target.thread_loop(prologue(fir), body, private)
         if not target.chunked:
             out.append(function_def(entry[kind], params, loop, deco, doc, kind))
             return
@@ -107,13 +113,14 @@ def kernel_functions(fir, facts, target):
     phases = ["_phase"] + ties if ties else []  # two-phase entries (analyze.atomic_tie_sites)
     kernel("adjoint", params + list(adj_names.values()) + phases, adj.body(),
            sorted(adj.private), f"Adjoint kernel of '{fir.name}': replays the forward body, "
-           "then runs it backwards.")
+           "then runs it backwards.", adj_names)
 
     tan = Tangent(fir, names_for(fir), facts, target)
     tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
     tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
     kernel("tangent", params + list(tan_names.values()) + (phases + tsums if ties else []),
-           tan.block(fir.body), (), f"Tangent (forward-mode) kernel of '{fir.name}'.")
+           tan.block(fir.body), (), f"Tangent (forward-mode) kernel of '{fir.name}'.",
+           tan_names)
     return out, entry, adj_names, tan_names
 
 

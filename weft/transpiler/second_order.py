@@ -37,7 +37,8 @@ NONDIFF = {
     "_wk.int_floor_div", "_wk.int_mod", "_wk.tuple_eq", "_wk.tuple_ne", "_wk.bit_count",
     "_wk.private_ok", "_wk.round_half_away", "_wk.rand_pcg", "_wk.u32", "_wk.u32_add",
     "_wk.rand_float", "_wk.rand_int", "_wk.rand_int_range", "_wk.expect_eq", "_wk.expect_neq",
-    "_wk.expect_near", "_wk.thread_id", "_wk.f2h", "np.empty", "np.zeros",
+    "_wk.expect_near", "_wk.thread_id", "_wk.nonneg", "_wk.assume_shape",
+    "_wk.f2h", "np.empty", "np.zeros",
     "np.ones", "np.full", "print",
 }
 #: float casts: the tangent is cast the same way

@@ -26,7 +26,7 @@ import ast
 import os
 
 from .. import types as T
-from ..stdlib.mathnames import MATH
+from ..stdlib.mathnames import FAST_MATH, MATH
 from .codegen import wk_call
 from .exprs import attr_path, name
 
@@ -111,14 +111,28 @@ class Target:
         """The kernel body run once per launch index, one after the other: ``prologue``
         computes the indices from the flat ``_tid`` (``private``: see :class:`CpuParallel`)."""
         rng = ast.Call(name("range"), [wk_call("launch_size", name("_dim"))], [])
-        head = [_assign("_tid", ast.Call(name("int64"), [name("_p")], []))]
+        head = [_assign("_tid", self.launch_index())]
         return [ast.For(ast.Name("_p", ast.Store()), rng,
                         head + prologue + (body or [ast.Pass()]), [])]
+
+    def launch_index(self):
+        """``_tid``, the flat launch index, from the loop variable ``_p``."""
+        return ast.Call(name("int64"), [name("_p")], [])
+
+    def array_facts(self, arrays):
+        """Statements at the top of a kernel function that tell the compiler what it cannot
+        see of the ``arrays`` (name -> trailing element shape); none by default."""
+        return []
 
     # -- operations --------------------------------------------------------------------------
     def math(self, path, args, types):
         """A call of math function ``path`` (``np.sin``, ``math.cos``, as the rules write it)
-        on argument nodes of weft ``types``."""
+        on argument nodes of weft ``types``; in a ``fast_math`` module, the float32
+        transcendentals LLVM can vectorise (``weft.stdlib.fastmath``)."""
+        module, _, fn = path.partition(".")
+        if self.fast_math and module == "np" and fn in FAST_MATH and \
+                all(T.scalar_of(t) is T.float32 for t in types):
+            return wk_call(f"fm_{fn}", *args)
         return ast.Call(attr_path(path), args, [])
 
     def atomic(self, fn, args):
@@ -145,7 +159,24 @@ class Target:
         return index
 
 
-class CpuParallel(Target):
+class CpuTarget(Target):
+    """What both CPU targets tell LLVM so that it can vectorise a kernel's loop
+    (:mod:`weft.stdlib.vectorise`): launch indices are not negative, and arrays of vectors
+    and matrices have their element's shape as constant trailing dimensions."""
+
+    def launch_index(self):
+        return wk_call("nonneg", super().launch_index())
+
+    def array_facts(self, arrays):
+        out = []
+        for a, shape in arrays.items():
+            if shape and len(shape) <= 2:
+                dims = [ast.Constant(d) for d in shape] + [ast.Constant(0)] * (2 - len(shape))
+                out.append(ast.Expr(wk_call("assume_shape", name(a), *dims)))
+        return out
+
+
+class CpuParallel(CpuTarget):
     name = "cpu"
     private_accumulators = True
     chunked = True
@@ -153,7 +184,7 @@ class CpuParallel(Target):
     def thread_loop(self, prologue, body, private=()):
         """The chunk's body: the launch indices ``[_lo, _hi)``; the per-thread buffers
         (``_pv_a``, ``_acc_a``) are its parameters, the thread's index read once."""
-        head = [_assign("_tid", ast.Call(name("int64"), [name("_p")], []))]
+        head = [_assign("_tid", self.launch_index())]
         rng = ast.Call(name("range"), [name("_lo"), name("_hi")], [])
         loop = ast.For(ast.Name("_p", ast.Store()), rng, head + prologue + (body or [ast.Pass()]),
                        [])
@@ -179,7 +210,7 @@ class CpuParallel(Target):
         return before + [run] + after
 
 
-class CpuSerial(Target):
+class CpuSerial(CpuTarget):
     name = "serial"
     entry_suffix = "_serial"
 
