@@ -83,7 +83,6 @@ def kernel_functions(fir, facts, target):
         params = ["_dim"] + fparams + target.extra_params(kind)
         arrays = dict(shapes)
         arrays.update({s: shapes[p] for p, s in (shadows or {}).items() if p in shapes})
-        arrays.update({f"_acc_{a}": arrays[a] for a in private if a in arrays})
         loop = target.array_facts(arrays) + target.thread_loop(prologue(fir), body, private)
         if not target.chunked:
             out.append(function_def(entry[kind], params, loop, deco, doc, kind))
