@@ -112,25 +112,28 @@ def ulp_max(got, ref):
                   np.spacing(np.abs(ref32[ok])).astype(np.float64)).max())
 
 
+def compiled_loop(fn):
+    """A compiled ``out[i] = fn(x[i])`` over 1-D arrays."""
+    import numba
+
+    @numba.njit
+    def run(x, out):
+        for i in range(x.shape[0]):
+            out[i] = fn(x[i])
+    return run
+
+
 def function_table(n):
     """Rows (function, range, fast_math ulp max, libm ulp max): ``weft.stdlib.fastmath``'s
     functions and the float32 libm calls a default build makes, each in a compiled loop,
     against NumPy in float64."""
-    import numba
-
     from weft.stdlib import fastmath
-
-    def loop(fn):
-        @numba.njit
-        def run(x, out):
-            for i in range(x.shape[0]):
-                out[i] = fn(x[i])
-        return run
 
     rng = np.random.default_rng(1)
     rows = []
     for name, ranges in RANGES.items():
-        fast, libm, ref_fn = loop(fastmath.FAST[name]), loop(getattr(np, name)), getattr(np, name)
+        fast, libm = compiled_loop(fastmath.FAST[name]), compiled_loop(getattr(np, name))
+        ref_fn = getattr(np, name)
         for r in ranges:
             if r[0] == "log":
                 x = np.exp(rng.uniform(np.log(r[1]), np.log(r[2]), n)).astype(np.float32)

@@ -75,30 +75,23 @@ def _bits_f64_py(b):
     return np.array([b], np.int64).view(np.float64)[0]
 
 
-@intrinsic
-def _f64_bits(typingctx, d):
-    if d != types.float64:
-        return None
+def _bitcast(src, dst):
+    """An intrinsic reinterpreting the bits of a ``src`` value as a ``dst`` value."""
+    @intrinsic
+    def cast(typingctx, x):
+        if x != src:
+            return None
 
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
-    return types.int64(types.float64), codegen
-
-
-@intrinsic
-def _bits_f64(typingctx, b):
-    if b != types.int64:
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-    return types.float64(types.int64), codegen
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(dst))
+        return dst(src), codegen
+    return cast
 
 
 if numba.config.DISABLE_JIT:
     f64_bits, bits_f64 = _f64_bits_py, _bits_f64_py
 else:
-    f64_bits, bits_f64 = _f64_bits, _bits_f64
+    f64_bits, bits_f64 = _bitcast(types.float64, types.int64), _bitcast(types.int64, types.float64)
 
 _inline = njit(error_model="numpy", nogil=True, inline="always")
 _public = njit(error_model="numpy", nogil=True, fastmath={"contract"})
@@ -171,25 +164,25 @@ def _log_special(x, v):
 
 
 # ---------------------------------------------------------------------------- public
-@_public
-def sin(x):
+@_inline
+def _sin_shifted(x, shift):
+    """``sin(x + shift pi/2)`` in float64 (NaN beyond ``|x| = HUGE``)."""
     d = np.float64(x)
     r, j = _reduce(d)
-    q = _quadrant(j)
+    q = _quadrant(j) + shift
     v = _cos_poly(r) if q & 1 else _sin_poly(r)
     v = -v if q & 2 else v
-    v = v if abs(d) < HUGE else np.nan
-    return x if x == 0 else np.float32(v)
+    return v if abs(d) < HUGE else np.nan
+
+
+@_public
+def sin(x):
+    return x if x == 0 else np.float32(_sin_shifted(x, 0))
 
 
 @_public
 def cos(x):
-    d = np.float64(x)
-    r, j = _reduce(d)
-    q = _quadrant(j)
-    v = _sin_poly(r) if q & 1 else _cos_poly(r)
-    v = -v if (q + 1) & 2 else v
-    return np.float32(v if abs(d) < HUGE else np.nan)
+    return np.float32(_sin_shifted(x, 1))
 
 
 @_public
