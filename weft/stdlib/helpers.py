@@ -74,6 +74,7 @@ def __getattr__(name):
     if name.startswith("fm_"):
         from .fastmath import FAST
         if name[3:] in FAST:
+            globals()[name] = FAST[name[3:]]  # found here from now on
             return FAST[name[3:]]
     from ..geometry.kernel_api import PORTABLE
     if name in PORTABLE:

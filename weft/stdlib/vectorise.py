@@ -39,12 +39,15 @@ def assume_shape_py(a, d0, d1):
 
 @intrinsic
 def nonneg(typingctx, i):
-    """``i``, with LLVM told that it is not negative (``llvm.assume(i >= 0)``)."""
+    """``i``, with LLVM told that it is not negative (``llvm.assume(i >= 0)``; an unsigned
+    ``i`` needs no telling and passes unchanged)."""
     if not isinstance(i, types.Integer):
         return None
 
     def codegen(context, builder, sig, args):
         v = args[0]
+        if not i.signed:
+            return v
         fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(1)])
         assume = cgutils.get_or_insert_function(builder.module, fnty, "llvm.assume")
         builder.call(assume, [builder.icmp_signed(">=", v, v.type(0))])
