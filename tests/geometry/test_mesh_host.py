@@ -54,7 +54,7 @@ def test_empty_mesh_finds_nothing(cores):
 def _empty(ns):
     m = Mesh(np.zeros((4, 3), np.float32), np.zeros(0, np.int32), support_winding_number=True)
     b, lk, p, tris, props = m.arrays()
-    assert lk.shape == (0, 4) and tris.shape == (0, 12) and np.isnan(m.average_edge_length)
+    assert lk.shape == (0, 4) and tris.shape == (0, 10) and np.isnan(m.average_edge_length)
     assert not ns["mesh_query_point"](b, lk, p, tris, F(0), F(0), F(0), S.BIG)[0]
     assert not ns["mesh_query_point_sign_normal"](b, lk, p, tris, F(1), F(0), F(0), F(0),
                                                   S.BIG, F(1e-3))[0]
@@ -165,7 +165,7 @@ def test_sliver_flags_equal_warps_rule():
     """The build's fast sliver test (squares first) agrees with Warp's float32 ``|n| / s <
     1e-6`` on triangles spread across the threshold, including ratios within 0.1% of it."""
     from weft.geometry import mesh_geom
-    from weft.geometry.mesh import _sliver_edges
+    from weft.geometry.mesh import _sliver
     rng = np.random.default_rng(71)
     a = rng.uniform(-1, 1, (400, 3)).astype(np.float32)
     b = a + rng.uniform(-1, 1, (400, 3)).astype(np.float32)
@@ -177,6 +177,28 @@ def test_sliver_flags_equal_warps_rule():
     h = ratio * 1.5 * np.linalg.norm(b - a, axis=1)     # |n| / s = h / (1.5 |b - a|)
     c = (mid + h[:, None] * side).astype(np.float32)
     want = [bool(mesh_geom.is_sliver(*a[i], *b[i], *c[i])) for i in range(400)]
-    got = [bool(_sliver_edges(*a[i], *b[i], *c[i])[0]) for i in range(400)]
+    got = [bool(_sliver(*a[i], *b[i], *c[i])[0]) for i in range(400)]
     assert got == want and 50 < sum(want) < 350
     assert 20 < sum(want[:100]) < 80                     # the near-threshold ones split
+
+
+def test_refit_checks_the_points_the_triangles_use():
+    """A refit finds non-finite vertices in its sweep and raises after it; a point no triangle
+    uses is never read; finite coordinates whose squared edges overflow are no error."""
+    pts, idx = S.cube()
+    m = Mesh(np.vstack([pts, np.zeros((1, 3), np.float32)]), idx)
+    m.points[len(pts)] = NAN            # no face uses it
+    m.refit()
+    np.testing.assert_array_equal(m.bvh.bounds[0], [0, 0, 0, 1, 1, 1])
+    m.points[3, 2] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        m.refit()
+    m.points[3, 2] = pts[3, 2]
+    m.points[len(pts)] = 0
+    m.refit()
+    fresh = Mesh(m.points.copy(), idx)      # the same points: the same tree
+    np.testing.assert_array_equal(m.tris, fresh.tris)
+    np.testing.assert_array_equal(m.bvh.bounds, fresh.bvh.bounds)
+    big = Mesh(pts * F(1e30), idx)
+    big.refit()
+    np.testing.assert_array_equal(big.bvh.bounds[0], F([0, 0, 0, 1e30, 1e30, 1e30]))

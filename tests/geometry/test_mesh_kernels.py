@@ -376,3 +376,54 @@ def test_bvh_capsule_sweeps_against_brute_force():
         assert count.numpy().tolist() == [len(x) for x in ref]
         assert total.numpy().tolist() == [int(x.sum()) for x in ref]
         assert sum(len(x) for x in ref) > 20  # the sweeps meet boxes
+
+
+@wp.kernel
+def signs_by_normal(mid: wp.uint64, p: wp.array(dtype=wp.vec3), eps: float,
+                    out: wp.array(dtype=wp.vec4)):
+    i = wp.tid()
+    q = wp.mesh_query_point_sign_normal(mid, p[i], 1.0e6, eps)
+    out[i] = wp.vec4(q.sign, float(q.face), q.u, q.v)
+
+
+def test_sign_normal_reads_the_average_edge_of_the_refitted_mesh():
+    """A build or refit leaves the average edge length to the first query that needs it
+    (threads that find it stale compute the same float32 sum): the kernel then uses Warp's
+    average of the moved mesh, and the descriptor keeps it."""
+    from weft.geometry import descriptors as D
+    from weft.geometry.kernel_api import AVG_STALE, MESH_AVG
+
+    from .mesh_fixtures import cpu_cores
+    pts, idx = scenes.torus(24, 16, noise=0.05)
+    mesh = wp.Mesh(points=wp.array(pts, dtype=wp.vec3), indices=wp.array(idx, dtype=wp.int32))
+    words = mesh._descriptor.words
+    assert words[MESH_AVG] == AVG_STALE
+    moved = (pts * np.float32(1.7) + np.float32(0.3)).astype(np.float32)
+    mesh.points.numpy()[:] = moved
+    mesh.refit()
+    assert words[MESH_AVG] == AVG_STALE
+    q = scenes.points(3000, seed=77, lo=-3.0, hi=3.5)
+    out = wp.zeros(len(q), dtype=wp.vec4)
+    wp.launch(signs_by_normal, len(q), inputs=[mesh.id, wp.array(q, dtype=wp.vec3), 0.5, out])
+    # Warp's sum, in triangle order, in float32
+    t = moved[idx.reshape(-1, 3)].astype(np.float64)
+    s = np.float32(0)
+    for a, b, c in t:
+        s = np.float32(s + np.float32(np.float32(np.float32(np.linalg.norm(a - b))
+                                                 + np.float32(np.linalg.norm(a - c)))
+                                      + np.float32(np.linalg.norm(c - b))))
+    avg = np.float32(s / np.float32(3 * len(t)))
+    assert words[MESH_AVG] == D.float_bits(float(avg))
+    core = mesh._core
+    assert core.average_edge_length == avg
+    ns = cpu_cores()
+    want = np.array([ns["mesh_query_point_sign_normal"](*core.arrays()[:4], avg, *x,
+                                                        np.float32(1e6), np.float32(0.5))
+                     for x in q], dtype=object)
+    got = out.numpy()
+    np.testing.assert_array_equal(got[:, 0], [w[4] for w in want])
+    np.testing.assert_array_equal(got[:, 1], [w[1] for w in want])
+    # the average matters here: the query with a zero scale gives other signs
+    zero = [ns["mesh_query_point_sign_normal"](*core.arrays()[:4], np.float32(0), *x,
+                                               np.float32(1e6), np.float32(0.5))[4] for x in q]
+    assert np.any(np.asarray(zero) != got[:, 0])

@@ -75,6 +75,14 @@ class Descriptor:
                 self.words[base + k] = s
         self.arrays = arrays  # kept alive while the descriptor points at them
 
+    def set_scalars(self, scalars):
+        """Rewrite the scalars only (a refit: the arrays are the same buffers, rewritten in
+        place)."""
+        base = HEADER + 2 * self.n_arrays
+        with _lock:
+            for k, s in enumerate(scalars):
+                self.words[base + k] = s
+
     def attach(self, word, a):
         """Put the address of flat array ``a`` (None: 0) into ``words[word]`` (a gradient or
         tangent buffer a launch uses); the descriptor keeps it alive until replaced."""

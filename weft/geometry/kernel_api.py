@@ -20,6 +20,7 @@ import numpy as np
 
 from . import hashgrid, mesh_query, mesh_winding, views, volume_query
 from .descriptors import HEADER
+from .mesh_query import TRI_COLS
 
 # descriptor words (see weft.runtime.geometry for the objects that fill them)
 VOL_WORDS = HEADER + 2 * 4 + 2      # tree, values, xform_f, xform_d; gtype, channels
@@ -29,6 +30,10 @@ HG_WORDS = HEADER + 2 * 2 + 2       # grid, point keys; is float64, 1 / cell wid
 MESH_WORDS = HEADER + 2 * 8 + 1 + 4
 MESH_GRAD = HEADER + 2 * 8 + 1      # + kind (0 points, 1 velocities)
 MESH_TAN = MESH_GRAD + 2
+MESH_AVG = HEADER + 2 * 8           # the average edge length's word
+#: that word until a kernel first needs the average after a build or refit: a signalling-NaN
+#: pattern, which no float32 average converted to float64 has (conversion quiets a NaN)
+AVG_STALE = 0x7FF4_0000_57A1_E000
 BVH_WORDS = HEADER + 2 * 5          # bounds, links, prims, lowers, uppers
 
 
@@ -204,7 +209,7 @@ def geo_hg_point_id(gid, index):
 def _mesh_bvh(d):
     return (view_f32(d[7], d[8]).reshape((d[8] // 6, 6)),
             view_i32(d[9], d[10]).reshape((d[10] // 4, 4)), view_i32(d[11], d[12]),
-            view_f32(d[13], d[14]).reshape((d[14] // 12, 12)))
+            view_f32(d[13], d[14]).reshape((d[14] // TRI_COLS, TRI_COLS)))
 
 
 # closest points, each ``(found, face, u, v, sign)`` (one wrapper per form: a kernel compiles
@@ -222,8 +227,22 @@ def geo_mesh_point_no_sign(mid, px, py, pz, max_dist, a, b):
 def geo_mesh_point_sign_normal(mid, px, py, pz, max_dist, a, b):
     d = view_i64(mid, MESH_WORDS)
     bounds, links, prims, tris = _mesh_bvh(d)
-    return mesh_query_point_sign_normal(bounds, links, prims, tris,
-                                        np.float32(bits_float(d[19])), px, py, pz, max_dist, a)
+    return mesh_query_point_sign_normal(bounds, links, prims, tris, _mesh_average(d), px, py,
+                                        pz, max_dist, a)
+
+
+def _mesh_average(d):
+    """The mesh's average edge length, computed by the first query that needs it after a build
+    or refit (``weft.geometry.mesh``) and kept in the descriptor. Threads that find it stale
+    at once all compute the same value and store the same aligned word, so a reader sees the
+    stale mark or the value, never a mixture."""
+    w = d[MESH_AVG]
+    if w == AVG_STALE:
+        avg = mesh_average_edge(view_f32(d[3], d[4]).reshape((d[4] // 3, 3)),
+                                view_i32(d[5], d[6]))
+        w = float_bits(np.float64(avg))
+        d[MESH_AVG] = w
+    return np.float32(bits_float(w))
 
 
 def geo_mesh_point_sign_winding_number(mid, px, py, pz, max_dist, a, b):
@@ -437,7 +456,8 @@ def geo_bvh_next(q, max_dist):
 
 #: the wrappers, in dependency order (they call the cores, never each other)
 PORTABLE = ("f32_bits", "bits_f32", "_pack_state", "_unpack_state", "_mesh_bvh",
-            "_values_len") + tuple(n for n in list(globals()) if n.startswith("geo_"))
+            "_values_len", "_mesh_average") + \
+    tuple(n for n in list(globals()) if n.startswith("geo_"))
 #: wrappers inlined into kernels on the CPU (the iterator step runs once per candidate)
 INLINE = ("geo_hg_next", "geo_mesh_next", "geo_bvh_next", "_pack_state", "_unpack_state",
           "f32_bits", "bits_f32", "_mesh_bvh")
@@ -461,8 +481,9 @@ def bind(namespace, target, jit=None, inline_jit=None):
     ns.update(cores)
     ns.update({"GRID_DOUBLE": volume_query.GRID_DOUBLE, "GRID_VEC3F": volume_query.GRID_VEC3F,
                "VOL_WORDS": VOL_WORDS, "HG_WORDS": HG_WORDS, "MESH_WORDS": MESH_WORDS,
-               "BVH_WORDS": BVH_WORDS, "PROPS": mesh_winding.PROPS,
-               "MESH_GRAD": MESH_GRAD, "MESH_TAN": MESH_TAN,
+               "BVH_WORDS": BVH_WORDS, "PROPS": mesh_winding.PROPS, "TRI_COLS": TRI_COLS,
+               "MESH_GRAD": MESH_GRAD, "MESH_TAN": MESH_TAN, "MESH_AVG": MESH_AVG,
+               "AVG_STALE": AVG_STALE,
                "geo_atomic_add": _atomic_add(target)})
     for name in PORTABLE:
         fn = globals()[name]

@@ -6,13 +6,16 @@ the query cores read.
     >>> mesh = Mesh(points, indices)           # (p, 3) float32, (3m,) int32; leaf_size=4
     >>> mesh.arrays()                          # (bounds, links, prims, tris, props)
 
-A mesh keeps, besides its BVH over the triangles' boxes, ``tris`` (float32 (m, 12)): row k
-holds the vertices of triangle ``prims[k]`` (leaf order, so the triangles a leaf holds are
-contiguous and a query reads them without indirection) and, in column 9, Warp's sliver flag
-(1 when ``|n| / (|e0|^2 + |e1|^2 + |e2|^2) < 1e-6``: the closest-point queries skip such a
-face); ``average_edge_length`` (float32, summed in triangle order as Warp does; the scale of
-``mesh_query_point_sign_normal``'s epsilon); and, with ``support_winding_number=True``,
-``props``, the winding-number expansions of every node (``mesh_winding``).
+A mesh keeps, besides its BVH over the triangles' boxes, ``tris`` (float32 (m, TRI_COLS),
+10 columns): row k holds the vertices of triangle ``prims[k]`` (leaf order, so the triangles
+a leaf holds are contiguous and a query reads them without indirection) and, in column 9,
+Warp's sliver flag (1 when ``|n| / (|e0|^2 + |e1|^2 + |e2|^2) < 1e-6``: the closest-point
+queries skip such a face); with ``support_winding_number=True``, ``props``, the
+winding-number expansions of every node (``mesh_winding``); and ``average_edge_length``
+(float32, summed in triangle order exactly as Warp's refit sums it; the scale of
+``mesh_query_point_sign_normal``'s epsilon), computed when first read after a build or refit:
+only that query reads it, and a serial float32 sum cannot be split across threads without
+changing its value.
 
 Bad input is a ``ValueError`` (``TypeError`` for a wrong dtype or shape) naming the argument:
 non-finite coordinates, indices out of range or not a multiple of 3, ``leaf_size`` < 1, an
@@ -27,6 +30,7 @@ from numba import prange
 from . import bvh_build, bvh_refit, mesh_winding
 from ..stdlib.vectorise import assume_shape, nonneg
 from .bvh_refit import _union_children
+from .mesh_query import TRI_COLS  # 40-byte rows: writing them is most of a refit's time
 
 CONSTRUCTORS = {"sah": bvh_build.SAH, "median": bvh_build.MEDIAN, "lbvh": bvh_build.SAH}
 _JIT = dict(cache=True, nogil=True, error_model="numpy")
@@ -136,13 +140,12 @@ def mesh_geom_length(x, y, z):
 
 
 @numba.njit(inline="always", **_JIT)
-def _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz):
-    """``(is_sliver, edge-length sum)``: ``is_sliver`` is ``mesh_geom.is_sliver`` (Warp's
-    float32 ``|n| / s < 1e-6``), decided first on squares (no square root or division), which
-    is enough unless the ratio is within 0.1% of the threshold or the squares leave float32's
-    normal range: then the float32 square root and division decide, exactly as Warp computes
-    them. The squared edge lengths are shared (``|a - b|^2`` is the same float32 value
-    whichever way the difference is taken)."""
+def _sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
+    """``(is_sliver, s)``: ``mesh_geom.is_sliver`` (Warp's float32 ``|n| / s < 1e-6``, ``s``
+    the sum of the squared edge lengths), decided first on squares (no square root or
+    division), which is enough unless the ratio is within 0.1% of the threshold or the squares
+    leave float32's normal range: then the float32 square root and division decide, exactly as
+    Warp computes them. ``s`` is infinite or NaN when a vertex is (or the edges overflow)."""
     e0x = bx - ax
     e0y = by - ay
     e0z = bz - az
@@ -155,18 +158,15 @@ def _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz):
     nx = e0y * e1z - e0z * e1y
     ny = e0z * e1x - e0x * e1z
     nz = e0x * e1y - e0y * e1x
-    l0 = e0x * e0x + e0y * e0y + e0z * e0z
-    l1 = e1x * e1x + e1y * e1y + e1z * e1z
-    l2 = e2x * e2x + e2y * e2y + e2z * e2z
-    edges = (np.float32(np.sqrt(l0)) + np.float32(np.sqrt(l1))) + np.float32(np.sqrt(l2))
-    s = (l0 + l1) + l2
+    s = (e0x * e0x + e0y * e0y + e0z * e0z) + (e1x * e1x + e1y * e1y + e1z * e1z) + \
+        (e2x * e2x + e2y * e2y + e2z * e2z)
     n2 = nx * nx + ny * ny + nz * nz
     t2 = np.float32(1e-12) * (s * s)
     if n2 > np.float32(1.001) * t2 and t2 > np.float32(1e-30) and n2 < np.float32(1e30):
-        return False, edges
+        return False, s
     if n2 < np.float32(0.999) * t2 and n2 > np.float32(1e-30) and t2 < np.float32(1e30):
-        return True, edges
-    return mesh_geom_length(nx, ny, nz) / s < np.float32(1e-6), edges
+        return True, s
+    return mesh_geom_length(nx, ny, nz) / s < np.float32(1e-6), s
 
 
 @numba.njit(inline="always", **_JIT)
@@ -184,14 +184,14 @@ def _store_vertices(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
 
 
 @numba.njit(inline="always", **_JIT)
-def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, edges, k):
-    """Row k of ``tris`` (the vertices, the sliver flag, zeros) and ``edges[k]``, the
-    triangle's edge-length sum."""
+def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
+    """Row k of ``tris``: the vertices and the sliver flag; returns 1 when the triangle may
+    have a vertex that is not finite (its squared edges do not sum to a finite number), else
+    0."""
     _store_vertices(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
-    sliver, edges[k] = _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
+    sliver, s = _sliver(ax, ay, az, bx, by, bz, cx, cy, cz)
     tris[k, 9] = 1.0 if sliver else 0.0
-    tris[k, 10] = 0.0
-    tris[k, 11] = 0.0
+    return 0 if s < np.float32(np.inf) else 1
 
 
 @numba.njit(inline="always", **_JIT)
@@ -225,35 +225,26 @@ def _triangle_boxes(points, indices, items, ids):
         ids[t] = t
 
 
-@numba.njit(**_JIT)
-def _average_edge(edges, leaf_of):
-    """Warp's ``sum / (num_tris * 3)``, summed in float32 in triangle order (``edges`` is in
-    leaf order, ``leaf_of[t]`` triangle t's row)."""
-    s = np.float32(0.0)
-    for t in range(edges.shape[0]):
-        s += edges[leaf_of[t]]
-    return s / np.float32(3 * edges.shape[0])
-
-
 @numba.njit(parallel=True, **_JIT)
-def _fill_tris(points, indices, prims, tris, rows, edges, leaf_of):
+def _fill_tris(points, indices, prims, tris, rows):
     """After a build: the rows in leaf order (row k is triangle ``prims[k]``'s, written
-    sequentially), their vertex indices ``rows`` and edge-length sums ``edges`` (a refit
-    rewrites both sequentially), and ``leaf_of``, the inverse of ``prims``."""
+    sequentially) and their vertex indices ``rows`` (a refit rewrites the rows from them
+    sequentially)."""
     for k in prange(prims.shape[0]):
         t = prims[k]
-        leaf_of[t] = k
         for j in range(3):
             rows[k, j] = indices[3 * t + j]
         ax, ay, az, bx, by, bz, cx, cy, cz = _vertices(points, indices, t)
-        _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, edges, k)
+        _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
 
 
 @numba.njit(inline="always", **_JIT)
-def _refit_subtree(points, rows, prims, tris, edges, bounds, links, r):
+def _refit_subtree(points, rows, prims, tris, bounds, links, r):
     """A refit of the subtree at position r in one reverse sweep: a leaf's rows (vertices,
-    sliver flag) and edge-length sums are rewritten and its box is their union (in leaf order,
-    Warp's refit order), an internal node's box the union of its children's.
+    sliver flag) are rewritten and its box is their union (in leaf order, Warp's refit
+    order), an internal node's box the union of its children's. Returns how many of its
+    triangles may have a vertex that is not finite (``Mesh.refit`` then checks the points:
+    a separate pass over them cost a twentieth of the refit).
 
     LLVM is told the arrays' row lengths and that node, row and vertex indices are not
     negative (``weft.stdlib.vectorise``: all hold, the indices were checked at construction),
@@ -261,9 +252,10 @@ def _refit_subtree(points, rows, prims, tris, edges, bounds, links, r):
     one thread, 4.2 -> 3.1 ms on two (259,200 triangles)."""
     assume_shape(points, 3, 0)
     assume_shape(rows, 3, 0)
-    assume_shape(tris, 12, 0)
+    assume_shape(tris, TRI_COLS, 0)
     assume_shape(bounds, 6, 0)
     assume_shape(links, 4, 0)
+    suspect = 0
     for q in range(links[r, 2] - 1, r - 1, -1):
         p = nonneg(q)
         first = links[p, 0]
@@ -284,9 +276,7 @@ def _refit_subtree(points, rows, prims, tris, edges, bounds, links, r):
             ax, ay, az = points[i, 0], points[i, 1], points[i, 2]
             bx, by, bz = points[j, 0], points[j, 1], points[j, 2]
             cx, cy, cz = points[m, 0], points[m, 1], points[m, 2]
-            _store_vertices(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
-            sliver, edges[k] = _sliver_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
-            tris[k, 9] = 1.0 if sliver else 0.0
+            suspect += _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
             b0 = min(b0, min(min(ax, bx), cx))
             b1 = min(b1, min(min(ay, by), cy))
             b2 = min(b2, min(min(az, bz), cz))
@@ -299,18 +289,28 @@ def _refit_subtree(points, rows, prims, tris, edges, bounds, links, r):
         bounds[p, 3] = b3
         bounds[p, 4] = b4
         bounds[p, 5] = b5
+    return suspect
 
 
 @numba.njit(parallel=True, **_JIT)
-def _refit_tasks(points, rows, prims, tris, edges, bounds, links, roots):
+def _refit_tasks(points, rows, prims, tris, bounds, links, roots):
+    suspect = 0
     for j in prange(roots.shape[0]):
-        _refit_subtree(points, rows, prims, tris, edges, bounds, links, roots[j])
+        suspect += _refit_subtree(points, rows, prims, tris, bounds, links, roots[j])
+    return suspect
 
 
 @numba.njit(**_JIT)
-def _refit_serial(points, rows, prims, tris, edges, bounds, links, roots):
+def _refit_serial(points, rows, prims, tris, bounds, links, roots):
+    suspect = 0
     for j in range(roots.shape[0]):
-        _refit_subtree(points, rows, prims, tris, edges, bounds, links, roots[j])
+        suspect += _refit_subtree(points, rows, prims, tris, bounds, links, roots[j])
+    return suspect
+
+
+def _lengths(v):
+    """Float32 ``sqrt((x*x + y*y) + z*z)`` of each row, as Warp's ``length``."""
+    return np.sqrt((v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1]) + v[:, 2] * v[:, 2])
 
 
 class Mesh:
@@ -395,9 +395,7 @@ class Mesh:
         """Build the BVH anew from the current points."""
         _check_finite(self._points, "Mesh points")
         m = self.num_tris
-        self._edges = np.empty(m, np.float32)     # edge-length sums, leaf order
-        self._leaf_of = np.empty(m, np.int32)     # triangle -> its row
-        self.tris = np.empty((m, 12), np.float32)
+        self.tris = np.empty((m, TRI_COLS), np.float32)
         self._rows = np.empty((m, 3), np.int32)   # each row's vertex indices (leaf order)
         # the tree's arrays; the triangles' boxes exist only as the builder's items
         self.bvh = b = Bvh.__new__(Bvh)
@@ -409,8 +407,7 @@ class Mesh:
             _triangle_boxes(self._points, self.indices, items, ids)
             b.bounds, b.links, b.prims, self._split = bvh_build.build_items(
                 items, ids, self.leaf_size, self.constructor)
-            _fill_tris(self._points, self.indices, b.prims, self.tris, self._rows, self._edges,
-                       self._leaf_of)
+            _fill_tris(self._points, self.indices, b.prims, self.tris, self._rows)
         else:
             b.bounds = np.zeros((0, 6), np.float32)
             b.links = np.zeros((0, 4), np.int32)
@@ -419,25 +416,42 @@ class Mesh:
         self._finish()
 
     def refit(self):
-        """Refit to the current points (same topology): boxes, ``tris``, expansions."""
-        _check_finite(self._points, "Mesh points")
+        """Refit to the current points (same topology): boxes, ``tris``, expansions.
+
+        Points that are not finite are a ``ValueError``, raised after the sweep that found
+        them (the boxes and rows then hold them until the points are fixed and the mesh
+        refitted); points no triangle uses are not read, as no query reads them."""
         b = self.bvh
         if self.num_tris:
             roots, tops = self._split
-            args = (self._points, self._rows, b.prims, self.tris, self._edges, b.bounds,
-                    b.links, roots)
+            args = (self._points, self._rows, b.prims, self.tris, b.bounds, b.links, roots)
             if roots.shape[0] > 1 and numba.get_num_threads() > 1:
                 with numba.parallel_chunksize(1):
-                    _refit_tasks(*args)
+                    suspect = _refit_tasks(*args)
             else:
-                _refit_serial(*args)
+                suspect = _refit_serial(*args)
+            if suspect:   # a vertex not finite, or finite edges whose squares overflow
+                _check_finite(self._points[self.indices], "Mesh points")
             bvh_refit._refit_tops(b.bounds, b.links, tops)
         self._finish()
 
+    @property
+    def average_edge_length(self):
+        """Warp's average edge length of the current triangles (float32; NaN for none),
+        computed on the first read after a build or refit."""
+        if self._average is None:
+            t = self._tri_points()      # (m, 3, 3); Warp's order of the edges and of the sum
+            e = (_lengths(t[:, 0] - t[:, 1]) + _lengths(t[:, 0] - t[:, 2])) + \
+                _lengths(t[:, 2] - t[:, 1])
+            total = np.add.accumulate(e, dtype=np.float32)[-1] if e.shape[0] else \
+                np.float32(0)   # accumulate adds in order (a reduction would add pairwise)
+            with np.errstate(invalid="ignore"):
+                self._average = np.float32(total / np.float32(3 * e.shape[0]))
+        return self._average
+
     def _finish(self):
         m = self.num_tris
-        self.average_edge_length = np.float32(np.nan) if not m else \
-            np.float32(_average_edge(self._edges, self._leaf_of))
+        self._average = None
         if self.support_winding_number and m:
             if self.props.shape[0] != self.bvh.links.shape[0]:
                 self.props = np.empty((self.bvh.links.shape[0], mesh_winding.PROPS), np.float32)

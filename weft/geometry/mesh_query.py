@@ -4,7 +4,7 @@ variants, ``mesh_query_furthest_point_no_sign``), the mesh's array reads (``mesh
 modules for one target.
 
 Arrays: ``bounds``, ``links``, ``prims`` (the BVH, ``weft.geometry.bvh_build``), ``tris``
-(float32 (m, 12): triangle ``prims[k]``'s vertices in row k, its sliver flag in column 9; see
+(float32 (m, 10): triangle ``prims[k]``'s vertices in row k, its sliver flag in column 9; see
 ``weft.geometry.mesh``), ``props`` (winding-number expansions, ``mesh_winding``; empty when
 the mesh was built without them), ``points``, ``indices`` and ``velocities`` as given.
 
@@ -28,10 +28,12 @@ import numpy as np
 
 from . import bvh_query, mesh_geom, mesh_ray, mesh_winding, stackmem as _stackmem, tri_tri
 from .mesh_geom import (F0, F1, PI_F, bary_dist_sq, dist_aabb_sq, dist_aabb_sq_f,  # noqa
-                        dot3, facos, far_aabb_sq, finite3, fsqrt, normalize3,
+                        dot3, facos, far_aabb_sq, finite3, fsqrt, length3, normalize3,
                         triangle_closest_point, triangle_furthest_point, triangle_normal)
 from .mesh_ray import mesh_inside_parity, mesh_inside_ray_tracing  # noqa: F401
 from .mesh_winding import mesh_winding_number  # noqa: F401
+
+TRI_COLS = 10  # a row of ``tris``: the vertices (9), the sliver flag (40 bytes)
 
 STACK_SIZE = 64
 NO_FACE = np.int32(-1)
@@ -426,6 +428,24 @@ def _vertex(values, indices, index):
     return values[i, 0], values[i, 1], values[i, 2]
 
 
+def mesh_average_edge(points, indices):
+    """Warp's average edge length: ``sum / (3 * num_tris)`` of ``|p0 - p1| + |p0 - p2| +
+    |p2 - p1|``, summed in float32 in triangle order as Warp's refit does (the scale of
+    ``mesh_query_point_sign_normal``'s epsilon; NaN for no triangles)."""
+    s = F0
+    m = indices.shape[0] // 3
+    for t in range(m):
+        i = indices[3 * t]
+        j = indices[3 * t + 1]
+        k = indices[3 * t + 2]
+        ax, ay, az = points[i, 0], points[i, 1], points[i, 2]
+        bx, by, bz = points[j, 0], points[j, 1], points[j, 2]
+        cx, cy, cz = points[k, 0], points[k, 1], points[k, 2]
+        s += (length3(ax - bx, ay - by, az - bz) + length3(ax - cx, ay - cy, az - cz)) + \
+            length3(cx - bx, cy - by, cz - bz)
+    return s / np.float32(3 * m)
+
+
 def mesh_get_index(indices, index):
     """``wp.mesh_get_index``: ``indices[index]`` (-1 out of range)."""
     if index < 0 or index >= indices.shape[0]:
@@ -439,7 +459,7 @@ _OWN = ("_box_d2", "_box_far2", "mesh_closest", "mesh_query_point_no_sign", "mes
         "mesh_query_furthest_point_no_sign", "_feature_weight", "mesh_query_point_sign_normal",
         "_face_ok", "_interp", "mesh_eval_position", "mesh_eval_velocity",
         "mesh_eval_face_normal", "_vertex", "mesh_get_point", "mesh_get_velocity",
-        "mesh_get_index")
+        "mesh_get_index", "mesh_average_edge")
 _MODULES = (mesh_geom, tri_tri, bvh_query, mesh_ray, mesh_winding)
 
 #: every portable function, callees first, as (module, name)

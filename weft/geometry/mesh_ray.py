@@ -4,7 +4,7 @@ inside/outside tests behind ``mesh_query_point``'s and ``mesh_query_point_sign_p
 signs, and ``mesh_query_aabb`` / ``mesh_query_sphere`` with ``mesh_query_next``.
 
 Arrays (see ``weft.geometry.mesh``): the BVH's ``bounds``, ``links``, ``prims`` and ``tris``,
-float32 (m, 12): the vertices of the triangle ``prims[k]`` in row k (leaf order, so a leaf's
+float32 (m, 10): the vertices of the triangle ``prims[k]`` in row k (leaf order, so a leaf's
 triangles are contiguous), then a sliver flag (1.0 when Warp's closest-point queries skip the
 triangle) and two unused floats.
 

@@ -182,7 +182,11 @@ class Mesh:
         return [c.points, c.indices, b.bounds, b.links, b.prims, c.tris, c.props, c.velocities]
 
     def _scalars(self):
-        return [D.float_bits(float(self._core.average_edge_length))]
+        """The average edge length's word: stale after a build or refit, until a kernel or
+        the host first needs the value (``weft.geometry.kernel_api._mesh_average``)."""
+        from ..geometry.kernel_api import AVG_STALE
+        a = self._core._average
+        return [AVG_STALE if a is None else D.float_bits(float(a))]
 
     @property
     def id(self):
@@ -248,9 +252,10 @@ class Mesh:
         return self._core.support_winding_number
 
     def refit(self):
-        """Refit the BVH to the current points (same topology)."""
+        """Refit the BVH to the current points (same topology): the core rewrites its arrays
+        in place, so only the descriptor's scalar changes."""
         self._core.refit()
-        self._descriptor.set(self._arrays(), self._scalars())
+        self._descriptor.set_scalars(self._scalars())
 
     def rebuild(self, constructor=None):
         """Build the BVH anew from the current points."""
