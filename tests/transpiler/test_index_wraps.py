@@ -65,3 +65,26 @@ def test_kernel_values_keep_int32_semantics():
     np.testing.assert_array_equal(big.numpy(), (wrapped + 5 + 2**31) % 2**32 - 2**31)
     src = index_math.source("forward")
     assert "int32(tid * int32(2))" not in src  # the index temporary lost its wrap
+
+
+def test_the_same_walk_tidies_blocks_and_long_tuples():
+    """Empty blocks get ``pass`` and tuple displays of more than 30 items become sums of
+    tuples (nested ones too), so the text compiles and gives the same values."""
+    from weft.transpiler.assemble import _text
+    inner = ", ".join(f"x + {i}" for i in range(40))
+    src = textwrap.dedent(f"""
+    def g(x):
+        for i in range(3):
+            pass
+        t = ({inner}, ({inner}))
+        return t
+    """)
+    fdef = ast.parse(src).body[0]
+    fdef.body[0].body.clear()                      # an empty loop body, as rules can leave
+    drop_index_wraps(fdef)
+    text = _text([fdef])
+    assert "pass" in text and text.count(") + (") >= 2
+    ns = {}
+    exec(compile(text, "<tidy>", "exec"), ns)     # noqa: S102
+    want = tuple(1 + i for i in range(40)) + (tuple(1 + i for i in range(40)),)
+    assert ns["g"](1) == want

@@ -10,7 +10,6 @@ only place that calls ``ast.unparse``'s machinery.
 from __future__ import annotations
 
 import ast
-import copy
 import linecache
 import os
 
@@ -65,12 +64,19 @@ class _Tidy(ast.NodeTransformer):
         self.generic_visit(node)
         if len(node.elts) <= self.LIMIT or not isinstance(node.ctx, ast.Load):
             return node
-        chunks = [ast.Tuple(node.elts[i:i + self.LIMIT], ast.Load())
-                  for i in range(0, len(node.elts), self.LIMIT)]
+        return self.split(node)
+
+    @classmethod
+    def split(cls, node):
+        chunks = [ast.Tuple(node.elts[i:i + cls.LIMIT], ast.Load())
+                  for i in range(0, len(node.elts), cls.LIMIT)]
         out = chunks[0]
         for c in chunks[1:]:
             out = ast.BinOp(out, ast.Add(), c)
         return ast.copy_location(out, node)
+
+
+_BLOCKS = (ast.If, ast.For, ast.While, ast.FunctionDef)
 
 
 _WRAPS = ("int32", "int16", "int8")
@@ -87,6 +93,40 @@ def _wrap_of(e):
     return None
 
 
+def _index(fdef):
+    """One walk of ``fdef``: each node's parent, and the stores and loads of temporaries
+    (``_tN``); on the way, what :class:`_Tidy` does (an empty block gets ``pass``, a long
+    tuple display becomes a sum). Separate passes (three ``ast.walk``, a ``NodeTransformer``,
+    ``fix_missing_locations``) took half of a cold transpile."""
+    parents, stores, loads = {}, [], []
+    stack = [fdef]
+    tuples = []
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+            stack.append(child)
+        kind = type(node)
+        if kind is ast.Name:
+            if node.id.startswith("_t") and node.id[2:].isdigit():
+                (stores if isinstance(node.ctx, ast.Store) else loads).append(node)
+        elif kind is ast.Tuple:
+            if len(node.elts) > _Tidy.LIMIT and isinstance(node.ctx, ast.Load):
+                tuples.append(node)
+        elif kind in _BLOCKS and not node.body:
+            node.body.append(ast.Pass())
+    for node in reversed(tuples):   # the walk meets a tuple before the tuples inside it
+        up = parents[node]
+        new = _Tidy.split(node)
+        for name, value in ast.iter_fields(up):
+            if value is node:
+                setattr(up, name, new)
+            elif isinstance(value, list):
+                value[:] = [new if v is node else v for v in value]
+        parents[new] = up
+    return parents, stores, loads
+
+
 def drop_index_wraps(fdef):
     """Narrow integer results that only index arrays are left in 64 bits.
 
@@ -97,19 +137,14 @@ def drop_index_wraps(fdef):
     + - * inside another wrap of the same width (where the inner wrap changes nothing, arithmetic
     being modular), loses its wrap. An index then differs from Warp's only where the 32-bit
     arithmetic overflowed, where Warp's index is out of range."""
-    parents = {}
-    for node in ast.walk(fdef):
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
+    parents, stores, loads = _index(fdef)
     assigns, other = {}, set()
-    for node in ast.walk(fdef):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and \
-                node.id.startswith("_t") and node.id[2:].isdigit():
-            st = parents[node]
-            if isinstance(st, ast.Assign) and st.targets == [node] and _wrap_of(st.value):
-                assigns.setdefault(node.id, []).append(st)
-            else:
-                other.add(node.id)
+    for node in stores:
+        st = parents[node]
+        if isinstance(st, ast.Assign) and st.targets == [node] and _wrap_of(st.value):
+            assigns.setdefault(node.id, []).append(st)
+        else:
+            other.add(node.id)
 
     def index_use(node):
         up = parents.get(node)
@@ -124,8 +159,8 @@ def drop_index_wraps(fdef):
         return _wrap_of(up) == wrap and up.args[0] is node
 
     uses = {}
-    for node in ast.walk(fdef):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in assigns:
+    for node in loads:
+        if node.id in assigns:
             uses.setdefault(node.id, []).append(node)
     for name_, sts in assigns.items():
         wraps = {_wrap_of(st.value) for st in sts}
@@ -159,31 +194,35 @@ def header(origin, target):
     return [doc] + target.imports() + scalars
 
 
-def _geometry_binding(target, defs):
-    """``_wk.use_geometry()`` for a CPU module that calls geometry queries: the helpers bind
-    them on first use, which must happen here, at the module's import, not while Numba types
-    a kernel (bound from inside Numba's compile, the queries' globals were not found)."""
-    if target.helpers_module != "helpers" or not any(
-            isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and
-            n.value.id == "_wk" and n.attr.startswith("geo_")
-            for d in defs for n in ast.walk(d)):
+def _geometry_binding(target, text):
+    """``_wk.use_geometry()`` for a CPU module that calls geometry queries (``text``: its
+    definitions): the helpers bind them on first use, which must happen here, at the module's
+    import, not while Numba types a kernel (bound from inside Numba's compile, the queries'
+    globals were not found)."""
+    if target.helpers_module != "helpers" or "_wk.geo_" not in text:
         return []
     return [ast.Expr(ast.Call(ast.Attribute(ast.Name("_wk", ast.Load()), "use_geometry",
                                             ast.Load()), [], []))]
 
 
 def module_source(state):
+    """The module's text. The definitions are changed in place (``drop_index_wraps``, the
+    tidying of :func:`unparse`): nothing reads them after this pass."""
     origin = ", ".join(sorted({os.path.basename(k.parsed().filename) for k in state.roots}))
     target = TARGETS[state.options.targets[0]]
-    defs = [drop_index_wraps(copy.deepcopy(d)) if isinstance(d, ast.FunctionDef) else d
+    defs = [drop_index_wraps(d) if isinstance(d, ast.FunctionDef) else _Tidy().visit(d)
             for d in state.defs]
-    body = header(origin, target) + _geometry_binding(target, defs) + defs
     abis = ast.Dict([ast.Constant(k) for k in state.abis],
                     [ast.parse(repr(a), mode="eval").body for a in state.abis.values()])
-    body.append(ast.Assign([ast.Name("WEFT_ABI", ast.Store())], abis, lineno=0))
-    mod = ast.Module(body, [])
-    ast.fix_missing_locations(mod)
-    return unparse(mod) + "\n"
+    text = _text(defs + [ast.Assign([ast.Name("WEFT_ABI", ast.Store())], abis, lineno=0)])
+    # the unparser's own junction: a blank line before a definition
+    gap = "\n\n" if defs and isinstance(defs[0], (ast.FunctionDef, ast.ClassDef)) else "\n"
+    return _text(header(origin, target) + _geometry_binding(target, text)) + gap + text + "\n"
+
+
+def _text(statements):
+    """Tidied statements as text (the unparser reads no locations)."""
+    return _Unparser().visit(ast.Module(statements, []))
 
 
 def run(state):

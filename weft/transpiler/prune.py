@@ -38,15 +38,24 @@ def _pure_call(node, pure_funcs):
 
 def pure(expr, pure_funcs=()):
     """Whether evaluating ``expr`` has no effect besides its value."""
+    return _pure_reads(expr, pure_funcs) is not None
+
+
+def _pure_reads(expr, pure_funcs):
+    """The names ``expr`` reads when it is pure, else None (one walk for both)."""
+    reads = set()
     for node in ast.walk(expr):
-        if isinstance(node, ast.Call):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                reads.add(node.id)
+        elif isinstance(node, ast.Call):
             if node.keywords or not _pure_call(node, pure_funcs):
-                return False
+                return None
         elif isinstance(node, ast.keyword):
             continue
         elif not isinstance(node, _PURE_NODES):
-            return False
-    return True
+            return None
+    return reads
 
 
 def _target_names(t):
@@ -65,15 +74,18 @@ def _target_names(t):
 
 
 def _binding(st, pure_funcs):
-    """``(names, value)`` when ``st`` binds only names to a pure value (removable), else
+    """``(names, reads)`` when ``st`` binds only names to a pure value (removable), else
     None. ``x += v`` counts as ``x = x + v``."""
     if isinstance(st, ast.Assign) and len(st.targets) == 1:
         names = _target_names(st.targets[0])
-        if names is not None and pure(st.value, pure_funcs):
-            return names, st.value
-    if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name) and \
-            pure(st.value, pure_funcs):
-        return [st.target.id], ast.BinOp(ast.Name(st.target.id, ast.Load()), st.op, st.value)
+        if names is not None:
+            reads = _pure_reads(st.value, pure_funcs)
+            if reads is not None:
+                return names, reads
+    if isinstance(st, ast.AugAssign) and isinstance(st.target, ast.Name):
+        reads = _pure_reads(st.value, pure_funcs)
+        if reads is not None:
+            return [st.target.id], reads | {st.target.id}
     return None
 
 
@@ -93,11 +105,12 @@ def _statements(body):
 
 def drop_dead(fdef, pure_funcs=()):
     """``fdef`` (an ``ast.FunctionDef``) without its dead assignments, in place; returns it."""
-    bindings, live = [], set()
+    bindings, live, removable = [], set(), {}
     for st in _statements(fdef.body):
         b = _binding(st, pure_funcs)
         if b is not None:
-            bindings.append((b[0], _reads(b[1])))
+            bindings.append(b)
+            removable[id(st)] = b[0]
             continue
         # a statement kept whatever happens: what it reads is live (a compound statement's
         # own parts only: its test, iterator or target; its body is visited on its own)
@@ -112,9 +125,9 @@ def drop_dead(fdef, pure_funcs=()):
             if isinstance(st, ast.AugAssign):
                 live |= {n.id for n in ast.walk(st.target) if isinstance(n, ast.Name)}
     changed = True
-    while changed:
+    while changed:   # uses follow definitions: backwards, one or two rounds usually settle it
         changed = False
-        for names, reads in bindings:
+        for names, reads in reversed(bindings):
             if any(n in live for n in names) and not reads <= live:
                 live |= reads
                 changed = True
@@ -122,8 +135,8 @@ def drop_dead(fdef, pure_funcs=()):
     def sweep(body):
         out = []
         for st in body:
-            b = _binding(st, pure_funcs)
-            if b is not None and not any(n in live for n in b[0]):
+            names = removable.get(id(st))
+            if names is not None and not any(n in live for n in names):
                 continue
             for field in ("body", "orelse", "finalbody"):
                 sub = getattr(st, field, None)
