@@ -31,7 +31,6 @@ from numba.core import cgutils
 from numba.core.datamodel import models
 from numba.core.imputils import lower_constant
 from numba.extending import intrinsic, register_model, typeof_impl
-from numba.np.arrayobj import _empty_nd_impl, make_array, populate_array
 
 from ..diskcache import njit
 
@@ -262,15 +261,38 @@ def private_buffer(typingctx, a, ok):
         if isinstance(a, types.NoneType):
             shapes = [intp(0), intp(0)]
         else:
-            ary = make_array(a)(context, builder, args[0])
+            ary = context.make_array(a)(context, builder, args[0])
             rows = builder.select(context.cast(builder, args[1], sig.args[1], types.boolean),
                                   intp(_POOL - 1), intp(0))
             shapes = [rows] + cgutils.unpack_tuple(builder, ary.shape, a.ndim)
-        out = _empty_nd_impl(context, builder, arrty, shapes)
-        cgutils.memset(builder, out.data, builder.mul(out.itemsize, out.nitems), 0)
+        out, nbytes = _new_array(context, builder, arrty, shapes)
+        cgutils.memset(builder, out.data, nbytes, 0)
         return out._getvalue()
 
     return arrty(a, ok), codegen
+
+
+def _new_array(context, builder, arrty, shapes):
+    """``(array, its size in bytes)``: a new C-contiguous array of type ``arrty`` and shape
+    ``shapes`` (intp values, not negative, their product's bytes within memory: the caller
+    checked them), allocated by the NRT as ``np.empty`` is. Numba's ``_empty_nd_impl`` calls
+    a compiled allocator function of ``numba.np.arrayobj``, whose environment a cached entry
+    rebuilds at load by importing that module (with its dependencies, 25-55 ms of every warm
+    start): this emits the allocation directly."""
+    from numba.np.arrayobj import populate_array   # (compile time only)
+    intp = context.get_value_type(types.intp)
+    itemsize = intp(context.get_abi_sizeof(context.get_data_type(arrty.dtype)))
+    strides, size = [], itemsize
+    for dim in reversed(shapes):
+        strides.append(size)
+        size = builder.mul(size, dim)
+    meminfo = context.nrt.meminfo_alloc_aligned(builder, size=size, align=32)
+    ary = context.make_array(arrty)(context, builder)
+    data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo), ary.data.type)
+    populate_array(ary, data=data, shape=cgutils.pack_array(builder, shapes),
+                   strides=cgutils.pack_array(builder, strides[::-1]), itemsize=itemsize,
+                   meminfo=meminfo)
+    return ary, size
 
 
 @njit(error_model="numpy", nogil=True)
@@ -315,17 +337,18 @@ def reduce_private(typingctx, a, acc):
                                            (types.int64, types.int64, flat, rows), {})
 
     def codegen(context, builder, sig, args):
-        src = make_array(a)(context, builder, args[0])
-        cps = make_array(acc)(context, builder, args[1])
+        from numba.np.arrayobj import populate_array
+        src = context.make_array(a)(context, builder, args[0])
+        cps = context.make_array(acc)(context, builder, args[1])
         n = src.nitems
         w = cgutils.unpack_tuple(builder, cps.shape, acc.ndim)[0]
         with builder.if_then(builder.icmp_signed(">", w, w.type(0))):
             # views over the same memory, borrowed for the call
-            fv = make_array(flat)(context, builder)
+            fv = context.make_array(flat)(context, builder)
             populate_array(fv, data=src.data, shape=cgutils.pack_array(builder, [n]),
                            strides=cgutils.pack_array(builder, [src.itemsize]),
                            itemsize=src.itemsize, meminfo=src.meminfo)
-            rv = make_array(rows)(context, builder)
+            rv = context.make_array(rows)(context, builder)
             populate_array(rv, data=cps.data, shape=cgutils.pack_array(builder, [w, n]),
                            strides=cgutils.pack_array(
                                builder, [builder.mul(n, cps.itemsize), cps.itemsize]),
@@ -347,7 +370,7 @@ def private_ok(typingctx, a):
         return None
 
     def codegen(context, builder, sig, args):
-        ary = make_array(a)(context, builder, args[0])
+        ary = context.make_array(a)(context, builder, args[0])
         size = builder.mul(builder.mul(ary.nitems, ary.itemsize), ary.nitems.type(_POOL - 1))
         return builder.icmp_signed("<=", size, size.type(PRIVATE_BUDGET))
 
