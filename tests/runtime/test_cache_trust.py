@@ -194,7 +194,7 @@ def test_no_usable_directory_compiles_in_memory(tmp_path):
 def test_weft_helpers_cache_under_the_cache_root():
     from weft import diskcache
     from weft.stdlib import helpers
-    cache = helpers.launch_size._cache
+    cache = helpers.trip_count._cache
     assert isinstance(cache, diskcache.VerifiedCache)
     assert cache.cache_path.startswith(os.path.join(diskcache.cache_root(), "numba"))
 

@@ -153,3 +153,5 @@ if not numba.config.DISABLE_JIT:
     private_buffer = _threads.private_buffer  # noqa: F811
     parallel_for = _threads.parallel_for
     reduce_private = _threads.reduce_private  # noqa: F811
+    launch_size = _threads.launch_size  # noqa: F811
+    first_index = _threads.first_index  # noqa: F811

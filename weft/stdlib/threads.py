@@ -375,3 +375,46 @@ def private_ok(typingctx, a):
         return builder.icmp_signed("<=", size, size.type(PRIVATE_BUDGET))
 
     return types.boolean(a), codegen
+
+
+def _dims(dim):
+    return isinstance(dim, types.BaseTuple) and len(dim) > 0 and \
+        all(isinstance(t, types.Integer) for t in dim)
+
+
+def _product(context, builder, dim, value, start):
+    n = context.get_constant(types.int64, 1)
+    for k in range(start, len(dim)):
+        v = builder.extract_value(value, k)
+        n = builder.mul(n, context.cast(builder, v, dim[k], types.int64))
+    return n
+
+
+@intrinsic
+def launch_size(typingctx, dim):
+    """``_portable.launch_size`` (the product of the launch dimensions ``dim``), emitted into
+    the caller: as a compiled helper it cost every new cache a compile of its own (64 ms)."""
+    if not _dims(dim):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return _product(context, builder, dim, args[0], 0)
+
+    return types.int64(dim), codegen
+
+
+@intrinsic
+def first_index(typingctx, tid, dim):
+    """``_portable.first_index`` (flat thread ``tid``'s first launch index: ``tid`` itself in a
+    1-D launch), emitted into the caller (as a compiled helper: 99 ms of every new cache).
+    ``tid`` is a launch index (not negative), so the truncating division is Python's."""
+    if not (_dims(dim) and isinstance(tid, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        t = context.cast(builder, args[0], tid, types.int64)
+        if len(dim) == 1:
+            return t
+        return builder.sdiv(t, _product(context, builder, dim, args[1], 1))
+
+    return types.int64(tid, dim), codegen
