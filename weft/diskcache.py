@@ -28,6 +28,7 @@ import hashlib
 import os
 import stat
 import tempfile
+import types
 import warnings
 
 import numba
@@ -313,6 +314,8 @@ def protect(module):
     """Give every CPU dispatcher of a loaded generated ``module`` the verified cache (before
     anything was compiled or loaded)."""
     for value in vars(module).values():
+        if isinstance(value, types.ModuleType):
+            continue  # (``_wk``'s __getattr__ would import the geometry queries: 4 ms)
         value = getattr(value, "weft_chunk_of", value)  # a chunk function's dispatcher
         if isinstance(value, dispatcher.Dispatcher):
             _use_verified_cache(value)
