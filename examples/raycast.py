@@ -165,6 +165,7 @@ def main(out_dir=".", width=128, grid=33, steps=60, rate=None):
     except ImportError:
         print("Pillow is not installed: no images (pip install weft[examples])")
     else:
+        os.makedirs(out_dir, exist_ok=True)
         for name, (dd, ss) in {"raycast_start.png": (depth, shade),
                                "raycast_target.png": (target, target_shade),
                                "raycast_fitted.png": (final_depth, final_shade)}.items():
