@@ -30,6 +30,9 @@ def test_stub_is_up_to_date_and_declares_every_public_name():
                and f"class {n}:" not in text and f"\n{n}: " not in text and f"\n{n} = " not in text
                and f" as {n}\n" not in text]
     assert not missing, missing
+    # every public name is a module attribute, as Warp's are (not made by a module
+    # __getattr__): ``from weft import *`` and code copying ``vars(weft)`` see all of them
+    assert not [n for n in public if n not in vars(weft)]
 
 
 def _mypy(tmp_path, *files):

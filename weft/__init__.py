@@ -39,6 +39,7 @@ from .runtime.forward_mode import jvp  # noqa: E402
 from .runtime.launch import launch  # noqa: E402
 from .runtime.tape import Tape  # noqa: E402
 from .runtime.struct import struct  # noqa: E402
+from .runtime.geometry import Volume, HashGrid, Mesh, Bvh  # noqa: E402
 from .runtime.geometry_types import (MeshQueryPoint, MeshQueryRay, MeshQueryAABB,  # noqa: E402
                                      MeshQuery, BvhQuery)
 from .stdlib.geometry import HASH_GRID_QUERY as HashGridQuery  # noqa: E402
@@ -73,24 +74,6 @@ def constant(value):
 
 def init():
     """Kept for Warp compatibility: weft needs no initialisation."""
-
-
-_GEOMETRY = ("Volume", "HashGrid", "Mesh", "Bvh")
-
-
-def __getattr__(name):
-    """``wp.Volume``, ``wp.HashGrid``, ``wp.Mesh``, ``wp.Bvh``, imported on first use (13 ms
-    of every start otherwise)."""
-    if name in _GEOMETRY:
-        from .runtime import geometry
-        for n in _GEOMETRY:
-            globals()[n] = getattr(geometry, n)
-        return globals()[name]
-    raise AttributeError(f"module 'weft' has no attribute '{name}'")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_GEOMETRY))
 
 
 # every name kernels can call: builtins, special forms and kernel-language builtins, declared

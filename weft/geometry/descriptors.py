@@ -29,6 +29,10 @@ KIND_VOLUME, KIND_HASH_GRID, KIND_MESH, KIND_BVH = 1, 2, 3, 4
 KIND_NAMES = {KIND_VOLUME: "wp.Volume", KIND_HASH_GRID: "wp.HashGrid", KIND_MESH: "wp.Mesh",
               KIND_BVH: "wp.Bvh"}
 HEADER = 3  # MAGIC, kind, number of arrays
+#: a mesh's average-edge-length word until a kernel first needs the value after a build or
+#: refit (``kernel_api._mesh_average``): a signalling-NaN pattern, which no float32 average
+#: converted to float64 has (conversion quiets a NaN)
+AVG_STALE = 0x7FF4_0000_57A1_E000
 
 _lock = threading.Lock()
 _LIVE = {}      # id -> Descriptor
@@ -70,18 +74,19 @@ class Descriptor:
                 self.words[HEADER + 2 * k + 1] = a.shape[0]
                 if a.shape[0]:
                     _BUFFERS[a.ctypes.data] = a
-            base = HEADER + 2 * self.n_arrays
-            for k, s in enumerate(scalars):
-                self.words[base + k] = s
+            self._write_scalars(scalars)
         self.arrays = arrays  # kept alive while the descriptor points at them
 
     def set_scalars(self, scalars):
         """Rewrite the scalars only (a refit: the arrays are the same buffers, rewritten in
         place)."""
-        base = HEADER + 2 * self.n_arrays
         with _lock:
-            for k, s in enumerate(scalars):
-                self.words[base + k] = s
+            self._write_scalars(scalars)
+
+    def _write_scalars(self, scalars):
+        base = HEADER + 2 * self.n_arrays
+        for k, s in enumerate(scalars):
+            self.words[base + k] = s
 
     def attach(self, word, a):
         """Put the address of flat array ``a`` (None: 0) into ``words[word]`` (a gradient or

@@ -19,7 +19,7 @@ import types
 import numpy as np
 
 from . import hashgrid, mesh_query, mesh_winding, views, volume_query
-from .descriptors import HEADER
+from .descriptors import AVG_STALE, HEADER
 from .mesh_query import TRI_COLS
 
 # descriptor words (see weft.runtime.geometry for the objects that fill them)
@@ -30,10 +30,7 @@ HG_WORDS = HEADER + 2 * 2 + 2       # grid, point keys; is float64, 1 / cell wid
 MESH_WORDS = HEADER + 2 * 8 + 1 + 4
 MESH_GRAD = HEADER + 2 * 8 + 1      # + kind (0 points, 1 velocities)
 MESH_TAN = MESH_GRAD + 2
-MESH_AVG = HEADER + 2 * 8           # the average edge length's word
-#: that word until a kernel first needs the average after a build or refit: a signalling-NaN
-#: pattern, which no float32 average converted to float64 has (conversion quiets a NaN)
-AVG_STALE = 0x7FF4_0000_57A1_E000
+MESH_AVG = HEADER + 2 * 8           # the average edge length's word (AVG_STALE until needed)
 BVH_WORDS = HEADER + 2 * 5          # bounds, links, prims, lowers, uppers
 
 

@@ -6,7 +6,7 @@ signs, and ``mesh_query_aabb`` / ``mesh_query_sphere`` with ``mesh_query_next``.
 Arrays (see ``weft.geometry.mesh``): the BVH's ``bounds``, ``links``, ``prims`` and ``tris``,
 float32 (m, 10): the vertices of the triangle ``prims[k]`` in row k (leaf order, so a leaf's
 triangles are contiguous), then a sliver flag (1.0 when Warp's closest-point queries skip the
-triangle) and two unused floats.
+triangle).
 
 Traversal orders are Warp's, so ties resolve to Warp's face: the closest hit walks the nearer
 child first with a stack (``stackmem.local.array``), pushing the farther one (ties of entry

@@ -184,9 +184,8 @@ class Mesh:
     def _scalars(self):
         """The average edge length's word: stale after a build or refit, until a kernel or
         the host first needs the value (``weft.geometry.kernel_api._mesh_average``)."""
-        from ..geometry.kernel_api import AVG_STALE
         a = self._core._average
-        return [AVG_STALE if a is None else D.float_bits(float(a))]
+        return [D.AVG_STALE if a is None else D.float_bits(float(a))]
 
     @property
     def id(self):

@@ -44,6 +44,9 @@ class _Unparser(ast._Unparser):
         super().traverse(node)
 
 
+_BLOCKS = (ast.If, ast.For, ast.While, ast.FunctionDef)  # statements whose body may not be empty
+
+
 class _Tidy(ast.NodeTransformer):
     """Every block gets a statement (``pass``), and tuple displays of more than 30 items become
     sums of tuples: CPython compiles a longer display through a list, and Numba's rewrite of
@@ -56,7 +59,7 @@ class _Tidy(ast.NodeTransformer):
         for fieldname in ("body", "orelse"):
             block = getattr(node, fieldname, None)
             if isinstance(block, list) and fieldname == "body" and not block and \
-                    isinstance(node, (ast.If, ast.For, ast.While, ast.FunctionDef)):
+                    isinstance(node, _BLOCKS):
                 block.append(ast.Pass())
         return node
 
@@ -74,9 +77,6 @@ class _Tidy(ast.NodeTransformer):
         for c in chunks[1:]:
             out = ast.BinOp(out, ast.Add(), c)
         return ast.copy_location(out, node)
-
-
-_BLOCKS = (ast.If, ast.For, ast.While, ast.FunctionDef)
 
 
 _WRAPS = ("int32", "int16", "int8")
@@ -136,7 +136,8 @@ def drop_index_wraps(fdef):
     spring kernel). A temporary ``_tN`` whose every use is an array index, or an operand of
     + - * inside another wrap of the same width (where the inner wrap changes nothing, arithmetic
     being modular), loses its wrap. An index then differs from Warp's only where the 32-bit
-    arithmetic overflowed, where Warp's index is out of range."""
+    arithmetic overflowed, where Warp's index is out of range. The same walk tidies ``fdef``
+    as :class:`_Tidy` would (see :func:`_index`)."""
     parents, stores, loads = _index(fdef)
     assigns, other = {}, set()
     for node in stores:
