@@ -14,6 +14,7 @@
     out = wp.zeros(4, dtype=float, requires_grad=True)
     wp.launch(scale, dim=4, inputs=[a, 2.0], outputs=[out])
 """
+from . import _startup  # noqa: E402,F401  (first: NumPy and Numba imported, then frozen)
 from ._version import __version__  # noqa: E402,F401
 
 from .errors import InternalError, KernelError, KernelNameError, KernelSyntaxError  # noqa: E402
