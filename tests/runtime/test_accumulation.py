@@ -83,3 +83,25 @@ def test_private_buffers_with_one_thread_and_all():
             np.testing.assert_array_equal(bins.numpy(), _expected_bins(vals))
     finally:
         numba.set_num_threads(old)
+
+
+def test_reduce_of_copies_adds_in_copy_order_by_blocks():
+    """The threads' copies are summed into the array block by block (``_reduce_rows_py``):
+    for each element the same float additions, in copy order, as one element at a time, over
+    ranges that do not fill a block."""
+    from weft.stdlib.threads import _REDUCE_BLOCK, _reduce_rows_py
+    rng = np.random.default_rng(3)
+    n = 2 * _REDUCE_BLOCK + 77
+    a0 = rng.standard_normal(n).astype(np.float32) * 1e3
+    acc = (rng.standard_normal((3, n)) * np.array([[1e-3], [1e4], [1.0]])).astype(np.float32)
+    expected = a0.copy()
+    for i in range(5, n - 9):
+        s = expected[i]
+        for w in range(3):
+            s = np.float32(s + acc[w, i])
+        expected[i] = s
+    a = a0.copy()
+    _reduce_rows_py(5, 1000, a, acc)        # two blocks of the range [5, n - 9)
+    _reduce_rows_py(1000, n - 9, a, acc)
+    np.testing.assert_array_equal(a, expected)
+    assert not np.array_equal(a, a0 + (acc[0] + acc[1] + acc[2]))  # the order matters here
