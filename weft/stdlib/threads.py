@@ -37,9 +37,27 @@ from ..diskcache import njit
 _I32 = ir.IntType(32)
 #: per-thread accumulation buffers are used while they take at most this many bytes in all
 PRIVATE_BUDGET = 64 << 20
-# the size of Numba's thread pool (numba.get_num_threads() would make kernels uncacheable);
-# kernels also check each thread id against the buffer's length
+# the size of Numba's thread pool: the copies of the Python twins (``helpers``); compiled code
+# reads the number of threads running (``_num_threads``) and checks thread ids against it
 _POOL = numba.config.NUMBA_NUM_THREADS
+
+
+def _num_threads(context, builder):
+    """The number of threads Numba runs now (``numba.set_num_threads``), read in the compiled
+    code from the threading layer (a cached kernel stays valid for any setting)."""
+    intp = context.get_value_type(types.intp)
+    return builder.call(cgutils.get_or_insert_function(
+        builder.module, ir.FunctionType(intp, []), "get_num_threads"), [])
+
+
+def _copies(context, builder):
+    """Per-thread copies a launch uses: one per thread it runs but the first (which adds into
+    the array itself); a thread without one adds atomically (the generated
+    ``_w <= _acc.shape[0]`` test)."""
+    threads = _num_threads(context, builder)
+    one = threads.type(1)
+    return builder.select(builder.icmp_signed(">", threads, one), builder.sub(threads, one),
+                          threads.type(0))
 
 
 def _symbol(dispatcher, argtys):
@@ -184,8 +202,7 @@ def _launch(context, builder, disp, chunk_args, tupty, tup, nval):
     block = _block_function(context, mod, cres, tupty, _symbol(disp, csig_args))
     intp = context.get_value_type(types.intp)
     i8p = ir.IntType(8).as_pointer()
-    threads = builder.call(cgutils.get_or_insert_function(
-        mod, ir.FunctionType(intp, []), "get_num_threads"), [])
+    threads = _num_threads(context, builder)
     nb = builder.select(builder.icmp_signed("<", nval, threads), nval, threads)
     nb = builder.select(builder.icmp_signed("<", nb, intp(1)), intp(1), nb)
     sched = builder.alloca(intp, size=builder.mul(nb, intp(2)))
@@ -262,15 +279,8 @@ def private_buffer(typingctx, a, ok):
             shapes = [intp(0), intp(0)]
         else:
             ary = context.make_array(a)(context, builder, args[0])
-            # one copy per thread of the launch but the first (which adds into ``a``): the
-            # threads Numba runs now (``numba.set_num_threads``), not the pool's; a thread
-            # without a copy adds atomically (the generated ``_w <= _acc.shape[0]`` test)
-            threads = builder.call(cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(intp, []), "get_num_threads"), [])
-            more = builder.select(builder.icmp_signed(">", threads, intp(1)),
-                                  builder.sub(threads, intp(1)), intp(0))
             rows = builder.select(context.cast(builder, args[1], sig.args[1], types.boolean),
-                                  more, intp(0))
+                                  _copies(context, builder), intp(0))
             shapes = [rows] + cgutils.unpack_tuple(builder, ary.shape, a.ndim)
         out, nbytes = _new_array(context, builder, arrty, shapes)
         cgutils.memset(builder, out.data, nbytes, 0)
@@ -376,7 +386,8 @@ def reduce_private(typingctx, a, acc):
 
 @intrinsic
 def private_ok(typingctx, a):
-    """Whether per-thread copies of ``a`` fit ``PRIVATE_BUDGET`` (False for None)."""
+    """Whether the launch's per-thread copies of ``a`` (:func:`_copies`) fit
+    ``PRIVATE_BUDGET`` (False for None)."""
     if isinstance(a, types.NoneType):
         return types.boolean(a), lambda context, builder, sig, args: \
             ir.Constant(ir.IntType(1), 0)
@@ -385,7 +396,7 @@ def private_ok(typingctx, a):
 
     def codegen(context, builder, sig, args):
         ary = context.make_array(a)(context, builder, args[0])
-        size = builder.mul(builder.mul(ary.nitems, ary.itemsize), ary.nitems.type(_POOL - 1))
+        size = builder.mul(builder.mul(ary.nitems, ary.itemsize), _copies(context, builder))
         return builder.icmp_signed("<=", size, size.type(PRIVATE_BUDGET))
 
     return types.boolean(a), codegen
