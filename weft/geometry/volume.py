@@ -56,7 +56,9 @@ class Volume:
         upper_node_count: int
 
     class FeatureArrayInfo(NamedTuple):
+        """As Warp's: ``ptr`` is the address of the (host) bytes."""
         name: str
+        ptr: int
         value_size: int
         value_count: int
         type_str: str
@@ -82,13 +84,13 @@ class Volume:
         grids = nv.read_nvdb(file_or_buffer)
         if not grids:
             raise NanoVDBError("NanoVDB file holds no grids")
-        return cls(grids[0], grids[1:])
+        return cls(grids[0], next_grids=grids[1:])
 
     def load_next_grid(self) -> Volume | None:
         """The next grid of the file this volume came from, or ``None``."""
         if not self._next:
             return None
-        return type(self)(self._next[0], self._next[1:])
+        return type(self)(self._next[0], next_grids=self._next[1:])
 
     @classmethod
     def load_from_numpy(cls, ndarray, min_world=(0.0, 0.0, 0.0), voxel_size=1.0, bg_value=0.0):
@@ -270,7 +272,8 @@ class Volume:
 
     def get_feature_array_info(self, index) -> Volume.FeatureArrayInfo:
         b = self.grid.blind_data[index]
-        return Volume.FeatureArrayInfo(b.name, b.value_size, b.value_count, b.type_str)
+        return Volume.FeatureArrayInfo(b.name, int(b.data.ctypes.data), b.value_size,
+                                       b.value_count, b.type_str)
 
     def feature_array(self, index, dtype=None):
         """A copy of blind-data array ``index`` as numpy (raw bytes unless ``dtype`` given)."""
