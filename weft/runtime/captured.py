@@ -32,6 +32,16 @@ def capture_launch(graph, ck, dims, values, args, device, tape, snapshots):
         graph.record(lambda: tape.register_reads(rec, again=True))
 
 
+def capture_record(graph, tape, rec):
+    """A record other than a launch (a custom op) made during a capture: at every replay, at
+    its place, the snapshots earlier writes of the replay took for it are dropped (they hold
+    values from before the memory it reads was written) and its reads registered again."""
+    def restart():
+        rec.restart()
+        tape.register_reads(rec, again=True)
+    graph.record(restart)
+
+
 def _before(rec, snapshots, values, writes, writer):
     def before():
         if rec is not None:
