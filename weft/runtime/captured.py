@@ -5,9 +5,10 @@ Nothing runs at capture, so what an eager launch does around its kernel happens 
 replay instead, in the same order: a launch recorded on a tape copies its own snapshots (the
 memory it reads and then overwrites) from the values it is about to read, and drops the
 snapshots an earlier replay's writes left; the memory it writes is protected for the records
-that will read it (when a tape reads it at capture); after the kernel its reads are registered again, as a fresh record's would
-be. A captured ``tape.backward`` then replays the adjoints from the values this replay's
-forward read (``Tape.backward`` records each record's ``backward`` in the graph).
+that will read it (when a tape reads it at capture); after the kernel its reads are registered
+again, as a fresh record's would be. A captured ``tape.backward`` then replays the adjoints
+from the values this replay's forward read (``Tape.backward`` records each record's
+``backward`` in the graph). A custom op does the same at its place (:func:`capture_record`).
 """
 from __future__ import annotations
 
