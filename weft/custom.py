@@ -50,6 +50,8 @@ from .pytree import flatten, match, unflatten
 from .runtime import hazards
 from .runtime.array import array
 from .runtime.array_ops import clone
+from .runtime.captured import capture_record
+from .runtime.graph import capturing
 from .runtime.tape import active_tapes
 
 __all__ = ["CustomOp", "custom", "paused_tapes"]
@@ -249,6 +251,13 @@ class Node:
         """``(read, written)`` arrays (for ``wp.loop``'s search of a body's parameters)."""
         return list(self.in_arrays), list(self.io.outputs)
 
+    def restart(self):
+        """Read the inputs' own memory again (a graph replay has just run ``eval`` anew)."""
+        for k in list(self.snapshots):
+            self.snapshots.views[k]._data = self.in_arrays[k]._data
+        self.snapshots.clear()
+        self.checks.clear()
+
     def _check_unchanged(self):
         for k, crc in self.checks.items():
             if k not in self.snapshots and hazards.checksum(self.in_arrays[k]._data) != crc:
@@ -320,7 +329,10 @@ def custom(op_cls, *args, **kwargs):
                 o.requires_grad = True
         io = _IO(op, inputs, detached, outputs, out_spec)
         op._weft_io = io
-        tapes[-1].record(Node(op, io))
+        node = Node(op, io)
+        tapes[-1].record(node)
+        if capturing() is not None:
+            capture_record(capturing(), tapes[-1], node)
     return result
 
 

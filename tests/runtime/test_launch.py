@@ -211,3 +211,18 @@ def test_single_tid_in_a_2d_launch_is_the_first_index_as_warp():
     np.testing.assert_allclose(out.numpy(), [5.0, 10.0, 15.0, 0.0])
     tape.backward(grads={out: np.ones(4, np.float32)})
     np.testing.assert_allclose(x.grad.numpy(), [5.0, 5.0, 5.0, 0.0])
+
+
+@pytest.mark.parametrize("kw", [dict(inputs="x"), dict(outputs="out"), dict(inputs=2.0),
+                                dict(adjoint=True, adj_inputs="x")])
+def test_an_array_where_the_argument_list_belongs_names_the_parameter(kw):
+    x, y, out = _arrays()
+    args = {"x": x, "out": out}
+    kw = {k: args.get(v, v) if isinstance(v, str) else v for k, v in kw.items()}
+    kw.setdefault("inputs", [2.0, x, y] + ([] if "outputs" in kw else [out]))
+    name = next(k for k in ("outputs", "adj_inputs") if k in kw) if len(kw) > 1 else "inputs"
+    before = out.numpy().copy()
+    with pytest.raises(wp.LaunchError, match=rf"kernel 'axpy': wp.launch's '{name}' takes a "
+                       r"list or tuple of the kernel's arguments, got (a wp.array|float)"):
+        wp.launch(axpy, 5, **kw)
+    np.testing.assert_array_equal(out.numpy(), before)  # nothing ran

@@ -129,3 +129,21 @@ def verify_fp(ck, kind, values):
             raise KernelFloatError(f"kernel '{ck.key}' ({kind}): array '{name}' holds "
                                    f"{int(bad.sum())} non-finite value(s) (NaN or Inf), the first "
                                    f"at index {tuple(int(i) for i in first)}")
+
+
+def argument_list(kernel, name, value):
+    """``value`` given for ``wp.launch``'s ``name`` (``inputs``, ``outputs``, ``adj_inputs``,
+    ``adj_outputs``) as a list or tuple of the kernel's arguments; an array, a single value or
+    a mapping there is a ``LaunchError``."""
+    if type(value) is list or type(value) is tuple:
+        return value
+    what = getattr(kernel, "key", None) or getattr(kernel, "__name__", "?")
+    if not isinstance(value, (array, np.ndarray, str, bytes, dict, set, numbers.Number)):
+        try:
+            return list(value)
+        except TypeError:
+            pass
+    got = "a wp.array" if isinstance(value, array) else type(value).__name__
+    raise LaunchError(f"kernel '{what}': wp.launch's '{name}' takes a list or tuple of the "
+                      f"kernel's arguments, got {got}; write {name}=[...] (an array argument "
+                      "is one item of the list)")

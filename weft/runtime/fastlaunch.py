@@ -46,6 +46,9 @@ class FastLaunch:
                 return False
         elif device is not D._CPU and device != "cpu":
             return False
+        if type(inputs) is not list and type(inputs) is not tuple or \
+                type(outputs) is not tuple and type(outputs) is not list:
+            return False  # the general path checks them
         args = [*inputs, *outputs]
         convs = self.convs
         if len(args) != len(convs):

@@ -103,7 +103,9 @@ class ReadSet:
         self.by_lo = {}        # lo -> {hi: [(record, index, array)]}
         self.longest = 0
 
-    def add(self, rng, entry):
+    def add(self, rng, entry, again=False):
+        """Add ``entry`` for range ``rng``; ``again``: unless the same record and parameter
+        are there already (a captured launch registers its reads at every replay)."""
         if rng is None:
             return
         lo, hi = rng
@@ -111,7 +113,10 @@ class ReadSet:
         if his is None:
             bisect.insort(self.los, lo)
             his = self.by_lo[lo] = {}
-        his.setdefault(hi, []).append(entry)
+        entries = his.setdefault(hi, [])
+        if again and any(e[0] is entry[0] and e[1] == entry[1] for e in entries):
+            return
+        entries.append(entry)
         self.longest = max(self.longest, hi - lo)
 
     def find(self, rng):
@@ -173,6 +178,13 @@ def before_write(array, writer):
             tape.reads.discard(key, hits)
 
 
+def read_again(array):
+    """Whether a record of a live tape will read memory of ``array`` (a wp.array) again."""
+    rng = memory_range(array._data)
+    return any(tape is not None and tape.reads.find(rng)
+               for tape in (ref() for ref in list(_LIVE.values())))
+
+
 def _protect(rec, index, arr, writer):
     if index in rec.snapshots:
         return
@@ -188,6 +200,14 @@ def _protect(rec, index, arr, writer):
         warnings.warn(msg, stacklevel=4)
     else:
         raise LaunchError(msg)
+
+
+def copy_into(dest, data):
+    """Copy ``data`` into ``dest`` (a buffer :func:`copy_of` made from the same memory)."""
+    if isinstance(dest, np.ndarray):
+        np.copyto(dest, data)
+    else:
+        dest.copy_to_device(data)
 
 
 def copy_of(data):

@@ -40,10 +40,7 @@ def _split(vec, arrays):
 
 def _reverse(tape, inputs, outputs, seed):
     """``seed @ J`` (a flat vector over the inputs) from one backward pass."""
-    tape.zero()
-    for a in inputs:
-        if a.grad is not None:
-            a.grad.zero_()
+    _zero_gradients(tape, inputs)
     tape.backward(grads=_split(seed, outputs))
     row = []
     for a in inputs:
@@ -128,6 +125,22 @@ def jacobian(tape, inputs, outputs, mode="auto", envs=None, sparsity=None):
         mode = "fwd" if n <= m else "rev"
     if mode not in ("fwd", "rev"):
         raise LaunchError(f"jacobian(mode={mode!r}): use 'rev', 'fwd' or 'auto'")
+    if mode == "fwd":
+        return _jacobian(tape, inputs, outputs, mode, envs, sparsity, m, n)
+    try:
+        return _jacobian(tape, inputs, outputs, mode, envs, sparsity, m, n)
+    finally:  # as Warp's jacobian: no row's gradient is left for a later backward to add to
+        _zero_gradients(tape, inputs)
+
+
+def _zero_gradients(tape, inputs):
+    tape.zero()
+    for a in inputs:
+        if a.grad is not None:
+            a.grad.zero_()
+
+
+def _jacobian(tape, inputs, outputs, mode, envs, sparsity, m, n):
     if sparsity is not None:
         return _sparse(tape, inputs, outputs, sparsity, mode)
     if envs is not None:

@@ -17,8 +17,9 @@ from . import device as D
 from . import background, hazards
 from .args import has_null_arrays, kernel_data
 from .array import array
-from .checks import (check_constant_indices, check_dims, check_geometry_ids,  # noqa: F401
-                     _size, index_error, launch_dims, verify_fp)
+from .checks import (argument_list, check_constant_indices, check_dims,  # noqa: F401
+                     check_geometry_ids, _size, index_error, launch_dims, verify_fp)
+from .captured import capture_launch
 from .fastlaunch import FastLaunch
 from .graph import capturing
 from .tape import active_tapes
@@ -58,6 +59,11 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     if fast is not None and not adjoint and not record_cmd and \
             fast.run(dim, inputs, outputs, device):
         return  # a small CPU launch with nothing to record or protect
+    if type(inputs) is not list or type(outputs) is not tuple or adj_inputs or adj_outputs:
+        inputs, outputs, adj_inputs, adj_outputs = (
+            argument_list(kernel, n, v) for n, v in (("inputs", inputs), ("outputs", outputs),
+                                                     ("adj_inputs", adj_inputs),
+                                                     ("adj_outputs", adj_outputs)))
     dims = (dim,) if type(dim) is int and 0 <= dim < 2 ** 62 else launch_dims(dim)
     device = D.get_device(device)
     if record_cmd:  # Warp's launch objects: checked now, run by .launch()
@@ -83,17 +89,17 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
         snapshots = overwrite_snapshots(ck, args, values)
     if recording:
         snapshots.update(alias_snapshots(ck, args, values))
-    if hazards.watched():
-        for name in ck.abi.writes:  # protect what recorded launches will read again
-            a = args[ck.param_index(name)]
-            hazards.before_write(a, f"a launch of kernel '{ck.key}'")
     if recording and not device.is_cuda:  # backward will need the adjoint: compiled meanwhile
         background.request_adjoint(ck, dims, values, args)
     graph = capturing()
     if graph is not None:  # recorded for capture_launch; nothing runs now (as Warp)
-        graph.record(*bound_forward(ck, dims, values, device), is_launch=True)
-    else:
-        run(ck, "forward", dims, values, device)
+        return capture_launch(graph, ck, dims, values, args, device,
+                              tapes[-1] if recording else None, snapshots)
+    if hazards.watched():
+        for name in ck.abi.writes:  # protect what recorded launches will read again
+            a = args[ck.param_index(name)]
+            hazards.before_write(a, f"a launch of kernel '{ck.key}'")
+    run(ck, "forward", dims, values, device)
     if recording:
         tapes[-1].record(Launch(ck, dims, args, device, snapshots))
 

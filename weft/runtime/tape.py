@@ -21,6 +21,7 @@ from ..errors import LaunchError
 from ..pytree import TreeDict, pairs
 from . import hazards
 from .array import array
+from .graph import capturing
 
 _stack = []
 
@@ -65,8 +66,13 @@ class Tape:
         memory it lists protected against later writes until ``reset``
         (:mod:`weft.runtime.hazards`)."""
         self.launches.append(rec)
+        self.register_reads(rec)
+
+    def register_reads(self, rec, again=False):
+        """Protect the memory ``rec`` will read again (and checksum what numpy may write);
+        ``again`` when a graph replay has just run its launch anew."""
         for index, arr in rec.reads() if hasattr(rec, "reads") else ():
-            self.reads.add(hazards.memory_range(arr._data), (rec, index, arr))
+            self.reads.add(hazards.memory_range(arr._data), (rec, index, arr), again)
             if getattr(arr, "_exposed", False):
                 rec.checks[index] = hazards.checksum(arr._data)
         hazards.watch(self)
@@ -83,6 +89,7 @@ class Tape:
         recording order. Returns ``{array: tangent}`` for every array the records wrote (an
         array written twice carries the tangent of its last write). Primal arrays are not
         changed."""
+        _not_captured("tape.forward")
         state = {}
         for a, g in pairs(tangents or {}, "forward(tangents=...)", LaunchError):
             state[a] = _tangent_seed(a, g)
@@ -117,11 +124,15 @@ class Tape:
             loss.grad.fill_(1)
         for a, g in pairs(grads or {}, "backward(grads=...)", LaunchError):
             _seed(a, g)
+        graph = capturing()  # as Warp: during a graph capture the adjoints are captured
         for rec in reversed(self.launches):
             for a in rec.arrays:  # as Warp: the gradients backward used are the ones zero() clears
                 if a.grad is not None:
                     self.gradients[a] = a.grad
-            rec.backward()
+            if graph is not None:
+                graph.record(rec.backward)
+            else:
+                rec.backward()
 
     def hvp(self, loss, vectors, return_grad=False, grads=None):
         """Hessian-vector products of the recorded program: ``vectors`` maps input arrays to
@@ -132,6 +143,7 @@ class Tape:
         as in :meth:`backward` (``loss`` None): the Hessian is then that of ``<outputs,
         seeds>``. Forward over reverse on scratch gradients: ``.grad`` is left alone (see
         :mod:`weft.runtime.hvp`)."""
+        _not_captured("tape.hvp")
         from .hvp import hvp
         return hvp(self, loss, vectors, return_grad, grads)
 
@@ -139,6 +151,7 @@ class Tape:
         """The Jacobian of ``outputs`` with respect to ``inputs`` (arrays or lists of them) of
         the recorded program, dense or, with ``sparsity=``, sparse; ``mode`` "rev", "fwd" or
         "auto"; ``envs=N`` for N independent environments (see :mod:`weft.runtime.jacobian`)."""
+        _not_captured("tape.jacobian")
         from .jacobian import jacobian
         return jacobian(self, inputs, outputs, mode, envs, sparsity)
 
@@ -184,6 +197,13 @@ class Tape:
         self.loss = None
         self.reads = hazards.ReadSet()
         hazards.unwatch(self)
+
+
+def _not_captured(what):
+    if capturing() is not None:
+        raise LaunchError(f"{what} returns its results now, so it cannot be part of a graph "
+                          "capture: call it after wp.capture_launch (tape.backward can be "
+                          "captured)")
 
 
 def _seed(a, g):
