@@ -95,3 +95,32 @@ def test_a_volume_from_a_raw_grid_buffer_or_an_address_equals_the_loaded_file():
         wp.Volume(None)
     with pytest.raises(ValueError):
         wp.Volume(wp.array(np.zeros(64, np.uint8), dtype=wp.uint8))
+
+
+def test_the_public_constructors_take_warps_arguments():
+    # load_from_numpy went through allocate without its dtype (a TypeError on every call)
+    dense = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    v = wp.Volume.load_from_numpy(dense, min_world=(1.0, 2.0, 3.0), voxel_size=0.5, bg_value=-1.0,
+                                  device="cpu")
+    host = HostVolume.load_from_numpy(dense, (1.0, 2.0, 3.0), 0.5, -1.0)
+    assert v.dtype is wp.float32
+    np.testing.assert_array_equal(v.values, host.values)
+    np.testing.assert_array_equal(v.tree, host.tree)
+    tiles = wp.array(np.array([[0, 0, 0], [9, 0, 0]], np.int32), dtype=wp.int32)
+    t = wp.Volume.allocate_by_tiles(tiles, voxel_size=0.1, bg_value=wp.vec4d(1.0, 2.0, 3.0, 4.0),
+                                    device="cpu")
+    assert t.dtype is wp.vec4d and t.get_grid_info().type_str == "Vec4d"
+    np.testing.assert_array_equal(t.get_tiles().numpy(), [[0, 0, 0], [8, 0, 0]])
+    a = wp.Volume.allocate([0, 0, 0], [3, 3, 3], 1.0, bg_value=2, device="cpu")
+    assert a.dtype is wp.int32 and a.get_tile_count() == 1
+
+
+def test_del_frees_the_id_once_and_is_harmless_on_a_bare_instance():
+    from weft.geometry import descriptors as D
+    wp.Volume.__new__(wp.Volume).__del__()
+    v = _load("test_grid.nvdb")
+    vid = v.id
+    assert vid in D._LIVE
+    v.__del__()
+    assert vid not in D._LIVE
+    v.__del__()

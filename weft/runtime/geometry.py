@@ -116,10 +116,20 @@ class Volume(_volume.Volume):
 
     @classmethod
     def allocate(cls, min, max, voxel_size, bg_value=0.0, translation=(0.0, 0.0, 0.0),
-                 points_in_world_space=False, device=None):
-        v = super().allocate(min, max, voxel_size, bg_value, translation, points_in_world_space)
-        v.device = _cpu_only(device, "wp.Volume")
-        return v
+                 points_in_world_space=False, device=None, dtype=None):
+        """As Warp's; ``dtype`` (weft's, a NanoVDB type name such as ``"Vec3d"``) overrides the
+        grid type ``bg_value`` implies."""
+        _cpu_only(device, "wp.Volume")
+        return super().allocate(min, max, voxel_size, bg_value, translation,
+                                points_in_world_space, dtype=dtype)
+
+    @classmethod
+    def allocate_by_tiles(cls, tile_points, voxel_size=None, bg_value=0.0,
+                          translation=(0.0, 0.0, 0.0), device=None, transform=None, dtype=None):
+        _cpu_only(device, "wp.Volume")
+        points = tile_points.numpy() if isinstance(tile_points, array) else tile_points
+        return super().allocate_by_tiles(points, voxel_size, bg_value, translation,
+                                         transform=transform, dtype=dtype)
 
     @property
     def id(self):
@@ -128,8 +138,16 @@ class Volume(_volume.Volume):
             self._descriptor = D.Descriptor(D.KIND_VOLUME, [
                 self.tree, self.values, self.xform_f, self.xform_d],
                 [self.gtype, self.channels])
-            weakref.finalize(self, self._descriptor.release)  # the id dies with the volume
+            # the id dies with the volume
+            self._release = weakref.finalize(self, self._descriptor.release)
         return self._descriptor.id
+
+    def __del__(self):
+        """Frees the id now (as Warp's; harmless on an instance that was never initialised, and
+        the id is freed once however often this runs)."""
+        release = self.__dict__.get("_release")
+        if release is not None:
+            release()
 
     # ------------------------------------------------------------ Warp's return types
     @property
