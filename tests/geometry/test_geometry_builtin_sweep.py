@@ -6,9 +6,8 @@ The list of builtins comes from the registry: every name that weft's geometry mo
 primitive, must have a sweep case (or be reached by one) or be listed as not differentiable,
 so a new geometry builtin fails here until the sweep checks it."""
 import os
-import subprocess
-import sys
 
+from tests.walk_runner import run_walk
 from weft.stdlib import geometry, mesh, registry  # noqa: F401 - they fill the registry
 
 from . import geometry_builtin_sweep as sweep
@@ -44,11 +43,5 @@ def test_the_sweep_covers_every_geometry_builtin_of_the_registry():
 
 
 def test_every_differentiable_geometry_builtin_has_exact_derivatives(tmp_path):
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1", WEFT_CACHE_DIR=str(tmp_path))
-    r = subprocess.run([sys.executable, os.path.join(HERE, "geometry_builtin_sweep.py")],
-                       capture_output=True, text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    lines = r.stdout.splitlines()
-    failures = [ln for ln in lines if ln.startswith("FAIL")]
-    assert not failures, "\n".join(failures)
+    lines = run_walk(os.path.join(HERE, "geometry_builtin_sweep.py"), tmp_path)
     assert {ln.split()[1] for ln in lines if ln.startswith("OK")} == set(sweep.CASES)
