@@ -19,7 +19,7 @@ from weft.stdlib import kernel_scope as wp  # noqa: F401  (names looked up in ke
 
 from .. import types as T
 from ..transpiler import ir
-from ..transpiler.exprs import call, const, tup
+from ..transpiler.exprs import call, tup
 from . import registry
 from .registry import builtin, special_form
 
