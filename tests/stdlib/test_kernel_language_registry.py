@@ -8,22 +8,15 @@ dot-product test). A new kernel-language builtin is therefore checked the moment
 is declared (``test_signatures.py`` makes declaring one mandatory).
 """
 import os
-import subprocess
-import sys
 
+from tests.walk_runner import run_walk
 from weft.stdlib import decomp, interp, linalg, noise, quat, spatial
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def test_every_kernel_language_builtin_has_exact_derivatives(tmp_path):
-    env = dict(os.environ, NUMBA_DISABLE_JIT="1", WEFT_CACHE_DIR=str(tmp_path))
-    r = subprocess.run([sys.executable, os.path.join(HERE, "kernel_builtin_walk.py")],
-                       capture_output=True, text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    lines = r.stdout.splitlines()
-    failures = [ln for ln in lines if ln.startswith("FAIL")]
-    assert not failures, "\n".join(failures)
+    lines = run_walk(os.path.join(HERE, "kernel_builtin_walk.py"), tmp_path)
     covered = set(lines[-1].split()[1:])
     public = {n for m in (quat, linalg, interp, noise, decomp, spatial) for n in m.FUNCS}
     no_float_inputs = {"quat_identity", "transform_identity"}

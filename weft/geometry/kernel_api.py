@@ -85,6 +85,20 @@ def geo_vol_sample_grad_d(vid, ux, uy, uz, mode):
     return v, g[0], g[1], g[2]
 
 
+
+def geo_vol_hess_f(vid, ux, uy, uz, mode):
+    """The mixed second derivatives ``(hxy, hxz, hyz)`` of a float32 grid's sample (the
+    derivatives of ``geo_vol_grad_f``; its Hessian's diagonal is zero)."""
+    d = view_i64(vid, VOL_WORDS)
+    return volume_sample_hess_s(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], GRID_FLOAT,
+                                np.float32(0.0), ux, uy, uz, mode)
+
+
+def geo_vol_hess_d(vid, ux, uy, uz, mode):
+    d = view_i64(vid, VOL_WORDS)
+    return volume_sample_hess_s(view_i32(d[3], d[4]), view_f64(d[5], d[6]), d[11], GRID_DOUBLE,
+                                np.float64(0.0), ux, uy, uz, mode)
+
 def geo_vol_jac_v(vid, ux, uy, uz, mode):
     """The index-space Jacobian of a vec3f grid's sample, 9 values row by row (d value_r /
     d uvw_c)."""
@@ -476,7 +490,8 @@ def bind(namespace, target, jit=None, inline_jit=None):
             else inline_jit
         cores.update(mod.compile_for(jit, inl) if jit is not None else _uncompiled(mod))
     ns.update(cores)
-    ns.update({"GRID_DOUBLE": volume_query.GRID_DOUBLE, "GRID_VEC3F": volume_query.GRID_VEC3F,
+    ns.update({"GRID_FLOAT": volume_query.GRID_FLOAT, "GRID_DOUBLE": volume_query.GRID_DOUBLE,
+               "GRID_VEC3F": volume_query.GRID_VEC3F,
                "VOL_WORDS": VOL_WORDS, "HG_WORDS": HG_WORDS, "MESH_WORDS": MESH_WORDS,
                "BVH_WORDS": BVH_WORDS, "PROPS": mesh_winding.PROPS, "TRI_COLS": TRI_COLS,
                "MESH_GRAD": MESH_GRAD, "MESH_TAN": MESH_TAN, "MESH_AVG": MESH_AVG,

@@ -54,7 +54,7 @@ from .volume_traverse import (CLOSEST, CPU_JIT_OPTIONS, F0, F1, FM1, GRID_DOUBLE
                               GRID_FLOAT, GRID_INDEX, GRID_INT32, GRID_INT64, GRID_ONINDEX_MASK,
                               GRID_UINT32, GRID_VEC3D, GRID_VEC3F, GRID_VEC4D, GRID_VEC4F,
                               INT_MIN, LINEAR, vdb_block, vdb_block_in, vdb_cell,
-                              vdb_cell_slots, vdb_data_index, vdb_floor, vdb_grad8,
+                              vdb_cell_slots, vdb_data_index, vdb_floor, vdb_grad8, vdb_hess8,
                               vdb_index_cell, vdb_index_of, vdb_index_read8, vdb_lerp8,
                               vdb_node, vdb_read8, vdb_round, vdb_slot_in, vdb_weights,
                               volume_cell, volume_leaf_slot, volume_slot)
@@ -205,6 +205,16 @@ def volume_sample_grad_s(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     v = vdb_read8(values, 1, 0, c, i, j, k)
     return vdb_lerp8(zero, v, fx, fy, fz), vdb_grad8(zero, v, fx, fy, fz)
 
+
+
+def volume_sample_hess_s(tree, values, gtype, expected, zero, ux, uy, uz, mode):
+    """The mixed second derivatives ``(hxy, hxz, hyz)`` of a scalar grid's LINEAR sample in
+    index space (the derivatives of ``volume_sample_grad_s``'s gradient; zero for CLOSEST,
+    whose gradient is constant zero, and for another grid type)."""
+    if gtype != expected or mode != 1:
+        return zero, zero, zero
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
+    return vdb_hess8(zero, vdb_read8(values, 1, 0, c, i, j, k), fx, fy, fz)
 
 def volume_sample_grad_v3(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     """Value and Jacobian of a 3-vector grid: ``((a, b, c), (9 entries, row-major: row r is
@@ -460,7 +470,7 @@ PORTABLE = volume_traverse.PORTABLE + (
     "volume_lookup_s", "volume_lookup_v3", "volume_lookup_v4", "volume_lookup_f",
     "volume_lookup_d", "volume_lookup_i", "volume_lookup_v", "volume_sample_s",
     "volume_sample_int", "volume_sample_v3", "volume_sample_v4", "volume_sample_f",
-    "volume_sample_d", "volume_sample_i", "volume_sample_v", "volume_sample_grad_s",
+    "volume_sample_d", "volume_sample_i", "volume_sample_v", "volume_sample_grad_s", "volume_sample_hess_s",
     "volume_sample_grad_v3", "volume_sample_grad_f", "volume_corners_s", "volume_corners_v3",
     "volume_store_s", "volume_store_v3", "volume_store_v4", "volume_store_f", "volume_store_i",
     "volume_store_v", "volume_lookup_index", "volume_sample_index_s",

@@ -306,6 +306,19 @@ def vdb_grad8(zero, v, fx, fy, fz):
     return gx, gy, gz
 
 
+
+def vdb_hess8(zero, v, fx, fy, fz):
+    """The mixed second derivatives ``(d2/dxdy, d2/dxdz, d2/dydz)`` of the LINEAR sum (its
+    pure second derivatives are zero: the interpolation is linear along each axis inside a
+    cell), in the scalar type of ``zero``."""
+    ax = zero + (F1 - fx)
+    ay = zero + (F1 - fy)
+    az = zero + (F1 - fz)
+    hxy = (v[0] - v[2] - v[4] + v[6]) * az + (v[1] - v[3] - v[5] + v[7]) * fz
+    hxz = (v[0] - v[1] - v[4] + v[5]) * ay + (v[2] - v[3] - v[6] + v[7]) * fy
+    hyz = (v[0] - v[1] - v[2] + v[3]) * ax + (v[4] - v[5] - v[6] + v[7]) * fx
+    return hxy, hxz, hyz
+
 # ------------------------------------------------------------------------------ index grids
 def vdb_data_index(tree, index_values, gtype, i, j, k):
     """Zero-based voxel-data index of voxel (i, j, k), -1 if none: for index grids the value
@@ -358,7 +371,7 @@ def vdb_index_read8(voxel_data, background, d):
 PORTABLE = (
     "vdb_node", "vdb_block_in", "vdb_block", "vdb_slot_in", "volume_slot", "volume_leaf_slot",
     "vdb_floor", "vdb_round", "vdb_cell", "vdb_cell_slots", "volume_cell", "vdb_weights",
-    "vdb_read8", "vdb_lerp8", "vdb_grad8", "vdb_data_index", "vdb_index_of", "vdb_index_cell",
+    "vdb_read8", "vdb_lerp8", "vdb_grad8", "vdb_hess8", "vdb_data_index", "vdb_index_of", "vdb_index_cell",
     "vdb_index_read8",
 )
 CONSTANTS = ("CLOSEST", "LINEAR", "GRID_FLOAT", "GRID_DOUBLE", "GRID_INT32", "GRID_INT64",

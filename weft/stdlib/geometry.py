@@ -19,7 +19,7 @@ from weft.stdlib import kernel_scope as wp  # noqa: F401  (names looked up in ke
 
 from .. import types as T
 from ..transpiler import ir
-from ..transpiler.exprs import call, const, tup
+from ..transpiler.exprs import call, tup
 from . import registry
 from .registry import builtin, special_form
 
@@ -106,11 +106,20 @@ class volume_sample_v:
         return tup(rows, T.vec3)
 
 
-def _fused_sample_grad(name, helper, st):
-    """``(value, gx, gy, gz)`` of a sample in one traversal (a vec4 of the grid's precision):
-    the value differentiates with respect to the sample point through the gradient it carries
-    (``ret``); the gradient components carry no second derivative, as Warp's."""
+def _fused_sample_grad(name, helper, hess_helper, st):
+    """``(value, gx, gy, gz)`` of a sample in one traversal (a vec4 of the grid's precision).
+    Both parts differentiate with respect to the sample point: the value through the gradient
+    it carries (``ret``), the gradient through the mixed second derivatives ``(hxy, hxz,
+    hyz)`` of ``hess_helper`` (the interpolation is linear along each axis, so the Hessian's
+    diagonal is zero; all of it is zero for CLOSEST)."""
     vt = T.vector(4, st)
+
+    def hessian(vid, uvw, mode):
+        h = call(hess_helper, vid, *_xyz(uvw), mode, type_=T.vector(3, st)).atom()
+        return h.comp(0), h.comp(1), h.comp(2)
+
+    def narrow(x):
+        return x if st is T.float32 else call("np.float32", x, type_=T.float32)
 
     @builtin(name, [f"{name}(id: uint64, uvw: vec3, sampling_mode: int32)"],
              _sig("id", "vec3", "int")(vt), public=False)
@@ -118,36 +127,40 @@ def _fused_sample_grad(name, helper, st):
         def primal(vid, uvw, mode):
             return call(helper, vid, *_xyz(uvw), mode, type_=vt)
 
-        def adjoint(vid, uvw, mode, ret, adj):
+        def adjoint(vid, uvw, mode, ret, adj):  # g adj_value + H adj_gradient
             r = ret.atom()
-            a = adj.atom().comp(0)
-            if st is not T.float32:
-                a = call("np.float32", a, type_=T.float32)
-            a = a.atom()
-            g = [r.comp(k) if st is T.float32 else call("np.float32", r.comp(k),
-                                                          type_=T.float32) for k in (1, 2, 3)]
-            return [None, tup([c * a for c in g], T.vec3), None]
+            a = adj.atom()
+            hxy, hxz, hyz = hessian(vid, uvw, mode)
+            rows = ((hxy, 2, hxz, 3), (hxy, 1, hyz, 3), (hxz, 1, hyz, 2))
+            return [None, tup([narrow(r.comp(1 + k) * a.comp(0) + h1 * a.comp(c1) +
+                                      h2 * a.comp(c2))
+                               for k, (h1, c1, h2, c2) in enumerate(rows)], T.vec3), None]
 
-        def tangent(vid, uvw, mode, tvid, tuvw, tmode, ret):
+        def tangent(vid, uvw, mode, tvid, tuvw, tmode, ret):  # (g . t, H t)
             r = ret.atom()
             t = tuvw.atom()
+            hxy, hxz, hyz = hessian(vid, uvw, mode)
             dv = r.comp(1) * t.comp(0) + r.comp(2) * t.comp(1) + r.comp(3) * t.comp(2)
-            z = call(f"np.{T.type_name(st)}", const(0.0, st), type_=st)
-            return tup([dv, z, z, z], vt)
+            return tup([dv, hxy * t.comp(1) + hxz * t.comp(2),
+                        hxy * t.comp(0) + hyz * t.comp(2), hxz * t.comp(0) + hyz * t.comp(1)],
+                       vt)
     return rules
 
 
 _volume_sample_grad_f4 = _fused_sample_grad("_volume_sample_grad_f4",
-                                            "_wk.geo_vol_sample_grad_f", T.float32)
+                                            "_wk.geo_vol_sample_grad_f", "_wk.geo_vol_hess_f",
+                                            T.float32)
 _volume_sample_grad_d4 = _fused_sample_grad("_volume_sample_grad_d4",
-                                            "_wk.geo_vol_sample_grad_d", T.float64)
+                                            "_wk.geo_vol_sample_grad_d", "_wk.geo_vol_hess_d",
+                                            T.float64)
 
 
 def _sample_grad(kind):
     """``volume_sample_grad_f(id, uvw, sampling_mode, grad)`` (and the generic
     ``volume_sample_grad(..., dtype=float32|float64)``): the sample, with its index-space
-    gradient assigned to ``grad``, from one traversal. The sample is differentiable as
-    ``volume_sample_f``; the gradient output carries no second derivative (as Warp's)."""
+    gradient assigned to ``grad``, from one traversal. Both are differentiable with respect to
+    ``uvw``: the sample as ``volume_sample_f``, the gradient through the interpolation's
+    second derivatives (``_fused_sample_grad``)."""
     def lower(ctx, node):
         dtype = T.float32
         for kw in node.keywords:
