@@ -19,6 +19,7 @@ import numpy as np
 from ..geometry import descriptors as D
 from ..geometry import hashgrid as _hashgrid
 from ..geometry import volume as _volume
+from ..geometry.volume_rebuild import VolumeRebuildMixin
 from . import device as _device
 from .array import array
 
@@ -31,9 +32,10 @@ def _cpu_only(device, what):
     return dev
 
 
-class Volume(_volume.Volume):
+class Volume(VolumeRebuildMixin, _volume.Volume):
     """A sparse NanoVDB volume (Warp's ``wp.Volume``): ``load_from_nvdb``, ``load_from_numpy``,
-    ``allocate``, ``allocate_by_tiles``; ``volume.id`` is what kernels take."""
+    ``allocate``, ``allocate_by_tiles``, ``allocate_by_voxels``, ``rebuild``, ``save_to_nvdb``,
+    ``array`` (:mod:`weft.geometry.volume_rebuild`); ``volume.id`` is what kernels take."""
 
     def __reduce__(self):
         from ..serialize import refuse
@@ -64,6 +66,21 @@ class Volume(_volume.Volume):
         v = super().allocate(min, max, voxel_size, bg_value, translation, points_in_world_space)
         v.device = _cpu_only(device, "wp.Volume")
         return v
+
+    def _set_device(self, device):
+        self.device = _cpu_only(device, "wp.Volume")
+
+    def _grid_changed(self):
+        """After a rebuild: the id stays, its descriptor now points at the new arrays."""
+        if getattr(self, "_descriptor", None) is not None:
+            self._descriptor.set([self.tree, self.values, self.xform_f, self.xform_d],
+                                 [self.gtype, self.channels])
+
+    def array(self):
+        """The grid's NanoVDB buffer as a ``wp.array`` of ``uint8`` (a copy, built from the
+        current values)."""
+        from .. import types as T
+        return array(super().array(), dtype=T.uint8, copy=False)
 
     @property
     def id(self):
