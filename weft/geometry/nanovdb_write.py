@@ -107,8 +107,9 @@ class _Buf:
 
 def _column(rows, start, data):
     """Write per-row records ``data`` (N, ...) as bytes into columns from ``start``."""
-    d = np.ascontiguousarray(data)
-    d = d.view(np.uint8).reshape(len(rows), -1)
+    if not len(rows):
+        return
+    d = np.ascontiguousarray(data).view(np.uint8).reshape(len(rows), -1)
     rows[:, start:start + d.shape[1]] = d
 
 
@@ -132,7 +133,7 @@ def _table(rows, off, codes, node_begin, child_begin, child_size, tile_bytes, st
     rel = child_begin + codes[node_i, bit].astype(np.int64) * child_size - \
         (node_begin + node_i.astype(np.int64) * rows.shape[1])
     table[node_i, bit, :8] = rel.astype("<i8").view(np.uint8).reshape(-1, 8)
-    rows[:, off:off + count * stride] = table.reshape(n, -1)
+    _column(rows, off, table)
     return child
 
 
