@@ -104,7 +104,8 @@ def _index_coords(points, grid):
         ijk = points.astype(np.int64)
     else:
         rel = points.astype(np.float32) - grid.vec_f
-        ijk = np.floor(np.matmul(rel, grid.inv_mat_f.T).astype(np.float64) + 0.5)
+        with np.errstate(invalid="ignore", over="ignore"):
+            ijk = np.floor(np.matmul(rel, grid.inv_mat_f.T).astype(np.float64) + 0.5)
         if not np.isfinite(ijk).all():
             return None
     if ijk.size and (ijk.min() < _INT32[0] or ijk.max() > _INT32[1]):
