@@ -190,20 +190,19 @@ def encode_grid(grid, tree, values, leaf_origins=None, leaf_masks=None):
 
     bg = None if index else slot_bytes[-(bg_code + 1)]
     # lower and upper nodes: tables, masks, bboxes (unions of the children's)
-    lower_rows = w.rows(G + lower_at, n_lower, lay.lower_size)
-    child = _table(lower_rows, lay.lower_off_table, lower, G + lower_at, G + leaf_at,
-                   lay.leaf_size, slot_bytes, lay.table_stride, bg)
-    _column(lower_rows, 544, _pack_mask(child))
-    node_i, bit = np.nonzero(child)
-    lower_box = _union(leaf_box[lower[node_i, bit]], node_i, n_lower)
-    _column(lower_rows, 0, lower_box.astype("<i4"))
-    upper_rows = w.rows(G + upper_at, n_upper, lay.upper_size)
-    child = _table(upper_rows, lay.upper_off_table, upper, G + upper_at, G + lower_at,
-                   lay.lower_size, slot_bytes, lay.table_stride, bg)
-    _column(upper_rows, 4128, _pack_mask(child))
-    node_i, bit = np.nonzero(child)
-    upper_box = _union(lower_box[upper[node_i, bit]], node_i, n_upper)
-    _column(upper_rows, 0, upper_box.astype("<i4"))
+    child_box, child_at, child_size = leaf_box, leaf_at, lay.leaf_size
+    for codes, at, node_size, table_off, mask_off in (
+            (lower, lower_at, lay.lower_size, lay.lower_off_table, 544),
+            (upper, upper_at, lay.upper_size, lay.upper_off_table, 4128)):
+        rows = w.rows(G + at, len(codes), node_size)
+        child = _table(rows, table_off, codes, G + at, G + child_at, child_size, slot_bytes,
+                       lay.table_stride, bg)
+        _column(rows, mask_off, _pack_mask(child))
+        node_i, bit = np.nonzero(child)
+        child_box = _union(child_box[codes[node_i, bit]], node_i, len(codes))
+        _column(rows, 0, child_box.astype("<i4"))
+        child_at, child_size = at, node_size
+    upper_box = child_box
 
     # root: bbox, tile count, background, tiles (NanoVDB keys, child offsets or values)
     root = G + root_at
