@@ -10,11 +10,6 @@ from weft.geometry import nanovdb as nv
 V = wp.Volume
 
 
-def _rows(a):
-    a = np.asarray(a)
-    return a[np.lexsort(a.T[::-1])]
-
-
 @wp.kernel
 def _lookup(vol: wp.uint64, ijk: wp.array2d(dtype=wp.int32), out: wp.array(dtype=wp.float32),
             idx: wp.array(dtype=wp.int32)):

@@ -33,9 +33,9 @@ import zlib
 import numpy as np
 
 from .nanovdb_format import (ALIGN, BLIND_META_SIZE, FLAG_BREADTH_FIRST, FLAG_LONG_NAME,
-                             GRID_SIZE, INDEX, INDEX_MASK, INDEX_TYPES, LEAF_COUNT, LOWER_COUNT,
+                             GRID_SIZE, INDEX, INDEX_MASK, INDEX_TYPES, LEAF_COUNT,
                              MAGIC_FILE, MAGIC_GRID, MAJOR_VERSION, ON_INDEX_MASK, TREE_SIZE,
-                             UPPER_COUNT, VALUE_TYPES, _align, node_layout)
+                             VALUE_TYPES, _align, node_layout)
 from .nanovdb_tree import tree_parts
 
 __all__ = ["encode_grid", "grid_buffer", "write_nvdb", "world_bbox", "CODECS"]
@@ -44,10 +44,6 @@ CODECS = {"none": 0, "zip": 1, "blosc": 2}
 FLAG_HAS_BBOX = 1 << 1
 WRITE_VERSION = (MAJOR_VERSION << 21) | (8 << 10)     # 32.8.0, as Warp 1.19's builder
 _EMPTY_BBOX = np.array([2**31 - 1] * 3 + [-2**31] * 3, np.int64)
-
-
-def _version_word(v):
-    return (v[0] << 21) | (v[1] << 10) | v[2]
 
 
 # ------------------------------------------------------------------------------ bboxes
