@@ -53,7 +53,8 @@ SELECTED = [
 # Files of the other issues (geometry, ...), run only when a -k selects them
 EXTRA = ["geometry.test_mesh", "geometry.test_mesh_query_point", "geometry.test_mesh_query_ray",
          "geometry.test_mesh_query_aabb", "geometry.test_bvh", "geometry.test_hash_grid",
-         "geometry.test_volume", "test_launch", "test_array_subclass", "test_tape"]
+         "geometry.test_volume", "geometry.test_volume_write", "test_launch",
+         "test_array_subclass", "test_tape"]
 
 
 def real_tests_dir(py):

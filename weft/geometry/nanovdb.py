@@ -117,6 +117,7 @@ class NanoVDBGrid:
     leaf_masks: np.ndarray    # (leaves, 8) uint64: active-voxel masks (bit n of word n >> 6)
     blind_data: list = field(default_factory=list)
     file_info: FileGridInfo | None = None
+    raw: bytes | None = field(default=None, repr=False)   # the grid's bytes (for saving)
 
     @property
     def type_str(self):
@@ -329,7 +330,7 @@ def decode_grid(data, file_info=None):
         mat_f=mat_f.reshape(3, 3), inv_mat_f=inv_f.reshape(3, 3), vec_f=vec_f,
         mat_d=mat_d.reshape(3, 3), inv_mat_d=inv_d.reshape(3, 3), vec_d=vec_d,
         world_bbox=world_bbox, voxel_size=voxel_size, blind_data=blind, file_info=file_info,
-        **tree)
+        raw=bytes(r.buf), **tree)
 
 
 def _blind_data(r, offset, count, grid_size):

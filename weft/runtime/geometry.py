@@ -19,6 +19,7 @@ import numpy as np
 from ..geometry import descriptors as D
 from ..geometry import hashgrid as _hashgrid
 from ..geometry import volume as _volume
+from ..geometry.volume_rebuild import VolumeRebuildMixin
 from . import device as _device
 from .array import array
 
@@ -60,9 +61,10 @@ def _grid_bytes(data):
                     f"(or bytes), got {type(data).__name__}")
 
 
-class Volume(_volume.Volume):
+class Volume(VolumeRebuildMixin, _volume.Volume):
     """A sparse NanoVDB volume (Warp's ``wp.Volume``): ``load_from_nvdb``, ``load_from_numpy``,
-    ``allocate``, ``allocate_by_tiles``, ``wp.Volume(data)`` for a raw grid buffer;
+    ``allocate``, ``allocate_by_tiles``, ``allocate_by_voxels``, ``rebuild``, ``save_to_nvdb``,
+    ``array`` (:mod:`weft.geometry.volume_rebuild`), ``wp.Volume(data)`` for a raw grid buffer;
     ``volume.id`` is what kernels take."""
 
     def __reduce__(self):
@@ -123,13 +125,20 @@ class Volume(_volume.Volume):
         return super().allocate(min, max, voxel_size, bg_value, translation,
                                 points_in_world_space, dtype=dtype)
 
-    @classmethod
-    def allocate_by_tiles(cls, tile_points, voxel_size=None, bg_value=0.0,
-                          translation=(0.0, 0.0, 0.0), device=None, transform=None, dtype=None):
-        _cpu_only(device, "wp.Volume")
-        points = tile_points.numpy() if isinstance(tile_points, array) else tile_points
-        return super().allocate_by_tiles(points, voxel_size, bg_value, translation,
-                                         transform=transform, dtype=dtype)
+    def _set_device(self, device):
+        self.device = _cpu_only(device, "wp.Volume")
+
+    def _grid_changed(self):
+        """After a rebuild: the id stays, its descriptor now points at the new arrays."""
+        if getattr(self, "_descriptor", None) is not None:
+            self._descriptor.set([self.tree, self.values, self.xform_f, self.xform_d],
+                                 [self.gtype, self.channels])
+
+    def array(self):
+        """The grid's NanoVDB buffer as a ``wp.array`` of ``uint8`` (a copy, built from the
+        current values)."""
+        from .. import types as T
+        return array(super().array(), dtype=T.uint8, copy=False)
 
     @property
     def id(self):
