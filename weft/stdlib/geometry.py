@@ -7,7 +7,7 @@ Each primitive calls a ``_wk.geo_*`` helper (:mod:`weft.geometry.kernel_api`), w
 object's descriptor and runs the query core. Derivatives, as Warp: a sample is differentiable
 with respect to the sample point (the index-space gradient or Jacobian of the trilinear
 interpolation; zero for CLOSEST); lookups, stores, ids, indices and queries carry none. A hash
-grid query is a value of type ``wp.hash_grid_query_t`` (16 int64: found, index, the grid's id
+grid query is a value of type ``wp.HashGridQuery[dtype]`` (16 int64: found, index, the grid's id
 and the core's iteration state) that ``hash_grid_query_next(query, index)`` advances, rebinding
 both variables (so loops carry them, and adjoints replay them).
 """
