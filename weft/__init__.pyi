@@ -515,12 +515,12 @@ class Device:
 
 
 class Graph:
-    def __init__(self: _Any, device: _Any) -> None: ...
+    def __init__(self: _Any, device: _Any, apic: _Any = ...) -> None: ...
     def __getattr__(self, name: _b.str) -> _Any: ...
 
 
 class HashGrid:
-    def __init__(self: _Any, dim_x: _Any, dim_y: _Any, dim_z: _Any, device: _Any = ...) -> None: ...
+    def __init__(self: _Any, dim_x: _Any, dim_y: _Any, dim_z: _Any, device: _Any = ..., dtype: _Any = ...) -> None: ...
     def __getattr__(self, name: _b.str) -> _Any: ...
 
 
@@ -878,8 +878,12 @@ def hash_grid_point_id(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def hash_grid_query(*args: _Any, **kwargs: _Any) -> _Any:
-    """hash_grid_query(id: uint64, point: vec3, max_dist: float32) -> hash_grid_query_t
-hash_grid_query(id: uint64, point: vec3, max_dist: float32, group: int32) -> hash_grid_query_t"""
+    """hash_grid_query(id: uint64, point: vec3h, max_dist: float16) -> HashGridQuery[float16]
+hash_grid_query(id: uint64, point: vec3h, max_dist: float16, group: int32) -> HashGridQuery[float16]
+hash_grid_query(id: uint64, point: vec3f, max_dist: float32) -> HashGridQuery[float32]
+hash_grid_query(id: uint64, point: vec3f, max_dist: float32, group: int32) -> HashGridQuery[float32]
+hash_grid_query(id: uint64, point: vec3d, max_dist: float64) -> HashGridQuery[float64]
+hash_grid_query(id: uint64, point: vec3d, max_dist: float64, group: int32) -> HashGridQuery[float64]"""
 
 
 def hash_grid_query_next(*args: _Any, **kwargs: _Any) -> _Any:

@@ -266,18 +266,51 @@ def composite_named(name):
     return None
 
 
-def query_type(name, words=16):
+def query_type(name, words=16, attrs=None):
     """A distinct type for the iteration state of a geometry query (``wp.hash_grid_query_t``,
     ``wp.mesh_query_aabb_t``, ...): laid out as a vector of ``words`` int64 (kernels copy and
     carry it like one), but a type of its own, so that ``for i in query`` finds the query's
-    own step (``weft.stdlib.registry.ITERATORS``)."""
+    own step (``weft.stdlib.registry.ITERATORS``). ``attrs``: more class attributes (used
+    when the type is first made)."""
     key = ("query", name)
     cls = _COMPOSITES.get(key)
     if cls is None:
         cls = _COMPOSITES[key] = type(name, (Composite,), {
             "_shape_": (words,), "_length_": words, "_wp_scalar_type_": int64,
-            "_wp_kind_": "vector", "_wp_generic_type_str_": "vec_t", "__module__": "weft.types"})
+            "_wp_kind_": "vector", "_wp_generic_type_str_": "vec_t", "__module__": "weft.types",
+            **(attrs or {})})
     return cls
+
+
+#: the hash-grid query type of each point precision (Warp's hash_grid_query_h/_f/_d)
+_HASH_GRID_QUERY_NAMES = {"float16": "hash_grid_query_h", "float32": "hash_grid_query_t",
+                          "float64": "hash_grid_query_d"}
+
+
+def hash_grid_query_type(dtype):
+    """The type of a ``wp.hash_grid_query`` over points of scalar ``dtype`` (float16, float32
+    or float64), as Warp's ``wp.types.hash_grid_query_type``; also ``wp.HashGridQuery[dtype]``
+    in annotations::
+
+        >>> hash_grid_query_type(float64) is HashGridQuery[float64]
+        True
+    """
+    try:
+        t = as_scalar_type(dtype)
+    except TypeError:
+        t = None
+    name = _HASH_GRID_QUERY_NAMES.get(getattr(t, "__name__", None))
+    if name is None:
+        raise TypeError(f"Unsupported dtype {dtype} for HashGridQuery. Supported types: "
+                        "float16, float32, float64")
+    return query_type(name, attrs={
+        "_wp_query_dtype_": t, "_wp_public_name_": "HashGridQuery",
+        "__class_getitem__": classmethod(lambda cls, d: hash_grid_query_type(d))})
+
+
+def type_is_hash_grid_query(t):
+    """Whether ``t`` is a hash-grid query type (of any precision)."""
+    return isinstance(t, type) and getattr(t, "_wp_public_name_", None) == "HashGridQuery"
 
 
 def _generic_dtype(dtype):

@@ -306,6 +306,48 @@ def type_repr(t):
     return f"{t.__module__}.{name}"
 
 
+def type_str(t):
+    """A type rendered as an annotation, as Warp's ``warp._src.context.type_str``: ``float32``,
+    ``vec3f``, ``Vector[float32, Literal[5]]``, ``Array[vec3f]``, ``tuple[int32, float32]``,
+    ``HashGridQuery`` (a hash-grid query of any precision)."""
+    if t is None:
+        return "None"
+    if t is typing.Any:
+        return "Any"
+    if isinstance(t, builtins.int) and not isinstance(t, builtins.bool):
+        return f"Literal[{t}]"
+    if isinstance(t, (builtins.list, builtins.tuple)):
+        return "tuple[" + ", ".join(map(type_str, t)) + "]"
+    if isinstance(t, T.TupleType):
+        return type_str(t.types)
+    at = t if isinstance(t, T.ArrayType) else getattr(t, "_weft_array_type_", None)
+    if at is None and _is_array_object(t):
+        at = t
+    if at is not None:
+        return f"Array[{type_str(at.dtype)}]"
+    if T.type_is_hash_grid_query(t):
+        return t._wp_public_name_
+    if T.is_composite(t) and not getattr(t, "_wp_generic_", False):
+        scalar, kind, shape = T.scalar_of(t), t._wp_kind_, t._shape_
+        short, fl = _SHORT.get(scalar), T.is_float(scalar) and scalar is not T.bfloat16
+        # Warp's named types: vec2-4 of every scalar, square 2-4 and 6 matrices, 6-vectors,
+        # quaternions and transforms of the float types
+        if kind == "vector" and short and 2 <= shape[0] <= 4:
+            return f"vec{shape[0]}{short}"
+        if fl and shape in ((6,), (6, 6)):
+            return f"spatial_{kind}{short}"
+        if fl and (kind in ("quaternion", "transformation") or
+                   shape[0] == shape[-1] and 2 <= shape[0] <= 4):
+            return type_repr(t)
+        s = type_str(scalar)
+        if kind == "vector":
+            return f"Vector[{s}, Literal[{shape[0]}]]"
+        if kind == "matrix":
+            return f"Matrix[{s}, Literal[{shape[0]}], Literal[{shape[1]}]]"
+        return f"{kind.capitalize()}[{s}]"
+    return getattr(t, "__name__", repr(t))
+
+
 _SHORT = {T.float16: "h", T.float32: "f", T.float64: "d", T.int8: "b", T.int16: "s",
           T.int32: "i", T.int64: "l", T.uint8: "ub", T.uint16: "us", T.uint32: "ui",
           T.uint64: "ul"}

@@ -35,9 +35,12 @@ jit_query = numba.njit(cache=False)(loop_query)
 def run_queries(hq, grid, q, r, group=0, filt=0, compiled=True):
     out = np.full((len(q), MAX_CAND), -1, np.int32)
     counts = np.zeros(len(q), np.int64)
-    name = "hash_grid_query" if grid.dtype == np.float32 else "hash_grid_query_d"
-    args = (*grid.arrays(), grid.cell_width_inv, q, grid.dtype.type(r), group, filt, out,
-            counts)
+    name = {np.float32: "hash_grid_query", np.float64: "hash_grid_query_d",
+            np.float16: "hash_grid_query_h"}[grid.dtype.type]
+    inv, r = grid.cell_width_inv, grid.dtype.type(r)
+    if grid.dtype == np.float16:  # the half cores take halves held as float32
+        inv, q, r = np.float32(inv), q.astype(np.float32), np.float32(r)
+    args = (*grid.arrays(), inv, q, r, group, filt, out, counts)
     if compiled:
         jit_query(hq[name], hq["hash_grid_query_next"], *args)
     else:
@@ -83,16 +86,19 @@ def _cell_of(g, p):
     return m[:, 2] * g.dim_x * g.dim_y + m[:, 1] * g.dim_x + m[:, 0]
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64])
 @pytest.mark.parametrize("seed", range(4))
-def test_against_brute_force(hq, seed):
+def test_against_brute_force(hq, seed, dtype):
+    """Every precision: cells and visited cells computed by numpy in the grid's own arithmetic
+    (numpy's float16 operations round each result to half, as Warp's ``half``)."""
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 3000))
     dims = tuple(int(d) for d in rng.integers(1, 24, 3))
     scale = float(rng.uniform(0.5, 20))
-    pts = (rng.uniform(-1, 1, (n, 3)) * scale).astype(np.float32)
+    pts = (rng.uniform(-1, 1, (n, 3)) * scale).astype(dtype)
     pts[rng.integers(0, n, n // 10)] = pts[0]              # duplicates
     radius = float(rng.uniform(0.05, 3.0))
-    g = HashGrid(*dims)
+    g = HashGrid(*dims, dtype=dtype)
     g.build(pts, radius)
     # the build: a stable sort of the points by cell
     cells = _cell_of(g, pts)
@@ -104,17 +110,19 @@ def test_against_brute_force(hq, seed):
     empty = np.setdiff1d(np.arange(g.n_cells), cells)
     assert np.all(g.cell_starts[empty] == 0) and np.all(g.cell_ends[empty] == 0)
     # the queries
-    q = np.concatenate([pts[:50], (rng.uniform(-1.5, 1.5, (50, 3)) * scale)]).astype(np.float32)
-    qr = float(rng.uniform(0.0, 2.5 * radius))
+    q = np.concatenate([pts[:50], (rng.uniform(-1.5, 1.5, (50, 3)) * scale)]).astype(dtype)
+    qr = float(dtype(rng.uniform(0.0, 2.5 * radius)))
+    # half rounding of coordinates near 2 * scale moves cell bounds by a few of their ulps
+    tol = 4 * float(np.spacing(np.float16(2 * scale + 2 * qr))) if dtype == np.float16 else 0
     counts, seqs = run_queries(hq, g, q, qr)
     for t in range(len(q)):
         cand = seqs[t]
         assert len(np.unique(cand)) == len(cand)             # no cell visited twice
         d = np.linalg.norm(pts.astype(np.float64) - q[t], axis=1)
-        within = np.nonzero(d <= qr * (1 - 1e-6))[0]
+        within = np.nonzero(d <= qr * (1 - 1e-6) - tol)[0]
         assert set(within) <= set(cand.tolist())
-        lo = np.floor(((q[t] - np.float32(qr)) * g.cell_width_inv).astype(np.float64))
-        hi = np.floor(((q[t] + np.float32(qr)) * g.cell_width_inv).astype(np.float64))
+        lo = np.floor(((q[t] - dtype(qr)) * g.cell_width_inv).astype(np.float64))
+        hi = np.floor(((q[t] + dtype(qr)) * g.cell_width_inv).astype(np.float64))
         dims_a = np.array(dims)
         hi = np.where(hi - lo >= dims_a, lo + dims_a - 1, hi)
         xs, ys, zs = (np.arange(lo[k], hi[k] + 1).astype(np.int64) % dims_a[k] for k in range(3))

@@ -120,3 +120,21 @@ def test_generic_annotations_print():
 def test_bfloat16_is_refused():
     with pytest.raises(TypeError, match="bfloat16"):
         wp.zeros(3, dtype=wp.bfloat16)
+
+
+def test_type_str_renders_annotations_as_warp():
+    """``weft.typeinfo.type_str``: Warp's ``type_str`` (values checked against Warp 1.19)."""
+    from weft.typeinfo import type_str
+    cases = [(None, "None"), (typing.Any, "Any"), (3, "Literal[3]"), (wp.float32, "float32"),
+             (wp.vec3f, "vec3f"), (wp.vec2ub, "vec2ub"), (wp.mat22d, "mat22d"),
+             (wp.quath, "quath"), (wp.transformf, "transformf"),
+             (wp.spatial_vector, "spatial_vectorf"), (wp.spatial_matrixd, "spatial_matrixd"),
+             (T.vector(5, wp.float32), "Vector[float32, Literal[5]]"),
+             (T.matrix((2, 3), wp.float32), "Matrix[float32, Literal[2], Literal[3]]"),
+             (T.matrix((5, 6), wp.float64), "Matrix[float64, Literal[5], Literal[6]]"),
+             (wp.array(dtype=wp.vec3), "Array[vec3f]"),
+             ((wp.int32, wp.float32), "tuple[int32, float32]"),
+             (wp.HashGridQuery, "HashGridQuery"),
+             (wp.HashGridQuery[wp.float16], "HashGridQuery"),
+             (wp.HashGridQuery[wp.float64], "HashGridQuery")]
+    assert [type_str(t) for t, _ in cases] == [want for _, want in cases]

@@ -46,6 +46,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from ..stdlib._portable import f2h, h2f
+
 #: Numba options for compiling these cores for the CPU: ``numba.njit(**CPU_JIT_OPTIONS)``.
 #: ``_nrt=False`` because the cores allocate nothing: with Numba's reference counting on, every
 #: call increments and decrements the count of each array argument (atomic operations on a
@@ -162,6 +164,31 @@ def hash_grid_query_d(grid, keys, inv, px, py, pz, radius, group, filt):
                           hg_cell_coord((y + r) * w), hg_cell_coord((z + r) * w), group, filt)
 
 
+def hg_half(x):
+    """``x`` rounded to float16, as a float32 (half arithmetic: a float32 sum or product of
+    halves rounded once to half is the half result, float32 having more than 2 * 11 + 1
+    bits)."""
+    return h2f(f2h(x))
+
+
+def hg_half_coord(a, b, w):
+    """Warp's float16 ``hash_grid_cell_coord((a + b) * w)``, each operation in half."""
+    return hg_cell_coord(hg_half(hg_half(a + b) * w))
+
+
+def hash_grid_query_h(grid, keys, inv, px, py, pz, radius, group, filt):
+    """``hash_grid_query`` on a float16 grid: every operation rounded to half, as Warp's
+    ``half`` arithmetic (``inv`` the half 1 / cell width, as float32)."""
+    x = hg_half(np.float32(px))
+    y = hg_half(np.float32(py))
+    z = hg_half(np.float32(pz))
+    r = hg_half(np.float32(radius))
+    w = np.float32(inv)
+    return hg_query_begin(grid, keys, hg_half_coord(x, -r, w), hg_half_coord(y, -r, w),
+                          hg_half_coord(z, -r, w), hg_half_coord(x, r, w),
+                          hg_half_coord(y, r, w), hg_half_coord(z, r, w), group, filt)
+
+
 def hg_advance(grid, keys, state):
     """The next non-empty cell of a query whose current cell is exhausted."""
     x0, y0, z0, x1, y1, z1, x, y, z, cur, end, group, filt = state
@@ -208,9 +235,10 @@ def hash_grid_point_id(grid, index):
 #: the 13-int state and the arrays made a neighbour count twice as slow on the CPU
 INLINE = ("hash_grid_query_next", "hg_advance")
 
-PORTABLE = ("hg_cell_coord", "hg_cell_index", "hg_point_cell", "hg_lower_bound",
+PORTABLE = ("f2h", "h2f", "hg_cell_coord", "hg_cell_index", "hg_point_cell", "hg_lower_bound",
             "hg_cell_range", "hg_query_end", "hg_query_begin", "hash_grid_query",
-            "hash_grid_query_d", "hg_advance", "hash_grid_query_next", "hash_grid_point_id")
+            "hash_grid_query_d", "hg_half", "hg_half_coord", "hash_grid_query_h", "hg_advance",
+            "hash_grid_query_next", "hash_grid_point_id")
 
 
 def compile_for(jit, inline_jit=None):
@@ -237,6 +265,13 @@ def compile_cpu(cache=False):
 
 # ------------------------------------------------------------------------------ host build
 _cell_coord = numba.njit(cache=True, nogil=True, inline="always")(hg_cell_coord)
+_f2h = numba.njit(cache=True, nogil=True, inline="always")(f2h)
+_h2f = numba.njit(cache=True, nogil=True, inline="always")(h2f)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _half(x):
+    return _h2f(_f2h(x))
 _cell_index = numba.njit(cache=True, nogil=True, inline="always")(hg_cell_index)
 
 
@@ -254,12 +289,13 @@ def _fast_coord(v):
 # region is implicit (no array creation inside these functions: Numba parallelises it).
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _start(points, inv, dim_x, dim_y, dim_z, groups, keys, ids, shift, bits, hist, grid,
+def _start(points, inv, half, dim_x, dim_y, dim_z, groups, keys, ids, shift, bits, hist, grid,
            point_cells, n_prev):
     """One region: reset the cells the previous build filled (its ``point_cells``; the table
     starts zeroed, so a rebuild costs O(points), not O(cells)), compute each point's key (its
     cell, ``<< 32 | uint32(group)`` with groups) and id, and each chunk's histogram of the
-    first radix digit."""
+    first radix digit. ``half``: float16 points (given as float32), products rounded to
+    half."""
     n = points.shape[0]
     nchunks = hist.shape[0]
     grouped = groups.shape[0] > 0
@@ -275,9 +311,14 @@ def _start(points, inv, dim_x, dim_y, dim_z, groups, keys, ids, shift, bits, his
         for d in range(hist.shape[1]):
             hist[t, d] = 0
         for i in range(t * step, min(n, (t + 1) * step)):
-            x = _fast_coord(points[i, 0] * inv)
-            y = _fast_coord(points[i, 1] * inv)
-            z = _fast_coord(points[i, 2] * inv)
+            if half:
+                x = _fast_coord(_half(points[i, 0] * inv))
+                y = _fast_coord(_half(points[i, 1] * inv))
+                z = _fast_coord(_half(points[i, 2] * inv))
+            else:
+                x = _fast_coord(points[i, 0] * inv)
+                y = _fast_coord(points[i, 1] * inv)
+                z = _fast_coord(points[i, 2] * inv)
             c = np.int64(_cell_index(dim_x, dim_y, dim_z, x, y, z))
             if grouped:
                 c = (c << 32) | (np.int64(groups[i]) & 0xFFFFFFFF)
@@ -353,7 +394,7 @@ def _digit_passes(lo_bit, hi_bit):
 
 
 class HashGrid:
-    """A hash grid of ``dim_x * dim_y * dim_z`` cells over float32 (or float64) points.
+    """A hash grid of ``dim_x * dim_y * dim_z`` cells over float16, float32 or float64 points.
 
     ``grid`` (int32) holds everything the queries read: ``[dim_x, dim_y, dim_z, num_points,
     capacity, sorted point ids (capacity), then per cell its [start, end) (2 * cells)]``;
@@ -370,8 +411,8 @@ class HashGrid:
             raise RuntimeError(f"Hash grid cell count exceeds supported limit: "
                                f"{dims[0]} * {dims[1]} * {dims[2]} > {MAX_CELL_COUNT}")
         self.dtype = np.dtype(dtype)
-        if self.dtype not in (np.float32, np.float64):
-            raise TypeError("HashGrid supports float32 and float64 points")
+        if self.dtype not in (np.float16, np.float32, np.float64):
+            raise TypeError("HashGrid supports float16, float32 and float64 points")
         self.dim_x, self.dim_y, self.dim_z = dims
         self.n_cells = dims[0] * dims[1] * dims[2]
         self.cell_width = self.dtype.type(0)
@@ -441,6 +482,10 @@ class HashGrid:
         k0, k1, v0, v1, keys = (b[:n] for b in self._scratch)
         self.cell_width = self.dtype.type(radius)
         self.cell_width_inv = self.dtype.type(1) / self.cell_width
+        half = self.dtype == np.float16
+        if half:  # the build computes with halves held as float32
+            pts = pts.astype(np.float32)
+        inv = np.float32(self.cell_width_inv) if half else self.cell_width_inv
         grp = groups if groups is not None else np.zeros(0, np.int32)
         passes = _digit_passes(32, 32 + max(1, (self.n_cells - 1).bit_length()))
         if groups is None:
@@ -452,7 +497,7 @@ class HashGrid:
         hist = np.empty((nchunks, 1 << DIGIT_BITS), np.int64)
         for p, (shift, bits) in enumerate(passes):
             if p == 0:
-                _start(pts, self.cell_width_inv, self.dim_x, self.dim_y, self.dim_z, grp, k0,
+                _start(pts, inv, half, self.dim_x, self.dim_y, self.dim_z, grp, k0,
                        v0, shift, bits, hist, self.grid, self._cells, self._n_prev)
             else:
                 _histogram(k0, shift, bits, hist)

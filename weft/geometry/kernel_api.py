@@ -24,7 +24,7 @@ from .mesh_query import TRI_COLS
 
 # descriptor words (see weft.runtime.geometry for the objects that fill them)
 VOL_WORDS = HEADER + 2 * 4 + 2      # tree, values, xform_f, xform_d; gtype, channels
-HG_WORDS = HEADER + 2 * 2 + 2       # grid, point keys; is float64, 1 / cell width (bits)
+HG_WORDS = HEADER + 2 * 2 + 2       # grid, point keys; 0/1/2: float32/64/16, 1 / cell width
 # points, indices, bounds, links, prims, tris, props, velocities; average edge length (bits);
 # the addresses of the gradient and tangent buffers of the points and velocities (0: none)
 MESH_WORDS = HEADER + 2 * 8 + 1 + 4
@@ -194,8 +194,11 @@ def geo_hg_query(gid, px, py, pz, radius, group, filt):
     if d[7] == 0:
         s = hash_grid_query(grid, keys, np.float32(bits_float(d[8])), px, py, pz, radius, group,
                             filt)
-    else:
+    elif d[7] == 1:
         s = hash_grid_query_d(grid, keys, bits_float(d[8]), px, py, pz, radius, group, filt)
+    else:  # 2: float16 points
+        s = hash_grid_query_h(grid, keys, np.float32(bits_float(d[8])), px, py, pz, radius,
+                              group, filt)
     return (np.int64(0), np.int64(-1), np.int64(gid), s[0], s[1], s[2], s[3], s[4], s[5], s[6],
             s[7], s[8], s[9], s[10], s[11], s[12])
 

@@ -220,49 +220,116 @@ class Volume(VolumeRebuildMixin, _volume.Volume):
 
 
 class HashGrid:
-    """Warp's ``wp.HashGrid(dim_x, dim_y, dim_z, device=None)``: bucket points into cells for
-    neighbour queries in kernels (``wp.hash_grid_query``)."""
+    """Warp's ``wp.HashGrid(dim_x, dim_y, dim_z, device=None, dtype=None)``: bucket points of
+    ``dtype`` float16, float32 (the default) or float64 into cells for neighbour queries in
+    kernels (``wp.hash_grid_query``), optionally partitioned by an int32 group per point::
+
+        grid = wp.HashGrid(64, 64, 64, dtype=wp.float64)
+        grid.build(points, radius, groups=env_ids)   # points: wp.array(dtype=wp.vec3d)
+    """
 
     def __reduce__(self):
         from ..serialize import refuse
         refuse(self, "its id is an address in this process; send the arrays it is built "
                "from and build it where it is used")
 
-    def __init__(self, dim_x, dim_y, dim_z, device=None):
+    def __new__(cls, *args, **kwargs):
+        obj = super().__new__(cls)
+        obj._descriptor = None  # __del__ works on an object __init__ never ran on (as Warp)
+        return obj
+
+    def __init__(self, dim_x, dim_y, dim_z, device=None, dtype=None):
+        from .. import types as T
+        vec = {T.float16: T.vec3h, T.float32: T.vec3f, T.float64: T.vec3d}
+        dtype = T.float32 if dtype is None else dtype
+        if dtype not in vec:
+            raise TypeError(f"Unsupported dtype {dtype} for HashGrid. Supported types: "
+                            "float16, float32, float64")
+        self.dtype = dtype
+        self._vec_type = vec[dtype]
         self.device = _cpu_only(device, "wp.HashGrid")
-        self._grid = _hashgrid.HashGrid(dim_x, dim_y, dim_z, np.float32)
+        self._grid = _hashgrid.HashGrid(dim_x, dim_y, dim_z, np.dtype(dtype._np_))
         self._descriptor = D.Descriptor(D.KIND_HASH_GRID, list(self._grid.arrays()),
-                                        [0, D.float_bits(0.0)])
-        weakref.finalize(self, self._descriptor.release)
+                                        [self._code(), D.float_bits(0.0)])
+        self._release = weakref.finalize(self, self._descriptor.release)
         self.reserved = False
+        self.groups = None
+
+    def __del__(self):
+        release = self.__dict__.get("_release")
+        if release is not None:
+            release()
 
     @property
     def id(self):
-        return self._descriptor.id
+        """The ``uint64`` kernels take (None for an object that was never initialised)."""
+        return None if self._descriptor is None else self._descriptor.id
+
+    def _code(self):
+        """The descriptor's precision word (``weft.geometry.kernel_api.geo_hg_query``)."""
+        return {np.float32: 0, np.float64: 1, np.float16: 2}[self._grid.dtype.type]
 
     def _refresh(self):
-        g = self._grid
-        self._descriptor.set(list(g.arrays()),
-                             [1 if g.dtype == np.float64 else 0,
-                              D.float_bits(float(g.cell_width_inv))])
+        self._descriptor.set(list(self._grid.arrays()),
+                             [self._code(), D.float_bits(float(self._grid.cell_width_inv))])
 
-    def reserve(self, num_points):
-        self._grid.reserve(num_points)
+    def reserve(self, num_points, with_groups=False):
+        """Keep buffers for ``num_points`` points, so that builds of up to that many allocate
+        nothing (not during a graph capture, as Warp on the CPU)."""
+        from .graph import capturing
+        if capturing() is not None:
+            raise NotImplementedError("HashGrid.reserve() cannot be called during CPU graph "
+                                      "capture; reserve before capture")
+        self._grid.reserve(num_points, with_groups)
         self.reserved = True
         self._refresh()
 
-    def build(self, points, radius):
-        """Bucket ``points`` (a ``wp.array`` of vec3 or vec3d, or an (N, 3) numpy array) into
-        cells of width ``radius``."""
+    def build(self, points, radius, groups=None):
+        """Bucket ``points`` (a ``wp.array`` of the grid's vec3 type, any shape; or an (N, 3)
+        numpy array) into cells of width ``radius``; ``groups``: an int32 ``wp.array`` of one
+        group id per point, so that ``hash_grid_query(id, p, r, group)`` visits only that
+        group's points. During a graph capture the build is recorded and runs at each replay
+        on the arrays' contents then."""
+        from .. import types as T
+        from .graph import capturing
+        if isinstance(points, array):
+            if not T.types_equal(points.dtype, self._vec_type):
+                raise TypeError(f"Hash grid points should have type {self._vec_type.__name__}, "
+                                f"got {T.type_repr(points.dtype)}")
+            if points.device != self.device:
+                raise RuntimeError("points must live on the same device as this HashGrid")
+            size = points.size
+        else:
+            data = np.asarray(points)
+            if data.dtype != self._grid.dtype or data.shape[-1:] != (3,):
+                raise TypeError(f"Hash grid points should have type {self._vec_type.__name__}, "
+                                f"got a numpy array of {data.dtype} and shape {data.shape}")
+            size = data.size // 3
+        if not radius > 0.0:
+            raise ValueError(f"Hash grid cell width must be positive, got {radius}")
+        if groups is not None:
+            if getattr(groups, "dtype", None) is not T.int32:
+                raise RuntimeError("groups should be an array of type wp.int32")
+            if groups.device != self.device:
+                raise RuntimeError("groups must live on the same device as this HashGrid")
+            if groups.size != size:
+                raise RuntimeError("groups must have the same length as points")
+        graph = capturing()
+        if graph is not None and getattr(graph, "apic", False):
+            raise NotImplementedError(
+                "HashGrid.build() cannot be used in a saveable APIC capture because HashGrid "
+                "serialization is not yet supported; use apic=False or build outside capture")
+        self.groups = groups
+        self.reserved = True
+        if graph is not None:
+            graph.record(self._build, (points, radius, groups))
+        else:
+            self._build(points, radius, groups)
+
+    def _build(self, points, radius, groups):
         data = points.numpy() if isinstance(points, array) else np.asarray(points)
-        data = np.ascontiguousarray(data).reshape(-1, 3)
-        if data.dtype not in (np.float32, np.float64):
-            raise TypeError(f"HashGrid.build: points must be float32 or float64 vec3, got "
-                            f"{data.dtype}")
-        if data.dtype != self._grid.dtype:
-            old = self._grid
-            self._grid = _hashgrid.HashGrid(old.dim_x, old.dim_y, old.dim_z, data.dtype)
-        self._grid.build(data, radius)
+        grp = None if groups is None else groups.numpy().reshape(-1)
+        self._grid.build(np.ascontiguousarray(data).reshape(-1, 3), radius, groups=grp)
         self._refresh()
 
     @property

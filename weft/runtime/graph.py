@@ -51,8 +51,9 @@ class Graph:
     """A captured sequence of operations (Warp's ``wp.Graph``), replayed by
     ``wp.capture_launch``."""
 
-    def __init__(self, device):
+    def __init__(self, device, apic=False):
         self.device = device
+        self.apic = apic     # a saveable capture: operations that cannot be saved refuse
         self.ops = []        # (callable, arguments or None), in capture order
         self.launches = 0
         self._replay = None  # the generated function running every op, built on first replay
@@ -111,7 +112,7 @@ def capture_begin(device=None, stream=None, force_module_load=None, external=Fal
                   capture_mode=None, apic=False):
     """Start capturing launches and array operations on this thread into a new graph."""
     from .device import get_device
-    _stack().append(Graph(get_device(device)))
+    _stack().append(Graph(get_device(device), apic))
     _open[0] += 1
 
 
@@ -150,6 +151,7 @@ class ScopedCapture:
     def __init__(self, device=None, stream=None, force_module_load=None, external=False,
                  apic=False, capture_mode=None):
         self.device = device
+        self.apic = apic
         self.graph = None
         self.active = False
 
@@ -159,7 +161,7 @@ class ScopedCapture:
                "where it runs")
 
     def __enter__(self):
-        capture_begin(self.device)
+        capture_begin(self.device, apic=self.apic)
         self.active = True
         return self
 

@@ -7,7 +7,7 @@ Each primitive calls a ``_wk.geo_*`` helper (:mod:`weft.geometry.kernel_api`), w
 object's descriptor and runs the query core. Derivatives, as Warp: a sample is differentiable
 with respect to the sample point (the index-space gradient or Jacobian of the trilinear
 interpolation; zero for CLOSEST); lookups, stores, ids, indices and queries carry none. A hash
-grid query is a value of type ``wp.hash_grid_query_t`` (16 int64: found, index, the grid's id
+grid query is a value of type ``wp.HashGridQuery[dtype]`` (16 int64: found, index, the grid's id
 and the core's iteration state) that ``hash_grid_query_next(query, index)`` advances, rebinding
 both variables (so loops carry them, and adjoints replay them).
 """
@@ -24,7 +24,10 @@ from . import registry
 from .registry import builtin, special_form
 
 CLOSEST, LINEAR = 0, 1
-HASH_GRID_QUERY = T.query_type("hash_grid_query_t")
+#: the query type of each point precision (``wp.HashGridQuery[dtype]``); float32's is
+#: ``wp.HashGridQuery`` itself (``wp.hash_grid_query_t``)
+HASH_GRID_QUERIES = {t: T.hash_grid_query_type(t) for t in (T.float16, T.float32, T.float64)}
+HASH_GRID_QUERY = HASH_GRID_QUERIES[T.float32]
 GEOMETRY_ID = T.uint64
 
 
@@ -314,28 +317,39 @@ special_form("volume_store", "volume_store(id, i, j, k, value)")(_generic("store
 
 
 # ------------------------------------------------------------------------------ hash grids
-@builtin("hash_grid_query", ["hash_grid_query(id: uint64, point: vec3, max_dist: float32) -> "
-                             "hash_grid_query_t",
-                             "hash_grid_query(id: uint64, point: vec3, max_dist: float32, "
-                             "group: int32) -> hash_grid_query_t"],
-         lambda ts, attrs=None: HASH_GRID_QUERY if len(ts) in (3, 4) and _is_id(ts[0]) and
-         T.is_vector(ts[1]) and ts[1]._length_ == 3 and T.is_float(ts[2]) and
-         (len(ts) == 3 or T.is_int(ts[3])) else None, differentiable=False)
+def _resolve_query(ts, attrs=None):
+    """``hash_grid_query(id, point, max_dist[, group])``: the query type of the point's
+    precision (vec3h, vec3f or vec3d; ``max_dist`` a float, ``group`` an integer)."""
+    if len(ts) not in (3, 4) or not _is_id(ts[0]) or not T.is_vector(ts[1]) or \
+            ts[1]._length_ != 3 or not T.is_float(ts[2]) or (len(ts) == 4 and
+                                                             not T.is_int(ts[3])):
+        return None
+    return HASH_GRID_QUERIES.get(T.scalar_of(ts[1]))
+
+
+@builtin("hash_grid_query", [f"hash_grid_query(id: uint64, point: {v}, max_dist: {s}{g}) -> "
+                             f"HashGridQuery[{s}]" for s, v in
+                             (("float16", "vec3h"), ("float32", "vec3f"), ("float64", "vec3d"))
+                             for g in ("", ", group: int32")],
+         _resolve_query, differentiable=False)
 class hash_grid_query:
-    """The start of a neighbour query: iterate with ``hash_grid_query_next`` or ``for``."""
+    """The start of a neighbour query: iterate with ``hash_grid_query_next`` or ``for``. With
+    ``group``, only that group's points of a grid built with groups (every point of a grid
+    built without)."""
 
     def primal(gid, p, radius, group=None):
         g = group if group is not None else ir_int(0)
         filt = ir_int(0 if group is None else 1)
-        return call("_wk.geo_hg_query", gid, *_xyz(p), radius, g, filt, type_=HASH_GRID_QUERY)
+        return call("_wk.geo_hg_query", gid, *_xyz(p), radius, g, filt,
+                    type_=HASH_GRID_QUERIES[T.scalar_of(p.type)])
 
 
 @builtin("_hash_grid_next", ["_hash_grid_next(query)"],
-         lambda ts, attrs=None: HASH_GRID_QUERY if len(ts) == 1 and ts[0] == HASH_GRID_QUERY
+         lambda ts, attrs=None: ts[0] if len(ts) == 1 and T.type_is_hash_grid_query(ts[0])
          else None, differentiable=False, public=False)
 class _hash_grid_next:
     def primal(q):
-        return call("_wk.geo_hg_next", q, type_=HASH_GRID_QUERY)
+        return call("_wk.geo_hg_next", q, type_=q.type)
 
 
 def _query_args(node):
@@ -351,7 +365,7 @@ def _lower_next(ctx, node):
                        "the variable that receives the point index")
     qname, iname = node.args[0].id, node.args[1].id
     q = ctx.env.get(qname)
-    if q is None or q.type != HASH_GRID_QUERY:
+    if q is None or not T.type_is_hash_grid_query(q.type):
         raise ctx.fail(node.args[0], f"'{qname}' is not a hash grid query (made by "
                        "wp.hash_grid_query)")
     q2 = ctx.apply("_hash_grid_next", [q], node)
@@ -368,7 +382,8 @@ hash_grid_query_next = special_form(
     assigned=_query_args)(_lower_next)
 
 
-registry.ITERATORS[HASH_GRID_QUERY] = hash_grid_query_next  # for j in <query>: ...
+for _q in HASH_GRID_QUERIES.values():  # for j in <query>: ...
+    registry.ITERATORS[_q] = hash_grid_query_next
 registry.ITERATOR_STARTS.add(hash_grid_query)
 
 

@@ -23,6 +23,10 @@ _src = _types_mod.ModuleType(__name__ + "._src")
 _src.types = _weft.types
 _sys.modules[__name__ + "._src"] = _src
 _sys.modules[__name__ + "._src.types"] = _weft.types
+# and warp._src.context to a namespace of the one name weft has of it (type_str)
+_src.context = _types_mod.ModuleType(__name__ + "._src.context")
+_src.context.type_str = _weft.typeinfo.type_str
+_sys.modules[__name__ + "._src.context"] = _src.context
 
 
 
