@@ -124,3 +124,29 @@ def test_del_frees_the_id_once_and_is_harmless_on_a_bare_instance():
     v.__del__()
     assert vid not in D._LIVE
     v.__del__()
+
+
+def test_a_rebuildable_volume_below_capacity_writes_only_its_voxels_and_tiles():
+    """Warp 1.19: ``get_voxels(out)``/``get_tiles(out)`` write the rows of the voxels and tiles
+    the volume has, not its capacity's (the test_volume_rebuildable pattern)."""
+    v = wp.Volume.allocate_by_voxels(wp.array([[0, 0, 0]], dtype=wp.int32), voxel_size=1.0,
+                                     rebuildable=True, max_active_voxels=4, max_leaf_nodes=4,
+                                     max_lower_nodes=4, max_upper_nodes=4)
+    pts = wp.array([[1, 2, 3], [1, 2, 3], [4, 5, 6], [7, 8, 9]], dtype=wp.int32)
+    v.rebuild(pts, point_mask=wp.array([1, 1, 0, 1], dtype=wp.int32))
+    assert v.get_voxel_count() == 4
+    out = wp.full((4, 3), -999, dtype=wp.int32)
+    v.get_voxels(out=out)
+    rows = out.numpy()
+    written = rows[np.any(rows != -999, axis=1)]
+    np.testing.assert_array_equal(written[np.lexsort(written.T[::-1])], [[1, 2, 3], [7, 8, 9]])
+    assert v.get_voxels().shape == (4, 3)
+    t = wp.Volume.allocate_by_tiles(wp.array([[0, 0, 0]], dtype=wp.int32), voxel_size=1.0,
+                                    bg_value=None, rebuildable=True, max_tiles=4,
+                                    max_lower_nodes=4, max_upper_nodes=4)
+    t.rebuild(wp.array([[8, 0, 0], [0, 16, 0]], dtype=wp.int32))
+    out = wp.full((4, 3), -999, dtype=wp.int32)
+    t.get_tiles(out=out)
+    rows = out.numpy()
+    written = rows[np.any(rows != -999, axis=1)]
+    np.testing.assert_array_equal(written[np.lexsort(written.T[::-1])], [[0, 16, 0], [8, 0, 0]])

@@ -231,20 +231,24 @@ class Volume:
         return self.grid.leaf_origins.copy()
 
     def get_voxels(self):
-        """(voxel_count, 3) int32: the coordinates of each voxel-data index's voxel."""
+        """(voxel_count, 3) int32: the coordinates of each voxel-data index's voxel (zeros for
+        an index no voxel has, as in a rebuildable volume below its capacity)."""
+        idx, ijk = self.voxel_index_rows()
+        out = np.zeros((self.get_voxel_count(), 3), np.int32)
+        out[idx] = ijk
+        return out
+
+    def voxel_index_rows(self):
+        """``(indices, coordinates)`` of the voxels that have a voxel-data index below
+        ``get_voxel_count()``."""
         count = self.get_voxel_count()
         origins = self.grid.leaf_origins.astype(np.int64)
         n = np.arange(512)
         local = np.stack([(n >> 6) & 7, (n >> 3) & 7, n & 7], axis=1)
         ijk = (origins[:, None, :] + local[None]).reshape(-1, 3)
-        if self.is_index:
-            idx = self.values[:len(ijk)]
-        else:
-            idx = np.arange(len(ijk))
-        out = np.zeros((count, 3), np.int32)
+        idx = self.values[:len(ijk)] if self.is_index else np.arange(len(ijk))
         ok = (idx >= 0) & (idx < count)
-        out[idx[ok]] = ijk[ok]
-        return out
+        return idx[ok], ijk[ok]
 
     def get_active_stats(self) -> Volume.ActiveStats:
         g = self.grid

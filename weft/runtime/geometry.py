@@ -174,25 +174,31 @@ class Volume(VolumeRebuildMixin, _volume.Volume):
     def get_tiles(self, out=None):
         """The (tile_count, 3) int32 index-space origins of the tiles (leaves), a ``wp.array``;
         ``out``: a contiguous ``vec3i`` array or (N, 3) int32 array of at least that many rows."""
-        return self._ijk_rows(super().get_tiles(), out, "tile")
+        return self._ijk_rows(super().get_tiles(), out)
 
     def get_voxels(self, out=None):
-        """The (voxel_count, 3) int32 coordinates of each voxel-data index, a ``wp.array``."""
-        return self._ijk_rows(super().get_voxels(), out, "voxel")
+        """The (voxel_count, 3) int32 coordinates of each voxel-data index, a ``wp.array``;
+        with ``out``, only the rows of indices some voxel has are written (as Warp)."""
+        idx, ijk = self.voxel_index_rows()
+        return self._ijk_rows(ijk, out, self.get_voxel_count(), idx)
 
-    def _ijk_rows(self, rows, out, what):
+    def _ijk_rows(self, rows, out, count=None, at=None):
+        """``rows`` at row indices ``at`` (default: 0, 1, ...) of ``out`` or of a new (count, 3)
+        int32 array of zeros."""
         from .. import types as T
+        count = len(rows) if count is None else count
+        at = slice(0, len(rows)) if at is None else at
         if out is None:
-            return array(rows, dtype=T.int32, device=self.device)
-        if not isinstance(out, array) or out.device != self.device or out.shape[0] < len(rows):
-            raise RuntimeError(f"'out' array must an array with at least {len(rows)} rows on "
+            out = array(np.zeros((count, 3), np.int32), dtype=T.int32, device=self.device)
+        elif not isinstance(out, array) or out.device != self.device or out.shape[0] < count:
+            raise RuntimeError(f"'out' array must an array with at least {count} rows on "
                                f"device {self.device}")
         vec3i = out.dtype is T.vec3i and out.ndim == 1
         if not (vec3i or (out.dtype is T.int32 and out.ndim == 2 and out.shape[1] == 3)) \
                 or not out.is_contiguous:
             raise RuntimeError("'out' must be a contiguous 1D array with type vec3i or a 2D array "
                                "of type int32 with shape (N, 3) ")
-        out._data.reshape(-1, 3)[:len(rows)] = rows
+        out._data.reshape(-1, 3)[at] = rows
         return out
 
     def feature_array(self, feature_index, dtype=None):
