@@ -349,7 +349,8 @@ class Mesh:
     def _arrays(self):
         c = self._core
         b = c.bvh
-        return [c.points, c.indices, b.bounds, b.links, b.prims, c.tris, c.props, c.velocities]
+        return [c.points, c.indices, b.bounds, b.links, b.prims, c.tris, c.props, c.velocities,
+                b.group_table]
 
     def _scalars(self):
         """The average edge length's word: stale after a build or refit, until a kernel or
@@ -460,11 +461,14 @@ class Bvh:
         self._core = _mesh.Bvh(_host(lowers, "Bvh lowers"), _host(uppers, "Bvh uppers"),
                                constructor, groups, leaf_size)
         self.lowers, self.uppers = lowers, uppers
-        self._descriptor = D.Descriptor(D.KIND_BVH, list(self._core.arrays()))
+        self._descriptor = D.Descriptor(D.KIND_BVH, self._arrays())
         weakref.finalize(self, self._descriptor.release)
 
     def __del__(self):
         _release(self)
+
+    def _arrays(self):
+        return list(self._core.arrays()) + [self._core.group_table]
 
     @property
     def id(self):
@@ -472,14 +476,14 @@ class Bvh:
 
     def refit(self):
         self._core.refit()
-        self._descriptor.set(list(self._core.arrays()))
+        self._descriptor.set(self._arrays())
 
     def rebuild(self, constructor=None):
         if _is_cubql(constructor):
             raise ValueError("Cannot rebuild a non-cuBQL BVH with constructor='cubql'; create a "
                              "new BVH instead")
         self._core.rebuild(constructor)
-        self._descriptor.set(list(self._core.arrays()))
+        self._descriptor.set(self._arrays())
 
 
 def _flat_f32(a, what, copy=False):
