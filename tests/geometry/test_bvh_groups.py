@@ -153,3 +153,19 @@ def test_grouped_mesh_rays_from_group_roots():
                 assert c[2] in faces
             else:
                 assert ts.numpy()[i, g] == -1 and c[2] == -1
+
+
+def test_grouped_refit_and_rebuild_keep_the_groups():
+    """A refit after moving the boxes gives exact unions again (the layout check), and a
+    rebuild keeps every group in its own subtree."""
+    lo, up = S.boxes(3000, seed=5)
+    groups = np.random.default_rng(6).integers(0, 40, 3000).astype(np.int32)
+    t = Bvh(lo, up, groups=groups, leaf_size=2)
+    t.lowers -= np.random.default_rng(7).random(lo.shape).astype(F) * F(0.1)
+    t.refit()
+    _check_layout(t, 2)
+    t.rebuild("median")
+    _check_layout(t, 2)
+    for g in (0, 17, 39):
+        root = bvh_groups.group_root(t.group_table, g)
+        assert _subtree_items(t, root) == set(np.flatnonzero(groups == g).tolist())

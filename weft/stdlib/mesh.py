@@ -363,7 +363,8 @@ def _ray_struct(ctx, node):
 mesh_query_ray = _with_outputs(
     "mesh_query_ray", "mesh_query_ray(id, start, dir, max_t[, root]) -> MeshQueryRay, or "
     "Warp's output-argument form mesh_query_ray(id, start, dir, max_t, t, bary_u, bary_v, "
-    "sign, normal, face[, root]) -> bool (root: mesh_get_group_root's node, -1: all)", 4, ("t", "u", "v", "sign", "normal", "face"), _ray_struct)
+    "sign, normal, face[, root]) -> bool (root: mesh_get_group_root's node, -1: all)", 4,
+    ("t", "u", "v", "sign", "normal", "face"), _ray_struct)
 
 
 # ------------------------------------------------------------------------------ iterators
