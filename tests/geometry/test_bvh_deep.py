@@ -12,7 +12,7 @@ import pytest
 from tests.geometry import mesh_brute as B
 from tests.geometry.mesh_fixtures import cpu_cores
 from tests.geometry.test_bvh_build import _check_layout
-from weft.geometry import bvh_build, mesh_query, mesh_ray
+from weft.geometry import bvh_build, bvh_groups, mesh_query, mesh_ray
 from weft.geometry.mesh import Bvh, Mesh
 
 pytestmark = pytest.mark.cold
@@ -72,8 +72,10 @@ def test_sah_reaches_the_depth_cap_within_the_query_stacks():
     tree = SimpleNamespace(bounds=m.bvh.bounds, links=m.bvh.links, prims=m.bvh.prims,
                            num_items=COUNT, lowers=m.lowers, uppers=m.uppers)
     assert _check_layout(tree, 1) == bvh_build.MAX_DEPTH
-    # a depth-first walk holds at most one pending sibling per level, plus the root
-    assert bvh_build.MAX_DEPTH + 1 <= min(mesh_query.STACK_SIZE, mesh_ray.STACK_SIZE)
+    # a depth-first walk holds at most one pending sibling per level, plus one; grouped trees
+    # (a capped tree per group below a balanced tree over the groups) are the deepest
+    assert bvh_build.MAX_DEPTH < bvh_groups.MAX_GROUPED_DEPTH
+    assert bvh_groups.MAX_GROUPED_DEPTH + 1 <= min(mesh_query.STACK_SIZE, mesh_ray.STACK_SIZE)
 
 
 @pytest.mark.parametrize("leaf", [1, 4])
