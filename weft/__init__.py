@@ -40,7 +40,7 @@ from .runtime.forward_mode import jvp  # noqa: E402
 from .runtime.launch import launch  # noqa: E402
 from .runtime.tape import Tape  # noqa: E402
 from .runtime.struct import struct  # noqa: E402
-from .runtime.geometry import Volume, HashGrid, Mesh, Bvh  # noqa: E402
+from .runtime.geometry import Volume, HashGrid, Mesh, Bvh, is_cubql_available  # noqa: E402
 from .runtime.geometry_types import (MeshQueryPoint, MeshQueryRay, MeshQueryAABB,  # noqa: E402
                                      MeshQuery, BvhQuery)
 from .stdlib.geometry import HASH_GRID_QUERY as HashGridQuery  # noqa: E402

@@ -608,6 +608,7 @@ def grad(x: _Any) -> _Any: ...
 def init() -> _Any: ...
 def is_capturing(device: _Any = ...) -> _Any: ...
 def is_cpu_available() -> _Any: ...
+def is_cubql_available() -> _Any: ...
 def is_cuda_available() -> _Any: ...
 def is_device_available(device: _Any) -> _Any: ...
 def jvp(kernel: _Any, dim: _Any, inputs: _Any = ..., outputs: _Any = ..., tangents: _Any = ..., device: _Any = ..., adjoint: _Any = ..., adj_inputs: _Any = ..., adj_outputs: _Any = ...) -> _Any: ...
@@ -724,6 +725,10 @@ a | b (integer vectors or matrices of one type)"""
 def bit_xor(*args: _Any, **kwargs: _Any) -> _Any:
     """a ^ b (integers of one type)
 a ^ b (integer vectors or matrices of one type)"""
+
+
+def bvh_get_group_root(*args: _Any, **kwargs: _Any) -> _Any:
+    """bvh_get_group_root(id: uint64, group: int32) -> int32"""
 
 
 def bvh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
@@ -982,6 +987,10 @@ def mesh_eval_velocity(*args: _Any, **kwargs: _Any) -> _Any:
     """mesh_eval_velocity(id: uint64, face: int32, bary_u: float32, bary_v: float32) -> vec3"""
 
 
+def mesh_get_group_root(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_get_group_root(id: uint64, group: int32) -> int32"""
+
+
 def mesh_get_index(*args: _Any, **kwargs: _Any) -> _Any:
     """mesh_get_index(id: uint64, index: int32) -> int32"""
 
@@ -1035,11 +1044,11 @@ def mesh_query_ray(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def mesh_query_ray_anyhit(*args: _Any, **kwargs: _Any) -> _Any:
-    """mesh_query_ray_anyhit(id: uint64, start: vec3, dir: vec3, max_t: float32) -> bool"""
+    """mesh_query_ray_anyhit(id: uint64, start: vec3, dir: vec3, max_t: float32[, root: int32]) -> bool"""
 
 
 def mesh_query_ray_count_intersections(*args: _Any, **kwargs: _Any) -> _Any:
-    """mesh_query_ray_count_intersections(id: uint64, start: vec3, dir: vec3) -> int32"""
+    """mesh_query_ray_count_intersections(id: uint64, start: vec3, dir: vec3[, root: int32]) -> int32"""
 
 
 def mesh_query_sphere(*args: _Any, **kwargs: _Any) -> _Any:

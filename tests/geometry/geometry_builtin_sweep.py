@@ -173,6 +173,8 @@ NOT_DIFFERENTIABLE = {
     "bvh_query_sphere": "a query state (item indices)",
     "bvh_query_capsule": "a query state (item indices)",
     "bvh_query_next": "an item index and a flag",
+    "bvh_get_group_root": "a node index",
+    "mesh_get_group_root": "a node index",
 }
 
 

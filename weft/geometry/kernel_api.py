@@ -18,20 +18,21 @@ import types
 
 import numpy as np
 
-from . import hashgrid, mesh_query, mesh_winding, views, volume_query
+from . import bvh_groups, hashgrid, mesh_query, mesh_winding, views, volume_query
 from .descriptors import AVG_STALE, HEADER
 from .mesh_query import TRI_COLS
 
 # descriptor words (see weft.runtime.geometry for the objects that fill them)
 VOL_WORDS = HEADER + 2 * 4 + 2      # tree, values, xform_f, xform_d; gtype, channels
 HG_WORDS = HEADER + 2 * 2 + 2       # grid, point keys; 0/1/2: float32/64/16, 1 / cell width
-# points, indices, bounds, links, prims, tris, props, velocities; average edge length (bits);
+# points, indices, bounds, links, prims, tris, props, velocities, group table; average edge
+# length (bits);
 # the addresses of the gradient and tangent buffers of the points and velocities (0: none)
-MESH_WORDS = HEADER + 2 * 8 + 1 + 4
-MESH_GRAD = HEADER + 2 * 8 + 1      # + kind (0 points, 1 velocities)
+MESH_WORDS = HEADER + 2 * 9 + 1 + 4
+MESH_GRAD = HEADER + 2 * 9 + 1      # + kind (0 points, 1 velocities)
 MESH_TAN = MESH_GRAD + 2
-MESH_AVG = HEADER + 2 * 8           # the average edge length's word (AVG_STALE until needed)
-BVH_WORDS = HEADER + 2 * 5          # bounds, links, prims, lowers, uppers
+MESH_AVG = HEADER + 2 * 9           # the average edge length's word (AVG_STALE until needed)
+BVH_WORDS = HEADER + 2 * 6          # bounds, links, prims, lowers, uppers, group table
 
 
 # ------------------------------------------------------------------------------ volumes
@@ -278,21 +279,22 @@ def geo_mesh_point_sign_parity(mid, px, py, pz, max_dist, a, b):
                                         np.int32(a), b)
 
 
-def geo_mesh_ray(mid, ox, oy, oz, dx, dy, dz, max_t):
-    """``(hit, t, u, v, sign, nx, ny, nz, face)`` of the nearest hit."""
+def geo_mesh_ray(mid, ox, oy, oz, dx, dy, dz, max_t, root):
+    """``(hit, t, u, v, sign, nx, ny, nz, face)`` of the nearest hit below node ``root`` (-1:
+    the whole mesh)."""
     bounds, links, prims, tris = _mesh_bvh(view_i64(mid, MESH_WORDS))
-    return mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t)
+    return mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t, root)
 
 
-def geo_mesh_ray_anyhit(mid, ox, oy, oz, dx, dy, dz, max_t):
+def geo_mesh_ray_anyhit(mid, ox, oy, oz, dx, dy, dz, max_t, root):
     bounds, links, prims, tris = _mesh_bvh(view_i64(mid, MESH_WORDS))
-    return mesh_query_ray_anyhit(bounds, links, tris, ox, oy, oz, dx, dy, dz, max_t)
+    return mesh_query_ray_anyhit(bounds, links, tris, ox, oy, oz, dx, dy, dz, max_t, root)
 
 
-def geo_mesh_ray_count(mid, ox, oy, oz, dx, dy, dz):
+def geo_mesh_ray_count(mid, ox, oy, oz, dx, dy, dz, root):
     bounds, links, prims, tris = _mesh_bvh(view_i64(mid, MESH_WORDS))
     return np.int32(mesh_query_ray_count_intersections(bounds, links, tris, ox, oy, oz, dx, dy,
-                                                       dz))
+                                                       dz, root))
 
 
 def geo_mesh_eval(mid, kind, face, u, v):
@@ -435,6 +437,18 @@ def geo_mesh_next(q):
     return _pack_state(1 if found else 0, face, q[2], s)
 
 
+def geo_bvh_group_root(bid, group):
+    """``bvh_get_group_root``: the root node of ``group``'s subtree, -1 when it has no item."""
+    d = view_i64(bid, BVH_WORDS)
+    return group_root(view_i32(d[13], d[14]).reshape((d[14] // 2, 2)), group)
+
+
+def geo_mesh_group_root(mid, group):
+    """``mesh_get_group_root``: as ``bvh_get_group_root`` on the mesh's tree."""
+    d = view_i64(mid, MESH_WORDS)
+    return group_root(view_i32(d[19], d[20]).reshape((d[20] // 2, 2)), group)
+
+
 def geo_bvh_query(bid, kind, x0, y0, z0, x1, y1, z1, root):
     """``kind`` 0 ``bvh_query_aabb`` (lower, upper), 1 ``bvh_query_ray`` (origin, direction),
     2 ``bvh_query_sphere`` (centre, radius in ``x1``)."""
@@ -493,6 +507,8 @@ def bind(namespace, target, jit=None, inline_jit=None):
             else inline_jit
         cores.update(mod.compile_for(jit, inl) if jit is not None else _uncompiled(mod))
     ns.update(cores)
+    root = types.FunctionType(bvh_groups.group_root.__code__, ns, "group_root")
+    ns["group_root"] = jit(root) if jit is not None else root
     ns.update({"GRID_FLOAT": volume_query.GRID_FLOAT, "GRID_DOUBLE": volume_query.GRID_DOUBLE,
                "GRID_VEC3F": volume_query.GRID_VEC3F,
                "VOL_WORDS": VOL_WORDS, "HG_WORDS": HG_WORDS, "MESH_WORDS": MESH_WORDS,

@@ -27,7 +27,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from . import bvh_build, bvh_refit, mesh_winding
+from . import bvh_build, bvh_groups, bvh_refit, mesh_winding
 from ..stdlib.vectorise import assume_shape, nonneg
 from .bvh_refit import _union_children
 from .mesh_query import TRI_COLS  # 40-byte rows: writing them is most of a refit's time
@@ -74,6 +74,19 @@ def _vec3_array(a, what, allow_none=False):
     return np.ascontiguousarray(arr)
 
 
+def _groups(groups, n, what):
+    """Warp's per-item group ids as a contiguous int32 (n,) array (None: ungrouped)."""
+    if groups is None:
+        return None
+    g = np.asarray(groups)
+    if g.dtype != np.int32 or g.ndim != 1:
+        raise TypeError(f"groups should be a 1d array of int32 (got dtype {g.dtype}, "
+                        f"shape {g.shape})")
+    if g.shape[0] != n:
+        raise ValueError(f"groups must have the same length as {what} ({g.shape[0]} != {n})")
+    return np.ascontiguousarray(g)
+
+
 def _check_finite(a, what):
     """A ValueError naming ``what`` when ``a`` holds NaN or infinities (NumPy's vectorised
     test: about 0.1 ms per million floats, and no parallel region)."""
@@ -89,8 +102,7 @@ class Bvh:
         self.uppers = _vec3_array(uppers, "uppers")
         if self.lowers.shape[0] != self.uppers.shape[0]:
             raise ValueError("The same number of lower and upper bounds must be provided")
-        if groups is not None:
-            raise NotImplementedError("grouped BVHs are not supported yet")
+        self.groups = _groups(groups, self.lowers.shape[0], "lowers/uppers")
         self.constructor = _constructor(constructor)
         self.leaf_size = _leaf_size(leaf_size, 1)
         self.rebuild()
@@ -109,14 +121,19 @@ class Bvh:
         if check:
             _check_finite(self.lowers, "lowers")
             _check_finite(self.uppers, "uppers")
+        self._split = None
         if self.num_items == 0:
             self.bounds = np.zeros((0, 6), np.float32)
             self.links = np.zeros((0, 4), np.int32)
             self.prims = np.zeros(0, np.int32)
+        elif self.groups is not None:
+            self.bounds, self.links, self.prims, self.group_table = bvh_groups.build_grouped(
+                self.lowers, self.uppers, self.groups, self.leaf_size, self.constructor)
             return
-        self.bounds, self.links, self.prims = bvh_build.build(
-            self.lowers, self.uppers, self.leaf_size, self.constructor)
-        self._split = None
+        else:
+            self.bounds, self.links, self.prims = bvh_build.build(
+                self.lowers, self.uppers, self.leaf_size, self.constructor)
+        self.group_table = bvh_groups.ungrouped_table(self.links.shape[0])
 
     def refit(self):
         """Recompute the node boxes from the current ``lowers``/``uppers`` (same topology)."""
@@ -331,8 +348,7 @@ class Mesh:
             bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
             raise ValueError(f"Mesh indices: index {bad} out of range for "
                              f"{self._points.shape[0]} points")
-        if groups is not None:
-            raise NotImplementedError("grouped meshes are not supported yet")
+        self.groups = _groups(groups, idx.shape[0] // 3, "indices / 3")
         self.indices = np.ascontiguousarray(idx)
         self._velocities = self._check_velocities(velocities)
         self.support_winding_number = bool(support_winding_number)
@@ -405,14 +421,21 @@ class Mesh:
             items = np.empty((m, 6), np.float32)
             ids = np.empty(m, np.int32)
             _triangle_boxes(self._points, self.indices, items, ids)
-            b.bounds, b.links, b.prims, self._split = bvh_build.build_items(
-                items, ids, self.leaf_size, self.constructor)
+            if self.groups is None:
+                b.bounds, b.links, b.prims, self._split = bvh_build.build_items(
+                    items, ids, self.leaf_size, self.constructor)
+            else:                                   # ids are 0..m-1: items are by triangle
+                b.bounds, b.links, b.prims, b.group_table = bvh_groups.build_grouped(
+                    items[:, :3], items[:, 3:], self.groups, self.leaf_size, self.constructor)
+                self._split = bvh_refit.split_top(b.links)
             _fill_tris(self._points, self.indices, b.prims, self.tris, self._rows)
         else:
             b.bounds = np.zeros((0, 6), np.float32)
             b.links = np.zeros((0, 4), np.int32)
             b.prims = np.zeros(0, np.int32)
             self._split = bvh_refit.split_top(b.links)
+        if self.groups is None or not m:
+            b.group_table = bvh_groups.ungrouped_table(b.links.shape[0])
         self._finish()
 
     def refit(self):

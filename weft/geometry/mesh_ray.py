@@ -81,7 +81,18 @@ def robust_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, exact):
                              bounds[node, 5])
 
 
-def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t):
+def walk_range(links, root):
+    """The nodes ``[start, stop)`` of the subtree at ``root`` (-1: the whole tree); empty for
+    a root outside the tree (Warp's grouped queries start at ``mesh_get_group_root``)."""
+    n = links.shape[0]
+    if root < 0:
+        return np.int32(0), np.int32(n)
+    if root >= n:
+        return np.int32(n), np.int32(n)
+    return np.int32(root), np.int32(links[root, 2])
+
+
+def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t, root=-1):
     """``wp.mesh_query_ray``: ``(hit, t, u, v, sign, nx, ny, nz, face)``, the nearest hit with
     ``0 <= t < max_t`` (``t`` in multiples of ``|d|``), its barycentrics (``u`` of the first
     vertex), ``sign`` (Warp's determinant: > 0 when ``d`` points along the face normal, i.e.
@@ -93,7 +104,8 @@ def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t):
     dy = np.float32(dy)
     dz = np.float32(dz)
     min_t = np.float32(max_t)
-    if links.shape[0] == 0:
+    start, stop = walk_range(links, root)
+    if start == stop:
         return False, F0, F0, F0, F0, F0, F0, F0, np.int32(-1)
     fast = dx != F0 and dy != F0 and dz != F0
     ray = ray_prepare(ox, oy, oz, dx, dy, dz)
@@ -103,7 +115,7 @@ def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t):
     exact = not (finite3(ox, oy, oz) and finite3(rx, ry, rz))
     stack = stackmem.local.array(64, np.int32)
     count = 0
-    node = 0
+    node = start
     best = -1
     bu = F0
     bv = F0
@@ -158,7 +170,7 @@ def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t):
     return True, min_t, bu, bv, bs, nx, ny, nz, np.int32(prims[best])
 
 
-def mesh_query_ray_anyhit(bounds, links, tris, ox, oy, oz, dx, dy, dz, max_t):
+def mesh_query_ray_anyhit(bounds, links, tris, ox, oy, oz, dx, dy, dz, max_t, root=-1):
     """``wp.mesh_query_ray_anyhit``: whether any face is hit with ``0 <= t < max_t`` (the same
     boxes as Warp's walk: all below the root whose entry is < ``max_t``)."""
     ox = np.float32(ox)
@@ -168,16 +180,16 @@ def mesh_query_ray_anyhit(bounds, links, tris, ox, oy, oz, dx, dy, dz, max_t):
     dy = np.float32(dy)
     dz = np.float32(dz)
     mt = np.float32(max_t)
-    n = links.shape[0]
+    start, n = walk_range(links, root)
     fast = dx != F0 and dy != F0 and dz != F0
     ray = ray_prepare(ox, oy, oz, dx, dy, dz)
     rx = F1 / (dx if dx != F0 else TINY_DIR)
     ry = F1 / (dy if dy != F0 else TINY_DIR)
     rz = F1 / (dz if dz != F0 else TINY_DIR)
     exact = not (finite3(ox, oy, oz) and finite3(rx, ry, rz))
-    node = 0
+    node = start
     while node < n:
-        if node > 0:
+        if node > start:
             hit, t = ray_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast, exact)
             if not (hit and t < mt):
                 node = links[node, 2]
@@ -194,7 +206,7 @@ def mesh_query_ray_anyhit(bounds, links, tris, ox, oy, oz, dx, dy, dz, max_t):
     return False
 
 
-def mesh_query_ray_count_intersections(bounds, links, tris, ox, oy, oz, dx, dy, dz):
+def mesh_query_ray_count_intersections(bounds, links, tris, ox, oy, oz, dx, dy, dz, root=-1):
     """``wp.mesh_query_ray_count_intersections``: the number of faces the ray hits at t >= 0
     (each face counted once: a ray through a shared edge may count both faces)."""
     ox = np.float32(ox)
@@ -208,8 +220,7 @@ def mesh_query_ray_count_intersections(bounds, links, tris, ox, oy, oz, dx, dy, 
     ry = F1 / dy
     rz = F1 / dz
     exact = not robust_finite(ox, oy, oz, dx, dy, dz, rx, ry, rz)
-    n = links.shape[0]
-    node = 0
+    node, n = walk_range(links, root)
     count = 0
     while node < n:
         hit, t = robust_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, exact)
@@ -432,7 +443,7 @@ def _mwith(state, node, cur, end):
             state[6], state[7], state[8], state[9], state[10], state[11], state[12])
 
 
-PORTABLE = ("tri_ray", "ray_prepare", "ray_box", "robust_box", "mesh_query_ray",
+PORTABLE = ("walk_range", "tri_ray", "ray_prepare", "ray_box", "robust_box", "mesh_query_ray",
             "mesh_query_ray_anyhit",
             "mesh_query_ray_count_intersections", "ray_closest_sign", "mesh_inside_ray_tracing",
             "mq_rand_pcg", "mq_randf", "mesh_inside_parity", "mesh_query_aabb",

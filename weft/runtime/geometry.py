@@ -32,6 +32,51 @@ def _cpu_only(device, what):
     return dev
 
 
+def is_cubql_available():
+    """Warp's ``wp.is_cubql_available()``: whether the cuBQL BVH builder is available; weft
+    has none (its trees are Warp's SAH and median ones), so always False."""
+    return False
+
+
+def _is_cubql(constructor):
+    key = getattr(constructor, "name", constructor)
+    if isinstance(key, str):
+        return key.lower() == "cubql"
+    return isinstance(key, (int, np.integer)) and not isinstance(key, bool) and int(key) == -1
+
+
+def _check_groups(groups, n, what):
+    """Warp's checks of a ``groups`` array (int32, contiguous, one id per item)."""
+    if groups is None:
+        return
+    data = groups._data if isinstance(groups, array) else np.asarray(groups)
+    if data.dtype != np.int32 or not data.flags.c_contiguous or data.ndim != 1:
+        raise RuntimeError("groups should be a contiguous array of type wp.int32")
+    if data.shape[0] != n:
+        raise RuntimeError(f"groups must have the same length as {what}")
+
+
+def _refuse_cubql(kind, groups, extra=None):
+    """Warp's errors for the cuBQL constructor: first what it never supports (groups, winding
+    numbers), then (weft has no cuBQL) the failed build."""
+    if groups is not None:
+        raise RuntimeError("Grouped BVHs are not supported with constructor='cubql'"
+                           if kind == "BVH" else
+                           "Grouped mesh queries are not supported with bvh_constructor='cubql'")
+    if extra:
+        raise RuntimeError(extra)
+    raise RuntimeError(f"Failed to create {kind}: the cuBQL constructor is not available "
+                       "(wp.is_cubql_available() is False)")
+
+
+def _release(obj):
+    """``__del__`` of a geometry object: release its id (also on an instance made with
+    ``__new__`` alone, which has none)."""
+    d = obj.__dict__.get("_descriptor")
+    if d is not None:
+        d.release()
+
+
 # NanoVDB value types and the weft types Warp maps them to (``Volume.dtype``)
 _NVDB_DTYPES = {"float": "float32", "double": "float64", "int16": "int16", "int32": "int32",
                 "int64": "int64", "Vec3f": "vec3f", "Vec3d": "vec3d", "Half": "float16",
@@ -381,6 +426,12 @@ class Mesh:
         self.device = _cpu_only(device, "wp.Mesh")
         if points is None or indices is None:
             raise TypeError("wp.Mesh(points, indices) needs both arrays")
+        _check_groups(groups, len(indices) // 3, "indices / 3")
+        if _is_cubql(bvh_constructor):
+            _refuse_cubql("mesh", groups, support_winding_number and
+                          "support_winding_number=True is not supported with "
+                          "bvh_constructor='cubql'")
+        self.groups = groups
         self._core = _mesh.Mesh(_host(points, "Mesh points"), _host(indices, "Mesh indices"),
                                 _host(velocities, "Mesh velocities"), support_winding_number,
                                 bvh_constructor, bvh_leaf_size, groups)
@@ -392,10 +443,14 @@ class Mesh:
         self._descriptor.owner = weakref.ref(self)
         weakref.finalize(self, self._descriptor.release)
 
+    def __del__(self):
+        _release(self)
+
     def _arrays(self):
         c = self._core
         b = c.bvh
-        return [c.points, c.indices, b.bounds, b.links, b.prims, c.tris, c.props, c.velocities]
+        return [c.points, c.indices, b.bounds, b.links, b.prims, c.tris, c.props, c.velocities,
+                b.group_table]
 
     def _scalars(self):
         """The average edge length's word: stale after a build or refit, until a kernel or
@@ -474,6 +529,9 @@ class Mesh:
 
     def rebuild(self, constructor=None):
         """Build the BVH anew from the current points."""
+        if _is_cubql(constructor):
+            raise ValueError("Cannot rebuild a non-cuBQL mesh BVH with constructor='cubql'; "
+                             "create a new mesh instead")
         if constructor is not None:
             from ..geometry.mesh import _constructor
             self._core.constructor = _constructor(constructor)
@@ -494,11 +552,23 @@ class Bvh:
     def __init__(self, lowers, uppers, constructor=None, groups=None, leaf_size=1, device=None):
         from ..geometry import mesh as _mesh
         self.device = _cpu_only(device, "wp.Bvh")
+        if len(lowers) != len(uppers):
+            raise RuntimeError("The same number of lower and upper bounds must be provided")
+        _check_groups(groups, len(lowers), "lowers/uppers")
+        if _is_cubql(constructor):
+            _refuse_cubql("BVH", groups)
+        self.groups = groups
         self._core = _mesh.Bvh(_host(lowers, "Bvh lowers"), _host(uppers, "Bvh uppers"),
                                constructor, groups, leaf_size)
         self.lowers, self.uppers = lowers, uppers
-        self._descriptor = D.Descriptor(D.KIND_BVH, list(self._core.arrays()))
+        self._descriptor = D.Descriptor(D.KIND_BVH, self._arrays())
         weakref.finalize(self, self._descriptor.release)
+
+    def __del__(self):
+        _release(self)
+
+    def _arrays(self):
+        return list(self._core.arrays()) + [self._core.group_table]
 
     @property
     def id(self):
@@ -506,11 +576,14 @@ class Bvh:
 
     def refit(self):
         self._core.refit()
-        self._descriptor.set(list(self._core.arrays()))
+        self._descriptor.set(self._arrays())
 
     def rebuild(self, constructor=None):
+        if _is_cubql(constructor):
+            raise ValueError("Cannot rebuild a non-cuBQL BVH with constructor='cubql'; create a "
+                             "new BVH instead")
         self._core.rebuild(constructor)
-        self._descriptor.set(list(self._core.arrays()))
+        self._descriptor.set(self._arrays())
 
 
 def _flat_f32(a, what, copy=False):

@@ -71,13 +71,20 @@ _POINT_HELPERS = ["_wk.geo_mesh_point", "_wk.geo_mesh_point_no_sign",
                   "_wk.geo_mesh_furthest_point_no_sign", "_wk.geo_mesh_point_sign_parity"]
 
 
-@builtin("_mesh_ray", ["_mesh_ray(id, start, dir, max_t)"],
-         lambda ts, attrs=None: RAY_RESULT if len(ts) == 4 and _id(ts[0]) and _v3(ts[1]) and
-         _v3(ts[2]) and _f(ts[3]) else None, differentiable=False, public=False)
+@builtin("_mesh_ray", ["_mesh_ray(id, start, dir, max_t, root)"],
+         lambda ts, attrs=None: RAY_RESULT if len(ts) == 5 and _id(ts[0]) and _v3(ts[1]) and
+         _v3(ts[2]) and _f(ts[3]) and T.is_int(ts[4]) else None, differentiable=False,
+         public=False)
 class _mesh_ray:
-    def primal(mid, o, d, max_t):
+    def primal(mid, o, d, max_t, root):
         return call("_wk.geo_mesh_ray", mid, *_xyz(o), *_xyz(d),
-                    call("np.float32", max_t, type_=T.float32), type_=RAY_RESULT)
+                    call("np.float32", max_t, type_=T.float32), _root(root), type_=RAY_RESULT)
+
+
+def _root(root):
+    """A query's ``root`` node (Warp's ``mesh_get_group_root``/``bvh_get_group_root``), int32;
+    absent: -1, the whole tree."""
+    return _i(-1) if root is None else call("np.int32", root, type_=T.int32)
 
 
 @builtin("_value_grad_of", ["_value_grad_of(value, other)"],
@@ -320,7 +327,9 @@ def _arguments(ctx, node, name, params, defaults):
         if p in given:
             out.append(ctx.expr(given[p]))
         elif p in defaults:
-            out.append(ir.Const(float(defaults[p]), T.float32))
+            v = defaults[p]
+            out.append(ir.Const(v, T.int32) if isinstance(v, int) else
+                       ir.Const(float(v), T.float32))
         else:
             raise ctx.fail(node, f"wp.{name}() is missing its argument '{p}'")
     if not _id(out[0].type):
@@ -334,7 +343,8 @@ for _name, (_kind, _extras) in _POINT_FORMS.items():
 
 
 def _ray_struct(ctx, node):
-    args = _arguments(ctx, node, "mesh_query_ray", ["id", "start", "dir", "max_t"], {})
+    args = _arguments(ctx, node, "mesh_query_ray", ["id", "start", "dir", "max_t", "root"],
+                      {"root": -1})
     args[3] = ctx.adapt_literal(args[3], T.float32)
     res = ctx.apply("_mesh_ray", args, node)
     it = [ctx.apply("tuple_get", [res], node, {"index": k}) for k in range(9)]
@@ -351,9 +361,10 @@ def _ray_struct(ctx, node):
 
 
 mesh_query_ray = _with_outputs(
-    "mesh_query_ray", "mesh_query_ray(id, start, dir, max_t) -> MeshQueryRay, or Warp's "
-    "output-argument form mesh_query_ray(id, start, dir, max_t, t, bary_u, bary_v, sign, "
-    "normal, face) -> bool", 4, ("t", "u", "v", "sign", "normal", "face"), _ray_struct)
+    "mesh_query_ray", "mesh_query_ray(id, start, dir, max_t[, root]) -> MeshQueryRay, or "
+    "Warp's output-argument form mesh_query_ray(id, start, dir, max_t, t, bary_u, bary_v, "
+    "sign, normal, face[, root]) -> bool (root: mesh_get_group_root's node, -1: all)", 4,
+    ("t", "u", "v", "sign", "normal", "face"), _ray_struct)
 
 
 # ------------------------------------------------------------------------------ iterators
@@ -384,22 +395,25 @@ class mesh_query_sphere:
 
 
 @builtin("mesh_query_ray_anyhit", ["mesh_query_ray_anyhit(id: uint64, start: vec3, dir: vec3, "
-                                   "max_t: float32) -> bool"],
-         lambda ts, attrs=None: T.bool if len(ts) == 4 and _id(ts[0]) and _v3(ts[1]) and
-         _v3(ts[2]) and _f(ts[3]) else None, differentiable=False)
+                                   "max_t: float32[, root: int32]) -> bool"],
+         lambda ts, attrs=None: T.bool if len(ts) in (4, 5) and _id(ts[0]) and _v3(ts[1]) and
+         _v3(ts[2]) and _f(ts[3]) and (len(ts) == 4 or T.is_int(ts[4])) else None,
+         differentiable=False)
 class mesh_query_ray_anyhit:
-    def primal(mid, o, d, max_t):
+    def primal(mid, o, d, max_t, root=None):
         return call("_wk.geo_mesh_ray_anyhit", mid, *_xyz(o), *_xyz(d),
-                    call("np.float32", max_t, type_=T.float32), type_=T.bool)
+                    call("np.float32", max_t, type_=T.float32), _root(root), type_=T.bool)
 
 
 @builtin("mesh_query_ray_count_intersections", [
-    "mesh_query_ray_count_intersections(id: uint64, start: vec3, dir: vec3) -> int32"],
-    lambda ts, attrs=None: T.int32 if len(ts) == 3 and _id(ts[0]) and _v3(ts[1]) and
-    _v3(ts[2]) else None, differentiable=False)
+    "mesh_query_ray_count_intersections(id: uint64, start: vec3, dir: vec3[, root: int32]) "
+    "-> int32"],
+    lambda ts, attrs=None: T.int32 if len(ts) in (3, 4) and _id(ts[0]) and _v3(ts[1]) and
+    _v3(ts[2]) and (len(ts) == 3 or T.is_int(ts[3])) else None, differentiable=False)
 class mesh_query_ray_count_intersections:
-    def primal(mid, o, d):
-        return call("_wk.geo_mesh_ray_count", mid, *_xyz(o), *_xyz(d), type_=T.int32)
+    def primal(mid, o, d, root=None):
+        return call("_wk.geo_mesh_ray_count", mid, *_xyz(o), *_xyz(d), _root(root),
+                    type_=T.int32)
 
 
 @builtin("_mesh_next", ["_mesh_next(query)"],
@@ -455,6 +469,24 @@ class bvh_query_capsule:
         return call("_wk.geo_bvh_query_capsule", bid, *_xyz(o), *_xyz(d),
                     call("np.float32", r, type_=T.float32),
                     root if root is not None else _i(-1), type_=BVH_QUERY)
+
+
+def _group_root(name, helper, what):
+    @builtin(name, [f"{name}(id: uint64, group: int32) -> int32"],
+             lambda ts, attrs=None: T.int32 if len(ts) == 2 and _id(ts[0]) and T.is_int(ts[1])
+             else None, differentiable=False)
+    class rules:
+        __doc__ = (f"The root node of ``group``'s subtree in a grouped {what} (-1 when the "
+                   "group has no item; an ungrouped one has every item in group 0): pass it "
+                   "as the ``root`` of a query to visit that group only.")
+
+        def primal(oid, group):
+            return call(helper, oid, call("np.int32", group, type_=T.int32), type_=T.int32)
+    return rules
+
+
+bvh_get_group_root = _group_root("bvh_get_group_root", "_wk.geo_bvh_group_root", "wp.Bvh")
+mesh_get_group_root = _group_root("mesh_get_group_root", "_wk.geo_mesh_group_root", "wp.Mesh")
 
 
 @builtin("_bvh_next", ["_bvh_next(query, max_dist)"],
