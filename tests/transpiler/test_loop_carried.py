@@ -1,5 +1,6 @@
-"""Values a loop carries that issue 33 found missing: tuple values carried through ``while`` and
-``for`` loops (Warp's work-queue example).
+"""Values a loop carries that issue 33 found missing: names first bound inside a loop body and
+read after the loop (``for ...: d = sdf(p)`` then ``if d < eps``, as Warp's raymarch example),
+and tuple values carried through ``while`` and ``for`` loops (Warp's work-queue example).
 Forward values against NumPy, adjoint and tangent against float64 central differences
 (:mod:`tests.gradcheck`)."""
 import numpy as np
@@ -8,6 +9,103 @@ import weft as wp
 from tests.gradcheck import Arr, check
 
 F64 = wp.float64
+
+
+@wp.struct
+class Hit:
+    dist: wp.float64
+    normal: wp.vec3d
+
+
+@wp.kernel
+def bound_in_for(a: wp.array(dtype=wp.float64), n: wp.array(dtype=int),
+                 out: wp.array(dtype=wp.float64), outv: wp.array(dtype=wp.vec3d),
+                 outm: wp.array(dtype=wp.mat22d)):
+    i = wp.tid()
+    x = a[i]
+    for j in range(n[i]):
+        x = x * F64(1.25) + F64(0.1)
+        if j == 1:
+            continue  # d, v, m, h keep the values of iteration 0
+        d = wp.sin(x) * F64(j + 1)
+        v = wp.vec3d(d, x * d, x)
+        m = wp.mat22d(d, x, x * d, F64(1.0))
+        h = Hit()
+        h.dist = d * d
+        h.normal = v * x
+        if x > F64(2.0):
+            break
+    out[i] = d + h.dist
+    outv[i] = v + h.normal
+    outm[i] = m
+
+
+def _bound_in_for(a, n):
+    out, outv, outm = np.zeros(len(a)), np.zeros((len(a), 3)), np.zeros((len(a), 2, 2))
+    for i in range(len(a)):
+        x, d, v, m, hd, hn = a[i], 0.0, np.zeros(3), np.zeros((2, 2)), 0.0, np.zeros(3)
+        for j in range(int(n[i])):
+            x = x * 1.25 + 0.1
+            if j == 1:
+                continue
+            d = np.sin(x) * (j + 1)
+            v = np.array([d, x * d, x])
+            m = np.array([[d, x], [x * d, 1.0]])
+            hd, hn = d * d, v * x
+            if x > 2.0:
+                break
+        out[i], outv[i], outm[i] = d + hd, v + hn, m
+    return out, outv, outm
+
+
+def test_names_first_bound_in_a_for_loop_are_read_after_it():
+    # n = 0: zeros; n = 2: iteration 1 continues before binding; a = 1.0 breaks at j = 2
+    a = np.array([0.3, 0.5, 0.9, 0.2, 1.0])
+    n = np.array([0, 1, 2, 4, 6], dtype=np.int32)
+    out = check(bound_in_for, 5, [Arr(a, F64), Arr(n, wp.int32, grad=False)],
+                [Arr(np.zeros(5), F64), Arr(np.zeros((5, 3)), wp.vec3d),
+                 Arr(np.zeros((5, 2, 2)), wp.mat22d)], _bound_in_for)
+    assert out[0][0] == 0.0 and not out[1][0].any() and not out[2][0].any()
+
+
+@wp.kernel
+def bound_in_while(a: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    x = a[i]
+    k = int(0)
+    while x < F64(3.0):
+        for j in range(k):  # no iteration while k is 0: e keeps the previous one's value
+            e = x * F64(j + 1)
+            if e > F64(4.0):
+                break
+        y = wp.cos(x)
+        x = x * F64(1.5) + F64(0.25)
+        k = k + 1
+    out[i] = e + y * x + F64(k)
+
+
+def _bound_in_while(a):
+    out = np.zeros(len(a))
+    for i in range(len(a)):
+        x, k, e, y = a[i], 0, 0.0, 0.0
+        while x < 3.0:
+            for j in range(k):
+                e = x * (j + 1)
+                if e > 4.0:
+                    break
+            y = np.cos(x)
+            x = x * 1.5 + 0.25
+            k += 1
+        out[i] = e + y * x + k
+    return out
+
+
+def test_names_first_bound_in_while_and_nested_loops_are_read_after_them():
+    # 3.5: no iteration (e = y = 0); 2.0: one (the inner loop runs none); 0.4, 1.1: several,
+    # the inner loop breaking
+    a = np.array([3.5, 2.0, 0.4, 1.1])
+    out = check(bound_in_while, 4, [Arr(a, F64)], [Arr(np.zeros(4), F64)], _bound_in_while)
+    assert out[0][0] == 0.0  # e = y = 0 and k = 0
 
 
 @wp.func
@@ -25,8 +123,9 @@ def tuple_state(a: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64),
     x, v, k = s
     for j in range(2):  # its elements, carried by a for loop
         x, v, k = advance(x, v, k)
-    out[i] = x + F64(k)
-    outv[i] = v
+        last = advance(x * F64(0.25), v, j)  # a tuple first bound in the loop
+    out[i] = x + last[0] + F64(k + last[2])
+    outv[i] = v + last[1]
 
 
 def _advance(x, v, k):
@@ -42,7 +141,8 @@ def _tuple_state(a):
         x, v, k = s
         for j in range(2):
             x, v, k = _advance(x, v, k)
-        out[i], outv[i] = x + k, v
+            last = _advance(x * 0.25, v, j)
+        out[i], outv[i] = x + last[0] + k + last[2], v + last[1]
     return out, outv
 
 
