@@ -150,3 +150,87 @@ def test_tuples_carried_through_while_and_for_loops():
     a = np.array([0.2, -0.4, 0.7])
     check(tuple_state, 3, [Arr(a, F64)], [Arr(np.zeros(3), F64), Arr(np.zeros((3, 2)), wp.vec2d)],
           _tuple_state)
+
+
+# Warp's core/example_work_queue.py (its funcs verbatim): ``dequeue`` returns a tuple from
+# inside ``while True``, so the loop carries a tuple out of it
+@wp.func
+def volatile_read(ptr: wp.array(dtype=int), index: int):
+    value = wp.atomic_add(ptr, index, 0)
+    return value
+
+
+@wp.struct
+class WorkQueue:
+    buffer: wp.array(dtype=int)
+    capacity: int
+    head: wp.array(dtype=int)
+    tail: wp.array(dtype=int)
+
+
+@wp.func
+def enqueue(queue: WorkQueue, item: int) -> bool:
+    while True:
+        current_tail = volatile_read(queue.tail, 0)
+        current_head = volatile_read(queue.head, 0)
+        if (current_tail - current_head) >= queue.capacity:
+            return False
+        index = current_tail % queue.capacity
+        if wp.atomic_cas(queue.tail, 0, current_tail, current_tail + 1) == current_tail:
+            queue.buffer[index] = item
+            return True
+
+
+@wp.func
+def dequeue(queue: WorkQueue) -> tuple[bool, int]:
+    while True:
+        current_head = volatile_read(queue.head, 0)
+        current_tail = volatile_read(queue.tail, 0)
+        if current_head >= current_tail:
+            return False, 0
+        index = current_head % queue.capacity
+        item = queue.buffer[index]
+        if wp.atomic_cas(queue.head, 0, current_head, current_head + 1) == current_head:
+            return True, item
+
+
+@wp.kernel
+def process_queue(queue: WorkQueue, processed: wp.array(dtype=int), failed: wp.array(dtype=int)):
+    counter = int(0)
+    while True:
+        success, item = dequeue(queue)
+        if not success:
+            break
+        if item < 1000000:
+            wp.atomic_add(processed, 0, 1)
+            if not enqueue(queue, item + 1000000):
+                wp.atomic_add(failed, 0, 1)
+        else:
+            wp.atomic_add(processed, 1, 1)
+        counter = counter + 1
+    wp.atomic_add(processed, 2, counter)
+
+
+def test_warps_work_queue_example():
+    # as the example, but with a buffer of the queue's capacity (the example's holds 4096 items,
+    # so its enqueues store out of bounds: Warp crashes on the CPU, weft's debug mode says so),
+    # and fewer threads than wp.config.serial_threshold, so that the launch runs serially (the
+    # example's queue lets a dequeue read a slot before the enqueue that claimed it stores)
+    capacity = 8192
+    buffer = np.zeros(capacity, dtype=np.int32)
+    buffer[:4096] = np.arange(4096)
+    queue = WorkQueue()
+    queue.capacity = capacity
+    queue.head = wp.array([0], dtype=int)
+    queue.tail = wp.array([4096], dtype=int)
+    queue.buffer = wp.array(buffer, dtype=int)
+    processed = wp.zeros(3, dtype=int)
+    failed = wp.zeros(1, dtype=int)
+    wp.launch(process_queue, dim=64, inputs=[queue, processed, failed])
+    # every item is processed once and comes back once as item + 1000000, processed once too
+    out = queue.buffer.numpy()
+    np.testing.assert_array_equal(out[:4096], np.arange(4096))
+    np.testing.assert_array_equal(out[4096:], np.arange(4096) + 1000000)
+    assert queue.head.numpy()[0] == queue.tail.numpy()[0] == 8192
+    assert processed.numpy().tolist() == [4096, 4096, 8192]
+    assert failed.numpy()[0] == 0
