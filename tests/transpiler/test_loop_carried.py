@@ -108,6 +108,21 @@ def test_names_first_bound_in_while_and_nested_loops_are_read_after_them():
     assert out[0][0] == 0.0  # e = y = 0 and k = 0
 
 
+@wp.kernel
+def bound_in_each_loop(a: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    for j in range(3):
+        d = a[i] * F64(j)
+        out[i] += d
+    for j in range(2):  # d is bound again before any read: the first loop need not carry it
+        d = a[i] + F64(j)
+        out[i] += d
+
+
+def test_a_name_rebound_before_any_read_after_the_loop_is_not_carried():
+    assert "_stk" not in bound_in_each_loop.source("adjoint")
+
+
 @wp.func
 def advance(x: wp.float64, v: wp.vec2d, k: int):
     return x + F64(0.5) * wp.dot(v, v), v * F64(0.9) + wp.vec2d(x, F64(0.1)), k + 1

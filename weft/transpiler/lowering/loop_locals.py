@@ -12,7 +12,7 @@ from __future__ import annotations
 from ... import types as T
 from .. import ir
 from ..abi import flat_leaves, is_struct_array
-from .astscan import assigned_names, read_after
+from .astscan import assigned_names, live_after
 from .structs import StructRef, struct_marker
 
 
@@ -27,7 +27,7 @@ def declare_loop_locals(ctx, s, body_stmts, loop_env):
     """Bind, before loop ``s``, the zero of each name its body binds first and the function
     reads after it. ``loop_env`` adds the loop variable to the body's environment."""
     wanted = [n for n in assigned_names(ctx, body_stmts)
-              if n not in ctx.env and n not in loop_env and read_after(ctx, s, n) is not None]
+              if n not in ctx.env and n not in loop_env and live_after(ctx, s, n)]
     if not wanted:
         return
     for n, t in _trial_types(ctx, body_stmts, loop_env, wanted).items():
