@@ -249,3 +249,33 @@ def test_warps_work_queue_example():
     assert queue.head.numpy()[0] == queue.tail.numpy()[0] == 8192
     assert processed.numpy().tolist() == [4096, 4096, 8192]
     assert failed.numpy()[0] == 0
+
+
+LIVENESS = [  # (a function body, whether d is live after the first loop that binds it)
+    ("for i in range(3):\n    d = i\nx = d", True),
+    ("for i in range(3):\n    d = i\n    y = d\nfor j in range(2):\n    d = j\n    z = d", False),
+    ("for i in range(3):\n    d = i\nfor j in range(2):\n    d = j\nz = d", True),
+    ("for i in range(3):\n    d = i\nif c:\n    d = 5\nz = d", True),
+    ("for i in range(3):\n    d = i\nif c:\n    d = 5\nelse:\n    d = 6\nz = d", False),
+    ("for i in range(3):\n    d = i\nd = d + 1", True),
+    ("for k in range(3):\n    for i in range(3):\n        d = i\n    w = d", True),
+    ("for k in range(3):\n    w = d\n    for i in range(3):\n        d = i", True),
+    ("for k in range(3):\n    if c:\n        w = d\n    else:\n        for i in range(3):\n"
+     "            d = i", True),
+    ("for k in range(3):\n    for i in range(3):\n        d = i\n        w = d", False),
+    ("while x < 3:\n    for i in range(3):\n        d = i\n    x = x + 1", False),
+]
+
+
+def test_liveness_after_a_loop():
+    import ast
+    import types
+
+    from weft.transpiler.lowering.astscan import live_after
+    for body, want in LIVENESS:
+        tree = ast.parse("def f():\n" + "".join("    " + ln + "\n" for ln in body.split("\n")))
+        fn = tree.body[0]
+        loop = next(n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.While)) and any(
+            isinstance(t, ast.Assign) and t.targets[0].id == "d" for t in n.body))
+        ctx = types.SimpleNamespace(src=types.SimpleNamespace(tree=fn))
+        assert live_after(ctx, loop, "d") is want, body

@@ -114,8 +114,22 @@ def live_after(ctx, s, name):
         if isinstance(owner, (ast.For, ast.While)):
             if isinstance(owner, ast.While) and _reads(owner.test, name):
                 return True
-            if _first_use(block[:idx], name):  # the next iteration, up to here
+            # the next iteration, up to here (and the other parts of the statement holding s)
+            if _first_use(block[:idx], name) or _reads_outside(block[idx], s, name):
                 return True
+    return False
+
+
+def _reads_outside(node, s, name):
+    """Whether ``node`` reads ``name`` outside the subtree of ``s``."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if n is s:
+            continue
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
+            return True
+        todo.extend(ast.iter_child_nodes(n))
     return False
 
 
