@@ -9,7 +9,10 @@ imports and module references (``import weft as wp``, ``import weft.render``,
 ``weft.examples.get_asset_directory()``), then both versions run ``Example(stage_path=None)``
 (or ``Example()``) for ``--frames`` steps in their own processes; the listed attributes are
 compared (sum, sum of absolute values, first values) to ``--rtol``. Assets are Warp's (passed
-to weft with ``WEFT_ASSET_DIR``).
+to weft with ``WEFT_ASSET_DIR``). An example without an ``Example`` class (``core/example_work_queue``,
+``core/example_spin_lock``: test functions) runs its ``test_*(device="cpu")`` functions, which
+check their own results; they take numpy from ``warp.tests.unittest_utils``, which weft's copy
+imports instead. ``--mode debug`` runs weft's copy with every array access checked.
 """
 from __future__ import annotations
 
@@ -24,21 +27,30 @@ import tempfile
 DRIVER = r'''
 import importlib.util, inspect, json, sys, time
 import numpy as np
-path, frames, attrs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(",")
+path, frames, attrs = sys.argv[1], int(sys.argv[2]), [a for a in sys.argv[3].split(",") if a]
 if sys.argv[4] == "warp":  # Warp's runtime starts on its first use; some examples need it first
     import warp
     warp.config.quiet = True
     warp.init()
+else:
+    import weft
+    weft.config.mode = sys.argv[5]
 spec = importlib.util.spec_from_file_location("example", path)
 m = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(m)
-kw = {"stage_path": None} if "stage_path" in inspect.signature(m.Example.__init__).parameters \
-    else {}
-ex = m.Example(**kw)
 t0 = time.perf_counter()
-advance = getattr(ex, "step", None) or ex.render  # (example_raycast renders only)
-for _ in range(frames):
-    advance()
+if hasattr(m, "Example"):
+    kw = {"stage_path": None} if "stage_path" in inspect.signature(m.Example.__init__).parameters \
+        else {}
+    ex = m.Example(**kw)
+    t0 = time.perf_counter()
+    advance = getattr(ex, "step", None) or ex.render  # (example_raycast renders only)
+    for _ in range(frames):
+        advance()
+else:  # test functions, which check their results themselves
+    for fname in sorted(n for n in vars(m) if n.startswith("test_")
+                        and inspect.isfunction(getattr(m, n))):  # (not kernels named test_*)
+        getattr(m, fname)(device="cpu")
 seconds = time.perf_counter() - t0
 out = {"seconds": seconds}
 for a in attrs:
@@ -52,22 +64,26 @@ print("RESULT " + json.dumps(out))
 
 
 def weftify(source):
-    """The example with ``warp`` replaced by ``weft`` in imports and module references."""
+    """The example with ``warp`` replaced by ``weft`` in imports and module references (and
+    Warp's test helpers, which examples import for numpy, by numpy)."""
+    source = source.replace("from warp.tests.unittest_utils import *", "import numpy as np")
     return re.sub(r"\bwarp(?=[. \n])", "weft", source)
 
 
-def run(python, script, frames, attrs, env, impl):
+def run(python, script, frames, attrs, env, impl, mode="release"):
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(DRIVER)
     try:
-        r = subprocess.run([python, f.name, script, str(frames), attrs, impl], capture_output=True,
-                           text=True, env=env, timeout=1800)
+        r = subprocess.run([python, f.name, script, str(frames), attrs, impl, mode],
+                           capture_output=True, text=True, env=env, timeout=1800)
     finally:
         os.unlink(f.name)
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:]), None
-    return None, (r.stderr.strip().splitlines() or ["(no output)"])[-1]
+    lines = r.stderr.strip().splitlines() or ["(no output)"]
+    last = " ".join(x.strip() for x in lines[-2:]) if lines[-1].startswith("    at ") else lines[-1]
+    return None, f"{impl}: {last} (exit status {r.returncode})"
 
 
 def close(a, b, rtol):
@@ -76,10 +92,11 @@ def close(a, b, rtol):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("examples", nargs="+", help="path/in/warp/examples:attr1,attr2")
+    ap.add_argument("examples", nargs="+", help="path/in/warp/examples[:attr1,attr2]")
     ap.add_argument("--warp-python", required=True)
     ap.add_argument("--frames", type=int, default=3)
     ap.add_argument("--rtol", type=float, default=1e-5)
+    ap.add_argument("--mode", default="release", help="weft's wp.config.mode (debug: checked)")
     args = ap.parse_args(argv)
     root = subprocess.run([args.warp_python, "-c", "import os, warp; print(os.path.dirname("
                            "warp.__file__))"], capture_output=True, text=True).stdout.strip()
@@ -89,18 +106,18 @@ def main(argv=None):
     print(f"{'example':40s} {'weft':>10s} {'Warp':>10s}  result")
     with tempfile.TemporaryDirectory() as tmp:
         for spec in args.examples:
-            name, attrs = spec.split(":")
+            name, _, attrs = spec.partition(":")
             original = os.path.join(examples, name + ".py")
             copy = os.path.join(tmp, os.path.basename(name) + ".py")
             with open(original) as f, open(copy, "w") as g:
                 g.write(weftify(f.read()))
-            mine, err = run(sys.executable, copy, args.frames, attrs, env, "weft")
+            mine, err = run(sys.executable, copy, args.frames, attrs, env, "weft", args.mode)
             theirs, err2 = run(args.warp_python, original, args.frames, attrs, env, "warp")
             if mine is None or theirs is None:
                 failures += 1
                 print(f"{name:40s} {'-':>10s} {'-':>10s}  FAILED: {err or err2}")
                 continue
-            same = all(close(x, y, args.rtol) for a in attrs.split(",")
+            same = all(close(x, y, args.rtol) for a in attrs.split(",") if a
                        for x, y in zip(mine[a][:2] + mine[a][2], theirs[a][:2] + theirs[a][2]))
             failures += not same
             print(f"{name:40s} {mine['seconds']:9.2f}s {theirs['seconds']:9.2f}s  "

@@ -215,3 +215,45 @@ def test_quat_to_matrix_is_warps_rotated_axes_off_the_unit_sphere():
         fd = [(axes(qn + d)[k] - axes(qn - d)[k]) / 2e-6 for d in np.eye(4) * 1e-6]
         np.testing.assert_allclose(q.grad.numpy()[0], fd, rtol=1e-6, atol=1e-8)
         tape.zero()
+
+
+@wp.kernel
+def rotated(q: wp.array(dtype=wp.quat), x: wp.array(dtype=wp.vec3), out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    r = wp.quat_rotate(q[i], x[i])
+    s = wp.quat_rotate_inv(q[i], x[i])
+    n = wp.normalize(x[i])
+    for c in range(3):
+        out[i, c] = r[c]
+        out[i, 3 + c] = s[c]
+        out[i, 6 + c] = n[c]
+
+
+def test_rotation_and_normalize_round_as_warp():
+    # float32 results Warp 1.19 gives on the CPU, bit for bit (summing quat_rotate's terms in
+    # another order, or normalizing as v * (1 / |v|), rounds differently; Warp's raymarch
+    # example renders the same image as weft only with these)
+    q = [[-0.4977248013019562, -0.16944222152233124, -0.7039692401885986, -0.4774795174598694],
+         [0.6634394526481628, 0.023441921919584274, -0.5833356976509094, -0.4679935574531555],
+         [0.08259837329387665, -0.8425902724266052, -0.1930174082517624, 0.4959470331668854]]
+    x = [[-0.9349349737167358, -0.25071942806243896, -1.758649468421936],
+         [-1.9917274713516235, 0.13192936778068542, -1.2950143814086914],
+         [0.08761143684387207, -0.11816328018903732, -1.3675843477249146]]
+    want = [[-1.345302700996399, -0.24786898493766785, -1.4691948890686035, -1.1132653951644897,
+             -0.6626230478286743, -1.5334219932556152, -0.46573516726493835,
+             -0.12489515542984009, -0.8760661482810974],
+            [0.3288007378578186, -1.9921678304672241, 1.2588101625442505, 0.41603749990463257,
+             1.7911096811294556, 1.5100611448287964, -0.8370785713195801, 0.055446967482566833,
+             -0.544265627861023],
+            [1.1370863914489746, -0.4695031940937042, 0.6152448654174805, -1.1036133766174316,
+             -0.6600455045700073, 0.4881625175476074, 0.0636955052614212, -0.08590739220380783,
+             -0.9942649006843567]]
+    out = wp.zeros((3, 9), dtype=float)
+    wp.launch(rotated, 3, inputs=[wp.array(np.array(q, dtype=np.float32), dtype=wp.quat),
+                                  wp.array(np.array(x, dtype=np.float32), dtype=wp.vec3)],
+              outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), np.array(want, dtype=np.float32))
+    out = wp.full((1, 9), 5.0, dtype=float)  # the zero vector normalizes to zero
+    wp.launch(rotated, 1, inputs=[wp.array(np.array(q[:1], dtype=np.float32), dtype=wp.quat),
+                                  wp.zeros(1, dtype=wp.vec3)], outputs=[out])
+    np.testing.assert_array_equal(out.numpy()[0, 6:], [0.0, 0.0, 0.0])

@@ -127,3 +127,18 @@ def test_erfinv_edges_and_gradients():
     t = wp.jvp(inverse_erf, 4, inputs=[xa, za], outputs=[out],
                tangents={xa: np.ones(4), za: np.zeros(4)})
     np.testing.assert_allclose(t[out].numpy()[:, 0], k * np.exp(erfinv(x) ** 2), rtol=1e-13)
+
+
+@wp.kernel
+def clamped(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = wp.clamp(x[i], 0.0, 1.0)
+
+
+def test_clamp_of_nan_is_the_low_bound_as_in_warp():
+    # Warp 1.19 clamps floats as fmin(fmax(lo, x), hi), NaN counting as missing: its raymarch
+    # example clamps pow(negative, 2.2) = NaN to 0 (values Warp gives on the CPU)
+    x = np.array([np.nan, -0.5, 0.25, 3.0], dtype=np.float32)
+    out = wp.zeros(4, dtype=float)
+    wp.launch(clamped, 4, inputs=[wp.array(x, dtype=float)], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [0.0, 0.0, 0.25, 1.0])

@@ -78,18 +78,19 @@ def quat_inverse(q):
     return wp.quaternion(-q[0], -q[1], -q[2], q[3])
 
 
+# (the terms summed in Warp's order, so that the rounded results are Warp's bit for bit)
 @builtin_func(['quat_rotate(q: quat, x: vec3) -> vec3'])
 def quat_rotate(q, x):
     u = wp.vector(q[0], q[1], q[2])
     w = q[3]
-    return x * (2.0 * w * w - 1.0) + wp.cross(u, x) * (2.0 * w) + u * (2.0 * wp.dot(u, x))
+    return x * (2.0 * w * w - 1.0) + u * (2.0 * wp.dot(u, x)) + wp.cross(u, x) * (2.0 * w)
 
 
 @builtin_func(['quat_rotate_inv(q: quat, x: vec3) -> vec3'])
 def quat_rotate_inv(q, x):
     u = wp.vector(q[0], q[1], q[2])
     w = q[3]
-    return x * (2.0 * w * w - 1.0) - wp.cross(u, x) * (2.0 * w) + u * (2.0 * wp.dot(u, x))
+    return x * (2.0 * w * w - 1.0) + u * (2.0 * wp.dot(u, x)) - wp.cross(u, x) * (2.0 * w)
 
 
 @builtin_func(['quat_to_matrix(q: quat) -> mat33'])

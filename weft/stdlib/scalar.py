@@ -309,7 +309,7 @@ _minmax("max", ast.GtE)
 class clamp:
     def primal(x, lo, hi):
         x, lo, hi = x.atom(), lo.atom(), hi.atom()
-        below = Ex(ast.Compare(x.node, [ast.Lt()], [lo.node]), T.bool)
+        below = _below(x, lo)
         above = Ex(ast.Compare(x.node, [ast.Gt()], [hi.node]), T.bool)
         return select(below, lo, select(above, hi, x))
 
@@ -318,7 +318,7 @@ class clamp:
             return [None, None, None]
         x, lo, hi, adj = x.atom(), lo.atom(), hi.atom(), adj.atom()
         z = zero(x.type)
-        below = Ex(ast.Compare(x.node, [ast.Lt()], [lo.node]), T.bool)
+        below = _below(x, lo)
         # as the primal: below wins when lo > hi
         above = Ex(ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), below.node), ast.Compare(
             x.node, [ast.Gt()], [hi.node])]), T.bool)
@@ -330,9 +330,15 @@ class clamp:
         if tx is None:
             return None
         x, lo, hi = x.atom(), lo.atom(), hi.atom()
-        below = Ex(ast.Compare(x.node, [ast.Lt()], [lo.node]), T.bool)
+        below = _below(x, lo)
         above = Ex(ast.Compare(x.node, [ast.Gt()], [hi.node]), T.bool)
         return select(below, tlo, select(above, thi, tx))
+
+
+def _below(x, lo):
+    """``clamp``'s low case: ``not x >= lo``, so that a NaN ``x`` clamps to ``lo`` as in Warp
+    (whose float clamp is ``fmin(fmax(lo, x), hi)``: NaN counts as missing)."""
+    return Ex(ast.UnaryOp(ast.Not(), ast.Compare(x.node, [ast.GtE()], [lo.node])), T.bool)
 
 
 def _sign_of(x):

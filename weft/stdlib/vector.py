@@ -342,9 +342,12 @@ class length:
          lambda ts, a=None: ts[0] if len(ts) == 1 and float_vector(ts[0]) else None)
 class normalize:
     def primal(v):
+        # each component divided by the length, the zero vector unless the length is > 0, as
+        # Warp (v * (1 / |v|) rounds differently: Warp's raymarch example showed it)
         v = v.atom()
-        inv = safe_inv(call("np.sqrt", dot(v, v)).atom()).atom()
-        return v * inv
+        n = call("np.sqrt", dot(v, v)).atom()
+        pos = Ex(ast.Compare(n.node, [ast.Gt()], [zero(n.type).node]), T.bool)
+        return tup([select(pos, c / n, zero(n.type)) for c in v.items()], v.type)
 
     def adjoint(v, ret, adj):
         # d(v/|v|) = (adj - ret * dot(ret, adj)) / |v|

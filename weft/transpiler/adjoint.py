@@ -121,18 +121,40 @@ class Adjoint(Gen):
         key = id(loop)
         if key not in self.loop_names:
             n = self.names.fresh("n")
-            stacks = {id(h): self.names.fresh("stk") for h, _ in loop.carried}
-            self.plain_buffers.update(stacks.values())
+            # one stack per carried value; a tuple gets one per element (nested: per leaf)
+            stacks = {id(h): [self.names.fresh("stk") for _ in _leaves(h.type)]
+                      for h, _ in loop.carried}
+            self.plain_buffers.update(n for names in stacks.values() for n in names)
             self.loop_names[key] = (n, stacks)
         return self.loop_names[key]
 
-    def stack_alloc(self, h, cap_node):
-        t = h.type
-        if isinstance(t, T.TupleType):
-            raise KernelSyntaxError(f"{self.fir.name}: tuple values carried through a loop are "
-                                    "not supported yet")
+    def stack_alloc(self, t, cap_node):
+        if isinstance(t, T.ArrayType):
+            raise KernelSyntaxError(f"{self.fir.name}: arrays inside a tuple carried through a "
+                                    "loop are not supported")
         # one row per iteration, holding an element as arrays of that type hold it
         return self.target.stack_alloc(cap_node, T.element_shape(t), storage_dtype_node(t))
+
+    def push(self, h, stacks, row, loc):
+        """Store carried value ``h`` (a tuple: leaf by leaf) in row ``row`` of its stacks."""
+        out = []
+        for stk, (path, t) in zip(stacks, _leaves(h.type)):
+            node = name(h.name)
+            for k in path:
+                node = ast.Subscript(node, ast.Constant(k), ast.Load())
+            out += self.store_element(stk, [row], Ex(node, t), loc, checked=False)
+        return out
+
+    def pop(self, h, stacks, row):
+        """The expression of carried value ``h`` read back from row ``row`` of its stacks."""
+        loaded = iter([self.load_element(stk, [row], t).node
+                       for stk, (_, t) in zip(stacks, _leaves(h.type))])
+
+        def rebuild(t):
+            if isinstance(t, T.TupleType):
+                return ast.Tuple([rebuild(x) for x in t.types], ast.Load())
+            return next(loaded)
+        return rebuild(h.type)
 
     def record_loop(self, s):
         n, stacks = self.names_of(s)
@@ -143,14 +165,15 @@ class Adjoint(Gen):
         else:
             cap = ast.Constant(16)
         for h, _ in s.carried:
-            out.append(assign(stacks[id(h)], self.stack_alloc(h, cap), s.loc))
+            for stk, (_, t) in zip(stacks[id(h)], _leaves(h.type)):
+                out.append(assign(stk, self.stack_alloc(t, cap), s.loc))
         body = []
         if s.kind == "while":
             for h, _ in s.carried:
-                body += self.target.stack_grow(stacks[id(h)], n)
+                for stk in stacks[id(h)]:
+                    body += self.target.stack_grow(stk, n)
         for h, _ in s.carried:
-            body += self.store_element(stacks[id(h)], [self.target.stack_row(name(n))],
-                                       Ex(name(h.name), h.type), s.loc, checked=False)
+            body += self.push(h, stacks[id(h)], self.target.stack_row(name(n)), s.loc)
         body.append(ast.AugAssign(ast.Name(n, ast.Store()), ast.Add(), ast.Constant(1)))
         body += self.fwd.block(s.body) + self.fwd.loop_tail(s)
         out.append(self.fwd.loop_header(s, tag(body, s.loc)))
@@ -416,8 +439,8 @@ class Adjoint(Gen):
         k = self.names.fresh("k")
         body = []
         for h, _ in s.carried:
-            body.append(assign(h.name, self.load_element(
-                stacks[id(h)], [self.target.stack_row(name(k))], h.type).node, s.loc))
+            body.append(assign(h.name, self.pop(h, stacks[id(h)],
+                                                self.target.stack_row(name(k))), s.loc))
         if s.kind == "for":  # the loop variable of iteration k: start + k * step
             i = name(k)
             if not (isinstance(s.step, ir.Const) and s.step.value == 1):
@@ -447,6 +470,14 @@ class _Substitute(ast.NodeTransformer):
     def visit_Call(self, node):
         var = self.names.get(ast.dump(node)) if getattr(node, "weft_math", None) else None
         return name(var) if var is not None else self.generic_visit(node)
+
+
+def _leaves(t, path=()):
+    """``[(path, type)]`` of the values a loop stack row holds for type ``t``: itself, or each
+    element of a tuple (nested tuples flattened; ``path`` indexes into the tuple)."""
+    if not isinstance(t, T.TupleType):
+        return [(path, t)]
+    return [leaf for k, x in enumerate(t.types) for leaf in _leaves(x, path + (k,))]
 
 
 def _is_zero(node):

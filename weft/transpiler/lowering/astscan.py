@@ -73,15 +73,9 @@ def breaks_out(stmts):
 def read_after(ctx, s, name):
     """A hidden name to carry the loop variable ``name`` out of loop ``s`` when the function
     reads ``name`` after the loop (None otherwise: most loops need not carry it)."""
-    tree = ctx.src.tree if ctx.src is not None else None
-    if tree is None:
+    if not live_after(ctx, s, name):
         return None
-    end = (s.end_lineno, s.end_col_offset)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) \
-                and (node.lineno, node.col_offset) > end:
-            return f"{name}__last_{s.lineno}_{s.col_offset}"
-    return None
+    return f"{name}__last_{s.lineno}_{s.col_offset}"
 
 
 def uses_static(ctx, stmts):
@@ -104,3 +98,83 @@ def uses_static(ctx, stmts):
                 pass
         todo.extend(ast.iter_child_nodes(node))
     return False
+
+
+def live_after(ctx, s, name):
+    """Whether the function may read ``name`` after loop ``s`` before binding it anew: a read
+    that follows ``s`` (in its block, then in the enclosing blocks; and in the next iteration of
+    an enclosing loop) with no plain ``name = <value not reading name>`` at a block level
+    between. Conservative: a read anywhere inside a later compound statement counts."""
+    tree = ctx.src.tree if ctx.src is not None else None
+    path = _path_to(tree.body, s, tree) if tree is not None else None
+    for block, idx, owner in reversed(path or []):
+        found = _first_use(block[idx + 1:], name)
+        if found is not None:
+            return found
+        if isinstance(owner, (ast.For, ast.While)):
+            if isinstance(owner, ast.While) and _reads(owner.test, name):
+                return True
+            # the next iteration, up to here (and the other parts of the statement holding s)
+            if _first_use(block[:idx], name) or _reads_outside(block[idx], s, name):
+                return True
+    return False
+
+
+def _reads_outside(node, s, name):
+    """Whether ``node`` reads ``name`` outside the subtree of ``s``."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if n is s:
+            continue
+        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
+            return True
+        todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+def _path_to(block, s, owner):
+    """``[(block, index, owner)]`` from the function body down to the block holding ``s``."""
+    for i, t in enumerate(block):
+        if t is s:
+            return [(block, i, owner)]
+        for field in ("body", "orelse"):
+            inner = getattr(t, field, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                sub = _path_to(inner, s, t)
+                if sub is not None:
+                    return [(block, i, owner)] + sub
+    return None
+
+
+def _first_use(stmts, name):
+    """True if ``stmts`` may read ``name`` before rebinding it, False if every path through
+    them rebinds it first, None if neither."""
+    for t in stmts:
+        if isinstance(t, ast.If):
+            if _reads(t.test, name):
+                return True
+            uses = (_first_use(t.body, name), _first_use(t.orelse, name))
+            if True in uses:
+                return True
+            if uses == (False, False):
+                return False
+        elif isinstance(t, (ast.For, ast.While)):  # its body may run no iteration
+            rebinds = isinstance(t, ast.For) and isinstance(t.target, ast.Name) and \
+                t.target.id == name  # (the body reads the loop's own variable)
+            if _reads(t.iter if isinstance(t, ast.For) else t.test, name) or \
+                    (not rebinds and _first_use(t.body, name)):
+                return True
+        elif isinstance(t, (ast.Assign, ast.AnnAssign)) and t.value is not None and \
+                not _reads(t.value, name) and any(
+                    isinstance(x, ast.Name) and x.id == name
+                    for x in (t.targets if isinstance(t, ast.Assign) else [t.target])):
+            return False
+        elif _reads(t, name):
+            return True
+    return None
+
+
+def _reads(node, name):
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+               for n in ast.walk(node))

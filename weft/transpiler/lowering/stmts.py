@@ -17,6 +17,7 @@ from ..abi import is_struct_array
 from ..source import KERNEL_RETURN
 from ...stdlib import registry
 from . import exprs, literals, structs
+from .loop_locals import declare_loop_locals, restore, snapshot, zero_value
 from .returns import check_return_annotation
 from .astscan import (assigned_names, breaks_out, may_exit,  # noqa: F401
                       read_after, uses_static)
@@ -130,14 +131,12 @@ def is_endless(ctx, s):
 def static_condition(ctx, test):
     """True/False when an ``if`` test is a compile-time constant, else None. Lowering the test
     has no side effects worth keeping when it folds to a constant."""
-    saved = (list(ctx.block), dict(ctx.env), ctx.last_temp, dict(ctx.names.counts),
-             set(ctx.names.taken), dict(ctx.versions), list(ctx.callees))
+    saved = snapshot(ctx)
     try:
         c = exprs.lower_condition(ctx, test)
     except Exception:  # noqa: BLE001 - lowered again, for real, with its error
         c = None
-    (ctx.block[:], ctx.env, ctx.last_temp, ctx.names.counts, ctx.names.taken, ctx.versions,
-     ctx.callees[:]) = saved
+    restore(ctx, saved)
     return bool(c.value) if isinstance(c, ir.Const) else None
 
 
@@ -222,8 +221,7 @@ def _zero_missing(ctx, env0, exits, node):
             saved = ctx.block, ctx.env
             ctx.block, ctx.env = e.block, e.env
             try:
-                zero = ir.Const(0, t) if T.is_scalar(t) else \
-                    ctx.apply("construct", [], node, {"type": t})
+                zero = zero_value(ctx, t, node)
                 v = ctx.new_version(name, t)
                 ctx.add(ir.Assign(v, ir.Copy(zero), ctx.loc(node)))
                 e.env[name] = v
@@ -491,6 +489,7 @@ def stmt_while(ctx, s):
 
 
 def lower_loop(ctx, kind, s, body_stmts, loopvar, start, stop, step, exclude):
+    declare_loop_locals(ctx, s, body_stmts, {exclude: loopvar} if loopvar is not None else {})
     # arrays are never carried: ``a[i] = x`` stores into an array without rebinding it
     carried_names = [n for n in structs.expand_struct_names(ctx, assigned_names(ctx, body_stmts))
                      if n in ctx.env and n != exclude

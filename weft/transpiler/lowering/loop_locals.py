@@ -1,0 +1,96 @@
+"""Names first bound inside a loop body and read after the loop, as Python and Warp allow
+(``for ...: d = sdf(p)`` then ``if d < eps:``).
+
+Such a name is declared before the loop with the zero of its type, then the loop carries it as
+any variable it rebinds: after the loop it holds the value of its last binding, as in Python, and
+zero when no iteration bound it (the loop ran no iteration, or left before binding it). Its type
+is what the body binds it to, found by lowering the body once on trial (the lowering's state is
+restored afterwards); nested loops find theirs the same way.
+"""
+from __future__ import annotations
+
+from ... import types as T
+from .. import ir
+from ..abi import flat_leaves, is_struct_array
+from .astscan import assigned_names, live_after
+from .structs import StructRef, struct_marker
+
+
+def zero_value(ctx, t, node):
+    """The zero of value type ``t`` (scalar, vector or matrix, tuple of those) as an operand."""
+    if T.is_composite(t):
+        return ctx.apply("construct", [], node, {"type": t})
+    return ir.Const(0, t)
+
+
+def declare_loop_locals(ctx, s, body_stmts, loop_env):
+    """Bind, before loop ``s``, the zero of each name its body binds first and the function
+    reads after it. ``loop_env`` adds the loop variable to the body's environment."""
+    wanted = [n for n in assigned_names(ctx, body_stmts)
+              if n not in ctx.env and n not in loop_env and live_after(ctx, s, n)]
+    if not wanted:
+        return
+    for n, t in _trial_types(ctx, body_stmts, loop_env, wanted).items():
+        if T.is_struct(t):
+            for key, lt in flat_leaves(t, n):
+                _declare(ctx, key, lt, s)
+            ctx.env[n] = struct_marker(ctx, n, t)
+        else:
+            _declare(ctx, n, t, s)
+
+
+def _declare(ctx, n, t, node):
+    v = ctx.new_version(n, t)
+    ctx.add(ir.Assign(v, ir.Copy(zero_value(ctx, t, node)), ctx.loc(node)))
+    ctx.env[n] = v
+
+
+def _trial_types(ctx, body_stmts, loop_env, wanted):
+    """``{name: type}`` of the ``wanted`` names that the body binds to a value a loop can
+    carry (scalars, vectors, matrices, tuples of those, structs without array members) on
+    some way out of it; nothing when the body does not lower (the real lowering reports
+    why)."""
+    from .stmts import lower_block
+    saved = snapshot(ctx)
+    try:
+        with ctx.in_block({**ctx.env, **loop_env}):
+            exits = lower_block(ctx, body_stmts)
+    except Exception:  # noqa: BLE001 - lowered again, for real, with its error
+        exits = []
+    finally:
+        restore(ctx, saved)
+    found = {}
+    for n in wanted:
+        values = [e.env[n] for e in exits if n in e.env]
+        if values and all(type(v) is type(values[0]) and v.type == values[0].type
+                          for v in values) and _carriable(values[0]):
+            found[n] = values[0].type
+    return found
+
+
+def _carriable(v):
+    if isinstance(v, StructRef):
+        return not is_struct_array(v.type) and not any(
+            isinstance(t, T.ArrayType) for _, t in flat_leaves(v.type, ""))
+    return isinstance(v, ir.Var) and _value_type(v.type)
+
+
+def _value_type(t):
+    if isinstance(t, T.TupleType):
+        return all(_value_type(x) for x in t.types)
+    return T.is_scalar(t) or T.is_composite(t)
+
+
+def snapshot(ctx):
+    """The lowering state that lowering statements changes, to lower them on trial."""
+    return (list(ctx.block), dict(ctx.env), ctx.last_temp, dict(ctx.names.counts),
+            set(ctx.names.taken), dict(ctx.names.bases), dict(ctx.versions), list(ctx.callees),
+            set(ctx.defined_in_loops), ctx.loop_returned, dict(ctx.const_vars),
+            set(ctx.literal_vars), dict(ctx.callables), dict(ctx.static_locals),
+            ctx.tid_dims, dict(ctx.tid_vars))
+
+
+def restore(ctx, saved):
+    (ctx.block[:], ctx.env, ctx.last_temp, ctx.names.counts, ctx.names.taken, ctx.names.bases,
+     ctx.versions, ctx.callees[:], ctx.defined_in_loops, ctx.loop_returned, ctx.const_vars,
+     ctx.literal_vars, ctx.callables, ctx.static_locals, ctx.tid_dims, ctx.tid_vars) = saved
