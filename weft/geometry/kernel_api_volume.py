@@ -65,8 +65,9 @@ def geo_vol_sample_int(vid, ux, uy, uz, mode):
 def geo_vol_index_corners(vid, ux, uy, uz, mode):
     """The voxel-data indices of a sample's 8 corners (``volume_index_corners``)."""
     d = view_i64(vid, VOL_WORDS)
-    return volume_index_corners(view_i32(d[3], d[4]), view_i64(d[5], d[6]), d[11], ux, uy, uz,
-                                mode)
+    # another grid's values are never read as indices (and may not be viewable as int64)
+    iv = view_i64(d[5], d[6]) if d[11] >= GRID_INDEX and d[11] <= GRID_ONINDEX_MASK else d
+    return volume_index_corners(view_i32(d[3], d[4]), iv, d[11], ux, uy, uz, mode)
 
 
 TEMPLATES = ("geo_vol_lookup", "geo_vol_store", "geo_vol_corners", "geo_vol_sample_int")
@@ -82,7 +83,8 @@ def bind(ns, namespace, jit=None):
                    T_STORE=ns[store], T_READ=ns[read])
         for name in TEMPLATES:
             _add(tns, namespace, jit, f"{name}_{tname}", globals()[name])
-    _add(ns, namespace, jit, "geo_vol_index_corners", geo_vol_index_corners)
+    _add(dict(ns, GRID_INDEX=vt.GRID_INDEX, GRID_ONINDEX_MASK=vt.GRID_ONINDEX_MASK), namespace,
+         jit, "geo_vol_index_corners", geo_vol_index_corners)
     return namespace
 
 
