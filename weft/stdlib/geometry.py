@@ -38,8 +38,11 @@ def _xyz(v):
 
 
 def _sig(*kinds):
-    """A resolve rule: argument kinds in order ('id', 'vec3', 'int', 'float', 'vec3i'...)."""
+    """A resolve rule: argument kinds in order ('id', 'vec3', 'int', 'float32', ..., or a value
+    type, which the argument must have)."""
     def check(t, kind):
+        if not isinstance(kind, str):
+            return t == kind
         if kind == "id":
             return _is_id(t)
         if kind == "int":

@@ -24,7 +24,7 @@ from .. import types as T
 from ..geometry.kernel_api_volume import VALUE_TYPES
 from ..transpiler import ir
 from ..transpiler.exprs import call
-from .geometry import _is_id, _xyz
+from .geometry import _is_id, _sig, _xyz
 from .registry import builtin, special_form
 
 #: value type -> its name in ``VALUE_TYPES`` (the helpers' suffix)
@@ -41,19 +41,6 @@ def _is_vec3f(t):
     return T.is_vector(t) and t._length_ == 3 and T.scalar_of(t) is T.float32
 
 
-def _resolve(ret, kinds):
-    def check(t, k):
-        if k == "id":
-            return _is_id(t)
-        if k == "int":
-            return T.is_int(t)
-        if k == "uvw":
-            return _is_vec3f(t)
-        return t == k
-    return lambda ts, attrs=None: ret if len(ts) == len(kinds) and all(
-        check(t, k) for t, k in zip(ts, kinds)) else None
-
-
 def _declare(vt):
     """The non-differentiable primitives of value type ``vt``."""
     sfx = TYPES[vt]
@@ -61,13 +48,13 @@ def _declare(vt):
     ijk = ("id", "int", "int", "int")
 
     @builtin(f"_volume_lookup_{sfx}", [f"_volume_lookup_{sfx}(id, i, j, k) -> {tn}"],
-             _resolve(vt, ijk), differentiable=False, public=False)
+             _sig(*ijk)(vt), differentiable=False, public=False)
     class lookup:
         def primal(vid, i, j, k):
             return call(f"_wk.geo_vol_lookup_{sfx}", vid, i, j, k, type_=vt)
 
     @builtin(f"_volume_store_{sfx}", [f"_volume_store_{sfx}(id, i, j, k, value: {tn})"],
-             _resolve(T.TupleType(()), ijk + (vt,)), differentiable=False, public=False)
+             _sig(*ijk, vt)(T.TupleType(())), differentiable=False, public=False)
     class store:
         def primal(vid, i, j, k, value):
             return call(f"_wk.geo_vol_store_{sfx}", vid, i, j, k, value, type_=T.TupleType(()))
@@ -77,13 +64,13 @@ def _declare(vt):
         ct = T.vector(8 * _channels(vt), st)
 
         @builtin(f"_volume_corners_{sfx}", [f"_volume_corners_{sfx}(id, uvw, mode)"],
-                 _resolve(ct, ("id", "uvw", "int")), differentiable=False, public=False)
+                 _sig("id", "vec3", "int")(ct), differentiable=False, public=False)
         class corners:
             def primal(vid, uvw, mode):
                 return call(f"_wk.geo_vol_corners_{sfx}", vid, *_xyz(uvw), mode, type_=ct)
     else:
         @builtin(f"_volume_sample_int_{sfx}", [f"_volume_sample_int_{sfx}(id, uvw, mode)"],
-                 _resolve(vt, ("id", "uvw", "int")), differentiable=False, public=False)
+                 _sig("id", "vec3", "int")(vt), differentiable=False, public=False)
         class sample_int:
             def primal(vid, uvw, mode):
                 return call(f"_wk.geo_vol_sample_int_{sfx}", vid, *_xyz(uvw), mode, type_=vt)
@@ -96,7 +83,7 @@ _INDEX_CORNERS = T.vector(8, T.int64)
 
 
 @builtin("_volume_index_corners", ["_volume_index_corners(id, uvw, mode)"],
-         _resolve(_INDEX_CORNERS, ("id", "uvw", "int")), differentiable=False, public=False)
+         _sig("id", "vec3", "int")(_INDEX_CORNERS), differentiable=False, public=False)
 class _volume_index_corners:
     def primal(vid, uvw, mode):
         return call("_wk.geo_vol_index_corners", vid, *_xyz(uvw), mode, type_=_INDEX_CORNERS)
