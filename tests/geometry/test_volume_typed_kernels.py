@@ -363,3 +363,27 @@ def test_index_sampling_derivatives(index_grid):
     fwd = _index_run(vol, p, wp.Volume.LINEAR, fdata, bgs[0], vdata, bgs[1],
                      tangents=[None, tf, np.array([tfb]), tv, tvb[None]])
     np.testing.assert_allclose(fwd, fd, rtol=0, atol=1e-3 * np.abs(fd).max())
+
+
+def test_bad_index_and_dtype_arguments_are_located_kernel_errors():
+    @wp.kernel
+    def bad_background(vid: wp.uint64, d: wp.array(dtype=wp.vec4f),
+                       out: wp.array(dtype=wp.vec4f)):
+        out[0] = wp.volume_sample_index(vid, wp.vec3(0.5), wp.Volume.LINEAR, d, wp.vec4d())
+
+    @wp.kernel
+    def int_data(vid: wp.uint64, d: wp.array(dtype=int), out: wp.array(dtype=int)):
+        out[0] = wp.volume_sample_index(vid, wp.vec3(0.5), wp.Volume.LINEAR, d, 0)
+
+    @wp.kernel
+    def bad_dtype(vid: wp.uint64, out: wp.array(dtype=wp.vec2f)):
+        out[0] = wp.volume_sample(vid, wp.vec3(0.5), wp.Volume.LINEAR, dtype=wp.vec2f)
+
+    for kernel, dtype, msg in ((bad_background, wp.vec4f, "background must have the voxel "
+                                "data's type vec4f, got vec4d"),
+                               (int_data, int, "voxel data of float32, float64, vec3 or vec4"),
+                               (bad_dtype, wp.vec2f, r"volume_sample\(dtype=vec2f\)")):
+        args = [0] + ([wp.zeros(1, dtype=dtype)] if kernel is not bad_dtype else [])
+        with pytest.raises(wp.KernelError, match=msg) as e:
+            wp.launch(kernel, 1, inputs=args + [wp.zeros(1, dtype=dtype)])
+        assert "test_volume_typed_kernels.py:" in str(e.value)
