@@ -91,7 +91,10 @@ def bind(ns, namespace, jit=None):
 def _add(ns, namespace, jit, name, fn):
     # a code object of its own name per instance: code objects compare by content, and Numba
     # keys compiled functions by theirs (equal ones got another type's compiled instance)
-    code = fn.__code__.replace(co_name=name, co_qualname=name)
+    names = {"co_name": name}
+    if hasattr(fn.__code__, "co_qualname"):  # Python 3.11+
+        names["co_qualname"] = name
+    code = fn.__code__.replace(**names)
     rebound = types.FunctionType(code, ns, name, fn.__defaults__)
     rebound.__doc__ = fn.__doc__
     namespace[name] = rebound if jit is None else jit(rebound)
