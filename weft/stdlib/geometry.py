@@ -398,9 +398,6 @@ class hash_grid_point_id:
         return call("_wk.geo_hg_point_id", gid, index, type_=T.int32)
 
 
-from . import geometry_volume  # noqa: E402,F401 - the other value types' builtins
-
-
 def mark_kinds(prefixes):
     """Tag the builtins whose names start with a key of ``prefixes`` with the kind of object
     (the value) their first argument is the id of (the launch checks those ids, see

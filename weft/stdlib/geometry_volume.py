@@ -24,13 +24,12 @@ from .. import types as T
 from ..geometry.kernel_api_volume import VALUE_TYPES
 from ..transpiler import ir
 from ..transpiler.exprs import call
-from .geometry import _is_id, _sig, _xyz
+from .geometry import _is_id, _kinds, _sig, _xyz, mark_kinds
 from .registry import builtin, special_form
 
 #: value type -> its name in ``VALUE_TYPES`` (the helpers' suffix)
 TYPES = {getattr(T, n): n for n in VALUE_TYPES}
 FLOAT_TYPES = [t for t in TYPES if T.is_float(T.scalar_of(t))]
-INT_TYPES = [t for t in TYPES if not T.is_float(T.scalar_of(t))]
 
 
 def _channels(t):
@@ -229,3 +228,6 @@ volume_sample_grad_index = special_form(
     "volume_sample_grad_index", "volume_sample_grad_index(id, uvw, sampling_mode, voxel_data, "
     "background, grad) -> voxel_data's dtype (assigns grad)",
     assigned=lambda node: node.args[5:6])(_index_form(True))
+
+
+mark_kinds(_kinds())  # the launch checks the ids of these builtins' volumes
