@@ -387,3 +387,37 @@ def test_bad_index_and_dtype_arguments_are_located_kernel_errors():
         with pytest.raises(wp.KernelError, match=msg) as e:
             wp.launch(kernel, 1, inputs=args + [wp.zeros(1, dtype=dtype)])
         assert "test_volume_typed_kernels.py:" in str(e.value)
+
+
+@wp.kernel
+def sample_index_fv(vid: wp.uint64, p: wp.array(dtype=wp.vec3), mode: int,
+                    data: wp.array(dtype=float), datav: wp.array(dtype=wp.vec3),
+                    bg: float, bgv: wp.vec3, out: wp.array(dtype=float),
+                    outv: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = wp.volume_sample_index(vid, p[i], mode, data, bg)
+    outv[i] = wp.volume_sample_index(vid, p[i], mode, datav, bgv)
+
+
+def test_index_sampling_is_warps_bit_for_bit():
+    """Against Warp 1.19's samples (``volume_reference.py``, by SHA-256): both grids of
+    test_index_grid.nvdb, CLOSEST and LINEAR, at special points (non-finite, huge, on faces)
+    and 2048 random ones."""
+    from tests.geometry import drivers as D
+    from tests.geometry import make_volume_reference as M
+    from tests.geometry import volume_reference as W
+    from tests.geometry.conftest import path
+    v = wp.Volume.load_from_nvdb(path("test_index_grid.nvdb"))
+    pts = M.points(seed=3, lo=-17.0, hi=17.0)
+    for gi, g in enumerate((v, v.load_next_grid())):
+        n = g.get_voxel_count()
+        data = np.arange(n, dtype=np.float32) * np.float32(1.5) + np.float32(1.0)
+        datav = np.arange(3 * n, dtype=np.float32).reshape(n, 3) - np.float32(5.0)
+        for mode, mname in ((0, "CLOSEST"), (1, "LINEAR")):
+            out = wp.zeros(len(pts), dtype=float)
+            outv = wp.zeros(len(pts), dtype=wp.vec3)
+            wp.launch(sample_index_fv, len(pts), inputs=[
+                g.id, wp.array(pts, dtype=wp.vec3), mode, wp.array(data, dtype=float),
+                wp.array(datav, dtype=wp.vec3), 7.5, wp.vec3(1.0, -2.0, 0.5), out, outv])
+            assert D.digest(out.numpy()) == getattr(W, f"INDEX{gi}_{mname}_DIGEST")
+            assert D.digest(outv.numpy()) == getattr(W, f"INDEX{gi}_{mname}_V_DIGEST")
