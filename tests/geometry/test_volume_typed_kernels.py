@@ -421,3 +421,25 @@ def test_index_sampling_is_warps_bit_for_bit():
                 wp.array(datav, dtype=wp.vec3), 7.5, wp.vec3(1.0, -2.0, 0.5), out, outv])
             assert D.digest(out.numpy()) == getattr(W, f"INDEX{gi}_{mname}_DIGEST")
             assert D.digest(outv.numpy()) == getattr(W, f"INDEX{gi}_{mname}_V_DIGEST")
+
+
+def test_other_value_types_are_warps_bit_for_bit():
+    """Lookups and CLOSEST samples of int64, uint32, Vec3d, Vec4f, Vec4d grids written by Warp
+    (``warp_<type>.nvdb``), and LINEAR samples of the vector ones, against Warp 1.19's outputs
+    (``volume_reference.py``, by SHA-256)."""
+    from tests.geometry import drivers as D
+    from tests.geometry import make_volume_reference as M
+    from tests.geometry import volume_reference as W
+    from tests.geometry.conftest import path
+    names = ("int64", "uint32", "Vec3d", "Vec4f", "Vec4d")
+    grids = {n: (wp.Volume.load_from_nvdb(path(f"warp_{n}.nvdb")),) for n in names}
+    grids = dict(zip(("int64", "uint32", "vec3d", "vec4f", "vec4d"), grids.values()))
+    ijk = M.ijk_points(seed=7, lo=-12, hi=20, n=400)
+    pts = M.points(seed=8, lo=-12.0, hi=20.0)[:len(ijk)]
+    for mode, label in ((0, "CLOSEST"), (1, "LINEAR")):
+        out = _read(grids, ijk, pts, mode)
+        for k, name in enumerate(names):
+            if mode == 0:
+                assert D.digest(out[k]) == getattr(W, f"TYPE_{name}_LOOKUP_DIGEST"), name
+            if mode == 0 or k >= 2:
+                assert D.digest(out[5 + k]) == getattr(W, f"TYPE_{name}_{label}_DIGEST"), name
