@@ -50,6 +50,8 @@ class Case:
     h: float = 1e-3
     mesh: tuple = ()
     reaches: tuple = ()   # private builtins this case differentiates through
+    data: tuple = ()      # (name, dtype text): a shared array of data (``index_data``), not
+    # differentiated here (tests/geometry/test_volume_typed_kernels.py differentiates it)
     all_zero: str = ""    # why every derivative is zero (else one must be nonzero)
 
 
@@ -85,6 +87,15 @@ CASES = {
                                "    s = wp.volume_sample_grad(obj, uvw[i], wp.Volume.LINEAR, g, "
                                "dtype=wp.float64)", [("s", "wp.float64"), ("g", "wp.vec3d")],
                                h=0.05, reaches=("_volume_sample_grad_d4",)),
+    "volume_sample_index": Case("index", [("uvw", V3, "index_cells"), ("bg", "float", "bg1")],
+                                "    s = wp.volume_sample_index(obj, uvw[i], wp.Volume.LINEAR, "
+                                "vd, bg[i])", [("s", "float")], h=0.05, data=(("vd", "float"),)),
+    "volume_sample_grad_index": Case(
+        "index", [("uvw", V3, "index_cells"), ("bg", "wp.vec4d", "bg4")],
+        "    g = M43D()\n"
+        "    s = wp.volume_sample_grad_index(obj, uvw[i], wp.Volume.LINEAR, vd, bg[i], g)",
+        [("s", "wp.vec4d"), ("g", "wp.types.matrix((4, 3), wp.float64)")], h=0.05,
+        data=(("vd", "wp.vec4d"),)),
     "volume_world_to_index": Case("torus", [("x", V3, "world")],
                                   "    s = wp.volume_world_to_index(obj, x[i])", [("s", V3)],
                                   h=0.05),
@@ -193,6 +204,8 @@ def scene(wp, name):
         return wp.Volume.load_from_nvdb(os.path.join(DATA, "torus.nvdb"))
     if name == "vec":
         return wp.Volume.load_from_nvdb(os.path.join(DATA, "test_vec_grid.nvdb"))
+    if name == "index":  # an index grid of 16^3 voxels
+        return wp.Volume.allocate((0, 0, 0), (15, 15, 15), 1.0, bg_value=None)
     if name == "double":  # varies along all axes together (mixed derivatives nonzero)
         vol = wp.Volume.allocate((0, 0, 0), (15, 15, 15), 1.0, bg_value=np.float64(0.0))
         i, j, k = np.meshgrid(*[np.arange(16.0)] * 3, indexing="ij")
@@ -227,6 +240,10 @@ def sample(kind, n, rng):
         return cells(0, 14)
     if kind == "vec_cells":
         return cells(-15, 14)
+    if kind == "index_cells":  # the cells at -1 mix in the background
+        return cells(-1, 15)
+    if kind in ("bg1", "bg4"):
+        return rng.uniform(-2, 2, (n, 4) if kind == "bg4" else n)
     if kind == "world":
         return rng.uniform(-3, 3, (n, 3))
     if kind == "near_faces":  # just above or below a face's interior
@@ -250,7 +267,8 @@ def sample(kind, n, rng):
 
 # ------------------------------------------------------------------------------ kernels
 def kernel_source(name, case):
-    params = ["obj: wp.uint64"] + [f"{p}: wp.array(dtype={t})" for p, t, _ in case.ins]
+    params = ["obj: wp.uint64"] + [f"{p}: wp.array(dtype={t})" for p, t in case.data]
+    params += [f"{p}: wp.array(dtype={t})" for p, t, _ in case.ins]
     params += [f"out{k}: wp.array(dtype={'float' if t == 'sign' else t})"
                for k, (_, t) in enumerate(case.outs)]
     stores = "".join(f"    out{k}[i] = {e}\n" for k, (e, _) in enumerate(case.outs))
@@ -262,8 +280,8 @@ def load_kernels(wp):
     folder = tempfile.mkdtemp(prefix="weft-geom-sweep-")
     path = os.path.join(folder, "geometry_sweep_kernels.py")
     with open(path, "w") as f:
-        f.write("import weft as wp\n\n\n" + "\n\n".join(kernel_source(n, c)
-                                                        for n, c in CASES.items()))
+        f.write("import weft as wp\n\nM43D = wp.types.matrix((4, 3), wp.float64)\n\n\n" +
+                "\n\n".join(kernel_source(n, c) for n, c in CASES.items()))
     spec = importlib.util.spec_from_file_location("geometry_sweep_kernels", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
@@ -284,6 +302,12 @@ class Runner:
         self.float_out = [t not in ("int", "sign") for _, t in case.outs]
         self.signs = [t == "sign" for _, t in case.outs]
         self.rng = rng
+        self.data = []
+        for _, t in case.data:  # one value per voxel of the grid
+            d = self._dtype(t)
+            shape = (obj.get_voxel_count(),) + ((4,) if d is wp.vec4d else ())
+            self.data.append(wp.array(rng.uniform(-1, 1, shape), dtype=d))
+        self.head = [obj.id] + self.data
 
     def _dtype(self, t):
         wp = self.wp
@@ -300,7 +324,7 @@ class Runner:
 
     def run(self, ins=None):
         a, o = self.arrays(self.ins if ins is None else ins)
-        self.wp.launch(self.kernel, self.n, inputs=[self.obj.id] + a + o)
+        self.wp.launch(self.kernel, self.n, inputs=self.head + a + o)
         return [np.asarray(x.numpy(), np.float64).reshape(self.n, -1) for x in o]
 
     def fd(self, shift):
@@ -340,7 +364,7 @@ class Runner:
             a, o = self.arrays(self.ins, grad=True)
             tape = wp.Tape()
             with tape:
-                wp.launch(self.kernel, self.n, inputs=[self.obj.id] + a + o)
+                wp.launch(self.kernel, self.n, inputs=self.head + a + o)
             tape.backward(grads={oo: d.reshape(oo.numpy().shape).astype(oo.numpy().dtype)
                                  for oo, d, f in zip(o, dy, self.float_out) if f})
             want = np.stack([sum(np.sum(jac[c][k] * dy[k], axis=1)
@@ -351,7 +375,7 @@ class Runner:
             # forward
             dx = self.rng.uniform(-1, 1, x.shape).astype(np.float32)
             a, o = self.arrays(self.ins)
-            t = wp.jvp(self.kernel, self.n, inputs=[self.obj.id] + a, outputs=o,
+            t = wp.jvp(self.kernel, self.n, inputs=self.head + a, outputs=o,
                        tangents={a[j]: dx})
             for k, f in enumerate(self.float_out):
                 if self.signs[k]:
@@ -389,7 +413,7 @@ class Runner:
             arr.grad.zero_()
             tape = wp.Tape()
             with tape:
-                wp.launch(self.kernel, self.n, inputs=[self.obj.id] + a + o)
+                wp.launch(self.kernel, self.n, inputs=self.head + a + o)
             tape.backward(grads={oo: d_.reshape(oo.numpy().shape).astype(oo.numpy().dtype)
                                  for oo, d_, f in zip(o, dy, self.float_out) if f})
             got = float(np.sum(np.asarray(arr.grad.numpy(), np.float64) * d))
@@ -397,7 +421,7 @@ class Runner:
                              if f))
             close(np.array([got]), np.array([want]), f"reverse, mesh {which}")
             a, o = self.arrays(self.ins)
-            t = wp.jvp(self.kernel, self.n, inputs=[self.obj.id] + a, outputs=o,
+            t = wp.jvp(self.kernel, self.n, inputs=self.head + a, outputs=o,
                        tangents={arr: d})
             for k, f in enumerate(self.float_out):
                 if f:

@@ -2,7 +2,7 @@
 central finite differences (``geometry_builtin_sweep.py``, run in a subprocess as plain Python).
 
 The list of builtins comes from the registry: every name that weft's geometry modules
-(``weft/stdlib/geometry.py``, ``mesh.py``) declare, public or a private differentiable
+(``weft/stdlib/geometry.py``, ``geometry_volume.py``, ``mesh.py``) declare, public or a private differentiable
 primitive, must have a sweep case (or be reached by one) or be listed as not differentiable,
 so a new geometry builtin fails here until the sweep checks it."""
 import os
@@ -13,7 +13,8 @@ from weft.stdlib import geometry, mesh, registry  # noqa: F401 - they fill the r
 from . import geometry_builtin_sweep as sweep
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULES = {"weft.stdlib.geometry", "weft.stdlib.mesh", "weft.stdlib.mesh_diff"}
+MODULES = {"weft.stdlib.geometry", "weft.stdlib.geometry_volume", "weft.stdlib.mesh",
+           "weft.stdlib.mesh_diff"}
 
 
 def _module(obj):

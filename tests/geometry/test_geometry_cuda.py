@@ -35,13 +35,15 @@ def vol_kernel(tree, vals, gt, xf, idxv, data, pts, out):
                                   x, y, z, 1)
         c = volume_corners_s(tree, vals, gt, 1, np.float32(0), x, y, z)
         n = volume_sample_i(tree, vals, gt, x, y, z)
+        r8 = volume_read8_c1(vals, volume_corner_slots(tree, gt, 1, x, y, z, 1), np.float32(0))
+        e8 = volume_index_corners(tree, idxv, gt, x, y, z, 1)
         volume_store_f(tree, vals, gt, 3, 4, 5, s)
         out[t, 0] = s
         out[t, 1] = v + g[0] + g[1] + g[2]
         out[t, 2] = a[0] + a[1] + a[2] + j[0][1] + j[1][4]
         out[t, 3] = w[0] + w[1] + w[2] + wd[2]
         out[t, 4] = i + n
-        out[t, 5] = d + c[3]
+        out[t, 5] = d + c[3] + r8[2] + np.float32(e8[1] % 1000)
 '''
 
 HASH_KERNEL = '''

@@ -18,7 +18,8 @@ import types
 
 import numpy as np
 
-from . import bvh_groups, hashgrid, mesh_query, mesh_winding, views, volume_query
+from . import (bvh_groups, hashgrid, kernel_api_volume, mesh_query, mesh_winding, views,
+               volume_query)
 from .descriptors import AVG_STALE, HEADER
 from .mesh_query import TRI_COLS
 
@@ -524,6 +525,7 @@ def bind(namespace, target, jit=None, inline_jit=None):
             rebound = (inline_jit if inline_jit is not None and name in INLINE else jit)(rebound)
         ns[name] = rebound
         namespace[name] = rebound
+    kernel_api_volume.bind(ns, namespace, jit)
     return namespace
 
 

@@ -3,7 +3,7 @@ friends give a 1-D C-contiguous array of ``length`` elements at ``address`` (an 
 from a geometry descriptor, :mod:`weft.geometry.descriptors`). No reference counting and no
 copy: the descriptor's owner keeps the memory alive.
 
-``bind(namespace, target)`` puts ``view_i64``, ``view_i32``, ``view_f32``, ``view_f64`` and
+``bind(namespace, target)`` puts ``view_i64``, ``view_i32``, ``view_u32``, ``view_f32``, ``view_f64`` and
 ``bits_float`` (an int64 word's bits as a float64) and ``float_bits`` (the reverse) into a
 helper namespace for ``"cpu"`` (Numba intrinsics), ``"cuda"``
 (numba-cuda intrinsics) or ``"python"`` (uncompiled code: registered arrays only).
@@ -14,7 +14,8 @@ import numpy as np
 
 from .descriptors import python_view
 
-DTYPES = {"i64": np.int64, "i32": np.int32, "f32": np.float32, "f64": np.float64}
+DTYPES = {"i64": np.int64, "i32": np.int32, "u32": np.uint32, "f32": np.float32,
+          "f64": np.float64}
 
 
 def _intrinsics(intrinsic, types, make_array, populate_array):

@@ -267,6 +267,53 @@ def volume_corners_v3(tree, values, gtype, expected, zero, ux, uy, uz):
             (a[4], b[4], d[4]), (a[5], b[5], d[5]), (a[6], b[6], d[6]), (a[7], b[7], d[7]))
 
 
+def volume_corner_slots(tree, gtype, expected, ux, uy, uz, mode):
+    """The value slots of the 8 corners of the LINEAR cell of (ux, uy, uz), in Warp's corner
+    order; for CLOSEST all 8 are the nearest voxel's slot; all -1 for a grid of another type
+    than ``expected`` or an unknown mode (they read as 0). With a reader of ``C`` channels
+    this is every value type's sample, whose interpolation the kernel does
+    (``weft.stdlib.geometry_volume``), so that it differentiates it."""
+    if gtype != expected or (mode != 0 and mode != 1):
+        m = np.int64(-1)
+        return m, m, m, m, m, m, m, m
+    if mode == 0:
+        s = np.int64(volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
+                                 vdb_round(np.float32(uz))))
+        return s, s, s, s, s, s, s, s
+    c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
+    s = vdb_cell_slots(c, i, j, k)
+    return (np.int64(s[0]), np.int64(s[1]), np.int64(s[2]), np.int64(s[3]), np.int64(s[4]),
+            np.int64(s[5]), np.int64(s[6]), np.int64(s[7]))
+
+
+def volume_read8(values, s, n, ch, zero):
+    """Channel ``ch`` of the 8 slots ``s`` (``n`` channels a slot), ``zero`` where a slot is
+    -1."""
+    return (values[n * s[0] + ch] if s[0] >= 0 else zero,
+            values[n * s[1] + ch] if s[1] >= 0 else zero,
+            values[n * s[2] + ch] if s[2] >= 0 else zero,
+            values[n * s[3] + ch] if s[3] >= 0 else zero,
+            values[n * s[4] + ch] if s[4] >= 0 else zero,
+            values[n * s[5] + ch] if s[5] >= 0 else zero,
+            values[n * s[6] + ch] if s[6] >= 0 else zero,
+            values[n * s[7] + ch] if s[7] >= 0 else zero)
+
+
+def volume_read8_c1(values, s, zero):
+    return volume_read8(values, s, 1, 0, zero)
+
+
+def volume_read8_c3(values, s, zero):
+    """The 8 corners of 3 channels, channel by channel (24 values)."""
+    return (volume_read8(values, s, 3, 0, zero) + volume_read8(values, s, 3, 1, zero)
+            + volume_read8(values, s, 3, 2, zero))
+
+
+def volume_read8_c4(values, s, zero):
+    return (volume_read8(values, s, 4, 0, zero) + volume_read8(values, s, 4, 1, zero)
+            + volume_read8(values, s, 4, 2, zero) + volume_read8(values, s, 4, 3, zero))
+
+
 # ------------------------------------------------------------------------------ store
 def volume_store_s(tree, values, gtype, expected, i, j, k, value):
     """Write ``value`` at voxel (i, j, k) if the grid has type ``expected`` and the voxel lies
@@ -386,6 +433,22 @@ def volume_sample_index_v3(tree, index_values, gtype, voxel_data,
     return a, b, e
 
 
+def volume_index_corners(tree, index_values, gtype, ux, uy, uz, mode):
+    """The voxel-data indices (-1: none) of the 8 corners of the LINEAR cell of (ux, uy, uz);
+    for CLOSEST all 8 are the nearest voxel's; all -1 for an unknown mode. The kernel reads
+    ``voxel_data`` at them and interpolates (``weft.stdlib.geometry_volume``), so that the
+    reads differentiate into the array."""
+    if mode == 0:
+        d = np.int64(vdb_data_index(tree, index_values, gtype, vdb_round(np.float32(ux)),
+                                    vdb_round(np.float32(uy)), vdb_round(np.float32(uz))))
+        return d, d, d, d, d, d, d, d
+    if mode != 1:
+        m = np.int64(-1)
+        return m, m, m, m, m, m, m, m
+    d, fx, fy, fz = vdb_index_cell(tree, index_values, gtype, ux, uy, uz)
+    return d
+
+
 # ------------------------------------------------------------------------------ transforms
 def volume_index_to_world(xf, x, y, z):
     """``wp.volume_index_to_world`` in float32: ``M @ p + t`` (``xf`` float32 (21,))."""
@@ -470,9 +533,11 @@ PORTABLE = volume_traverse.PORTABLE + (
     "volume_lookup_s", "volume_lookup_v3", "volume_lookup_v4", "volume_lookup_f",
     "volume_lookup_d", "volume_lookup_i", "volume_lookup_v", "volume_sample_s",
     "volume_sample_int", "volume_sample_v3", "volume_sample_v4", "volume_sample_f",
-    "volume_sample_d", "volume_sample_i", "volume_sample_v", "volume_sample_grad_s", "volume_sample_hess_s",
-    "volume_sample_grad_v3", "volume_sample_grad_f", "volume_corners_s", "volume_corners_v3",
-    "volume_store_s", "volume_store_v3", "volume_store_v4", "volume_store_f", "volume_store_i",
+    "volume_sample_d", "volume_sample_i", "volume_sample_v", "volume_sample_grad_s",
+    "volume_sample_hess_s", "volume_sample_grad_v3", "volume_sample_grad_f", "volume_corners_s",
+    "volume_corners_v3", "volume_corner_slots", "volume_read8", "volume_read8_c1",
+    "volume_read8_c3", "volume_read8_c4", "volume_index_corners", "volume_store_s",
+    "volume_store_v3", "volume_store_v4", "volume_store_f", "volume_store_i",
     "volume_store_v", "volume_lookup_index", "volume_sample_index_s",
     "volume_sample_grad_index_s", "volume_sample_index_v3", "volume_index_to_world",
     "volume_world_to_index", "volume_index_to_world_dir", "volume_world_to_index_dir",

@@ -41,8 +41,11 @@ def _xyz(v):
 
 
 def _sig(*kinds):
-    """A resolve rule: argument kinds in order ('id', 'vec3', 'int', 'float', 'vec3i'...)."""
+    """A resolve rule: argument kinds in order ('id', 'vec3', 'int', 'float32', ..., or a value
+    type, which the argument must have)."""
     def check(t, kind):
+        if not isinstance(kind, str):
+            return t == kind
         if kind == "id":
             return _is_id(t)
         if kind == "int":
@@ -173,10 +176,13 @@ def _sample_grad(kind):
         if len(node.args) != 4:
             raise ctx.fail(node, "volume_sample_grad_f(id, uvw, sampling_mode, grad) takes 4 "
                            "arguments (grad receives the gradient)")
-        if dtype not in (T.float32, T.float64):
-            raise ctx.fail(node, f"volume_sample_grad(dtype={T.type_name(dtype)}): weft samples "
-                           "gradients of float32 and float64 grids")
         args = [ctx.expr(a) for a in node.args[:3]]
+        if dtype not in (T.float32, T.float64):
+            from .geometry_volume import FLOAT_TYPES, lower_grid_sample
+            if dtype not in FLOAT_TYPES:
+                raise ctx.fail(node, f"volume_sample_grad(dtype={T.type_name(dtype)}): weft "
+                               "samples gradients of float32, float64, vec3 and vec4 grids")
+            return lower_grid_sample(ctx, node, args, dtype, node.args[3])
         d = dtype is T.float64
         both = ctx.apply("_volume_sample_grad_d4" if d else "_volume_sample_grad_f4", args, node)
         parts = [ctx.apply("extract", [both, ir.Const(k, T.int32)], node) for k in range(4)]
@@ -278,7 +284,7 @@ volume_world_to_index_dir = _xform("volume_world_to_index_dir", 3)
 # the generic forms pick the typed builtin by their dtype= keyword (float32 by default)
 _BY_DTYPE = {
     "sample": {T.float32: "volume_sample_f", T.float64: "_volume_sample_d",
-               T.vec3: "volume_sample_v", T.int32: "volume_sample_i"},
+               T.vec3: "volume_sample_v"},
     "lookup": {T.float32: "volume_lookup_f", T.float64: "_volume_lookup_d",
                T.vec3: "volume_lookup_v", T.int32: "volume_lookup_i"},
     "store": {T.float32: "volume_store_f", T.float64: "_volume_store_d",
@@ -298,15 +304,28 @@ def _generic(kind, n_args):
             dtype = args[4].type  # volume_store(id, i, j, k, value): the value's type
         name = _BY_DTYPE[kind].get(dtype)
         if name is None:
-            raise ctx.fail(node, f"volume_{kind}(dtype={T.type_name(dtype)}): weft's volumes "
-                           "hold float32, float64, int32 or vec3 values")
-        if len(args) != n_args - (1 if kind == "sample" and dtype is T.int32 else 0) and \
-                not (kind == "sample" and dtype is T.int32 and len(args) == n_args):
+            return _generic_other(ctx, node, kind, dtype, args, n_args)
+        if len(args) != n_args:
             raise ctx.fail(node, f"volume_{kind}() takes {n_args} arguments and dtype=")
-        if kind == "sample" and dtype is T.int32:
-            args = args[:2]
         return ctx.apply(name, args, node)
     return lower
+
+
+def _generic_other(ctx, node, kind, dtype, args, n_args):
+    """The generic forms of the value types without a typed builtin (``geometry_volume``)."""
+    from . import geometry_volume as gv
+    if dtype not in gv.TYPES:
+        raise ctx.fail(node, f"volume_{kind}(dtype={T.type_name(dtype)}): weft's volumes hold "
+                       "float32, float64, int32, int64, uint32, vec3f, vec3d, vec4f or vec4d "
+                       "values")
+    if len(args) != n_args:
+        raise ctx.fail(node, f"volume_{kind}() takes {n_args} arguments and dtype=")
+    sfx = gv.TYPES[dtype]
+    if kind == "sample":
+        if dtype in gv.FLOAT_TYPES:
+            return gv.lower_grid_sample(ctx, node, args, dtype)
+        return ctx.apply(f"_volume_sample_int_{sfx}", args, node)
+    return ctx.apply(f"_volume_{kind}_{sfx}", args, node)
 
 
 special_form("volume_sample", "volume_sample(id, uvw, sampling_mode, dtype) -> dtype")(
