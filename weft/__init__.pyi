@@ -1506,8 +1506,16 @@ def volume_sample_grad_f(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.volume_sample_grad_f (kernel language)"""
 
 
+def volume_sample_grad_index(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.volume_sample_grad_index (kernel language)"""
+
+
 def volume_sample_i(*args: _Any, **kwargs: _Any) -> _Any:
     """volume_sample_i(id, vec3) -> int32"""
+
+
+def volume_sample_index(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.volume_sample_index (kernel language)"""
 
 
 def volume_sample_v(*args: _Any, **kwargs: _Any) -> _Any:
