@@ -1538,6 +1538,10 @@ def volume_store_v(*args: _Any, **kwargs: _Any) -> _Any:
     """volume_store_v(id: uint64, i: int32, j: int32, k: int32, value: vec3f)"""
 
 
+def volume_voxel_count(*args: _Any, **kwargs: _Any) -> _Any:
+    """volume_voxel_count(id) -> int32"""
+
+
 def volume_world_to_index(*args: _Any, **kwargs: _Any) -> _Any:
     """volume_world_to_index(id: uint64, xyz: vec3) -> vec3"""
 

@@ -162,6 +162,7 @@ NOT_DIFFERENTIABLE = {
     "volume_lookup_i": "voxel value at integer coordinates",
     "volume_lookup_v": "voxel value at integer coordinates",
     "volume_lookup_index": "an index",
+    "volume_voxel_count": "a count",
     "_volume_lookup_d": "voxel value at integer coordinates",
     "volume_store": "a write (no result)",
     "volume_store_f": "a write (no result)",

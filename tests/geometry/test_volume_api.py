@@ -150,3 +150,32 @@ def test_a_rebuildable_volume_below_capacity_writes_only_its_voxels_and_tiles():
     rows = out.numpy()
     written = rows[np.any(rows != -999, axis=1)]
     np.testing.assert_array_equal(written[np.lexsort(written.T[::-1])], [[0, 16, 0], [8, 0, 0]])
+
+
+@wp.kernel
+def _voxel_counts(a: wp.uint64, b: wp.uint64, c: wp.uint64, out: wp.array(dtype=wp.int32)):
+    out[0] = wp.volume_voxel_count(a)
+    out[1] = wp.volume_voxel_count(b)
+    out[2] = wp.volume_voxel_count(c)
+
+
+def test_volume_voxel_count_in_kernels_is_the_hosts_count():
+    """Warp 1.19: the number of indexable voxels (active voxels of an OnIndex grid, 512 per
+    leaf otherwise, the capacity of a rebuildable volume), also after a rebuild."""
+    pts = wp.array([[1, 2, 3], [4, 5, 6], [40, 5, 6]], dtype=wp.int32)
+    on_index = wp.Volume.allocate_by_voxels(pts, voxel_size=1.0)
+    dense = _load("test_grid.nvdb")
+    growing = wp.Volume.allocate_by_voxels(wp.array([[0, 0, 0]], dtype=wp.int32),
+                                           voxel_size=1.0, rebuildable=True,
+                                           max_active_voxels=8, max_leaf_nodes=4,
+                                           max_lower_nodes=4, max_upper_nodes=4)
+    out = wp.zeros(3, dtype=wp.int32)
+    wp.launch(_voxel_counts, 1, inputs=[on_index.id, dense.id, growing.id], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [3, 64 * 512, 8])
+    assert [on_index.get_voxel_count(), dense.get_voxel_count()] == [3, 64 * 512]
+    small = wp.Volume.allocate_by_voxels(wp.array([[0, 0, 0]], dtype=wp.int32), voxel_size=1.0,
+                                         rebuildable=True, max_active_voxels=2,
+                                         max_leaf_nodes=2, max_lower_nodes=2, max_upper_nodes=2)
+    small.rebuild(wp.array([[9, 9, 9]], dtype=wp.int32))
+    wp.launch(_voxel_counts, 1, inputs=[small.id, small.id, small.id], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [2, 2, 2])

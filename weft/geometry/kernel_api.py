@@ -24,7 +24,8 @@ from .descriptors import AVG_STALE, HEADER
 from .mesh_query import TRI_COLS
 
 # descriptor words (see weft.runtime.geometry for the objects that fill them)
-VOL_WORDS = HEADER + 2 * 4 + 2      # tree, values, xform_f, xform_d; gtype, channels
+# tree, values, xform_f, xform_d; gtype, channels, indexable voxels (get_voxel_count)
+VOL_WORDS = HEADER + 2 * 4 + 3
 HG_WORDS = HEADER + 2 * 2 + 2       # grid, point keys; 0/1/2: float32/64/16, 1 / cell width
 # points, indices, bounds, links, prims, tris, props, velocities, group table; average edge
 # length (bits);
@@ -128,6 +129,11 @@ def geo_vol_lookup_i(vid, i, j, k):
 def geo_vol_lookup_v(vid, i, j, k):
     d = view_i64(vid, VOL_WORDS)
     return volume_lookup_v(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], i, j, k)
+
+
+def geo_vol_voxel_count(vid):
+    """The number of indexable voxels (``Volume.get_voxel_count()``)."""
+    return np.int32(view_i64(vid, VOL_WORDS)[13])
 
 
 def geo_vol_lookup_index(vid, i, j, k):

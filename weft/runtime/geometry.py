@@ -177,7 +177,7 @@ class Volume(VolumeRebuildMixin, _volume.Volume):
         """After a rebuild: the id stays, its descriptor now points at the new arrays."""
         if getattr(self, "_descriptor", None) is not None:
             self._descriptor.set([self.tree, self.values, self.xform_f, self.xform_d],
-                                 [self.gtype, self.channels])
+                                 self._scalars())
 
     def array(self):
         """The grid's NanoVDB buffer as a ``wp.array`` of ``uint8`` (a copy, built from the
@@ -185,13 +185,16 @@ class Volume(VolumeRebuildMixin, _volume.Volume):
         from .. import types as T
         return array(super().array(), dtype=T.uint8, copy=False)
 
+    def _scalars(self):
+        return [self.gtype, self.channels, min(self.get_voxel_count(), 2**31 - 1)]
+
     @property
     def id(self):
         """The ``uint64`` kernels take (the address of this volume's descriptor)."""
         if self._descriptor is None:
             self._descriptor = D.Descriptor(D.KIND_VOLUME, [
                 self.tree, self.values, self.xform_f, self.xform_d],
-                [self.gtype, self.channels])
+                self._scalars())
             # the id dies with the volume
             self._release = weakref.finalize(self, self._descriptor.release)
         return self._descriptor.id

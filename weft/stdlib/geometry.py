@@ -217,6 +217,9 @@ def _plain(name, helper, kinds, ret, public=True, doc=""):
 
 
 volume_sample_i = _plain("volume_sample_i", "_wk.geo_vol_sample_i", ("id", "vec3"), T.int32)
+volume_voxel_count = _plain("volume_voxel_count", "_wk.geo_vol_voxel_count", ("id",), T.int32,
+                            doc="The number of indexable voxels (the size a voxel_data array "
+                            "needs; as Warp, not differentiable).")
 
 
 def _lookup(name, helper, ret):
