@@ -12,6 +12,7 @@ Builtin rules are written with these objects, e.g. the adjoint of ``sin`` is
 from __future__ import annotations
 
 import ast
+import collections
 import contextlib
 import contextvars
 import math
@@ -85,6 +86,32 @@ class NameGen:
     def shadow(self, prefix, name):
         """The name of ``name``'s adjoint (``prefix="adj"``) or tangent (``"tan"``)."""
         return f"{prefix}_{self.bases.get(name, name)}"
+
+    def scratch(self):
+        """A throw-away copy: it hands out the names this generator would, and what it takes
+        or sets is not seen here. Costs the number of hints, not of names (a deep copy per
+        statement made generating a function quadratic in its size)."""
+        s = NameGen.__new__(NameGen)
+        s.taken = _Overlay(self.taken)
+        s.counts = dict(self.counts)
+        s.bases = collections.ChainMap({}, self.bases)
+        return s
+
+
+class _Overlay:
+    """A set seen through: ``base``'s members and those added here (``base`` unchanged)."""
+
+    def __init__(self, base):
+        self.base, self.own = base, set()
+
+    def __contains__(self, x):
+        return x in self.own or x in self.base
+
+    def add(self, x):
+        self.own.add(x)
+
+    def update(self, xs):
+        self.own.update(xs)
 
 
 def _simple(node):
