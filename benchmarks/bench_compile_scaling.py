@@ -16,7 +16,9 @@ The transpile column is weft's transpiler alone (pure Python: lowering, analysis
 adjoint and tangent kernels, the module's source text), with a fresh cache so nothing is reused.
 ``--numba`` adds Numba's compilation plus a first launch of the forward and the adjoint for the
 sizes up to 1,000 (``--numba-big``: 3,000 too, which takes minutes), and, when ``warp`` is
-importable, Warp's first forward and adjoint launch with a fresh kernel cache.
+importable, Warp's first forward and adjoint launch with a fresh kernel cache (Warp builds a
+module's forward and backward code together, at its first launch: its adjoint column is a launch
+alone).
 """
 from __future__ import annotations
 
@@ -27,6 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from machine import text_table  # noqa: E402
 
 SHAPES = ("straight", "branches", "loop")
 HEADER = "import {mod} as wp\n\n\n@wp.kernel\n"
@@ -129,7 +134,8 @@ def run_child(shape, n, numba, module):
     res = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if res.returncode != 0:
         return None, res.stderr.strip().splitlines()[-1:]
-    return tuple(float(v) for v in res.stdout.split()), None
+    last = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT ")][-1]
+    return tuple(float(v) for v in last.split()[1:]), None  # Warp prints its banner first
 
 
 def warp_available():
@@ -148,7 +154,7 @@ def main():
     args = ap.parse_args()
     if args.child:
         shape, n, numba, module = args.child.split(",")
-        print(*measure_one(shape, int(n), numba == "1", module))
+        print("RESULT", *measure_one(shape, int(n), numba == "1", module))
         return
     sizes = [int(s) for s in args.sizes.split(",")]
     shapes = args.shapes.split(",")
@@ -178,17 +184,7 @@ def main():
                 row += [f"{v:.2f}" for v in wvals] if wvals else ["-", "-"]
             rows.append(row)
             print(" ", " | ".join(row), file=sys.stderr, flush=True)
-    if args.markdown:
-        print("| " + " | ".join(cols) + " |")
-        print("|" + "---|" * len(cols))
-        for r in rows:
-            print("| " + " | ".join(r) + " |")
-    else:
-        widths = [max(len(c), *(len(r[j]) for r in rows)) for j, c in enumerate(cols)]
-        print("  ".join(c.ljust(w) for c, w in zip(cols, widths)))
-        for r in rows:
-            print("  ".join(v.ljust(w) for v, w in zip(r, widths)))
-
+    print(text_table(cols, rows, args.markdown))
 
 if __name__ == "__main__":
     main()
