@@ -82,3 +82,14 @@ def describe():
 
 if __name__ == "__main__":
     print(describe())
+
+
+def text_table(head, rows, markdown=False):
+    """``rows`` (lists of strings) under ``head``: a Markdown table, or columns padded to
+    width."""
+    if markdown:
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        return "\n".join(out + ["| " + " | ".join(r) + " |" for r in rows])
+    widths = [max(len(h), *(len(r[c]) for r in rows)) for c, h in enumerate(head)]
+    return "\n".join("  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in [head] + rows)
+

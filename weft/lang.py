@@ -65,6 +65,13 @@ class UserFunction:
                     self._parsed = parse(self.func, getattr(self, "_file_lines", None))
         return self._parsed
 
+    def statement_count(self):
+        """The size of the declaration, as the compile messages give it: its statements
+        (nested ones included, the ``def`` not)."""
+        import ast
+        tree = self.parsed().tree
+        return sum(isinstance(n, ast.stmt) for n in ast.walk(tree)) - 1
+
     def custom_rules(self):
         return []
 

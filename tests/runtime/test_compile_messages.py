@@ -31,7 +31,8 @@ def test_first_call_message_and_quiet(settings, capfd):
     err = capfd.readouterr().err
     # Warp's wording, which Warp's test harness and tools recognise
     assert "Module twice forward load on device 'cpu' took " in err
-    assert "(weft: twice__fwd_serial compiled and ran)" in err
+    # and the kernel's size: its statements
+    assert "(weft: twice__fwd_serial compiled and ran; 2 statements)" in err
     wp.launch(twice, 3, inputs=[b])
     assert "Module" not in capfd.readouterr().err  # once per entry
     np.testing.assert_array_equal(b.numpy(), 4.0)
@@ -51,3 +52,23 @@ def test_weft_dump_stats_reports_code_size(monkeypatch, capfd, tmp_path):
     err = capfd.readouterr().err
     assert "generated code size per function" in err
     assert "fresh_stats_kernel__adj:" in err and " lines, " in err
+
+
+@pytest.mark.cold
+def test_transpile_message_names_kernel_and_size(settings, monkeypatch, capfd, tmp_path):
+    monkeypatch.setenv("WEFT_CACHE_DIR", str(tmp_path))  # a cache miss: the passes run
+    wp.config.compile_message_seconds = -1.0
+    wp.config.quiet = False
+
+    @wp.kernel
+    def sized_kernel(a: wp.array(dtype=float)):
+        i = wp.tid()
+        if a[i] > 0.0:
+            a[i] = a[i] * 2.0
+        a[i] = a[i] + 1.0
+
+    assert sized_kernel.statement_count() == 4  # the if and the statements in it count
+    sized_kernel.compiled("cpu")
+    err = capfd.readouterr().err
+    assert "Module sized_kernel load on device 'cpu' took " in err
+    assert "(weft: release module transpiled and loaded; 4 statements)" in err

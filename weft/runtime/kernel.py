@@ -124,7 +124,8 @@ class Kernel(UserFunction):
         took = time.perf_counter() - t0
         if took > config.compile_message_seconds and not config.quiet:
             print(f"Module {self.key} load on device '{device_kind}' took "
-                  f"{took * 1e3:.0f} ms (weft: {mode} module transpiled and loaded)",
+                  f"{took * 1e3:.0f} ms (weft: {mode} module transpiled and loaded; "
+                  f"{self.statement_count()} statements)",
                   file=sys.stderr, flush=True)
         ck = self._compiled[(device_kind, mode, types)] = CompiledKernel(
             self, device_kind, module, types)

@@ -269,8 +269,8 @@ def _invoke(ck, kind, fn, dims, values):
                 # Warp's wording ("Module ... load on device ... took ..."), which Warp's
                 # tools and tests recognise
                 print(f"Module {ck.key} {kind} load on device '{ck.device_kind}' took "
-                      f"{took * 1e3:.0f} ms (weft: {where} compiled and ran)", file=sys.stderr,
-                      flush=True)
+                      f"{took * 1e3:.0f} ms (weft: {where} compiled and ran; "
+                      f"{ck.kernel.statement_count()} statements)", file=sys.stderr, flush=True)
         else:
             fn(dims, *values)
     except Exception as exc:

@@ -100,8 +100,7 @@ class Adjoint(Gen):
         find those calls, so the reverse sweep's temporaries keep their names."""
         if not self.reverses_prim(s):
             return []
-        import copy
-        names, self.names = self.names, copy.deepcopy(self.names)
+        names, self.names = self.names, self.names.scratch()
         try:
             stmts, contribs = self.prim_rule(s)
         finally:

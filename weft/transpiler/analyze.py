@@ -324,36 +324,34 @@ def adjoint_needed(fir):
     a NaN or inf that only feeds a non-differentiable test (``isnan(x / 0)``) out of the
     gradients: 0 * inf would be NaN."""
     needed = set()
-
-    def need(*ops):
-        for o in ops:
-            if isinstance(o, ir.Var) and id(o) not in needed:
-                needed.add(id(o))
-                changed[0] = True
-
-    changed = [True]
-    while changed[0]:
-        changed[0] = False
-        for st in ir.walk(fir.body):
-            if isinstance(st, (ir.Store, ir.AtomicRMW)) and T.is_differentiable(st.array.type):
-                need(st.value)
-            elif isinstance(st, ir.Return):
-                need(st.value)
-            elif isinstance(st, ir.Loop):
-                for h, e in st.carried:
-                    if id(h) in needed:
-                        need(e)
-            elif isinstance(st, ir.Assign):
-                e = st.expr
-                if isinstance(e, ir.Call) and (id(st.dst) in needed or any(
-                        isinstance(p.type, T.ArrayType) for p in e.func.params)):
-                    need(*e.args)
-                elif id(st.dst) not in needed:
-                    continue
-                elif isinstance(e, ir.Copy):
-                    need(e.src)
-                elif isinstance(e, ir.Prim) and e.builtin.differentiable:
-                    need(*e.args)
+    flows = {}   # id(var) -> the operands needed once it is
+    seeds = []   # operands needed whatever else is
+    for st in ir.walk(fir.body):
+        if isinstance(st, (ir.Store, ir.AtomicRMW)) and T.is_differentiable(st.array.type):
+            seeds.append(st.value)
+        elif isinstance(st, ir.Return):
+            seeds.append(st.value)
+        elif isinstance(st, ir.Loop):
+            for h, e in st.carried:
+                flows.setdefault(id(h), []).append(e)
+        elif isinstance(st, ir.Assign):
+            e = st.expr
+            if isinstance(e, ir.Call):
+                if any(isinstance(p.type, T.ArrayType) for p in e.func.params):
+                    seeds += e.args
+                else:
+                    flows.setdefault(id(st.dst), []).extend(e.args)
+            elif isinstance(e, ir.Copy):
+                flows.setdefault(id(st.dst), []).append(e.src)
+            elif isinstance(e, ir.Prim) and e.builtin.differentiable:
+                flows.setdefault(id(st.dst), []).extend(e.args)
+    # one pass over the flows (a worklist), not a sweep of the body per step back
+    work = seeds[::-1]
+    while work:
+        o = work.pop()
+        if isinstance(o, ir.Var) and id(o) not in needed:
+            needed.add(id(o))
+            work += flows.get(id(o), ())[::-1]
     return needed
 
 

@@ -48,14 +48,16 @@ def names_for(fir):
     taken = {v.name for v in fir.params} | {v.name for v in ir.defined_vars(fir.body)}
     names = NameGen(taken)
     seen = set(taken)
+    used = set()  # the bases given so far (names.bases' values)
     params = {v.name for v in fir.params}  # the ABI names parameters' shadows adj_<param>
     for n in sorted(taken):
         base = n[1:] if n.startswith("_") and not n.startswith("__") and n not in params else n
-        if base != n and (base in seen or base in names.bases.values()):
+        if base != n and (base in seen or base in used):
             base = n
         if base == "ret":  # adj_ret is the incoming adjoint of a func's result
             base = "ret_"
         names.bases[n] = base
+        used.add(base)
     for n in taken:
         names.taken.update((f"adj_{names.bases[n]}", f"tan_{names.bases[n]}"))
     return names

@@ -12,6 +12,7 @@ Builtin rules are written with these objects, e.g. the adjoint of ``sin`` is
 from __future__ import annotations
 
 import ast
+import collections
 import contextlib
 import contextvars
 import math
@@ -55,13 +56,27 @@ class Builder:
         self.stmts.append(ast.Assign([ast.Name(name, ast.Store())], ex.node, lineno=0))
         return Ex(ast.Name(name, ast.Load()), ex.type)
 
-    @contextlib.contextmanager
     def active(self):
-        token = _builder.set(self)
-        try:
-            yield self
-        finally:
-            _builder.reset(token)
+        """Context: expressions built inside bind their temporaries through this builder."""
+        return _Active(self)
+
+
+class _Active:
+    """:meth:`Builder.active` (a class: a generator-based context manager cost a tenth of
+    generating a large kernel)."""
+
+    __slots__ = ("builder", "token")
+
+    def __init__(self, builder):
+        self.builder = builder
+
+    def __enter__(self):
+        self.token = _builder.set(self.builder)
+        return self.builder
+
+    def __exit__(self, *exc):
+        _builder.reset(self.token)
+        return False
 
 
 class NameGen:
@@ -85,6 +100,32 @@ class NameGen:
     def shadow(self, prefix, name):
         """The name of ``name``'s adjoint (``prefix="adj"``) or tangent (``"tan"``)."""
         return f"{prefix}_{self.bases.get(name, name)}"
+
+    def scratch(self):
+        """A throw-away copy: it hands out the names this generator would, and what it takes
+        or sets is not seen here. Costs the number of hints, not of names (a deep copy per
+        statement made generating a function quadratic in its size)."""
+        s = NameGen.__new__(NameGen)
+        s.taken = _Overlay(self.taken)
+        s.counts = dict(self.counts)
+        s.bases = collections.ChainMap({}, self.bases)
+        return s
+
+
+class _Overlay:
+    """A set seen through: ``base``'s members and those added here (``base`` unchanged)."""
+
+    def __init__(self, base):
+        self.base, self.own = base, set()
+
+    def __contains__(self, x):
+        return x in self.own or x in self.base
+
+    def add(self, x):
+        self.own.add(x)
+
+    def update(self, xs):
+        self.own.update(xs)
 
 
 def _simple(node):
@@ -273,6 +314,25 @@ def const(value, type_):
         return tup([const(v, T.scalar_of(type_)) for v in vals], type_)
     if type_ is T.bool:
         return Ex(ast.Constant(bool(value)), type_)
+    key = (type_, type(value), repr(value)) if type(value) in (int, float) else None
+    made = _CONSTS.get(key) if key is not None else None
+    if made is None:
+        made = _scalar_const(value, type_)
+        if key is not None and len(_CONSTS) < 100_000:
+            _CONSTS[key] = made
+    fn, arg = made
+    arg = ast.Call(name("float"), [ast.Constant(arg)], []) if isinstance(arg, str) else \
+        ast.Constant(arg)
+    return Ex(ast.Call(name(fn), [arg], []), type_)
+
+
+_CONSTS = {}  # (type, Python type of the value, its repr) -> what _scalar_const made of it
+
+
+def _scalar_const(value, type_):
+    """``(the cast's name, its argument)`` of a scalar constant: the argument a number, or
+    the string ``float`` reads (inf, nan). numpy's conversions cost more than the rest of
+    generating an assignment, so :func:`const` keeps what they made."""
     if T.is_int(type_) and isinstance(value, (int, np.integer)):
         bits = 8 * T.numpy_dtype(type_).itemsize  # C's conversion, as Warp: uint32(-1) wraps
         value = int(value) & ((1 << bits) - 1)
@@ -281,13 +341,8 @@ def const(value, type_):
     v = T.numpy_dtype(type_).type(value)
     if T.is_float(type_):
         f = float(v)
-        if math.isnan(f) or math.isinf(f):
-            arg = ast.Call(name("float"), [ast.Constant(repr(f))], [])
-        else:
-            arg = ast.Constant(f)
-    else:
-        arg = ast.Constant(int(v))
-    return Ex(ast.Call(name(type_.__name__), [arg], []), type_)
+        return type_.__name__, repr(f) if math.isnan(f) or math.isinf(f) else f
+    return type_.__name__, int(v)
 
 
 def zero(type_):

@@ -19,6 +19,9 @@ class _Checker:
     def __init__(self, fir):
         self.fir = fir
         self.names = {}
+        # one log per open branch or loop body: the ids it defined, taken back out when it
+        # closes (copying the defined set per branch made checking quadratic in their number)
+        self.journal = []
 
     def fail(self, msg, loc=None):
         where = f" (line {loc.lineno})" if loc is not None else ""
@@ -44,7 +47,22 @@ class _Checker:
 
     def define(self, v, defined, loc):
         self.var(v, loc)
-        defined.add(id(v))
+        self._add(defined, id(v))
+
+    def _add(self, defined, key):
+        if key not in defined:
+            defined.add(key)
+            if self.journal:
+                self.journal[-1].append(key)
+
+    def _scoped(self, stmts, defined):
+        """Check branch ``stmts`` on ``defined``; returns the ids it defined, which leave
+        ``defined`` again."""
+        self.journal.append([])
+        self.block(stmts, defined)
+        added = self.journal.pop()
+        defined.difference_update(added)
+        return set(added)
 
     def block(self, stmts, defined, top=False):
         for k, s in enumerate(stmts):
@@ -71,26 +89,28 @@ class _Checker:
                     self.define(s.dst, defined, loc)
             elif isinstance(s, ir.If):
                 self.operand(s.cond, defined, loc)
-                a = self.block(s.body, set(defined))
-                b = self.block(s.orelse, set(defined))
-                defined |= a & b
+                a = self._scoped(s.body, defined)
+                b = self._scoped(s.orelse, defined)
+                for key in b & a:
+                    self._add(defined, key)
             elif isinstance(s, ir.Loop):
                 for o in (s.start, s.stop, s.step):
                     if o is not None:
                         self.operand(o, defined, loc)
-                inner = set(defined)
-                if s.var is not None:
-                    self.define(s.var, inner, loc)
                 for h, _ in s.carried:
                     self.operand(h, defined, loc)  # headers are set before the loop
-                after = self.block(s.body, inner)
+                self.journal.append([])
+                if s.var is not None:
+                    self.define(s.var, defined, loc)
+                self.block(s.body, defined)
                 for h, e in s.carried:
-                    if id(e) not in after:
+                    if id(e) not in defined:
                         self.fail(f"loop end variable '{e.name}' is not assigned on every path",
                                   loc)
                     self.var(e, loc)
-                if s.brk is not None and id(s.brk) not in after:
+                if s.brk is not None and id(s.brk) not in defined:
                     self.fail(f"loop exit flag '{s.brk.name}' is not assigned on every path", loc)
+                defined.difference_update(self.journal.pop())
             elif isinstance(s, ir.Effect):
                 for o in s.args:
                     self.operand(o, defined, loc)
