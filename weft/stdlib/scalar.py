@@ -309,8 +309,7 @@ _minmax("max", ast.GtE)
 class clamp:
     def primal(x, lo, hi):
         x, lo, hi = x.atom(), lo.atom(), hi.atom()
-        below = _below(x, lo)
-        above = Ex(ast.Compare(x.node, [ast.Gt()], [hi.node]), T.bool)
+        below, above = _sides(x, lo, hi)
         return select(below, lo, select(above, hi, x))
 
     def adjoint(x, lo, hi, ret, adj):
@@ -318,7 +317,7 @@ class clamp:
             return [None, None, None]
         x, lo, hi, adj = x.atom(), lo.atom(), hi.atom(), adj.atom()
         z = zero(x.type)
-        below = _below(x, lo)
+        below, _ = _sides(x, lo, hi)
         # as the primal: below wins when lo > hi
         above = Ex(ast.BoolOp(ast.And(), [ast.UnaryOp(ast.Not(), below.node), ast.Compare(
             x.node, [ast.Gt()], [hi.node])]), T.bool)
@@ -330,15 +329,15 @@ class clamp:
         if tx is None:
             return None
         x, lo, hi = x.atom(), lo.atom(), hi.atom()
-        below = _below(x, lo)
-        above = Ex(ast.Compare(x.node, [ast.Gt()], [hi.node]), T.bool)
+        below, above = _sides(x, lo, hi)
         return select(below, tlo, select(above, thi, tx))
 
 
-def _below(x, lo):
-    """``clamp``'s low case: ``not x >= lo``, so that a NaN ``x`` clamps to ``lo`` as in Warp
-    (whose float clamp is ``fmin(fmax(lo, x), hi)``: NaN counts as missing)."""
-    return Ex(ast.UnaryOp(ast.Not(), ast.Compare(x.node, [ast.GtE()], [lo.node])), T.bool)
+def _sides(x, lo, hi):
+    """``clamp``'s cases: ``not x >= lo`` (a NaN ``x`` clamps to ``lo``, as Warp's float clamp
+    ``fmin(fmax(lo, x), hi)``) and ``x > hi``."""
+    below = Ex(ast.UnaryOp(ast.Not(), ast.Compare(x.node, [ast.GtE()], [lo.node])), T.bool)
+    return below, Ex(ast.Compare(x.node, [ast.Gt()], [hi.node]), T.bool)
 
 
 def _sign_of(x):
