@@ -124,10 +124,10 @@ def compiled_loop(fn):
 
 
 def function_table(n):
-    """Rows (function, range, fast_math ulp max, libm ulp max): ``weft.stdlib.fastmath``'s
+    """Rows (function, range, fast_math ulp max, libm ulp max): ``weft.native.fastmath``'s
     functions and the float32 libm calls a default build makes, each in a compiled loop,
     against NumPy in float64."""
-    from weft.stdlib import fastmath
+    from weft.native import fastmath
 
     rng = np.random.default_rng(1)
     rows = []

@@ -28,8 +28,8 @@ import numpy as np
 from numba import prange
 
 from mesh_scene import queries, torus
-from weft.geometry import mesh_query as MQ
-from weft.geometry.mesh import Bvh, Mesh
+from weft.native.geometry import mesh_query as MQ
+from weft.native.geometry.mesh import Bvh, Mesh
 
 NS = MQ.compile_cpu()
 _ray = NS["mesh_query_ray"]

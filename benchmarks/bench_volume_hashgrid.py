@@ -29,10 +29,10 @@ import numba
 import numpy as np
 from numba import prange
 
-from weft.geometry import hashgrid as H
-from weft.geometry import volume_query as Q
-from weft.geometry.hashgrid import HashGrid
-from weft.geometry.volume import Volume
+from weft.native.geometry import hashgrid as H
+from weft.native.geometry import volume_query as Q
+from weft.native.geometry.hashgrid import HashGrid
+from weft.native.geometry.volume import Volume
 
 # steady-state timings: the threaded kernels from the first launch (no tiered compiles)
 os.environ.setdefault("WEFT_TIERED_COMPILE", "0")

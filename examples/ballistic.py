@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 import weft as wp
-from weft.optim import SGD
+from weft.libs.optim import SGD
 
 f64 = wp.float64
 vec = wp.vec2d

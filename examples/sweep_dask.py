@@ -95,7 +95,7 @@ def sweep(client, launches, c_np, numba_threads="auto"):
     """The sweep on the cluster: kernels warmed on every worker (the example runs one launch
     of the sweep, so that Numba compiles the same specializations, parallel ones included,
     as the tasks: once per machine), then one task per launch."""
-    import weft.distributed as wd
+    import weft.integrations.distributed as wd
     t0 = time.perf_counter()
     wd.warm(client, [start, step], example=lambda: mean_range(launches[0], c_np))
     t1 = time.perf_counter()

@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from weft.errors import KernelError
+from weft.core.errors import KernelError
 
 
 def kernel_error(tmp_path, params, body, name="bad_kernel", prelude=""):

@@ -1,11 +1,12 @@
-"""The package's layers, read from its source: no import cycle among weft's modules, and no
-import in a forbidden direction (function-level imports included):
+"""The package's architecture as a contract, checked on its source: every import, at module
+level or inside a function, points down the declared order of layers, and no module imports
+itself back through any path.
 
-- the transpiler imports neither the runtime nor the user-facing package (``import weft``);
-- the stdlib's declarations import neither the runtime, nor the user-facing package, nor the
-  transpiler's lowering or passes (only its IR, typed expressions and ABI vocabulary);
-- the bottom modules (types, errors, config, lang, diskcache) import no layer above them;
-- the tape knows nothing about launches or kernels.
+``LAYERS`` is the order, bottom first; each is one folder of ``weft/``. A module may import its
+own layer and the layers below it. ``libs`` and ``integrations`` share the top and do not
+import each other. ``weft/__init__.py`` (the public namespace) and ``weft/__main__.py`` stand
+above all. Where a lower layer needs a higher one (the runtime telling the tape about a launch),
+the higher one registers a hook in the lower one: it is never an import.
 """
 import ast
 import os
@@ -13,6 +14,10 @@ import os
 import pytest
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "weft")
+
+from weft.core.modpaths import LAYERS  # noqa: E402  (the order, declared once)
+
+TOP = {"weft", "weft.__main__"}
 
 
 def modules():
@@ -30,15 +35,13 @@ MODULES = modules()
 
 
 def imports(name, path):
-    """``[(imported module, at module level)]`` of one module."""
+    """``[(imported module, line)]`` of one module: every import statement, wherever it is."""
     tree = ast.parse(open(path).read())
     package = name if path.endswith("__init__.py") else name.rpartition(".")[0]
-    top_level = {id(n) for n in tree.body} | {id(n) for s in tree.body if isinstance(s, ast.If)
-                                              for n in s.body}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out += [(a.name, id(node) in top_level) for a in node.names]
+            out += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -47,75 +50,100 @@ def imports(name, path):
                 base = ".".join(parts + ([node.module] if node.module else []))
             for a in node.names:
                 full = f"{base}.{a.name}"
-                out.append((full if full in MODULES else base, id(node) in top_level))
-    return [(m, top) for m, top in out if m == "weft" or m.startswith("weft.")]
+                out.append((full if full in MODULES else base, node.lineno))
+    return [(m, line) for m, line in out if m == "weft" or m.startswith("weft.")]
 
 
 GRAPH = {name: imports(name, path) for name, path in MODULES.items()}
 
 
+def level(module):
+    """``(index of its layer, its layer's name)``; the top namespace is above every layer."""
+    if module in TOP:
+        return len(LAYERS), "weft"
+    folder = module.split(".")[1]
+    for i, entry in enumerate(LAYERS):
+        if folder == entry or (isinstance(entry, tuple) and folder in entry):
+            return i, folder
+    raise AssertionError(f"{module} is in no declared layer")
+
+
 def test_modules_are_found():
-    assert {"weft.transpiler.pipeline", "weft.runtime.launch", "weft.stdlib.registry"} <= \
-        MODULES.keys()
+    assert {"weft.transpiler.pipeline", "weft.runtime.launch", "weft.stdlib.registry",
+            "weft.autodiff.tape", "weft.core.types"} <= MODULES.keys()
 
 
-def layer(m):
-    """weft's layers: the bottom modules, stdlib, transpiler, runtime, the rest."""
-    parts = m.split(".")
-    return parts[1] if len(parts) > 2 and parts[1] in ("stdlib", "transpiler", "runtime") \
-        else "bottom" if len(parts) == 2 else m
+def test_top_level_is_at_most_eight_layer_folders():
+    entries = [e for e in os.listdir(ROOT) if e != "__pycache__"]
+    folders = sorted(e for e in entries if os.path.isdir(os.path.join(ROOT, e)))
+    loose = sorted(e for e in entries if e.endswith(".py") and e not in ("__init__.py",
+                                                                          "__main__.py"))
+    assert len(folders) <= 8, folders
+    assert not loose, f"modules at the top of weft/ outside every layer: {loose}"
+    declared = {f for e in LAYERS for f in (e if isinstance(e, tuple) else (e,))}
+    assert set(folders) == declared
+
+
+@pytest.mark.parametrize("folder", sorted(
+    {f for e in LAYERS for f in (e if isinstance(e, tuple) else (e,))}))
+def test_each_layer_opens_with_its_docstring(folder):
+    tree = ast.parse(open(os.path.join(ROOT, folder, "__init__.py")).read())
+    doc = ast.get_docstring(tree)
+    assert doc and "Layer" in doc.split("\n")[0] or "layer" in (doc or ""), folder
+
+
+@pytest.mark.parametrize("entry", LAYERS, ids=[e if isinstance(e, str) else "+".join(e)
+                                               for e in LAYERS])
+def test_layer_imports_only_downwards(entry):
+    folders = entry if isinstance(entry, tuple) else (entry,)
+    bad = []
+    for m, deps in sorted(GRAPH.items()):
+        if m in TOP or m.split(".")[1] not in folders:
+            continue
+        mine, my_folder = level(m)
+        for t, line in deps:
+            if t == "weft" and my_folder in ("libs", "integrations"):
+                continue  # programs written on the public API (the cycle test checks it)
+            if t == "weft":
+                bad.append(f"{MODULES[m]}:{line}: {m} imports the public package weft")
+                continue
+            theirs, their_folder = level(t)
+            if theirs > mine or (theirs == mine and their_folder != my_folder):
+                bad.append(f"{MODULES[m]}:{line}: {m} ({my_folder}) imports {t} "
+                           f"({their_folder})")
+    assert not bad, "imports against the declared order:\n" + "\n".join(bad)
 
 
 def test_no_import_cycles():
-    """No cycle of module-level imports; an import inside a function may point back up within
-    its own layer (the usual way to let two modules of one layer use each other), never across
-    layers."""
-    edges = {m: {t for t, top in deps if t in MODULES and t != m and t != "weft"
-                 and (top or layer(t) != layer(m))}
+    """No module reaches itself again through imports, those inside functions included (the
+    public package ``weft`` counts as a module: ``libs`` written on it are not imported by it)."""
+    edges = {m: sorted({t for t, _ in deps if t in MODULES and t != m})
              for m, deps in GRAPH.items()}
-    state = {}
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
 
-    def visit(m, path):
-        state[m] = "active"
-        for t in sorted(edges[m]):
-            if state.get(t) == "active":
-                cycle = path[path.index(t):] + [t]
-                pytest.fail("import cycle: " + " -> ".join(cycle))
-            if t not in state:
-                visit(t, path + [t])
-        state[m] = "done"
+    def strongly_connected(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                strongly_connected(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
 
-    for m in sorted(edges):
-        if m not in state:
-            visit(m, [m])
-
-
-FORBIDDEN = [
-    ("weft.transpiler", ("weft.runtime", "weft.cli"), {"weft"}),
-    ("weft.stdlib", ("weft.runtime", "weft.cli", "weft.transpiler.lowering",
-                     "weft.transpiler.specialize", "weft.transpiler.pipeline",
-                     "weft.transpiler.generate", "weft.transpiler.forward",
-                     "weft.transpiler.adjoint", "weft.transpiler.tangent",
-                     "weft.transpiler.assemble", "weft.transpiler.analyze",
-                     "weft.transpiler.verify", "weft.transpiler.targets"), {"weft"}),
-    ("weft.types", ("weft.runtime", "weft.transpiler", "weft.stdlib"), {"weft"}),
-    ("weft.errors", ("weft.runtime", "weft.transpiler", "weft.stdlib"), {"weft"}),
-    ("weft.config", ("weft.runtime", "weft.transpiler", "weft.stdlib"), {"weft"}),
-    ("weft.lang", ("weft.runtime", "weft.stdlib", "weft.transpiler.lowering",
-                   "weft.transpiler.specialize", "weft.transpiler.pipeline"), {"weft"}),
-    ("weft.diskcache", ("weft.runtime", "weft.transpiler", "weft.stdlib"), {"weft"}),
-    ("weft.runtime.tape", ("weft.runtime.launch", "weft.runtime.kernel",
-                           "weft.runtime.compiled", "weft.transpiler"), set()),
-]
-
-
-@pytest.mark.parametrize("layer,banned,exact", FORBIDDEN, ids=[f[0] for f in FORBIDDEN])
-def test_no_forbidden_direction(layer, banned, exact):
-    bad = []
-    for m, deps in GRAPH.items():
-        if m != layer and not m.startswith(layer + "."):
-            continue
-        for t, _ in deps:
-            if t in exact or any(t == b or t.startswith(b + ".") for b in banned):
-                bad.append(f"{m} imports {t}")
-    assert not bad, "\n".join(bad)
+    for v in sorted(edges):
+        if v not in index:
+            strongly_connected(v)
+    assert not cycles, "import cycles (each a set of modules that import each other):\n" + \
+        "\n".join(" <-> ".join(c) for c in cycles)

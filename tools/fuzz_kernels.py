@@ -273,7 +273,7 @@ def mutants(count, seed):
 def launch_args(kernel):
     """Small arguments for every parameter of ``kernel`` (arrays of 4 zeros, scalars 1)."""
     import weft as wp
-    from weft import types as T
+    from weft.core import types as T
     args = []
     for _, t in kernel.declared:
         if isinstance(t, T.ArrayType):
@@ -294,7 +294,7 @@ def classify(src, name, index, launch=False):
     import linecache
     import traceback
 
-    from weft.errors import KernelError, LaunchError
+    from weft.core.errors import KernelError, LaunchError
     fname = f"<mutant {index}>"
     linecache.cache[fname] = (len(src), None, src.splitlines(True), fname)
     try:
@@ -317,7 +317,7 @@ def classify(src, name, index, launch=False):
         if not launch:
             return "ok", ""
         import weft as wp
-        from weft.errors import KernelFloatError, KernelIndexError
+        from weft.core.errors import KernelFloatError, KernelIndexError
         try:
             wp.launch(kernel, 4, inputs=launch_args(kernel))
         except (KernelIndexError, KernelFloatError, ZeroDivisionError):

@@ -274,12 +274,11 @@ def _import_submodules(wp):
     """Import every public submodule, so that the package's attributes (submodules become
     attributes once imported) do not depend on what the process imported before."""
     import importlib
-    import pkgutil
-    for info in pkgutil.iter_modules(wp.__path__):
-        if info.name.startswith("_"):
-            continue
+
+    from weft.core.modpaths import PUBLIC
+    for name in PUBLIC:
         try:
-            importlib.import_module(f"weft.{info.name}")
+            importlib.import_module(f"weft.{name}")
         except ImportError:  # weft.sim, weft.fem, ...: a clear ImportError by design
             pass
 
@@ -287,9 +286,10 @@ def _import_submodules(wp):
 def generate():
     import weft as wp
     _import_submodules(wp)
-    from weft import types as T
+    from weft.core import types as T
     from weft.stdlib.registry import Builtin, SpecialForm
-    from weft.lang import Function
+    from weft.stdlib.funcs import Function
+    from weft.core.modpaths import PUBLIC
 
     names = sorted(n for n in dir(wp) if not n.startswith("_") and n not in HAND)
     values, scalars, classes, modules, consts, funcs, kernel_names, aliases = \
@@ -311,6 +311,8 @@ def generate():
         elif isinstance(obj, (Builtin, SpecialForm, Function)):
             kernel_names.append(_kernel_name(n, obj))
         elif inspect.ismodule(obj):
+            if n not in PUBLIC:  # a layer's folder (weft.core, weft.runtime, ...): internal
+                continue
             modules.append(f"from . import {n} as {n}" if obj.__name__ == f"weft.{n}" else
                            f"import {obj.__name__} as {n}")
         elif isinstance(obj, type):

@@ -14,31 +14,35 @@
     out = wp.zeros(4, dtype=float, requires_grad=True)
     wp.launch(scale, dim=4, inputs=[a, 2.0], outputs=[out])
 """
-from . import _startup  # noqa: E402,F401  (first: NumPy and Numba imported, then frozen)
-from ._version import __version__  # noqa: E402,F401
+from .core import startup as _startup  # noqa: F401  (first: NumPy and Numba imported, then frozen)
+from .core.version import __version__  # noqa: E402,F401
+from .core.modpaths import install as _install_module_paths  # noqa: E402
 
-from .errors import InternalError, KernelError, KernelNameError, KernelSyntaxError  # noqa: E402
-from .errors import KernelTypeError, LaunchError, KernelIndexError, KernelFloatError  # noqa: E402,E501
-from . import config, types  # noqa: E402
-from .types import (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64,  # noqa: E402,A004
-                    float16, float32, float64, vec2, vec3, vec4, vec2h, vec3h, vec4h, vec2f,
-                    vec3f, vec4f, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33, mat44,
-                    mat22h, mat33h, mat44h, mat22f, mat33f, mat44f, mat22d, mat33d, mat44d,
-                    quat, quath, quatf, quatd, transform, transformh, transformf, transformd,
-                    spatial_vector, spatial_vectorh, spatial_vectorf, spatial_vectord,
-                    spatial_matrix, spatial_matrixh, spatial_matrixf, spatial_matrixd)
-from .types import vector, matrix, quaternion, transformation  # noqa: E402
+_install_module_paths()  # weft.types, weft.utils, weft.optim, ...: the public module paths
+
+from .core.errors import InternalError, KernelError, KernelNameError, KernelSyntaxError  # noqa: E402
+from .core.errors import KernelTypeError, LaunchError, KernelIndexError, KernelFloatError  # noqa: E402,E501
+from .core import config, types  # noqa: E402
+from .core.types import (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64,  # noqa: E402,A004
+                         float16, float32, float64, vec2, vec3, vec4, vec2h, vec3h, vec4h, vec2f,
+                         vec3f, vec4f, vec2d, vec3d, vec4d, vec2i, vec3i, vec4i, mat22, mat33,
+                         mat44, mat22h, mat33h, mat44h, mat22f, mat33f, mat44f, mat22d, mat33d,
+                         mat44d, quat, quath, quatf, quatd, transform, transformh, transformf,
+                         transformd, spatial_vector, spatial_vectorh, spatial_vectorf,
+                         spatial_vectord, spatial_matrix, spatial_matrixh, spatial_matrixf,
+                         spatial_matrixd)
+from .core.types import vector, matrix, quaternion, transformation  # noqa: E402
 globals().update(types.VECTOR_ALIASES)
-from .lang import func, func_grad, func_replay, func_tangent, Function  # noqa: E402
+from .stdlib.funcs import func, func_grad, func_replay, func_tangent, Function  # noqa: E402
 from .runtime.kernel import kernel, Kernel  # noqa: E402
 from .runtime.array import array, array2d, array3d, array4d  # noqa: E402
 from .runtime.array_ops import (zeros, zeros_like, ones, ones_like, full,  # noqa: E402
                                 full_like, empty, empty_like, clone, copy, from_numpy)
 from .runtime.device import (get_device, set_device, ScopedDevice, synchronize,  # noqa: E402
                              is_cuda_available, get_cuda_device_count, Device)
-from .runtime.forward_mode import jvp  # noqa: E402
+from .autodiff.forward_mode import jvp  # noqa: E402
 from .runtime.launch import launch  # noqa: E402
-from .runtime.tape import Tape  # noqa: E402
+from .autodiff.tape import Tape  # noqa: E402
 from .runtime.struct import struct  # noqa: E402
 from .runtime.geometry import Volume, HashGrid, Mesh, Bvh, is_cubql_available  # noqa: E402
 from .runtime.geometry_types import (MeshQueryPoint, MeshQueryRay, MeshQueryAABB,  # noqa: E402
@@ -56,10 +60,10 @@ _host.install()  # builtins called at Python scope run their generated code
 
 # the Dr.Jit layer: PyTrees, custom differentiable ops, checkpointed loops. wp.grad(tree) is the
 # PyTree of gradients; wp.grad(f) of a func or builtin keeps its kernel meaning (weft.tree.grad)
-from . import tree  # noqa: E402,F401
-from .tree import grad, enable_grad, disable_grad, set_grad, detach  # noqa: E402,F401
-from .custom import CustomOp, custom  # noqa: E402,F401
-from .loop import loop  # noqa: E402,F401
+from .autodiff import tree  # noqa: E402,F401
+from .autodiff.tree import grad, enable_grad, disable_grad, set_grad, detach  # noqa: E402,F401
+from .autodiff.custom import CustomOp, custom  # noqa: E402,F401
+from .autodiff.loop import loop  # noqa: E402,F401
 
 
 def constant(value):
@@ -67,7 +71,7 @@ def constant(value):
     scalar, vector, matrix, quaternion or transform value, or a struct instance, as Warp."""
     import numbers
 
-    from .typecore import Composite, is_struct
+    from .core.typecore import Composite, is_struct
     if isinstance(value, (numbers.Number, Composite)) or is_struct(type(value)):
         return value
     raise TypeError(f"Invalid constant type: {type(value)}")
@@ -86,19 +90,28 @@ from .stdlib.geometry import HASH_GRID_QUERY as hash_grid_query_t  # noqa: E402,
 
 
 # ---- Warp's Python-scope API (wp.types helpers, arrays, devices, modules, timers, errors) ------
-from .errors import (WarpCodegenError, WarpCodegenTypeError,  # noqa: E402,F401
-                     WarpCodegenAttributeError, WarpCodegenIndexError, WarpCodegenKeyError,
-                     WarpCodegenValueError, WarpDeterminismError)
-from .types import bfloat16, dtype_from_numpy, dtype_to_numpy  # noqa: E402,F401
-from .config import DeterministicMode  # noqa: E402,F401
+from .core.errors import (WarpCodegenError, WarpCodegenTypeError, WarpCodegenAttributeError,  # noqa: E402,F401
+    WarpCodegenIndexError, WarpCodegenKeyError, WarpCodegenValueError, WarpDeterminismError)
+from .core.types import bfloat16, dtype_from_numpy, dtype_to_numpy  # noqa: E402,F401
+from .core.config import DeterministicMode  # noqa: E402,F401
 from .runtime.array import array1d  # noqa: E402,F401
 from .runtime.device import (get_devices, get_cuda_devices, get_cuda_device,  # noqa: E402,F401
                              get_preferred_device, is_cpu_available, is_device_available,
                              synchronize_device, map_cuda_device, unmap_cuda_device)
 from .runtime.modules import (Module, get_module, set_module_options,  # noqa: E402,F401
                               get_module_options, load_module, force_load, clear_kernel_cache)
-from .timing import ScopedTimer  # noqa: E402,F401
-from .constants import *  # noqa: E402,F401,F403
+from .core.timing import ScopedTimer  # noqa: E402,F401
+from .core.constants import *  # noqa: E402,F401,F403
 from .runtime.declarations import overload, func_native  # noqa: E402,F401
-from .typeinfo import Int, Float, Scalar  # noqa: E402,F401
-from . import utils  # noqa: E402,F401
+from .core.typeinfo import Int, Float, Scalar  # noqa: E402,F401
+from .libs import utils  # noqa: E402,F401
+
+
+def __getattr__(name):
+    """``wp.utils``, ``wp.optim``, ...: the libraries and integrations written on weft's public
+    API, imported when first named (they import ``weft``; ``weft`` does not import them)."""
+    from .core.modpaths import PUBLIC
+    if name in PUBLIC:
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'weft' has no attribute {name!r}")

@@ -149,30 +149,22 @@ def from_numpy(arr: _Any, dtype: _Any = None, shape: _Any = None, device: _Any =
                requires_grad: _b.bool = False) -> array: ...
 
 
-from . import checkpoint as checkpoint
-from . import cli as cli
-from . import config as config
-from . import constants as constants
-from . import diskcache as diskcache
-from . import distributed as distributed
-from . import errors as errors
-from . import examples as examples
-from . import geometry as geometry
-from . import lang as lang
-from . import optim as optim
-from . import pytree as pytree
-from . import render as render
-from . import runtime as runtime
-from . import serialize as serialize
-from . import stdlib as stdlib
-from . import timing as timing
-from . import transpiler as transpiler
-from . import tree as tree
-from . import typecore as typecore
-from . import typeinfo as typeinfo
-from . import types as types
-from . import utils as utils
-from . import values as values
+import weft.autodiff.checkpoint as checkpoint
+import weft.integrations.cli as cli
+import weft.core.config as config
+import weft.core.constants as constants
+import weft.integrations.distributed as distributed
+import weft.core.errors as errors
+import weft.libs.examples as examples
+import weft.libs.optim as optim
+import weft.core.pytree as pytree
+import weft.libs.render as render
+import weft.integrations.serialize as serialize
+import weft.core.timing as timing
+import weft.autodiff.tree as tree
+import weft.core.typeinfo as typeinfo
+import weft.core.types as types
+import weft.libs.utils as utils
 
 
 E: _b.float

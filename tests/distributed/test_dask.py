@@ -17,7 +17,7 @@ import weft as wp
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 
-import weft.distributed as wd  # noqa: E402
+import weft.integrations.distributed as wd  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

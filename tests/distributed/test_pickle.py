@@ -283,13 +283,13 @@ def test_cuda_arrays_arrive_on_the_same_device_with_their_gradient():
 def test_threads_receiving_and_compiling_new_kernels_at_once():
     """A Dask worker with several threads unpickles and compiles in each: the first thread to
     receive a kernel declares it, and transpiling is one thread at a time
-    (weft.lang.COMPILE_LOCK). Without the lock, a worker with 2 and 4 threads failed in 3 of 6
+    (weft.stdlib.funcs.COMPILE_LOCK). Without the lock, a worker with 2 and 4 threads failed in 3 of 6
     runs of new kernels ("AST constructor recursion depth mismatch" from CPython's ast module,
     "generator already executing"); the race is timing-dependent, so this test exercises the
     path (and checks results and sharing) rather than reliably failing without the lock."""
     import threading
 
-    from weft import serialize
+    from weft.integrations import serialize
     rng = np.random.default_rng()
     x = np.linspace(0.0, 1.0, 300)
     for _ in range(2):

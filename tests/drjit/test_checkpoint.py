@@ -4,7 +4,7 @@ from functools import lru_cache
 
 import pytest
 
-from weft.checkpoint import plan_cost, reverse_cost, revolve, uniform
+from weft.autodiff.checkpoint import plan_cost, reverse_cost, revolve, uniform
 
 
 @lru_cache(None)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.loop import LoopNode
+from weft.autodiff.loop import LoopNode
 
 from .ops import arr, dot, f64
 

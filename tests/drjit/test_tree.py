@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft import pytree
+from weft.core import pytree
 
 
 @dataclasses.dataclass
@@ -205,7 +205,7 @@ def test_tape_forward_with_tree_keys():
 
 
 def test_optimizer_takes_trees():
-    from weft.optim import SGD, Adam
+    from weft.libs.optim import SGD, Adam
     s = wp.enable_grad(State(arr([[1, 1, 1]], wp.vec3), arr([[2, 2, 2]], wp.vec3)))
     s.x.grad.fill_(1.0)
     s.v.grad.fill_(-1.0)

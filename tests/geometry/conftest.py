@@ -19,16 +19,16 @@ def read(name):
 
 @pytest.fixture(scope="session")
 def vq():
-    """``weft.geometry.volume_query`` compiled for the CPU (a namespace dict). Numba is imported
+    """``weft.native.geometry.volume_query`` compiled for the CPU (a namespace dict). Numba is imported
     here, not at module level: tests/conftest.py must set NUMBA_ENABLE_CUDASIM first."""
-    from weft.geometry import volume_query
+    from weft.native.geometry import volume_query
     return volume_query.compile_cpu()
 
 
 @pytest.fixture(scope="session")
 def hq():
-    """``weft.geometry.hashgrid``'s query cores compiled for the CPU."""
-    from weft.geometry import hashgrid
+    """``weft.native.geometry.hashgrid``'s query cores compiled for the CPU."""
+    from weft.native.geometry import hashgrid
     return hashgrid.compile_cpu()
 
 

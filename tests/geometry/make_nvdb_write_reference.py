@@ -1,6 +1,6 @@
 """Writes ``tests/geometry/nvdb_write_reference.py``: size and SHA-256 of the NanoVDB buffers
 (``Volume.array()``) that NVIDIA Warp 1.19 builds for the volumes of ``CASES``, which
-``test_nanovdb_write.py`` builds with weft and encodes with ``weft.geometry.nanovdb_write``.
+``test_nanovdb_write.py`` builds with weft and encodes with ``weft.native.geometry.nanovdb_write``.
 
 Run with a Python that has Warp 1.19 installed, from the repository root::
 

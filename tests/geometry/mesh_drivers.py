@@ -5,7 +5,7 @@ Warp. ``CASES`` lists the case names; ``run(ns, name)`` computes one."""
 import numpy as np
 
 from tests.geometry import mesh_scenes as S
-from weft.geometry.mesh import Bvh, Mesh
+from weft.native.geometry.mesh import Bvh, Mesh
 
 MESHES = {"torus": lambda: (*S.torus(40, 30, noise=0.05), True),
           "cube": lambda: (*S.cube(), False),

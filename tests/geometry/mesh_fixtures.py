@@ -11,13 +11,13 @@ def cpu_cores():
     directly from Python and each inlined one would compile its whole call tree."""
     import numba
 
-    from weft.geometry import mesh_query
+    from weft.native.geometry import mesh_query
     return mesh_query.compile_for(numba.njit(cache=False, **mesh_query.CPU_JIT_OPTIONS))
 
 
 def python_cores():
     """The uncompiled cores (the module-level functions), as a namespace."""
-    from weft.geometry import mesh_query as MQ
+    from weft.native.geometry import mesh_query as MQ
     ns = {}
     for mod, name in MQ.PORTABLE:
         ns[name] = getattr(mod, name) if mod is not None else getattr(MQ, name)

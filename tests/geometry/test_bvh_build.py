@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.geometry import mesh_scenes as S
-from weft.geometry import bvh_build
-from weft.geometry.mesh import Bvh
+from weft.native.geometry import bvh_build
+from weft.native.geometry.mesh import Bvh
 
 
 def _check_layout(t, leaf_size):

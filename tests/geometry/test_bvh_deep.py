@@ -12,8 +12,8 @@ import pytest
 from tests.geometry import mesh_brute as B
 from tests.geometry.mesh_fixtures import cpu_cores
 from tests.geometry.test_bvh_build import _check_layout
-from weft.geometry import bvh_build, bvh_groups, mesh_query, mesh_ray
-from weft.geometry.mesh import Bvh, Mesh
+from weft.native.geometry import bvh_build, bvh_groups, mesh_query, mesh_ray
+from weft.native.geometry.mesh import Bvh, Mesh
 
 pytestmark = pytest.mark.cold
 F = np.float32

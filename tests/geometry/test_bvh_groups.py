@@ -10,8 +10,8 @@ from tests.geometry import mesh_brute as B
 from tests.geometry import mesh_scenes as S
 from tests.geometry.test_bvh_build import _check_layout
 from tests.geometry.test_bvh_deep import _slab_boxes, _slab_mesh
-from weft.geometry import bvh_build, bvh_groups
-from weft.geometry.mesh import Bvh
+from weft.native.geometry import bvh_build, bvh_groups
+from weft.native.geometry.mesh import Bvh
 
 F = np.float32
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.geometry import descriptors as D
+from weft.native.geometry import descriptors as D
 
 PTS = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], np.float32)
 IDX = np.array([0, 1, 2, 0, 2, 3], np.int32)

@@ -6,10 +6,9 @@ import numpy as np
 
 import weft as wp
 from tests.gradcheck import Arr, check
-from weft.geometry import mesh_geom as G
-from weft.geometry.diff_funcs_mesh import (ray_triangle_d, ray_triangle_f,
-                                           triangle_closest_point_d, triangle_closest_point_f,
-                                           triangle_distance_d, triangle_distance_f)
+from weft.native.geometry import mesh_geom as G
+from weft.stdlib.diff_funcs_mesh import (ray_triangle_d, ray_triangle_f,
+    triangle_closest_point_d, triangle_closest_point_f, triangle_distance_d, triangle_distance_f)
 
 N = 6
 

@@ -6,10 +6,10 @@ import numpy as np
 import weft as wp
 from tests.gradcheck import Arr, check
 from tests.geometry.conftest import path
-from weft.geometry import volume_query as Q
-from weft.geometry.diff_funcs_volume import (trilinear_d, trilinear_f, trilinear_v, trilinear_vd,
-                                             volume_frac_d, volume_frac_f)
-from weft.geometry.volume import Volume
+from weft.native.geometry import volume_query as Q
+from weft.stdlib.diff_funcs_volume import (trilinear_d, trilinear_f, trilinear_v, trilinear_vd,
+    volume_frac_d, volume_frac_f)
+from weft.native.geometry.volume import Volume
 
 N = 5
 

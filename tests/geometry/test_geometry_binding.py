@@ -1,4 +1,4 @@
-"""The helpers bind the geometry queries lazily (``weft.stdlib.helpers.use_geometry``): a
+"""The helpers bind the geometry queries lazily (``weft.native.helpers.use_geometry``): a
 program without geometry never builds them, and a generated module whose kernels call them
 binds them at its import. Regression: binding them at the first typing of ``_wk.geo_*``, inside
 Numba's compile, left their globals unresolved (``NameError: view_i64``) for a new process whose
@@ -14,7 +14,7 @@ import sys
 sys.path.insert(0, {root!r})
 import numpy as np
 import weft as wp
-from weft.stdlib import helpers
+from weft.native import helpers
 assert "geo_hg_query" not in vars(helpers)  # nothing bound by importing weft
 
 @wp.kernel

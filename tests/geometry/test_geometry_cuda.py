@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from tests.geometry.conftest import path
-from weft.geometry import hashgrid as H
-from weft.geometry import volume_query as Q
-from weft.geometry.hashgrid import HashGrid
-from weft.geometry.volume import Volume
+from weft.native.geometry import hashgrid as H
+from weft.native.geometry import volume_query as Q
+from weft.native.geometry.hashgrid import HashGrid
+from weft.native.geometry.volume import Volume
 
 pytestmark = pytest.mark.cudasim
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -127,7 +127,7 @@ PTX_SCRIPT = '''
 import numpy as np
 from numba import cuda, types as nt
 from weft.runtime.ptx import _assume_compute_capability
-from weft.geometry import volume_query as Q, hashgrid as H
+from weft.native.geometry import volume_query as Q, hashgrid as H
 from tests.geometry.test_geometry_cuda import _kernels
 ns = _kernels({**Q.compile_for(cuda.jit(device=True)), **H.compile_for(cuda.jit(device=True))})
 A = lambda t, n=1: nt.Array(t, n, "C")

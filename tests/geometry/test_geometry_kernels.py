@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.errors import KernelError, LaunchError
+from weft.core.errors import KernelError, LaunchError
 
 from .conftest import path
 
@@ -23,7 +23,7 @@ def torus():
 @pytest.fixture(scope="module")
 def plain():
     """The query cores as plain Python (the reference the kernels must equal)."""
-    from weft.geometry import volume_query
+    from weft.native.geometry import volume_query
     return volume_query.compile_for(lambda f: f)
 
 

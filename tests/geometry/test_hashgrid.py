@@ -9,8 +9,8 @@ import pytest
 from tests.geometry import hashgrid_reference as W
 from tests.geometry.drivers import digest
 from tests.geometry.make_hashgrid_reference import MAX_CAND, cases
-from weft.geometry import hashgrid as H
-from weft.geometry.hashgrid import HashGrid
+from weft.native.geometry import hashgrid as H
+from weft.native.geometry.hashgrid import HashGrid
 
 CASES = cases()
 

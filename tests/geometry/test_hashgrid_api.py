@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.errors import KernelError
+from weft.core.errors import KernelError
 
 PRECISIONS = [(wp.float16, wp.vec3h, np.float16), (wp.float32, wp.vec3f, np.float32),
               (wp.float64, wp.vec3d, np.float64)]

@@ -8,7 +8,7 @@ import pytest
 from tests.geometry import mesh_brute as B
 from tests.geometry import mesh_scenes as S
 from tests.geometry.mesh_fixtures import cpu_cores, python_cores
-from weft.geometry.mesh import Bvh, Mesh
+from weft.native.geometry.mesh import Bvh, Mesh
 
 pytestmark = pytest.mark.cold
 F = np.float32

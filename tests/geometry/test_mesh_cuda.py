@@ -11,8 +11,8 @@ import pytest
 
 from tests.geometry import mesh_scenes as S
 from tests.geometry.mesh_fixtures import cpu_cores
-from weft.geometry import mesh_query as MQ
-from weft.geometry.mesh import Bvh, Mesh
+from weft.native.geometry import mesh_query as MQ
+from weft.native.geometry.mesh import Bvh, Mesh
 
 pytestmark = [pytest.mark.cudasim, pytest.mark.cold,
               pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")]
@@ -213,7 +213,7 @@ PTX_SCRIPT = '''
 import numpy as np
 from numba import cuda, types as nt
 from weft.runtime.ptx import _assume_compute_capability
-from weft.geometry import mesh_query as MQ
+from weft.native.geometry import mesh_query as MQ
 from tests.geometry.test_mesh_cuda import kernels
 ns = kernels(MQ.compile_for(cuda.jit(device=True)))
 A = lambda t, n=1: nt.Array(t, n, "C")

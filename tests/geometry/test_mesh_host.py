@@ -7,7 +7,7 @@ import pytest
 
 from tests.geometry import mesh_scenes as S
 from tests.geometry.mesh_fixtures import cpu_cores, python_cores
-from weft.geometry.mesh import Mesh
+from weft.native.geometry.mesh import Mesh
 
 pytestmark = pytest.mark.cold
 F = np.float32
@@ -164,8 +164,8 @@ def test_velocities_and_reads():
 def test_sliver_flags_equal_warps_rule():
     """The build's fast sliver test (squares first) agrees with Warp's float32 ``|n| / s <
     1e-6`` on triangles spread across the threshold, including ratios within 0.1% of it."""
-    from weft.geometry import mesh_geom
-    from weft.geometry.mesh import _sliver
+    from weft.native.geometry import mesh_geom
+    from weft.native.geometry.mesh import _sliver
     rng = np.random.default_rng(71)
     a = rng.uniform(-1, 1, (400, 3)).astype(np.float32)
     b = a + rng.uniform(-1, 1, (400, 3)).astype(np.float32)

@@ -391,8 +391,8 @@ def test_sign_normal_reads_the_average_edge_of_the_refitted_mesh():
     """A build or refit leaves the average edge length to the first query that needs it
     (threads that find it stale compute the same float32 sum): the kernel then uses Warp's
     average of the moved mesh, and the descriptor keeps it."""
-    from weft.geometry import descriptors as D
-    from weft.geometry.kernel_api import AVG_STALE, MESH_AVG
+    from weft.native.geometry import descriptors as D
+    from weft.native.geometry.kernel_api import AVG_STALE, MESH_AVG
 
     from .mesh_fixtures import cpu_cores
     pts, idx = scenes.torus(24, 16, noise=0.05)

@@ -181,7 +181,7 @@ def ray_values(mid: wp.uint64, o: wp.array(dtype=wp.vec3), d: wp.array(dtype=wp.
 def test_ray_results_are_the_watertight_cores_bit_for_bit():
     """The kernel's t, u, v are the query core's (Warp's values), not their differentiable
     recomputation, which only supplies the derivatives."""
-    from weft.geometry.mesh import Mesh
+    from weft.native.geometry.mesh import Mesh
 
     from .mesh_fixtures import python_cores
     pts, idx = scenes.torus(12, 8, noise=0.1, seed=5)

@@ -11,7 +11,7 @@ from tests.geometry import mesh_drivers as D
 from tests.geometry import mesh_reference as R
 from tests.geometry import mesh_scenes as S
 from tests.geometry.mesh_fixtures import cpu_cores, layout_walk
-from weft.geometry import bvh_build
+from weft.native.geometry import bvh_build
 
 pytestmark = pytest.mark.cold
 

@@ -11,8 +11,8 @@ from tests.geometry import drivers as D
 from tests.geometry import nvdb_reference as ref
 from tests.geometry import volume_reference as W
 from tests.geometry.conftest import path, read
-from weft.geometry import nanovdb as nv
-from weft.geometry.volume import Volume
+from weft.native.geometry import nanovdb as nv
+from weft.native.geometry.volume import Volume
 
 # PNanoVDB's constants table (root background, root size, tile value, tile size, upper table,
 # upper size, lower table, lower size, leaf table, leaf size, table stride), per grid type

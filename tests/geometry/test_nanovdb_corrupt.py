@@ -8,7 +8,7 @@ import pytest
 from tests.geometry import drivers as D
 from tests.geometry import nvdb_reference as ref
 from tests.geometry.conftest import FILES, read
-from weft.geometry import nanovdb as nv
+from weft.native.geometry import nanovdb as nv
 
 
 def check_invariants(g):

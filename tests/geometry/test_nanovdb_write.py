@@ -17,10 +17,10 @@ import weft as wp
 from tests.geometry import make_nvdb_write_reference as M
 from tests.geometry import nvdb_write_reference as R
 from tests.geometry.conftest import DATA
-from weft.geometry import nanovdb as nv
-from weft.geometry.nanovdb_write import encode_grid, write_nvdb
-from weft.geometry.volume import Volume as HostVolume
-from weft.geometry.volume import _leaf_slots
+from weft.native.geometry import nanovdb as nv
+from weft.native.geometry.nanovdb_write import encode_grid, write_nvdb
+from weft.native.geometry.volume import Volume as HostVolume
+from weft.native.geometry.volume import _leaf_slots
 
 ALL_FILES = sorted(f for f in os.listdir(DATA) if f.endswith(".nvdb"))
 

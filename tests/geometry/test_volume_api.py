@@ -2,15 +2,15 @@
 ``get_voxels`` and ``feature_array``, ``GridInfo`` fields as Warp vector/matrix values, and
 volumes made from a raw grid buffer (``wp.Volume(data)``, ``load_from_address``).
 
-Expected values come from the host-level reader (``weft.geometry.volume``, itself checked against
+Expected values come from the host-level reader (``weft.native.geometry.volume``, itself checked against
 Warp's output in test_nanovdb.py) and from Warp 1.19's output on the same files."""
 import numpy as np
 import pytest
 
 import weft as wp
 from tests.geometry.conftest import path, read
-from weft.geometry import nanovdb as nv
-from weft.geometry.volume import Volume as HostVolume
+from weft.native.geometry import nanovdb as nv
+from weft.native.geometry.volume import Volume as HostVolume
 
 # Warp 1.19: Volume.dtype of the test files
 DTYPES = {"test_grid.nvdb": wp.float32, "test_int32_grid.nvdb": wp.int32,
@@ -116,7 +116,7 @@ def test_the_public_constructors_take_warps_arguments():
 
 
 def test_del_frees_the_id_once_and_is_harmless_on_a_bare_instance():
-    from weft.geometry import descriptors as D
+    from weft.native.geometry import descriptors as D
     wp.Volume.__new__(wp.Volume).__del__()
     v = _load("test_grid.nvdb")
     vid = v.id

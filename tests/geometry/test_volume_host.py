@@ -7,7 +7,7 @@ from tests.geometry import drivers as D
 from tests.geometry import make_volume_reference as M
 from tests.geometry import volume_reference as W
 from tests.geometry.test_nanovdb import _info
-from weft.geometry.volume import Volume
+from weft.native.geometry.volume import Volume
 
 CASES = {
     "ALLOC_F": lambda: Volume.allocate(min=[-10, -5000, 3], max=[9, 20, 11], voxel_size=0.5,

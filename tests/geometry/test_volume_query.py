@@ -9,8 +9,8 @@ from tests.geometry import drivers as D
 from tests.geometry import make_volume_reference as M
 from tests.geometry import volume_reference as W
 from tests.geometry.conftest import path, read
-from weft.geometry import volume_query as Q
-from weft.geometry.volume import Volume
+from weft.native.geometry import volume_query as Q
+from weft.native.geometry.volume import Volume
 
 PTS = M.points()
 NSP = len(M.special_points())

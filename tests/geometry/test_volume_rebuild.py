@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.geometry import nanovdb as nv
+from weft.native.geometry import nanovdb as nv
 
 V = wp.Volume
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.errors import KernelError, LaunchError
+from weft.core.errors import KernelError, LaunchError
 
 
 def test_a_module_as_an_annotation_is_a_located_error():

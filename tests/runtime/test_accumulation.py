@@ -89,7 +89,7 @@ def test_reduce_of_copies_adds_in_copy_order_by_blocks():
     """The threads' copies are summed into the array block by block (``_reduce_rows_py``):
     for each element the same float additions, in copy order, as one element at a time, over
     ranges that do not fill a block."""
-    from weft.stdlib.threads import _REDUCE_BLOCK, _reduce_rows_py
+    from weft.native.threads import _REDUCE_BLOCK, _reduce_rows_py
     rng = np.random.default_rng(3)
     n = 2 * _REDUCE_BLOCK + 77
     a0 = rng.standard_normal(n).astype(np.float32) * 1e3

@@ -87,7 +87,7 @@ def test_requires_grad_and_to_cpu():
 
 
 def test_annotation_forms():
-    from weft.types import ArrayType
+    from weft.core.types import ArrayType
     assert wp.array(dtype=wp.vec3)._weft_array_type_ == ArrayType(wp.vec3, 1)
     assert wp.array2d(dtype=float)._weft_array_type_ == ArrayType(wp.float32, 2)
     assert wp.array3d(dtype=float)._weft_array_type_ == ArrayType(wp.float32, 3)

@@ -192,8 +192,8 @@ def test_no_usable_directory_compiles_in_memory(tmp_path):
 
 
 def test_weft_helpers_cache_under_the_cache_root():
-    from weft import diskcache
-    from weft.stdlib import helpers
+    from weft.core import diskcache
+    from weft.native import helpers
     cache = helpers.trip_count._cache
     assert isinstance(cache, diskcache.VerifiedCache)
     assert cache.cache_path.startswith(os.path.join(diskcache.cache_root(), "numba"))
@@ -202,7 +202,7 @@ def test_weft_helpers_cache_under_the_cache_root():
 SIGNATURES = r"""
 import sys
 import numpy as np
-from weft.diskcache import njit
+from weft.core.diskcache import njit
 
 @njit(error_model="numpy")
 def bump(x):

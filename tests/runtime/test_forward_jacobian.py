@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.errors import LaunchError
+from weft.core.errors import LaunchError
 
 F64 = wp.array(dtype=wp.float64)
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.errors import LaunchError
+from weft.core.errors import LaunchError
 
 rng = np.random.default_rng(4)
 

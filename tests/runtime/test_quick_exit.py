@@ -12,7 +12,7 @@ out = sys.argv[1]
 atexit.register(lambda: open(out, "a").write(f"frozen {gc.get_freeze_count() > at_import}\n"))
 import numpy as np
 import weft as wp
-at_import = gc.get_freeze_count()        # what weft's import froze (weft._startup)
+at_import = gc.get_freeze_count()        # what weft's import froze (weft.core.startup)
 
 @wp.kernel
 def twice(x: wp.array(dtype=float), y: wp.array(dtype=float)):

@@ -1,5 +1,5 @@
 """``import weft`` imports NumPy and Numba with the cycle collector paused and freezes what they
-built (``weft._startup``): the collector is on afterwards, cyclic garbage made later is still
+built (``weft.core.startup``): the collector is on afterwards, cyclic garbage made later is still
 collected, and ``WEFT_GC_FREEZE=0``, a collector the program disabled, or a Numba imported
 before weft leave the collector as it was."""
 import os
@@ -16,7 +16,7 @@ elif pre == "disabled":
 import weft
 print("enabled", gc.isenabled())
 print("frozen", gc.get_freeze_count())
-print("flag", weft._startup.frozen_at_import)
+print("flag", weft.core.startup.frozen_at_import)
 if gc.isenabled():
     class Node:
         def __init__(self):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.errors import KernelError, LaunchError
+from weft.core.errors import KernelError, LaunchError
 
 
 @wp.struct

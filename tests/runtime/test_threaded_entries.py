@@ -106,7 +106,7 @@ def test_private_buffers_summed_once_per_launch():
 def test_parallel_for_reports_a_failing_thread():
     import numba
 
-    from weft.stdlib import helpers as _wk
+    from weft.native import helpers as _wk
 
     @_wk.chunk
     @numba.njit
@@ -132,7 +132,7 @@ def test_reduce_private_any_layout():
     # views (in a loop); the adjoint arrays of sliced views are strided
     import numba
 
-    from weft.stdlib import helpers as _wk
+    from weft.native import helpers as _wk
 
     @numba.njit
     def run(a):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.optim import SGD, Adam
-from weft.errors import LaunchError
+from weft.libs.optim import SGD, Adam
+from weft.core.errors import LaunchError
 
 
 @wp.kernel

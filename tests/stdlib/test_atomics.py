@@ -1,4 +1,4 @@
-"""CPU atomics (weft.stdlib.atomics) under parallel launches that collide, and their fallback.
+"""CPU atomics (weft.native.atomics) under parallel launches that collide, and their fallback.
 
 Collisions: 200_000 prange iterations update 7 slots. Every op's returned old values are checked
 exactly against what a linearisable history allows (add/sub: each partial sum appears once;
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.stdlib.atomics import (atomic_add, atomic_cas, atomic_exch, atomic_max, atomic_min,
-                                 atomic_sub)
+from weft.native.atomics import (atomic_add, atomic_cas, atomic_exch, atomic_max, atomic_min,
+    atomic_sub)
 
 N = 200_000
 SLOTS = 7
@@ -226,7 +226,7 @@ def test_python_fallback_without_jit_matches_compiled():
 def test_cached_kernel_and_boundscheck(tmp_path):
     (tmp_path / "kern.py").write_text(textwrap.dedent("""
         import numba
-        from weft.stdlib.atomics import atomic_add, atomic_max
+        from weft.native.atomics import atomic_add, atomic_max
         @numba.njit(parallel=True, error_model="numpy", cache=True)
         def hist(bins, out, top):
             for i in numba.prange(bins.shape[0]):
@@ -313,7 +313,7 @@ def test_bitwise_atomics_under_collisions(device):
 
 @pytest.mark.parametrize("dtype", [wp.int8, wp.float32])
 def test_bitwise_atomics_need_32_or_64_bit_integers(dtype):
-    from weft.errors import KernelError
+    from weft.core.errors import KernelError
 
     @wp.kernel
     def bad(a: wp.array(dtype=dtype)):

@@ -479,7 +479,7 @@ def test_value_returning_forms_equal_the_output_argument_forms():
 
 
 def test_wrong_number_of_output_variables_is_a_kernel_error():
-    from weft.errors import KernelError
+    from weft.core.errors import KernelError
 
     @wp.kernel
     def two_outputs(a: wp.array(dtype=wp.mat33d)):

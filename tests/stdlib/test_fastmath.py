@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.stdlib import fastmath
-from weft.stdlib.mathnames import FAST_MATH
+from weft.native import fastmath
+from weft.native.vocabulary import FAST_MATH
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[2] / "benchmarks"))
 import accuracy_fastmath  # noqa: E402

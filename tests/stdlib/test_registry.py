@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 
 import weft.stdlib  # noqa: F401  (registers the builtins)
-from weft import types as T
-from weft.stdlib import helpers
+from weft.core import types as T
+from weft.native import helpers
 from weft.stdlib.registry import REGISTRY
-from weft.transpiler.exprs import Builder, Ex, NameGen
+from weft.stdlib.exprs import Builder, Ex, NameGen
 
 POOL = [T.float64, T.vec2d, T.vec3d, T.mat22d, T.mat33d, T.quatd]
 NEEDS_ATTRS = {"cast", "construct", "identity", "tuple_get", "make_tuple", "tid",

@@ -4,9 +4,9 @@ signatures where it is defined (@builtin_func)."""
 import pytest
 
 import weft as wp
-from weft.errors import KernelError
+from weft.core.errors import KernelError
 from weft.stdlib import decomp, interp, linalg, noise, quat
-from weft.lang import Function
+from weft.stdlib.funcs import Function
 from weft.stdlib.signatures import _parse, accepts
 
 

@@ -154,7 +154,7 @@ def test_from_numpy_and_full_infer_dtypes():
 
 
 def test_annotations():
-    from weft.types import ArrayType
+    from weft.core.types import ArrayType
     assert wp.array1d[float] == ArrayType(wp.float32, 1) == wp.array(dtype=float)._weft_array_type_
     assert wp.array2d[wp.vec3] == wp.array(dtype=wp.vec3, ndim=2)._weft_array_type_
     assert wp.array3d[int] == ArrayType(wp.int32, 3)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.optim import SGD, Adam
+from weft.libs.optim import SGD, Adam
 
 
 def _sgd(**kw):
@@ -97,5 +97,5 @@ def test_reset_and_multidimensional_params():
 
 
 def test_import_through_warp_names():
-    import weft.optim
+    import weft.libs.optim
     assert weft.optim.SGD is SGD and weft.optim.Adam is Adam

@@ -124,7 +124,7 @@ def test_bfloat16_is_refused():
 
 def test_type_str_renders_annotations_as_warp():
     """``weft.typeinfo.type_str``: Warp's ``type_str`` (values checked against Warp 1.19)."""
-    from weft.typeinfo import type_str
+    from weft.core.typeinfo import type_str
     cases = [(None, "None"), (typing.Any, "Any"), (3, "Literal[3]"), (wp.float32, "float32"),
              (wp.vec3f, "vec3f"), (wp.vec2ub, "vec2ub"), (wp.mat22d, "mat22d"),
              (wp.quath, "quath"), (wp.transformf, "transformf"),

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from .. import config
+from ..core import config
 
 WORKER = r'''
 import pickle, sys
@@ -44,7 +44,7 @@ for job in pickle.load(open(sys.argv[1], "rb")):
 def sample_values(ck):
     """The generated kernel's argument values for a launch with null arrays, zero scalars
     and zero vectors (the types a contiguous launch passes)."""
-    from .. import types as T
+    from ..core import types as T
     from .args import convert_arg
     from .device import get_device
     device = get_device("cpu")
@@ -117,7 +117,7 @@ def _cost(job):
 
 def kernels_of(names):
     """The kernels declared in the Python modules ``names``."""
-    from ..lang import DECLARED
+    from ..stdlib.funcs import DECLARED
     from .kernel import Kernel
     return [fn for name in names for fn in DECLARED.get(name, ()) if isinstance(fn, Kernel)]
 
@@ -126,7 +126,7 @@ def load_kernels(kernels, device_kind="cpu", max_workers=None):
     """Transpile ``kernels`` and compile their typical CPU entries, sharing the compiles with
     ``max_workers - 1`` worker processes. Returns the number of entries compiled or
     loaded."""
-    from .. import diskcache
+    from ..core import diskcache
     from .cache import cache_dir
     t0 = time.perf_counter()
     jobs = []

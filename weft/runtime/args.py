@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import types as T
-from ..errors import LaunchError
+from ..core import types as T
+from ..core.errors import LaunchError
 from .array import array
 
 

@@ -23,7 +23,7 @@ import typing
 
 import numpy as np
 
-from .. import types as T
+from ..core import types as T
 from . import device as D
 from . import hazards
 from .array_data import (ARRAY_MAX_DIMS, _as_shape, _c_strides, _field_data, _from_ptr,
@@ -430,7 +430,7 @@ class array(ArrayViews):
         return out
 
     def __repr__(self):
-        from ..typeinfo import type_repr
+        from ..core.typeinfo import type_repr
         return type_repr(self)
 
     def __str__(self):

@@ -8,7 +8,7 @@ import typing
 
 import numpy as np
 
-from .. import types as T
+from ..core import types as T
 
 ARRAY_MAX_DIMS = 4
 

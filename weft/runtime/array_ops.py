@@ -15,8 +15,8 @@ import typing
 
 import numpy as np
 
-from .. import pytree
-from .. import types as T
+from ..core import pytree
+from ..core import types as T
 from .array import _as_dtype, _as_shape, array
 
 
@@ -181,7 +181,7 @@ def copy(dest, src, dest_offset=0, src_offset=0, count=0, stream=None):
     strided arrays take offsets and counts only when 1-d). Gradients are copied when both
     arrays have one, and inside a ``wp.Tape`` the copy is recorded: its adjoint adds ``dest``'s
     gradient of the copied elements to ``src``'s and zeroes it (unless ``retain_grad``)."""
-    from .. import typeinfo
+    from ..core import typeinfo
     if not isinstance(src, array) or not isinstance(dest, array):
         raise RuntimeError("Copy source and destination must be arrays")
     try:
@@ -239,7 +239,7 @@ def _copy_now(dest, src, dest_offset, src_offset, count):
     _copy_region(dest, src, dest_offset, src_offset, count)
     if src.grad is not None and dest.grad is not None:
         _copy_region(dest.grad, src.grad, dest_offset, src_offset, count)
-        from .tape import active_tape
+        from ..autodiff.tape import active_tape
         tape = active_tape()
         if tape is not None:
             tape.record_func(lambda: _adj_copy(dest, src, dest_offset, src_offset, count),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import types as T
+from ..core import types as T
 from .array_data import ARRAY_MAX_DIMS, _c_strides
 
 
@@ -107,7 +107,7 @@ class ArrayViews:
         scalars (trailing dimensions more), or scalars as vectors/matrices (fewer)."""
         from .array import _as_dtype
         dtype = _as_dtype(dtype)
-        from ..typeinfo import type_repr, type_size_in_bytes
+        from ..core.typeinfo import type_repr, type_size_in_bytes
         size_new, size_old = type_size_in_bytes(dtype), type_size_in_bytes(self.dtype)
         item_new, item_old = T.numpy_dtype(dtype).itemsize, self._data.itemsize
         keep = self._ndim  # leading dimensions kept as they are

@@ -30,7 +30,7 @@ import sys
 import threading
 import time
 
-from .. import config
+from ..core import config
 
 HELPER = r'''
 import pickle, struct, sys
@@ -93,7 +93,7 @@ def _send_deferred_at_exit():
 def enabled():
     import numba
 
-    from .. import diskcache
+    from ..core import diskcache
     from .cache import cache_dir
     flag = os.environ.get("WEFT_BACKGROUND_COMPILE", "1") != "0"
     return (flag and config.background_compile and not _failed and
@@ -217,7 +217,7 @@ def _flush(force=False):
     global _failed
     if not _deferred:
         return
-    from .tape import active_tapes
+    from ..autodiff.tape import active_tapes
     if force or not (active_tapes() or _urgent):
         try:
             for _key, data in _deferred:

@@ -1,7 +1,7 @@
 """Generated modules on disk, keyed by a hash of everything that affects them.
 
 Modules live in the cache directory (``$WEFT_CACHE_DIR``, default ``~/.cache/weft``; see
-:mod:`weft.diskcache` for when a directory is trusted) as ``<kernel>_<hash>.py`` beside
+:mod:`weft.core.diskcache` for when a directory is trusted) as ``<kernel>_<hash>.py`` beside
 ``<kernel>_<hash>.py.sha256``, and are imported from there, so Numba caches their machine code
 and a new process neither transpiles nor recompiles. A module whose text no longer matches its
 recorded hash is rebuilt; generated code that is not valid Python is never written.
@@ -17,12 +17,12 @@ import tempfile
 
 import numpy as np
 
-from .. import diskcache
-from .._version import __version__
+from ..core import diskcache
+from ..core.version import __version__
 
 
 def cache_dir():
-    """The trusted cache directory (see :mod:`weft.diskcache`), or None: compile in memory."""
+    """The trusted cache directory (see :mod:`weft.core.diskcache`), or None: compile in memory."""
     return diskcache.cache_root()
 
 
@@ -81,7 +81,7 @@ def _describe(value, seen, out):
 
 def type_key(t):
     """A key for a kernel parameter type (distinct types, distinct keys)."""
-    from .. import types as T
+    from ..core import types as T
     if isinstance(t, T.ArrayType):
         return f"array({type_key(t.dtype)},{t.ndim},{t.local},{t.size})"
     if T.is_struct(t):
@@ -152,7 +152,8 @@ def _weft_code_hash():
     if not _CODE_HASH:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         h = hashlib.sha256()
-        for sub in ("transpiler", os.path.join("transpiler", "lowering"), "stdlib", "geometry"):
+        for sub in ("transpiler", os.path.join("transpiler", "lowering"), "stdlib", "native",
+                    os.path.join("native", "geometry")):
             folder = os.path.join(root, sub)
             for name in sorted(os.listdir(folder)):
                 if name.endswith(".py"):
@@ -289,7 +290,7 @@ def _check_source(text, modname):
     try:
         compile(text, modname + ".py", "exec")
     except SyntaxError as exc:
-        from ..errors import InternalError
+        from ..core.errors import InternalError
         raise InternalError(f"the code generated for {modname} is not valid Python "
                             f"(line {exc.lineno}: {exc.msg})") from None
 

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from ..errors import LaunchError
+from ..core.errors import LaunchError
 from .array import array
 
 
@@ -55,7 +55,7 @@ def check_constant_indices(ck, args):
 def check_geometry_ids(ck, args, device):
     """Every argument the kernel uses as a geometry id must be a live id of that kind (and the
     objects live in host memory: a real GPU cannot read them yet)."""
-    from ..geometry.descriptors import check_id
+    from ..native.geometry.descriptors import check_id
     if device.is_cuda:
         from numba import config as numba_config
         if not numba_config.ENABLE_CUDASIM:
@@ -95,7 +95,7 @@ def check_dims(ck, dims, args):
 
 
 def index_error(ck, kind, dims, report, values):
-    from ..errors import KernelIndexError
+    from ..core.errors import KernelIndexError
     array, where, text, pass_kind = ck.abi.debug_sites[int(report[0]) - 1]
     index, axis, n = (int(v) for v in report[1:4])
     why = "negative" if index < 0 else "out of bounds"
@@ -111,7 +111,7 @@ def index_error(ck, kind, dims, report, values):
 
 def verify_fp(ck, kind, values):
     """``wp.config.verify_fp``: the arrays a launch wrote hold no NaN or Inf."""
-    from ..errors import KernelFloatError
+    from ..core.errors import KernelFloatError
     n = len(ck.params)
     if kind == "forward":
         written = [(name, values[ck.param_index(name)]) for name in ck.abi.writes]

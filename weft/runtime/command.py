@@ -16,8 +16,8 @@ call.
 """
 from __future__ import annotations
 
-from .. import config
-from ..errors import LaunchError
+from ..core import config
+from ..core.errors import LaunchError
 from . import hazards
 from .graph import _open as _captures_open
 from .launch import bound_forward, launch, launch_dims, prepare
@@ -30,7 +30,7 @@ class Launch:
     latest at ``launch()``)."""
 
     def __reduce__(self):
-        from ..serialize import refuse
+        from ..integrations.serialize import refuse
         refuse(self, "a recorded launch binds this process's arrays and compiled kernel; send "
                "the kernel and its arguments, and launch on the other side")
 

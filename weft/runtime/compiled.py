@@ -7,7 +7,7 @@ the transpiler's internals.
 """
 from __future__ import annotations
 
-from ..errors import LaunchError
+from ..core.errors import LaunchError
 from ..transpiler.abi import flat_leaves
 from . import args as A
 
@@ -26,7 +26,7 @@ class CompiledKernel:
             (n, t) for (n, _), t in zip(kernel.declared, types)]
         self.params = [leaf for n, t in self.user_params for leaf in flat_leaves(t, n)]
         if [n for n, _ in self.params] != [p.name for p in self.abi.params]:
-            from ..errors import InternalError
+            from ..core.errors import InternalError
             raise InternalError(f"kernel '{self.key}': the generated module's parameters "
                                 f"{[p.name for p in self.abi.params]} do not match the "
                                 f"declared ones {[n for n, _ in self.params]}")

@@ -28,7 +28,7 @@ import textwrap
 import types
 import typing
 
-from .. import types as T
+from ..core import types as T
 from .kernel import Kernel
 
 _overloads = {}  # generic kernel -> list of argument-type lists
@@ -103,7 +103,7 @@ def overload(kernel, arg_types=None):
 def _declared_kernel(fn):
     """The kernel declared in ``fn``'s module from a function of the same qualified name
     (the stub may have replaced the kernel's name in the module, as in Warp's tests)."""
-    from ..lang import DECLARED
+    from ..stdlib.funcs import DECLARED
     found = [k for k in DECLARED.get(fn.__module__, ()) if isinstance(k, Kernel)
              and k.func.__qualname__ == fn.__qualname__]
     if len({k.key for k in found}) > 1:

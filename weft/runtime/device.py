@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..errors import LaunchError
+from ..core.errors import LaunchError
 
 
 class Device:

@@ -2,11 +2,11 @@
 kernel needs to run a small 1-D launch without the general path's bookkeeping."""
 from __future__ import annotations
 
-from .. import config
+from ..core import config
 from . import device as D
 from . import hazards
 from .graph import _open as _captures_open
-from .tape import active_tapes
+from ..autodiff.tape import active_tapes
 
 _tapes = active_tapes()  # the live list of recording tapes, read directly
 

@@ -1,5 +1,5 @@
 """``wp.HashGrid``, ``wp.Mesh`` and ``wp.Bvh`` (``wp.Volume`` is in :mod:`weft.runtime.volume`):
-the host objects of :mod:`weft.geometry` with Warp's Python API, and the ``id`` kernels take (:mod:`weft.geometry.descriptors`)::
+the host objects of :mod:`weft.native.geometry` with Warp's Python API, and the ``id`` kernels take (:mod:`weft.native.geometry.descriptors`)::
 
     volume = wp.Volume.load_from_nvdb(open("sphere.nvdb", "rb"))
     grid = wp.HashGrid(128, 128, 128)
@@ -16,8 +16,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..geometry import descriptors as D
-from ..geometry import hashgrid as _hashgrid
+from ..native.geometry import descriptors as D
+from ..native.geometry import hashgrid as _hashgrid
 from .array import array
 from .geometry_common import _cpu_only, _release
 from .volume import Volume  # noqa: F401  (wp.Volume's home is weft.runtime.volume)
@@ -71,7 +71,7 @@ class HashGrid:
     """
 
     def __reduce__(self):
-        from ..serialize import refuse
+        from ..integrations.serialize import refuse
         refuse(self, "its id is an address in this process; send the arrays it is built "
                "from and build it where it is used")
 
@@ -81,7 +81,7 @@ class HashGrid:
         return obj
 
     def __init__(self, dim_x, dim_y, dim_z, device=None, dtype=None):
-        from .. import types as T
+        from ..core import types as T
         vec = {T.float16: T.vec3h, T.float32: T.vec3f, T.float64: T.vec3d}
         dtype = T.float32 if dtype is None else dtype
         if dtype not in vec:
@@ -108,7 +108,7 @@ class HashGrid:
         return None if self._descriptor is None else self._descriptor.id
 
     def _code(self):
-        """The descriptor's precision word (``weft.geometry.kernel_api.geo_hg_query``)."""
+        """The descriptor's precision word (``weft.native.geometry.kernel_api.geo_hg_query``)."""
         return {np.float32: 0, np.float64: 1, np.float16: 2}[self._grid.dtype.type]
 
     def _refresh(self):
@@ -132,7 +132,7 @@ class HashGrid:
         group id per point, so that ``hash_grid_query(id, p, r, group)`` visits only that
         group's points. During a graph capture the build is recorded and runs at each replay
         on the arrays' contents then."""
-        from .. import types as T
+        from ..core import types as T
         from .graph import capturing
         if isinstance(points, array):
             if not T.types_equal(points.dtype, self._vec_type):
@@ -202,18 +202,18 @@ def _host(a, what):
 class Mesh:
     """Warp's ``wp.Mesh(points, indices, velocities=None, support_winding_number=False,
     bvh_constructor=None, bvh_leaf_size=None)``: a triangle mesh with its BVH
-    (:mod:`weft.geometry.mesh`); ``mesh.id`` is what kernels take. The mesh reads the memory of
+    (:mod:`weft.native.geometry.mesh`); ``mesh.id`` is what kernels take. The mesh reads the memory of
     ``points`` (no copy): after moving them (a kernel writing ``mesh.points``), call
     ``refit()``."""
 
     def __reduce__(self):
-        from ..serialize import refuse
+        from ..integrations.serialize import refuse
         refuse(self, "its id is an address in this process; send the arrays it is built "
                "from and build it where it is used")
 
     def __init__(self, points=None, indices=None, velocities=None, support_winding_number=False,
                  bvh_constructor=None, bvh_leaf_size=None, groups=None, device=None):
-        from ..geometry import mesh as _mesh
+        from ..native.geometry import mesh as _mesh
         self.device = _cpu_only(device, "wp.Mesh")
         if points is None or indices is None:
             raise TypeError("wp.Mesh(points, indices) needs both arrays")
@@ -245,7 +245,7 @@ class Mesh:
 
     def _scalars(self):
         """The average edge length's word: stale after a build or refit, until a kernel or
-        the host first needs the value (``weft.geometry.kernel_api._mesh_average``)."""
+        the host first needs the value (``weft.native.geometry.kernel_api._mesh_average``)."""
         a = self._core._average
         return [D.AVG_STALE if a is None else D.float_bits(float(a))]
 
@@ -270,7 +270,7 @@ class Mesh:
     @property
     def indices(self):
         if self._indices is None:
-            from .. import types as T
+            from ..core import types as T
             self._indices = array(self._core.indices, dtype=T.int32, copy=False)
         return self._indices
 
@@ -289,7 +289,7 @@ class Mesh:
     def _attach_derivatives(self, grads, tangent_of):
         """Point the descriptor at the gradients of ``points``/``velocities`` (``grads``: an
         adjoint launch) and at their tangents (``tangent_of(array)``, a forward-mode launch)."""
-        from ..geometry.kernel_api import MESH_GRAD, MESH_TAN
+        from ..native.geometry.kernel_api import MESH_GRAD, MESH_TAN
         core = self._core
         for kind, (a, values) in enumerate(((self._points, core.points),
                                             (self._velocities, core.velocities))):
@@ -304,7 +304,7 @@ class Mesh:
                 self._descriptor.attach(word + kind, flat)
 
     def _detach_derivatives(self):
-        from ..geometry.kernel_api import MESH_GRAD, MESH_TAN
+        from ..native.geometry.kernel_api import MESH_GRAD, MESH_TAN
         for w in (MESH_GRAD, MESH_GRAD + 1, MESH_TAN, MESH_TAN + 1):
             self._descriptor.attach(w, None)
 
@@ -324,7 +324,7 @@ class Mesh:
             raise ValueError("Cannot rebuild a non-cuBQL mesh BVH with constructor='cubql'; "
                              "create a new mesh instead")
         if constructor is not None:
-            from ..geometry.mesh import _constructor
+            from ..native.geometry.mesh import _constructor
             self._core.constructor = _constructor(constructor)
         self._core.build()
         self._descriptor.set(self._arrays(), self._scalars())
@@ -336,12 +336,12 @@ class Bvh:
     changing them call ``refit()``."""
 
     def __reduce__(self):
-        from ..serialize import refuse
+        from ..integrations.serialize import refuse
         refuse(self, "its id is an address in this process; send the arrays it is built "
                "from and build it where it is used")
 
     def __init__(self, lowers, uppers, constructor=None, groups=None, leaf_size=1, device=None):
-        from ..geometry import mesh as _mesh
+        from ..native.geometry import mesh as _mesh
         self.device = _cpu_only(device, "wp.Bvh")
         if len(lowers) != len(uppers):
             raise RuntimeError("The same number of lower and upper bounds must be provided")
@@ -420,5 +420,5 @@ def mesh_derivatives(ck, args, grads=False, tangent_of=None):
 
 
 def _vec3():
-    from .. import types as T
+    from ..core import types as T
     return T.vec3

@@ -1,6 +1,6 @@
 """The struct types of mesh query results (Warp's ``wp.MeshQueryPoint``, ``wp.MeshQueryRay``),
 made known to the kernel builtins that return them (:mod:`weft.stdlib.mesh`)."""
-from .. import types as T
+from ..core import types as T
 from ..stdlib import mesh as _mesh
 from .struct import struct
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 
-from ..errors import LaunchError
+from ..core.errors import LaunchError
 
 _state = threading.local()
 _open = [0]  # captures open on any thread (launch's fast path reads it without a lookup)
@@ -59,7 +59,7 @@ class Graph:
         self._replay = None  # the generated function running every op, built on first replay
 
     def __reduce__(self):
-        from ..serialize import refuse
+        from ..integrations.serialize import refuse
         refuse(self, "a captured graph replays operations on this process's memory; capture "
                "it again where it runs")
 
@@ -78,7 +78,7 @@ class Graph:
         except Exception as exc:
             from numba.core.errors import NumbaError
             if isinstance(exc, NumbaError):
-                from ..errors import InternalError
+                from ..core.errors import InternalError
                 raise InternalError(f"a kernel replayed by a captured graph does not compile:"
                                     f"\n{exc}") from None
             raise
@@ -156,7 +156,7 @@ class ScopedCapture:
         self.active = False
 
     def __reduce__(self):
-        from ..serialize import refuse
+        from ..integrations.serialize import refuse
         refuse(self, "a graph capture belongs to the process that records it; capture again "
                "where it runs")
 

@@ -25,8 +25,8 @@ import zlib
 
 import numpy as np
 
-from .. import config
-from ..errors import LaunchError
+from ..core import config
+from ..core.errors import LaunchError
 
 _LIVE = {}  # id(tape) -> weak reference: tapes holding records whose adjoints read memory
 
@@ -220,7 +220,7 @@ def copy_of(data):
 
 
 def _describe(arr):
-    from .. import types as T
+    from ..core import types as T
     return f"of {T.type_name(arr.dtype)} with shape {arr.shape}"
 
 

@@ -14,8 +14,8 @@ import linecache
 
 import numpy as np
 
-from .. import types as T
-from ..errors import KernelError
+from ..core import types as T
+from ..core.errors import KernelError
 
 _CACHE = {}
 _COUNTER = itertools.count()
@@ -85,7 +85,7 @@ def _as_weft_value(v, t):
 
 def _build(callee, args, kwargs):
     """Generate the plain-Python forward code of ``callee`` applied to these arguments."""
-    from ..lang import Function
+    from ..stdlib.funcs import Function
     from ..transpiler import analyze, assemble, generate
     from ..transpiler.specialize import Specializer
     from ..transpiler.state import CompileOptions, CompileState
@@ -135,9 +135,9 @@ def _build(callee, args, kwargs):
 
 def install():
     """Make weft's declarations callable at Python scope through :func:`call`."""
-    from .. import lang
+    from ..stdlib import funcs as lang
     from ..stdlib import registry
-    from .. import values
+    from ..core import values
     registry.HOST_CALL = call
     lang.HOST_CALL = call
     values.HOST_PRODUCT = product
@@ -147,9 +147,9 @@ _MUL = []
 
 
 def product(a, b):
-    """``a * b`` of two weft values by the kernel language's ``*`` (``weft.values``)."""
+    """``a * b`` of two weft values by the kernel language's ``*`` (``weft.core.values``)."""
     if not _MUL:
-        from ..lang import Function
+        from ..stdlib.funcs import Function
         from . import host_ops
         _MUL.append(Function(host_ops.mul))
     try:

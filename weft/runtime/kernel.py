@@ -5,8 +5,8 @@ import functools
 import re
 import sys
 
-from ..lang import (COMPILE_LOCK, Function, UserFunction, func, func_grad,  # noqa: F401
-                    func_replay, func_tangent)
+from ..stdlib.funcs import (COMPILE_LOCK, Function, UserFunction, func, func_grad, func_replay,  # noqa: F401
+    func_tangent)
 from . import cache
 
 
@@ -101,7 +101,7 @@ class Kernel(UserFunction):
         :mod:`weft.runtime.generics`): its generated module transpiled, or loaded from the
         cache, on first use; Numba compiles each entry on its first call."""
         if mode is None:
-            from .. import config
+            from ..core import config
             mode = self.options.get("mode") or config.mode
         if types is None and self.is_generic:
             raise TypeError(f"kernel '{self.key}' is generic: it is compiled for the types of "
@@ -117,7 +117,7 @@ class Kernel(UserFunction):
     def _compile(self, device_kind, mode, types):
         import time
 
-        from .. import config
+        from ..core import config
         from .compiled import CompiledKernel
         t0 = time.perf_counter()
         module = self._load_module(device_kind, mode, types)
@@ -153,7 +153,7 @@ class Kernel(UserFunction):
                                    cpu=device_kind != "cuda")
 
     def _build_source(self, options, types=None):
-        from ..errors import InternalError, KernelError
+        from ..core.errors import InternalError, KernelError
         from ..transpiler import pipeline
         from ..transpiler.state import CompileState
         state = CompileState(roots=[self], options=options,
@@ -190,7 +190,7 @@ class Kernel(UserFunction):
         if kind == "all":
             return src
         if kind == "second":
-            from .hvp import hvp_module
+            from ..autodiff.hvp import hvp_module
             return _extract_function(hvp_module(ck).__weft_source__,
                                      ck.abi.entries["adjoint"][target] + "__hvp")
         return _extract_function(src, ck.abi.entries[kind]["cuda" if target == "cuda" else

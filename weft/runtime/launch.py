@@ -10,9 +10,9 @@ import sys
 
 import numpy as np
 
-from .. import config
-from .. import types as T
-from ..errors import InternalError, KernelError, LaunchError
+from ..core import config
+from ..core import types as T
+from ..core.errors import InternalError, KernelError, LaunchError
 from . import device as D
 from . import background, hazards
 from .args import has_null_arrays, kernel_data
@@ -22,7 +22,7 @@ from .checks import (argument_list, check_constant_indices, check_dims,  # noqa:
 from .captured import capture_launch
 from .fastlaunch import FastLaunch
 from .graph import capturing
-from .tape import active_tapes
+from ..autodiff.tape import active_tapes
 
 _tapes = active_tapes()  # the live list of recording tapes
 
@@ -421,7 +421,7 @@ class Launch:
     __slots__ = ("compiled", "dims", "args", "device", "snapshots", "checks")
 
     def __reduce__(self):
-        from ..serialize import refuse
+        from ..integrations.serialize import refuse
         refuse(self, "a tape's record belongs to this process; send the tape's gradients")
 
     def __init__(self, compiled, dims, args, device, snapshots=None):
@@ -458,10 +458,10 @@ class Launch:
         _run_derivative(ck, "adjoint", self.dims, values + adj, self.device, self.args)
 
     def hvp_backward(self, tangents, adjs, tadjs):
-        """The reverse sweep of ``tape.hvp`` (:mod:`weft.runtime.hvp`): the adjoint as in
+        """The reverse sweep of ``tape.hvp`` (:mod:`weft.autodiff.hvp`): the adjoint as in
         :meth:`backward` into scratch gradients ``adjs``, and its tangent along ``tangents``
         (the tangents of the arrays as this launch saw them; missing: zero) into ``tadjs``
-        (both :class:`weft.runtime.hvp.Shadows` of the arrays' gradients)."""
+        (both :class:`weft.autodiff.hvp.Shadows` of the arrays' gradients)."""
         ck = self.compiled
         values = ck.bind(self.args, self.device)
         for i, data in self.snapshots.items():
@@ -473,17 +473,17 @@ class Launch:
         tadj = [tadjs.of(g) if a is s else None if a is None else tadjs.of(g).copy()
                 for g, s, a in zip(grads, scratch, adj)]
         tans = [tangents.get(a) if isinstance(a, array) else None for a in self.args]
-        from .forward_mode import adjoint_tangent
+        from ..autodiff.forward_mode import adjoint_tangent
         adjoint_tangent(ck, self.dims, self.args, values, adj, tans, tadj, self.device,
                         self.describe())
 
     def forward(self, tangents):
-        """Forward mode over a tape (:meth:`weft.runtime.tape.Tape.forward`): run the tangent
+        """Forward mode over a tape (:meth:`weft.autodiff.tape.Tape.forward`): run the tangent
         kernel from the launch's arguments (its snapshots where they were overwritten since),
         reading the tangents of its arrays from ``tangents`` (missing: zero) and storing the
         tangents of the arrays it writes there. The primal arrays it writes are replaced by
         scratch copies, so no primal state changes."""
-        from .forward_mode import tangent_values, zeros_like_tangent
+        from ..autodiff.forward_mode import tangent_values, zeros_like_tangent
         ck = self.compiled
         values = ck.bind(self.args, self.device)
         for i, data in self.snapshots.items():

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LaunchError
+from ..core.errors import LaunchError
 from .array import array
-from .tape import active_tape
+from ..autodiff.tape import active_tape
 
 
 def _host(a, name):
@@ -90,7 +90,7 @@ def _tangent(tangents, a, b, c, d, A, B, alpha, beta):
 
 
 def _hvp(tangents, adjs, tadjs, a, b, c, d, A, B, alpha, beta):
-    """``tape.hvp``'s reverse step (:mod:`weft.runtime.hvp`): the adjoint into the scratch
+    """``tape.hvp``'s reverse step (:mod:`weft.autodiff.hvp`): the adjoint into the scratch
     gradients ``adjs`` and its tangent into ``tadjs``."""
     if d.grad is None:
         return

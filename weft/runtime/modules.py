@@ -19,7 +19,7 @@ import inspect
 import os
 import shutil
 
-from .. import config
+from ..core import config
 
 
 def _defaults():
@@ -72,7 +72,7 @@ class Module:
         what they refer to, ``wp.static`` values), as Warp's ``Module.hash_module``."""
         import hashlib
 
-        from ..lang import DECLARED
+        from ..stdlib.funcs import DECLARED
         from . import cache
         h = hashlib.sha256()
         for fn in DECLARED.get(self.name, ()):
@@ -82,7 +82,7 @@ class Module:
     def mark_modified(self):
         """Make this module's kernels compile again (or load from the cache) on their next
         launch, with the module's current options (weft's cache keys follow the source)."""
-        from ..lang import DECLARED
+        from ..stdlib.funcs import DECLARED
         for fns in list(DECLARED.values()):
             for fn in fns:
                 if getattr(fn, "_module", None) is self:
@@ -163,7 +163,7 @@ def load_module(module=None, device=None, recursive=False, block_dim=None, max_w
     m = _module_of(module, 2)
     names = [m.name]
     if recursive:
-        from ..lang import DECLARED
+        from ..stdlib.funcs import DECLARED
         names += [n for n in DECLARED if isinstance(n, str) and n.startswith(m.name + ".")]
     _load(names, device, max_workers)
 
@@ -171,7 +171,7 @@ def load_module(module=None, device=None, recursive=False, block_dim=None, max_w
 def force_load(device=None, modules=None, block_dim=None, max_workers=None):
     """Compile ahead the kernels of every Python module that declared one (or of
     ``modules``), as Warp's ``wp.force_load`` (see :func:`load_module`)."""
-    from ..lang import DECLARED
+    from ..stdlib.funcs import DECLARED
     if modules is None:
         names = list(DECLARED)
     else:
@@ -192,7 +192,7 @@ def clear_kernel_cache():
     """Delete weft's cached generated modules and their compiled code (the contents of the
     cache directory, ``$WEFT_CACHE_DIR`` or ``~/.cache/weft``; the directory itself stays).
     Kernels already loaded in this process keep working."""
-    from .. import diskcache
+    from ..core import diskcache
     from .cache import cache_dir
     root = cache_dir()
     if root is None or not diskcache.writable() or not os.path.isdir(root):

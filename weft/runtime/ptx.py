@@ -14,7 +14,7 @@ import contextlib
 
 import numpy as np
 
-from .. import types as T
+from ..core import types as T
 from .args import half_bits, kernel_scalar, kernel_tuple
 from .array import array
 

@@ -32,7 +32,7 @@ import typing
 
 import numpy as np
 
-from .. import types as T
+from ..core import types as T
 
 
 class StructInfo:

@@ -1,6 +1,6 @@
-"""``wp.Volume``: the host volume of :mod:`weft.geometry.volume` with Warp's Python API (value
+"""``wp.Volume``: the host volume of :mod:`weft.native.geometry.volume` with Warp's Python API (value
 types, Warp arrays from its queries, raw grid buffers, writing and rebuilding through
-:mod:`weft.geometry.volume_rebuild`) and the ``id`` kernels take::
+:mod:`weft.native.geometry.volume_rebuild`) and the ``id`` kernels take::
 
     volume = wp.Volume.load_from_nvdb(open("sphere.nvdb", "rb"))
     wp.launch(k, n, inputs=[volume.id, points])
@@ -11,9 +11,9 @@ import weakref
 
 import numpy as np
 
-from ..geometry import descriptors as D
-from ..geometry import volume as _volume
-from ..geometry.volume_rebuild import VolumeRebuildMixin
+from ..native.geometry import descriptors as D
+from ..native.geometry import volume as _volume
+from ..native.geometry.volume_rebuild import VolumeRebuildMixin
 from .array import array
 from .geometry_common import _cpu_only, _release
 
@@ -26,7 +26,7 @@ _NVDB_DTYPES = {"float": "float32", "double": "float64", "int16": "int16", "int3
 
 
 def _nvdb_dtype(type_str):
-    from .. import types as T
+    from ..core import types as T
     name = _NVDB_DTYPES.get(type_str)
     return getattr(T, name) if name is not None else None
 
@@ -50,11 +50,11 @@ def _grid_bytes(data):
 class Volume(VolumeRebuildMixin, _volume.Volume):
     """A sparse NanoVDB volume (Warp's ``wp.Volume``): ``load_from_nvdb``, ``load_from_numpy``,
     ``allocate``, ``allocate_by_tiles``, ``allocate_by_voxels``, ``rebuild``, ``save_to_nvdb``,
-    ``array`` (:mod:`weft.geometry.volume_rebuild`), ``wp.Volume(data)`` for a raw grid buffer;
+    ``array`` (:mod:`weft.native.geometry.volume_rebuild`), ``wp.Volume(data)`` for a raw grid buffer;
     ``volume.id`` is what kernels take."""
 
     def __reduce__(self):
-        from ..serialize import refuse
+        from ..integrations.serialize import refuse
         refuse(self, "its id is an address in this process; send the arrays it is built "
                "from and build it where it is used")
 
@@ -123,7 +123,7 @@ class Volume(VolumeRebuildMixin, _volume.Volume):
     def array(self):
         """The grid's NanoVDB buffer as a ``wp.array`` of ``uint8`` (a copy, built from the
         current values)."""
-        from .. import types as T
+        from ..core import types as T
         return array(super().array(), dtype=T.uint8, copy=False)
 
     def _scalars(self):
@@ -150,7 +150,7 @@ class Volume(VolumeRebuildMixin, _volume.Volume):
 
     def get_grid_info(self):
         gi = super().get_grid_info()
-        from .. import types as T
+        from ..core import types as T
         return gi._replace(translation=T.vec3f(gi.translation),
                            transform_matrix=T.mat33f(*np.asarray(gi.transform_matrix).ravel()))
 
@@ -168,7 +168,7 @@ class Volume(VolumeRebuildMixin, _volume.Volume):
     def _ijk_rows(self, rows, out, count=None, at=None):
         """``rows`` at row indices ``at`` (default: 0, 1, ...) of ``out`` or of a new (count, 3)
         int32 array of zeros."""
-        from .. import types as T
+        from ..core import types as T
         count = len(rows) if count is None else count
         at = slice(0, len(rows)) if at is None else at
         if out is None:
@@ -188,7 +188,7 @@ class Volume(VolumeRebuildMixin, _volume.Volume):
         """Blind-data array ``feature_index`` as a ``wp.array`` over the volume's copy of it
         (``dtype`` inferred from its type, bytes when unknown; a byte array may be viewed as any
         type whose size divides it), as Warp."""
-        from .. import types as T
+        from ..core import types as T
         info = self.get_feature_array_info(feature_index)
         if dtype is None:
             dtype = _nvdb_dtype(info.type_str) or T.uint8

@@ -1,5 +1,10 @@
-"""Everything a kernel can call, each declared once in the module of its domain with its
-typing, derivative rules or lowering (see :mod:`.registry` for the declaration forms).
+"""Layer 3, the kernel language and its library: what a kernel can say. The language's own
+objects (``funcs``: ``@wp.func`` and its custom rules; ``ir`` and ``exprs``: the typed IR every
+declaration lowers into), and everything a kernel can call, each declared once in the module of
+its domain with its typing, derivative rules or lowering (see :mod:`.registry` for the
+declaration forms): scalars, vectors, quaternions, random numbers, geometry queries, ...
+
+Imports core and native; never the compiler's passes or the runtime.
 
 Importing this package registers the primitive builtins and special forms
 (:data:`registry.NAMESPACE`); the builtins written in the kernel language (quaternions,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
-from ..transpiler.exprs import binop, cast, dot, tup
+from ..core import types as T
+from .exprs import binop, cast, dot, tup
 from .registry import builtin
 
 
@@ -241,7 +241,7 @@ def _div_resolve(types, attrs=None):
 class div:
     def primal(a, b):
         if T.is_int(a.type):
-            from ..transpiler.exprs import call
+            from .exprs import call
             return cast(call("_wk.int_div_trunc", a, b), a.type)
         return a / b
 
@@ -252,7 +252,7 @@ class div:
         if T.is_composite(a.type):          # x / s
             return [adj / b, -dot(adj, ret) / b]
         if T.is_composite(b.type):          # s / x  (componentwise)
-            from ..transpiler.exprs import mapc
+            from .exprs import mapc
             return [dot(adj, tup([1.0 / c for c in b.items()], b.type)),
                     mapc(lambda g, r, c: -g * r / c, adj, ret, b)]
         return [adj / b, -adj * ret / b]
@@ -262,6 +262,6 @@ class div:
             return None
         b, ret = b.atom(), ret.atom()
         if T.is_composite(b.type):
-            from ..transpiler.exprs import mapc
+            from .exprs import mapc
             return mapc(lambda t, r, c, s: (t - r * s) / c, ta, ret, b, tb)
         return (ta - ret * tb) / b

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
-from ..transpiler import ir
+from ..core import types as T
+from . import ir
 from .registry import lookup, special_form
 
 ATOMICS = {"atomic_add": "add", "atomic_sub": "sub", "atomic_min": "min", "atomic_max": "max",
@@ -32,7 +32,7 @@ def _check_scalar_type(ctx, node, name, op, dtype):
     allowed = _ADD_TYPES if op in ("add", "sub") else _MINMAX_TYPES
     if scalar in allowed:
         return
-    from ..types import type_repr
+    from ..core.types import type_repr
     kinds = "[u]int32, [u]int64, float16, bfloat16, float32, or float64" if op in (
         "add", "sub") else "[u]int32, [u]int64, bfloat16, float32, or float64"
     raise ctx.fail(node, f"{name}() operations only work on arrays with {kinds} as the "

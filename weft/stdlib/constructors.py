@@ -8,9 +8,9 @@ from __future__ import annotations
 import builtins as py
 import math
 
-from .. import types as T
-from ..errors import KernelValueError
-from ..transpiler import ir
+from ..core import types as T
+from ..core.errors import KernelValueError
+from . import ir
 from .effects import print_form
 from .registry import lookup
 

@@ -62,7 +62,7 @@ precisions (``adj_eig3``, which divides by an exactly zero gap: NaN for the iden
   (a matrix built as ``M + wp.transpose(M)``, or the sum of the (i, j) and (j, i) entries).
 """
 from weft.stdlib import kernel_scope as wp  # names looked up when a kernel is compiled
-from weft.lang import builtin_func, kernel_language_builtins
+from weft.stdlib.funcs import builtin_func, kernel_language_builtins
 
 
 # ------------------------------------------------------------------------------ precision

@@ -12,9 +12,9 @@ import re
 
 import numpy as np
 
-from .. import types as T
-from ..transpiler import ir
-from ..transpiler.exprs import Ex, call, name, tup
+from ..core import types as T
+from . import ir
+from .exprs import Ex, call, name, tup
 from .registry import builtin, special_form
 
 VOID = T.TupleType(())

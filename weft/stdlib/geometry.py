@@ -3,7 +3,7 @@
 grids (``wp.hash_grid_query``, ``hash_grid_query_next``, ``for j in wp.hash_grid_query(...)``,
 ``hash_grid_point_id``).
 
-Each primitive calls a ``_wk.geo_*`` helper (:mod:`weft.geometry.kernel_api`), which reads the
+Each primitive calls a ``_wk.geo_*`` helper (:mod:`weft.native.geometry.kernel_api`), which reads the
 object's descriptor and runs the query core. Derivatives, as Warp: a sample is differentiable
 with respect to the sample point (the index-space gradient or Jacobian of the trilinear
 interpolation; zero for CLOSEST); lookups, stores, ids, indices and queries carry none. A hash
@@ -17,9 +17,9 @@ import ast
 
 from weft.stdlib import kernel_scope as wp  # noqa: F401  (names looked up in kernel code)
 
-from .. import types as T
-from ..transpiler import ir
-from ..transpiler.exprs import call, tup
+from ..core import types as T
+from . import ir
+from .exprs import call, tup
 from . import registry
 from .registry import builtin, special_form
 
@@ -275,7 +275,7 @@ def _xform(name, which):
 
 
 def ir_int(v):
-    from ..transpiler.exprs import const
+    from .exprs import const
     return const(v, T.int32)
 
 
@@ -427,7 +427,7 @@ def mark_kinds(prefixes):
 
 
 def _kinds():
-    from ..geometry.descriptors import KIND_HASH_GRID, KIND_VOLUME
+    from ..native.geometry.descriptors import KIND_HASH_GRID, KIND_VOLUME
     return {"volume_": KIND_VOLUME, "_volume_": KIND_VOLUME, "hash_grid_": KIND_HASH_GRID}
 
 

@@ -7,7 +7,7 @@ uint32, vec3f, vec3d, vec4f, vec4d) and of index grids' voxel data (Warp 1.19):
   N x 3 matrix, a row per value component);
 - ``volume_sample_index`` and ``volume_sample_grad_index`` (scalar or vector voxel data).
 
-A sample is split in two, as in :mod:`weft.geometry.diff_funcs_volume`: a non-differentiable
+A sample is split in two, as in :mod:`weft.stdlib.diff_funcs_volume`: a non-differentiable
 call returns the 8 corner values of the cell (or, for index grids, the corners' voxel-data
 indices, which the kernel reads from ``voxel_data`` as ordinary array reads), and the
 interpolation is lowered to kernel arithmetic on them and on the fractions ``uvw -
@@ -20,10 +20,10 @@ unknown mode reads zero.
 """
 from __future__ import annotations
 
-from .. import types as T
-from ..geometry.kernel_api_volume import VALUE_TYPES
-from ..transpiler import ir
-from ..transpiler.exprs import call
+from ..core import types as T
+from ..native.geometry.kernel_api_volume import VALUE_TYPES
+from . import ir
+from .exprs import call
 from .geometry import _is_id, _kinds, _sig, _xyz, mark_kinds
 from .registry import builtin, special_form
 

@@ -1,6 +1,6 @@
 """Interpolation builtins in the kernel language (differentiated by weft like user funcs)."""
 from weft.stdlib import kernel_scope as wp  # names looked up when a kernel is compiled
-from weft.lang import builtin_func, kernel_language_builtins
+from weft.stdlib.funcs import builtin_func, kernel_language_builtins
 
 
 @builtin_func([

@@ -11,10 +11,9 @@ kernel-language builtins, ``func`` and its rule decorators) without importing th
 the stdlib's declarations stay below it. Names are looked up when a kernel using them is
 compiled, so modules of the stdlib can refer to one another's builtins.
 """
-from .. import constants as _constants
-from .. import types as _types
-from ..lang import (BUILTIN_FUNCS, builtin_func, func, func_grad, func_replay,  # noqa: F401
-                    func_tangent)
+from ..core import constants as _constants
+from ..core import types as _types
+from .funcs import (BUILTIN_FUNCS, builtin_func, func, func_grad, func_replay, func_tangent)  # noqa: F401
 from .registry import NAMESPACE
 
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
-from ..errors import KernelSyntaxError
-from ..transpiler import ir
-from ..transpiler.exprs import Ex, tup
+from ..core import types as T
+from ..core.errors import KernelSyntaxError
+from . import ir
+from .exprs import Ex, tup
 from .registry import builtin, lookup, special_form
 
 
@@ -94,7 +94,7 @@ class make_tuple:
     def tangent(*args, ret):
         n = len(args) // 2
         items, tans = args[:n], args[n:]
-        from ..transpiler.exprs import zero
+        from .exprs import zero
         return tup([t if t is not None else zero(i.type) for i, t in zip(items, tans)],
                    T.TupleType(tuple(i.type for i in items)))
 
@@ -112,7 +112,7 @@ class tuple_get:
         return t.comp(index)
 
     def adjoint(t, ret, adj, index):
-        from ..transpiler.exprs import zero
+        from .exprs import zero
         items = [adj if i == index else zero(x) for i, x in enumerate(t.type.types)]
         return [tup(items, t.type)]
 

@@ -12,7 +12,7 @@
   int64 words (found, index, the object's id, the core's state) as hash-grid queries do, each
   kind a type of its own (``types.query_type``).
 
-Each primitive calls a ``_wk.geo_mesh_*``/``geo_bvh_*`` helper (:mod:`weft.geometry.kernel_api`).
+Each primitive calls a ``_wk.geo_mesh_*``/``geo_bvh_*`` helper (:mod:`weft.native.geometry.kernel_api`).
 Derivatives (as Warp): the face a query picks is a discrete choice; a closest point's ``u``, ``v``
 and a ray hit's ``t``, ``u``, ``v`` are differentiable with respect to the query point, the
 ray and the face's points (recomputed from the face's points, :mod:`.mesh_diff`; a ray keeps
@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
-from ..transpiler import ir
-from ..transpiler.exprs import call, const
+from ..core import types as T
+from . import ir
+from .exprs import call, const
 from . import registry
 from .geometry import _is_id as _id
 from .geometry import _xyz, mark_kinds
@@ -124,7 +124,7 @@ def _eval_rules(name, kind, what):
             return [None, None, sum_dot(a, p0, p2), sum_dot(a, p1, p2)]
 
         def tangent(mid, face, u, v, tmid, tface, tu, tv, ret):
-            from ..transpiler.exprs import tup
+            from .exprs import tup
             tp = call("_wk.geo_mesh_eval_tan", mid, _i(kind), face, u, v, type_=T.vec3).atom()
             p0 = p1 = p2 = None
             if tu is not None or tv is not None:
@@ -534,7 +534,7 @@ registry.ITERATOR_STARTS.update({mesh_query_aabb, mesh_query_sphere, bvh_query_a
 
 
 def _kinds():
-    from ..geometry.descriptors import KIND_BVH, KIND_MESH
+    from ..native.geometry.descriptors import KIND_BVH, KIND_MESH
     return {"mesh_": KIND_MESH, "_mesh_": KIND_MESH, "bvh_": KIND_BVH, "_bvh_": KIND_BVH}
 
 

@@ -1,7 +1,7 @@
 """The differentiable part of mesh queries, in the kernel language: given the face a query
 chose (a discrete choice, constant, as in Warp), the barycentrics of a closest point and the
 ``t``, ``u``, ``v`` of a ray hit are recomputed from the face's points by the functions of
-:mod:`weft.geometry.diff_funcs_mesh`, so weft differentiates them with respect to the query
+:mod:`weft.stdlib.diff_funcs_mesh`, so weft differentiates them with respect to the query
 point, the ray and the mesh's points (``mesh_get_point`` passes gradients to
 ``mesh.points.grad``), forward and reverse mode.
 
@@ -9,7 +9,7 @@ The values stay the query core's (``_value_grad_of`` in :mod:`.mesh`): these fun
 derivatives, so the forward and replayed code do not call them (``weft_primal_args``: the
 core's values, their last three arguments, stand in for the call); the tangent and the adjoint
 do."""
-from weft.geometry.diff_funcs_mesh import ray_triangle, triangle_closest_point
+from weft.stdlib.diff_funcs_mesh import ray_triangle, triangle_closest_point
 from weft.stdlib import kernel_scope as wp
 
 

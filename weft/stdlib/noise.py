@@ -14,10 +14,10 @@ sums the analytic gradient of the noise (written out here as Warp does) over oct
 derivative is the noise's Hessian, derived by weft.
 """
 from weft.stdlib import kernel_scope as wp  # names looked up when a kernel is compiled
-from weft import types as T
-from weft.lang import builtin_func, kernel_language_builtins
+from weft.core import types as T
+from weft.stdlib.funcs import builtin_func, kernel_language_builtins
 from weft.stdlib.registry import builtin
-from weft.transpiler.exprs import cast, tup
+from weft.stdlib.exprs import cast, tup
 
 
 def _convert_resolve(types, attrs=None):

@@ -8,10 +8,10 @@ q.w)``, as in Warp.
 import ast
 
 from weft.stdlib import kernel_scope as wp  # names looked up when a kernel is compiled
-from weft import types as T
-from weft.lang import builtin_func, kernel_language_builtins
+from weft.core import types as T
+from weft.stdlib.funcs import builtin_func, kernel_language_builtins
 from weft.stdlib.registry import special_form
-from weft.transpiler import ir
+from weft.stdlib import ir
 
 
 def _identity(name, value, kind):

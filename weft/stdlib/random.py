@@ -19,10 +19,10 @@ import ast
 
 import numpy as np
 
-from .. import types as T
-from ..lang import func
-from ..transpiler import ir
-from ..transpiler.exprs import call
+from ..core import types as T
+from .funcs import func
+from . import ir
+from .exprs import call
 from .registry import builtin, special_form
 
 

@@ -10,7 +10,7 @@ so a user func named ``svd3`` or ``sample_scale`` is an ordinary func. The forms
 - :class:`Builtin`: a primitive with typing and derivative rules (below);
 - :class:`SpecialForm`: a name whose lowering is written beside it in its stdlib module
   (``wp.tid``, the atomics, random draws, ``wp.alloc_local``, transform setters, ...);
-- :class:`weft.lang.Function`: a func in the kernel language, user-written or a stdlib builtin
+- :class:`weft.stdlib.funcs.Function`: a func in the kernel language, user-written or a stdlib builtin
   (``@builtin_func(sigs, outputs=...)``, which declares its signatures and output arguments);
 - Python's own callables and weft's types (``abs``, ``float``, ``wp.vec3``, ``wp.vector``, a
   struct class), declared in :mod:`weft.stdlib.constructors`, whose
@@ -27,7 +27,7 @@ A builtin is declared as a class used as a namespace::
         def adjoint(x, ret, adj): return [adj * call("math.cos", x)]
         def tangent(x, tx, ret):  return tx * call("math.cos", x)
 
-Rules take and return :class:`weft.transpiler.exprs.Ex` values. ``adjoint`` returns one
+Rules take and return :class:`weft.stdlib.exprs.Ex` values. ``adjoint`` returns one
 contribution per argument (``None`` where an argument carries no gradient); the transpiler owns
 accumulation. ``tangent`` receives the tangents of the arguments (``None`` for arguments that
 carry none) and returns the tangent of the result. A builtin with ``differentiable=False``
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import re
 
-from .. import types as T
+from ..core import types as T
 
 REGISTRY = {}     # name -> Builtin, every builtin including operators
 HOST_CALL = None  # set by weft.runtime.host: runs a declaration called at Python scope

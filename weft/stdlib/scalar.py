@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
-from ..transpiler.exprs import Ex, call, cast, const, mapc, select, wrap_int, zero
+from ..core import types as T
+from .exprs import Ex, call, cast, const, mapc, select, wrap_int, zero
 from .registry import all_same, builtin, float_scalar, numeric_scalar, same_float
 
 # ----------------------------------------------------------------------------- comparisons

@@ -2,7 +2,7 @@
 
 Those builtins are generic funcs, so without a declaration a call with wrong types would fail
 deep inside the stdlib func, or worse, be accepted by a branch meant for another size. Each
-declares its signatures where it is defined (``@builtin_func([...])``, :mod:`weft.lang`); every
+declares its signatures where it is defined (``@builtin_func([...])``, :mod:`weft.stdlib.funcs`); every
 call is checked against them first, and a call no signature accepts raises ``KernelTypeError``
 at the call site naming the builtin, the argument types given and the signatures that exist.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from .. import types as T
+from ..core import types as T
 
 
 _PARAM = re.compile(r"(\[?,?\s*)(\w+): (\w+)")

@@ -6,7 +6,7 @@ linear)``; Euler angles are rotations about the fixed axes ``i``, ``j``, ``k`` a
 order, indexed by axis (``e[0]`` about X); 4 x 4 matrices hold ``R`` (scaled per column by the
 scale) beside the translation in the last column.
 """
-from weft.lang import builtin_func, kernel_language_builtins
+from weft.stdlib.funcs import builtin_func, kernel_language_builtins
 from weft.stdlib import kernel_scope as wp
 
 

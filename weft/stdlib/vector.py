@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
-from ..transpiler.exprs import Ex, call, const, dot, mapc, select, tup, zero
+from ..core import types as T
+from .exprs import Ex, call, const, dot, mapc, select, tup, zero
 from .arith import outer as _outer, transpose as _transpose
 from .registry import special_form, builtin, float_vector, numeric_vector
 
@@ -73,7 +73,7 @@ class construct:
         if not args:
             return zero(type)
         if len(args) == 1 and T.is_composite(args[0].type):
-            from ..transpiler.exprs import cast
+            from .exprs import cast
             a = args[0].atom()
             return tup([cast(c, st) for c in a.items()], type)
         if len(args) == 1:
@@ -87,7 +87,7 @@ class construct:
     def adjoint(*args, ret, adj, type):
         if not T.is_differentiable(type):
             return [None] * len(args)
-        from ..transpiler.exprs import cast, total
+        from .exprs import cast, total
         adj = adj.atom()
         out = []
         for a, idx in _construct_parts(args, type):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import typing
 from dataclasses import dataclass, field
 
-from .. import types as T
+from ..core import types as T
 
 
 # ---------------------------------------------------------------------------- parameter types
@@ -39,7 +39,7 @@ def value_type_of(value, fail):
 def declared_params(src, generic_ok):
     """``[(name, type or None, ast.arg)]`` of the parameters of parsed function ``src`` (a
     :class:`~weft.transpiler.state.Source`), from its annotations."""
-    from ..errors import KernelSyntaxError, KernelTypeError
+    from ..core.errors import KernelSyntaxError, KernelTypeError
     from .source import error
     out = []
     for a in src.tree.args.args:

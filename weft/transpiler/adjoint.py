@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
-from ..errors import KernelSyntaxError
-from . import ir
+from ..core import types as T
+from ..core.errors import KernelSyntaxError
+from ..stdlib import ir
 from .analyze import reads_own_derivatives
 from .codegen import (Gen, adj_zero_node, assign, component_indices, diff, index_node, located,
                       not_none, storage_dtype_node, tag, wk_call)
-from .exprs import Ex, const, name, zero
+from ..stdlib.exprs import Ex, const, name, zero
 from .forward import Forward
 
 
@@ -196,7 +196,7 @@ class Adjoint(Gen):
             if T.is_composite(v.type) and isinstance(contribution.node, ast.Tuple):
                 # leave components with a literal zero contribution alone (x + 0.0 is not
                 # free: without fast-math LLVM must keep it for -0.0)
-                from .exprs import tup
+                from ..stdlib.exprs import tup
                 c = contribution
                 items = [target.comp(i) if _is_zero(c.comp(i).node) else
                          target.comp(i) + c.comp(i) for i in range(v.type._length_)]
@@ -205,7 +205,7 @@ class Adjoint(Gen):
                 c = contribution.atom()
                 items = [target.comp(i) + c.comp(i) if T.is_differentiable(t) else target.comp(i)
                          for i, t in enumerate(v.type.types)]
-                from .exprs import tup
+                from ..stdlib.exprs import tup
                 return tup(items, v.type)
             return target + contribution
 
@@ -326,7 +326,7 @@ class Adjoint(Gen):
             if scale is not None:
                 g = g * scale
             if cond is not None:
-                from .exprs import select, tup
+                from ..stdlib.exprs import select, tup
                 if T.is_composite(g.type):  # per component: min/max act componentwise
                     g = g.atom()
                     g = tup([select(cond(c), g.comp(c), zero(T.scalar_of(g.type)))
@@ -407,7 +407,7 @@ class Adjoint(Gen):
         v = s.value
         if not has_adjoint(v) or not T.is_differentiable(s.array.type):
             return []
-        from .exprs import select, tup
+        from ..stdlib.exprs import select, tup
         dtype = s.array.type.dtype
 
         def build():

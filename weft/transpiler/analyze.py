@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import types as T
-from . import ir
+from ..core import types as T
+from ..stdlib import ir
 
 
 @dataclass(frozen=True)

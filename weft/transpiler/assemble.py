@@ -13,7 +13,7 @@ import ast
 import linecache
 import os
 
-from .._version import __version__
+from ..core.version import __version__
 from .targets import TARGETS
 
 SCALARS = ("bool_", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
-from ..errors import InternalError
-from . import ir
-from .exprs import Builder, Ex, NameGen, const, name, zero
+from ..core import types as T
+from ..core.errors import InternalError
+from ..stdlib import ir
+from ..stdlib.exprs import Builder, Ex, NameGen, const, name, zero
 
 
 def located(stmt, loc):
@@ -101,7 +101,7 @@ def round_half(ex):
             return c
         return Ex(ast.Call(name("float16"), [node], []), T.float16)
     if T.is_composite(ex.type):
-        from .exprs import tup
+        from ..stdlib.exprs import tup
         return tup([one(c) for c in ex.atom().items()], ex.type)
     return one(ex)
 
@@ -321,5 +321,5 @@ def adj_zero_node(t):
     """The initial value of an adjoint: -0.0, the exact identity of IEEE addition, so that
     LLVM folds the first accumulation ``-0.0 + x`` into ``x`` (``0.0 + x`` is not ``x`` for
     ``x = -0.0`` and stays an add without fast-math)."""
-    from .exprs import const
+    from ..stdlib.exprs import const
     return const(-0.0, t).node

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
-from . import ir
+from ..core import types as T
+from ..stdlib import ir
 from .codegen import Gen, assign, is_half, located, not_none, round_half, storage_dtype_node, tag
-from .exprs import const, name
+from ..stdlib.exprs import const, name
 
 
 # builtins whose float16 result is made of their float16 operands (moved, picked or negated)

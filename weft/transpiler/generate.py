@@ -14,12 +14,12 @@ import ast
 import dataclasses
 import os
 
-from .. import types as T
+from ..core import types as T
 from . import prune
 from .abi import KernelABI, ParamABI
 from .adjoint import Adjoint
 from .codegen import assign, names_for, wk_call
-from .exprs import name, targeting
+from ..stdlib.exprs import name, targeting
 from .forward import Forward
 from .tangent import Tangent
 from .targets import TARGETS

@@ -30,7 +30,7 @@ import os
 import sys
 
 from . import analyze, assemble, generate, specialize, verify
-from .ir import Assign, If, Loop
+from ..stdlib.ir import Assign, If, Loop
 
 
 def _dump_ir(state):

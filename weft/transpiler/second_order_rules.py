@@ -9,7 +9,7 @@ import ast
 import copy
 import math
 
-from ..stdlib.mathnames import FAST_MATH
+from ..native.vocabulary import FAST_MATH
 
 
 def dotted(node):
@@ -181,7 +181,7 @@ for _ns in ("np.", "math."):
     for _k, _f in _unary_rules(_ns).items():
         if not _k.startswith("_"):
             RULES[_ns + _k] = _unary(_f)
-for _k in FAST_MATH:  # a fast_math module's float32 functions (weft.stdlib.fastmath)
+for _k in FAST_MATH:  # a fast_math module's float32 functions (weft.native.fastmath)
     RULES["_wk.fm_" + _k] = _unary(_unary_rules("_wk.fm_")[_k])
 RULES["abs"] = _unary(_unary_rules("np.")["abs"])
 RULES["np.power"] = RULES["math.pow"] = _power

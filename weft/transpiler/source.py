@@ -6,7 +6,7 @@ import inspect
 import linecache
 import textwrap
 
-from ..errors import KernelError
+from ..core.errors import KernelError
 from .state import Source
 
 
@@ -66,5 +66,5 @@ def check_kernel_return_annotation(src: Source):
     if isinstance(value, str):  # ``from __future__ import annotations``
         value = None if value in ("None", "types.NoneType", "NoneType") else value
     if value is not None and value is not type(None):
-        from ..errors import KernelTypeError
+        from ..core.errors import KernelTypeError
         raise error(src, ann, KERNEL_RETURN, KernelTypeError)

@@ -8,9 +8,9 @@ import dataclasses
 
 import numpy as np
 
-from .. import types as T
-from ..errors import KernelSyntaxError, KernelTypeError
-from . import ir
+from ..core import types as T
+from ..core.errors import KernelSyntaxError, KernelTypeError
+from ..stdlib import ir
 from .abi import declared_params, fits, is_generic
 from .lowering.context import Lowering
 from .lowering.stmts import lower_function

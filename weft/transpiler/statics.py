@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import sys
 
-from ..errors import KernelError
+from ..core.errors import KernelError
 
 UNDEFINED_HINT = "Make sure all variables used in the static expression are constant."
 
@@ -92,10 +92,10 @@ def is_static_call(node, scope):
 
 def check_value(value, where):
     """Warp's rule for what a static expression may give (raises ``ValueError``)."""
-    from .. import types as T
+    from ..core import types as T
     if value is None:
         raise ValueError("Static expression returns an unsupported value: None is returned")
-    from ..typeinfo import _is_array_object
+    from ..core.typeinfo import _is_array_object
     if _is_array_object(value):
         raise ValueError("Static expression returns an unsupported value: a Warp array cannot "
                          "be created inside Warp kernels")
@@ -110,7 +110,7 @@ def check_value(value, where):
 
 
 def _array_member(value, path):
-    from .. import types as T
+    from ..core import types as T
     for name, t in type(value)._wp_struct_.fields.items():
         if isinstance(t, T.ArrayType):
             return f"{path}.{name}"
@@ -163,7 +163,7 @@ def evaluate_deferred(ctx, call):
     declaration), evaluated while the kernel is built."""
     expr = call.args[0]
     scope = dict(ctx.globals)
-    from . import ir
+    from ..stdlib import ir
     free = _free_names(expr)
     for name, value in ctx.env.items():  # locals holding a compile-time constant
         if name not in free:
@@ -211,12 +211,12 @@ def evaluate_deferred(ctx, call):
 
 def _local_length(ctx, name):
     """``len()`` of a local variable of fixed length, or None."""
-    from .. import types as T
+    from ..core import types as T
     if name in ctx.static_locals or name not in ctx.env:
         return None
     t = ctx.env[name].type
     if T.is_composite(t):
-        from ..typeinfo import type_length
+        from ..core.typeinfo import type_length
         return int(type_length(t))
     return None
 

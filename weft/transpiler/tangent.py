@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import ast
 
-from .. import types as T
-from . import ir
+from ..core import types as T
+from ..stdlib import ir
 from .analyze import call_varies
 from .codegen import (assign, component_indices, diff, index_node, located, not_none,
                       zero_node)
-from .exprs import Ex, name, structural_zero
+from ..stdlib.exprs import Ex, name, structural_zero
 from .forward import Forward
 
 

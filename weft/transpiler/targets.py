@@ -8,7 +8,7 @@ another's output.
 
 - :class:`CpuParallel`: a kernel's loop over ``[_lo, _hi)`` as a plain ``numba.njit`` function
   (the *chunk*) and the entry, a small ``numba.njit`` wrapper handing it to Numba's threading
-  layer (``_wk.parallel_for``, :mod:`weft.stdlib.threads`; not ``prange``, whose parfor passes
+  layer (``_wk.parallel_for``, :mod:`weft.native.threads`; not ``prange``, whose parfor passes
   cost more to compile than the kernel itself); arrays a kernel only accumulates into get
   per-thread buffers, made by the wrapper and summed after the loop (a float atomic add is a
   compare-and-swap loop on x86).
@@ -25,10 +25,10 @@ from __future__ import annotations
 import ast
 import os
 
-from .. import types as T
-from ..stdlib.mathnames import FAST_MATH, MATH
+from ..core import types as T
+from ..native.vocabulary import FAST_MATH, MATH
 from .codegen import wk_call
-from .exprs import attr_path, name
+from ..stdlib.exprs import attr_path, name
 
 CUDA_STACK = int(os.environ.get("WEFT_CUDA_STACK", "1024"))
 
@@ -61,7 +61,7 @@ class Target:
     def imports(self):
         return [ast.Import([ast.alias("math")]), ast.Import([ast.alias("numba")]),
                 ast.Import([ast.alias("numpy", "np")]),
-                ast.ImportFrom("weft.stdlib", [ast.alias(self.helpers_module, "_wk")], 0)]
+                ast.ImportFrom("weft.native", [ast.alias(self.helpers_module, "_wk")], 0)]
 
     def configured(self, mode, sites, fast_math=False):
         """This target for compile ``mode`` (``"debug"``: accesses checked, recorded in the
@@ -128,7 +128,7 @@ class Target:
     def math(self, path, args, types):
         """A call of math function ``path`` (``np.sin``, ``math.cos``, as the rules write it)
         on argument nodes of weft ``types``; in a ``fast_math`` module, the float32
-        transcendentals LLVM can vectorise (``weft.stdlib.fastmath``)."""
+        transcendentals LLVM can vectorise (``weft.native.fastmath``)."""
         module, _, fn = path.partition(".")
         if self.fast_math and module == "np" and fn in FAST_MATH and \
                 all(T.scalar_of(t) is T.float32 for t in types):
@@ -161,7 +161,7 @@ class Target:
 
 class CpuTarget(Target):
     """What both CPU targets tell LLVM so that it can vectorise a kernel's loop
-    (:mod:`weft.stdlib.vectorise`): launch indices are not negative, and arrays of vectors
+    (:mod:`weft.native.vectorise`): launch indices are not negative, and arrays of vectors
     and matrices have their element's shape as constant trailing dimensions."""
 
     def launch_index(self):
@@ -227,7 +227,7 @@ class Cuda(Target):
         return [ast.Import([ast.alias("math")]),
                 ast.ImportFrom("numba", [ast.alias("cuda")], 0),
                 ast.Import([ast.alias("numpy", "np")]),
-                ast.ImportFrom("weft.stdlib", [ast.alias("cuda_helpers", "_wk")], 0)]
+                ast.ImportFrom("weft.native", [ast.alias("cuda_helpers", "_wk")], 0)]
 
     def extra_params(self, pass_kind):
         return (["_err"] if pass_kind == "adjoint" else []) + super().extra_params(pass_kind)

@@ -10,9 +10,9 @@ never).
 """
 from __future__ import annotations
 
-from .. import types as T
-from ..errors import InternalError
-from . import ir
+from ..core import types as T
+from ..core.errors import InternalError
+from ..stdlib import ir
 
 
 class _Checker:

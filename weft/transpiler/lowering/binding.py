@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from ... import types as T
-from ...errors import KernelSyntaxError, KernelTypeError
-from .. import ir
+from ...core import types as T
+from ...core.errors import KernelSyntaxError, KernelTypeError
+from ...stdlib import ir
 from . import exprs, literals, structs
 from .structs import STRUCTISH, StructArr, StructRef
 

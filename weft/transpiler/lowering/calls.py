@@ -8,11 +8,11 @@ import ast
 import inspect
 import math
 
-from ... import types as T
-from ...errors import KernelNameError, KernelTypeError, KernelValueError
+from ...core import types as T
+from ...core.errors import KernelNameError, KernelTypeError, KernelValueError
 from ...stdlib import registry
 from ...stdlib.constructors import declaration_of
-from .. import ir
+from ...stdlib import ir
 from . import literals, structs
 
 
@@ -81,7 +81,7 @@ def apply_builtin(ctx, b, args, node, attrs=None):
 # ---------------------------------------------------------------------------- funcs
 
 def call_func(ctx, func, node, args=None, n_given=None):
-    """A call of ``func`` (a :class:`weft.lang.Function`): its result, or None for a func that
+    """A call of ``func`` (a :class:`weft.stdlib.funcs.Function`): its result, or None for a func that
     returns nothing. ``args`` (already lowered, in parameter order) replaces the call's own."""
     if args is None:
         if func.outputs and len(node.args) > func.n_inputs():
@@ -227,7 +227,7 @@ def _grad_of_builtin(ctx, b, args, node):
     if not b.differentiable:
         raise ctx.fail(node, f"wp.grad(): wp.{b.name} has no derivative", KernelTypeError)
     from ...stdlib.registry import Builtin
-    from ..exprs import const, tup, zero
+    from ...stdlib.exprs import const, tup, zero
 
     def resolve(types, attrs=None):
         ret = b.resolve(types, attrs)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import ast
 
-from ... import types as T
-from ...errors import KernelTypeError
-from .. import ir
-from ..exprs import NameGen
+from ...core import types as T
+from ...core.errors import KernelTypeError
+from ...stdlib import ir
+from ...stdlib.exprs import NameGen
 from ..source import error
 
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import ast
 
-from ... import types as T
-from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError
+from ...core import types as T
+from ...core.errors import KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError
 from ...stdlib import registry
-from .. import ir
+from ...stdlib import ir
 from . import calls, literals, structs
 from .structs import STRUCTISH, StructArr, StructRef, StructVal
 
@@ -142,7 +142,7 @@ def expr_binop(ctx, node):
     b = lower_expr(ctx, node.right)
     if isinstance(node.op, ast.Mult) and all(
             T.is_composite(x.type) and x.type._wp_kind_ == "transformation" for x in (a, b)):
-        from ...lang import BUILTIN_FUNCS  # t1 * t2 composes transforms, as Warp
+        from ...stdlib.funcs import BUILTIN_FUNCS  # t1 * t2 composes transforms, as Warp
         return ctx.call_func(BUILTIN_FUNCS["transform_multiply"], node, [a, b], 2)
     return ctx.apply(BINOPS[type(node.op)], [a, b], node)
 

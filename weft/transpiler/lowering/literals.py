@@ -7,9 +7,9 @@ import builtins as py
 
 import numpy as np
 
-from ... import types as T
-from ...errors import KernelNameError, KernelTypeError
-from .. import ir
+from ...core import types as T
+from ...core.errors import KernelNameError, KernelTypeError
+from ...stdlib import ir
 
 
 def _bare_builtin(name):

@@ -9,8 +9,8 @@ restored afterwards); nested loops find theirs the same way.
 """
 from __future__ import annotations
 
-from ... import types as T
-from .. import ir
+from ...core import types as T
+from ...stdlib import ir
 from ..abi import flat_leaves, is_struct_array
 from .astscan import assigned_names, live_after
 from .structs import StructRef, struct_marker

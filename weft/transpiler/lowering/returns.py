@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import ast
 
-from ... import types as T
-from ...errors import KernelTypeError
+from ...core import types as T
+from ...core.errors import KernelTypeError
 from . import literals
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ... import types as T
-from ...errors import KernelNameError, KernelSyntaxError, KernelTypeError
-from .. import ir
+from ...core import types as T
+from ...core.errors import KernelNameError, KernelSyntaxError, KernelTypeError
+from ...stdlib import ir
 from ..abi import is_struct_array
 from ..source import KERNEL_RETURN
 from ...stdlib import registry

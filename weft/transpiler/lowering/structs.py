@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import ast
 
-from ... import types as T
-from ...errors import KernelNameError
+from ...core import types as T
+from ...core.errors import KernelNameError
 from ...stdlib import registry
-from .. import ir
+from ...stdlib import ir
 from ..abi import flat_leaves, is_struct_array
 from .literals import typed
 

@@ -1,0 +1,66 @@
+"""The public module paths that name weft's modules by what they are for, not by the layer
+that holds them: ``weft.types`` is :mod:`weft.types`, ``weft.optim`` is
+:mod:`weft.optim`, ... (Warp's ``warp.types``, ``warp.optim``, ... under the import shim).
+
+Each is the same module object as its home (imported when first named), so classes, pickles
+and ``isinstance`` agree whichever path a program used.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
+#: weft's layers, bottom first: each one folder of ``weft/``. A module imports its own layer and
+#: those below it; a tuple is one level whose members do not import each other. Checked by
+#: ``tests/test_layering.py`` (see ``docs/architecture.md``).
+LAYERS = ("core", "native", "stdlib", "transpiler", "runtime", "autodiff",
+          ("libs", "integrations"))
+
+#: public path below ``weft`` -> the module that answers it
+PUBLIC = {
+    "types": "core.types", "config": "core.config", "errors": "core.errors",
+    "constants": "core.constants", "typeinfo": "core.typeinfo", "timing": "core.timing",
+    "pytree": "core.pytree",
+    "tree": "autodiff.tree",
+    "checkpoint": "autodiff.checkpoint",
+    "utils": "libs.utils", "optim": "libs.optim", "render": "libs.render", "fem": "libs.fem",
+    "sim": "libs.sim", "sparse": "libs.sparse", "examples": "libs.examples",
+    "serialize": "integrations.serialize", "distributed": "integrations.distributed",
+    "cli": "integrations.cli",
+}
+
+
+def home(fullname):
+    """The module that answers ``fullname`` (``weft.optim.sgd`` -> ``weft.optim.sgd``), or
+    None when it is not a public path."""
+    parts = fullname.split(".")
+    if len(parts) < 2 or parts[0] != "weft" or parts[1] not in PUBLIC:
+        return None
+    return ".".join(["weft", PUBLIC[parts[1]]] + parts[2:])
+
+
+class _Paths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, fullname, path, target=None):
+        target_name = home(fullname)
+        if target_name is None or importlib.util.find_spec(target_name) is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def __init__(self):
+        self._own_spec = {}
+
+    def create_module(self, spec):
+        module = importlib.import_module(home(spec.name))
+        self._own_spec[module.__name__] = module.__spec__
+        return module
+
+    def exec_module(self, module):
+        # the import machinery stamped the public path's spec on the module: give it back its own
+        module.__spec__ = self._own_spec.pop(module.__name__, module.__spec__)
+
+
+def install():
+    if not any(isinstance(f, _Paths) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Paths())

@@ -1,0 +1,539 @@
+"""Value types of the kernel language: scalars, vectors, matrices, quaternions, transforms.
+
+Types are Python classes, as in Warp, so that ``dtype=wp.vec3`` and annotations such as
+``x: wp.float32`` work. At Python scope calling a type builds a value: a scalar type returns a
+numpy scalar, a vector or matrix type returns a small numpy array subclass::
+
+    >>> import weft as wp
+    >>> wp.vec3(1.0, 2.0, 3.0) * 2.0
+    vec3f([2., 4., 6.], dtype=float32)
+
+Inside generated code vectors and matrices are flat tuples of scalars (row-major for matrices);
+that representation lives in the transpiler, not here.
+"""
+from __future__ import annotations
+
+import builtins
+import ctypes
+import typing
+from dataclasses import dataclass
+
+import numpy as np
+
+from .values import CompositeValue
+
+# ---------------------------------------------------------------------------------------------
+# scalars
+
+
+class _ScalarMeta(type):
+    def __instancecheck__(cls, obj):
+        """Values are NumPy scalars: ``isinstance(wp.uint8(3), wp.uint8)`` holds, as Warp's."""
+        np_type = cls.__dict__.get("_np_")
+        return (np_type is not None and type(obj) is np_type) or super().__instancecheck__(obj)
+
+
+class Scalar(metaclass=_ScalarMeta):
+    """Base class of scalar types. ``float32(1.5)`` returns ``numpy.float32(1.5)``; integer
+    types wrap to their width as C casts do (``uint8(-2)`` is 254, as in Warp)."""
+
+    _np_ = None
+    _kind_ = None  # "float", "int", "uint" or "bool"
+
+    def __new__(cls, value=0):
+        if cls._kind_ in ("int", "uint") and isinstance(value, (builtins.int, np.integer,
+                                                                builtins.float, np.floating)):
+            bits = 8 * np.dtype(cls._np_).itemsize
+            v = builtins.int(value) & ((1 << bits) - 1)
+            if cls._kind_ == "int" and v >= 1 << (bits - 1):
+                v -= 1 << bits
+            return cls._np_(v)
+        return cls._np_(value)
+
+
+def _scalar(name, np_type, kind, ctype):
+    # __numpy_dtype__ (NumPy 2.4's protocol, as Warp's scalar types): np.dtype(wp.float32) is
+    # float32 and np.zeros(3, dtype=wp.float16) works; _type_ is the ctypes type of the storage,
+    # as Warp's (programs wrap integers with wp.uint8._type_(x).value)
+    return _ScalarMeta(name, (Scalar,), {"_np_": np_type, "_kind_": kind,
+                                         "__module__": "weft.types",
+                                         "__numpy_dtype__": np.dtype(np_type), "_type_": ctype})
+
+
+bool = _scalar("bool", np.bool_, "bool", ctypes.c_bool)  # noqa: A001 - Warp's name
+int8 = _scalar("int8", np.int8, "int", ctypes.c_int8)
+uint8 = _scalar("uint8", np.uint8, "uint", ctypes.c_uint8)
+int16 = _scalar("int16", np.int16, "int", ctypes.c_int16)
+uint16 = _scalar("uint16", np.uint16, "uint", ctypes.c_uint16)
+int32 = _scalar("int32", np.int32, "int", ctypes.c_int32)
+uint32 = _scalar("uint32", np.uint32, "uint", ctypes.c_uint32)
+int64 = _scalar("int64", np.int64, "int", ctypes.c_int64)
+uint64 = _scalar("uint64", np.uint64, "uint", ctypes.c_uint64)
+float16 = _scalar("float16", np.float16, "float", ctypes.c_uint16)  # half bits, as Warp
+float32 = _scalar("float32", np.float32, "float", ctypes.c_float)
+float64 = _scalar("float64", np.float64, "float", ctypes.c_double)
+
+int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
+float_types = (float16, float32, float64)
+scalar_types = int_types + float_types  # as Warp's: bool is not among them
+
+_BY_NUMPY = {np.dtype(t._np_): t for t in (bool,) + scalar_types}
+
+
+class bfloat16:
+    """Warp's bfloat16 (the name only): weft has no bfloat16 arithmetic, so arrays and kernels
+    of it are refused (``wp.array(..., dtype=wp.bfloat16)`` raises TypeError)."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("weft does not support bfloat16 (use float16 or float32)")
+
+
+def is_scalar(t):
+    return isinstance(t, type) and issubclass(t, Scalar) and t is not Scalar
+
+
+def is_float(t):
+    """True for float scalars."""
+    return is_scalar(t) and t._kind_ == "float"
+
+
+def is_int(t):
+    return is_scalar(t) and t._kind_ in ("int", "uint")
+
+
+# ---------------------------------------------------------------------------------------------
+# vectors, matrices, quaternions, transforms
+
+
+class Composite(CompositeValue, np.ndarray):
+    """Base of fixed-size value types. Instances are numpy arrays of the type's shape, with
+    Warp's Python-scope behaviour (``==``, ``repr``, ``v.x``, ``m[i]``: :mod:`weft.core.values`)."""
+
+    _shape_ = ()
+    _length_ = 0
+    _wp_scalar_type_ = None
+    _wp_kind_ = None  # "vector", "matrix", "quaternion", "transformation"
+
+    def __new__(cls, *args, dtype=None, **parts):
+        dt = cls._wp_scalar_type_._np_
+        if cls._wp_kind_ == "transformation":
+            args = _transform_args(args, parts)
+        elif parts:
+            raise TypeError(f"got an unexpected keyword argument '{next(iter(parts))}'")
+        kind = "matrix" if cls._wp_kind_ == "matrix" else "vector"
+        if len(args) == 0:
+            values = np.zeros(cls._length_, dtype=dt)
+            if cls._wp_kind_ == "transformation":
+                values[6] = 1  # Warp's Python-scope transform() is the identity (in kernels: 0)
+        elif len(args) == 1 and np.ndim(args[0]) > 0:
+            values = np.array(_components(args[0], cls), dtype=dt).reshape(-1)  # never a view
+        elif len(args) == 1:
+            values = np.full(cls._length_, _components(args[0], cls), dtype=dt)
+        else:
+            if kind == "matrix" and len(args) == cls._shape_[0] and np.ndim(args[0]) > 0:
+                for row in args:  # rows
+                    if np.size(row) != cls._shape_[1]:
+                        raise TypeError(f"Invalid argument in matrix constructor, expected row "
+                                        f"of length {cls._shape_[1]}, got {_as_shown(row)}")
+            values = np.concatenate([_components(a, cls).reshape(-1) for a in args])
+        if values.size != cls._length_:
+            raise ValueError(f"Invalid number of arguments in {kind} constructor, expected "
+                             f"{cls._length_} elements, got {values.size}")
+        return values.reshape(cls._shape_).view(cls)
+
+    def __array_finalize__(self, obj):
+        pass
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), np.asarray(self).tolist()))
+
+
+def _rebuild(cls, values):
+    return cls(values)
+
+
+def _components(a, cls):
+    """``a`` as the composite's scalar type; integers out of its range wrap as C casts do
+    (Warp stores components in ctypes: ``vec3ub(1, -2, 3)`` holds 254)."""
+    st = cls._wp_scalar_type_
+    try:
+        return np.asarray(a, dtype=st._np_)
+    except OverflowError:
+        wrap = np.frompyfunc(lambda x: st(x), 1, 1)
+        return wrap(np.asarray(a, dtype=object)).astype(st._np_)
+
+
+def _as_shown(row):
+    """A row as Warp's constructor error shows it: tuples as they are, values as lists."""
+    return row if isinstance(row, tuple) else np.asarray(row).tolist()
+
+
+def _transform_args(args, parts):
+    """The arguments of ``transform(...)`` in the constructor's general forms, with Warp's
+    rules: ``(p, q)`` positionally or as keywords (each a sequence; the missing one is the
+    identity's), one sequence of 3 (``p``) or 7 (all components), one scalar filling every
+    component, or the 7 components."""
+    for k in parts:
+        if k not in ("p", "q"):
+            raise TypeError(f"got an unexpected keyword argument '{k}'")
+    if len(args) > 2:
+        if parts:
+            raise TypeError(f"multiple values for argument '{next(iter(parts))}'")
+        return args
+    if len(args) == 1 and not parts:
+        a = args[0]
+        if np.ndim(a) == 0:
+            if not isinstance(a, (builtins.int, builtins.float, np.generic)):
+                raise TypeError("Invalid argument in transformation constructor: expected a "
+                                f"scalar value, got {type(a).__name__}")
+            return args
+        if np.size(a) != 3:
+            return args
+    if not args and not parts:
+        return args
+    bound = dict(zip(["p", "q"], args))
+    for k, v in parts.items():
+        if k in bound:
+            raise TypeError(f"multiple values for argument '{k}'")
+        bound[k] = v
+    for k, v in bound.items():
+        if np.ndim(v) == 0:
+            raise TypeError(f"Invalid argument '{k}' in transformation constructor: expected a "
+                            f"sequence, got {type(v).__name__}")
+    return (bound.get("p", (0.0, 0.0, 0.0)), bound.get("q", (0.0, 0.0, 0.0, 1.0)))
+
+
+_COMPOSITES = {}
+_SUFFIX = {float16: "h", float32: "f", float64: "d", int8: "b", uint8: "ub", int16: "s",
+           uint16: "us", int32: "i", uint32: "ui", int64: "l", uint64: "ul", bool: "bool"}
+
+
+_GENERIC_NAME = {"vector": "vec_t", "matrix": "mat_t", "quaternion": "quat_t",
+                 "transformation": "transform_t"}  # Warp's generic class names
+
+
+def _composite(kind, shape, dtype, base_name):
+    dtype = as_scalar_type(dtype)
+    key = (kind, shape, dtype)
+    cls = _COMPOSITES.get(key)
+    if cls is None:
+        length = 1
+        for s in shape:
+            length *= s
+        name = f"{base_name}{_SUFFIX[dtype]}"
+        cls = type(name, (Composite,), {"_shape_": shape, "_length_": length,
+                                         "_wp_scalar_type_": dtype, "_wp_kind_": kind,
+                                         "_wp_generic_type_str_": _GENERIC_NAME[kind],
+                                         "__module__": "weft.types"})
+        if kind == "matrix" and max(shape) >= 10:  # mat123f: (12, 3) or (1, 23)? for pickle
+            cls.__qualname__ = f"mat{shape[0]}x{shape[1]}{_SUFFIX[dtype]}"
+        _COMPOSITES[key] = cls
+    return cls
+
+
+_NAMED = None
+
+
+def composite_named(name):
+    """The vector, matrix, quaternion or transform type named ``name`` (``vec5f``, ``mat34d``,
+    ``quath``): what ``pickle`` looks up as ``weft.types.<name>`` for a type made by
+    ``wp.types.vector(5, float)``, which is no module attribute. ``None`` when no such type."""
+    import re
+    global _NAMED
+    for cls in _COMPOSITES.values():
+        if cls.__qualname__ == name:
+            return cls
+    if _NAMED is None:
+        sufs = sorted(_SUFFIX.values(), key=len, reverse=True)
+        _NAMED = re.compile(r"(vec|mat|quat|transform)(\d*|\d+x\d+)(" + "|".join(sufs) + ")")
+    m = _NAMED.fullmatch(name)
+    if m is None:
+        return None
+    base, digits, suf = m.groups()
+    dtype = next(t for t, s in _SUFFIX.items() if s == suf)
+    if base == "vec" and digits and int(digits) > 0:
+        return vector(int(digits), dtype)
+    if base == "mat" and "x" in digits:
+        rows, cols = (int(d) for d in digits.split("x"))
+        if rows and cols and max(rows, cols) >= 10:
+            return matrix((rows, cols), dtype)
+    elif base == "mat" and len(digits) == 2 and "0" not in digits:
+        return matrix((int(digits[0]), int(digits[1])), dtype)
+    if base == "quat" and not digits:
+        return quaternion(dtype)
+    if base == "transform" and not digits:
+        return transformation(dtype)
+    return None
+
+
+def query_type(name, words=16, attrs=None):
+    """A distinct type for the iteration state of a geometry query (``wp.hash_grid_query_t``,
+    ``wp.mesh_query_aabb_t``, ...): laid out as a vector of ``words`` int64 (kernels copy and
+    carry it like one), but a type of its own, so that ``for i in query`` finds the query's
+    own step (``weft.stdlib.registry.ITERATORS``). ``attrs``: more class attributes (used
+    when the type is first made)."""
+    key = ("query", name)
+    cls = _COMPOSITES.get(key)
+    if cls is None:
+        cls = _COMPOSITES[key] = type(name, (Composite,), {
+            "_shape_": (words,), "_length_": words, "_wp_scalar_type_": int64,
+            "_wp_kind_": "vector", "_wp_generic_type_str_": "vec_t", "__module__": "weft.types",
+            **(attrs or {})})
+    return cls
+
+
+#: the hash-grid query type of each point precision (Warp's hash_grid_query_h/_f/_d)
+_HASH_GRID_QUERY_NAMES = {"float16": "hash_grid_query_h", "float32": "hash_grid_query_t",
+                          "float64": "hash_grid_query_d"}
+
+
+def hash_grid_query_type(dtype):
+    """The type of a ``wp.hash_grid_query`` over points of scalar ``dtype`` (float16, float32
+    or float64), as Warp's ``wp.types.hash_grid_query_type``; also ``wp.HashGridQuery[dtype]``
+    in annotations::
+
+        >>> hash_grid_query_type(float64) is HashGridQuery[float64]
+        True
+    """
+    try:
+        t = as_scalar_type(dtype)
+    except TypeError:
+        t = None
+    name = _HASH_GRID_QUERY_NAMES.get(getattr(t, "__name__", None))
+    if name is None:
+        raise TypeError(f"Unsupported dtype {dtype} for HashGridQuery. Supported types: "
+                        "float16, float32, float64")
+    return query_type(name, attrs={
+        "_wp_query_dtype_": t, "_wp_public_name_": "HashGridQuery",
+        "__class_getitem__": classmethod(lambda cls, d: hash_grid_query_type(d))})
+
+
+def type_is_hash_grid_query(t):
+    """Whether ``t`` is a hash-grid query type (of any precision)."""
+    return isinstance(t, type) and getattr(t, "_wp_public_name_", None) == "HashGridQuery"
+
+
+def _generic_dtype(dtype):
+    """``typing.Any`` or a TypeVar such as ``wp.Float``: a generic annotation's dtype."""
+    return dtype is typing.Any or isinstance(dtype, typing.TypeVar)
+
+
+def vector(length, dtype=float32):
+    """The vector type of ``length`` components of scalar ``dtype`` (``wp.types.vector``).
+
+    With ``typing.Any`` as length or dtype it is a generic annotation (see
+    :func:`weft.typeinfo.generic_composite`)."""
+    if length is typing.Any or _generic_dtype(dtype):
+        return generic_composite("vector", (length,), dtype if _generic_dtype(dtype) else
+                                 as_scalar_type(dtype))
+    return _composite("vector", (int(length),), dtype, f"vec{int(length)}")
+
+
+def matrix(shape, dtype=float32):
+    """The row-major matrix type of ``shape=(rows, cols)`` (``wp.types.matrix``); with
+    ``typing.Any`` in the shape or as dtype a generic annotation, as :func:`vector`."""
+    if typing.Any in tuple(shape) or _generic_dtype(dtype):
+        return generic_composite("matrix", tuple(shape), dtype if _generic_dtype(dtype) else
+                                 as_scalar_type(dtype))
+    rows, cols = (int(s) for s in shape)
+    return _composite("matrix", (rows, cols), dtype, f"mat{rows}{cols}")
+
+
+def quaternion(dtype=float32):
+    """The quaternion type ``(x, y, z, w)`` of scalar ``dtype``."""
+    return _composite("quaternion", (4,), dtype, "quat")
+
+
+def transformation(dtype=float32):
+    """The rigid transform type ``(p.x, p.y, p.z, q.x, q.y, q.z, q.w)``."""
+    return _composite("transformation", (7,), dtype, "transform")
+
+
+def is_composite(t):
+    return isinstance(t, type) and issubclass(t, Composite) and t is not Composite
+
+
+def is_vector(t):
+    return is_composite(t) and t._wp_kind_ == "vector"
+
+
+def is_matrix(t):
+    return is_composite(t) and t._wp_kind_ == "matrix"
+
+
+# ---------------------------------------------------------------------------------------------
+# arrays (as types) and tuples
+
+
+@dataclass(frozen=True)
+class ArrayType:
+    """The type of an array argument: element ``dtype`` and number of dimensions.
+
+    ``local`` arrays are per-thread buffers made by ``wp.alloc_local(dtype, size)``; ``size``
+    is their fixed length."""
+
+    dtype: type
+    ndim: int = 1
+    local: bool = False
+    size: int = 0
+
+    def __str__(self):
+        if self.local:
+            return f"alloc_local({type_name(self.dtype)}, {self.size})"
+        return f"array(dtype={type_name(self.dtype)}, ndim={self.ndim})"
+
+
+@dataclass(frozen=True)
+class TupleType:
+    """The type of a tuple of values, such as a func returning several values."""
+
+    types: tuple
+
+    def __str__(self):
+        return "tuple(" + ", ".join(type_name(t) for t in self.types) + ")"
+
+
+@dataclass(frozen=True)
+class SliceType:
+    """The type of ``start:stop:step`` in an array subscript in a kernel (``a[1:3, j]`` is a
+    view of ``a``, as a NumPy slice)."""
+
+    def __str__(self):
+        return "slice"
+
+
+class _Tid:
+    """Marker type of ``wp.tid()`` before it is unpacked."""
+
+
+def as_scalar_type(t):
+    """Map Python's ``float``/``int``/``bool`` and numpy dtypes to weft scalar types."""
+    if is_scalar(t):
+        return t
+    if t is builtins.float:
+        return float32
+    if t is builtins.int:
+        return int32
+    if t is builtins.bool:
+        return bool
+    try:
+        return _BY_NUMPY[np.dtype(t)]
+    except (TypeError, KeyError, ValueError):  # ValueError: numpy given a module, ...
+        raise TypeError(f"{t!r} is not a scalar type") from None
+
+
+def as_value_type(t):
+    """Normalise a dtype given by a user to a weft value type (scalar or composite or struct)."""
+    if is_composite(t) or getattr(t, "_wp_struct_", None) is not None:
+        return t
+    return as_scalar_type(t)
+
+
+def type_name(t):
+    """A short readable name: ``float32``, ``vec3f``, ``array(dtype=vec3f, ndim=1)``."""
+    if isinstance(t, type):
+        return t.__name__
+    return str(t)
+
+
+def scalar_of(t):
+    """The scalar type of a scalar or composite type."""
+    if is_composite(t):
+        return t._wp_scalar_type_
+    return t
+
+
+def is_struct(t):
+    """True for a ``@wp.struct`` class."""
+    return isinstance(t, type) and getattr(t, "_wp_struct_", None) is not None
+
+
+def struct_fields(t):
+    """``{name: type}`` of a ``@wp.struct`` class, in declaration order."""
+    return t._wp_struct_.fields
+
+
+def numpy_dtype(t):
+    if is_struct(t):
+        return t._wp_struct_.numpy_dtype()
+    return np.dtype(scalar_of(t)._np_)
+
+
+def element_shape(t):
+    """The trailing numpy shape one element of dtype ``t`` occupies in an array."""
+    return t._shape_ if is_composite(t) else ()
+
+
+def is_differentiable(t):
+    """True when values of type ``t`` carry gradients (they contain floats)."""
+    if isinstance(t, TupleType):
+        return any(is_differentiable(x) for x in t.types)
+    if isinstance(t, ArrayType):
+        return not t.local and is_differentiable(t.dtype)
+    if is_struct(t):
+        return any(is_differentiable(f) for f in t._wp_struct_.fields.values())
+    return is_float(scalar_of(t))
+
+
+vec2h, vec3h, vec4h = (vector(n, float16) for n in (2, 3, 4))
+vec2f, vec3f, vec4f = (vector(n, float32) for n in (2, 3, 4))
+vec2d, vec3d, vec4d = (vector(n, float64) for n in (2, 3, 4))
+vec2i, vec3i, vec4i = (vector(n, int32) for n in (2, 3, 4))
+vec2, vec3, vec4 = vec2f, vec3f, vec4f
+mat22h, mat33h, mat44h = (matrix((n, n), float16) for n in (2, 3, 4))
+mat22f, mat33f, mat44f = (matrix((n, n), float32) for n in (2, 3, 4))
+mat22d, mat33d, mat44d = (matrix((n, n), float64) for n in (2, 3, 4))
+mat22, mat33, mat44 = mat22f, mat33f, mat44f
+quath, quatf, quatd = (quaternion(t) for t in (float16, float32, float64))
+quat = quatf
+spatial_vectorh, spatial_vectorf, spatial_vectord = (vector(6, t) for t in (float16, float32,
+                                                                           float64))
+spatial_vector = spatial_vectorf
+spatial_matrixh, spatial_matrixf, spatial_matrixd = (matrix((6, 6), t) for t in (float16, float32,
+                                                                                float64))
+spatial_matrix = spatial_matrixf
+transformh, transformf, transformd = (transformation(t) for t in (float16, float32, float64))
+transform = transformf
+
+# every precision suffix of Warp's vector types: vec2b, vec3ub, vec4s, vec2us, vec3ui, vec4l, ...
+VECTOR_ALIASES = {f"vec{n}{_SUFFIX[t]}": vector(n, t) for n in (2, 3, 4)
+                  for t in (int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16,
+                            float32, float64)}
+
+
+vector_types = tuple(VECTOR_ALIASES[f"vec{n}{s}"] for n in (2, 3, 4)
+                     for s in ("b", "ub", "s", "us", "i", "ui", "l", "ul", "h", "f", "d")) + (
+    mat22h, mat22f, mat22d, mat33h, mat33f, mat33d, mat44h, mat44f, mat44d, quath, quatf, quatd,
+    transformh, transformf, transformd, spatial_vectorh, spatial_vectorf, spatial_vectord,
+    spatial_matrixh, spatial_matrixf, spatial_matrixd)
+"""Every named composite type, in Warp's order (``wp.types.vector_types``)."""
+Any = typing.Any
+
+
+class _GenericMeta(type):
+    def __repr__(cls):
+        return cls._wp_repr_
+
+    __str__ = __repr__
+
+
+def generic_composite(kind, shape, dtype):
+    """The annotation object of a composite type with ``typing.Any`` length or dtype
+    (``wp.types.vector(length=Any, dtype=float32)``). It prints as written and is only an
+    annotation: no values of it can be built."""
+    def name(x):
+        if isinstance(x, typing.TypeVar):
+            return x.__name__
+        return "Any" if x is typing.Any else type_name(x)
+    if kind == "vector":
+        text = f"vector(length={name(shape[0])}, dtype={name(dtype)})"
+    else:
+        text = f"matrix(shape=({name(shape[0])}, {name(shape[1])}), dtype={name(dtype)})"
+
+    def new(cls, *args, **kwargs):
+        raise TypeError(f"{text} is a generic annotation; values need a concrete type")
+
+    return _GenericMeta(text, (), {
+        "_wp_kind_": kind, "_shape_": tuple(shape), "_wp_scalar_type_": dtype,
+        "_wp_generic_": True, "_wp_repr_": text, "__new__": new, "__module__": "weft.types",
+        "__doc__": f"Generic annotation {text}: any {kind} matching it."})

@@ -1,0 +1,4 @@
+"""Stands for ``warp.fem``, which weft does not provide: importing it raises ImportError."""
+from .unsupported import refuse
+
+refuse("fem")

@@ -1,0 +1,157 @@
+"""The CUDA twins of :mod:`weft.native.helpers`: device functions generated CUDA modules call as
+``_wk.<name>``.
+
+Math goes through libdevice with the precision of the argument (``sqrt_f32`` ->
+``libdevice.sqrtf``), because numba-cuda has no numpy ufuncs on scalars. Under Numba's CUDA
+simulator (``NUMBA_ENABLE_CUDASIM=1``) libdevice does not exist, so the same names are bound to
+numpy functions, which compute the same values in Python.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import config, cuda
+
+from . import _portable
+
+_dev = cuda.jit(device=True, inline="always")
+
+from .vocabulary import ARITY2 as _ARITY2, MATH  # noqa: E402
+
+
+def _bind_math():
+    ns = globals()
+    if config.ENABLE_CUDASIM:
+        for np_name in MATH:
+            fn = getattr(np, np_name)
+            ns[f"{np_name}_f32"] = fn
+            ns[f"{np_name}_f64"] = fn
+        return
+    from numba.cuda import libdevice
+    for np_name, base in MATH.items():
+        for suffix, name in (("f32", base + "f"), ("f64", base)):
+            target = getattr(libdevice, name)
+            if np_name in _ARITY2:
+                ns[f"{np_name}_{suffix}"] = _dev(_two(target))
+            else:
+                ns[f"{np_name}_{suffix}"] = _dev(_one(target))
+
+
+def _one(f):
+    def g(x):
+        return f(x)
+    return g
+
+
+def _two(f):
+    def g(x, y):
+        return f(x, y)
+    return g
+
+
+_bind_math()
+
+for _name in _portable.PORTABLE:
+    globals()[_name] = _dev(getattr(_portable, _name))
+
+if config.ENABLE_CUDASIM:
+    from .atomics import cas_half_bits  # its pure-Python path: the simulator is serial
+else:
+    from .atomics import cas_half_word
+
+    @_dev
+    def cas_half_bits(arr, idx, compare, value):
+        return cas_half_word(arr, idx, compare, value)
+_portable.bind_composed(globals(), _dev)  # float16 rounding and atomics
+
+
+def _bind_geometry():
+    """The geometry queries by id (``_wk.geo_*``) as device functions (plain Python under the
+    simulator, where the views find the registered arrays)."""
+    from .geometry import kernel_api
+    if config.ENABLE_CUDASIM:
+        return kernel_api.bind(globals(), "python")
+    # device functions called, not inlined at Numba's IR level (inlining the cores into every
+    # entry made PTX compiles take minutes); NVVM still inlines what pays
+    return kernel_api.bind(globals(), "cuda", cuda.jit(device=True))
+
+
+_bind_geometry()
+
+
+@_dev
+def stack_slot(i, capacity, err):
+    """Index ``i`` of a per-thread stack of ``capacity`` entries; flags ``err`` on overflow
+    and returns a valid index so nothing is written out of bounds."""
+    if i >= capacity:
+        err[0] = 1
+        return capacity - 1
+    return i
+
+
+@_dev
+def round_half_away(x):
+    return math.copysign(math.floor(abs(x) + 0.5), x)
+
+
+# one wrapper per op, written out: numba-cuda does not resolve a closure's captured stub
+@_dev
+def atomic_add(arr, idx, value):
+    return cuda.atomic.add(arr, idx, value)
+
+
+@_dev
+def atomic_sub(arr, idx, value):
+    return cuda.atomic.sub(arr, idx, value)
+
+
+@_dev
+def atomic_min(arr, idx, value):
+    return cuda.atomic.min(arr, idx, value)
+
+
+@_dev
+def atomic_max(arr, idx, value):
+    return cuda.atomic.max(arr, idx, value)
+
+
+if config.ENABLE_CUDASIM:
+    @_dev
+    def atomic_exch(arr, idx, value):
+        return cuda.atomic.exch(arr, idx, value)
+else:
+    from .atomics import RMW  # floats too (numba-cuda's exch takes integers only)
+
+    _exch = RMW["exch"]
+
+    @_dev
+    def atomic_exch(arr, idx, value):
+        return _exch(arr, idx, value)
+
+
+@_dev
+def atomic_and(arr, idx, value):
+    return cuda.atomic.and_(arr, idx, value)
+
+
+@_dev
+def atomic_or(arr, idx, value):
+    return cuda.atomic.or_(arr, idx, value)
+
+
+@_dev
+def atomic_xor(arr, idx, value):
+    return cuda.atomic.xor(arr, idx, value)
+
+
+if config.ENABLE_CUDASIM:
+    @_dev
+    def atomic_cas(arr, idx, compare, value):
+        return cuda.atomic.cas(arr, idx, compare, value)
+else:
+    from .atomics import _cas_intrinsic  # cmpxchg, floats through their bits (as the CPU)
+
+    @_dev
+    def atomic_cas(arr, idx, compare, value):
+        return _cas_intrinsic(arr, idx, compare, value)

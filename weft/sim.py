@@ -1,4 +1,0 @@
-"""Stands for ``warp.sim``, which weft does not provide: importing it raises ImportError."""
-from ._unsupported import refuse
-
-refuse("sim")
