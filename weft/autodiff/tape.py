@@ -22,17 +22,13 @@ from ..core.pytree import TreeDict, pairs
 from ..runtime import hazards
 from ..runtime.array import array
 from ..runtime.graph import capturing
-
-_stack = []
+from ..runtime.hooks import active_tape, tapes as _stack  # noqa: F401  (the runtime reads them)
 
 
 def active_tapes():
-    """The tapes recording now, innermost last (the list itself: empty when none)."""
+    """The tapes recording now, innermost last (the list itself: empty when none). The list is
+    :data:`weft.runtime.hooks.tapes`, where the runtime finds the tapes to record on."""
     return _stack
-
-
-def active_tape():
-    return _stack[-1] if _stack else None
 
 
 class Tape:

@@ -239,7 +239,7 @@ def _copy_now(dest, src, dest_offset, src_offset, count):
     _copy_region(dest, src, dest_offset, src_offset, count)
     if src.grad is not None and dest.grad is not None:
         _copy_region(dest.grad, src.grad, dest_offset, src_offset, count)
-        from ..autodiff.tape import active_tape
+        from .hooks import active_tape
         tape = active_tape()
         if tape is not None:
             tape.record_func(lambda: _adj_copy(dest, src, dest_offset, src_offset, count),

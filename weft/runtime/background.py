@@ -31,6 +31,7 @@ import threading
 import time
 
 from ..core import config
+from .hooks import tapes as _tapes  # the live list of recording tapes
 
 HELPER = r'''
 import pickle, struct, sys
@@ -217,8 +218,7 @@ def _flush(force=False):
     global _failed
     if not _deferred:
         return
-    from ..autodiff.tape import active_tapes
-    if force or not (active_tapes() or _urgent):
+    if force or not (_tapes or _urgent):
         try:
             for _key, data in _deferred:
                 _send(data)

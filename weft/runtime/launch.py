@@ -22,9 +22,7 @@ from .checks import (argument_list, check_constant_indices, check_dims,  # noqa:
 from .captured import capture_launch
 from .fastlaunch import FastLaunch
 from .graph import capturing
-from ..autodiff.tape import active_tapes
-
-_tapes = active_tapes()  # the live list of recording tapes
+from .hooks import tapes as _tapes  # the live list of recording tapes
 
 CUDA_BLOCK = 256
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core.errors import LaunchError
 from .array import array
-from ..autodiff.tape import active_tape
+from .hooks import active_tape
 
 
 def _host(a, name):
