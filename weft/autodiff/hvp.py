@@ -23,6 +23,7 @@ import numpy as np
 from ..core.errors import LaunchError
 from ..core.pytree import TreeDict, pairs
 from ..runtime.array import array
+from .seeds import tangent_seed
 
 
 class Shadows:
@@ -51,7 +52,6 @@ class Shadows:
 
 
 def hvp(tape, loss, vectors, return_grad=False, grads=None):
-    from .tape import _tangent_seed
     if loss is not None and (not isinstance(loss, array) or loss.grad is None):
         raise LaunchError("tape.hvp(loss, ...): loss must be a wp.array created with "
                           "requires_grad=True")
@@ -62,14 +62,14 @@ def hvp(tape, loss, vectors, return_grad=False, grads=None):
         raise LaunchError("tape.hvp: give a loss, or grads= to seed the outputs' gradients")
     seeded = []
     for a, g in pairs(grads or {}, "hvp(grads=...)", LaunchError):
-        data = _tangent_seed(a, g)  # checked like backward's seeds
+        data = tangent_seed(a, g)  # checked like backward's seeds
         if a.grad is None:
             raise LaunchError(f"tape.hvp(grads=...): the array of shape {a.shape} has no "
                               "gradient (create it with requires_grad=True)")
         seeded.append((a, data))
     seeds = {}
     for a, v in pairs(vectors or {}, "hvp(vectors=...)", LaunchError):
-        seeds[a] = _tangent_seed(a, v)
+        seeds[a] = tangent_seed(a, v)
         if a.grad is None:
             raise LaunchError(f"tape.hvp: the input array of shape {a.shape} has no gradient "
                               "(create it with requires_grad=True)")
