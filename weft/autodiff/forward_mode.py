@@ -19,7 +19,6 @@ def adjoint_tangent(ck, dims, args, values, adj, tans, tadj, device, what):
     """Run the tangent of ``ck``'s adjoint (:mod:`weft.transpiler.second_order`): the adjoint
     accumulates into ``adj`` as ever and its tangent into ``tadj`` (aligned with ``adj``),
     along the primal tangents ``tans`` (wp.arrays aligned with ``args``; None: zero)."""
-    from .hvp import hvp_module
     if device.is_cuda:
         raise LaunchError(f"second order: {what} is on {device}; it runs on the CPU")
     if ck.abi.tie_arrays:
@@ -39,7 +38,7 @@ def adjoint_tangent(ck, dims, args, values, adj, tans, tadj, device, what):
                                           device))
     tadj = [None if a is None else t if t is not None else np.zeros_like(a)
             for a, t in zip(adj, tadj)]
-    fn = getattr(hvp_module(ck), ck.abi.entries["adjoint"][cpu_target(ck, "adjoint", dims)] +
+    fn = getattr(ck.hvp_module(), ck.abi.entries["adjoint"][cpu_target(ck, "adjoint", dims)] +
                  "__hvp")
     _call_once(ck, "adjoint-tangent", fn, dims, values + adj + tan_values + tadj)
 

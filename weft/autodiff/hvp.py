@@ -94,29 +94,3 @@ def hvp(tape, loss, vectors, return_grad=False, grads=None):
         return TreeDict((a, array(np.array(shadows.of(a.grad._data)), dtype=a.dtype,
                                   device=a.device)) for a in seeds)
     return (result(tadjs), result(adjs)) if return_grad else result(tadjs)
-
-
-def hvp_module(ck):
-    """The generated module of ``ck``'s adjoint-tangent entries (built once, cached like the
-    kernel's own module)."""
-    mod = getattr(ck, "_hvp_module", None)
-    if mod is not None:
-        return mod
-    from ..runtime import cache
-    from ..transpiler.second_order import SecondOrderError, tangent_module
-    abi = ck.abi
-    active = [p.name for p in abi.params if p.tangent is not None] + \
-        [p.adjoint for p in abi.params if p.adjoint is not None]
-    insert_at = 1 + len(abi.params) + sum(p.adjoint is not None for p in abi.params)
-    entries = [(name, name + "__hvp", active, insert_at)
-               for name in dict.fromkeys(abi.entries["adjoint"][t] for t in ("cpu", "serial"))]
-    name = ck.module.__name__.split(".", 1)[1] + "__hvp"
-
-    def build():
-        try:
-            return tangent_module(ck.module.__weft_source__, entries)
-        except SecondOrderError as exc:
-            raise LaunchError(f"tape.hvp: kernel '{ck.key}' has no second-order code: "
-                              f"{exc}") from None
-    mod = ck._hvp_module = cache.load_or_build(name, build)
-    return mod

@@ -58,6 +58,32 @@ class CompiledKernel:
     def param_index(self, name):
         return self._index[name]
 
+    def hvp_module(self):
+        """The generated module of this kernel's adjoint-tangent entries (``tape.hvp``,
+        ``wp.jvp(..., adjoint=True)``; :mod:`weft.transpiler.second_order`), built once and
+        cached like the kernel's own module."""
+        mod = getattr(self, "_hvp_module", None)
+        if mod is not None:
+            return mod
+        from . import cache
+        from ..transpiler.second_order import SecondOrderError, tangent_module
+        abi = self.abi
+        active = [p.name for p in abi.params if p.tangent is not None] + \
+            [p.adjoint for p in abi.params if p.adjoint is not None]
+        insert_at = 1 + len(abi.params) + sum(p.adjoint is not None for p in abi.params)
+        entries = [(name, name + "__hvp", active, insert_at)
+                   for name in dict.fromkeys(abi.entries["adjoint"][t] for t in ("cpu", "serial"))]
+        name = self.module.__name__.split(".", 1)[1] + "__hvp"
+
+        def build():
+            try:
+                return tangent_module(self.module.__weft_source__, entries)
+            except SecondOrderError as exc:
+                raise LaunchError(f"tape.hvp: kernel '{self.key}' has no second-order code: "
+                                  f"{exc}") from None
+        mod = self._hvp_module = cache.load_or_build(name, build)
+        return mod
+
     # ------------------------------------------------------------------------ arguments
     def where(self, name):
         return f"kernel '{self.key}' argument '{name.replace('__', '.')}'"

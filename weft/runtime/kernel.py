@@ -190,8 +190,7 @@ class Kernel(UserFunction):
         if kind == "all":
             return src
         if kind == "second":
-            from ..autodiff.hvp import hvp_module
-            return _extract_function(hvp_module(ck).__weft_source__,
+            return _extract_function(ck.hvp_module().__weft_source__,
                                      ck.abi.entries["adjoint"][target] + "__hvp")
         return _extract_function(src, ck.abi.entries[kind]["cuda" if target == "cuda" else
                                                         target])
