@@ -7,6 +7,8 @@ the transpiler's internals.
 """
 from __future__ import annotations
 
+import re
+
 from ..core.errors import LaunchError
 from ..transpiler.abi import flat_leaves
 from . import args as A
@@ -113,3 +115,28 @@ class CompiledKernel:
             v = conv(a, device)
             out.append(A.convert_arg(self.where(n), t, a, device) if v is None else v)
         return out
+
+
+def function_source(src, fname):
+    """The text of function ``fname`` (with its decorators) in module source ``src``, after
+    the text of the chunk function it hands to the threads (``_wk.parallel_for(chunk, ...)``,
+    the threaded CPU entries), which holds the kernel's body."""
+    lines = src.splitlines()
+    out = []
+    inside = False
+    for i, line in enumerate(lines):
+        if line.startswith(f"def {fname}("):
+            inside = True
+            k = i
+            while k > 0 and lines[k - 1].startswith("@"):
+                k -= 1
+            out += lines[k:i]
+        elif inside and line and not line[0].isspace():
+            break
+        if inside:
+            out.append(line)
+    text = "\n".join(out) + "\n"
+    launch = re.search(r"_wk\.parallel_for\((\w+),", text)
+    if launch:
+        text = function_source(src, launch.group(1)) + "\n" + text
+    return text
