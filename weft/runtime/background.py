@@ -117,7 +117,8 @@ def request_adjoint(ck, dims, values, args):
     if ck.device_kind != "cpu" or ck.abi.debug_sites is not None or ck.abi.tie_arrays or \
             ck.abi.no_derivative:
         return
-    from .launch import adjoint_arrays, cpu_target
+    from .args import adjoint_arrays
+    from .compiled import cpu_target
     target = cpu_target(ck, "adjoint", dims)
     fn = ck.entry("adjoint", target)
     if fn in _asked:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 
+from ..core import config
 from ..core.errors import LaunchError
 from ..transpiler.abi import flat_leaves
 from . import args as A
+from .checks import _size
 
 
 class CompiledKernel:
@@ -140,3 +142,16 @@ def function_source(src, fname):
     if launch:
         text = function_source(src, launch.group(1)) + "\n" + text
     return text
+
+
+def cpu_target(ck, kind, dims):
+    """``"serial"`` for launches too small to pay for the threads (and adjoints whose threads
+    would share elements), else ``"cpu"``."""
+    n = dims[0] if len(dims) == 1 else _size(dims)
+    if n < config.serial_threshold:
+        return "serial"
+    if kind == "adjoint" and len(dims) > 1 and ck.abi.tid_dims <= 1:
+        # wp.tid() into one name is the first index: threads share it, so the adjoint's
+        # plain accumulation at "own" indices would race; run it without threads
+        return "serial"
+    return "cpu"
