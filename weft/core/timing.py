@@ -18,7 +18,20 @@ import cProfile
 import threading
 import time
 
-from ..runtime.device import synchronize
+
+def _nothing_launched():
+    """Before the runtime is imported nothing can have been launched: nothing to wait for."""
+
+
+_synchronize = _nothing_launched
+
+
+def register_synchronize(fn):
+    """Set what ``ScopedTimer(synchronize=True)`` calls to wait for launched work: the
+    runtime registers ``weft.runtime.device.synchronize`` when it is imported (this module
+    sits in the bottom layer and imports nothing above it)."""
+    global _synchronize
+    _synchronize = fn
 
 
 class ScopedTimer:
@@ -55,7 +68,7 @@ class ScopedTimer:
     def __enter__(self):
         if self.active:
             if self.synchronize:
-                synchronize()
+                _synchronize()
             if self.detailed:
                 self._profile = cProfile.Profile()
                 self._profile.enable()
@@ -68,7 +81,7 @@ class ScopedTimer:
         if not self.active:
             return False
         if self.synchronize:
-            synchronize()
+            _synchronize()
         self.elapsed = (time.perf_counter_ns() - self._start) / 1e6
         if self.detailed:
             self._profile.disable()
