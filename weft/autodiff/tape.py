@@ -10,7 +10,7 @@ Example::
     x.grad.numpy()
 
 A record is any object with ``backward()`` and ``arrays`` (the arrays whose gradients it reads
-or writes): a recorded launch (:class:`weft.runtime.launch.Launch`) or a Python callback
+or writes): a recorded launch (:class:`weft.runtime.record.Launch`) or a Python callback
 (:meth:`Tape.record_func`). The tape itself knows nothing about kernels.
 """
 from __future__ import annotations

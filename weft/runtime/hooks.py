@@ -11,7 +11,7 @@ What the runtime may call on a tape in the list (the record protocol of
 :mod:`weft.autodiff.tape`):
 
 - ``tape.record(rec)``: append a record (an object with ``backward()`` and ``arrays``, such as
-  a recorded launch, :class:`weft.runtime.launch.Launch`);
+  a recorded launch, :class:`weft.runtime.record.Launch`);
 - ``tape.record_func(backward, arrays, forward=None, hvp=None)``: record Python callbacks;
 - ``tape.register_reads(rec, again=False)``: protect the memory a record reads again (graph
   replays, :mod:`weft.runtime.captured`).
