@@ -19,7 +19,7 @@ import threading
 import time
 
 
-def _nothing_launched():
+def _nothing_launched(device=None):
     """Before the runtime is imported nothing can have been launched: nothing to wait for."""
 
 
@@ -27,11 +27,17 @@ _synchronize = _nothing_launched
 
 
 def register_synchronize(fn):
-    """Set what ``ScopedTimer(synchronize=True)`` calls to wait for launched work: the
-    runtime registers ``weft.runtime.device.synchronize`` when it is imported (this module
-    sits in the bottom layer and imports nothing above it)."""
+    """Set what :func:`synchronize` calls: the runtime registers ``wp.synchronize``
+    (``weft.runtime.device.synchronize``) when it is imported; this module sits in the bottom
+    layer and imports nothing above it."""
     global _synchronize
     _synchronize = fn
+
+
+def synchronize(device=None):
+    """Wait until all launched work has finished (``wp.synchronize``, which the runtime
+    registers); what ``ScopedTimer(synchronize=True)`` calls."""
+    _synchronize(device)
 
 
 class ScopedTimer:
@@ -68,7 +74,7 @@ class ScopedTimer:
     def __enter__(self):
         if self.active:
             if self.synchronize:
-                _synchronize()
+                synchronize()
             if self.detailed:
                 self._profile = cProfile.Profile()
                 self._profile.enable()
@@ -81,7 +87,7 @@ class ScopedTimer:
         if not self.active:
             return False
         if self.synchronize:
-            _synchronize()
+            synchronize()
         self.elapsed = (time.perf_counter_ns() - self._start) / 1e6
         if self.detailed:
             self._profile.disable()
