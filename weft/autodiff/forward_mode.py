@@ -1,5 +1,7 @@
-"""Forward mode: ``wp.jvp`` (the tangent kernel of one launch, or of its adjoint: second
-order) and the tangent arguments that tape replays (:class:`.launch.Launch`) pass.
+"""Forward mode: ``wp.jvp``, the tangent kernel of one launch, or of its adjoint (second
+order). The tangent arguments and the runs of the tangent and adjoint-tangent entries are the
+runtime's (:mod:`weft.runtime.args`, :mod:`weft.runtime.entries`), which tape replays
+(:class:`weft.runtime.record.Launch`) use too.
 """
 from __future__ import annotations
 
@@ -8,61 +10,13 @@ import numpy as np
 from ..core import types as T
 from ..core.errors import LaunchError
 from ..runtime import device as D
-from ..runtime.args import convert_arg, kernel_data
+from ..runtime.args import (adjoint_arrays, explicit_adjoints, kernel_data, retain_grads,
+                            tangent_values, zeros_like_tangent)
 from ..runtime.array import array
 from ..runtime.checks import check_dims, launch_dims
-from ..runtime.launch import (_call_once, _run_derivative, adjoint_arrays, compiled_of,
-    cpu_target, explicit_adjoints, retain_grads, run)
+from ..runtime.dispatch import compiled_of
+from ..runtime.entries import adjoint_tangent, run_derivative
 
-
-def adjoint_tangent(ck, dims, args, values, adj, tans, tadj, device, what):
-    """Run the tangent of ``ck``'s adjoint (:mod:`weft.transpiler.second_order`): the adjoint
-    accumulates into ``adj`` as ever and its tangent into ``tadj`` (aligned with ``adj``),
-    along the primal tangents ``tans`` (wp.arrays aligned with ``args``; None: zero)."""
-    from .hvp import hvp_module
-    if device.is_cuda:
-        raise LaunchError(f"second order: {what} is on {device}; it runs on the CPU")
-    if ck.abi.tie_arrays:
-        raise LaunchError(f"second order: {what} uses atomic min/max on float arrays, which "
-                          "have no second-order code")
-    if ck.abi.no_derivative:
-        run(ck, "adjoint", dims, [], device)  # raises the kernel's reason
-    tan_values = []
-    for p, (n, t), g, v in zip(ck.abi.params, ck.params, tans, values):
-        if p.tangent is None:
-            continue
-        if isinstance(t, T.ArrayType):
-            tan_values.append(kernel_data(g) if g is not None else np.zeros_like(v))
-        else:
-            tan_values.append(convert_arg(f"kernel '{ck.key}' tangent of '{n}'", t,
-                                          np.zeros(t._length_) if T.is_composite(t) else 0,
-                                          device))
-    tadj = [None if a is None else t if t is not None else np.zeros_like(a)
-            for a, t in zip(adj, tadj)]
-    fn = getattr(hvp_module(ck), ck.abi.entries["adjoint"][cpu_target(ck, "adjoint", dims)] +
-                 "__hvp")
-    _call_once(ck, "adjoint-tangent", fn, dims, values + adj + tan_values + tadj)
-
-
-def tangent_values(ck, args, tans, scalar_tangents, device):
-    """The tangent entry's extra arguments: for each parameter with a tangent, the tangent array
-    given in ``tans`` (aligned with ``args``; None for a zero tangent) or, for scalar and vector
-    parameters, ``scalar_tangents.get(name)`` (default zero)."""
-    out = []
-    for p, (n, t), a, given in zip(ck.abi.params, ck.params, args, tans):
-        if p.tangent is None:
-            continue
-        if isinstance(t, T.ArrayType):
-            out.append(None if given is None else kernel_data(given))
-            continue
-        given = scalar_tangents.get(n)
-        if given is None:
-            given = np.zeros(t._length_) if T.is_composite(t) else 0
-        out.append(convert_arg(f"kernel '{ck.key}' tangent of '{n}'", t, given, device))
-    return out
-
-
-# ------------------------------------------------------------------------ wp.jvp
 
 def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None, adjoint=False,
         adj_inputs=(), adj_outputs=()):
@@ -116,8 +70,8 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None, adjoint=
             if given is not None:
                 scalars[n] = given
     tan_values = tangent_values(ck, args, flat_tans, scalars, device)
-    _run_derivative(ck, "tangent", dims, values + tan_values, device, args,
-                    lambda a: by_id.get(id(a)))
+    run_derivative(ck, "tangent", dims, values + tan_values, device, args,
+                   lambda a: by_id.get(id(a)))
     return {a: g for a, g in outs.values()}
 
 
@@ -173,7 +127,3 @@ def _flatten_tangents(ck, user_tans):
                 view = view.field(f)
             out.append(view)
     return out
-
-
-def zeros_like_tangent(a):
-    return array(np.zeros_like(a.numpy()), dtype=a.dtype, copy=False, device=a.device)

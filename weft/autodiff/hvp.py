@@ -23,6 +23,7 @@ import numpy as np
 from ..core.errors import LaunchError
 from ..core.pytree import TreeDict, pairs
 from ..runtime.array import array
+from .seeds import tangent_seed
 
 
 class Shadows:
@@ -51,7 +52,6 @@ class Shadows:
 
 
 def hvp(tape, loss, vectors, return_grad=False, grads=None):
-    from .tape import _tangent_seed
     if loss is not None and (not isinstance(loss, array) or loss.grad is None):
         raise LaunchError("tape.hvp(loss, ...): loss must be a wp.array created with "
                           "requires_grad=True")
@@ -62,14 +62,14 @@ def hvp(tape, loss, vectors, return_grad=False, grads=None):
         raise LaunchError("tape.hvp: give a loss, or grads= to seed the outputs' gradients")
     seeded = []
     for a, g in pairs(grads or {}, "hvp(grads=...)", LaunchError):
-        data = _tangent_seed(a, g)  # checked like backward's seeds
+        data = tangent_seed(a, g)  # checked like backward's seeds
         if a.grad is None:
             raise LaunchError(f"tape.hvp(grads=...): the array of shape {a.shape} has no "
                               "gradient (create it with requires_grad=True)")
         seeded.append((a, data))
     seeds = {}
     for a, v in pairs(vectors or {}, "hvp(vectors=...)", LaunchError):
-        seeds[a] = _tangent_seed(a, v)
+        seeds[a] = tangent_seed(a, v)
         if a.grad is None:
             raise LaunchError(f"tape.hvp: the input array of shape {a.shape} has no gradient "
                               "(create it with requires_grad=True)")
@@ -94,29 +94,3 @@ def hvp(tape, loss, vectors, return_grad=False, grads=None):
         return TreeDict((a, array(np.array(shadows.of(a.grad._data)), dtype=a.dtype,
                                   device=a.device)) for a in seeds)
     return (result(tadjs), result(adjs)) if return_grad else result(tadjs)
-
-
-def hvp_module(ck):
-    """The generated module of ``ck``'s adjoint-tangent entries (built once, cached like the
-    kernel's own module)."""
-    mod = getattr(ck, "_hvp_module", None)
-    if mod is not None:
-        return mod
-    from ..runtime import cache
-    from ..transpiler.second_order import SecondOrderError, tangent_module
-    abi = ck.abi
-    active = [p.name for p in abi.params if p.tangent is not None] + \
-        [p.adjoint for p in abi.params if p.adjoint is not None]
-    insert_at = 1 + len(abi.params) + sum(p.adjoint is not None for p in abi.params)
-    entries = [(name, name + "__hvp", active, insert_at)
-               for name in dict.fromkeys(abi.entries["adjoint"][t] for t in ("cpu", "serial"))]
-    name = ck.module.__name__.split(".", 1)[1] + "__hvp"
-
-    def build():
-        try:
-            return tangent_module(ck.module.__weft_source__, entries)
-        except SecondOrderError as exc:
-            raise LaunchError(f"tape.hvp: kernel '{ck.key}' has no second-order code: "
-                              f"{exc}") from None
-    mod = ck._hvp_module = cache.load_or_build(name, build)
-    return mod

@@ -44,7 +44,7 @@ from ..core.errors import LaunchError
 from ..core.pytree import flatten, unflatten
 from ..runtime import hazards
 from ..runtime.array import array
-from ..runtime.launch import Launch
+from ..runtime.record import Launch
 from .tape import Tape, active_tapes
 
 __all__ = ["loop", "LoopNode"]

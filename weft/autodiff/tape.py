@@ -10,29 +10,24 @@ Example::
     x.grad.numpy()
 
 A record is any object with ``backward()`` and ``arrays`` (the arrays whose gradients it reads
-or writes): a recorded launch (:class:`weft.runtime.launch.Launch`) or a Python callback
+or writes): a recorded launch (:class:`weft.runtime.record.Launch`) or a Python callback
 (:meth:`Tape.record_func`). The tape itself knows nothing about kernels.
 """
 from __future__ import annotations
-
-import numpy as np
 
 from ..core.errors import LaunchError
 from ..core.pytree import TreeDict, pairs
 from ..runtime import hazards
 from ..runtime.array import array
 from ..runtime.graph import capturing
-
-_stack = []
+from ..runtime.hooks import active_tape, tapes as _stack  # noqa: F401  (the runtime reads them)
+from .seeds import seed_gradient, tangent_seed
 
 
 def active_tapes():
-    """The tapes recording now, innermost last (the list itself: empty when none)."""
+    """The tapes recording now, innermost last (the list itself: empty when none). The list is
+    :data:`weft.runtime.hooks.tapes`, where the runtime finds the tapes to record on."""
     return _stack
-
-
-def active_tape():
-    return _stack[-1] if _stack else None
 
 
 class Tape:
@@ -92,7 +87,7 @@ class Tape:
         _not_captured("tape.forward")
         state = {}
         for a, g in pairs(tangents or {}, "forward(tangents=...)", LaunchError):
-            state[a] = _tangent_seed(a, g)
+            state[a] = tangent_seed(a, g)
         written = []
         for rec in self.launches:
             fwd = getattr(rec, "forward", None)
@@ -123,7 +118,7 @@ class Tape:
             self.loss = loss
             loss.grad.fill_(1)
         for a, g in pairs(grads or {}, "backward(grads=...)", LaunchError):
-            _seed(a, g)
+            seed_gradient(a, g)
         graph = capturing()  # as Warp: during a graph capture the adjoints are captured
         for rec in reversed(self.launches):
             for a in rec.arrays:  # as Warp: the gradients backward used are the ones zero() clears
@@ -204,35 +199,6 @@ def _not_captured(what):
         raise LaunchError(f"{what} returns its results now, so it cannot be part of a graph "
                           "capture: call it after wp.capture_launch (tape.backward can be "
                           "captured)")
-
-
-def _seed(a, g):
-    """Set ``a.grad`` to ``g`` (checked: shape and type)."""
-    if not isinstance(a, array):
-        raise LaunchError(f"backward(grads=...): keys must be wp.arrays, got {type(a).__name__}")
-    data = g.numpy() if isinstance(g, array) else np.asarray(g)
-    want = tuple(a._data.shape)  # the array's shape and its elements' (n, 3) for vec3
-    if data.shape != want:
-        raise LaunchError(f"backward(grads=...): the gradient given for an array of shape "
-                          f"{a.shape} (dtype {getattr(a.dtype, '__name__', a.dtype)}) has shape "
-                          f"{data.shape}")
-    if a.grad is None:
-        a.requires_grad = True
-    a.grad.assign(data)
-
-
-def _tangent_seed(a, g):
-    """A fresh tangent array for ``a`` holding ``g`` (checked like ``backward``'s seeds)."""
-    if not isinstance(a, array):
-        raise LaunchError(f"forward(tangents=...): keys must be wp.arrays, got "
-                          f"{type(a).__name__}")
-    data = g.numpy() if isinstance(g, array) else np.asarray(g)
-    want = tuple(a._data.shape)
-    if data.shape != want:
-        raise LaunchError(f"forward(tangents=...): the tangent given for an array of shape "
-                          f"{a.shape} has shape {data.shape}")
-    return array(np.ascontiguousarray(data, dtype=a._data.dtype), dtype=a.dtype,
-                 device=a.device)
 
 
 class _Func:

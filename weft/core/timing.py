@@ -18,7 +18,26 @@ import cProfile
 import threading
 import time
 
-from ..runtime.device import synchronize
+
+def _nothing_launched(device=None):
+    """Before the runtime is imported nothing can have been launched: nothing to wait for."""
+
+
+_synchronize = _nothing_launched
+
+
+def register_synchronize(fn):
+    """Set what :func:`synchronize` calls: the runtime registers ``wp.synchronize``
+    (``weft.runtime.device.synchronize``) when it is imported; this module sits in the bottom
+    layer and imports nothing above it."""
+    global _synchronize
+    _synchronize = fn
+
+
+def synchronize(device=None):
+    """Wait until all launched work has finished (``wp.synchronize``, which the runtime
+    registers); what ``ScopedTimer(synchronize=True)`` calls."""
+    _synchronize(device)
 
 
 class ScopedTimer:

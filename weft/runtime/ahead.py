@@ -108,18 +108,18 @@ def _not_cached(modname):
 
 def _cost(job):
     """A compile's cost, guessed from the size of the function's source (a threaded entry's
-    with its chunk's, which holds the kernel's body: ``kernel._extract_function``)."""
-    from .kernel import _extract_function
+    with its chunk's, which holds the kernel's body: ``compiled.function_source``)."""
+    from .compiled import function_source
     modname, fname, _ = job
     src = getattr(sys.modules.get(modname), "__weft_source__", None)
-    return len(_extract_function(src, fname)) if src else 1
+    return len(function_source(src, fname)) if src else 1
 
 
 def kernels_of(names):
     """The kernels declared in the Python modules ``names``."""
     from ..stdlib.funcs import DECLARED
-    from .kernel import Kernel
-    return [fn for name in names for fn in DECLARED.get(name, ()) if isinstance(fn, Kernel)]
+    return [fn for name in names for fn in DECLARED.get(name, ())
+            if getattr(fn, "_weft_kind", None) == "kernel"]  # (this module sits below .kernel)
 
 
 def load_kernels(kernels, device_kind="cpu", max_workers=None):

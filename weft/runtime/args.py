@@ -1,6 +1,7 @@
 """Launch arguments as the generated kernels take them: checked against the declared parameter
 types, struct arguments split into their members, values converted (float16 as the kernels
-hold it). Every check raises :class:`~weft.errors.LaunchError` naming the kernel and the
+hold it), and the gradient and tangent arrays that adjoint and tangent launches take beside
+them. Every check raises :class:`~weft.errors.LaunchError` naming the kernel and the
 parameter, before anything runs."""
 from __future__ import annotations
 
@@ -186,3 +187,87 @@ def fast_converter(ptype):
             return np_t(v) if type(v) is int and info.min <= v <= info.max else None
         return conv
     return lambda v, device: None
+
+
+# ------------------------------------------------------------------------ adjoints and tangents
+
+def adjoint_arrays(ck, args):
+    """The gradient arrays of ``args`` for the adjoint's parameters (None where none)."""
+    out = []
+    for p, a in zip(ck.abi.params, args):
+        if p.adjoint is not None:
+            g = a.grad if isinstance(a, array) else None
+            out.append(None if g is None else kernel_data(g))
+    return out
+
+
+def explicit_adjoints(ck, args, given):
+    """``adj_inputs + adj_outputs`` of ``launch(adjoint=True)``: one entry per argument, arrays
+    of the argument's shape and dtype, or None: the argument's own ``.grad`` (as Warp)."""
+    if len(given) != len(ck.params):
+        raise LaunchError(f"kernel '{ck.key}': adj_inputs + adj_outputs must give one entry per "
+                          f"argument ({len(ck.params)}), got {len(given)}")
+    out = []
+    for p, a, g in zip(ck.abi.params, args, given):
+        if p.adjoint is None:
+            continue
+        if g is None and isinstance(a, array):
+            g = a.grad
+        if g is None or not isinstance(g, array):
+            out.append(None)
+            continue
+        if g.shape != a.shape or g.dtype != a.dtype or g.device != a.device:
+            raise LaunchError(f"kernel '{ck.key}': the adjoint given for argument "
+                              f"'{p.name}' has shape {g.shape}, dtype {T.type_name(g.dtype)} on "
+                              f"{g.device}; the argument has shape {a.shape}, dtype "
+                              f"{T.type_name(a.dtype)} on {a.device}")
+        out.append(kernel_data(g))
+    return out
+
+
+def retain_grads(ck, args, adj_values):
+    """Warp's ``retain_grad``: the adjoint of a store zeroes the stored elements' gradient,
+    except for arrays made with ``retain_grad=True``, whose adjoint then works on a copy."""
+    if not ck.abi.stores:
+        return adj_values
+    slots = {p.name: k for k, p in enumerate(p for p in ck.abi.params if p.adjoint is not None)}
+    out = list(adj_values)
+    for name, accumulated in ck.abi.stores:
+        a = args[ck.param_index(name)]
+        k = slots.get(name)
+        if k is None or out[k] is None or not getattr(a, "retain_grad", False):
+            continue
+        if accumulated:
+            raise LaunchError(f"kernel '{ck.key}' both stores into and reads array '{name}', "
+                              "which has retain_grad=True: weft cannot keep the gradient of the "
+                              "stored elements and add the reads' gradient")
+        g = out[k]
+        if isinstance(g, np.ndarray):
+            out[k] = g.copy()
+        else:
+            from numba import cuda
+            out[k] = cuda.device_array_like(g)
+            out[k].copy_to_device(g)
+    return out
+
+
+def tangent_values(ck, args, tans, scalar_tangents, device):
+    """The tangent entry's extra arguments: for each parameter with a tangent, the tangent array
+    given in ``tans`` (aligned with ``args``; None for a zero tangent) or, for scalar and vector
+    parameters, ``scalar_tangents.get(name)`` (default zero)."""
+    out = []
+    for p, (n, t), a, given in zip(ck.abi.params, ck.params, args, tans):
+        if p.tangent is None:
+            continue
+        if isinstance(t, T.ArrayType):
+            out.append(None if given is None else kernel_data(given))
+            continue
+        given = scalar_tangents.get(n)
+        if given is None:
+            given = np.zeros(t._length_) if T.is_composite(t) else 0
+        out.append(convert_arg(f"kernel '{ck.key}' tangent of '{n}'", t, given, device))
+    return out
+
+
+def zeros_like_tangent(a):
+    return array(np.zeros_like(a.numpy()), dtype=a.dtype, copy=False, device=a.device)

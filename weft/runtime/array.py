@@ -26,18 +26,11 @@ import numpy as np
 from ..core import types as T
 from . import device as D
 from . import hazards
-from .array_data import (ARRAY_MAX_DIMS, _as_shape, _c_strides, _field_data, _from_ptr,
-                         _host_data)
+from .array_copy import clone, copy
+from .array_data import (ARRAY_MAX_DIMS, _as_dtype, _as_shape, _c_strides, _field_data,
+                         _from_ptr, _host_data)
 from .array_views import ArrayViews
-
-
-def _as_dtype(dtype):
-    """A dtype given by a user as a weft type; ``typing.Any`` stays (generic annotation)."""
-    if dtype is typing.Any or isinstance(dtype, typing.TypeVar):  # wp.Float, wp.Int
-        return dtype
-    if dtype is T.bfloat16:
-        raise TypeError("weft does not support bfloat16 arrays (use float16 or float32)")
-    return T.as_value_type(dtype)
+from .matmul import matmul_operator
 
 
 class array(ArrayViews):
@@ -393,7 +386,6 @@ class array(ArrayViews):
     def assign(self, src):
         """Copy ``src`` (an array, or anything ``wp.array(src, dtype=self.dtype)`` accepts) into
         this array, as ``wp.copy(self, src)``."""
-        from .array_ops import copy
         if not isinstance(src, array):
             src = array(src, dtype=self.dtype, copy=False, device="cpu")
         copy(self, src)
@@ -403,7 +395,6 @@ class array(ArrayViews):
         """This array if contiguous, else a contiguous copy."""
         if self.is_contiguous:
             return self
-        from .array_ops import clone
         return clone(self)
 
     def to(self, device, requires_grad=None):
@@ -411,7 +402,6 @@ class array(ArrayViews):
         device = D.get_device(device)
         if device == self.device:
             return self
-        from .array_ops import clone
         return clone(self, device=device, requires_grad=requires_grad)
 
     def field(self, name):
@@ -441,7 +431,6 @@ class array(ArrayViews):
     def __matmul__(self, other):
         """``a @ b`` between 2-D float arrays: a new array, recorded on an active tape
         (``weft.runtime.matmul``; Warp 1.19 has no array product)."""
-        from .matmul import matmul_operator
         out = matmul_operator(self, other)
         if out is NotImplemented:
             raise TypeError("@ between wp.arrays takes two 2-D float arrays")

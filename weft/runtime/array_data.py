@@ -13,6 +13,15 @@ from ..core import types as T
 ARRAY_MAX_DIMS = 4
 
 
+def _as_dtype(dtype):
+    """A dtype given by a user as a weft type; ``typing.Any`` stays (generic annotation)."""
+    if dtype is typing.Any or isinstance(dtype, typing.TypeVar):  # wp.Float, wp.Int
+        return dtype
+    if dtype is T.bfloat16:
+        raise TypeError("weft does not support bfloat16 arrays (use float16 or float32)")
+    return T.as_value_type(dtype)
+
+
 def _infer_dtype(data):
     """numpy's dtype of the data, as Warp 1.19: ``[1, 2]`` is int64, ``[1.0, 2.5]`` float64."""
     arr = np.asarray(data)

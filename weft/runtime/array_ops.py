@@ -1,4 +1,5 @@
-"""Array creation and copies: ``wp.zeros``, ``wp.full``, ``wp.clone``, ``wp.copy``, ... (Warp 1.19).
+"""Array creation: ``wp.zeros``, ``wp.full``, ``wp.from_numpy``, ... (Warp 1.19), and the copies
+``wp.clone`` and ``wp.copy`` (from :mod:`weft.runtime.array_copy`).
 
 Example::
 
@@ -10,14 +11,15 @@ Example::
 """
 from __future__ import annotations
 
-import operator
 import typing
 
 import numpy as np
 
 from ..core import pytree
 from ..core import types as T
-from .array import _as_dtype, _as_shape, array
+from .array import array
+from .array_copy import clone, copy  # noqa: F401  (wp.clone, wp.copy)
+from .array_data import _as_dtype, _as_shape
 
 
 def _shape(shape, n=None):
@@ -111,20 +113,6 @@ def full_like(src, value, device=None, requires_grad=None, pinned=None, **kw):
     return zeros_like(src, device, requires_grad).fill_(value)
 
 
-def clone(src, device=None, requires_grad=None, pinned=None, **kw):
-    """A contiguous copy of ``src`` in new memory, made as Warp 1.19 makes it: an empty array
-    (with a gradient when ``requires_grad``, by default when ``src`` has one) and ``wp.copy``, so
-    the gradient is copied too when both have one, and inside a ``wp.Tape`` the clone is
-    recorded (its adjoint adds the clone's gradient to ``src``'s). A PyTree gives the PyTree of
-    the clones of its arrays."""
-    if not isinstance(src, array) and pytree.is_tree(src):
-        return pytree.map_tree(lambda a: clone(a, device, requires_grad), src)
-    rg = src.requires_grad if requires_grad is None else requires_grad
-    out = empty(src.shape, dtype=src.dtype, device=device or src.device, requires_grad=rg)
-    copy(out, src)
-    return out
-
-
 def _tree_of(make, tp, shape, n, device, requires_grad):
     """``make(shape, dtype)`` for every array field of PyTree type ``tp`` (``wp.zeros(tp,
     shape)``: the shape comes in the dtype position, or as ``n=``)."""
@@ -169,147 +157,3 @@ def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False,
             dtype = base
     return array(arr, dtype=dtype, shape=shape, device=device, requires_grad=requires_grad,
                  retain_grad=retain_grad)
-
-
-# ---------------------------------------------------------------------------------------------
-# wp.copy
-
-
-def copy(dest, src, dest_offset=0, src_offset=0, count=0, stream=None):
-    """Copy ``count`` elements (all of ``src`` when 0) of ``src`` from ``src_offset`` into
-    ``dest`` at ``dest_offset``, elements counted over the flattened arrays (as Warp 1.19:
-    strided arrays take offsets and counts only when 1-d). Gradients are copied when both
-    arrays have one, and inside a ``wp.Tape`` the copy is recorded: its adjoint adds ``dest``'s
-    gradient of the copied elements to ``src``'s and zeroes it (unless ``retain_grad``)."""
-    from ..core import typeinfo
-    if not isinstance(src, array) or not isinstance(dest, array):
-        raise RuntimeError("Copy source and destination must be arrays")
-    try:
-        src_offset, dest_offset, count = (operator.index(x) for x in (src_offset, dest_offset,
-                                                                      count))
-    except TypeError as e:
-        raise RuntimeError("Copy src_offset, dest_offset, and count must be integers") from e
-    if src_offset < 0:
-        raise RuntimeError(f"Source offset must be non-negative, got {src_offset}")
-    if dest_offset < 0:
-        raise RuntimeError(f"Destination offset must be non-negative, got {dest_offset}")
-    if count < 0:
-        raise RuntimeError(f"Copy count must be non-negative, got {count}")
-    if count == 0:
-        count = src.size
-    if count == 0:
-        return
-    if typeinfo.type_size_in_bytes(src.dtype) != typeinfo.type_size_in_bytes(dest.dtype):
-        raise RuntimeError(f"Incompatible array data types: destination dtype="
-                           f"{typeinfo.type_repr(dest.dtype)}, source dtype="
-                           f"{typeinfo.type_repr(src.dtype)}")
-    if src.is_contiguous and dest.is_contiguous:
-        nb = typeinfo.type_size_in_bytes(src.dtype)  # Warp's messages count bytes
-        if src_offset + count > src.size:
-            raise RuntimeError(f"Trying to copy source buffer with size ({count * nb}) from "
-                               f"offset ({src_offset * nb}) is larger than source size "
-                               f"({src.size * nb})")
-        if dest_offset + count > dest.size:
-            raise RuntimeError(f"Trying to copy source buffer with size ({count * nb}) to offset "
-                               f"({dest_offset * nb}) is larger than destination size "
-                               f"({dest.size * nb})")
-    elif src_offset or dest_offset or count != src.size or count != dest.size:
-        if src.ndim != 1 or dest.ndim != 1:
-            raise RuntimeError("dest_offset, src_offset, and count are only supported for 1-D "
-                               "non-contiguous arrays")
-        if src_offset + count > src.size:
-            raise RuntimeError(f"Trying to copy a range of {count} element(s) from source offset "
-                               f"({src_offset}) exceeds the source size ({src.size})")
-        if dest_offset + count > dest.size:
-            raise RuntimeError(f"Trying to copy a range of {count} element(s) to destination "
-                               f"offset ({dest_offset}) exceeds the destination size "
-                               f"({dest.size})")
-    elif src.shape != dest.shape:
-        raise RuntimeError(f"Incompatible array shapes: destination shape={dest.shape}, source "
-                           f"shape={src.shape}")
-    from .graph import capturing
-    graph = capturing()
-    if graph is not None:  # recorded for replay (the gradient copy and tape record included)
-        graph.record(lambda: _copy_now(dest, src, dest_offset, src_offset, count))
-        return
-    _copy_now(dest, src, dest_offset, src_offset, count)
-
-
-def _copy_now(dest, src, dest_offset, src_offset, count):
-    _copy_region(dest, src, dest_offset, src_offset, count)
-    if src.grad is not None and dest.grad is not None:
-        _copy_region(dest.grad, src.grad, dest_offset, src_offset, count)
-        from ..autodiff.tape import active_tape
-        tape = active_tape()
-        if tape is not None:
-            tape.record_func(lambda: _adj_copy(dest, src, dest_offset, src_offset, count),
-                             [dest, src],
-                             lambda t: _tan_copy(t, dest, src, dest_offset, src_offset, count))
-
-
-def _tan_copy(tangents, dest, src, dest_offset, src_offset, count):
-    """Forward mode of a recorded copy: ``dest``'s tangent takes ``src``'s in the region."""
-    ts = tangents.get(src)
-    td = tangents.get(dest)
-    td = array(td.numpy() if td is not None else np.zeros(dest._data.shape, dest._data.dtype),
-               dtype=dest.dtype, device=dest.device)
-    if ts is None:
-        ts = array(np.zeros(src._data.shape, src._data.dtype), dtype=src.dtype,
-                   device=src.device)
-    _copy_region(td, ts, dest_offset, src_offset, count)
-    tangents[dest] = td
-
-
-def _region(a, offset, count):
-    """The elements ``offset .. offset + count`` of ``a`` (flattened) as a view: the whole
-    array, a slice of a 1-d array, or a slice of a contiguous array flattened."""
-    if offset == 0 and count == a.size:
-        return a
-    flat = a if a.ndim == 1 else a.flatten()
-    return flat[offset:offset + count]
-
-
-def _copy_region(dest, src, dest_offset, src_offset, count):
-    s, d = _region(src, src_offset, count), _region(dest, dest_offset, count)
-    if s.shape != d.shape:  # contiguous arrays of the same size: copied in memory order
-        s, d = s.flatten(), d.flatten()
-    values = _reinterpret(s.numpy(), s.shape, d)
-
-    def put(data):
-        data[...] = values
-    d._write(put)
-
-
-def _reinterpret(values, outer, dest):
-    """Element values as ``dest`` stores them: as they are when the numpy dtypes agree, else the
-    same bytes seen as ``dest``'s dtype (Warp copies memory, so ``int32`` -> ``uint32`` keeps
-    the bits)."""
-    nd, eshape = dest._data.dtype, T.element_shape(dest.dtype)
-    if values.dtype == nd and values.shape[len(outer):] == eshape:
-        return values
-    raw = np.ascontiguousarray(values).view(np.uint8).reshape(tuple(outer) + (-1,))
-    return raw.view(nd).reshape(tuple(outer) + eshape)
-
-
-def _adj_copy(dest, src, dest_offset, src_offset, count):
-    """Adjoint of ``copy``: src.grad[region] += dest.grad[region]; then dest.grad[region] = 0
-    unless ``dest.retain_grad`` (as Warp 1.19)."""
-    s, d = _region(src.grad, src_offset, count), _region(dest.grad, dest_offset, count)
-    if s.shape != d.shape:
-        s, d = s.flatten(), d.flatten()
-    add = np.array(d.numpy()).reshape(s.numpy().shape)
-
-    def accumulate(data):
-        data += add.astype(data.dtype)
-    s._write(accumulate)
-    if not dest.retain_grad:
-        d.zero_()
-
-
-def cuda_transpose(data, axes):
-    """A transposed view of a CUDA device array (real or simulated)."""
-    if hasattr(data, "_ary"):  # Numba's CUDA simulator wraps a numpy array
-        return type(data)(data._ary.transpose(axes))
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
-    return DeviceNDArray(tuple(data.shape[a] for a in axes), tuple(data.strides[a] for a in axes),
-                         data.dtype, gpu_data=data.gpu_data)

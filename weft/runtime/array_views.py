@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import types as T
-from .array_data import ARRAY_MAX_DIMS, _c_strides
+from .array_data import ARRAY_MAX_DIMS, _as_dtype, _c_strides
 
 
 class ArrayViews:
@@ -105,7 +105,6 @@ class ArrayViews:
         """The same memory seen as another dtype (no copy): of equal size (``int32`` as
         ``uint32``, ``vec4`` as ``quat``, ``vec4ub`` as ``uint32``), a vector/matrix as its
         scalars (trailing dimensions more), or scalars as vectors/matrices (fewer)."""
-        from .array import _as_dtype
         dtype = _as_dtype(dtype)
         from ..core.typeinfo import type_repr, type_size_in_bytes
         size_new, size_old = type_size_in_bytes(dtype), type_size_in_bytes(self.dtype)
@@ -165,8 +164,16 @@ class ArrayViews:
                                    "array")
         full = tuple(axes) + tuple(range(self._ndim, self._data.ndim))
         if self.device.is_cuda:
-            from .array_ops import cuda_transpose
-            data = cuda_transpose(self._data, full)
+            data = _cuda_transpose(self._data, full)
         else:
             data = self._data.transpose(full)
         return self._view(data, lambda g: g.transpose(axes))
+
+
+def _cuda_transpose(data, axes):
+    """A transposed view of a CUDA device array (real or simulated)."""
+    if hasattr(data, "_ary"):  # Numba's CUDA simulator wraps a numpy array
+        return type(data)(data._ary.transpose(axes))
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    return DeviceNDArray(tuple(data.shape[a] for a in axes), tuple(data.strides[a] for a in axes),
+                         data.dtype, gpu_data=data.gpu_data)

@@ -31,6 +31,7 @@ import threading
 import time
 
 from ..core import config
+from .hooks import tapes as _tapes  # the live list of recording tapes
 
 HELPER = r'''
 import pickle, struct, sys
@@ -116,7 +117,8 @@ def request_adjoint(ck, dims, values, args):
     if ck.device_kind != "cpu" or ck.abi.debug_sites is not None or ck.abi.tie_arrays or \
             ck.abi.no_derivative:
         return
-    from .launch import adjoint_arrays, cpu_target
+    from .args import adjoint_arrays
+    from .compiled import cpu_target
     target = cpu_target(ck, "adjoint", dims)
     fn = ck.entry("adjoint", target)
     if fn in _asked:
@@ -217,8 +219,7 @@ def _flush(force=False):
     global _failed
     if not _deferred:
         return
-    from ..autodiff.tape import active_tapes
-    if force or not (active_tapes() or _urgent):
+    if force or not (_tapes or _urgent):
         try:
             for _key, data in _deferred:
                 _send(data)

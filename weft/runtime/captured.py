@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from . import hazards
 from .array import array
+from .entries import bound_forward
+from .record import Launch
 
 
 def capture_launch(graph, ck, dims, values, args, device, tape, snapshots):
     """Record a checked and bound launch in ``graph``; ``tape``: the tape it is recorded on
     (None: none) with ``snapshots`` its own (parameter index -> buffer)."""
-    from .launch import Launch, bound_forward
     rec = None
     if tape is not None:
         rec = Launch(ck, dims, args, device, dict(snapshots))

@@ -20,7 +20,9 @@ from ..core import config
 from ..core.errors import LaunchError
 from . import hazards
 from .graph import _open as _captures_open
-from .launch import bound_forward, launch, launch_dims, prepare
+from .checks import launch_dims
+from .dispatch import launch_now, prepare
+from .entries import bound_forward
 
 
 class Launch:
@@ -98,8 +100,10 @@ class Launch:
     def launch(self, stream=None):
         """Run the launch with the current dimensions and arguments."""
         if self.adjoint or _captures_open[0] or hazards._LIVE or config.verify_fp:
-            launch(self.kernel, self.dims, inputs=self._args, adj_inputs=self._given_adj(),
-                   device=self.device, adjoint=self.adjoint, record_tape=False)
+            # wp.launch(kernel, dims, inputs=args, adj_inputs=adj, device, adjoint,
+            # record_tape=False), whose arguments are in order already
+            launch_now(self.kernel, self.dims, list(self._args), self.device, self.adjoint,
+                       self._given_adj(), (), False)
             return
         if self._bound is None:  # an argument was never set: the checks say which
             self._check(complete=True)

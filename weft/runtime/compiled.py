@@ -7,9 +7,13 @@ the transpiler's internals.
 """
 from __future__ import annotations
 
+import re
+
+from ..core import config
 from ..core.errors import LaunchError
 from ..transpiler.abi import flat_leaves
 from . import args as A
+from .checks import _size
 
 
 class CompiledKernel:
@@ -58,6 +62,32 @@ class CompiledKernel:
     def param_index(self, name):
         return self._index[name]
 
+    def hvp_module(self):
+        """The generated module of this kernel's adjoint-tangent entries (``tape.hvp``,
+        ``wp.jvp(..., adjoint=True)``; :mod:`weft.transpiler.second_order`), built once and
+        cached like the kernel's own module."""
+        mod = getattr(self, "_hvp_module", None)
+        if mod is not None:
+            return mod
+        from . import cache
+        from ..transpiler.second_order import SecondOrderError, tangent_module
+        abi = self.abi
+        active = [p.name for p in abi.params if p.tangent is not None] + \
+            [p.adjoint for p in abi.params if p.adjoint is not None]
+        insert_at = 1 + len(abi.params) + sum(p.adjoint is not None for p in abi.params)
+        entries = [(name, name + "__hvp", active, insert_at)
+                   for name in dict.fromkeys(abi.entries["adjoint"][t] for t in ("cpu", "serial"))]
+        name = self.module.__name__.split(".", 1)[1] + "__hvp"
+
+        def build():
+            try:
+                return tangent_module(self.module.__weft_source__, entries)
+            except SecondOrderError as exc:
+                raise LaunchError(f"tape.hvp: kernel '{self.key}' has no second-order code: "
+                                  f"{exc}") from None
+        mod = self._hvp_module = cache.load_or_build(name, build)
+        return mod
+
     # ------------------------------------------------------------------------ arguments
     def where(self, name):
         return f"kernel '{self.key}' argument '{name.replace('__', '.')}'"
@@ -87,3 +117,41 @@ class CompiledKernel:
             v = conv(a, device)
             out.append(A.convert_arg(self.where(n), t, a, device) if v is None else v)
         return out
+
+
+def function_source(src, fname):
+    """The text of function ``fname`` (with its decorators) in module source ``src``, after
+    the text of the chunk function it hands to the threads (``_wk.parallel_for(chunk, ...)``,
+    the threaded CPU entries), which holds the kernel's body."""
+    lines = src.splitlines()
+    out = []
+    inside = False
+    for i, line in enumerate(lines):
+        if line.startswith(f"def {fname}("):
+            inside = True
+            k = i
+            while k > 0 and lines[k - 1].startswith("@"):
+                k -= 1
+            out += lines[k:i]
+        elif inside and line and not line[0].isspace():
+            break
+        if inside:
+            out.append(line)
+    text = "\n".join(out) + "\n"
+    launch = re.search(r"_wk\.parallel_for\((\w+),", text)
+    if launch:
+        text = function_source(src, launch.group(1)) + "\n" + text
+    return text
+
+
+def cpu_target(ck, kind, dims):
+    """``"serial"`` for launches too small to pay for the threads (and adjoints whose threads
+    would share elements), else ``"cpu"``."""
+    n = dims[0] if len(dims) == 1 else _size(dims)
+    if n < config.serial_threshold:
+        return "serial"
+    if kind == "adjoint" and len(dims) > 1 and ck.abi.tid_dims <= 1:
+        # wp.tid() into one name is the first index: threads share it, so the adjoint's
+        # plain accumulation at "own" indices would race; run it without threads
+        return "serial"
+    return "cpu"

@@ -29,9 +29,7 @@ import types
 import typing
 
 from ..core import types as T
-from .kernel import Kernel
-
-_overloads = {}  # generic kernel -> list of argument-type lists
+from .kernel import Kernel, _overloads, declared_overloads  # noqa: F401  (declared here)
 
 
 def _is_generic(annotation):
@@ -56,11 +54,6 @@ def is_generic(kernel):
     """Whether ``kernel`` has a parameter annotated with ``typing.Any`` (or an array or vector
     type with ``Any`` in it)."""
     return any(_is_generic(a) for _, a in _params(kernel))
-
-
-def declared_overloads(kernel):
-    """The argument-type lists declared with :func:`overload` for ``kernel``."""
-    return list(_overloads.get(kernel, ()))
 
 
 def overload(kernel, arg_types=None):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 
+from ..core import timing as _timing
 from ..core.errors import LaunchError
 
 
@@ -133,6 +134,9 @@ def synchronize(device=None):
     if _CUDA:
         from numba import cuda
         cuda.synchronize()
+
+
+_timing.register_synchronize(synchronize)  # wp.ScopedTimer(synchronize=True) waits with it
 
 
 def get_cuda_device_count():

@@ -6,9 +6,7 @@ from ..core import config
 from . import device as D
 from . import hazards
 from .graph import _open as _captures_open
-from ..autodiff.tape import active_tapes
-
-_tapes = active_tapes()  # the live list of recording tapes, read directly
+from .hooks import tapes as _tapes  # the live list of recording tapes, read directly
 
 
 class FastLaunch:

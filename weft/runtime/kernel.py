@@ -8,6 +8,15 @@ import sys
 from ..stdlib.funcs import (COMPILE_LOCK, Function, UserFunction, func, func_grad, func_replay,  # noqa: F401
     func_tangent)
 from . import cache
+from .compiled import function_source
+
+_overloads = {}  # generic kernel -> list of argument-type lists (wp.overload, .declarations)
+
+
+def declared_overloads(kernel):
+    """The argument-type lists declared with ``wp.overload`` for ``kernel``
+    (:mod:`weft.runtime.declarations`)."""
+    return list(_overloads.get(kernel, ()))
 
 
 class Kernel(UserFunction):
@@ -74,7 +83,6 @@ class Kernel(UserFunction):
     @property
     def overloads(self):
         """The argument-type lists declared for this generic kernel with ``wp.overload``."""
-        from .declarations import declared_overloads
         return declared_overloads(self)
 
     @property
@@ -190,11 +198,10 @@ class Kernel(UserFunction):
         if kind == "all":
             return src
         if kind == "second":
-            from ..autodiff.hvp import hvp_module
-            return _extract_function(hvp_module(ck).__weft_source__,
-                                     ck.abi.entries["adjoint"][target] + "__hvp")
-        return _extract_function(src, ck.abi.entries[kind]["cuda" if target == "cuda" else
-                                                        target])
+            return function_source(ck.hvp_module().__weft_source__,
+                                   ck.abi.entries["adjoint"][target] + "__hvp")
+        return function_source(src, ck.abi.entries[kind]["cuda" if target == "cuda" else
+                                                      target])
 
 
 class _ModuleView:
@@ -228,31 +235,6 @@ class _ModuleView:
 
     def __getattr__(self, name):
         return getattr(self._kernel.compiled("cpu").module, name)
-
-
-def _extract_function(src, fname):
-    """The text of function ``fname`` (with its decorators) in module source ``src``, after
-    the text of the chunk function it hands to the threads (``_wk.parallel_for(chunk, ...)``,
-    the threaded CPU entries), which holds the kernel's body."""
-    lines = src.splitlines()
-    out = []
-    inside = False
-    for i, line in enumerate(lines):
-        if line.startswith(f"def {fname}("):
-            inside = True
-            k = i
-            while k > 0 and lines[k - 1].startswith("@"):
-                k -= 1
-            out += lines[k:i]
-        elif inside and line and not line[0].isspace():
-            break
-        if inside:
-            out.append(line)
-    text = "\n".join(out) + "\n"
-    launch = re.search(r"_wk\.parallel_for\((\w+),", text)
-    if launch:
-        text = _extract_function(src, launch.group(1)) + "\n" + text
-    return text
 
 
 def kernel(f=None, *, enable_backward=None, module=None, module_options=None, name=None,

@@ -7,18 +7,21 @@ Inside a ``wp.Tape`` the product is recorded: its adjoint adds ``alpha * adj_d @
 mode gives ``alpha * (ta @ b + a @ tb) + beta * tc``. The operands are copied when recorded,
 so later writes to them do not change the gradient. The products run on the CPU through NumPy's
 BLAS (float32 and float64; other float types through float64).
+
+This module sits below :mod:`weft.runtime.array` (whose ``@`` it implements): it knows arrays by
+their base class and makes new ones of the class of those it is given.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..core.errors import LaunchError
-from .array import array
-from ..autodiff.tape import active_tape
+from .array_views import ArrayViews as _Array  # every wp.array (the base of its one class)
+from .hooks import active_tape
 
 
 def _host(a, name):
-    if not isinstance(a, array):
+    if not isinstance(a, _Array):
         raise LaunchError(f"matmul: '{name}' must be a wp.array, got {type(a).__name__}")
     data = a.numpy()
     if data.dtype.kind != "f":
@@ -86,7 +89,7 @@ def _tangent(tangents, a, b, c, d, A, B, alpha, beta):
         out += alpha * _product(A.astype(np.float64), tb.numpy().astype(np.float64))
     if tc is not None:
         out += beta * tc.numpy()
-    tangents[d] = array(out.astype(d.numpy().dtype), dtype=d.dtype, device=d.device)
+    tangents[d] = type(d)(out.astype(d.numpy().dtype), dtype=d.dtype, device=d.device)
 
 
 def _hvp(tangents, adjs, tadjs, a, b, c, d, A, B, alpha, beta):
@@ -115,10 +118,10 @@ def _hvp(tangents, adjs, tadjs, a, b, c, d, A, B, alpha, beta):
 
 def matmul_operator(a, b):
     """``a @ b`` between 2-D arrays: a new array (recorded on an active tape)."""
-    if not isinstance(b, array) or a.ndim != 2 or b.ndim != 2:
+    if not isinstance(b, _Array) or a.ndim != 2 or b.ndim != 2:
         return NotImplemented
-    d = array(np.zeros((a.shape[0], b.shape[1]), dtype=a.numpy().dtype), dtype=a.dtype,
-              device=a.device, requires_grad=a.requires_grad or b.requires_grad)
-    c = array(np.zeros(d.shape, dtype=a.numpy().dtype), dtype=a.dtype, device=a.device)
+    d = type(a)(np.zeros((a.shape[0], b.shape[1]), dtype=a.numpy().dtype), dtype=a.dtype,
+                device=a.device, requires_grad=a.requires_grad or b.requires_grad)
+    c = type(a)(np.zeros(d.shape, dtype=a.numpy().dtype), dtype=a.dtype, device=a.device)
     matmul(a, b, c, d)
     return d

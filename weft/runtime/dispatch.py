@@ -1,0 +1,96 @@
+"""What ``wp.launch`` does once its arguments are in order (:func:`launch_now`, which
+:func:`weft.runtime.launch.launch` and the launch commands of :mod:`.command` call): the checks
+and the binding of the arguments (:func:`prepare`), then the adjoint launch, or the forward
+launch recorded on the tapes that record (:mod:`weft.runtime.hooks`), captured in a graph
+(:mod:`.captured`) or run (:mod:`.entries`).
+"""
+from __future__ import annotations
+
+from ..core import config
+from ..core.errors import LaunchError
+from . import background, hazards
+from .args import adjoint_arrays, explicit_adjoints, has_null_arrays, retain_grads
+from .captured import capture_launch
+from .checks import check_constant_indices, check_dims, check_geometry_ids, _size
+from .entries import run, run_derivative
+from .graph import capturing
+from .hooks import tapes as _tapes  # the live list of recording tapes
+from .record import Launch, alias_snapshots, overwrite_snapshots
+
+
+def compiled_of(kernel, device, args=None):
+    """The compiled kernel a launch on ``device`` with user arguments ``args`` runs (a generic
+    kernel is compiled for the arguments' types)."""
+    if getattr(kernel, "_weft_kind", None) != "kernel":
+        what = getattr(kernel, "__name__", type(kernel).__name__)
+        raise LaunchError(f"wp.launch needs a @wp.kernel, got {what!r} ({type(kernel).__name__})")
+    kind = "cuda" if device.is_cuda else "cpu"
+    if not kernel.is_generic:  # the common case first: compiled already for the mode
+        ck = kernel._compiled.get((kind, kernel.options.get("mode") or config.mode, None))
+        if ck is not None:
+            return ck
+    else:
+        from .generics import concrete_params
+        return kernel.compiled(kind, types=concrete_params(kernel.key, kernel.declared, args))
+    return kernel.compiled(kind)
+
+
+def prepare(kernel, dims, args, device):
+    """``(compiled kernel, arguments, bound values)`` of a launch of ``kernel`` over ``dims``
+    with user arguments ``args``, after every launch-time check (nothing runs)."""
+    ck = compiled_of(kernel, device, args)
+    if ck.abi.debug_sites is None and (has_null_arrays(args) if ck.has_structs else
+                                       any(a is None for a in args)):
+        # Warp's null arrays (None, unset struct members) have no elements: the launch runs the
+        # bounds-checked build, so an unguarded access is an error, never a stray read or write
+        ck = kernel.compiled("cuda" if device.is_cuda else "cpu", mode="debug",
+                             types=tuple(t for _, t in ck.user_params) if kernel.is_generic
+                             else None)
+    if ck.has_structs:
+        args = ck.flatten(args)
+    values = ck.bind(args, device)
+    if ck.abi.geometry_ids:
+        check_geometry_ids(ck, args, device)
+    if ck.abi.const_indices and _size(dims):  # (a launch of no threads reads nothing)
+        check_constant_indices(ck, args)
+    check_dims(ck, dims, args)
+    return ck, args, values
+
+
+def launch_now(kernel, dims, args, device, adjoint, adj_inputs, adj_outputs, record_tape):
+    """What ``wp.launch`` does once its arguments are in order (``dims`` a tuple of ints,
+    ``args`` the list of inputs and outputs, ``device`` a Device): the adjoint launch, or the
+    forward recorded on the innermost tape (``record_tape``), captured in a graph or run, after
+    protecting the memory recorded launches will read again."""
+    ck, args, values = prepare(kernel, dims, args, device)
+    if adjoint:
+        given = list(adj_inputs) + list(adj_outputs)
+        adj = explicit_adjoints(ck, args, given) if given else adjoint_arrays(ck, args)
+        values = values + retain_grads(ck, args, adj)
+        graph = capturing()
+        if graph is not None:
+            graph.record(lambda: run_derivative(ck, "adjoint", dims, values, device, args),
+                         is_launch=True)
+        else:
+            run_derivative(ck, "adjoint", dims, values, device, args)
+        return
+    tapes = _tapes
+    recording = record_tape and tapes
+    snapshots = {}
+    if recording and ck.abi.overwrites:
+        snapshots = overwrite_snapshots(ck, args, values)
+    if recording:
+        snapshots.update(alias_snapshots(ck, args, values))
+    if recording and not device.is_cuda:  # backward will need the adjoint: compiled meanwhile
+        background.request_adjoint(ck, dims, values, args)
+    graph = capturing()
+    if graph is not None:  # recorded for capture_launch; nothing runs now (as Warp)
+        return capture_launch(graph, ck, dims, values, args, device,
+                              tapes[-1] if recording else None, snapshots)
+    if hazards.watched():
+        for name in ck.abi.writes:  # protect what recorded launches will read again
+            a = args[ck.param_index(name)]
+            hazards.before_write(a, f"a launch of kernel '{ck.key}'")
+    run(ck, "forward", dims, values, device)
+    if recording:
+        tapes[-1].record(Launch(ck, dims, args, device, snapshots))

@@ -1,0 +1,218 @@
+"""Running a compiled kernel's generated entries (:class:`~weft.runtime.compiled.CompiledKernel`):
+the forward, adjoint, tangent and adjoint-tangent functions on the CPU (threaded or serial,
+:func:`~weft.runtime.compiled.cpu_target`) or CUDA, with the error words of debug builds, the
+ties of atomic min/max and the meshes whose points have derivatives. :mod:`.dispatch` runs
+launches through it, a recorded launch (:mod:`.record`) its adjoint and tangent, ``wp.jvp``
+(:mod:`weft.autodiff.forward_mode`) its tangent.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from ..core import config
+from ..core import types as T
+from ..core.errors import InternalError, KernelError, LaunchError
+from . import background
+from .args import convert_arg, kernel_data
+from .checks import _size, index_error, verify_fp
+from .compiled import cpu_target
+from .fastlaunch import FastLaunch
+
+CUDA_BLOCK = 256
+
+
+def bound_forward(ck, dims, values, device):
+    """``(fn, args)``: the forward of one launch, to be called later as ``fn(*args)`` exactly as
+    :func:`run` would call it now (graph capture). Release CPU launches bind the entry itself;
+    CUDA, debug builds and ``verify_fp`` go through :func:`run`."""
+    if device.is_cuda or ck.abi.debug_sites is not None or config.verify_fp:
+        return (lambda: run(ck, "forward", dims, values, device)), None
+    return ck.entry("forward", cpu_target(ck, "forward", dims)), (dims, *values)
+
+
+def run(ck, kind, dims, values, device):
+    """Call the generated ``kind`` function of compiled kernel ``ck`` over ``dims``."""
+    if kind != "forward" and ck.abi.no_derivative:
+        src = ck.kernel.parsed()
+        raise KernelError(ck.abi.no_derivative, src.filename, src.first_line, 0,
+                          src.lines[src.first_line - 1], ck.key)
+    if not device.is_cuda:
+        target = cpu_target(ck, kind, dims)
+        fn = ck.entry(kind, target)
+        if kind == "forward" and target == "serial" and ck.kernel._fast is None:
+            FastLaunch.enable(ck, fn)
+        if target == "cpu" and fn not in ck.called and kind in ("forward", "adjoint") and \
+                not ck.abi.tie_arrays:
+            fn = background.tier(ck, kind, fn, dims, values)  # the serial twin meanwhile
+        _call(ck, kind, fn, dims, values)
+        return
+    if _size(dims) == 0:
+        return
+    fn = ck.entry(kind, "cuda")
+    if kind != "forward":
+        values = cuda_shadows(ck, kind, values)
+    blocks = (_size(dims) + CUDA_BLOCK - 1) // CUDA_BLOCK
+    if kind != "adjoint":
+        _call(ck, kind, fn[blocks, CUDA_BLOCK], dims, values)
+        return
+    from numba import cuda
+    err = cuda.to_device(np.zeros(1, np.int32))
+    _call(ck, kind, fn[blocks, CUDA_BLOCK], dims, values, [err])
+    if err.copy_to_host()[0]:
+        from ..transpiler.targets import CUDA_STACK
+        raise RuntimeError(f"adjoint of kernel '{ck.key}': a loop ran more than {CUDA_STACK} "
+                           "iterations in one thread, more than the CUDA target records; the "
+                           "gradients of this launch are not valid. Set WEFT_CUDA_STACK to a "
+                           "larger value (before importing weft).")
+
+
+def _call(ck, kind, fn, dims, values, extra=()):
+    if ck.abi.tie_arrays and kind != "forward":
+        return _call_in_phases(ck, kind, fn, dims, values, extra)
+    return call_once(ck, kind, fn, dims, values, extra)
+
+
+def _call_in_phases(ck, kind, fn, dims, values, extra):
+    """A kernel with atomic min/max on float arrays: threads whose values tie share the
+    derivative equally. The adjoint runs twice, counting the ties with no adjoint arrays, then
+    sharing; the tangent runs twice, writing, then summing the tied tangents, which the runtime
+    divides by the counts (``analyze.atomic_tie_sites``)."""
+    n = len(ck.params)
+    targets = [values[ck.param_index(name)] for name in ck.abi.tie_arrays]
+    ties = [_zeros_like(t, np.int32) for t in targets]
+    if kind == "adjoint":
+        shadows = values[n:]
+        scratch = [None if v is None or not ck.device_kind == "cuda" else _zeros_like(v, v.dtype)
+                   for v in shadows]
+        call_once(ck, kind, fn, dims, values[:n] + scratch + [0] + ties, extra)
+        call_once(ck, kind, fn, dims, values + [1] + ties, extra)
+        return
+    sums = [_zeros_like(t, t.dtype) for t in targets]
+    for phase in (0, 1):
+        call_once(ck, kind, fn, dims, values + [phase] + ties + sums, extra)
+    tan_of = {p.name: v for p, v in zip([p for p in ck.abi.params if p.tangent is not None],
+                                          values[n:])}
+    for name, count, total in zip(ck.abi.tie_arrays, ties, sums):
+        tan = tan_of.get(name)
+        if tan is None:
+            continue
+        host = [a if isinstance(a, np.ndarray) else a.copy_to_host() for a in (tan, count, total)]
+        tied = host[1] > 0
+        host[0][tied] = host[2][tied] / host[1][tied]
+        if not isinstance(tan, np.ndarray):
+            tan.copy_to_device(host[0])
+
+
+def _zeros_like(data, dtype):
+    out = np.zeros(data.shape, dtype)
+    if isinstance(data, np.ndarray):
+        return out
+    from numba import cuda
+    return cuda.to_device(out)
+
+
+def call_once(ck, kind, fn, dims, values, extra=()):
+    """Call one entry (``extra``: the target's error words); in debug builds pass the debug
+    error word and raise what it reports; a failure to compile generated code is weft's bug,
+    reported as such."""
+    dbg = None
+    if ck.abi.debug_sites is not None:
+        dbg = np.zeros(4, np.int64)
+        if ck.device_kind == "cuda":
+            from numba import cuda
+            dbg = cuda.to_device(dbg)
+        extra = list(extra) + [dbg]
+    _invoke(ck, kind, fn, dims, list(values) + list(extra))
+    if dbg is not None:
+        report = dbg if isinstance(dbg, np.ndarray) else dbg.copy_to_host()
+        if report[0]:
+            raise index_error(ck, kind, dims, report, values)
+    if config.verify_fp:
+        verify_fp(ck, kind, values)
+
+
+def _invoke(ck, kind, fn, dims, values):
+    """Call one entry; a failure to compile generated code is weft's bug, reported as such. The
+    first call of an entry compiles it (or loads it from the cache): one that takes over a
+    second says so, unless ``wp.config.quiet``."""
+    first = fn not in ck.called
+    try:
+        if first:
+            import time
+            background.wait_for(ck, fn)  # its machine code may be on its way to the cache
+            t0 = time.perf_counter()
+            fn(dims, *values)
+            ck.called.add(fn)
+            took = time.perf_counter() - t0
+            if took > config.compile_message_seconds and not config.quiet:
+                where = getattr(fn, "__name__", kind)
+                # Warp's wording ("Module ... load on device ... took ..."), which Warp's
+                # tools and tests recognise
+                print(f"Module {ck.key} {kind} load on device '{ck.device_kind}' took "
+                      f"{took * 1e3:.0f} ms (weft: {where} compiled and ran; "
+                      f"{ck.kernel.statement_count()} statements)", file=sys.stderr, flush=True)
+        else:
+            fn(dims, *values)
+    except Exception as exc:
+        from numba.core.errors import NumbaError
+        if isinstance(exc, NumbaError):
+            raise InternalError(f"the {kind} code generated for kernel '{ck.key}' does not "
+                                f"compile:\n{exc}") from None
+        raise
+
+
+def cuda_shadows(ck, kind, values):
+    """On CUDA, adjoint and tangent arrays that were not given (None) become zeroed scratch
+    arrays: the CUDA target always takes views of them (``Target.optional_shadows``)."""
+    from numba import cuda
+    n = len(ck.params)
+    primal = values[:n]
+    shadows = [(p, getattr(p, "adjoint" if kind == "adjoint" else "tangent"))
+               for p in ck.abi.params]
+    out = list(primal)
+    for (p, _), v in zip([s for s in shadows if s[1] is not None], values[n:]):
+        if v is None:
+            base = primal[ck.param_index(p.name)]
+            v = cuda.to_device(np.zeros(base.shape, base.dtype))
+        out.append(v)
+    return out
+
+
+def run_derivative(ck, kind, dims, values, device, args, tangent_of=None):
+    """:func:`run` of an adjoint or tangent launch; the meshes it queries expose the gradients
+    (tangents) of their points to it meanwhile (``weft.runtime.geometry.mesh_derivatives``)."""
+    if not ck.abi.geometry_ids:
+        return run(ck, kind, dims, values, device)
+    from .geometry import mesh_derivatives
+    with mesh_derivatives(ck, args, grads=kind == "adjoint", tangent_of=tangent_of):
+        run(ck, kind, dims, values, device)
+
+
+def adjoint_tangent(ck, dims, args, values, adj, tans, tadj, device, what):
+    """Run the tangent of ``ck``'s adjoint (:mod:`weft.transpiler.second_order`): the adjoint
+    accumulates into ``adj`` as ever and its tangent into ``tadj`` (aligned with ``adj``),
+    along the primal tangents ``tans`` (wp.arrays aligned with ``args``; None: zero)."""
+    if device.is_cuda:
+        raise LaunchError(f"second order: {what} is on {device}; it runs on the CPU")
+    if ck.abi.tie_arrays:
+        raise LaunchError(f"second order: {what} uses atomic min/max on float arrays, which "
+                          "have no second-order code")
+    if ck.abi.no_derivative:
+        run(ck, "adjoint", dims, [], device)  # raises the kernel's reason
+    tan_values = []
+    for p, (n, t), g, v in zip(ck.abi.params, ck.params, tans, values):
+        if p.tangent is None:
+            continue
+        if isinstance(t, T.ArrayType):
+            tan_values.append(kernel_data(g) if g is not None else np.zeros_like(v))
+        else:
+            tan_values.append(convert_arg(f"kernel '{ck.key}' tangent of '{n}'", t,
+                                          np.zeros(t._length_) if T.is_composite(t) else 0,
+                                          device))
+    tadj = [None if a is None else t if t is not None else np.zeros_like(a)
+            for a, t in zip(adj, tadj)]
+    fn = getattr(ck.hvp_module(), ck.abi.entries["adjoint"][cpu_target(ck, "adjoint", dims)] +
+                 "__hvp")
+    call_once(ck, "adjoint-tangent", fn, dims, values + adj + tan_values + tadj)

@@ -1,0 +1,161 @@
+"""A launch recorded on a tape (:class:`Launch`): it runs its own adjoint, its tangent
+(``tape.forward``) and its adjoint's tangent (``tape.hvp``), replaying its kernel from its
+arguments or from snapshots of those overwritten since it ran (:func:`overwrite_snapshots`,
+:func:`alias_snapshots`, :mod:`weft.runtime.hazards`). The tape (:mod:`weft.autodiff.tape`)
+only calls it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import config
+from ..core import types as T
+from ..core.errors import KernelError, LaunchError
+from . import hazards
+from .args import adjoint_arrays, kernel_data, retain_grads, tangent_values, zeros_like_tangent
+from .array import array
+from .entries import adjoint_tangent, run_derivative
+
+
+def overwrite_snapshots(ck, args, values):
+    """Copies of the arrays the kernel reads and then overwrites (see ``weft.config``)."""
+    import warnings
+    mode = config.overwrite_gradients
+    snaps = {}
+    for name, read_line, write_line, own in ck.abi.overwrites:
+        if mode == "snapshot" and own:
+            i = ck.param_index(name)
+            data = values[i]
+            snaps[i] = data.copy() if isinstance(data, np.ndarray) else \
+                kernel_data(args[i].to("cpu").to(args[i].device))
+            continue
+        why = ("" if mode != "snapshot" else " with writes at other threads' elements, which a "
+               "snapshot cannot make exact;")
+        msg = (f"array '{name}' is read (line {read_line}) and then overwritten (line "
+               f"{write_line}) by this kernel;{why} the adjoint would replay from the "
+               "overwritten values. Write to another array, or set "
+               "wp.config.overwrite_gradients = 'snapshot'.")
+        src = ck.kernel.parsed()
+        line = src.lines[write_line - 1] if write_line <= len(src.lines) else None
+        err = KernelError(msg, src.filename, write_line, len(line) - len(line.lstrip()) if line
+                          else 0, line, ck.key)
+        if mode == "warn":
+            warnings.warn(str(err), stacklevel=3)
+        else:
+            raise err
+    return snaps
+
+
+def alias_snapshots(ck, args, values):
+    """One launch reading and writing the same memory under two parameters
+    (``wp.launch(k, inputs=[x], outputs=[x])``): the read side is copied first (see
+    :mod:`weft.runtime.hazards`), so that the adjoint replays from the values before."""
+    out = {}
+    for r, w in hazards.aliased_params(ck, args):
+        if r in out:
+            continue
+        rn, wn = ck.params[r][0], ck.params[w][0]
+        if config.overwrite_gradients == "snapshot":
+            out[r] = hazards.copy_of(values[r])
+            continue
+        msg = (f"kernel '{ck.key}' reads argument '{rn}' and writes argument '{wn}', which share "
+               "memory: the adjoint would replay from the written values, so the gradient would "
+               "be wrong. Pass distinct arrays, or set wp.config.overwrite_gradients = "
+               "'snapshot'.")
+        if config.overwrite_gradients == "warn":
+            import warnings
+            warnings.warn(msg, stacklevel=4)
+        else:
+            raise LaunchError(msg)
+    return out
+
+
+class Launch:
+    """A launch recorded on a tape: it runs its own adjoint, replaying its kernel from its
+    arguments, or from ``snapshots`` (parameter index -> data) of those that were overwritten
+    since (see :mod:`weft.runtime.hazards`)."""
+
+    __slots__ = ("compiled", "dims", "args", "device", "snapshots", "checks")
+
+    def __reduce__(self):
+        from ..integrations.serialize import refuse
+        refuse(self, "a tape's record belongs to this process; send the tape's gradients")
+
+    def __init__(self, compiled, dims, args, device, snapshots=None):
+        self.compiled, self.dims, self.args, self.device = compiled, dims, list(args), device
+        self.snapshots = snapshots or {}
+        self.checks = {}  # parameter index -> CRC-32 of memory exposed to numpy
+
+    @property
+    def arrays(self):
+        return [a for a in self.args if isinstance(a, array)]
+
+    def describe(self):
+        return f"the launch of kernel '{self.compiled.key}' (dim={self.dims})"
+
+    def reads(self):
+        """``(parameter index, array)`` of the memory the adjoint will read again."""
+        args, snaps = self.args, self.snapshots
+        return [(i, args[i]) for i in self.compiled.read_indices
+                if i not in snaps and isinstance(args[i], array)]
+
+    def backward(self):
+        ck = self.compiled
+        values = ck.bind(self.args, self.device)
+        for i, crc in self.checks.items():
+            if i not in self.snapshots and hazards.checksum(values[i]) != crc:
+                raise LaunchError(
+                    f"argument '{ck.params[i][0]}' of {self.describe()} was modified through "
+                    "numpy after the launch, before backward: its adjoint cannot replay the "
+                    "launch, so the gradient would be wrong. Modify a copy, or call backward "
+                    "first.")
+        for i, data in self.snapshots.items():
+            values[i] = data  # replay from the values before they were overwritten
+        adj = retain_grads(ck, self.args, adjoint_arrays(ck, self.args))
+        run_derivative(ck, "adjoint", self.dims, values + adj, self.device, self.args)
+
+    def hvp_backward(self, tangents, adjs, tadjs):
+        """The reverse sweep of ``tape.hvp`` (:mod:`weft.autodiff.hvp`): the adjoint as in
+        :meth:`backward` into scratch gradients ``adjs``, and its tangent along ``tangents``
+        (the tangents of the arrays as this launch saw them; missing: zero) into ``tadjs``
+        (both :class:`weft.autodiff.hvp.Shadows` of the arrays' gradients)."""
+        ck = self.compiled
+        values = ck.bind(self.args, self.device)
+        for i, data in self.snapshots.items():
+            values[i] = data
+        grads = adjoint_arrays(ck, self.args)
+        scratch = [adjs.of(g) for g in grads]
+        adj = retain_grads(ck, self.args, scratch)
+        # a gradient the adjoint works on a copy of (retain_grad) has its tangent copied too
+        tadj = [tadjs.of(g) if a is s else None if a is None else tadjs.of(g).copy()
+                for g, s, a in zip(grads, scratch, adj)]
+        tans = [tangents.get(a) if isinstance(a, array) else None for a in self.args]
+        adjoint_tangent(ck, self.dims, self.args, values, adj, tans, tadj, self.device,
+                        self.describe())
+
+    def forward(self, tangents):
+        """Forward mode over a tape (:meth:`weft.autodiff.tape.Tape.forward`): run the tangent
+        kernel from the launch's arguments (its snapshots where they were overwritten since),
+        reading the tangents of its arrays from ``tangents`` (missing: zero) and storing the
+        tangents of the arrays it writes there. The primal arrays it writes are replaced by
+        scratch copies, so no primal state changes."""
+        ck = self.compiled
+        values = ck.bind(self.args, self.device)
+        for i, data in self.snapshots.items():
+            values[i] = data
+        written = {ck.param_index(n) for n in ck.abi.writes}
+        tans, new = [], {}
+        for i, ((n, t), a) in enumerate(zip(ck.params, self.args)):
+            g = tangents.get(a) if isinstance(a, array) else None
+            if i in written and isinstance(a, array):
+                values[i] = hazards.copy_of(values[i])
+                if T.is_differentiable(t):
+                    g = array(g.numpy(), dtype=a.dtype, device=a.device) if g is not None \
+                        else zeros_like_tangent(a)
+                    new[i] = g
+            tans.append(g)
+        tan_values = tangent_values(ck, self.args, tans, {}, self.device)
+        run_derivative(ck, "tangent", self.dims, values + tan_values, self.device, self.args,
+                       tangents.get)
+        for i, g in new.items():
+            tangents[self.args[i]] = g
