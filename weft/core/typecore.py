@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import values as _values
 from .values import CompositeValue
 
 # ---------------------------------------------------------------------------------------------
@@ -231,41 +232,6 @@ def _composite(kind, shape, dtype, base_name):
     return cls
 
 
-_NAMED = None
-
-
-def composite_named(name):
-    """The vector, matrix, quaternion or transform type named ``name`` (``vec5f``, ``mat34d``,
-    ``quath``): what ``pickle`` looks up as ``weft.types.<name>`` for a type made by
-    ``wp.types.vector(5, float)``, which is no module attribute. ``None`` when no such type."""
-    import re
-    global _NAMED
-    for cls in _COMPOSITES.values():
-        if cls.__qualname__ == name:
-            return cls
-    if _NAMED is None:
-        sufs = sorted(_SUFFIX.values(), key=len, reverse=True)
-        _NAMED = re.compile(r"(vec|mat|quat|transform)(\d*|\d+x\d+)(" + "|".join(sufs) + ")")
-    m = _NAMED.fullmatch(name)
-    if m is None:
-        return None
-    base, digits, suf = m.groups()
-    dtype = next(t for t, s in _SUFFIX.items() if s == suf)
-    if base == "vec" and digits and int(digits) > 0:
-        return vector(int(digits), dtype)
-    if base == "mat" and "x" in digits:
-        rows, cols = (int(d) for d in digits.split("x"))
-        if rows and cols and max(rows, cols) >= 10:
-            return matrix((rows, cols), dtype)
-    elif base == "mat" and len(digits) == 2 and "0" not in digits:
-        return matrix((int(digits[0]), int(digits[1])), dtype)
-    if base == "quat" and not digits:
-        return quaternion(dtype)
-    if base == "transform" and not digits:
-        return transformation(dtype)
-    return None
-
-
 def query_type(name, words=16, attrs=None):
     """A distinct type for the iteration state of a geometry query (``wp.hash_grid_query_t``,
     ``wp.mesh_query_aabb_t``, ...): laid out as a vector of ``words`` int64 (kernels copy and
@@ -475,6 +441,63 @@ def is_differentiable(t):
     return is_float(scalar_of(t))
 
 
+# ---------------------------------------------------------------------------------------------
+# names (Warp's repr of types; also the names values print with)
+
+#: precision suffix of Warp's named types (``vec3f``, ``mat22d``, ``quath``); bool has none
+_SHORT = {t: s for t, s in _SUFFIX.items() if t is not bool}
+
+
+def _is_array_object(x):
+    """An instance of weft's array class (which marks itself: this module sits below the
+    runtime and does not import it)."""
+    return getattr(type(x), "_weft_array_", False) is True
+
+
+def type_repr(t):
+    """Warp's readable name of a type or array: ``vec3f``, ``matrix(shape=(5, 5), dtype=float64)``,
+    ``array(ndim=1, dtype=float32)`` (annotation), ``array(shape=(4,), dtype=vec3f)``."""
+    if t is typing.Any:
+        return "Any"
+    if isinstance(t, ArrayType):
+        return f"array(ndim={t.ndim}, dtype={type_repr(t.dtype)})"
+    if _is_array_object(t):
+        if t.is_annotation:
+            return f"array(ndim={t.ndim}, dtype={type_repr(t.dtype)})"
+        return f"array(shape={t.shape}, dtype={type_repr(t.dtype)})"
+    if isinstance(t, TupleType):
+        return f"tuple({', '.join(type_repr(x) for x in t.types)})"
+    if getattr(t, "_wp_generic_", False):
+        return t._wp_repr_
+    if is_composite(t):
+        s = scalar_of(t)
+        short = _SHORT.get(s)
+        kind = t._wp_kind_
+        if kind == "transformation":
+            return f"transform{short}" if short else f"transform(dtype={type_repr(s)})"
+        if kind == "quaternion":
+            return f"quat{short}" if short else f"quat(dtype={type_repr(s)})"
+        if kind == "vector":
+            n = t._shape_[0]
+            return f"vec{n}{short}" if short and n <= 4 else \
+                f"vector(length={n}, dtype={type_repr(s)})"
+        r, c = t._shape_
+        return f"mat{r}{c}{short}" if short and r <= 4 and c <= 4 else \
+            f"matrix(shape=({r}, {c}), dtype={type_repr(s)})"
+    if is_scalar(t):
+        return t.__name__
+    if t is builtins.bool:
+        return "bool"
+    if t is builtins.float:
+        return "float"
+    if t is builtins.int:
+        return "int"
+    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None)
+    if name is None:
+        return repr(t)
+    return f"{t.__module__}.{name}"
+
+
 vec2h, vec3h, vec4h = (vector(n, float16) for n in (2, 3, 4))
 vec2f, vec3f, vec4f = (vector(n, float32) for n in (2, 3, 4))
 vec2d, vec3d, vec4d = (vector(n, float64) for n in (2, 3, 4))
@@ -537,3 +560,9 @@ def generic_composite(kind, shape, dtype):
         "_wp_kind_": kind, "_shape_": tuple(shape), "_wp_scalar_type_": dtype,
         "_wp_generic_": True, "_wp_repr_": text, "__new__": new, "__module__": "weft.types",
         "__doc__": f"Generic annotation {text}: any {kind} matching it."})
+
+
+# values of these types build values of others (a matrix's row is a vector) and print by name:
+# :mod:`weft.core.values` is below this module (it is Composite's base), so it is handed them here
+_values.bind(vector=vector, matrix=matrix, quaternion=quaternion, components=_components,
+             by_numpy=_BY_NUMPY, type_repr=type_repr)

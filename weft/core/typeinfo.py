@@ -23,6 +23,7 @@ import typing
 import numpy as np
 
 from . import typecore as T
+from .typecore import _SHORT, _is_array_object, type_repr  # noqa: F401  (weft.types.type_repr)
 
 # ---------------------------------------------------------------------------------------------
 # numpy <-> weft scalar types
@@ -188,12 +189,6 @@ def type_is_struct(t):
     return T.is_struct(t)
 
 
-def _is_array_object(x):
-    """An instance of weft's array class (which marks itself: this module sits below the
-    runtime and does not import it)."""
-    return getattr(type(x), "_weft_array_", False) is True
-
-
 def type_is_array(t):
     """True for the array class ``wp.array`` (Warp: any of its array classes)."""
     return isinstance(t, type) and getattr(t, "_weft_array_", False) is True
@@ -262,50 +257,6 @@ def _ndim(a):
     return a.ndim
 
 
-def type_repr(t):
-    """Warp's readable name of a type or array: ``vec3f``, ``matrix(shape=(5, 5), dtype=float64)``,
-    ``array(ndim=1, dtype=float32)`` (annotation), ``array(shape=(4,), dtype=vec3f)``."""
-    if t is typing.Any:
-        return "Any"
-    if isinstance(t, T.ArrayType):
-        return f"array(ndim={t.ndim}, dtype={type_repr(t.dtype)})"
-    if _is_array_object(t):
-        if t.is_annotation:
-            return f"array(ndim={t.ndim}, dtype={type_repr(t.dtype)})"
-        return f"array(shape={t.shape}, dtype={type_repr(t.dtype)})"
-    if isinstance(t, T.TupleType):
-        return f"tuple({', '.join(type_repr(x) for x in t.types)})"
-    if getattr(t, "_wp_generic_", False):
-        return t._wp_repr_
-    if T.is_composite(t):
-        s = T.scalar_of(t)
-        short = _SHORT.get(s)
-        kind = t._wp_kind_
-        if kind == "transformation":
-            return f"transform{short}" if short else f"transform(dtype={type_repr(s)})"
-        if kind == "quaternion":
-            return f"quat{short}" if short else f"quat(dtype={type_repr(s)})"
-        if kind == "vector":
-            n = t._shape_[0]
-            return f"vec{n}{short}" if short and n <= 4 else \
-                f"vector(length={n}, dtype={type_repr(s)})"
-        r, c = t._shape_
-        return f"mat{r}{c}{short}" if short and r <= 4 and c <= 4 else \
-            f"matrix(shape=({r}, {c}), dtype={type_repr(s)})"
-    if T.is_scalar(t):
-        return t.__name__
-    if t is builtins.bool:
-        return "bool"
-    if t is builtins.float:
-        return "float"
-    if t is builtins.int:
-        return "int"
-    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", None)
-    if name is None:
-        return repr(t)
-    return f"{t.__module__}.{name}"
-
-
 def type_str(t):
     """A type rendered as an annotation, as Warp's ``warp._src.context.type_str``: ``float32``,
     ``vec3f``, ``Vector[float32, Literal[5]]``, ``Array[vec3f]``, ``tuple[int32, float32]``,
@@ -346,11 +297,6 @@ def type_str(t):
             return f"Matrix[{s}, Literal[{shape[0]}], Literal[{shape[1]}]]"
         return f"{kind.capitalize()}[{s}]"
     return getattr(t, "__name__", repr(t))
-
-
-_SHORT = {T.float16: "h", T.float32: "f", T.float64: "d", T.int8: "b", T.int16: "s",
-          T.int32: "i", T.int64: "l", T.uint8: "ub", T.uint16: "us", T.uint32: "ui",
-          T.uint64: "ul"}
 
 
 # ---------------------------------------------------------------------------------------------

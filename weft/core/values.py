@@ -23,9 +23,24 @@ from __future__ import annotations
 import numpy as np
 
 
+class _Types:
+    """What values need of the type system (building the value of another type: a matrix's row
+    is a vector; the names types print as). Their classes come from :mod:`weft.core.typecore`,
+    which imports this module for their base, so it hands these over (:func:`bind`) rather than
+    being imported here."""
+
+    vector = matrix = quaternion = components = type_repr = None
+    by_numpy = {}
+
+
+def bind(*, vector, matrix, quaternion, components, by_numpy, type_repr):
+    """Called once by :mod:`weft.core.typecore` when its types exist."""
+    _Types.vector, _Types.matrix, _Types.quaternion = vector, matrix, quaternion
+    _Types.components, _Types.by_numpy, _Types.type_repr = components, by_numpy, type_repr
+
+
 def _type_repr(t):
-    from .typeinfo import type_repr
-    return type_repr(t)
+    return _Types.type_repr(t)
 
 
 def _scalar_name(cls):
@@ -110,10 +125,10 @@ class CompositeValue:
                 result.shape == comp.shape:
             return result.view(type(comp))  # as numpy would: the value type is kept
         if ufunc is np.matmul and isinstance(result, np.ndarray) and result.ndim in (1, 2):
-            from .typecore import _BY_NUMPY, matrix, vector
-            st = _BY_NUMPY.get(result.dtype)
+            st = _Types.by_numpy.get(result.dtype)
             if st is not None:  # matrix @ vector is a vector, as in Warp
-                t = vector(result.shape[0], st) if result.ndim == 1 else matrix(result.shape, st)
+                t = _Types.vector(result.shape[0], st) if result.ndim == 1 else \
+                    _Types.matrix(result.shape, st)
                 return result.view(t)
         return result
 
@@ -182,10 +197,9 @@ class CompositeValue:
     def _transform_part(self, name):
         if self._wp_kind_ != "transformation":
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-        from .typecore import quaternion, vector
         st = self._wp_scalar_type_
         data = self.view(np.ndarray)
-        return vector(3, st)(data[:3]) if name == "p" else quaternion(st)(data[3:])
+        return _Types.vector(3, st)(data[:3]) if name == "p" else _Types.quaternion(st)(data[3:])
 
     @property
     def p(self):
@@ -220,8 +234,7 @@ class CompositeValue:
         self._check_key(key)
         out = np.ndarray.__getitem__(self.view(np.ndarray), key)
         if isinstance(out, np.ndarray) and out.ndim == 1 and out.size:
-            from .typecore import vector
-            return vector(out.size, self._wp_scalar_type_)(out)  # a row or a slice: a copy
+            return _Types.vector(out.size, self._wp_scalar_type_)(out)  # a row or a slice: a copy
         return out
 
     def __setitem__(self, key, value):
@@ -239,8 +252,7 @@ class CompositeValue:
                 len(value) != len(range(*key.indices(self._shape_[0]))):
             raise ValueError("Can only assign sequence of same size")
         if self._wp_scalar_type_._kind_ in ("int", "uint") and not isinstance(value, str):
-            from .typecore import _components
-            value = _components(value, type(self))  # wraps as C storage: -1 in uint32
+            value = _Types.components(value, type(self))  # wraps as C storage: -1 in uint32
         np.ndarray.__setitem__(self.view(np.ndarray), key, value)
 
     # ----------------------------------------------------------------------- matrices
@@ -260,8 +272,7 @@ class CompositeValue:
         """Column ``c`` of a matrix, as a vector (a copy)."""
         if self._wp_kind_ != "matrix" or not 0 <= c < self._shape_[1]:
             raise IndexError("Invalid column index")
-        from .typecore import vector
-        return vector(self._shape_[0], self._wp_scalar_type_)(self.view(np.ndarray)[:, c])
+        return _Types.vector(self._shape_[0], self._wp_scalar_type_)(self.view(np.ndarray)[:, c])
 
     def set_col(self, c, value):
         """Set column ``c`` of a matrix."""
