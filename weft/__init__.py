@@ -105,6 +105,11 @@ from .core.constants import *  # noqa: E402,F401,F403
 from .runtime.declarations import overload, func_native  # noqa: E402,F401
 from .core.typeinfo import Int, Float, Scalar  # noqa: E402,F401
 from .libs import utils  # noqa: E402,F401
+import sys as _sys  # noqa: E402
+from .stdlib import func_pickle as _func_pickle  # noqa: E402
+
+# a kernel's scope sends weft's public names by name (wp.sin imported as sin): this namespace
+_func_pickle.PUBLIC = _sys.modules[__name__]
 
 
 def __getattr__(name):

@@ -289,14 +289,14 @@ def test_threads_receiving_and_compiling_new_kernels_at_once():
     path (and checks results and sharing) rather than reliably failing without the lock."""
     import threading
 
-    from weft.integrations import serialize
+    from weft.stdlib import func_pickle
     rng = np.random.default_rng()
     x = np.linspace(0.0, 1.0, 300)
     for _ in range(2):
         salts = [float(rng.integers(1, 1 << 30)) for _ in range(3)]
         blobs = [cloudpickle.dumps(_make_kernel(s)) for s in salts]
-        serialize._LOCAL.clear()  # as in another process: rebuilt from source
-        serialize._REBUILT.clear()
+        func_pickle._LOCAL.clear()  # as in another process: rebuilt from source
+        func_pickle._REBUILT.clear()
         barrier = threading.Barrier(6)
         outs, errors = [], []
 

@@ -41,7 +41,7 @@ class Tape:
         self.reads = hazards.ReadSet()  # memory the records' adjoints read again
 
     def __reduce__(self):
-        from ..integrations.serialize import refuse
+        from ..core.errors import refuse
         refuse(self, "its records hold this process's compiled kernels and memory; send its "
                "results instead: the gradients (tape.gradients, wp.grad(params) or each "
                "array's .grad) pickle as arrays")

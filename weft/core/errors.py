@@ -132,3 +132,19 @@ class KernelIndexError(IndexError):
 
 class KernelFloatError(FloatingPointError):
     """A NaN or Inf written by a launch while ``wp.config.verify_fp`` is on."""
+
+
+# ---------------------------------------------------------------------- what cannot be pickled
+
+def refuse(obj, why):
+    """Raise ``TypeError``: ``obj`` cannot be pickled, and why (what to send instead)."""
+    raise TypeError(f"cannot pickle {_describe(obj)}: {why}")
+
+
+def _describe(obj):
+    cls = type(obj)
+    name = getattr(obj, "key", None) or getattr(obj, "__name__", None)
+    what = f"{cls.__module__.split('.')[0]}.{cls.__qualname__}"
+    if cls.__module__.startswith("weft"):
+        what = "wp." + cls.__qualname__
+    return f"{what} {name!r}" if isinstance(name, str) else what

@@ -32,7 +32,7 @@ class Launch:
     latest at ``launch()``)."""
 
     def __reduce__(self):
-        from ..integrations.serialize import refuse
+        from ..core.errors import refuse
         refuse(self, "a recorded launch binds this process's arrays and compiled kernel; send "
                "the kernel and its arguments, and launch on the other side")
 

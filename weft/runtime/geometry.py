@@ -71,7 +71,7 @@ class HashGrid:
     """
 
     def __reduce__(self):
-        from ..integrations.serialize import refuse
+        from ..core.errors import refuse
         refuse(self, "its id is an address in this process; send the arrays it is built "
                "from and build it where it is used")
 
@@ -207,7 +207,7 @@ class Mesh:
     ``refit()``."""
 
     def __reduce__(self):
-        from ..integrations.serialize import refuse
+        from ..core.errors import refuse
         refuse(self, "its id is an address in this process; send the arrays it is built "
                "from and build it where it is used")
 
@@ -336,7 +336,7 @@ class Bvh:
     changing them call ``refit()``."""
 
     def __reduce__(self):
-        from ..integrations.serialize import refuse
+        from ..core.errors import refuse
         refuse(self, "its id is an address in this process; send the arrays it is built "
                "from and build it where it is used")
 

@@ -59,7 +59,7 @@ class Graph:
         self._replay = None  # the generated function running every op, built on first replay
 
     def __reduce__(self):
-        from ..integrations.serialize import refuse
+        from ..core.errors import refuse
         refuse(self, "a captured graph replays operations on this process's memory; capture "
                "it again where it runs")
 
@@ -156,7 +156,7 @@ class ScopedCapture:
         self.active = False
 
     def __reduce__(self):
-        from ..integrations.serialize import refuse
+        from ..core.errors import refuse
         refuse(self, "a graph capture belongs to the process that records it; capture again "
                "where it runs")
 

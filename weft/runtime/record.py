@@ -78,7 +78,7 @@ class Launch:
     __slots__ = ("compiled", "dims", "args", "device", "snapshots", "checks")
 
     def __reduce__(self):
-        from ..integrations.serialize import refuse
+        from ..core.errors import refuse
         refuse(self, "a tape's record belongs to this process; send the tape's gradients")
 
     def __init__(self, compiled, dims, args, device, snapshots=None):

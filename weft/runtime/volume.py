@@ -54,7 +54,7 @@ class Volume(VolumeRebuildMixin, _volume.Volume):
     ``volume.id`` is what kernels take."""
 
     def __reduce__(self):
-        from ..integrations.serialize import refuse
+        from ..core.errors import refuse
         refuse(self, "its id is an address in this process; send the arrays it is built "
                "from and build it where it is used")
 

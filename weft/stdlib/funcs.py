@@ -2,7 +2,9 @@
 written in the kernel language.
 
 This module is what the transpiler consumes and the stdlib declares with; it imports neither
-the runtime nor the transpiler. Everything a kernel can call answers ``lower_call(ctx, node)``
+the runtime nor the transpiler (a declaration's source is read by :mod:`.source`, its
+``wp.static`` expressions evaluated by :mod:`.static_exprs`, and it pickles through
+:mod:`.func_pickle`). Everything a kernel can call answers ``lower_call(ctx, node)``
 (lower one call in the lowering context ``ctx``) and ``assigned_args(node)`` (the argument
 expressions the call assigns, which loops then carry); a func's answers depend on what it
 declares about itself (signatures, output arguments), never on its name.
@@ -11,17 +13,14 @@ from __future__ import annotations
 
 import inspect
 import sys
-import threading
 import typing
+
+from . import func_pickle
+from .source import COMPILE_LOCK, parse  # noqa: F401  (COMPILE_LOCK: also the runtime's)
+from .static_exprs import AdjointView, declare
 
 HOST_CALL = None  # set by weft.runtime.host
 DECLARED = {}     # Python module name -> [each kernel and func declared there]
-
-#: held while a kernel or func is parsed and while a kernel is transpiled and loaded: the
-#: transpiler keeps no per-thread state, and CPython 3.11's ast module fails when threads use it
-#: at once ("AST constructor recursion depth mismatch"), so threads of one process (a Dask
-#: worker's) compile one at a time
-COMPILE_LOCK = threading.RLock()
 
 
 class UserFunction:
@@ -45,7 +44,6 @@ class UserFunction:
         # file that is gone by the time it compiles (exec'd temporary files) still has them
         import linecache
         self._file_lines = linecache.getlines(pyfunc.__code__.co_filename)
-        from ..transpiler.statics import declare
         declare(self)  # wp.static expressions that name nothing local run now, as in Warp
         DECLARED.setdefault(pyfunc.__module__, []).append(self)
 
@@ -53,13 +51,11 @@ class UserFunction:
     def adj(self):
         """What Warp's ``kernel.adj`` tells about the declaration: ``source``, ``tree``,
         ``resolved_static_expressions`` and ``has_unresolved_static_expressions``."""
-        from ..transpiler.statics import AdjointView
         return AdjointView(self)
 
     def parsed(self):
-        """The parsed source (:class:`weft.transpiler.state.Source`), read once."""
+        """The parsed source (:class:`weft.stdlib.source.Source`), read once."""
         if self._parsed is None:
-            from ..transpiler.source import parse
             with COMPILE_LOCK:
                 if self._parsed is None:
                     self._parsed = parse(self.func, getattr(self, "_file_lines", None))
@@ -80,12 +76,10 @@ class UserFunction:
 
     # pickling (weft.serialize): by reference to the module, or by source
     def __reduce__(self):
-        from ..integrations.serialize import reduce_function
-        return reduce_function(self)
+        return func_pickle.reduce_function(self)
 
     def __setstate__(self, state):
-        from ..integrations.serialize import set_state
-        set_state(self, state)
+        func_pickle.set_state(self, state)
 
     def _weft_init_args(self):
         """Keyword arguments that re-create this object around its function."""

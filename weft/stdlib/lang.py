@@ -130,26 +130,13 @@ class alloc_local:
 
 
 # ``wp.static(expr)``: ``expr`` evaluated in Python when the kernel is compiled, with the
-# kernel's globals and the variables of loops unrolled around it (Warp's wp.static)
-
-def static_value(ctx, call):
-    """The value of ``wp.static(expr)`` (``call`` is the Call node): evaluated when the kernel
-    was declared, or now (see :mod:`weft.transpiler.statics`)."""
-    from ..transpiler import statics
-    if len(call.args) != 1 or call.keywords:
-        raise ctx.fail(call, "wp.static() takes one expression")
-    if ctx.src is not None and hasattr(call, "end_col_offset"):
-        key = statics.position(call)
-        if key in ctx.src.statics:
-            return ctx.src.statics[key]
-    return statics.evaluate_deferred(ctx, call)
-
+# kernel's globals and the variables of loops unrolled around it (Warp's wp.static); the
+# lowering context evaluates it (ctx.static_call: weft.transpiler.statics)
 
 @special_form("static", "static(expr): expr evaluated in Python when the kernel is compiled",
               host=lambda expr: expr)
 def static(ctx, node):
-    from ..transpiler.statics import constant
-    return constant(ctx, static_value(ctx, node), node)
+    return ctx.static_call(node)
 
 
 class GradOf:

@@ -5,18 +5,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-
-@dataclass
-class Source:
-    """A kernel or func's parsed source and where it lives in its file."""
-
-    pyfunc: Any
-    filename: str
-    first_line: int          # line number of the ``def`` (1-based, in the file)
-    col_offset: int          # indentation removed before parsing
-    lines: list              # the file's lines, for error messages
-    tree: ast.FunctionDef
-    statics: dict = field(default_factory=dict)  # wp.static values evaluated at declaration
+from ..stdlib.source import Source  # noqa: F401  (a declaration's parsed source: the stdlib's)
 
 
 @dataclass(eq=False)

@@ -20,8 +20,7 @@ def expr_call(ctx, node):
     from ..statics import position
     if ctx.src is not None and hasattr(node, "end_col_offset") and \
             position(node) in ctx.src.statics:  # a wp.static(...) evaluated at declaration
-        from ..statics import constant
-        return constant(ctx, ctx.src.statics[position(node)], node)
+        return literals.static_constant(ctx, ctx.src.statics[position(node)], node)
     callee = literals.resolve_global(ctx, node.func)
     if callee is None:
         root = node.func

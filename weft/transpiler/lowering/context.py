@@ -186,6 +186,13 @@ class Lowering:
         from .literals import static_value
         return static_value(self, node, what)
 
+    def static_call(self, node):
+        """The operand of ``wp.static(expr)`` (``node``, the call), evaluated when the kernel was
+        declared or now (:mod:`weft.transpiler.statics`)."""
+        from ..statics import static_value
+        from .literals import static_constant
+        return static_constant(self, static_value(self, node), node)
+
 
 class _Block:
     def __init__(self, ctx, env):

@@ -25,8 +25,8 @@ def resolve_global(ctx, node):
     """The Python object a Name/Attribute chain denotes outside the kernel (or a
     ``wp.static(...)`` call evaluates to), or None (a local variable, or not a name)."""
     if isinstance(node, ast.Call):
-        from ...stdlib.lang import static, static_value
-        from ..statics import position
+        from ...stdlib.lang import static
+        from ..statics import position, static_value
         if ctx.src is not None and hasattr(node, "end_col_offset") and \
                 position(node) in ctx.src.statics:  # evaluated when the kernel was declared
             return ctx.src.statics[position(node)]
@@ -151,10 +151,17 @@ def representable(value):
         or declaration_of(value) is not None or callable(value)
 
 
+def static_constant(ctx, value, node):
+    """The kernel operand of a static expression's value (Warp's message when it has none)."""
+    if not representable(value):
+        raise ctx.fail(node, "Static expression returns an unsupported value: value of type "
+                       f"{type(value)} is not supported in kernels")
+    return ctx.constant(value, node)
+
+
 def _struct_constant(ctx, value, node):
     """A struct instance made in Python (``wp.static(make_params())``): its members as
     constants of their declared types."""
-    from .structs import StructVal
     members = {}
     for f, ft in T.struct_fields(type(value)).items():
         mv = getattr(value, f)
@@ -168,7 +175,7 @@ def _struct_constant(ctx, value, node):
         else:
             flat = np.asarray(mv, dtype=T.scalar_of(ft)._np_).reshape(-1)
             members[f] = ir.Const(tuple(flat.tolist()), ft)
-    return StructVal(type(value), members)
+    return ctx.struct_value(type(value), members)
 
 
 def static_value(ctx, node, what):
