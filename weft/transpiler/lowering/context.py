@@ -144,6 +144,11 @@ class Lowering:
         from .stmts import lower_stmt
         return lower_stmt(self, stmt)
 
+    def lower_block(self, stmts):
+        """Lower ``stmts`` into the current block; their :class:`~.stmts.Exit` records."""
+        from .stmts import lower_block
+        return lower_block(self, stmts)
+
     def assign(self, target, value, node):
         from .binding import assign
         return assign(self, target, value, node)

@@ -50,11 +50,10 @@ def _trial_types(ctx, body_stmts, loop_env, wanted):
     carry (scalars, vectors, matrices, tuples of those, structs without array members) on
     some way out of it; nothing when the body does not lower (the real lowering reports
     why)."""
-    from .stmts import lower_block
     saved = snapshot(ctx)
     try:
         with ctx.in_block({**ctx.env, **loop_env}):
-            exits = lower_block(ctx, body_stmts)
+            exits = ctx.lower_block(body_stmts)
     except Exception:  # noqa: BLE001 - lowered again, for real, with its error
         exits = []
     finally:
