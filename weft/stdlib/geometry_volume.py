@@ -24,7 +24,7 @@ from ..core import types as T
 from ..native.geometry.kernel_api_volume import VALUE_TYPES
 from . import ir
 from .exprs import call
-from .geometry import _is_id, _kinds, _sig, _xyz, mark_kinds
+from .geometry_common import _is_id, _kinds, _sig, _xyz, mark_kinds
 from .registry import builtin, special_form
 
 #: value type -> its name in ``VALUE_TYPES`` (the helpers' suffix)

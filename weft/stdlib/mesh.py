@@ -31,8 +31,8 @@ from ..core import types as T
 from . import ir
 from .exprs import call, const
 from . import registry
-from .geometry import _is_id as _id
-from .geometry import _xyz, mark_kinds
+from .geometry_common import _is_id as _id
+from .geometry_common import _xyz, mark_kinds
 from .registry import builtin, special_form
 
 MESH_QUERY = T.query_type("mesh_query_aabb_t")
