@@ -7,16 +7,15 @@ uint32, vec3f, vec3d, vec4f, vec4d) and of index grids' voxel data (Warp 1.19):
   N x 3 matrix, a row per value component);
 - ``volume_sample_index`` and ``volume_sample_grad_index`` (scalar or vector voxel data).
 
-A sample is split in two, as in :mod:`weft.stdlib.diff_funcs_volume`: a non-differentiable
-call returns the 8 corner values of the cell (or, for index grids, the corners' voxel-data
-indices, which the kernel reads from ``voxel_data`` as ordinary array reads), and the
-interpolation is lowered to kernel arithmetic on them and on the fractions ``uvw -
-floor(uvw)``, in Warp's order and precision (weights ``wx*wy*wz`` formed in float32, widened
-for double data, summed in corner order), so that the transpiler differentiates it: with
-respect to ``uvw``, to ``voxel_data`` (scattered into its gradient, atomically where needed) and
-to ``background``, in reverse and forward mode, and again through ``grad`` (second
-derivatives). CLOSEST reads the nearest voxel (derivatives zero with respect to ``uvw``); an
-unknown mode reads zero.
+A sample is split in two: a non-differentiable call returns the 8 corner values of the cell
+(or, for index grids, the corners' voxel-data indices, which the kernel reads from
+``voxel_data`` as ordinary array reads), and the interpolation is lowered to kernel arithmetic
+on them and on the fractions ``uvw - floor(uvw)``, in Warp's order and precision (weights
+``wx*wy*wz`` formed in float32, widened for double data, summed in corner order), so that the
+transpiler differentiates it: with respect to ``uvw``, to ``voxel_data`` (scattered into its
+gradient, atomically where needed) and to ``background``, in reverse and forward mode, and
+again through ``grad`` (second derivatives). CLOSEST reads the nearest voxel (derivatives zero
+with respect to ``uvw``); an unknown mode reads zero.
 """
 from __future__ import annotations
 

@@ -10,6 +10,5 @@ Modules (each documents its data layout):
 - ``volume``: the host side of ``wp.Volume`` (load, allocate, metadata)
 - ``volume_query``: portable volume queries (lookup, sample, gradient, store, transforms), on
   the traversal primitives of ``volume_traverse``
-- ``diff_funcs_volume``: trilinear interpolation as differentiable weft ``@wp.func``s
 - ``hashgrid``: ``wp.HashGrid`` (parallel counting-sort build, neighbour query iterator)
 """

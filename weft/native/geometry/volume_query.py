@@ -245,7 +245,7 @@ def volume_sample_grad_f(tree, values, gtype, ux, uy, uz, mode):
 def volume_corners_s(tree, values, gtype, expected, zero, ux, uy, uz):
     """The 8 corner values of the cell of (ux, uy, uz), in Warp's corner order (all ``zero``
     for another grid type): the non-differentiable half of LINEAR sampling; the other half is
-    ``diff_funcs_volume.trilinear_f`` of these and the fractions."""
+    the interpolation of these at the fractions (``weft.stdlib.geometry_volume.interpolate``)."""
     if gtype != expected:
         return zero, zero, zero, zero, zero, zero, zero, zero
     c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
