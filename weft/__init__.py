@@ -105,11 +105,15 @@ from .core.constants import *  # noqa: E402,F401,F403
 from .runtime.declarations import overload, func_native  # noqa: E402,F401
 from .core.typeinfo import Int, Float, Scalar  # noqa: E402,F401
 from .libs import utils  # noqa: E402,F401
+
+# the layers below learn of this namespace through hooks (it stands above all of them)
 import sys as _sys  # noqa: E402
+from .core.modpaths import alias_imported as _alias_imported  # noqa: E402
 from .stdlib import func_pickle as _func_pickle  # noqa: E402
 
-# a kernel's scope sends weft's public names by name (wp.sin imported as sin): this namespace
+# a kernel's scope sends weft's public names by name (wp.sin imported as sin): this namespace's
 _func_pickle.PUBLIC = _sys.modules[__name__]
+_alias_imported(_sys.modules[__name__])  # weft.types, ...: in sys.modules by these names too
 
 
 def __getattr__(name):

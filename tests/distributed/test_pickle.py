@@ -230,6 +230,18 @@ def test_pytrees_structs_and_a_tapes_gradients(tmp_path):
     assert out["body"] == "Body 5.0"
 
 
+def test_value_types_cross_by_reference_with_cloudpickle(tmp_path):
+    """cloudpickle sends weft's value types by reference (``weft.types.vec2d``, found in
+    ``sys.modules`` under its public name), so the receiver's arrays and kernels see its own
+    types, not copies: an array of vec2d made from a sent type is a kernel's array of vec2d."""
+    blob = cloudpickle.dumps([wp.vec2d, wp.types.vector(5, float), wp.vec3(1.0, 2.0, 3.0)])
+    out = receive(blob, """
+        print("same", obj[0] is wp.vec2d, obj[1] is wp.types.vector(5, float),
+              type(obj[2]) is wp.vec3)
+    """, tmp_path)
+    assert out["same"] == "True True True"
+
+
 def test_what_belongs_to_this_process_is_refused_with_its_name():
     tape = wp.Tape()
     with pytest.raises(TypeError, match=r"cannot pickle wp\.Tape: .*gradients"):

@@ -64,3 +64,16 @@ class _Paths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def install():
     if not any(isinstance(f, _Paths) for f in sys.meta_path):
         sys.meta_path.insert(0, _Paths())
+
+
+def alias_imported(package):
+    """Enter in ``sys.modules`` under its public path each module ``package`` (``weft``) holds
+    under that name (``weft.types``, which is ``weft.core.types``), as a submodule imported by
+    that path would be: what looks a module up there without importing it finds it, as
+    cloudpickle does for the classes it sends by reference (``weft.types.vec2d``; without the
+    entry it sends a copy of the class, a type of its own in the receiving process). The other
+    public paths enter when they are imported."""
+    for name, target in PUBLIC.items():
+        module = vars(package).get(name)
+        if getattr(module, "__name__", None) == f"weft.{target}":
+            sys.modules.setdefault(f"{package.__name__}.{name}", module)
