@@ -3,7 +3,8 @@
 User mistakes in kernel source are :class:`KernelError` (or a subclass) and print
 ``file.py:LINE:COL: in kernel 'k':``, the source line, a caret, then the message.
 Launch argument mistakes are :class:`LaunchError`. Anything else that escapes weft is a bug in
-weft and says so (:class:`InternalError`).
+weft and says so (:class:`InternalError`). An object that belongs to this process (a tape,
+a graph capture, a geometry object) refuses to be pickled with :func:`refuse`'s ``TypeError``.
 
 Warp's exception classes (``WarpCodegenError`` and its siblings, with Warp 1.19's bases) are
 defined here too, and weft's errors are also instances of the ones Warp raises for the same

@@ -18,9 +18,6 @@ import sys
 from ..core.errors import KernelError
 from .source import error
 
-UNDEFINED_HINT = "Make sure all variables used in the static expression are constant."
-
-
 def position(node):
     """The key of one occurrence in the source."""
     return (node.lineno, node.col_offset, node.end_lineno, node.end_col_offset)
@@ -83,7 +80,8 @@ def local_names(fdef):
     return names
 
 
-def _free_names(expr):
+def free_names(expr):
+    """The names ``expr`` reads."""
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
@@ -136,7 +134,7 @@ def evaluate_eager(src):
     def visit(node):
         if is_static_call(node, scope) and len(node.args) == 1 and not node.keywords:
             expr = node.args[0]
-            if not (_free_names(expr) & local):
+            if not (free_names(expr) & local):
                 code = compile(ast.fix_missing_locations(ast.Expression(expr)),
                                src.filename, "eval")
                 try:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 
-from ..stdlib.static_exprs import (UNDEFINED_HINT, _free_names, check_value,  # noqa: F401
-                                   definition_scope, position)
+# definition_scope and position: also the runtime's (the cache key)
+from ..stdlib.static_exprs import check_value, definition_scope, free_names, position  # noqa: F401
+
+UNDEFINED_HINT = "Make sure all variables used in the static expression are constant."
 
 
 def static_value(ctx, call):
@@ -32,7 +34,7 @@ def evaluate_deferred(ctx, call):
     expr = call.args[0]
     scope = dict(ctx.globals)
     from ..stdlib import ir
-    free = _free_names(expr)
+    free = free_names(expr)
     for name, value in ctx.env.items():  # locals holding a compile-time constant
         if name not in free:
             continue
