@@ -232,8 +232,8 @@ def test_pytrees_structs_and_a_tapes_gradients(tmp_path):
 
 def test_value_types_cross_by_reference_with_cloudpickle(tmp_path):
     """cloudpickle sends weft's value types by reference (``weft.types.vec2d``, found in
-    ``sys.modules`` under its public name), so the receiver's arrays and kernels see its own
-    types, not copies: an array of vec2d made from a sent type is a kernel's array of vec2d."""
+    ``sys.modules`` under its public name), so the receiver gets its own types, not copies (a
+    copy made a worker's launch fail: "expected an array of vec2d, got an array of vec2d")."""
     blob = cloudpickle.dumps([wp.vec2d, wp.types.vector(5, float), wp.vec3(1.0, 2.0, 3.0)])
     out = receive(blob, """
         print("same", obj[0] is wp.vec2d, obj[1] is wp.types.vector(5, float),
@@ -295,8 +295,8 @@ def test_cuda_arrays_arrive_on_the_same_device_with_their_gradient():
 def test_threads_receiving_and_compiling_new_kernels_at_once():
     """A Dask worker with several threads unpickles and compiles in each: the first thread to
     receive a kernel declares it, and transpiling is one thread at a time
-    (weft.stdlib.funcs.COMPILE_LOCK). Without the lock, a worker with 2 and 4 threads failed in 3 of 6
-    runs of new kernels ("AST constructor recursion depth mismatch" from CPython's ast module,
+    (weft.stdlib.source.COMPILE_LOCK). Without the lock, a worker with 2 and 4 threads failed in 3
+    of 6 runs of new kernels ("AST constructor recursion depth mismatch" from CPython's ast module,
     "generator already executing"); the race is timing-dependent, so this test exercises the
     path (and checks results and sharing) rather than reliably failing without the lock."""
     import threading
