@@ -144,7 +144,7 @@ def func_functions(fir, facts_of, target):
                                     f"The user's {kind} rule of '{fir.name}' ({where})."))
     if "grad" not in fir.custom:
         gen = Adjoint(fir, names_for(fir), facts, target)
-        body = gen.body() + [gen.func_returns()]
+        body = gen.body([gen.func_returns()])
         out.append(function_def(f"{fir.name}__adj", gen.func_signature(), body, fdeco,
                                 f"Adjoint of '{fir.name}': returns the adjoints of its "
                                 "differentiable parameters.", "adjoint"))
