@@ -103,18 +103,13 @@ def hvp_module(ck):
     if mod is not None:
         return mod
     from ..runtime import cache
-    from ..transpiler.second_order import SecondOrderError, tangent_module
-    abi = ck.abi
-    active = [p.name for p in abi.params if p.tangent is not None] + \
-        [p.adjoint for p in abi.params if p.adjoint is not None]
-    insert_at = 1 + len(abi.params) + sum(p.adjoint is not None for p in abi.params)
-    entries = [(name, name + "__hvp", active, insert_at)
-               for name in dict.fromkeys(abi.entries["adjoint"][t] for t in ("cpu", "serial"))]
+    from ..transpiler.pipeline import second_order_source
+    from ..transpiler.second_order import SecondOrderError
     name = ck.module.__name__.split(".", 1)[1] + "__hvp"
 
     def build():
         try:
-            return tangent_module(ck.module.__weft_source__, entries)
+            return second_order_source(ck.module.__weft_source__, ck.abi)
         except SecondOrderError as exc:
             raise LaunchError(f"tape.hvp: kernel '{ck.key}' has no second-order code: "
                               f"{exc}") from None

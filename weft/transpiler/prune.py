@@ -1,4 +1,7 @@
-"""Dead assignments out of generated adjoint and tangent functions.
+"""Pass ``prune``: dead assignments out of generated adjoint and tangent functions.
+
+Invariant: no assignment of an adjoint or tangent function of ``state.defs`` binds a name that
+nothing left reads to a value without side effects; forward code stays as the user wrote it.
 
 The adjoint replays the forward body and the tangent runs it beside the tangents, statement by
 statement, so both carry values nobody reads: the old value of an atomic the kernel ignored, a
@@ -217,3 +220,13 @@ def pure_functions(defs):
         if isinstance(d, ast.FunctionDef) and pure_body(d.body, out):
             out.add(d.name)
     return out
+
+
+def run(state):
+    """Prune the adjoint and tangent functions (``weft_pass``, set by ``generate``) of
+    ``state.defs``; a generated function found pure may be dropped where its result is not
+    read."""
+    pure = pure_functions(state.defs)
+    state.defs = [drop_dead(d, pure) if getattr(d, "weft_pass", None) in ("adjoint", "tangent")
+                  else d for d in state.defs]
+    return state
