@@ -1,12 +1,12 @@
-"""Narrow integer temporaries that only index arrays are left in 64 bits (assemble's
-``drop_index_wraps``); every other use keeps C's wrap-around."""
+"""Narrow integer temporaries that only index arrays are left in 64 bits (the ``index_wraps``
+pass, ``drop_index_wraps``); every other use keeps C's wrap-around."""
 import ast
 import textwrap
 
 import numpy as np
 
 import weft as wp
-from weft.transpiler.assemble import drop_index_wraps
+from weft.transpiler.index_wraps import drop_index_wraps
 
 SNIPPET = """
 def f(a, b, tid):

@@ -70,18 +70,13 @@ class CompiledKernel:
         if mod is not None:
             return mod
         from . import cache
-        from ..transpiler.second_order import SecondOrderError, tangent_module
-        abi = self.abi
-        active = [p.name for p in abi.params if p.tangent is not None] + \
-            [p.adjoint for p in abi.params if p.adjoint is not None]
-        insert_at = 1 + len(abi.params) + sum(p.adjoint is not None for p in abi.params)
-        entries = [(name, name + "__hvp", active, insert_at)
-                   for name in dict.fromkeys(abi.entries["adjoint"][t] for t in ("cpu", "serial"))]
+        from ..transpiler.pipeline import second_order_source
+        from ..transpiler.second_order import SecondOrderError
         name = self.module.__name__.split(".", 1)[1] + "__hvp"
 
         def build():
             try:
-                return tangent_module(self.module.__weft_source__, entries)
+                return second_order_source(self.module.__weft_source__, self.abi)
             except SecondOrderError as exc:
                 raise LaunchError(f"tape.hvp: kernel '{self.key}' has no second-order code: "
                                   f"{exc}") from None

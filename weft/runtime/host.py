@@ -84,10 +84,10 @@ def _as_weft_value(v, t):
 
 
 def _build(callee, args, kwargs):
-    """Generate the plain-Python forward code of ``callee`` applied to these arguments."""
+    """Generate the plain-Python forward code of ``callee`` applied to these arguments (the
+    host pipeline, ``weft.transpiler.pipeline.HOST``)."""
     from ..stdlib.funcs import Function
-    from ..transpiler import analyze, assemble, generate
-    from ..transpiler.specialize import Specializer
+    from ..transpiler import pipeline
     from ..transpiler.state import CompileOptions, CompileState
     n = next(_COUNTER)
     scope = {"_callee": callee}
@@ -116,21 +116,16 @@ def _build(callee, args, kwargs):
     text = f"def _weft_host({', '.join(params)}):\n    return _callee({', '.join(actual)})\n"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
     exec(compile(text, filename, "exec"), scope)  # noqa: S102 - weft's own text
-    synthetic = Function(scope["_weft_host"])
-    sp = Specializer()
+    state = CompileState(roots=[], options=CompileOptions(("host",)),
+                         host_call=(Function(scope["_weft_host"]), types))
     try:
-        fir = sp.lower_func(synthetic, types)
+        state = pipeline.run(state, "host")
     except KernelError as exc:
         raise TypeError(f"{getattr(callee, '__name__', callee)}() at Python scope: "
                         f"{exc.message}") from None
-    state = CompileState(roots=[], options=CompileOptions(("host",)), funcs=sp.order)
-    state = generate.run(analyze.run(state))
-    body = "\n\n".join(assemble.unparse(d) for d in state.defs)
-    source = "\n".join(assemble.unparse(s) for s in assemble.header(
-        "a Python-scope call", generate.TARGETS["host"])) + "\n\n" + body + "\n"
     module = {"__name__": f"weft_host_{n}"}
-    exec(compile(source, f"<weft host module {n}>", "exec"), module)  # noqa: S102
-    return module[fir.name], positions, fir.ret_type
+    exec(compile(state.source, f"<weft host module {n}>", "exec"), module)  # noqa: S102
+    return module[state.host_root.name], positions, state.host_root.ret_type
 
 
 def install():

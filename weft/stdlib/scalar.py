@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from ..core import types as T
+from . import derivatives
 from .exprs import Ex, call, cast, const, mapc, select, wrap_int, zero
 from .registry import all_same, builtin, float_scalar, numeric_scalar, same_float
 
@@ -134,17 +135,12 @@ class mod:
     def adjoint(a, b, ret, adj):
         if T.is_int(T.scalar_of(a.type)):
             return [None, None]
-        # fmod(a, b) = a - trunc(a / b) * b
-        return [adj, mapc(lambda x, y, g: -g * call("np.trunc", x / y), a, b, adj)]
+        return derivatives.adjoint("np.fmod", [a, b], ret, adj)
 
     def tangent(a, b, ta, tb, ret):
         if T.is_int(T.scalar_of(a.type)):
             return None
-        if tb is None:
-            return ta
-        q = mapc(lambda x, y: call("np.trunc", x / y), a, b)
-        return mapc(lambda t, u, w: t - u * w, ta, tb, q) if ta is not None else \
-            mapc(lambda u, w: -u * w, tb, q)
+        return derivatives.tangent("np.fmod", [a, b], [ta, tb], ret)
 
 
 @builtin("floordiv", ["floordiv(a: Scalar, b: Scalar) -> Scalar"], all_same(numeric_scalar),
@@ -161,39 +157,31 @@ class pow:
     def primal(x, y):
         return call("np.power", x, y)
 
-    def adjoint(x, y, ret, adj):
-        x, y, ret = x.atom(), y.atom(), ret.atom()
-        return [adj * y * call("np.power", x, y - 1.0), adj * _log_or_zero(x) * ret]
+    def adjoint(x, y, ret, adj):  # in y: log(x) where x > 0, else 0 (guarded as Warp)
+        return derivatives.adjoint("np.power", [x, y], ret, adj)
 
     def tangent(x, y, tx, ty, ret):
-        x, y = x.atom(), y.atom()
-        return tx * y * call("np.power", x, y - 1.0) + ty * _log_or_zero(x) * ret
-
-
-def _log_or_zero(x):
-    """log(x) where x > 0, else 0 (the derivative of x**y in y, guarded as Warp does)."""
-    pos = Ex(ast.Compare(x.node, [ast.Gt()], [zero(x.type).node]), T.bool)
-    return select(pos, call("np.log", x).atom(), zero(x.type))
+        return derivatives.tangent("np.power", [x, y], [tx, ty], ret)
 
 
 # ----------------------------------------------------------------------------- math functions
 
-def _unary(name, prim, d, doc="", sig=None):
-    """A float-scalar (and componentwise on float vectors) function with derivative ``d``;
-    ``prim`` is the path of the function to call, or a function building the call."""
+def _unary(name, prim, doc="", sig=None, call_name=None, **consts):
+    """A float-scalar (and componentwise on float vectors) function calling ``prim`` (the
+    path of the function, or a function building the call), whose derivative is the
+    vocabulary's of ``call_name`` (default ``prim``) with constant arguments ``consts``."""
     build = prim if callable(prim) else (lambda c: call(prim, c))
+    call_name = call_name or prim
 
     class rules:
         def primal(x):
             return mapc(build, x)
 
         def adjoint(x, ret, adj):
-            x, ret = x.atom(), ret.atom()
-            return [mapc(lambda c, r, a: a * d(c, r), x, ret, adj)]
+            return derivatives.adjoint(call_name, [x], ret, adj, **consts)
 
         def tangent(x, tx, ret):
-            x, ret = x.atom(), ret.atom()
-            return mapc(lambda c, r, t: t * d(c, r), x, ret, tx)
+            return derivatives.tangent(call_name, [x], [tx], ret, **consts)
 
     rules.__doc__ = doc
     builtin(name, [sig or f"{name}(x: Float) -> Float"], _float_scalar_only)(rules)
@@ -205,24 +193,12 @@ def _float_scalar_only(types, attrs=None):
     return None
 
 
-def _c(x, v):
-    return const(v, x.type)
-
-
-_unary("sin", "np.sin", lambda x, r: call("np.cos", x))
-_unary("cos", "np.cos", lambda x, r: -call("np.sin", x))
-_unary("tan", "np.tan", lambda x, r: _c(x, 1.0) + r * r)
-_unary("exp", "np.exp", lambda x, r: r)
-_unary("log", "np.log", lambda x, r: _c(x, 1.0) / x)
-_unary("log2", "np.log2", lambda x, r: _c(x, 1.4426950408889634) / x)
-_unary("log10", "np.log10", lambda x, r: _c(x, 0.4342944819032518) / x)
-_unary("sqrt", "np.sqrt", lambda x, r: _c(x, 0.5) / r)
-_unary("tanh", "np.tanh", lambda x, r: _c(x, 1.0) - r * r)
-_unary("sinh", "np.sinh", lambda x, r: call("np.cosh", x))
-_unary("cosh", "np.cosh", lambda x, r: call("np.sinh", x))
-_unary("asin", "np.arcsin", lambda x, r: _c(x, 1.0) / call("np.sqrt", _c(x, 1.0) - x * x))
-_unary("acos", "np.arccos", lambda x, r: _c(x, -1.0) / call("np.sqrt", _c(x, 1.0) - x * x))
-_unary("atan", "np.arctan", lambda x, r: _c(x, 1.0) / (_c(x, 1.0) + x * x))
+# the derivatives: weft/native/vocabulary.py
+for _name, _np in (("sin", "sin"), ("cos", "cos"), ("tan", "tan"), ("exp", "exp"),
+                   ("log", "log"), ("log2", "log2"), ("log10", "log10"), ("sqrt", "sqrt"),
+                   ("tanh", "tanh"), ("sinh", "sinh"), ("cosh", "cosh"), ("asin", "arcsin"),
+                   ("acos", "arccos"), ("atan", "arctan")):
+    _unary(_name, "np." + _np)
 
 
 def _flat(name, prim):
@@ -258,14 +234,12 @@ class abs_:
     def adjoint(x, ret, adj):
         if not T.is_float(T.scalar_of(x.type)):
             return [None]
-        return [mapc(lambda c, a: select(Ex(ast.Compare(c.node, [ast.Lt()], [zero(c.type).node]),
-                                            T.bool), -a, a), x.atom(), adj.atom())]
+        return derivatives.adjoint("abs", [x], ret, adj)
 
     def tangent(x, tx, ret):
         if tx is None:
             return None
-        return mapc(lambda c, t: select(Ex(ast.Compare(c.node, [ast.Lt()], [zero(c.type).node]),
-                                           T.bool), -t, t), x.atom(), tx.atom())
+        return derivatives.tangent("abs", [x], [tx], ret)
 
 
 def _minmax(name, op):
@@ -285,16 +259,12 @@ def _minmax(name, op):
         def adjoint(a, b, ret, adj):
             if not T.is_float(T.scalar_of(a.type)):
                 return [None, None]
-            a, b, adj = a.atom(), b.atom(), adj.atom()
-            z = zero(T.scalar_of(a.type))
-            return [mapc(lambda x, y, g: select(pick(x, y), g, z), a, b, adj),
-                    mapc(lambda x, y, g: select(pick(x, y), z, g), a, b, adj)]
+            return derivatives.adjoint(name, [a, b], ret, adj)
 
         def tangent(a, b, ta, tb, ret):
             if ta is None:
                 return None
-            return mapc(lambda x, y, s, t: select(pick(x, y), s, t), a.atom(), b.atom(),
-                        ta.atom(), tb.atom())
+            return derivatives.tangent(name, [a, b], [ta, tb], ret)
 
     builtin(name, [f"{name}(a: Scalar, b: Scalar) -> Scalar", f"{name}(a: Vector, b: Vector)"
                    " -> Vector (componentwise)"], resolve)(rules)
@@ -368,13 +338,10 @@ class atan2:
         return call("np.arctan2", y, x)
 
     def adjoint(y, x, ret, adj):
-        y, x = y.atom(), x.atom()
-        d = (x * x + y * y).atom()
-        return [adj * x / d, -adj * y / d]
+        return derivatives.adjoint("np.arctan2", [y, x], ret, adj)
 
     def tangent(y, x, ty, tx, ret):
-        y, x = y.atom(), x.atom()
-        return (ty * x - tx * y) / (x * x + y * y)
+        return derivatives.tangent("np.arctan2", [y, x], [ty, tx], ret)
 
 
 @builtin("select", ["select(cond: bool|int, value_if_false: T, value_if_true: T) -> T"],
@@ -457,41 +424,26 @@ class cast_:
 
 # ----------------------------------------------------------------------------- more math
 
-_unary("cbrt", "np.cbrt", lambda x, r: _c(x, 1.0 / 3.0) / (r * r))
+_unary("cbrt", "np.cbrt")
 
 
-def _erf_like(name, sign):
-    k = 1.1283791670955126  # 2 / sqrt(pi)
-
-    class rules:
-        def primal(x):
-            return mapc(lambda c: cast(call(f"math.{name}", c), c.type), x)
-
-        def adjoint(x, ret, adj):
-            x = x.atom()
-            return [mapc(lambda c, a: a * _c(c, sign * k) * call("np.exp", -(c * c)), x, adj)]
-
-        def tangent(x, tx, ret):
-            x = x.atom()
-            return mapc(lambda c, t: t * _c(c, sign * k) * call("np.exp", -(c * c)), x, tx)
-
-    builtin(name, [f"{name}(x: Float) -> Float"], _float_scalar_only)(rules)
+def _erf_like(name):
+    _unary(name, lambda c: cast(call(f"math.{name}", c), c.type), call_name=f"math.{name}")
 
 
-_erf_like("erf", 1.0)
-_erf_like("erfc", -1.0)
+_erf_like("erf")
+_erf_like("erfc")
 
 
 def _erf_inverse(name, complement):
     """erfinv / erfcinv: computed in float64 and rounded to the argument's precision (as
     Warp's CPU builtins); the derivative is -+sqrt(pi)/2 exp(ret^2)."""
-    k = -0.886226925452758 if complement else 0.886226925452758  # sqrt(pi) / 2
     domain = "0 <= x <= 2" if complement else "-1 <= x <= 1"
     _unary(name, lambda c: cast(call("_wk.erf_inverse", cast(c, T.float64),
                                      Ex(ast.Constant(complement), T.bool), type_=T.float64),
                                 c.type),
-           lambda x, r: _c(x, k) * call("np.exp", r * r), doc=_erf_inverse.__doc__,
-           sig=f"{name}(x: Float) -> Float  ({domain})")
+           doc=_erf_inverse.__doc__, sig=f"{name}(x: Float) -> Float  ({domain})",
+           call_name="_wk.erf_inverse", complement=complement)
 
 
 _erf_inverse("erfinv", False)
@@ -535,18 +487,10 @@ class copysign:
         return call("np.copysign", x, y)
 
     def adjoint(x, y, ret, adj):
-        x, y = x.atom(), y.atom()
-        return [select(_same_sign(x, y), adj, -adj), None]
+        return derivatives.adjoint("np.copysign", [x, y], ret, adj)
 
     def tangent(x, y, tx, ty, ret):
-        x, y = x.atom(), y.atom()
-        return select(_same_sign(x, y), tx, -tx)
-
-
-def _same_sign(x, y):
-    one = const(1.0, x.type)
-    return Ex(ast.Compare(call("np.copysign", one, x).node, [ast.Eq()],
-                          [call("np.copysign", one, y).node]), T.bool)
+        return derivatives.tangent("np.copysign", [x, y], [tx, ty], ret)
 
 
 def _predicate(name, test):

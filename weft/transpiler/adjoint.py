@@ -15,6 +15,7 @@ otherwise.
 from __future__ import annotations
 
 import ast
+import copy
 
 from ..core import types as T
 from ..core.errors import KernelSyntaxError
@@ -45,21 +46,20 @@ class Adjoint(Gen):
         self.hoisted = {}  # id(ir.Assign of a Prim) -> {dump of a math call: its variable}
 
     # ------------------------------------------------------------------------------ entry
-    def body(self):
-        """Replay + reverse sweep of the whole function body, with adjoint initialisation."""
+    def body(self, tail=()):
+        """Replay + reverse sweep of the whole function body, with adjoint initialisation;
+        ``tail``: statements after the sweep (a func's ``return`` of its adjoints)."""
         stmts = [s for s in self.fir.body if not isinstance(s, ir.Return)]
         rets = [s for s in self.fir.body if isinstance(s, ir.Return)]
         out = self.record(stmts)
-        init = []
-        for v in ir.defined_vars(self.fir.body) + [p for p in self.fir.params]:
-            if has_adjoint(v):
-                init.append(assign(self.adj(v), adj_zero_node(v.type)))
-        out += init
+        sweep = []
         for r in rets:
             if has_adjoint(r.value):
-                out += self.accumulate(r.value, Ex(name("adj_ret"), r.value.type), r.loc)
-        out += self.reverse(stmts)
-        return out
+                sweep += self.accumulate(r.value, Ex(name("adj_ret"), r.value.type), r.loc)
+        sweep += self.reverse(stmts) + list(tail)
+        inits = [(self.adj(v), adj_zero_node(v.type)) for v in
+                 ir.defined_vars(self.fir.body) + list(self.fir.params) if has_adjoint(v)]
+        return out + initialised(inits, sweep)
 
     def func_signature(self):
         """Parameter names of ``<func>__adj``: params, adjoint arrays, ``adj_ret``."""
@@ -469,6 +469,81 @@ class _Substitute(ast.NodeTransformer):
     def visit_Call(self, node):
         var = self.names.get(ast.dump(node)) if getattr(node, "weft_math", None) else None
         return name(var) if var is not None else self.generic_visit(node)
+
+
+def initialised(inits, sweep):
+    """The reverse sweep ``sweep`` with its adjoints initialised (``inits``: ``(name, zero
+    node)`` pairs, the zero -0.0, see :func:`.codegen.adj_zero_node`) where each is first
+    used: the first statement of the sweep's top level that names ``adj_x`` either becomes its
+    initialisation (``adj_x = adj_x + c`` is ``adj_x = c``, exactly: -0.0 is the identity of
+    IEEE addition; components it leaves alone take the zero) or, when it is anything else (a
+    branch or loop accumulating it, a call reading it), is preceded by ``adj_x = -0.0``. An
+    adjoint the sweep never names gets no initialisation."""
+    wanted = {n for n, _ in inits}
+    first = {}  # adjoint name -> index of the first statement of the sweep naming it
+    for k, st in enumerate(sweep):
+        for n in _names_in(st) & wanted:
+            first.setdefault(n, k)
+    before = {}  # index in the sweep -> initialisations placed before that statement
+    for n, zero in dict(inits).items():
+        k = first.get(n)
+        if k is None:
+            continue
+        st = sweep[k]
+        value = None
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
+                isinstance(st.targets[0], ast.Name) and st.targets[0].id == n:
+            value = _from_zero(st.value, n, zero)
+        if value is not None:
+            st.value = value
+        else:  # under the statement's source line
+            before.setdefault(k, []).append(assign(n, zero, getattr(st, "_weft_loc", None)))
+    out = []
+    for k, st in enumerate(sweep):
+        out += before.get(k, [])
+        out.append(st)
+    return out
+
+
+def _names_in(node):
+    """The names ``node`` mentions (a walk by hand: ``ast.walk`` is slow on large sweeps)."""
+    out, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is ast.Name:
+            out.add(n.id)
+        else:
+            stack.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def _zero_part(node, n, zero):
+    """The part of ``n``'s zero value that ``node`` reads when it is ``n`` or a constant index
+    path into it (``adj_x[1]``, ``adj_x[0][2]``), else None."""
+    if isinstance(node, ast.Name):
+        return zero if node.id == n else None
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and \
+            isinstance(node.slice.value, int):
+        whole = _zero_part(node.value, n, zero)
+        if isinstance(whole, ast.Tuple) and 0 <= node.slice.value < len(whole.elts):
+            return whole.elts[node.slice.value]
+    return None
+
+
+def _from_zero(e, n, zero):
+    """Accumulated value ``e`` of ``n`` computed from ``n``'s zero value: ``n + c`` is ``c``
+    (-0.0 + c is c, bit for bit), a component ``n[i]`` left alone is the zero; None when ``n``
+    is read otherwise."""
+    part = _zero_part(e, n, zero)
+    if part is not None:
+        return copy.deepcopy(part)
+    if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and \
+            _zero_part(e.left, n, zero) is not None and n not in _names_in(e.right):
+        return e.right
+    if isinstance(e, ast.Tuple):
+        elts = [_from_zero(x, n, zero) for x in e.elts]
+        return None if None in elts else ast.Tuple(elts, ast.Load())
+    return None if n in _names_in(e) else e
 
 
 def _leaves(t, path=()):

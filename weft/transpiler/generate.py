@@ -15,7 +15,6 @@ import dataclasses
 import os
 
 from ..core import types as T
-from . import prune
 from .abi import KernelABI, ParamABI
 from .adjoint import Adjoint
 from .codegen import assign, names_for, wk_call
@@ -29,7 +28,7 @@ SUFFIX = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}
 
 def function_def(fname, params, body, decorator, doc=None, pass_kind=None):
     """A generated function; ``pass_kind`` (``"adjoint"``, ``"tangent"``) marks the ones whose
-    dead assignments :func:`run` prunes."""
+    dead assignments the ``prune`` pass removes."""
     if doc:
         body = [ast.Expr(ast.Constant(doc))] + body
     args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
@@ -144,7 +143,7 @@ def func_functions(fir, facts_of, target):
                                     f"The user's {kind} rule of '{fir.name}' ({where})."))
     if "grad" not in fir.custom:
         gen = Adjoint(fir, names_for(fir), facts, target)
-        body = gen.body() + [gen.func_returns()]
+        body = gen.body([gen.func_returns()])
         out.append(function_def(f"{fir.name}__adj", gen.func_signature(), body, fdeco,
                                 f"Adjoint of '{fir.name}': returns the adjoints of its "
                                 "differentiable parameters.", "adjoint"))
@@ -207,10 +206,6 @@ def run(state):
                                 in facts.const_indices.items()))
     if state.options.mode == "debug":  # every kernel of the module shares the site table
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
-    # adjoint and tangent functions lose their dead assignments; forward code stays as the
-    # user wrote it
-    pure = prune.pure_functions(defs)
-    state.defs = [prune.drop_dead(d, pure) if d.weft_pass in ("adjoint", "tangent") else d
-                  for d in defs]
+    state.defs = defs  # the adjoint and tangent ones lose their dead assignments in ``prune``
     state.abis = abis
     return state

@@ -1,4 +1,7 @@
-"""Dead assignments out of generated adjoint and tangent functions.
+"""Pass ``prune``: dead assignments out of generated adjoint and tangent functions.
+
+Invariant: no assignment of an adjoint or tangent function of ``state.defs`` binds a name that
+nothing left reads to a value without side effects; forward code stays as the user wrote it.
 
 The adjoint replays the forward body and the tangent runs it beside the tangents, statement by
 statement, so both carry values nobody reads: the old value of an atomic the kernel ignored, a
@@ -9,19 +12,18 @@ typed and lowered. :func:`drop_dead` removes every assignment whose names are ne
 what remains and whose value has no side effect, until nothing more goes.
 
 Which values are pure: names, constants, arithmetic, comparisons, tuples, subscripts and
-attributes (reads), conditional expressions, calls of ``np.*`` and ``math.*``, of the scalar
-type casts (``float32(...)``) and ``range``, ``min``, ``max``, ``abs``, ``len``, of the few
-``_wk`` helpers listed in ``PURE_HELPERS`` and of generated functions named in ``pure_funcs``.
-Anything else (an atomic, a debug check, a geometry query, a func that writes an array) keeps
-its statement and what it reads.
+attributes (reads), conditional expressions, calls the vocabulary of generated code calls pure
+(:func:`weft.native.vocabulary.is_pure`: numpy's math, the casts, ``range``, most ``_wk``
+helpers) and calls of generated functions named in ``pure_funcs``. Anything else (an atomic, a
+debug check, a geometry query, a func that writes an array) keeps its statement and what it
+reads.
 """
 from __future__ import annotations
 
 import ast
 
-CASTS = {"bool_", "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
-         "uint64", "float16", "float32", "float64", "range", "min", "max", "abs", "len"}
-PURE_HELPERS = {"first_index", "launch_size"}
+from ..native.vocabulary import called_name, is_pure
+
 _PURE_NODES = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare,
                ast.Tuple, ast.Subscript, ast.Attribute, ast.IfExp, ast.Slice, ast.Load,
                ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.expr_context)
@@ -30,10 +32,8 @@ _PURE_NODES = (ast.Name, ast.Constant, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.C
 def _pure_call(node, pure_funcs):
     f = node.func
     if isinstance(f, ast.Name):
-        return f.id in CASTS or f.id in pure_funcs
-    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
-        return f.value.id in ("np", "math") or (f.value.id == "_wk" and f.attr in PURE_HELPERS)
-    return False
+        return f.id in pure_funcs or is_pure(f.id)
+    return is_pure(called_name(f))
 
 
 def pure(expr, pure_funcs=()):
@@ -217,3 +217,13 @@ def pure_functions(defs):
         if isinstance(d, ast.FunctionDef) and pure_body(d.body, out):
             out.add(d.name)
     return out
+
+
+def run(state):
+    """Prune the adjoint and tangent functions (``weft_pass``, set by ``generate``) of
+    ``state.defs``; a generated function found pure may be dropped where its result is not
+    read."""
+    pure = pure_functions(state.defs)
+    state.defs = [drop_dead(d, pure) if getattr(d, "weft_pass", None) in ("adjoint", "tangent")
+                  else d for d in state.defs]
+    return state

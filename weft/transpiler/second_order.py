@@ -1,4 +1,10 @@
-"""Second order: the tangent (forward mode) of generated code, for forward-over-reverse.
+"""Pass ``second_order``: the tangent (forward mode) of generated code, for forward-over-reverse.
+
+Invariant: ``state.second_source`` is an importable module holding the module ``state.source``
+and, for each kernel of ``state.abis``, the tangent of its CPU adjoint entries (``k__adj`` ->
+``k__adj__hvp``) along every tangent and adjoint parameter. It runs on demand
+(:mod:`weft.autodiff.hvp`, through ``pipeline.second_order_source``), on the text of a module
+built earlier (perhaps in another process: the text is what the cache keeps).
 
 weft's adjoint kernels are generated Python functions built from a small vocabulary: scalar
 arithmetic, flat tuples for vectors and matrices, NumPy math calls, array loads and stores,
@@ -12,8 +18,11 @@ seeded by ``dL/dy``, ``tn_adj_x`` accumulates ``(d^2 L / dx^2) dx`` (:mod:`weft.
 
 Activity is flow-insensitive (a variable is active when any of its assignments is), which is
 exact for the single-assignment-like code the generators write. Generated callees are
-specialised per set of active arguments (``f__tn_101``). An active value reaching a call
-with no rule is a :class:`SecondOrderError` naming it; nothing is silently dropped.
+specialised per set of active arguments (``f__tn_101``). How a tangent passes through each
+call is its entry's ``second`` in the vocabulary of generated code
+(:mod:`weft.native.vocabulary`), the derivative of a math call the one declared there
+(:mod:`.second_order_rules`). An active value reaching a call with no rule is a
+:class:`SecondOrderError` naming it; nothing is silently dropped.
 
 Typed constants come from ``_w2.like(x, c)`` (``c`` cast to the type of ``x``) and zeros of
 an inactive value's structure from ``_w2.tzero(x)`` (:mod:`weft.native.second_helpers`), so the
@@ -23,32 +32,18 @@ from __future__ import annotations
 
 import ast
 
-from .second_order_rules import RULES, _add, _bin, _c, _call, _mul, _n, _neg, _sub, dotted
+from ..native.vocabulary import CALLS, called_name
+from .second_order_rules import _add, _bin, _c, _call, _mul, _n, _neg, _sub
+from .second_order_rules import tangent as rule_tangent
 
 PREFIX = "tn_"
 
-#: calls whose results carry no derivative (integers, comparisons, rounding, random numbers)
-NONDIFF = {
-    "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool", "bool_",
-    "int", "np.int32", "np.int64", "np.floor", "np.ceil", "np.trunc", "np.rint", "np.round",
-    "np.sign", "np.isnan", "np.isinf", "np.isfinite", "np.signbit", "math.floor",
-    "math.ceil", "math.trunc", "math.isnan", "math.isinf", "math.isfinite", "len", "range",
-    "_wk.launch_size", "_wk.first_index", "_wk.trip_count", "_wk.int_div_trunc",
-    "_wk.int_floor_div", "_wk.int_mod", "_wk.tuple_eq", "_wk.tuple_ne", "_wk.bit_count",
-    "_wk.private_ok", "_wk.round_half_away", "_wk.rand_pcg", "_wk.u32", "_wk.u32_add",
-    "_wk.rand_float", "_wk.rand_int", "_wk.rand_int_range", "_wk.expect_eq", "_wk.expect_neq",
-    "_wk.expect_near", "_wk.thread_id", "_wk.nonneg", "_wk.assume_shape",
-    "_wk.f2h", "np.empty", "np.zeros",
-    "np.ones", "np.full", "print",
-}
-#: float casts: the tangent is cast the same way
-CASTS = {"float32", "float64", "np.float32", "np.float64", "float"}
-#: identity derivative (float16 rounding keeps the derivative, as Warp's casts do)
-IDENTITY = {"float16", "_wk.round_f16", "_wk.h2f"}
-ALLOC = {"np.empty", "np.zeros"}
-#: calls linear in their first argument, an array (loop stacks grown, private buffers)
-ARRAY_LINEAR = {"_wk.grow", "_wk.private_buffer"}
-ATOMIC_LINEAR = {"_wk.atomic_add": ast.Add(), "_wk.atomic_sub": ast.Sub()}
+
+def _kind(name):
+    """How a tangent passes through a call of ``name``: its entry's ``second`` (see
+    :mod:`weft.native.vocabulary`), None when it has none."""
+    e = CALLS.get(name)
+    return None if e is None else e.second
 
 
 class SecondOrderError(Exception):
@@ -125,8 +120,8 @@ class Function:
             if self.is_active(s.value):
                 self._mark_target(s.target)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
-            name = dotted(s.value.func)
-            if name in ATOMIC_LINEAR or name == "_wk.reduce_private":
+            name = called_name(s.value.func)
+            if _kind(name) in ("accumulate", "reduce"):
                 if any(self.is_active(a) for a in s.value.args[1:]):
                     self._mark_target(s.value.args[0])
             else:
@@ -170,8 +165,9 @@ class Function:
         raise SecondOrderError(f"expression {ast.unparse(e)}")
 
     def _call_active(self, e):
-        name = dotted(e.func)
-        if name == "_wk.parallel_for":
+        name = called_name(e.func)
+        kind = _kind(name)
+        if kind == "launch":
             return self._launch_active(e)
         args_active = [self.is_active(a) for a in e.args]
         if name in self.module.funcs:
@@ -182,13 +178,13 @@ class Function:
             got = self.module.tangent_of(name, active)
             self.callees[id(e)] = got
             return got[1]
-        if name in NONDIFF or name == "_wk.private_ok":
+        if kind in ("zero", "alloc"):
             return False
-        if name in ARRAY_LINEAR:
+        if kind == "linear":
             return args_active[0]
         if not any(args_active):
             return False
-        if name in CASTS or name in IDENTITY or name in RULES:
+        if kind in ("cast", "same", "rule"):
             return True
         raise SecondOrderError(f"no second-order rule for '{name or ast.unparse(e.func)}'")
 
@@ -319,8 +315,9 @@ class Function:
         e = s.value
         if not isinstance(e, ast.Call):
             return [s]  # docstrings
-        name = dotted(e.func)
-        if name in ATOMIC_LINEAR:
+        name = called_name(e.func)
+        kind = _kind(name)
+        if kind == "accumulate":
             arr = e.args[0]
             if not (isinstance(arr, ast.Name) and arr.id in self.active):
                 return [s]
@@ -332,7 +329,7 @@ class Function:
                 out.append(ast.Expr(ast.Call(_c(e.func), [_n(PREFIX + arr.id)] +
                                              [_c(a) for a in e.args[1:-1]] + [tan], [])))
             return out + [ast.Expr(call)]
-        if name == "_wk.reduce_private":
+        if kind == "reduce":
             arr, acc = e.args[0], e.args[1]
             if isinstance(arr, ast.Name) and arr.id in self.active:
                 return [s, ast.Expr(ast.Call(_c(e.func), [_n(PREFIX + arr.id),
@@ -350,12 +347,12 @@ class Function:
         if isinstance(prim, ast.Constant) and prim.value is None:
             return ast.Constant(None)  # an absent (adjoint) array
         if isinstance(prim, ast.Call):
-            name = dotted(prim.func)
-            if name in CASTS and prim.args and isinstance(
+            kind = _kind(called_name(prim.func))
+            if kind == "cast" and prim.args and isinstance(
                     prim.args[0].operand if isinstance(prim.args[0], ast.UnaryOp)
                     else prim.args[0], ast.Constant):
                 return ast.Call(_c(prim.func), [ast.Constant(0.0)], [])
-            if name in ALLOC:
+            if kind == "alloc":
                 z = _call("np.zeros", *[_c(a) for a in prim.args])
                 z.keywords = [_c(k) for k in prim.keywords]
                 return z
@@ -424,8 +421,9 @@ class Function:
         raise SecondOrderError(f"no second-order rule for the operator in {ast.unparse(e)}")
 
     def call(self, e, pre, hoist):
-        name = dotted(e.func)
-        if name == "_wk.parallel_for":
+        name = called_name(e.func)
+        kind = _kind(name)
+        if kind == "launch":
             return self.launch(e, pre, hoist)
         if name in self.module.funcs:
             new, returns = self.callees[id(e)]
@@ -450,18 +448,17 @@ class Function:
         args = [p for p, _ in parts]
         tans = [t for _, t in parts]
         prim = ast.Call(e.func, args, e.keywords)
-        if name in NONDIFF:
+        if kind in ("zero", "alloc"):
             return prim, None
-        if name in CASTS:
+        if kind == "cast":
             return prim, ast.Call(_c(e.func), [tans[0]], []) if tans[0] is not None else None
-        if name in IDENTITY:
+        if kind == "same":
             return prim, tans[0]
-        if name in ARRAY_LINEAR:
+        if kind == "linear":
             return prim, ast.Call(_c(e.func), [tans[0]] + [_c(a) for a in args[1:]], [])
-        rule = RULES.get(name)
-        if rule is None:
+        if kind != "rule":
             raise SecondOrderError(f"no second-order rule for '{name}'")
-        return prim, rule(prim, args, tans)
+        return prim, rule_tangent(name, prim, args, tans)
 
 
 # ---------------------------------------------------------------------- modules
@@ -510,3 +507,21 @@ def tangent_module(source, entries):
     header = ('"""Second-order (tangent of adjoint) functions generated by weft from the module '
               'below; see weft.transpiler.second_order."""\n')
     return header + _restore_comments(ast.unparse(new))
+
+
+def entries_of(abi):
+    """The functions ``tape.hvp`` runs for a kernel of ABI ``abi``, as :func:`tangent_module`
+    takes them: its CPU adjoint entries, once each, along the tangents of its parameters and
+    their adjoints (the tangent parameters inserted after ``_dim``, the parameters and the
+    adjoints)."""
+    active = [p.name for p in abi.params if p.tangent is not None] + \
+        [p.adjoint for p in abi.params if p.adjoint is not None]
+    insert_at = 1 + len(abi.params) + sum(p.adjoint is not None for p in abi.params)
+    return [(name, name + "__hvp", active, insert_at)
+            for name in dict.fromkeys(abi.entries["adjoint"][t] for t in ("cpu", "serial"))]
+
+
+def run(state):
+    entries = [e for abi in state.abis.values() for e in entries_of(abi)]
+    state.second_source = tangent_module(state.source, entries)
+    return state

@@ -1,24 +1,22 @@
-"""The derivative rules of second order (:mod:`.second_order`): the tangent of each math call
-the generated code makes, written as Python AST, and the small AST builders they and the
-tangent generator share. A rule takes ``(prim, args, tans)`` (the call, its argument nodes and
-their tangents, None for zero) and returns the tangent expression.
+"""The derivatives of second order (:mod:`.second_order`): the tangent of each math call the
+generated code makes, rendered as Python AST from the derivative the vocabulary declares for it
+(:mod:`weft.native.vocabulary`: the templates the first-order rules render too,
+:mod:`weft.stdlib.derivatives`), and the small AST builders it and the tangent generator share.
+
+Rendering: a tangent is an expression or None (zero), and arithmetic on zeros folds (``t * x``
+is zero, ``a - t`` is ``a``, a conditional between zeros is zero); a number is ``_w2.like(x, c)``
+(the constant at the type of the first argument ``x``), the result ``r`` the call itself, a
+``let`` written where used, a function spelled as the call's own target spells it
+(``_wk.fm_sin``'s derivative calls ``_wk.fm_cos``); a conditional whose test is a constant
+argument of the call (``complement``) is decided when written.
 """
 from __future__ import annotations
 
 import ast
 import copy
-import math
+import functools
 
-from ..native.vocabulary import FAST_MATH
-
-
-def dotted(node):
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = dotted(node.value)
-        return None if base is None else base + "." + node.attr
-    return None
+from ..native.vocabulary import CALLS, spelling
 
 
 def _n(name):
@@ -69,127 +67,75 @@ def _mul(t, x):
 
 
 
-def _unary(f):
-    """A rule for ``y = g(x)``: ``f(y, x)`` gives ``dy/dx`` as an expression."""
-    def rule(prim, args, tans):
-        return _mul(tans[0], f(prim, args[0]))
-    return rule
+_OPS = {ast.Add: _add, ast.Sub: _sub}
 
 
-def _sqrt(y, x):
-    return _bin(_like(x, 1.0), ast.Div(), _bin(_c(y), ast.Add(), _c(y)))
+@functools.lru_cache(maxsize=None)
+def _template(text):
+    return ast.parse(text, mode="eval").body
 
 
-def _fn(name):
-    def make(x):
-        return _call(name, _c(x))
-    return make
-
-
-def _unary_rules(ns):
-    s, c, ex, lg, sq = (_fn(ns + n) for n in ("sin", "cos", "exp", "log", "sqrt"))
-    one = _like
-    return {
-        "sqrt": _sqrt,
-        "sin": lambda y, x: c(x),
-        "cos": lambda y, x: _neg(s(x)),
-        "tan": lambda y, x: _bin(one(x, 1.0), ast.Add(), _bin(_c(y), ast.Mult(), _c(y))),
-        "exp": lambda y, x: _c(y),
-        "log": lambda y, x: _bin(one(x, 1.0), ast.Div(), _c(x)),
-        "log2": lambda y, x: _bin(one(x, 1.0 / math.log(2.0)), ast.Div(), _c(x)),
-        "log10": lambda y, x: _bin(one(x, 1.0 / math.log(10.0)), ast.Div(), _c(x)),
-        "tanh": lambda y, x: _bin(one(x, 1.0), ast.Sub(), _bin(_c(y), ast.Mult(), _c(y))),
-        "sinh": lambda y, x: _fn(ns + "cosh")(x),
-        "cosh": lambda y, x: _fn(ns + "sinh")(x),
-        "arcsin": lambda y, x: _bin(one(x, 1.0), ast.Div(), sq(
-            _bin(one(x, 1.0), ast.Sub(), _bin(_c(x), ast.Mult(), _c(x))))),
-        "arccos": lambda y, x: _neg(_bin(one(x, 1.0), ast.Div(), sq(
-            _bin(one(x, 1.0), ast.Sub(), _bin(_c(x), ast.Mult(), _c(x)))))),
-        "arctan": lambda y, x: _bin(one(x, 1.0), ast.Div(), _bin(one(x, 1.0), ast.Add(),
-                                                                 _bin(_c(x), ast.Mult(), _c(x)))),
-        "cbrt": lambda y, x: _bin(one(x, 1.0), ast.Div(), _bin(one(x, 3.0), ast.Mult(),
-                                                               _bin(_c(y), ast.Mult(), _c(y)))),
-        "abs": lambda y, x: ast.IfExp(ast.Compare(_c(x), [ast.Lt()], [ast.Constant(0)]),
-                                      one(x, -1.0), one(x, 1.0)),
-        "fabs": lambda y, x: ast.IfExp(ast.Compare(_c(x), [ast.Lt()], [ast.Constant(0)]),
-                                       one(x, -1.0), one(x, 1.0)),
-        "exp2": lambda y, x: _bin(_c(y), ast.Mult(), one(x, math.log(2.0))),
-        "expm1": lambda y, x: ex(x),
-        "log1p": lambda y, x: _bin(one(x, 1.0), ast.Div(), _bin(one(x, 1.0), ast.Add(), _c(x))),
-        "_lg": lg,
-    }
-
-
-def _power(prim, args, tans):
-    a, b = args
-    ta, tb = tans
+def tangent(name, prim, args, tans):
+    """The tangent of ``prim``, a call of ``name`` (an entry of the vocabulary with a
+    derivative) on argument nodes ``args`` whose tangents are ``tans`` (None: zero); None when
+    it is zero."""
+    e = CALLS[name]
+    d = e.derivative
+    env = dict(zip(d.args, args))
+    env["r"] = prim
+    render = _Render(env, dict(d.lets), args[0], e.target)
+    if d.jvp is not None:
+        env.update({f"t_{a}": t for a, t in zip(d.args, tans)})
+        return render.ex(_template(d.jvp))
     out = None
-    if ta is not None:
-        out = _bin(ta, ast.Mult(), _bin(_c(b), ast.Mult(), _call(
-            "np.power", _c(a), _bin(_c(b), ast.Sub(), _like(b, 1.0)))))
-    if tb is not None:
-        log_a = ast.IfExp(ast.Compare(_c(a), [ast.Gt()], [ast.Constant(0)]),
-                          _call("np.log", _c(a)), _like(a, 0.0))
-        out = _add(out, _bin(tb, ast.Mult(), _bin(log_a, ast.Mult(), _c(prim))))
+    for part, t in zip(d.partials, tans):
+        if part is not None and t is not None:
+            env["g"] = t
+            out = _add(out, render.ex(_template(part)))
     return out
 
 
-def _arctan2(prim, args, tans):
-    y, x = args
-    ty, tx = tans
-    den = _bin(_bin(_c(x), ast.Mult(), _c(x)), ast.Add(), _bin(_c(y), ast.Mult(), _c(y)))
-    num = _sub(_mul(ty, x), _mul(tx, y))
-    return _bin(num, ast.Div(), den)
+class _Render:
+    def __init__(self, env, lets, first, target):
+        self.env = env
+        self.lets = lets
+        self.first = first      # the first argument: its type is the constants'
+        self.target = target
 
-
-def _copysign(prim, args, tans):
-    a, b = args
-    if tans[0] is None:
-        return None
-    sign = _bin(_call("np.copysign", _like(a, 1.0), _c(a)), ast.Mult(),
-                _call("np.copysign", _like(a, 1.0), _c(b)))
-    return _bin(tans[0], ast.Mult(), sign)
-
-
-def _minmax(pick_first_when):
-    def rule(prim, args, tans):
-        a, b = args
-        ta, tb = tans
-        return ast.IfExp(ast.Compare(_c(a), [pick_first_when], [_c(b)]),
-                         ta if ta is not None else _like(a, 0.0),
-                         tb if tb is not None else _like(b, 0.0))
-    return rule
-
-
-def _fmod(prim, args, tans):
-    a, b = args
-    ta, tb = tans
-    if tb is None:
-        return ta
-    q = _call("np.trunc", _bin(_c(a), ast.Div(), _c(b)))
-    return _sub(ta, _bin(q, ast.Mult(), tb))
-
-
-def _erfinv(prim, args, tans):
-    # d/dx erfinv(x) = sqrt(pi)/2 exp(erfinv(x)^2)
-    return _mul(tans[0], _bin(_like(args[0], math.sqrt(math.pi) / 2.0), ast.Mult(),
-                              _call("np.exp", _bin(_c(prim), ast.Mult(), _c(prim)))))
-
-
-RULES = {}
-for _ns in ("np.", "math."):
-    for _k, _f in _unary_rules(_ns).items():
-        if not _k.startswith("_"):
-            RULES[_ns + _k] = _unary(_f)
-for _k in FAST_MATH:  # a fast_math module's float32 functions (weft.native.fastmath)
-    RULES["_wk.fm_" + _k] = _unary(_unary_rules("_wk.fm_")[_k])
-RULES["abs"] = _unary(_unary_rules("np.")["abs"])
-RULES["np.power"] = RULES["math.pow"] = _power
-RULES["np.arctan2"] = RULES["math.atan2"] = _arctan2
-RULES["np.copysign"] = RULES["math.copysign"] = _copysign
-RULES["np.fmod"] = RULES["math.fmod"] = _fmod
-RULES["np.minimum"] = RULES["min"] = _minmax(ast.LtE())
-RULES["np.maximum"] = RULES["max"] = _minmax(ast.GtE())
-RULES["_wk.erf_inverse"] = _erfinv
-for _a, _b in (("asin", "arcsin"), ("acos", "arccos"), ("atan", "arctan")):
-    RULES["math." + _a] = RULES["math." + _b]
+    def ex(self, node):
+        kind = type(node)
+        if kind is ast.Name:
+            if node.id in self.lets:
+                return self.ex(_template(self.lets[node.id]))
+            value = self.env[node.id]
+            return None if value is None else _c(value)
+        if kind is ast.Constant:
+            return _like(self.first, node.value)
+        if kind is ast.UnaryOp:
+            if isinstance(node.operand, ast.Constant):
+                return _like(self.first, -node.operand.value)
+            value = self.ex(node.operand)
+            return None if value is None else _neg(value)
+        if kind is ast.BinOp:
+            a, b = self.ex(node.left), self.ex(node.right)
+            op = _OPS.get(type(node.op))
+            if op is not None:
+                return op(a, b)
+            if a is None or (b is None and isinstance(node.op, ast.Mult)):
+                return None  # zero times anything, zero over anything
+            return _bin(a, node.op, b)
+        if kind is ast.Call:
+            return _call(spelling(node.func.id, self.target), *[self.ex(a) for a in node.args])
+        if kind is ast.Compare:
+            return ast.Compare(self.ex(node.left), node.ops,
+                               [self.ex(c) for c in node.comparators])
+        if kind is ast.IfExp:
+            test = self.env.get(node.test.id) if isinstance(node.test, ast.Name) else None
+            if isinstance(test, ast.Constant):  # a constant argument: decided here
+                return self.ex(node.body if test.value else node.orelse)
+            a, b = self.ex(node.body), self.ex(node.orelse)
+            if a is None and b is None:
+                return None
+            return ast.IfExp(self.ex(node.test), a if a is not None else _like(self.first, 0.0),
+                             b if b is not None else _like(self.first, 0.0))
+        raise ValueError(f"derivative template: {ast.unparse(node)}")

@@ -238,3 +238,13 @@ def run(state):
             fir.name = f"{base}_{n}"
     state.funcs = sp.order
     return state
+
+
+def run_host(state):
+    """The ``lower`` pass of the host pipeline (``pipeline.HOST``): ``state.host_call``, a
+    func and its argument types, lowered as the root (``state.host_root``)."""
+    sp = Specializer()
+    func, types = state.host_call
+    state.host_root = sp.lower_func(func, types)
+    state.funcs = sp.order
+    return state

@@ -48,7 +48,8 @@ class CompileOptions:
 
 @dataclass
 class CompileState:
-    """What the pipeline works on: one kernel (or a set of kernels for the CLI)."""
+    """What the pipeline works on: one kernel (or a set of kernels for the CLI); a Python-scope
+    call (``host_call``, the host pipeline); a generated module's text (second order)."""
 
     roots: list                                        # user Kernel objects
     kernel_types: dict = field(default_factory=dict)   # generic kernel -> its concrete types
@@ -58,3 +59,6 @@ class CompileState:
     defs: list = field(default_factory=list)           # generate: generated ast.FunctionDefs
     abis: dict = field(default_factory=dict)           # generate: kernel name -> KernelABI
     source: str = ""                                   # assemble: the module's source text
+    second_source: str = ""                            # second_order: the hvp module's text
+    host_call: Any = None       # the host pipeline: (func, argument types) of a Python-scope call
+    host_root: Any = None       # ... and its FuncIR, lowered

@@ -26,7 +26,7 @@ import ast
 import os
 
 from ..core import types as T
-from ..native.vocabulary import FAST_MATH, MATH
+from ..native.vocabulary import CALLS, spelling
 from .codegen import wk_call
 from ..stdlib.exprs import attr_path, name
 
@@ -126,13 +126,14 @@ class Target:
 
     # -- operations --------------------------------------------------------------------------
     def math(self, path, args, types):
-        """A call of math function ``path`` (``np.sin``, ``math.cos``, as the rules write it)
-        on argument nodes of weft ``types``; in a ``fast_math`` module, the float32
+        """A call of math function ``path`` (``np.sin``, ``math.erf``, as the rules write it)
+        on argument nodes of weft ``types``, spelled for the target
+        (:func:`weft.native.vocabulary.spelling`); in a ``fast_math`` module, the float32
         transcendentals LLVM can vectorise (``weft.native.fastmath``)."""
-        module, _, fn = path.partition(".")
-        if self.fast_math and module == "np" and fn in FAST_MATH and \
+        e = CALLS.get(path)
+        if self.fast_math and e is not None and e.math and \
                 all(T.scalar_of(t) is T.float32 for t in types):
-            return wk_call(f"fm_{fn}", *args)
+            path = spelling(e.math, "fast_math")
         return ast.Call(attr_path(path), args, [])
 
     def atomic(self, fn, args):
@@ -239,11 +240,11 @@ class Cuda(Target):
         return [_assign("_p", _expr("cuda.grid(1)")), guard]
 
     def math(self, path, args, types):
-        module, _, fn = path.partition(".")
-        if module != "np" or fn not in MATH:
+        e = CALLS.get(path)
+        if e is None or not e.math:
             return super().math(path, args, types)
         suffix = "f64" if any(T.scalar_of(t) is T.float64 for t in types) else "f32"
-        return wk_call(f"{fn}_{suffix}", *args)
+        return ast.Call(attr_path(spelling(e.math, "cuda_" + suffix)), args, [])
 
     def local_array(self, shape, dtype_node):
         return ast.Call(_expr("cuda.local.array"), [shape, dtype_node], [])
