@@ -52,8 +52,8 @@ from . import volume_traverse
 from .portable import compile_into, variant
 from .volume_traverse import (CLOSEST, CPU_JIT_OPTIONS, F0, F1, FM1, GRID_DOUBLE, GRID_FLOAT,  # noqa: F401
     GRID_INDEX, GRID_INT32, GRID_INT64, GRID_ONINDEX_MASK, GRID_UINT32, GRID_VEC3D, GRID_VEC3F,
-    GRID_VEC4D, GRID_VEC4F, INT_MIN, LINEAR, vdb_block, vdb_block_in, vdb_cell, vdb_cell_slots,
-    vdb_data_index, vdb_floor, vdb_grad8, vdb_hess8, vdb_index_cell, vdb_index_of,
+    GRID_VEC4D, GRID_VEC4F, INT_MIN, LINEAR, _outer2, vdb_block, vdb_block_in, vdb_cell,
+    vdb_cell_slots, vdb_data_index, vdb_floor, vdb_grad8, vdb_hess8, vdb_index_cell, vdb_index_of,
     vdb_index_read8, vdb_lerp8, vdb_node, vdb_read8, vdb_round, vdb_slot_in, vdb_weights,
     volume_cell, volume_leaf_slot, volume_slot)
 
@@ -516,9 +516,8 @@ def compile_for(jit, inline_jit=None):
     for name in _CONSTANTS:
         ns[name] = globals()[name]
     ns["real"] = real
-    fns = [(name, globals()[name] if name in globals() else getattr(volume_traverse, name))
-           for name in PORTABLE]
-    return compile_into(ns, fns, jit, inline_jit, INLINE)
+    return compile_into(ns, [(name, globals()[name]) for name in PORTABLE], jit, inline_jit,
+                        INLINE)
 
 
 def compile_cpu(cache=False):
