@@ -23,7 +23,8 @@ from . import stackmem as _stackmem
 from .bvh_query import _with, walk_to_leaf
 from .mesh_geom import (F0, F1, FLT_MAX, _permute, aabb_aabb, cross3, dot3, f32x3, fclamp,  # noqa: F401
     finite3, normalize3, ray_aabb, ray_aabb_f, ray_aabb_robust, ray_aabb_robust_f, robust_finite,
-    ray_setup, ray_woop, sphere_aabb, tri_edges, tri_row, triangle_closest_point, triangle_normal, wmax)
+    ray_setup, ray_woop, sphere_aabb, tri_edges, tri_row, triangle_closest_point, triangle_normal,
+    wmax)
 
 stackmem = _stackmem.PYTHON   # rebound per target by mesh_query.compile_for
 STACK_SIZE = 64
