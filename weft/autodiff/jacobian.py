@@ -88,24 +88,19 @@ def _sparse(tape, inputs, outputs, pattern, mode):
     if pattern.shape != (m, n):
         raise LaunchError(f"jacobian(sparsity=...): the pattern is {pattern.shape}, the "
                           f"Jacobian {(m, n)}")
-    if mode == "rev":  # colour the rows: the columns of the transpose
-        colour = _colour(pattern.T)
-        rows, cols = pattern.nonzero()
-        vals = np.zeros(len(rows))
-        for k in range(int(colour.max()) + 1 if m else 0):
-            seed = (colour == k).astype(np.float64)
-            got = _reverse(tape, inputs, outputs, seed)
-            sel = colour[rows] == k
-            vals[sel] = got[cols[sel]]
-    else:
-        colour = _colour(pattern)
-        rows, cols = pattern.nonzero()
-        vals = np.zeros(len(rows))
-        for k in range(int(colour.max()) + 1 if n else 0):
-            seed = (colour == k).astype(np.float64)
-            got = _forward(tape, inputs, outputs, seed)
-            sel = colour[cols] == k
-            vals[sel] = got[rows[sel]]
+    # reverse mode seeds outputs: colour the rows (the columns of the transpose), each product
+    # a row of the Jacobian; forward mode seeds inputs and colours the columns
+    rev = mode == "rev"
+    colour = _colour(pattern.T if rev else pattern)
+    rows, cols = pattern.nonzero()
+    seeded, read = (rows, cols) if rev else (cols, rows)
+    product = _reverse if rev else _forward
+    vals = np.zeros(len(rows))
+    for k in range(int(colour.max()) + 1 if (m if rev else n) else 0):
+        seed = (colour == k).astype(np.float64)
+        got = product(tape, inputs, outputs, seed)
+        sel = colour[seeded] == k
+        vals[sel] = got[read[sel]]
     return sp.csr_matrix((vals, (rows, cols)), shape=(m, n))
 
 

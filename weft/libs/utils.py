@@ -83,6 +83,23 @@ def array_sum(values, out=None, value_count=None, axis=None):
     return out
 
 
+#: what ``_require_alike`` compares: (the words of Warp's message, the value, how it prints)
+_ASPECTS = {"device": ("storage devices", lambda x: x.device, str),
+            "size": ("storage sizes", lambda x: x.size, str),
+            "dtype": ("data types", lambda x: x.dtype, type_repr)}
+
+
+def _require_alike(what, a, b, *aspects):
+    """Warp's checks that two arrays agree in each of ``aspects`` (``"device"``, ``"size"``,
+    ``"dtype"``): RuntimeError "``what`` storage devices do not match (x vs y)" on the first
+    that does not."""
+    for aspect in aspects:
+        words, get, show = _ASPECTS[aspect]
+        x, y = get(a), get(b)
+        if not (types_equal(x, y) if aspect == "dtype" else x == y):
+            raise RuntimeError(f"{what} {words} do not match ({show(x)} vs {show(y)})")
+
+
 def array_inner(a, b, out=None, count=None, axis=None):
     """Inner product of ``a`` and ``b`` (same shape and dtype; all components multiplied and
     summed), over everything (returned as a number without ``out``) or along ``axis`` into
@@ -90,12 +107,7 @@ def array_inner(a, b, out=None, count=None, axis=None):
     if a.shape != b.shape:
         raise ValueError(f"array_inner() arguments must have the same shape, got {a.shape} and "
                          f"{b.shape}")
-    if a.device != b.device:
-        raise RuntimeError(f"A and b array storage devices do not match ({a.device} vs "
-                           f"{b.device})")
-    if not types_equal(a.dtype, b.dtype):
-        raise RuntimeError(f"A and b array data types do not match ({type_repr(a.dtype)} vs "
-                           f"{type_repr(b.dtype)})")
+    _require_alike("A and b array", a, b, "device", "dtype")
     if axis is not None:
         axis = _axis("array_inner", axis, a.ndim)
     if count is None:
@@ -132,15 +144,7 @@ def array_scan(in_array, out_array, inclusive=True):
     """Prefix sums of ``in_array`` (int32, int64, float32, float64 scalars or vectors, per
     component) into ``out_array``, inclusive (``[1, 3, 6]`` of ``[1, 2, 3]``) or exclusive
     (``[0, 1, 3]``)."""
-    if in_array.device != out_array.device:
-        raise RuntimeError(f"In and out array storage devices do not match ({in_array.device} "
-                           f"vs {out_array.device})")
-    if in_array.size != out_array.size:
-        raise RuntimeError(f"In and out array storage sizes do not match ({in_array.size} vs "
-                           f"{out_array.size})")
-    if not types_equal(in_array.dtype, out_array.dtype):
-        raise RuntimeError(f"In and out array data types do not match "
-                           f"({type_repr(in_array.dtype)} vs {type_repr(out_array.dtype)})")
+    _require_alike("In and out array", in_array, out_array, "device", "size", "dtype")
     if in_array.size == 0:
         return
     if not in_array.is_contiguous and in_array.ndim != 1:
@@ -175,9 +179,7 @@ def radix_sort_pairs(keys, values, count, begin_bit=0, end_bit=None):
     """Sort the first ``count`` keys (int32, uint32, float32, int64, uint64, float64) with
     their values, stably, by key bits ``[begin_bit, end_bit)``. Both arrays must hold
     ``2 * count`` elements (Warp uses the second half as scratch)."""
-    if keys.device != values.device:
-        raise RuntimeError(f"Keys and values array storage devices do not match ({keys.device} "
-                           f"vs {values.device})")
+    _require_alike("Keys and values array", keys, values, "device")
     if count == 0:
         return
     if keys.size < 2 * count or values.size < 2 * count:
@@ -303,9 +305,7 @@ def array_cast(in_array, out_array, count=None):
     """Convert the elements of ``in_array`` to ``out_array``'s dtype (as C casts: float to int
     truncates). Arrays of different dimensions or element shapes are cast as flat scalars;
     ``count`` limits it to the first elements of 1-d arrays."""
-    if in_array.device != out_array.device:
-        raise RuntimeError(f"Array storage devices do not match ({in_array.device} vs "
-                           f"{out_array.device})")
+    _require_alike("Array", in_array, out_array, "device")
     src = in_array.numpy()
     ishape, oshape = T.element_shape(in_array.dtype), T.element_shape(out_array.dtype)
     if in_array.ndim != out_array.ndim or ishape != oshape:

@@ -95,54 +95,28 @@ def round_half_away(x):
     return math.copysign(math.floor(abs(x) + 0.5), x)
 
 
-# one wrapper per op, written out: numba-cuda does not resolve a closure's captured stub
-@_dev
-def atomic_add(arr, idx, value):
-    return cuda.atomic.add(arr, idx, value)
+def _atomic(name, call):
+    """Device function ``name(arr, idx, value)`` returning ``call(arr, idx, value)`` (``call``
+    as written in this module), generated: numba-cuda does not resolve a closure's captured
+    stub, and the simulator binds ``cuda.atomic`` only while a kernel runs."""
+    exec(f"def {name}(arr, idx, value):\n    return {call}(arr, idx, value)\n",  # noqa: S102
+         globals())
+    return _dev(globals()[name])
 
 
-@_dev
-def atomic_sub(arr, idx, value):
-    return cuda.atomic.sub(arr, idx, value)
-
-
-@_dev
-def atomic_min(arr, idx, value):
-    return cuda.atomic.min(arr, idx, value)
-
-
-@_dev
-def atomic_max(arr, idx, value):
-    return cuda.atomic.max(arr, idx, value)
-
-
-if config.ENABLE_CUDASIM:
-    @_dev
-    def atomic_exch(arr, idx, value):
-        return cuda.atomic.exch(arr, idx, value)
-else:
+if not config.ENABLE_CUDASIM:
     from .atomics import RMW  # floats too (numba-cuda's exch takes integers only)
 
     _exch = RMW["exch"]
 
-    @_dev
-    def atomic_exch(arr, idx, value):
-        return _exch(arr, idx, value)
-
-
-@_dev
-def atomic_and(arr, idx, value):
-    return cuda.atomic.and_(arr, idx, value)
-
-
-@_dev
-def atomic_or(arr, idx, value):
-    return cuda.atomic.or_(arr, idx, value)
-
-
-@_dev
-def atomic_xor(arr, idx, value):
-    return cuda.atomic.xor(arr, idx, value)
+atomic_add = _atomic("atomic_add", "cuda.atomic.add")
+atomic_sub = _atomic("atomic_sub", "cuda.atomic.sub")
+atomic_min = _atomic("atomic_min", "cuda.atomic.min")
+atomic_max = _atomic("atomic_max", "cuda.atomic.max")
+atomic_exch = _atomic("atomic_exch", "cuda.atomic.exch" if config.ENABLE_CUDASIM else "_exch")
+atomic_and = _atomic("atomic_and", "cuda.atomic.and_")
+atomic_or = _atomic("atomic_or", "cuda.atomic.or_")
+atomic_xor = _atomic("atomic_xor", "cuda.atomic.xor")
 
 
 if config.ENABLE_CUDASIM:

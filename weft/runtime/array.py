@@ -255,15 +255,12 @@ class array(ArrayViews):
             return
         if not isinstance(g, array):
             g = array(g, dtype=self.dtype, device=self.device)
-        if g.dtype is not self.dtype:
-            raise ValueError(f"The given gradient array is incompatible: expected dtype "
-                             f"{T.type_name(self.dtype)}, got {T.type_name(g.dtype)}")
-        if g.shape != self.shape:
-            raise ValueError(f"The given gradient array is incompatible: expected shape "
-                             f"{self.shape}, got {g.shape}")
-        if g.device != self.device:
-            raise ValueError(f"The given gradient array is incompatible: expected device "
-                             f"{self.device}, got {g.device}")
+        wrong = ("dtype" if g.dtype is not self.dtype else "shape" if g.shape != self.shape
+                 else "device" if g.device != self.device else None)
+        if wrong is not None:
+            show = T.type_name if wrong == "dtype" else str
+            raise ValueError(f"The given gradient array is incompatible: expected {wrong} "
+                             f"{show(getattr(self, wrong))}, got {show(getattr(g, wrong))}")
         self._grad = g
         self._requires_grad = True
 

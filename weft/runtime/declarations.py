@@ -22,6 +22,7 @@ to compile with a KernelError).
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import sys
 import textwrap
@@ -139,10 +140,7 @@ class NativeFunction:
 
     def __init__(self, func, snippet, adj_snippet, replay_snippet):
         self.func = func
-        self.__name__ = func.__name__
-        self.__qualname__ = func.__qualname__
-        self.__doc__ = func.__doc__
-        self.__module__ = func.__module__
+        functools.update_wrapper(self, func, updated=())   # its name, doc and module
         self.snippet = snippet
         self.adj_snippet = adj_snippet
         self.replay_snippet = replay_snippet

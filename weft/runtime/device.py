@@ -12,17 +12,14 @@ class Device:
     Warp programs read are there, with Warp's values for the CPU (``name`` "CPU", ``arch`` 0,
     ``ordinal`` -1)."""
 
+    # Warp's attributes that weft's devices do not track, with Warp's values for the CPU
+    is_primary = is_uva = is_mempool_supported = is_ipc_supported = is_capturing = False
+    sm_count = 0
+    uuid = pci_bus_id = None
+
     def __init__(self, alias):
         self.alias = alias
         self.ordinal = -1 if alias == "cpu" else int(alias.partition(":")[2] or 0)
-        self.is_primary = False
-        self.is_uva = False
-        self.is_mempool_supported = False
-        self.is_ipc_supported = False
-        self.is_capturing = False
-        self.sm_count = 0
-        self.uuid = None
-        self.pci_bus_id = None
 
     @property
     def name(self):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import weakref
 from contextlib import contextmanager
+from operator import attrgetter
 
 import numpy as np
 
@@ -34,6 +35,13 @@ def _is_cubql(constructor):
     if isinstance(key, str):
         return key.lower() == "cubql"
     return isinstance(key, (int, np.integer)) and not isinstance(key, bool) and int(key) == -1
+
+
+def _no_cubql_rebuild(constructor, what, new):
+    """Warp's refusal to rebuild a BVH built otherwise with cuBQL (weft has no cuBQL)."""
+    if _is_cubql(constructor):
+        raise ValueError(f"Cannot rebuild a non-cuBQL {what} with constructor='cubql'; create "
+                         f"a new {new} instead")
 
 
 def _check_groups(groups, n, what):
@@ -174,17 +182,28 @@ class HashGrid:
         self._grid.build(np.ascontiguousarray(data).reshape(-1, 3), radius, groups=grp)
         self._refresh()
 
-    @property
-    def dim_x(self):
-        return self._grid.dim_x
+    dim_x = property(attrgetter("_grid.dim_x"))
+    dim_y = property(attrgetter("_grid.dim_y"))
+    dim_z = property(attrgetter("_grid.dim_z"))
 
-    @property
-    def dim_y(self):
-        return self._grid.dim_y
 
-    @property
-    def dim_z(self):
-        return self._grid.dim_z
+def _vec3_data(name, doc, optional=False):
+    """A ``Mesh`` property of vec3 data held by the core (``points``, ``velocities``): read, a
+    ``wp.array`` view of the core's array made on first use (None for ``optional`` data the
+    mesh has none of); assigned, the new data goes to the core, which refits, and to the
+    descriptor."""
+    cached = "_" + name
+
+    def get(self):
+        if getattr(self, cached) is None and (not optional or getattr(self._core, name).shape[0]):
+            setattr(self, cached, array(getattr(self._core, name), dtype=_vec3(), copy=False))
+        return getattr(self, cached)
+
+    def put(self, new):
+        setattr(self._core, name, _host(new, f"Mesh {name}"))
+        setattr(self, cached, new if isinstance(new, array) else None)
+        self._descriptor.set(self._arrays(), self._scalars())
+    return property(get, put, doc=doc)
 
 
 def _host(a, what):
@@ -254,18 +273,8 @@ class Mesh:
         """The ``uint64`` kernels take (the address of this mesh's descriptor)."""
         return self._descriptor.id
 
-    @property
-    def points(self):
-        if self._points is None:
-            self._points = array(self._core.points, dtype=_vec3(), copy=False)
-        return self._points
-
-    @points.setter
-    def points(self, new):
-        """New points of the same shape: the mesh reads them and refits (as Warp)."""
-        self._core.points = _host(new, "Mesh points")
-        self._points = new if isinstance(new, array) else None
-        self._descriptor.set(self._arrays(), self._scalars())
+    points = _vec3_data("points", "The points (a ``wp.array`` of vec3); new points of the "
+                        "same shape: the mesh reads them and refits (as Warp).")
 
     @property
     def indices(self):
@@ -274,17 +283,8 @@ class Mesh:
             self._indices = array(self._core.indices, dtype=T.int32, copy=False)
         return self._indices
 
-    @property
-    def velocities(self):
-        if self._velocities is None and self._core.velocities.shape[0]:
-            self._velocities = array(self._core.velocities, dtype=_vec3(), copy=False)
-        return self._velocities
-
-    @velocities.setter
-    def velocities(self, new):
-        self._core.velocities = _host(new, "Mesh velocities")
-        self._velocities = new if isinstance(new, array) else None
-        self._descriptor.set(self._arrays(), self._scalars())
+    velocities = _vec3_data("velocities", "The velocities (None when the mesh has none).",
+                            optional=True)
 
     def _attach_derivatives(self, grads, tangent_of):
         """Point the descriptor at the gradients of ``points``/``velocities`` (``grads``: an
@@ -320,9 +320,7 @@ class Mesh:
 
     def rebuild(self, constructor=None):
         """Build the BVH anew from the current points."""
-        if _is_cubql(constructor):
-            raise ValueError("Cannot rebuild a non-cuBQL mesh BVH with constructor='cubql'; "
-                             "create a new mesh instead")
+        _no_cubql_rebuild(constructor, "mesh BVH", "mesh")
         if constructor is not None:
             from ..native.geometry.mesh import _constructor
             self._core.constructor = _constructor(constructor)
@@ -370,9 +368,7 @@ class Bvh:
         self._descriptor.set(self._arrays())
 
     def rebuild(self, constructor=None):
-        if _is_cubql(constructor):
-            raise ValueError("Cannot rebuild a non-cuBQL BVH with constructor='cubql'; create a "
-                             "new BVH instead")
+        _no_cubql_rebuild(constructor, "BVH", "BVH")
         self._core.rebuild(constructor)
         self._descriptor.set(self._arrays())
 

@@ -92,26 +92,20 @@ def _build(callee, args, kwargs):
     n = next(_COUNTER)
     scope = {"_callee": callee}
     params, types, positions, actual = [], [], [], []
-    for k, a in enumerate(args):
-        t = _param_type(a)
-        if t is not None:
-            params.append(f"p{k}")
-            types.append(t)
-            positions.append(k)
-            actual.append(f"p{k}")
-        else:
-            scope[f"c{k}"] = a
-            actual.append(f"c{k}")
-    for name, v in sorted(kwargs.items()):
+    # each argument: a parameter of the generated function (a typed value) or a constant in its
+    # scope (anything else), passed positionally or by keyword
+    slots = [(k, a, f"p{k}", f"c{k}", "") for k, a in enumerate(args)] + \
+        [(name, v, f"k_{name}", f"kc_{name}", f"{name}=") for name, v in sorted(kwargs.items())]
+    for key, v, param, const, kw in slots:
         t = _param_type(v)
         if t is not None:
-            params.append(f"k_{name}")
+            params.append(param)
             types.append(t)
-            positions.append(name)
-            actual.append(f"{name}=k_{name}")
+            positions.append(key)
+            actual.append(kw + param)
         else:
-            scope[f"kc_{name}"] = v
-            actual.append(f"{name}=kc_{name}")
+            scope[const] = v
+            actual.append(kw + const)
     filename = f"<weft host call {n}: {getattr(callee, '__name__', callee)}>"
     text = f"def _weft_host({', '.join(params)}):\n    return _callee({', '.join(actual)})\n"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)

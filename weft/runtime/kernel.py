@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import sys
 
@@ -212,17 +213,9 @@ class _ModuleView:
     def __init__(self, kernel):
         object.__setattr__(self, "_kernel", kernel)
 
-    @property
-    def _warp(self):
-        return self._kernel._module
-
-    @property
-    def options(self):
-        return self._warp.options
-
-    @property
-    def name(self):
-        return self._warp.name
+    _warp = property(operator.attrgetter("_kernel._module"))
+    options = property(operator.attrgetter("_kernel._module.options"))
+    name = property(operator.attrgetter("_kernel._module.name"))
 
     def load(self, device=None, block_dim=None):
         return self._warp.load(device, block_dim)

@@ -230,7 +230,7 @@ def _rotation(q):
 
 
 @wp.func
-def _svd(A):
+def _svd3(A):
     """(U, sigma, V) as Warp's svd3."""
     # A^T A, summed in Warp's order
     At = wp.transpose(A)
@@ -366,21 +366,18 @@ def _inv_gaps(x, tol):
 
 @wp.func
 def _svd_gaps(s):
+    """F of the SVD's derivatives, zero where the squared singular values coincide to within
+    eps * scale; in 2x2 (svd2): F[0, 1] = 1 / (s[1]^2 - s[0]^2) = -F[1, 0]."""
+    if len(s) == 2:
+        a = s[0] * s[0]
+        b = s[1] * s[1]
+        g = b - a
+        z = g - g
+        apart = wp.abs(g) > _eps(s[0]) * wp.max(a, b)
+        f = wp.where(apart, 1.0 / wp.where(apart, g, z + 1.0), z)
+        return wp.matrix(z, f, -f, z, shape=(2, 2))
     s2 = wp.cw_mul(s, s)
     return _inv_gaps(s2, _eps(s[0]) * wp.max(s2[0], wp.max(s2[1], s2[2])))
-
-
-@wp.func
-def _svd2_gaps(s):
-    """The 2x2 F of svd2 (F[0, 1] = 1 / (s[1]^2 - s[0]^2) = -F[1, 0]), zero where the squared
-    singular values coincide to within eps * scale, as _svd_gaps."""
-    a = s[0] * s[0]
-    b = s[1] * s[1]
-    g = b - a
-    z = g - g
-    apart = wp.abs(g) > _eps(s[0]) * wp.max(a, b)
-    f = wp.where(apart, 1.0 / wp.where(apart, g, z + 1.0), z)
-    return wp.matrix(z, f, -f, z, shape=(2, 2))
 
 
 @wp.func
@@ -435,6 +432,14 @@ def _svd_vjp(U, s, V, F, gU, gs, gV):
     return (U @ (wp.diag(gs) + KU @ S + S @ KV)) @ Vt
 
 
+@wp.func
+def _svd(A):
+    """``_svd3`` or ``_svd2`` by the size of A: the derivative rules below serve both."""
+    if len(A) == 2:
+        return _svd2(A)
+    return _svd3(A)
+
+
 @wp.func_tangent(_svd)
 def _svd_tangent(A, ret, dA):
     U, s, V = ret
@@ -446,19 +451,6 @@ def _svd_grad(A, ret, adj_ret):
     U, s, V = ret
     gU, gs, gV = adj_ret
     wp.adjoint[A] += _svd_vjp(U, s, V, _svd_gaps(s), gU, gs, gV)
-
-
-@wp.func_tangent(_svd2)
-def _svd2_tangent(A, ret, dA):
-    U, s, V = ret
-    return _svd_jvp(U, s, V, _svd2_gaps(s), dA)
-
-
-@wp.func_grad(_svd2)
-def _svd2_grad(A, ret, adj_ret):
-    U, s, V = ret
-    gU, gs, gV = adj_ret
-    wp.adjoint[A] += _svd_vjp(U, s, V, _svd2_gaps(s), gU, gs, gV)
 
 
 # --------------------------------------- rules: QR (Omega = Q^T dQ from the leading 2x2 of R)
@@ -530,7 +522,7 @@ def svd3(A):
                'svd2(A: mat22, U: mat22, sigma: vec2, V: mat22)  (U, sigma, V are outputs)'], outputs=3)
 def svd2(A):
     """``wp.svd2(A, U, sigma, V)``: A = U diag(sigma) V^T for 2x2 A (Warp's conventions)."""
-    return _svd2(A)
+    return _svd(A)
 
 
 @builtin_func(['qr3(A: mat33, Q: mat33, R: mat33)  (Q, R are outputs)'], outputs=2)

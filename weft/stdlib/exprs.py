@@ -153,6 +153,11 @@ def attr_path(path):
     return node
 
 
+def _arith(op):
+    """``Ex``'s operator methods for the ``ast`` operator class ``op``: ``(__op__, __rop__)``."""
+    return (lambda self, o: self._bin(o, op()), lambda self, o: self._bin(o, op(), True))
+
+
 class Ex:
     """A typed expression. See the module docstring."""
 
@@ -199,29 +204,10 @@ class Ex:
         a, b = (other, self) if reverse else (self, other)
         return binop(op, a, b)
 
-    def __add__(self, o):
-        return self._bin(o, ast.Add())
-
-    def __radd__(self, o):
-        return self._bin(o, ast.Add(), True)
-
-    def __sub__(self, o):
-        return self._bin(o, ast.Sub())
-
-    def __rsub__(self, o):
-        return self._bin(o, ast.Sub(), True)
-
-    def __mul__(self, o):
-        return self._bin(o, ast.Mult())
-
-    def __rmul__(self, o):
-        return self._bin(o, ast.Mult(), True)
-
-    def __truediv__(self, o):
-        return self._bin(o, ast.Div())
-
-    def __rtruediv__(self, o):
-        return self._bin(o, ast.Div(), True)
+    __add__, __radd__ = _arith(ast.Add)
+    __sub__, __rsub__ = _arith(ast.Sub)
+    __mul__, __rmul__ = _arith(ast.Mult)
+    __truediv__, __rtruediv__ = _arith(ast.Div)
 
     def __neg__(self):
         if _structural(self.node):

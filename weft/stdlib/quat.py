@@ -150,6 +150,17 @@ def quat_slerp(q0, q1, t):
     return q0 * quat_from_axis_angle(axis, t * angle)
 
 
+@wp.func
+def _from_diagonal(mii, mjj, mkk, sij, ski, dkj):
+    """The quaternion of a rotation matrix from its largest diagonal entry ``mii`` (``mjj``,
+    ``mkk`` the next in cyclic order; ``sij = m[i, j] + m[j, i]``, ``ski = m[k, i] + m[i, k]``,
+    ``dkj = m[k, j] - m[j, k]``): ``(q_i, q_j, q_k, w)``."""
+    h = wp.sqrt((mii - (mjj + mkk)) + 1.0)
+    qi = 0.5 * h
+    h = 0.5 / h
+    return qi, sij * h, ski * h, dkj * h
+
+
 @builtin_func(['quat_from_matrix(m: mat33) -> quat',
                'quat_from_matrix(m: mat44) -> quat  (its upper 3 x 3 block)'])
 def quat_from_matrix(m):
@@ -174,26 +185,14 @@ def quat_from_matrix(m):
         if m[2, 2] > m[d, d]:
             d = 2
         if d == 0:
-            h = wp.sqrt((m[0, 0] - (m[1, 1] + m[2, 2])) + 1.0)
-            x = 0.5 * h
-            h = 0.5 / h
-            y = (m[0, 1] + m[1, 0]) * h
-            z = (m[2, 0] + m[0, 2]) * h
-            w = (m[2, 1] - m[1, 2]) * h
+            x, y, z, w = _from_diagonal(m[0, 0], m[1, 1], m[2, 2], m[0, 1] + m[1, 0],
+                                        m[2, 0] + m[0, 2], m[2, 1] - m[1, 2])
         elif d == 1:
-            h = wp.sqrt((m[1, 1] - (m[2, 2] + m[0, 0])) + 1.0)
-            y = 0.5 * h
-            h = 0.5 / h
-            z = (m[1, 2] + m[2, 1]) * h
-            x = (m[0, 1] + m[1, 0]) * h
-            w = (m[0, 2] - m[2, 0]) * h
+            y, z, x, w = _from_diagonal(m[1, 1], m[2, 2], m[0, 0], m[1, 2] + m[2, 1],
+                                        m[0, 1] + m[1, 0], m[0, 2] - m[2, 0])
         else:
-            h = wp.sqrt((m[2, 2] - (m[0, 0] + m[1, 1])) + 1.0)
-            z = 0.5 * h
-            h = 0.5 / h
-            x = (m[2, 0] + m[0, 2]) * h
-            y = (m[1, 2] + m[2, 1]) * h
-            w = (m[1, 0] - m[0, 1]) * h
+            z, x, y, w = _from_diagonal(m[2, 2], m[0, 0], m[1, 1], m[2, 0] + m[0, 2],
+                                        m[1, 2] + m[2, 1], m[1, 0] - m[0, 1])
     return wp.normalize(wp.quaternion(x, y, z, w))
 
 

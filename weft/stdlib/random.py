@@ -125,21 +125,6 @@ def poisson_count(state: wp.uint32, lam: float):
     return x, state
 
 
-@func
-def cdf_index(cdf: wp.array(dtype=float), u: float):
-    """The first index of ``cdf`` whose value is not below ``u`` (the last index if none;
-    0 for an empty array): Warp's ``lower_bound``, a binary search."""
-    lower = int(0)
-    upper = cdf.shape[0] - 1
-    while lower < upper:
-        mid = lower + (upper - lower) // 2
-        if cdf[mid] < u:
-            lower = mid + 1
-        else:
-            upper = mid
-    return lower
-
-
 # ------------------------------------------------------------------ the draws (special forms)
 # Warp passes the generator state by reference, so every draw rebinds the caller's state
 # variable to the advanced state; loops then carry it (``assigned_args``).
@@ -256,7 +241,8 @@ def sample_cdf(ctx, node, draw, extra):
             cdf.type.dtype is not T.float32:
         raise ctx.fail(node, "wp.sample_cdf(state, cdf) needs a 1-D array of float32")
     u = ctx.apply("rand_float", [draw()], node)
-    return ctx.call_func(cdf_index, node, [cdf, u], 2)
+    from .search import array_lower_bound    # Warp's lower_bound, a binary search
+    return ctx.call_func(array_lower_bound, node, [cdf, u], 2)
 
 
 _TWO_PI = float(np.float32(2.0) * np.float32(np.pi))

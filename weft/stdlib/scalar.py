@@ -370,20 +370,16 @@ class select_:
          lambda ts, a=None: ts[1] if len(ts) == 3 and ts[1] == ts[2] and T.is_scalar(ts[0])
          else None)
 class where:
+    # ``select`` with the two values swapped
     def primal(c, a, b):
-        return select(_truth(c), a, b)
+        return select_.primal(c, b, a)
 
     def adjoint(c, a, b, ret, adj):
-        if not T.is_differentiable(a.type):
-            return [None, None, None]
-        z = zero(a.type).atom()
-        cond = _truth(c)
-        return [None, select(cond, adj, z), select(cond, z, adj)]
+        _, adj_b, adj_a = select_.adjoint(c, b, a, ret, adj)
+        return [None, adj_a, adj_b]
 
     def tangent(c, a, b, tc, ta, tb, ret):
-        if ta is None:
-            return None
-        return select(_truth(c), ta, tb)
+        return None if ta is None else select_.primal(c, tb, ta)
 
 
 def _truth(c):
@@ -516,31 +512,27 @@ _predicate("isfinite", lambda x: ast.Compare(ast.BinOp(x.node, ast.Sub(), x.node
                                              [zero(x.type).node]))
 
 
-@builtin("nonzero", ["nonzero(x: Scalar) -> Scalar  (1 where x != 0, else 0)"],
-         lambda ts, a=None: ts[0] if len(ts) == 1 and numeric_scalar(ts[0]) else None)
-class nonzero:
-    def primal(x):
-        x = x.atom()
-        return select(Ex(ast.Compare(x.node, [ast.NotEq()], [zero(x.type).node]), T.bool),
-                      const(1, x.type), zero(x.type))
+def _indicator(op):
+    """The rules of the 0/1 indicator of ``x op 0`` (no derivative)."""
+    class rules:
+        def primal(x):
+            x = x.atom()
+            return select(Ex(ast.Compare(x.node, [op()], [zero(x.type).node]), T.bool),
+                          const(1, x.type), zero(x.type))
 
-    def adjoint(x, ret, adj):
-        return [None]
+        def adjoint(x, ret, adj):
+            return [None]
 
-    def tangent(x, tx, ret):
-        return None if tx is None else zero(x.type)
+        def tangent(x, tx, ret):
+            return None if tx is None else zero(x.type)
+    return rules
 
 
-@builtin("step", ["step(x: Scalar) -> Scalar  (1 where x < 0, else 0: Warp's definition)"],
-         lambda ts, a=None: ts[0] if len(ts) == 1 and numeric_scalar(ts[0]) else None)
-class step:
-    def primal(x):
-        x = x.atom()
-        return select(Ex(ast.Compare(x.node, [ast.Lt()], [zero(x.type).node]), T.bool),
-                      const(1, x.type), zero(x.type))
+def _numeric_unary(ts, a=None):
+    return ts[0] if len(ts) == 1 and numeric_scalar(ts[0]) else None
 
-    def adjoint(x, ret, adj):
-        return [None]
 
-    def tangent(x, tx, ret):
-        return None if tx is None else zero(x.type)
+nonzero = builtin("nonzero", ["nonzero(x: Scalar) -> Scalar  (1 where x != 0, else 0)"],
+                  _numeric_unary)(_indicator(ast.NotEq))
+step = builtin("step", ["step(x: Scalar) -> Scalar  (1 where x < 0, else 0: Warp's definition)"],
+               _numeric_unary)(_indicator(ast.Lt))

@@ -245,21 +245,26 @@ def _spatial(top, bottom):
     return wp.vector(top[0], top[1], top[2], bottom[0], bottom[1], bottom[2])
 
 
+@wp.func
+def _moved(t, a, b):
+    """``(R a, R b + p x R a)`` for ``t = (R, p)``: a twist ``(w, v)`` moved by ``t`` (and a
+    wrench, its halves swapped)."""
+    q = wp.transform_get_rotation(t)
+    ra = wp.quat_rotate(q, a)
+    return ra, wp.quat_rotate(q, b) + wp.cross(wp.transform_get_translation(t), ra)
+
+
 @builtin_func(['transform_twist(t: transform, x: vec6) -> vec6'])
 def transform_twist(t, x):
     """Twist ``(w, v)`` mapped by ``t = (R, p)``: ``(R w, R v + p x R w)``."""
-    q = wp.transform_get_rotation(t)
-    w = wp.quat_rotate(q, wp.spatial_top(x))
-    v = wp.quat_rotate(q, wp.spatial_bottom(x)) + wp.cross(wp.transform_get_translation(t), w)
+    w, v = _moved(t, wp.spatial_top(x), wp.spatial_bottom(x))
     return _spatial(w, v)
 
 
 @builtin_func(['transform_wrench(t: transform, x: vec6) -> vec6'])
 def transform_wrench(t, x):
     """Wrench ``(tau, f)`` mapped by ``t = (R, p)``: ``(R tau + p x R f, R f)``."""
-    q = wp.transform_get_rotation(t)
-    f = wp.quat_rotate(q, wp.spatial_bottom(x))
-    tau = wp.quat_rotate(q, wp.spatial_top(x)) + wp.cross(wp.transform_get_translation(t), f)
+    f, tau = _moved(t, wp.spatial_bottom(x), wp.spatial_top(x))
     return _spatial(tau, f)
 
 

@@ -48,3 +48,57 @@ def check_pair(opt, params, grad):
 
 def is_float_based(dtype):
     return T.is_float(T.scalar_of(dtype))
+
+
+class Optimizer:
+    """What ``Adam`` and ``SGD`` share: the parameter list, one buffer per parameter in each of
+    the lists named by ``buffers`` (of the parameter's shape and device, of dtype
+    ``buffer_dtype(p.dtype)``), the step count and the step over every parameter
+    (``_update``)."""
+    name = ""
+    buffers = ()
+
+    def buffer_dtype(self, dtype):
+        return dtype
+
+    def check_param(self, p):
+        """Raise for a parameter the optimizer does not take."""
+
+    def set_params(self, params):
+        """Set the arrays to optimize (a list, or any PyTree of arrays: its arrays in
+        traversal order) and (re)allocate their buffers: kept when they fit, moved to the
+        parameter's device, else new zeros."""
+        from ...runtime.array_ops import zeros
+        params = self.params = param_list(params)
+        if params is not None and isinstance(params, list) and params:
+            for p in params:
+                self.check_param(p)
+            for attr in self.buffers:
+                bufs = getattr(self, attr)
+                if len(bufs) != len(params):
+                    bufs = [None] * len(params)
+                for i, p in enumerate(params):
+                    b, dt = bufs[i], self.buffer_dtype(p.dtype)
+                    if b is None or b.shape != p.shape or b.dtype is not dt:
+                        bufs[i] = zeros(p.shape, dtype=dt, device=p.device)
+                    elif b.device != p.device:
+                        bufs[i] = b.to(p.device)
+                setattr(self, attr, bufs)
+
+    def reset_internal_state(self):
+        """Zero the buffers and the step count."""
+        for attr in self.buffers:
+            for b in getattr(self, attr):
+                b.zero_()
+        self.t = 0
+
+    def step(self, grad):
+        """One update of every parameter array with the gradient arrays ``grad`` (a list, or a
+        PyTree of the parameters' structure such as ``wp.grad(params)``)."""
+        if self.params is None:
+            raise RuntimeError(f"{self.name} parameters must be set before calling step(), "
+                               f"got None")
+        grad = param_list(grad, len(self.params), f"{self.name}.step")
+        for i, p in enumerate(self.params):
+            self._update(i, grad[i], p)
+        self.t += 1

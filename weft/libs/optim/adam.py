@@ -4,10 +4,9 @@ float scalar, vector or matrix dtype in weft."""
 # (no ``from __future__ import annotations`` here: the kernels' annotations name closure
 # variables, which weft evaluates when the kernel is compiled)
 from ...core import types as T
-from ...runtime.array_ops import zeros
 from ...runtime.kernel import kernel
 from ...runtime.launch import launch
-from ._kernels import check_pair, flat, is_float_based, kernel_for, param_list
+from ._kernels import Optimizer, check_pair, flat, is_float_based, kernel_for
 
 
 def _moment_dtype(dtype):
@@ -72,7 +71,7 @@ def _make_adam(dtype):
     return adam_step_scalar
 
 
-class Adam:
+class Adam(Optimizer):
     """Adam, as ``torch.optim.Adam`` and Warp's ``Adam`` (step count ``t`` from 0)::
 
         m = beta1 * m + (1 - beta1) * g
@@ -81,6 +80,8 @@ class Adam:
 
     ``params``: a list of float arrays, or None and :meth:`set_params` later.
     """
+    name = "Adam"
+    buffers = ("m", "v")     # the moments
 
     def __init__(self, params=None, lr=0.001, betas=(0.9, 0.999), eps=1e-08):
         self.m = []
@@ -92,43 +93,17 @@ class Adam:
         self.eps = eps
         self.t = 0
 
-    def set_params(self, params):
-        """Set the arrays to optimize (a list, or any PyTree of arrays: its arrays in
-        traversal order) and (re)allocate their moment buffers."""
-        params = self.params = param_list(params)
-        if params is not None and isinstance(params, list) and params:
-            if len(self.m) != len(params):
-                self.m = [None] * len(params)
-            if len(self.v) != len(params):
-                self.v = [None] * len(params)
-            for i, p in enumerate(params):
-                if not is_float_based(p.dtype):
-                    raise RuntimeError(f"Unsupported dtype for Warp Adam optimizer: "
-                                       f"{T.type_name(p.dtype)}")
-                md = _moment_dtype(p.dtype)
-                for buf in (self.m, self.v):
-                    b = buf[i]
-                    if b is None or b.shape != p.shape or b.dtype is not md:
-                        buf[i] = zeros(p.shape, dtype=md, device=p.device)
-                    elif b.device != p.device:
-                        buf[i] = b.to(p.device)
+    def buffer_dtype(self, dtype):
+        return _moment_dtype(dtype)
 
-    def reset_internal_state(self):
-        """Zero the moments and the step count."""
-        for b in self.m + self.v:
-            b.zero_()
-        self.t = 0
+    def check_param(self, p):
+        if not is_float_based(p.dtype):
+            raise RuntimeError(f"Unsupported dtype for Warp Adam optimizer: "
+                               f"{T.type_name(p.dtype)}")
 
-    def step(self, grad):
-        """One update of every parameter array with the gradient arrays ``grad`` (a list, or a
-        PyTree of the parameters' structure such as ``wp.grad(params)``)."""
-        if self.params is None:
-            raise RuntimeError("Adam parameters must be set before calling step(), got None")
-        grad = param_list(grad, len(self.params), "Adam.step")
-        for i, p in enumerate(self.params):
-            Adam.step_detail(grad[i], self.m[i], self.v[i], self.lr, self.beta1, self.beta2,
-                             self.t, self.eps, p)
-        self.t += 1
+    def _update(self, i, g, p):
+        Adam.step_detail(g, self.m[i], self.v[i], self.lr, self.beta1, self.beta2, self.t,
+                         self.eps, p)
 
     @staticmethod
     def step_detail(g, m, v, lr, beta1, beta2, t, eps, params):

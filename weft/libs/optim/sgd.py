@@ -3,10 +3,9 @@ momentum (Warp 1.19's ``warp.optim.SGD``, PyTorch's update rule)."""
 # (no ``from __future__ import annotations`` here: the kernels' annotations name closure
 # variables, which weft evaluates when the kernel is compiled)
 from ...core import types as T
-from ...runtime.array_ops import zeros_like
 from ...runtime.kernel import kernel
 from ...runtime.launch import launch
-from ._kernels import check_pair, flat, is_float_based, kernel_for, param_list
+from ._kernels import Optimizer, check_pair, flat, is_float_based, kernel_for
 
 
 def _make_sgd(dtype):
@@ -36,7 +35,7 @@ def _make_sgd(dtype):
     return sgd_step
 
 
-class SGD:
+class SGD(Optimizer):
     """Stochastic gradient descent, as ``torch.optim.SGD`` and Warp's ``SGD``::
 
         b = momentum * b + (1 - dampening) * g      (b = g on the first step)
@@ -46,6 +45,8 @@ class SGD:
     ``params``: a list of float arrays (scalars, vectors or matrices of any precision), or
     None and :meth:`set_params` later. ``step(grads)`` updates them in place.
     """
+    name = "SGD"
+    buffers = ("b",)     # the momentum buffers
 
     def __init__(self, params=None, lr=0.001, momentum=0.0, dampening=0.0, weight_decay=0.0,
                  nesterov=False):
@@ -58,36 +59,9 @@ class SGD:
         self.nesterov = nesterov
         self.t = 0
 
-    def set_params(self, params):
-        """Set the arrays to optimize (a list, or any PyTree of arrays: its arrays in
-        traversal order) and (re)allocate their momentum buffers."""
-        params = self.params = param_list(params)
-        if params is not None and isinstance(params, list) and params:
-            if len(self.b) != len(params):
-                self.b = [None] * len(params)
-            for i, p in enumerate(params):
-                b = self.b[i]
-                if b is None or b.shape != p.shape or b.dtype is not p.dtype:
-                    self.b[i] = zeros_like(p, requires_grad=False)
-                elif b.device != p.device:
-                    self.b[i] = b.to(p.device)
-
-    def reset_internal_state(self):
-        """Zero the momentum buffers and the step count."""
-        for b in self.b:
-            b.zero_()
-        self.t = 0
-
-    def step(self, grad):
-        """One update of every parameter array with the gradient arrays ``grad`` (a list, or a
-        PyTree of the parameters' structure such as ``wp.grad(params)``)."""
-        if self.params is None:
-            raise RuntimeError("SGD parameters must be set before calling step(), got None")
-        grad = param_list(grad, len(self.params), "SGD.step")
-        for i, p in enumerate(self.params):
-            SGD.step_detail(grad[i], self.b[i], self.lr, self.momentum, self.dampening,
-                            self.weight_decay, self.nesterov, self.t, p)
-        self.t += 1
+    def _update(self, i, g, p):
+        SGD.step_detail(g, self.b[i], self.lr, self.momentum, self.dampening, self.weight_decay,
+                        self.nesterov, self.t, p)
 
     @staticmethod
     def step_detail(g, b, lr, momentum, dampening, weight_decay, nesterov, t, params):

@@ -45,6 +45,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from . import mesh_geom
 from .bvh_refit import (_JIT, EMPTY6, FLT_MAX, SERIAL_BELOW, TOP_LEVELS, _fmax, _fmin,  # noqa: F401
     boxes_from_items, refit, refit_internal, split_top)
 
@@ -69,17 +70,8 @@ def _area(b):
     return np.float32(2.0) * (ex * ey + ex * ez + ey * ez)
 
 
-@numba.njit(inline="always", **_JIT)
-def _longest_axis(ex, ey, ez):
-    """Warp's ``longest_axis``: the first axis of largest absolute extent."""
-    axis = 0
-    m = abs(ex)
-    if abs(ey) > m:
-        axis = 1
-        m = abs(ey)
-    if abs(ez) > m:
-        axis = 2
-    return axis
+#: Warp's ``longest_axis``: the first axis of largest absolute extent
+_longest_axis = numba.njit(inline="always", **_JIT)(mesh_geom.longest_axis3)
 
 
 @numba.njit(inline="always", **_JIT)
@@ -344,6 +336,14 @@ def _split(items, ids, s, e, cb, constructor, left, right, fs, counts):
 # task of items [s, e) numbers its nodes from ``top + 2 * s`` (fewer than 2(e - s) nodes).
 
 @numba.njit(inline="always", **_JIT)
+def _set_range(nrange, node, s, e, depth):
+    """A node's items ``[s, e)`` and depth."""
+    nrange[node, 0] = s
+    nrange[node, 1] = e
+    nrange[node, 2] = depth
+
+
+@numba.njit(inline="always", **_JIT)
 def _split_node(items, ids, node, left_id, right_id, leaf_size, constructor, nrange, nkids,
                 ncb, fs, counts):
     """Split ``node`` into two new nodes (ids given); False if it stays a leaf. ``fs``
@@ -357,12 +357,8 @@ def _split_node(items, ids, node, left_id, right_id, leaf_size, constructor, nra
     k = _split(items, ids, s, e, ncb[node], constructor, ncb[left_id], ncb[right_id], fs,
                counts)
     depth = nrange[node, 2] + 1
-    nrange[left_id, 0] = s
-    nrange[left_id, 1] = k
-    nrange[left_id, 2] = depth
-    nrange[right_id, 0] = k
-    nrange[right_id, 1] = e
-    nrange[right_id, 2] = depth
+    _set_range(nrange, left_id, s, k, depth)
+    _set_range(nrange, right_id, k, e, depth)
     nkids[node, 0] = left_id
     nkids[node, 1] = right_id
     return True

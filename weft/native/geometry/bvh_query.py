@@ -96,6 +96,22 @@ def bvh_box_test(state, lx, ly, lz, ux, uy, uz, max_dist):
     return hit and not (t > max_dist)
 
 
+def walk_to_leaf(bounds, links, state, node, stop, max_dist):
+    """The iterators' stackless walk from ``node`` to the next leaf whose box and ancestors'
+    boxes pass ``bvh_box_test`` (the mesh's queries are its AABB and sphere kinds): ``(the node
+    after the leaf, first, last)`` (its items ``[first, last)``), or ``(stop, -1, -1)``."""
+    while node != stop:
+        if not bvh_box_test(state, bounds[node, 0], bounds[node, 1], bounds[node, 2],
+                            bounds[node, 3], bounds[node, 4], bounds[node, 5], max_dist):
+            node = links[node, 2]
+            continue
+        first = links[node, 0]
+        if first >= 0:
+            return links[node, 2], first, links[node, 1]
+        node = node + 1
+    return node, np.int32(-1), np.int32(-1)
+
+
 def bvh_query_next(bounds, links, prims, lowers, uppers, state, max_dist):
     """``wp.bvh_query_next``: ``(found, item, next_state)``; ``max_dist`` bounds ray and capsule
     queries (pass inf for Warp's default)."""
@@ -109,22 +125,13 @@ def bvh_query_next(bounds, links, prims, lowers, uppers, state, max_dist):
                             uppers[item, 0], uppers[item, 1], uppers[item, 2], md):
                 return True, np.int32(item), _with(state, node, cur, end)
             continue
-        if node == stop:
+        node, first, last = walk_to_leaf(bounds, links, state, node, stop, md)
+        if first < 0:
             return False, np.int32(-1), _with(state, node, cur, end)
-        if not bvh_box_test(state, bounds[node, 0], bounds[node, 1], bounds[node, 2],
-                            bounds[node, 3], bounds[node, 4], bounds[node, 5], md):
-            node = links[node, 2]
-            continue
-        first = links[node, 0]
-        if first >= 0:
-            last = links[node, 1]
-            node = links[node, 2]
-            if last - first == 1:
-                return True, np.int32(prims[first]), _with(state, node, cur, end)
-            cur = first
-            end = last
-        else:
-            node = node + 1
+        if last - first == 1:
+            return True, np.int32(prims[first]), _with(state, node, cur, end)
+        cur = first
+        end = last
 
 
 def _with(state, node, cur, end):
@@ -133,4 +140,4 @@ def _with(state, node, cur, end):
 
 
 PORTABLE = ("bvh_query_begin", "bvh_query_aabb", "bvh_query_ray", "bvh_query_sphere",
-            "bvh_query_capsule", "bvh_box_test", "_with", "bvh_query_next")
+            "bvh_query_capsule", "bvh_box_test", "_with", "walk_to_leaf", "bvh_query_next")

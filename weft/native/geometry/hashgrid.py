@@ -40,13 +40,13 @@ zeroed, so a rebuild is O(points), not O(cells)) and each run of equal cells is 
 """
 import math
 import operator
-import types
 
 import numba
 import numpy as np
 from numba import prange
 
 from .._portable import f2h, h2f
+from .portable import compile_into, variant
 
 #: Numba options for compiling these cores for the CPU: ``numba.njit(**CPU_JIT_OPTIONS)``.
 #: ``_nrt=False`` because the cores allocate nothing: with Numba's reference counting on, every
@@ -138,30 +138,27 @@ def hg_query_begin(grid, keys, x0, y0, z0, x1, y1, z1, group, filt):
             np.int64(x0), np.int64(y0), np.int64(z0), s, e, np.int64(group), np.int64(filt))
 
 
+#: the precision of ``hash_grid_query``: ``np.float64`` in ``hash_grid_query_d`` (the same code,
+#: ``portable.variant``)
+real = np.float32
+
+
 def hash_grid_query(grid, keys, inv, px, py, pz, radius, group, filt):
     """``wp.hash_grid_query`` on a float32 grid (``inv`` = float32 1 / cell width): the start
     state of the iteration over the cells within ``radius`` of (px, py, pz); ``filt`` 1 keeps
     only points of ``group`` (Warp's 4-argument form), 0 all points."""
-    x = np.float32(px)
-    y = np.float32(py)
-    z = np.float32(pz)
-    r = np.float32(radius)
-    w = np.float32(inv)
+    x = real(px)
+    y = real(py)
+    z = real(pz)
+    r = real(radius)
+    w = real(inv)
     return hg_query_begin(grid, keys, hg_cell_coord((x - r) * w), hg_cell_coord((y - r) * w),
                           hg_cell_coord((z - r) * w), hg_cell_coord((x + r) * w),
                           hg_cell_coord((y + r) * w), hg_cell_coord((z + r) * w), group, filt)
 
 
-def hash_grid_query_d(grid, keys, inv, px, py, pz, radius, group, filt):
-    """``hash_grid_query`` on a float64 grid (all arithmetic in float64)."""
-    x = np.float64(px)
-    y = np.float64(py)
-    z = np.float64(pz)
-    r = np.float64(radius)
-    w = np.float64(inv)
-    return hg_query_begin(grid, keys, hg_cell_coord((x - r) * w), hg_cell_coord((y - r) * w),
-                          hg_cell_coord((z - r) * w), hg_cell_coord((x + r) * w),
-                          hg_cell_coord((y + r) * w), hg_cell_coord((z + r) * w), group, filt)
+hash_grid_query_d = variant(hash_grid_query, "hash_grid_query_d", "``hash_grid_query`` on a "
+                            "float64 grid (all arithmetic in float64).", real=np.float64)
 
 
 def hg_half(x):
@@ -247,14 +244,10 @@ def compile_for(jit, inline_jit=None):
     given. For the CPU: ``compile_for(numba.njit(**CPU_JIT_OPTIONS),
     numba.njit(inline="always", **CPU_JIT_OPTIONS))`` (``compile_cpu()``); for CUDA
     ``compile_for(cuda.jit(device=True))``."""
-    ns = {"math": math, "np": np, "INT_MIN": INT_MIN, "INT_MAX_1": INT_MAX_1,
+    ns = {"math": math, "np": np, "INT_MIN": INT_MIN, "INT_MAX_1": INT_MAX_1, "real": real,
           "__name__": __name__}  # a module name: cached code rebuilds its environment
-    for name in PORTABLE:
-        fn = globals()[name]
-        rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
-        rebound.__doc__ = fn.__doc__
-        ns[name] = (inline_jit if inline_jit is not None and name in INLINE else jit)(rebound)
-    return ns
+    return compile_into(ns, [(name, globals()[name]) for name in PORTABLE], jit, inline_jit,
+                        INLINE)
 
 
 def compile_cpu(cache=False):

@@ -22,6 +22,7 @@ from . import (bvh_groups, hashgrid, kernel_api_volume, mesh_query, mesh_winding
     volume_query)
 from .descriptors import AVG_STALE, HEADER
 from .mesh_query import TRI_COLS
+from .portable import compile_into, variant
 
 # descriptor words (see weft.runtime.geometry for the objects that fill them)
 # tree, values, xform_f, xform_d; gtype, channels, indexable voxels (get_voxel_count)
@@ -43,19 +44,14 @@ def geo_vol_sample_f(vid, ux, uy, uz, mode):
     return volume_sample_f(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], ux, uy, uz, mode)
 
 
-def geo_vol_sample_d(vid, ux, uy, uz, mode):
-    d = view_i64(vid, VOL_WORDS)
-    return volume_sample_d(view_i32(d[3], d[4]), view_f64(d[5], d[6]), d[11], ux, uy, uz, mode)
+geo_vol_sample_d = variant(geo_vol_sample_f, "geo_vol_sample_d", volume_sample_f="volume_sample_d",
+                           view_f32="view_f64")
+geo_vol_sample_v = variant(geo_vol_sample_f, "geo_vol_sample_v", volume_sample_f="volume_sample_v")
 
 
 def geo_vol_sample_i(vid, ux, uy, uz):
     d = view_i64(vid, VOL_WORDS)
     return volume_sample_i(view_i32(d[3], d[4]), view_i32(d[5], d[6]), d[11], ux, uy, uz)
-
-
-def geo_vol_sample_v(vid, ux, uy, uz, mode):
-    d = view_i64(vid, VOL_WORDS)
-    return volume_sample_v(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], ux, uy, uz, mode)
 
 
 def geo_vol_grad_f(vid, ux, uy, uz, mode):
@@ -116,19 +112,13 @@ def geo_vol_lookup_f(vid, i, j, k):
     return volume_lookup_f(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], i, j, k)
 
 
-def geo_vol_lookup_d(vid, i, j, k):
-    d = view_i64(vid, VOL_WORDS)
-    return volume_lookup_d(view_i32(d[3], d[4]), view_f64(d[5], d[6]), d[11], i, j, k)
-
-
-def geo_vol_lookup_i(vid, i, j, k):
-    d = view_i64(vid, VOL_WORDS)
-    return volume_lookup_i(view_i32(d[3], d[4]), view_i32(d[5], d[6]), d[11], i, j, k)
-
-
-def geo_vol_lookup_v(vid, i, j, k):
-    d = view_i64(vid, VOL_WORDS)
-    return volume_lookup_v(view_i32(d[3], d[4]), view_f32(d[5], d[6]), d[11], i, j, k)
+#: the lookups of the other value types: the float32 one's code with the core and the view of
+#: the values bound otherwise (``portable.variant``; as the samples and stores below)
+geo_vol_lookup_d = variant(geo_vol_lookup_f, "geo_vol_lookup_d", volume_lookup_f="volume_lookup_d",
+                           view_f32="view_f64")
+geo_vol_lookup_i = variant(geo_vol_lookup_f, "geo_vol_lookup_i", volume_lookup_f="volume_lookup_i",
+                           view_f32="view_i32")
+geo_vol_lookup_v = variant(geo_vol_lookup_f, "geo_vol_lookup_v", volume_lookup_f="volume_lookup_v")
 
 
 def geo_vol_voxel_count(vid):
@@ -147,16 +137,14 @@ def geo_vol_store_f(vid, i, j, k, value):
     return 0
 
 
+geo_vol_store_i = variant(geo_vol_store_f, "geo_vol_store_i", volume_store_f="volume_store_i",
+                          view_f32="view_i32")
+
+
 def geo_vol_store_d(vid, i, j, k, value):
     d = view_i64(vid, VOL_WORDS)
     volume_store_s(view_i32(d[3], d[4]), view_f64(d[5], d[6]), d[11], GRID_DOUBLE, i, j, k,
                    value)
-    return 0
-
-
-def geo_vol_store_i(vid, i, j, k, value):
-    d = view_i64(vid, VOL_WORDS)
-    volume_store_i(view_i32(d[3], d[4]), view_i32(d[5], d[6]), d[11], i, j, k, value)
     return 0
 
 
@@ -523,14 +511,10 @@ def bind(namespace, target, jit=None, inline_jit=None):
                "MESH_GRAD": MESH_GRAD, "MESH_TAN": MESH_TAN, "MESH_AVG": MESH_AVG,
                "AVG_STALE": AVG_STALE,
                "geo_atomic_add": _atomic_add(target)})
-    for name in PORTABLE:
-        fn = globals()[name]
-        rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
-        rebound.__doc__ = fn.__doc__
-        if jit is not None:
-            rebound = (inline_jit if inline_jit is not None and name in INLINE else jit)(rebound)
-        ns[name] = rebound
-        namespace[name] = rebound
+    compile_into(ns, [(name, globals()[name]) for name in PORTABLE],
+                 jit if jit is not None else (lambda f: f),
+                 inline_jit if jit is not None else None, INLINE)
+    namespace.update({name: ns[name] for name in PORTABLE})
     kernel_api_volume.bind(ns, namespace, jit)
     return namespace
 

@@ -11,11 +11,10 @@ transpiler differentiates the interpolation: adjoints, tangents and second deriv
 # ruff: noqa: F821 - the views, cores and T_* parts are bound into these functions by bind()
 from __future__ import annotations
 
-import types
-
 import numpy as np
 
 from . import volume_traverse as vt
+from .portable import rebind
 
 #: value type name -> (grid type, view, scalar, channels), the types weft's volumes hold
 VALUE_TYPES = {
@@ -30,8 +29,8 @@ VALUE_TYPES = {
     "vec4d": (vt.GRID_VEC4D, "view_f64", np.float64, 4),
 }
 _BY_CHANNELS = {1: ("volume_lookup_s", "volume_store_s", "volume_read8_c1"),
-                3: ("volume_lookup_v3", "volume_store_v3", "volume_read8_c3"),
-                4: ("volume_lookup_v4", "volume_store_v4", "volume_read8_c4")}
+                3: ("volume_lookup_v3", "volume_store_vn", "volume_read8_c3"),
+                4: ("volume_lookup_v4", "volume_store_vn", "volume_read8_c4")}
 
 
 def geo_vol_lookup(vid, i, j, k):
@@ -89,12 +88,5 @@ def bind(ns, namespace, jit=None):
 
 
 def _add(ns, namespace, jit, name, fn):
-    # a code object of its own name per instance: code objects compare by content, and Numba
-    # keys compiled functions by theirs (equal ones got another type's compiled instance)
-    names = {"co_name": name}
-    if hasattr(fn.__code__, "co_qualname"):  # Python 3.11+
-        names["co_qualname"] = name
-    code = fn.__code__.replace(**names)
-    rebound = types.FunctionType(code, ns, name, fn.__defaults__)
-    rebound.__doc__ = fn.__doc__
+    rebound = rebind(fn, ns, name)   # a code object of its own name per instance
     namespace[name] = rebound if jit is None else jit(rebound)

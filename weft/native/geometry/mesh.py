@@ -27,7 +27,7 @@ import numba
 import numpy as np
 from numba import prange
 
-from . import bvh_build, bvh_groups, bvh_refit, mesh_winding
+from . import bvh_build, bvh_groups, bvh_refit, mesh_geom, mesh_winding
 from ..vectorise import assume_shape, nonneg
 from .bvh_refit import _union_children
 from .mesh_query import TRI_COLS  # 40-byte rows: writing them is most of a refit's time
@@ -156,6 +156,10 @@ def mesh_geom_length(x, y, z):
     return np.float32(np.sqrt(x * x + y * y + z * z))
 
 
+_tri_edges = numba.njit(inline="always", **_JIT)(mesh_geom.tri_edges)
+_cross3 = numba.njit(inline="always", **_JIT)(mesh_geom.cross3)
+
+
 @numba.njit(inline="always", **_JIT)
 def _sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
     """``(is_sliver, s)``: ``mesh_geom.is_sliver`` (Warp's float32 ``|n| / s < 1e-6``, ``s``
@@ -163,18 +167,8 @@ def _sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
     division), which is enough unless the ratio is within 0.1% of the threshold or the squares
     leave float32's normal range: then the float32 square root and division decide, exactly as
     Warp computes them. ``s`` is infinite or NaN when a vertex is (or the edges overflow)."""
-    e0x = bx - ax
-    e0y = by - ay
-    e0z = bz - az
-    e1x = cx - ax
-    e1y = cy - ay
-    e1z = cz - az
-    e2x = cx - bx
-    e2y = cy - by
-    e2z = cz - bz
-    nx = e0y * e1z - e0z * e1y
-    ny = e0z * e1x - e0x * e1z
-    nz = e0x * e1y - e0y * e1x
+    e0x, e0y, e0z, e1x, e1y, e1z, e2x, e2y, e2z = _tri_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
+    nx, ny, nz = _cross3(e0x, e0y, e0z, e1x, e1y, e1z)
     s = (e0x * e0x + e0y * e0y + e0z * e0z) + (e1x * e1x + e1y * e1y + e1z * e1z) + \
         (e2x * e2x + e2y * e2y + e2z * e2z)
     n2 = nx * nx + ny * ny + nz * nz
@@ -300,12 +294,7 @@ def _refit_subtree(points, rows, prims, tris, bounds, links, r):
             b3 = max(b3, max(max(ax, bx), cx))
             b4 = max(b4, max(max(ay, by), cy))
             b5 = max(b5, max(max(az, bz), cz))
-        bounds[p, 0] = b0
-        bounds[p, 1] = b1
-        bounds[p, 2] = b2
-        bounds[p, 3] = b3
-        bounds[p, 4] = b4
-        bounds[p, 5] = b5
+        bounds[p] = (b0, b1, b2, b3, b4, b5)
     return suspect
 
 

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+from .portable import variant
+
 F0 = np.float32(0.0)
 F1 = np.float32(1.0)
 F2 = np.float32(2.0)
@@ -45,6 +47,17 @@ def wmax(a, b):
     return a
 
 
+def f32x3(x, y, z):
+    """Three values as float32 (the queries' points and directions)."""
+    return np.float32(x), np.float32(y), np.float32(z)
+
+
+def tri_row(tris, k):
+    """The vertices of row ``k`` of a mesh's ``tris`` (nine float32s)."""
+    return (tris[k, 0], tris[k, 1], tris[k, 2], tris[k, 3], tris[k, 4], tris[k, 5], tris[k, 6],
+            tris[k, 7], tris[k, 8])
+
+
 def fsqrt(x):
     return np.float32(math.sqrt(x))
 
@@ -58,6 +71,14 @@ def facos(x):
 
 def dot3(ax, ay, az, bx, by, bz):
     return ax * bx + ay * by + az * bz
+
+
+def sub3(ax, ay, az, bx, by, bz):
+    return ax - bx, ay - by, az - bz
+
+
+def div3(x, y, z, s):
+    return x / s, y / s, z / s
 
 
 def cross3(ax, ay, az, bx, by, bz):
@@ -104,6 +125,14 @@ def diff_product(a, b, c, d):
 
 
 # ------------------------------------------------------------------------------ boxes
+def _slab(o, r, lo, up, lmin, lmax):
+    """One slab of the box tests: ``(lo - o) * r`` and ``(up - o) * r`` narrow the entry and
+    exit ``(lmin, lmax)``."""
+    l1 = (lo - o) * r
+    l2 = (up - o) * r
+    return wmax(wmin(l1, l2), lmin), wmin(wmax(l1, l2), lmax)
+
+
 def ray_aabb(ox, oy, oz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
     """Warp's ``intersect_ray_aabb`` (slab test with the reciprocal direction ``r``):
     ``(hit, t_enter)``; hit when the exit is >= 0 and >= the entry. With ``fminf``/``fmaxf``
@@ -111,99 +140,45 @@ def ray_aabb(ox, oy, oz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
     NaN (finite origin and reciprocal direction, finite boxes), with plain min/max."""
     l1 = (lx - ox) * rx
     l2 = (ux - ox) * rx
-    lmin = wmin(l1, l2)
-    lmax = wmax(l1, l2)
-    l1 = (ly - oy) * ry
-    l2 = (uy - oy) * ry
-    lmin = wmax(wmin(l1, l2), lmin)
-    lmax = wmin(wmax(l1, l2), lmax)
-    l1 = (lz - oz) * rz
-    l2 = (uz - oz) * rz
-    lmin = wmax(wmin(l1, l2), lmin)
-    lmax = wmin(wmax(l1, l2), lmax)
-    return (lmax >= F0) and (lmax >= lmin), lmin
-
-
-def ray_aabb_f(ox, oy, oz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
-    """``ray_aabb`` without NaN operands: Python's ``min(a, b)`` (``b < a ? b : a``) equals
-    ``fminf`` then, and compiles to a select instead of branches."""
-    l1 = (lx - ox) * rx
-    l2 = (ux - ox) * rx
-    lmin = min(l1, l2)
-    lmax = max(l1, l2)
-    l1 = (ly - oy) * ry
-    l2 = (uy - oy) * ry
-    lmin = max(min(l1, l2), lmin)
-    lmax = min(max(l1, l2), lmax)
-    l1 = (lz - oz) * rz
-    l2 = (uz - oz) * rz
-    lmin = max(min(l1, l2), lmin)
-    lmax = min(max(l1, l2), lmax)
+    lmin, lmax = _slab(oy, ry, ly, uy, wmin(l1, l2), wmax(l1, l2))
+    lmin, lmax = _slab(oz, rz, lz, uz, lmin, lmax)
     return (lmax >= F0) & (lmax >= lmin), lmin
+
+
+def _robust_slab(o, d, r, lo, up, lmin, lmax):
+    """One slab of ``ray_aabb_robust``: ``(ok, lmin, lmax)``; a zero direction component
+    leaves the slab unconstrained, ``ok`` when the origin lies within it."""
+    if d == F0:
+        return not (o < lo or o > up), lmin, lmax
+    lmin, lmax = _slab(o, r, lo, up, lmin, lmax)
+    return True, lmin, lmax
 
 
 def ray_aabb_robust(ox, oy, oz, dx, dy, dz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
     """Warp's ``intersect_ray_aabb_robust``: a zero direction component leaves that slab
     unconstrained when the origin lies within it (and misses otherwise)."""
-    lmin = -FLT_MAX
-    lmax = FLT_MAX
-    if dx == F0:
-        if ox < lx or ox > ux:
-            return False, lmin
-    else:
-        l1 = (lx - ox) * rx
-        l2 = (ux - ox) * rx
-        lmin = wmax(wmin(l1, l2), lmin)
-        lmax = wmin(wmax(l1, l2), lmax)
-    if dy == F0:
-        if oy < ly or oy > uy:
-            return False, lmin
-    else:
-        l1 = (ly - oy) * ry
-        l2 = (uy - oy) * ry
-        lmin = wmax(wmin(l1, l2), lmin)
-        lmax = wmin(wmax(l1, l2), lmax)
-    if dz == F0:
-        if oz < lz or oz > uz:
-            return False, lmin
-    else:
-        l1 = (lz - oz) * rz
-        l2 = (uz - oz) * rz
-        lmin = wmax(wmin(l1, l2), lmin)
-        lmax = wmin(wmax(l1, l2), lmax)
-    return (lmax >= F0) and (lmax >= lmin), lmin
-
-
-def ray_aabb_robust_f(ox, oy, oz, dx, dy, dz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
-    """``ray_aabb_robust`` without NaN operands (finite origin, and finite reciprocals on the
-    axes the ray moves along): plain min/max selects."""
-    lmin = -FLT_MAX
-    lmax = FLT_MAX
-    if dx == F0:
-        if ox < lx or ox > ux:
-            return False, lmin
-    else:
-        l1 = (lx - ox) * rx
-        l2 = (ux - ox) * rx
-        lmin = max(min(l1, l2), lmin)
-        lmax = min(max(l1, l2), lmax)
-    if dy == F0:
-        if oy < ly or oy > uy:
-            return False, lmin
-    else:
-        l1 = (ly - oy) * ry
-        l2 = (uy - oy) * ry
-        lmin = max(min(l1, l2), lmin)
-        lmax = min(max(l1, l2), lmax)
-    if dz == F0:
-        if oz < lz or oz > uz:
-            return False, lmin
-    else:
-        l1 = (lz - oz) * rz
-        l2 = (uz - oz) * rz
-        lmin = max(min(l1, l2), lmin)
-        lmax = min(max(l1, l2), lmax)
+    ok, lmin, lmax = _robust_slab(ox, dx, rx, lx, ux, -FLT_MAX, FLT_MAX)
+    if not ok:
+        return False, lmin
+    ok, lmin, lmax = _robust_slab(oy, dy, ry, ly, uy, lmin, lmax)
+    if not ok:
+        return False, lmin
+    ok, lmin, lmax = _robust_slab(oz, dz, rz, lz, uz, lmin, lmax)
+    if not ok:
+        return False, lmin
     return (lmax >= F0) & (lmax >= lmin), lmin
+
+
+#: the box tests when no slab value can be NaN (see ``portable.variant``): Python's ``min(a,
+#: b)`` (``b < a ? b : a``) equals ``fminf`` then, and compiles to a select instead of branches
+_slab_f = variant(_slab, "_slab_f", wmin=min, wmax=max)
+ray_aabb_f = variant(ray_aabb, "ray_aabb_f", "``ray_aabb`` without NaN operands: plain "
+                     "min/max selects.", wmin=min, wmax=max, _slab="_slab_f")
+_robust_slab_f = variant(_robust_slab, "_robust_slab_f", _slab="_slab_f")
+ray_aabb_robust_f = variant(ray_aabb_robust, "ray_aabb_robust_f", "``ray_aabb_robust`` "
+                            "without NaN operands (finite origin, and finite reciprocals on the "
+                            "axes the ray moves along): plain min/max selects.",
+                            _robust_slab="_robust_slab_f")
 
 
 def robust_finite(ox, oy, oz, dx, dy, dz, rx, ry, rz):
@@ -261,49 +236,50 @@ def far_aabb_sq(px, py, pz, lx, ly, lz, ux, uy, uz):
 
 
 # ------------------------------------------------------------------------------ triangles
+def tri_edges(ax, ay, az, bx, by, bz, cx, cy, cz):
+    """The edges ``b - a``, ``c - a`` and ``c - b`` of triangle abc (nine floats)."""
+    return bx - ax, by - ay, bz - az, cx - ax, cy - ay, cz - az, cx - bx, cy - by, cz - bz
+
+
+def _edge_dots(abx, aby, abz, acx, acy, acz, qx, qy, qz):
+    """``(dot(ab, q), dot(ac, q))``: a point's projections on the edges from ``a``."""
+    return dot3(abx, aby, abz, qx, qy, qz), dot3(acx, acy, acz, qx, qy, qz)
+
+
+def _on_edge(vx, da, db):
+    """Ericson's edge-region test of ``closest_point_to_triangle``: ``(True, da / (da - db))``
+    (the closest point's parameter along the edge) when ``vx <= 0`` and ``da >= 0 >= db``."""
+    if vx <= F0 and da >= F0 and db <= F0:
+        return True, da / (da - db)
+    return False, F0
+
+
 def triangle_closest_point(ax, ay, az, bx, by, bz, cx, cy, cz, px, py, pz):
     """Warp's ``closest_point_to_triangle`` (Ericson's region test): barycentric ``(u, v)`` of
     the closest point ``u*a + v*b + (1 - u - v)*c``."""
-    abx = bx - ax
-    aby = by - ay
-    abz = bz - az
-    acx = cx - ax
-    acy = cy - ay
-    acz = cz - az
-    apx = px - ax
-    apy = py - ay
-    apz = pz - az
-    d1 = dot3(abx, aby, abz, apx, apy, apz)
-    d2 = dot3(acx, acy, acz, apx, apy, apz)
+    abx, aby, abz, acx, acy, acz, _, _, _ = tri_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
+    d1, d2 = _edge_dots(abx, aby, abz, acx, acy, acz, px - ax, py - ay, pz - az)
     if d1 <= F0 and d2 <= F0:
         return F1, F0
-    bpx = px - bx
-    bpy = py - by
-    bpz = pz - bz
-    d3 = dot3(abx, aby, abz, bpx, bpy, bpz)
-    d4 = dot3(acx, acy, acz, bpx, bpy, bpz)
+    d3, d4 = _edge_dots(abx, aby, abz, acx, acy, acz, px - bx, py - by, pz - bz)
+    d5, d6 = _edge_dots(abx, aby, abz, acx, acy, acz, px - cx, py - cy, pz - cz)
     if d3 >= F0 and d4 <= d3:
         return F0, F1
-    vc = d1 * d4 - d3 * d2
-    if vc <= F0 and d1 >= F0 and d3 <= F0:
-        v = d1 / (d1 - d3)
+    on_ab, v = _on_edge(d1 * d4 - d3 * d2, d1, d3)
+    if on_ab:
         return F1 - v, v
-    cpx = px - cx
-    cpy = py - cy
-    cpz = pz - cz
-    d5 = dot3(abx, aby, abz, cpx, cpy, cpz)
-    d6 = dot3(acx, acy, acz, cpx, cpy, cpz)
     if d6 >= F0 and d5 <= d6:
         return F0, F0
-    vb = d5 * d2 - d1 * d6
-    if vb <= F0 and d2 >= F0 and d6 <= F0:
-        w = d2 / (d2 - d6)
+    on_ac, w = _on_edge(d5 * d2 - d1 * d6, d2, d6)
+    if on_ac:
         return F1 - w, F0
     va = d3 * d6 - d5 * d4
     if va <= F0 and (d4 - d3) >= F0 and (d5 - d6) >= F0:
         w = (d4 - d3) / ((d4 - d3) + (d5 - d6))
         v = F1 - w
         return F1 - v - w, v
+    vc = d1 * d4 - d3 * d2
+    vb = d5 * d2 - d1 * d6
     denom = F1 / (va + vb + vc)
     v = vb * denom
     w = vc * denom
@@ -325,15 +301,7 @@ def triangle_furthest_point(ax, ay, az, bx, by, bz, cx, cy, cz, px, py, pz):
 def is_sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
     """Warp's sliver test of the closest-point queries: ``|n| / (|e0|^2 + |e1|^2 + |e2|^2) <
     1e-6`` (False for a triangle collapsed to a point: 0/0 is NaN)."""
-    e0x = bx - ax
-    e0y = by - ay
-    e0z = bz - az
-    e1x = cx - ax
-    e1y = cy - ay
-    e1z = cz - az
-    e2x = cx - bx
-    e2y = cy - by
-    e2z = cz - bz
+    e0x, e0y, e0z, e1x, e1y, e1z, e2x, e2y, e2z = tri_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
     nx, ny, nz = cross3(e0x, e0y, e0z, e1x, e1y, e1z)
     s = dot3(e0x, e0y, e0z, e0x, e0y, e0z) + dot3(e1x, e1y, e1z, e1x, e1y, e1z) + \
         dot3(e2x, e2y, e2z, e2x, e2y, e2z)
@@ -426,29 +394,17 @@ def triangle_normal(ax, ay, az, bx, by, bz, cx, cy, cz):
 
 def solid_angle(ax, ay, az, bx, by, bz, cx, cy, cz, px, py, pz):
     """Warp's ``robust_solid_angle`` of triangle abc seen from p (Van Oosterom-Strackee)."""
-    qax = ax - px
-    qay = ay - py
-    qaz = az - pz
-    qbx = bx - px
-    qby = by - py
-    qbz = bz - pz
-    qcx = cx - px
-    qcy = cy - py
-    qcz = cz - pz
+    qax, qay, qaz = sub3(ax, ay, az, px, py, pz)
+    qbx, qby, qbz = sub3(bx, by, bz, px, py, pz)
+    qcx, qcy, qcz = sub3(cx, cy, cz, px, py, pz)
     la = length3(qax, qay, qaz)
     lb = length3(qbx, qby, qbz)
     lc = length3(qcx, qcy, qcz)
     if la == F0 or lb == F0 or lc == F0:
         return F0
-    qax /= la
-    qay /= la
-    qaz /= la
-    qbx /= lb
-    qby /= lb
-    qbz /= lb
-    qcx /= lc
-    qcy /= lc
-    qcz /= lc
+    qax, qay, qaz = div3(qax, qay, qaz, la)
+    qbx, qby, qbz = div3(qbx, qby, qbz, lb)
+    qcx, qcy, qcz = div3(qcx, qcy, qcz, lc)
     nx, ny, nz = cross3(qbx - qax, qby - qay, qbz - qaz, qcx - qax, qcy - qay, qcz - qaz)
     num = dot3(qax, qay, qaz, nx, ny, nz)
     if num == F0:
@@ -469,15 +425,9 @@ def closest_point_edge_edge(p1x, p1y, p1z, q1x, q1y, q1z, p2x, p2y, p2z, q2x, q2
     """Warp's ``closest_point_edge_edge``: ``(s, t, dist)``, the parameters of the closest
     points ``p1 + s*(q1 - p1)`` and ``p2 + t*(q2 - p2)`` and their distance; an edge of
     squared length <= ``epsilon`` counts as a point."""
-    d1x = q1x - p1x
-    d1y = q1y - p1y
-    d1z = q1z - p1z
-    d2x = q2x - p2x
-    d2y = q2y - p2y
-    d2z = q2z - p2z
-    rx = p1x - p2x
-    ry = p1y - p2y
-    rz = p1z - p2z
+    d1x, d1y, d1z = sub3(q1x, q1y, q1z, p1x, p1y, p1z)
+    d2x, d2y, d2z = sub3(q2x, q2y, q2z, p2x, p2y, p2z)
+    rx, ry, rz = sub3(p1x, p1y, p1z, p2x, p2y, p2z)
     a = dot3(d1x, d1y, d1z, d1x, d1y, d1z)
     e = dot3(d2x, d2y, d2z, d2x, d2y, d2z)
     f = dot3(d2x, d2y, d2z, rx, ry, rz)
@@ -513,12 +463,11 @@ def closest_point_edge_edge(p1x, p1y, p1z, q1x, q1y, q1z, p2x, p2y, p2z, q2x, q2
     return s, t, length3(dx, dy, dz)
 
 
-PORTABLE = ("wmin", "wmax", "fsqrt", "facos", "dot3", "cross3", "length3", "normalize3",
-            "longest_axis3", "fmaf", "diff_product", "ray_aabb", "ray_aabb_f", "ray_aabb_robust",
-            "finite3", "ray_aabb_robust_f", "robust_finite", "aabb_aabb", "sphere_aabb",
-            "dist_aabb_sq", "dist_aabb_sq_f",
-            "far_aabb_sq", "triangle_closest_point",
-            "triangle_furthest_point", "is_sliver", "bary_dist_sq", "ray_setup", "ray_woop",
-            "_permute", "ray_triangle", "triangle_normal", "solid_angle", "fclamp",
-            "closest_point_edge_edge")
-
+PORTABLE = ("wmin", "wmax", "f32x3", "tri_row", "fsqrt", "facos", "dot3", "sub3", "div3",
+            "cross3", "length3", "normalize3", "longest_axis3", "fmaf", "diff_product", "_slab",
+            "_slab_f", "ray_aabb", "ray_aabb_f", "_robust_slab", "_robust_slab_f",
+            "ray_aabb_robust", "finite3", "ray_aabb_robust_f", "robust_finite", "aabb_aabb",
+            "sphere_aabb", "dist_aabb_sq", "dist_aabb_sq_f", "far_aabb_sq", "tri_edges",
+            "_edge_dots", "_on_edge", "triangle_closest_point", "triangle_furthest_point",
+            "is_sliver", "bary_dist_sq", "ray_setup", "ray_woop", "_permute", "ray_triangle",
+            "triangle_normal", "solid_angle", "fclamp", "closest_point_edge_edge")

@@ -22,13 +22,14 @@ number (the ray vote when the mesh has no expansions), ``_sign_parity`` counts c
 ``n_sample`` perturbed rays.
 """
 import math
-import types
 
 import numpy as np
 
 from . import bvh_query, mesh_geom, mesh_ray, mesh_winding, stackmem as _stackmem, tri_tri
+from .portable import compile_into, variant
 from .mesh_geom import (F0, F1, PI_F, bary_dist_sq, dist_aabb_sq, dist_aabb_sq_f, dot3, facos,  # noqa
-    far_aabb_sq, finite3, fsqrt, length3, normalize3, triangle_closest_point,
+    f32x3, far_aabb_sq, finite3, fsqrt, length3, normalize3, sub3, tri_edges, tri_row,
+    triangle_closest_point,
     triangle_furthest_point, triangle_normal)
 from .mesh_ray import mesh_inside_parity, mesh_inside_ray_tracing  # noqa: F401
 from .mesh_winding import mesh_winding_number  # noqa: F401
@@ -49,13 +50,65 @@ def _box_d2(bounds, node, px, py, pz, fin):
                         bounds[node, 3], bounds[node, 4], bounds[node, 5])
 
 
-def _box_far2(bounds, node, px, py, pz):
+def _box_far2(bounds, node, px, py, pz, fin):
+    """Squared distance to a node's farthest corner (``fin`` unused: ``_box_d2``'s
+    signature)."""
     return far_aabb_sq(px, py, pz, bounds[node, 0], bounds[node, 1], bounds[node, 2],
                        bounds[node, 3], bounds[node, 4], bounds[node, 5])
 
 
+def _nearer(a, b):
+    """The order of the closest-point walks: ``a`` is better than ``b``."""
+    return a < b
+
+
+def _farther(a, b):
+    """The order of the furthest-point walk."""
+    return a > b
+
+
+def _pop(stack, count):
+    return count - 1, stack[count - 1]
+
+
+def push_children(stack, count, left, right, dl, dr, bound):
+    """Push the children of a node whose boxes may hold a face better than ``bound``
+    (``_nearer``: ``dl``/``dr`` are their boxes' squared distances), the better one last (the
+    right one on ties), so that it is visited first, as Warp's walks. The new count."""
+    swap = _nearer(dl, dr)
+    c0 = right if swap else left
+    c1 = left if swap else right
+    d0 = dr if swap else dl
+    d1 = dl if swap else dr
+    if _nearer(d0, bound):
+        stack[count] = c0
+        count += 1
+    if _nearer(d1, bound):
+        stack[count] = c1
+        count += 1
+    return count
+
+
+def _leaf_scan(tris, first, last, px, py, pz, best_d, best, bv, bw):
+    """The faces ``[first, last)`` of a leaf (slivers skipped) against the best so far: the new
+    ``(best_d, best, bv, bw)`` (squared distance, row, barycentrics v and w)."""
+    for k in range(first, last):
+        if tris[k, 9] != F0:
+            continue
+        ax, ay, az, bx, by, bz, cx, cy, cz = tri_row(tris, k)
+        u, v = triangle_closest_point(ax, ay, az, bx, by, bz, cx, cy, cz, px, py, pz)
+        d = bary_dist_sq(ax, ay, az, bx, by, bz, cx, cy, cz, px, py, pz, u, v)
+        if _nearer(d, best_d):
+            best_d = d
+            best = k
+            bv = v
+            bw = F1 - u - v
+    return best_d, best, bv, bw
+
+
 def mesh_closest(bounds, links, prims, tris, px, py, pz, max_dist):
-    """The closest face strictly within ``max_dist``: ``(found, face, u, v)`` (Warp's walk)."""
+    """The closest face strictly within ``max_dist``: ``(found, face, u, v)`` (Warp's walk).
+    ``mesh_furthest`` is the same walk with the order reversed (``_farther``)."""
     limit = np.float32(max_dist) * np.float32(max_dist)
     if links.shape[0] == 0:
         return False, NO_FACE, F0, F0
@@ -68,48 +121,32 @@ def mesh_closest(bounds, links, prims, tris, px, py, pz, max_dist):
     stack[0] = 0
     count = 1
     while count > 0:
-        count -= 1
-        node = stack[count]
-        if _box_d2(bounds, node, px, py, pz, fin) > best_d:
+        count, node = _pop(stack, count)
+        if _nearer(best_d, _box_d2(bounds, node, px, py, pz, fin)):
             continue
         first = links[node, 0]
         if first >= 0:
-            for k in range(first, links[node, 1]):
-                if tris[k, 9] != F0:
-                    continue
-                u, v = triangle_closest_point(tris[k, 0], tris[k, 1], tris[k, 2], tris[k, 3],
-                                              tris[k, 4], tris[k, 5], tris[k, 6], tris[k, 7],
-                                              tris[k, 8], px, py, pz)
-                d = bary_dist_sq(tris[k, 0], tris[k, 1], tris[k, 2], tris[k, 3], tris[k, 4],
-                                 tris[k, 5], tris[k, 6], tris[k, 7], tris[k, 8], px, py, pz,
-                                 u, v)
-                if d < best_d:
-                    best_d = d
-                    best = k
-                    bv = v
-                    bw = F1 - u - v
+            best_d, best, bv, bw = _leaf_scan(tris, first, links[node, 1], px, py, pz, best_d,
+                                              best, bv, bw)
             continue
         left = links[node, 1]
         right = node + 1
-        dl = _box_d2(bounds, left, px, py, pz, fin)
-        dr = _box_d2(bounds, right, px, py, pz, fin)
-        if dl < dr:
-            if dr < best_d:
-                stack[count] = right
-                count += 1
-            if dl < best_d:
-                stack[count] = left
-                count += 1
-        else:
-            if dl < best_d:
-                stack[count] = left
-                count += 1
-            if dr < best_d:
-                stack[count] = right
-                count += 1
-    if best_d < limit:
+        count = push_children(stack, count, left, right, _box_d2(bounds, left, px, py, pz, fin),
+                              _box_d2(bounds, right, px, py, pz, fin), best_d)
+    if _nearer(best_d, limit):
         return True, np.int32(prims[best]), F1 - bv - bw, bv
     return False, NO_FACE, F0, F0
+
+
+#: the walks for the furthest point (see ``portable.variant``): the order reversed, the
+#: distances to the boxes' farthest corners and to the triangles' farthest vertices
+_push_far = variant(push_children, "_push_far", _nearer="_farther")
+_leaf_scan_far = variant(_leaf_scan, "_leaf_scan_far", _nearer="_farther",
+                         triangle_closest_point="triangle_furthest_point")
+mesh_furthest = variant(mesh_closest, "mesh_furthest", "The furthest face strictly beyond "
+                        "``min_dist`` (``mesh_closest``'s walk, reversed): ``(found, face, u, "
+                        "v)``.", _nearer="_farther", _box_d2="_box_far2",
+                        push_children="_push_far", _leaf_scan="_leaf_scan_far")
 
 
 def mesh_query_point_no_sign(bounds, links, prims, tris, px, py, pz, max_dist):
@@ -122,9 +159,7 @@ def mesh_query_point_no_sign(bounds, links, prims, tris, px, py, pz, max_dist):
 def mesh_query_point(bounds, links, prims, tris, px, py, pz, max_dist):
     """``wp.mesh_query_point``: the closest point, signed by the vote of three axis rays (the
     sign looks at the whole mesh, whatever ``max_dist``)."""
-    px = np.float32(px)
-    py = np.float32(py)
-    pz = np.float32(pz)
+    px, py, pz = f32x3(px, py, pz)
     found, face, u, v = mesh_closest(bounds, links, prims, tris, px, py, pz, max_dist)
     if not found:
         return False, face, u, v, F0
@@ -134,9 +169,7 @@ def mesh_query_point(bounds, links, prims, tris, px, py, pz, max_dist):
 def mesh_query_point_sign_parity(bounds, links, prims, tris, px, py, pz, max_dist, n_sample,
                                  perturbation_scale):
     """``wp.mesh_query_point_sign_parity`` (Warp's defaults: 1 sample, scale 0.1)."""
-    px = np.float32(px)
-    py = np.float32(py)
-    pz = np.float32(pz)
+    px, py, pz = f32x3(px, py, pz)
     found, face, u, v = mesh_closest(bounds, links, prims, tris, px, py, pz, max_dist)
     if not found:
         return False, face, u, v, F0
@@ -149,9 +182,7 @@ def mesh_query_point_sign_winding_number(bounds, links, prims, tris, props, px, 
     """``wp.mesh_query_point_sign_winding_number`` (Warp's defaults: accuracy 2, threshold
     0.5): inside (-1) when the winding number exceeds ``threshold``; without expansions
     (``props`` empty: built without ``support_winding_number``) the ray vote decides."""
-    px = np.float32(px)
-    py = np.float32(py)
-    pz = np.float32(pz)
+    px, py, pz = f32x3(px, py, pz)
     found, face, u, v = mesh_closest(bounds, links, prims, tris, px, py, pz, max_dist)
     if not found:
         return False, face, u, v, F0
@@ -164,101 +195,33 @@ def mesh_query_point_sign_winding_number(bounds, links, prims, tris, props, px, 
 def mesh_query_furthest_point_no_sign(bounds, links, prims, tris, px, py, pz, min_dist):
     """``wp.mesh_query_furthest_point_no_sign``: the farthest vertex of the faces, found only
     strictly beyond ``min_dist``: ``(found, face, u, v, 0)``."""
-    px = np.float32(px)
-    py = np.float32(py)
-    pz = np.float32(pz)
-    limit = np.float32(min_dist) * np.float32(min_dist)
-    if links.shape[0] == 0:
-        return False, NO_FACE, F0, F0, F0
-    best_d = limit
-    best = -1
-    bv = F0
-    bw = F0
-    stack = stackmem.local.array(64, np.int32)
-    stack[0] = 0
-    count = 1
-    while count > 0:
-        count -= 1
-        node = stack[count]
-        if _box_far2(bounds, node, px, py, pz) < best_d:
-            continue
-        first = links[node, 0]
-        if first >= 0:
-            for k in range(first, links[node, 1]):
-                if tris[k, 9] != F0:
-                    continue
-                u, v = triangle_furthest_point(tris[k, 0], tris[k, 1], tris[k, 2], tris[k, 3],
-                                               tris[k, 4], tris[k, 5], tris[k, 6], tris[k, 7],
-                                               tris[k, 8], px, py, pz)
-                d = bary_dist_sq(tris[k, 0], tris[k, 1], tris[k, 2], tris[k, 3], tris[k, 4],
-                                 tris[k, 5], tris[k, 6], tris[k, 7], tris[k, 8], px, py, pz,
-                                 u, v)
-                if d > best_d:
-                    best_d = d
-                    best = k
-                    bv = v
-                    bw = F1 - u - v
-            continue
-        left = links[node, 1]
-        right = node + 1
-        dl = _box_far2(bounds, left, px, py, pz)
-        dr = _box_far2(bounds, right, px, py, pz)
-        c0 = left
-        c1 = right
-        d0 = dl
-        d1 = dr
-        if dl > dr:
-            c0 = right
-            c1 = left
-            d0 = dr
-            d1 = dl
-        if d0 > best_d:
-            stack[count] = c0
-            count += 1
-        if d1 > best_d:
-            stack[count] = c1
-            count += 1
-    if best_d > limit:
-        return True, np.int32(prims[best]), F1 - bv - bw, bv, F0
-    return False, NO_FACE, F0, F0, F0
+    px, py, pz = f32x3(px, py, pz)
+    found, face, u, v = mesh_furthest(bounds, links, prims, tris, px, py, pz, min_dist)
+    return found, face, u, v, F0
+
+
+def _angle(ux, uy, uz, vx, vy, vz):
+    """The angle between two vectors (Warp's ``acos(dot(normalize(u), normalize(v)))``)."""
+    ux, uy, uz = normalize3(ux, uy, uz)
+    vx, vy, vz = normalize3(vx, vy, vz)
+    return facos(dot3(ux, uy, uz, vx, vy, vz))
 
 
 def _feature_weight(ax, ay, az, bx, by, bz, cx, cy, cz, qx, qy, qz, eps2):
     """Warp's angle weight of the closest feature of triangle abc at its point q: the
     vertex's angle within ``sqrt(eps2)`` of a vertex, pi near an edge, 2 pi inside."""
-    e0x = bx - ax
-    e0y = by - ay
-    e0z = bz - az
-    e1x = cx - ax
-    e1y = cy - ay
-    e1z = cz - az
-    e2x = cx - bx
-    e2y = cy - by
-    e2z = cz - bz
-    cpx = qx - ax
-    cpy = qy - ay
-    cpz = qz - az
-    cqx = qx - bx
-    cqy = qy - by
-    cqz = qz - bz
-    crx = qx - cx
-    cry = qy - cy
-    crz = qz - cz
+    e0x, e0y, e0z, e1x, e1y, e1z, e2x, e2y, e2z = tri_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
+    cpx, cpy, cpz = sub3(qx, qy, qz, ax, ay, az)
+    cqx, cqy, cqz = sub3(qx, qy, qz, bx, by, bz)
     lp = dot3(cpx, cpy, cpz, cpx, cpy, cpz)
-    lq = dot3(cqx, cqy, cqz, cqx, cqy, cqz)
-    lr = dot3(crx, cry, crz, crx, cry, crz)
     if lp < eps2:
-        ux, uy, uz = normalize3(e0x, e0y, e0z)
-        vx, vy, vz = normalize3(e1x, e1y, e1z)
-        return facos(dot3(ux, uy, uz, vx, vy, vz))
+        return _angle(e0x, e0y, e0z, e1x, e1y, e1z)
+    lq = dot3(cqx, cqy, cqz, cqx, cqy, cqz)
     if lq < eps2:
-        ux, uy, uz = normalize3(e2x, e2y, e2z)
-        vx, vy, vz = normalize3(-e0x, -e0y, -e0z)
-        return facos(dot3(ux, uy, uz, vx, vy, vz))
-    if lr < eps2:
-        ux, uy, uz = normalize3(-e1x, -e1y, -e1z)
-        vx, vy, vz = normalize3(-e2x, -e2y, -e2z)
-        return facos(dot3(ux, uy, uz, vx, vy, vz))
+        return _angle(e2x, e2y, e2z, -e0x, -e0y, -e0z)
+    crx, cry, crz = sub3(qx, qy, qz, cx, cy, cz)
+    if dot3(crx, cry, crz, crx, cry, crz) < eps2:
+        return _angle(-e1x, -e1y, -e1z, -e2x, -e2y, -e2z)
     n0 = dot3(e0x, e0y, e0z, e0x, e0y, e0z)
     n1 = dot3(e1x, e1y, e1z, e1x, e1y, e1z)
     n2 = dot3(e2x, e2y, e2z, e2x, e2y, e2z)
@@ -275,12 +238,11 @@ def mesh_query_point_sign_normal(bounds, links, prims, tris, avg_edge, px, py, p
     """``wp.mesh_query_point_sign_normal`` (Warp's default epsilon 1e-3): faces within
     ``epsilon * avg_edge`` of the closest distance count as tied, and the sign is that of
     ``dot(sum of their angle-weighted unit normals, p - closest point)`` (1 when > 0)."""
-    px = np.float32(px)
-    py = np.float32(py)
-    pz = np.float32(pz)
+    px, py, pz = f32x3(px, py, pz)
     md = np.float32(max_dist)
     if links.shape[0] == 0:
         return False, NO_FACE, F0, F0, F0
+    fin = finite3(px, py, pz)
     eps = np.float32(avg_edge) * np.float32(epsilon)
     eps2 = eps * eps
     best_d = md
@@ -290,13 +252,11 @@ def mesh_query_point_sign_normal(bounds, links, prims, tris, avg_edge, px, py, p
     ax_ = F0
     ay_ = F0
     az_ = F0
-    fin = finite3(px, py, pz)
     stack = stackmem.local.array(64, np.int32)
     stack[0] = 0
     count = 1
     while count > 0:
-        count -= 1
-        node = stack[count]
+        count, node = _pop(stack, count)
         reach = (best_d + eps) * (best_d + eps)
         if _box_d2(bounds, node, px, py, pz, fin) > reach:
             continue
@@ -305,9 +265,7 @@ def mesh_query_point_sign_normal(bounds, links, prims, tris, avg_edge, px, py, p
             for k in range(first, links[node, 1]):
                 if tris[k, 9] != F0:
                     continue
-                a0, a1, a2 = tris[k, 0], tris[k, 1], tris[k, 2]
-                b0, b1, b2 = tris[k, 3], tris[k, 4], tris[k, 5]
-                c0, c1, c2 = tris[k, 6], tris[k, 7], tris[k, 8]
+                a0, a1, a2, b0, b1, b2, c0, c1, c2 = tri_row(tris, k)
                 u, v = triangle_closest_point(a0, a1, a2, b0, b1, b2, c0, c1, c2, px, py, pz)
                 w = F1 - u - v
                 qx = u * a0 + v * b0 + w * c0
@@ -339,18 +297,9 @@ def mesh_query_point_sign_normal(bounds, links, prims, tris, avg_edge, px, py, p
             continue
         left = links[node, 1]
         right = node + 1
-        dl = _box_d2(bounds, left, px, py, pz, fin)
-        dr = _box_d2(bounds, right, px, py, pz, fin)
-        c0_ = right if dl < dr else left
-        c1_ = left if dl < dr else right
-        d0 = dr if dl < dr else dl
-        d1 = dl if dl < dr else dr
-        if d0 < (best_d + eps) * (best_d + eps):
-            stack[count] = c0_
-            count += 1
-        if d1 < (best_d + eps) * (best_d + eps):
-            stack[count] = c1_
-            count += 1
+        count = push_children(stack, count, left, right, _box_d2(bounds, left, px, py, pz, fin),
+                              _box_d2(bounds, right, px, py, pz, fin),
+                              (best_d + eps) * (best_d + eps))
     if not (best_d < md):
         return False, NO_FACE, F0, F0, F0
     u = F1 - bv - bw
@@ -454,9 +403,12 @@ def mesh_get_index(indices, index):
 
 
 # ------------------------------------------------------------------------------ compiling
-_OWN = ("_box_d2", "_box_far2", "mesh_closest", "mesh_query_point_no_sign", "mesh_query_point",
+_OWN = ("_box_d2", "_box_far2", "_nearer", "_farther", "_pop", "push_children", "_push_far",
+        "_leaf_scan", "_leaf_scan_far",
+        "mesh_closest", "mesh_furthest", "mesh_query_point_no_sign", "mesh_query_point",
         "mesh_query_point_sign_parity", "mesh_query_point_sign_winding_number",
-        "mesh_query_furthest_point_no_sign", "_feature_weight", "mesh_query_point_sign_normal",
+        "mesh_query_furthest_point_no_sign", "_angle", "_feature_weight",
+        "mesh_query_point_sign_normal",
         "_face_ok", "_interp", "mesh_eval_position", "mesh_eval_velocity",
         "mesh_eval_face_normal", "_vertex", "mesh_get_point", "mesh_get_velocity",
         "mesh_get_index", "mesh_average_edge")
@@ -469,12 +421,16 @@ PORTABLE = tuple((m, n) for m in _MODULES for n in m.PORTABLE) + \
 #: (Numba calls between separately compiled functions are real calls that return tuples
 #: through memory): inlined, a walk's inner loop is a tight loop; each entry point still
 #: compiles once and is called once per query, so a kernel's compile time stays modest
-INLINE_HELPERS = ("wmin", "wmax", "dot3", "cross3", "ray_aabb", "ray_aabb_f", "ray_aabb_robust",
-                  "ray_aabb_robust_f", "robust_finite", "ray_box", "robust_box", "ray_woop",
-                  "fmaf", "diff_product", "dist_aabb_sq", "dist_aabb_sq_f", "finite3",
-                  "ray_prepare", "ray_setup", "_permute", "tri_ray", "triangle_closest_point",
-                  "bary_dist_sq", "_box_d2", "mesh_box_test", "mesh_face_test", "_mwith",
-                  "bvh_box_test", "_with", "_interp", "_face_ok")
+INLINE_HELPERS = ("wmin", "wmax", "dot3", "sub3", "div3", "cross3", "_plane_dists", "_angle",
+                  "_slab", "_slab_f", "_robust_slab", "_robust_slab_f", "ray_aabb", "ray_aabb_f",
+                  "ray_aabb_robust", "ray_aabb_robust_f", "robust_finite", "ray_box",
+                  "robust_box", "ray_woop", "fmaf", "diff_product", "dist_aabb_sq",
+                  "dist_aabb_sq_f", "finite3", "f32x3", "ray_prepare", "ray_setup", "_permute",
+                  "tri_ray", "ray_walk_setup", "robust_walk_setup", "walk_next", "walk_to_leaf",
+                  "tri_edges", "_edge_dots", "_on_edge", "triangle_closest_point", "tri_row",
+                  "bary_dist_sq", "_box_d2", "_box_far2", "_nearer", "_farther", "_pop",
+                  "push_children", "_push_far", "_leaf_scan", "_leaf_scan_far", "mesh_box_test",
+                  "mesh_face_test", "bvh_box_test", "_with", "_interp", "_face_ok")
 #: the helpers and the entry points a kernel calls: no faster than ``INLINE_HELPERS`` (1M rays,
 #: 100k closest points: the same times within 4%) and a kernel calling three queries took 59 s
 #: to compile instead of 11.5 s (5.3 s with nothing inlined, but rays 1.5x slower)
@@ -506,16 +462,9 @@ def compile_for(jit, inline_jit=None, inline=INLINE_HELPERS):
     ``compile_for(cuda.jit(device=True))``."""
     ns = _constants()
     ns["stackmem"] = _stackmem.for_jit(jit)
-    native = _stackmem.overrides(jit)
-    for mod, name in PORTABLE:
-        if name in native:
-            ns[name] = native[name]
-            continue
-        fn = getattr(mod, name) if mod is not None else globals()[name]
-        rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
-        rebound.__doc__ = fn.__doc__
-        ns[name] = (inline_jit if inline_jit is not None and name in inline else jit)(rebound)
-    return ns
+    fns = [(name, getattr(mod, name) if mod is not None else globals()[name])
+           for mod, name in PORTABLE]
+    return compile_into(ns, fns, jit, inline_jit, inline, _stackmem.overrides(jit))
 
 
 def compile_cpu(cache=False, inline=INLINE_HELPERS):

@@ -20,9 +20,11 @@ parallel to a face misses it.
 import numpy as np
 
 from . import stackmem as _stackmem
-from .mesh_geom import (F0, F1, FLT_MAX, _permute, aabb_aabb, dot3, fclamp, finite3, normalize3,  # noqa: F401
-    ray_aabb, ray_aabb_f, ray_aabb_robust, ray_aabb_robust_f, robust_finite, ray_setup, ray_woop,
-    sphere_aabb, triangle_closest_point, triangle_normal, wmax)
+from .bvh_query import _with, walk_to_leaf
+from .mesh_geom import (F0, F1, FLT_MAX, _permute, aabb_aabb, cross3, dot3, f32x3, fclamp,  # noqa: F401
+    finite3, normalize3, ray_aabb, ray_aabb_f, ray_aabb_robust, ray_aabb_robust_f, robust_finite,
+    ray_setup, ray_woop, sphere_aabb, tri_edges, tri_row, triangle_closest_point, triangle_normal,
+    wmax)
 
 stackmem = _stackmem.PYTHON   # rebound per target by mesh_query.compile_for
 STACK_SIZE = 64
@@ -47,6 +49,35 @@ def ray_prepare(ox, oy, oz, dx, dy, dz):
     kx, ky, kz, sx, sy, sz = ray_setup(dx, dy, dz)
     px, py, pz = _permute(ox, oy, oz, kx, ky, kz)
     return kx, ky, kz, sx, sy, sz, px, py, pz
+
+
+def ray_walk_setup(ox, oy, oz, dx, dy, dz):
+    """The constants of the walks with ``ray_box``: ``(ray, rx, ry, rz, fast, exact)``:
+    ``ray_prepare``'s tuple, the reciprocal direction (Warp's 1e-20 for a zero component) and
+    ``ray_box``'s flags."""
+    rx = F1 / (dx if dx != F0 else TINY_DIR)
+    ry = F1 / (dy if dy != F0 else TINY_DIR)
+    rz = F1 / (dz if dz != F0 else TINY_DIR)
+    return (ray_prepare(ox, oy, oz, dx, dy, dz), rx, ry, rz, dx != F0 and dy != F0 and dz != F0,
+            not (finite3(ox, oy, oz) and finite3(rx, ry, rz)))
+
+
+def robust_walk_setup(ox, oy, oz, dx, dy, dz):
+    """The constants of the walks with ``robust_box``: ``(ray, rx, ry, rz, exact)``."""
+    rx = F1 / dx
+    ry = F1 / dy
+    rz = F1 / dz
+    return (ray_prepare(ox, oy, oz, dx, dy, dz), rx, ry, rz,
+            not robust_finite(ox, oy, oz, dx, dy, dz, rx, ry, rz))
+
+
+def walk_next(links, node, enter):
+    """The node after ``node`` in a stackless walk (Warp's order on a leaf-ordered tree): its
+    left child ``node + 1`` when it is internal and its box passed (``enter``), else the node
+    past its subtree."""
+    if enter and links[node, 0] < 0:
+        return node + 1
+    return links[node, 2]
 
 
 def ray_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast, exact):
@@ -95,22 +126,13 @@ def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t, ro
     ``0 <= t < max_t`` (``t`` in multiples of ``|d|``), its barycentrics (``u`` of the first
     vertex), ``sign`` (Warp's determinant: > 0 when ``d`` points along the face normal, i.e.
     the ray hits the back), the unit normal ``normalize(cross(b - a, c - a))`` and the face."""
-    ox = np.float32(ox)
-    oy = np.float32(oy)
-    oz = np.float32(oz)
-    dx = np.float32(dx)
-    dy = np.float32(dy)
-    dz = np.float32(dz)
+    ox, oy, oz = f32x3(ox, oy, oz)
+    dx, dy, dz = f32x3(dx, dy, dz)
     min_t = np.float32(max_t)
     start, stop = walk_range(links, root)
     if start == stop:
         return False, F0, F0, F0, F0, F0, F0, F0, np.int32(-1)
-    fast = dx != F0 and dy != F0 and dz != F0
-    ray = ray_prepare(ox, oy, oz, dx, dy, dz)
-    rx = F1 / (dx if dx != F0 else TINY_DIR)
-    ry = F1 / (dy if dy != F0 else TINY_DIR)
-    rz = F1 / (dz if dz != F0 else TINY_DIR)
-    exact = not (finite3(ox, oy, oz) and finite3(rx, ry, rz))
+    ray, rx, ry, rz, fast, exact = ray_walk_setup(ox, oy, oz, dx, dy, dz)
     stack = stackmem.local.array(64, np.int32)
     count = 0
     node = start
@@ -161,9 +183,8 @@ def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t, ro
             node = stack[count]
     if best < 0:
         return False, F0, F0, F0, F0, F0, F0, F0, np.int32(-1)
-    nx, ny, nz = triangle_normal(tris[best, 0], tris[best, 1], tris[best, 2], tris[best, 3],
-                                 tris[best, 4], tris[best, 5], tris[best, 6], tris[best, 7],
-                                 tris[best, 8])
+    ax, ay, az, bx, by, bz, cx, cy, cz = tri_row(tris, best)
+    nx, ny, nz = triangle_normal(ax, ay, az, bx, by, bz, cx, cy, cz)
     nx, ny, nz = normalize3(nx, ny, nz)
     return True, min_t, bu, bv, bs, nx, ny, nz, np.int32(prims[best])
 
@@ -171,80 +192,50 @@ def mesh_query_ray(bounds, links, prims, tris, ox, oy, oz, dx, dy, dz, max_t, ro
 def mesh_query_ray_anyhit(bounds, links, tris, ox, oy, oz, dx, dy, dz, max_t, root=-1):
     """``wp.mesh_query_ray_anyhit``: whether any face is hit with ``0 <= t < max_t`` (the same
     boxes as Warp's walk: all below the root whose entry is < ``max_t``)."""
-    ox = np.float32(ox)
-    oy = np.float32(oy)
-    oz = np.float32(oz)
-    dx = np.float32(dx)
-    dy = np.float32(dy)
-    dz = np.float32(dz)
+    ox, oy, oz = f32x3(ox, oy, oz)
+    dx, dy, dz = f32x3(dx, dy, dz)
     mt = np.float32(max_t)
     start, n = walk_range(links, root)
-    fast = dx != F0 and dy != F0 and dz != F0
-    ray = ray_prepare(ox, oy, oz, dx, dy, dz)
-    rx = F1 / (dx if dx != F0 else TINY_DIR)
-    ry = F1 / (dy if dy != F0 else TINY_DIR)
-    rz = F1 / (dz if dz != F0 else TINY_DIR)
-    exact = not (finite3(ox, oy, oz) and finite3(rx, ry, rz))
+    ray, rx, ry, rz, fast, exact = ray_walk_setup(ox, oy, oz, dx, dy, dz)
     node = start
     while node < n:
-        if node > start:
+        enter = node == start     # the root's box is not tested
+        if not enter:
             hit, t = ray_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, fast, exact)
-            if not (hit and t < mt):
-                node = links[node, 2]
-                continue
+            enter = hit and t < mt
         first = links[node, 0]
-        if first >= 0:
+        if enter and first >= 0:
             for k in range(first, links[node, 1]):
                 hit, t, u, v, det = tri_ray(tris, k, ray)
                 if hit and t < mt and t >= F0:
                     return True
-            node = links[node, 2]
-        else:
-            node = node + 1
+        node = walk_next(links, node, enter)
     return False
 
 
 def mesh_query_ray_count_intersections(bounds, links, tris, ox, oy, oz, dx, dy, dz, root=-1):
     """``wp.mesh_query_ray_count_intersections``: the number of faces the ray hits at t >= 0
     (each face counted once: a ray through a shared edge may count both faces)."""
-    ox = np.float32(ox)
-    oy = np.float32(oy)
-    oz = np.float32(oz)
-    dx = np.float32(dx)
-    dy = np.float32(dy)
-    dz = np.float32(dz)
-    ray = ray_prepare(ox, oy, oz, dx, dy, dz)
-    rx = F1 / dx
-    ry = F1 / dy
-    rz = F1 / dz
-    exact = not robust_finite(ox, oy, oz, dx, dy, dz, rx, ry, rz)
+    ox, oy, oz = f32x3(ox, oy, oz)
+    dx, dy, dz = f32x3(dx, dy, dz)
+    ray, rx, ry, rz, exact = robust_walk_setup(ox, oy, oz, dx, dy, dz)
     node, n = walk_range(links, root)
     count = 0
     while node < n:
-        hit, t = robust_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, exact)
-        if not hit:
-            node = links[node, 2]
-            continue
-        first = links[node, 0]
-        if first >= 0:
-            for k in range(first, links[node, 1]):
+        enter, t = robust_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, exact)
+        if enter and links[node, 0] >= 0:
+            for k in range(links[node, 0], links[node, 1]):
                 hit, t, u, v, det = tri_ray(tris, k, ray)
                 if hit and t >= F0:
                     count += 1
-            node = links[node, 2]
-        else:
-            node = node + 1
+        node = walk_next(links, node, enter)
     return np.int32(count)
 
 
 def ray_closest_sign(bounds, links, tris, ox, oy, oz, dx, dy, dz):
     """Warp's ``mesh_query_ray_closest_sign``: ``(hit, det of the nearest hit)``, boxes pruned
     by the nearest hit so far (robust slab test, every box including the root's)."""
-    ray = ray_prepare(ox, oy, oz, dx, dy, dz)
-    rx = F1 / dx
-    ry = F1 / dy
-    rz = F1 / dz
-    exact = not robust_finite(ox, oy, oz, dx, dy, dz, rx, ry, rz)
+    ray, rx, ry, rz, exact = robust_walk_setup(ox, oy, oz, dx, dy, dz)
     n = links.shape[0]
     min_t = FLT_MAX
     sign = F0
@@ -252,20 +243,16 @@ def ray_closest_sign(bounds, links, tris, ox, oy, oz, dx, dy, dz):
     node = 0
     while node < n:
         hit, t = robust_box(bounds, node, ox, oy, oz, dx, dy, dz, rx, ry, rz, exact)
-        if not (hit and t < min_t):
-            node = links[node, 2]
-            continue
+        enter = hit and t < min_t
         first = links[node, 0]
-        if first >= 0:
+        if enter and first >= 0:
             for k in range(first, links[node, 1]):
                 hit, t, u, v, det = tri_ray(tris, k, ray)
                 if hit and t >= F0 and t < min_t:
                     min_t = t
                     sign = det
                     found = True
-            node = links[node, 2]
-        else:
-            node = node + 1
+        node = walk_next(links, node, enter)
     return found, sign
 
 
@@ -346,15 +333,7 @@ def mesh_box_test(state, lx, ly, lz, ux, uy, uz):
 def mesh_face_test(state, tris, k):
     """Warp's per-face test: the face's box for AABB queries; for spheres the box, then the
     exact distance (a zero-area face as its longest edge)."""
-    ax = tris[k, 0]
-    ay = tris[k, 1]
-    az = tris[k, 2]
-    bx = tris[k, 3]
-    by = tris[k, 4]
-    bz = tris[k, 5]
-    cx = tris[k, 6]
-    cy = tris[k, 7]
-    cz = tris[k, 8]
+    ax, ay, az, bx, by, bz, cx, cy, cz = tri_row(tris, k)
     if not mesh_box_test(state, min(ax, bx, cx), min(ay, by, cy), min(az, bz, cz),
                          max(ax, bx, cx), max(ay, by, cy), max(az, bz, cz)):
         return False
@@ -366,19 +345,9 @@ def mesh_face_test(state, tris, k):
 
 def sphere_triangle(px, py, pz, r2, ax, ay, az, bx, by, bz, cx, cy, cz):
     """Warp's narrow phase of ``mesh_query_sphere``: the closest point within sqrt(r2)."""
-    abx = bx - ax
-    aby = by - ay
-    abz = bz - az
-    acx = cx - ax
-    acy = cy - ay
-    acz = cz - az
-    nx = aby * acz - abz * acy
-    ny = abz * acx - abx * acz
-    nz = abx * acy - aby * acx
+    abx, aby, abz, acx, acy, acz, bcx, bcy, bcz = tri_edges(ax, ay, az, bx, by, bz, cx, cy, cz)
+    nx, ny, nz = cross3(abx, aby, abz, acx, acy, acz)
     if nx * nx + ny * ny + nz * nz == F0:
-        bcx = cx - bx
-        bcy = cy - by
-        bcz = cz - bz
         lab = dot3(abx, aby, abz, abx, aby, abz)
         lac = dot3(acx, acy, acz, acx, acy, acz)
         lbc = dot3(bcx, bcy, bcz, bcx, bcy, bcz)
@@ -414,36 +383,22 @@ def mesh_query_next(bounds, links, prims, tris, state):
             k = cur
             cur += 1
             if mesh_face_test(state, tris, k):
-                return True, np.int32(prims[k]), _mwith(state, node, cur, end)
+                return True, np.int32(prims[k]), _with(state, node, cur, end)
             continue
-        if node == stop:
-            return False, np.int32(-1), _mwith(state, node, cur, end)
-        if not mesh_box_test(state, bounds[node, 0], bounds[node, 1], bounds[node, 2],
-                             bounds[node, 3], bounds[node, 4], bounds[node, 5]):
-            node = links[node, 2]
-            continue
-        first = links[node, 0]
-        if first >= 0:
-            last = links[node, 1]
-            node = links[node, 2]
-            if last - first == 1 and (state[0] == MESH_AABB or
-                                      mesh_face_test(state, tris, first)):
-                return True, np.int32(prims[first]), _mwith(state, node, cur, end)
-            if last - first > 1:
-                cur = first
-                end = last
-        else:
-            node = node + 1
+        node, first, last = walk_to_leaf(bounds, links, state, node, stop, F0)
+        if first < 0:
+            return False, np.int32(-1), _with(state, node, cur, end)
+        if last - first == 1 and (state[0] == MESH_AABB or mesh_face_test(state, tris, first)):
+            return True, np.int32(prims[first]), _with(state, node, cur, end)
+        if last - first > 1:
+            cur = first
+            end = last
 
 
-def _mwith(state, node, cur, end):
-    return (state[0], np.int32(node), np.int32(cur), np.int32(end), state[4], state[5],
-            state[6], state[7], state[8], state[9], state[10], state[11], state[12])
-
-
-PORTABLE = ("walk_range", "tri_ray", "ray_prepare", "ray_box", "robust_box", "mesh_query_ray",
+PORTABLE = ("walk_range", "tri_ray", "ray_prepare", "ray_walk_setup", "robust_walk_setup",
+            "walk_next", "ray_box", "robust_box", "mesh_query_ray",
             "mesh_query_ray_anyhit",
             "mesh_query_ray_count_intersections", "ray_closest_sign", "mesh_inside_ray_tracing",
             "mq_rand_pcg", "mq_randf", "mesh_inside_parity", "mesh_query_aabb",
             "mesh_query_sphere", "mesh_box_test", "sphere_triangle", "mesh_face_test",
-            "_mwith", "mesh_query_next")
+            "mesh_query_next")

@@ -162,6 +162,13 @@ def triangle_props(a, b, c, out):
     out[18] = two * (n[2] * iyz) + n[1] * izz
 
 
+@numba.njit(inline="always", **_JIT)
+def _mixed(p, q):
+    """The column of the mixed moment ``n_pq`` (p != q): xy 19, yx 20, yz 21, zy 22, zx 23,
+    xz 24."""
+    return 19 + 2 * p if q == (p + 1) % 3 else 20 + 2 * q
+
+
 @numba.njit(**_JIT)
 def combine_props(L, R, out):
     """Warp's ``combine_precomputed_solid_angle_props`` of a left and a right child."""
@@ -204,18 +211,12 @@ def combine_props(L, R, out):
         for k in range(3):
             res[9 + k] += two * (d[k] * ch[6 + k]) + d[k] * (d[k] * N[k])
         res[12] += d[0] * (nyz + nzy) + d[1] * (nzx + nxz) + d[2] * (nxy + nyx)
-        res[13] += two * (d[1] * ch[6] + d[0] * ch[19] + N[0] * d[0] * d[1]) + \
-            two * ch[20] * d[0] + N[1] * d[0] * d[0]
-        res[14] += two * (d[2] * ch[6] + d[0] * ch[24] + N[0] * d[0] * d[2]) + \
-            two * ch[23] * d[0] + N[2] * d[0] * d[0]
-        res[15] += two * (d[2] * ch[7] + d[1] * ch[21] + N[1] * d[1] * d[2]) + \
-            two * ch[22] * d[1] + N[2] * d[1] * d[1]
-        res[16] += two * (d[0] * ch[7] + d[1] * ch[20] + N[1] * d[1] * d[0]) + \
-            two * ch[19] * d[1] + N[0] * d[1] * d[1]
-        res[17] += two * (d[0] * ch[8] + d[2] * ch[23] + N[2] * d[2] * d[0]) + \
-            two * ch[24] * d[2] + N[0] * d[2] * d[2]
-        res[18] += two * (d[1] * ch[8] + d[2] * ch[22] + N[2] * d[2] * d[1]) + \
-            two * ch[21] * d[2] + N[1] * d[2] * d[2]
+        for q in range(6):   # res[13 + q]: the mixed terms (a, b) = xy, xz, yz, yx, zx, zy
+            a = q // 2
+            b = (a + 1 + q % 2) % 3
+            res[13 + q] += two * (d[b] * ch[6 + a] + d[a] * ch[_mixed(a, b)] +
+                                  N[a] * d[a] * d[b]) + \
+                two * ch[_mixed(b, a)] * d[a] + N[b] * d[a] * d[a]
     m = f32(0.0)
     for k in range(3):
         lo = res[k] - res[25 + k]

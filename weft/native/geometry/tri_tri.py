@@ -6,7 +6,7 @@ maximizes their area (edge crossings, then containment of a vertex).
 """
 import numpy as np
 
-from .mesh_geom import F0, cross3  # noqa: F401
+from .mesh_geom import F0, cross3, longest_axis3  # noqa: F401
 
 TRI_EPS = 0.000001   # Moller's EPSILON, compared in double as in Warp's C++
 
@@ -93,8 +93,12 @@ def _plane_side(nx, ny, nz, d, x, y, z, zero):
     return s
 
 
-def _intervals(vv0, vv1, vv2, d0, d1, d2, d0d1, d0d2):
-    """Moller's ``NEWCOMPUTE_INTERVALS``: (ok, a, b, c, x0, x1); not ok means coplanar."""
+def _intervals(p0, p1, p2, index, d0, d1, d2, d0d1, d0d2):
+    """Moller's ``NEWCOMPUTE_INTERVALS`` on the projections of triangle p on axis ``index``:
+    (ok, a, b, c, x0, x1); not ok means coplanar."""
+    vv0 = _proj(p0[0], p0[1], p0[2], index)
+    vv1 = _proj(p1[0], p1[1], p1[2], index)
+    vv2 = _proj(p2[0], p2[1], p2[2], index)
     if d0d1 > 0.0:
         return True, vv2, (vv0 - vv2) * d2, (vv1 - vv2) * d2, d2 - d0, d2 - d1
     if d0d2 > 0.0:
@@ -108,49 +112,37 @@ def _intervals(vv0, vv1, vv2, d0, d1, d2, d0d1, d0d2):
     return False, d0, d0, d0, d0, d0
 
 
+def _plane_dists(p0, p1, p2, q0, q1, q2, zero):
+    """The normal of triangle p's plane and the signed distances to it of q's vertices
+    (``_plane_side``): ``(nx, ny, nz, d0, d1, d2)``."""
+    e1 = (p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2])
+    e2 = (p2[0] - p0[0], p2[1] - p0[1], p2[2] - p0[2])
+    nx, ny, nz = cross3(e1[0], e1[1], e1[2], e2[0], e2[1], e2[2])
+    d = -(nx * p0[0] + ny * p0[1] + nz * p0[2])
+    return (nx, ny, nz, _plane_side(nx, ny, nz, d, q0[0], q0[1], q0[2], zero),
+            _plane_side(nx, ny, nz, d, q1[0], q1[1], q1[2], zero),
+            _plane_side(nx, ny, nz, d, q2[0], q2[1], q2[2], zero))
+
+
 def tri_tri_core(zero, v0, v1, v2, u0, u1, u2):
     """Moller's ``NoDivTriTriIsect`` on 3-tuples of the scalar type of ``zero``: 1 when the
     triangles intersect (coplanar overlap included), else 0."""
-    e1 = (v1[0] - v0[0], v1[1] - v0[1], v1[2] - v0[2])
-    e2 = (v2[0] - v0[0], v2[1] - v0[1], v2[2] - v0[2])
-    n1x, n1y, n1z = cross3(e1[0], e1[1], e1[2], e2[0], e2[1], e2[2])
-    d1 = -(n1x * v0[0] + n1y * v0[1] + n1z * v0[2])
-    du0 = _plane_side(n1x, n1y, n1z, d1, u0[0], u0[1], u0[2], zero)
-    du1 = _plane_side(n1x, n1y, n1z, d1, u1[0], u1[1], u1[2], zero)
-    du2 = _plane_side(n1x, n1y, n1z, d1, u2[0], u2[1], u2[2], zero)
+    n1x, n1y, n1z, du0, du1, du2 = _plane_dists(v0, v1, v2, u0, u1, u2, zero)
     du0du1 = du0 * du1
     du0du2 = du0 * du2
     if du0du1 > 0.0 and du0du2 > 0.0:
         return 0
-    e1 = (u1[0] - u0[0], u1[1] - u0[1], u1[2] - u0[2])
-    e2 = (u2[0] - u0[0], u2[1] - u0[1], u2[2] - u0[2])
-    n2x, n2y, n2z = cross3(e1[0], e1[1], e1[2], e2[0], e2[1], e2[2])
-    d2 = -(n2x * u0[0] + n2y * u0[1] + n2z * u0[2])
-    dv0 = _plane_side(n2x, n2y, n2z, d2, v0[0], v0[1], v0[2], zero)
-    dv1 = _plane_side(n2x, n2y, n2z, d2, v1[0], v1[1], v1[2], zero)
-    dv2 = _plane_side(n2x, n2y, n2z, d2, v2[0], v2[1], v2[2], zero)
+    n2x, n2y, n2z, dv0, dv1, dv2 = _plane_dists(u0, u1, u2, v0, v1, v2, zero)
     dv0dv1 = dv0 * dv1
     dv0dv2 = dv0 * dv2
     if dv0dv1 > 0.0 and dv0dv2 > 0.0:
         return 0
     dx, dy, dz = cross3(n1x, n1y, n1z, n2x, n2y, n2z)
-    index = 0
-    m = abs(dx)
-    if abs(dy) > m:
-        m = abs(dy)
-        index = 1
-    if abs(dz) > m:
-        index = 2
-    ok, a, b, c, x0, x1 = _intervals(_proj(v0[0], v0[1], v0[2], index),
-                                     _proj(v1[0], v1[1], v1[2], index),
-                                     _proj(v2[0], v2[1], v2[2], index),
-                                     dv0, dv1, dv2, dv0dv1, dv0dv2)
+    index = longest_axis3(dx, dy, dz)
+    ok, a, b, c, x0, x1 = _intervals(v0, v1, v2, index, dv0, dv1, dv2, dv0dv1, dv0dv2)
     if not ok:
         return _coplanar_tri_tri(n1x, n1y, n1z, v0, v1, v2, u0, u1, u2)
-    ok, d, e, f, y0, y1 = _intervals(_proj(u0[0], u0[1], u0[2], index),
-                                     _proj(u1[0], u1[1], u1[2], index),
-                                     _proj(u2[0], u2[1], u2[2], index),
-                                     du0, du1, du2, du0du1, du0du2)
+    ok, d, e, f, y0, y1 = _intervals(u0, u1, u2, index, du0, du1, du2, du0du1, du0du2)
     if not ok:
         return _coplanar_tri_tri(n1x, n1y, n1z, v0, v1, v2, u0, u1, u2)
     xx = x0 * x1
@@ -190,6 +182,6 @@ def intersect_tri_tri_d(v0x, v0y, v0z, v1x, v1y, v1z, v2x, v2y, v2z,
                                  (f(u2x), f(u2y), f(u2z))))
 
 
-PORTABLE = ("_edge_edge", "_edge_against_tri", "_point_in_tri", "_proj",
-                       "_coplanar_tri_tri", "_plane_side", "_intervals", "tri_tri_core",
-                       "intersect_tri_tri", "intersect_tri_tri_d")
+PORTABLE = ("_edge_edge", "_edge_against_tri", "_point_in_tri", "_proj", "_coplanar_tri_tri",
+            "_plane_side", "_plane_dists", "_intervals", "tri_tri_core", "intersect_tri_tri",
+            "intersect_tri_tri_d")

@@ -43,31 +43,24 @@ def _intrinsics(intrinsic, types, make_array, populate_array):
             return sig, codegen
         return view
 
-    @intrinsic
-    def bits_float(typingctx, word):
-        if not isinstance(word, types.Integer):
-            return None
-        sig = types.float64(word)
+    def bitcast(name, kind, via, result):
+        """Intrinsic ``name`` reinterpreting a scalar of ``kind`` (a Numba type class), cast to
+        ``via``, as ``result`` (same width)."""
+        def cast(typingctx, x):
+            if not isinstance(x, kind):
+                return None
+            sig = result(x)
 
-        def codegen(context, builder, signature, args):
-            w = context.cast(builder, args[0], signature.args[0], types.int64)
-            return builder.bitcast(w, context.get_value_type(types.float64))
-        return sig, codegen
-
-    @intrinsic
-    def float_bits(typingctx, x):
-        if not isinstance(x, types.Float):
-            return None
-        sig = types.int64(x)
-
-        def codegen(context, builder, signature, args):
-            f = context.cast(builder, args[0], signature.args[0], types.float64)
-            return builder.bitcast(f, context.get_value_type(types.int64))
-        return sig, codegen
+            def codegen(context, builder, signature, args):
+                v = context.cast(builder, args[0], signature.args[0], via)
+                return builder.bitcast(v, context.get_value_type(result))
+            return sig, codegen
+        cast.__name__ = cast.__qualname__ = name
+        return intrinsic(cast)
 
     out = {f"view_{k}": make(v) for k, v in DTYPES.items()}
-    out["bits_float"] = bits_float
-    out["float_bits"] = float_bits
+    out["bits_float"] = bitcast("bits_float", types.Integer, types.int64, types.float64)
+    out["float_bits"] = bitcast("float_bits", types.Float, types.float64, types.int64)
     return out
 
 

@@ -17,6 +17,7 @@ position), so that ``volume_lookup_index`` and ``get_voxels`` agree with Warp.
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -191,13 +192,8 @@ class Volume:
         return self.values if self.is_index else np.zeros(0, np.int64)
 
     # ------------------------------------------------------------------ metadata (as Warp)
-    @property
-    def type_str(self):
-        return self.grid.type_str
-
-    @property
-    def is_index(self):
-        return self.grid.is_index
+    type_str = property(attrgetter("grid.type_str"))
+    is_index = property(attrgetter("grid.is_index"))
 
     @property
     def value_dtype(self):

@@ -45,15 +45,15 @@ Warp's semantics, reproduced bit for bit (checked against Warp 1.19 in the tests
   value when all three fractions are 0 and 0 otherwise (Warp truncates the weights to int).
 """
 import math
-import types
 
 import numpy as np
 
 from . import volume_traverse
+from .portable import compile_into, variant
 from .volume_traverse import (CLOSEST, CPU_JIT_OPTIONS, F0, F1, FM1, GRID_DOUBLE, GRID_FLOAT,  # noqa: F401
     GRID_INDEX, GRID_INT32, GRID_INT64, GRID_ONINDEX_MASK, GRID_UINT32, GRID_VEC3D, GRID_VEC3F,
-    GRID_VEC4D, GRID_VEC4F, INT_MIN, LINEAR, vdb_block, vdb_block_in, vdb_cell, vdb_cell_slots,
-    vdb_data_index, vdb_floor, vdb_grad8, vdb_hess8, vdb_index_cell, vdb_index_of,
+    GRID_VEC4D, GRID_VEC4F, INT_MIN, LINEAR, _outer2, vdb_block, vdb_block_in, vdb_cell,
+    vdb_cell_slots, vdb_data_index, vdb_floor, vdb_grad8, vdb_hess8, vdb_index_cell, vdb_index_of,
     vdb_index_read8, vdb_lerp8, vdb_node, vdb_read8, vdb_round, vdb_slot_in, vdb_weights,
     volume_cell, volume_leaf_slot, volume_slot)
 
@@ -107,14 +107,19 @@ def volume_lookup_v(tree, values, gtype, i, j, k):
 
 
 # ------------------------------------------------------------------------------ sampling
+def volume_closest_slot(tree, ux, uy, uz):
+    """The slot of the voxel nearest to index-space (ux, uy, uz) (CLOSEST sampling)."""
+    return volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
+                       vdb_round(np.float32(uz)))
+
+
 def volume_sample_s(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     """Sample a floating-point scalar grid (``zero`` float32 or float64) at index-space
     (ux, uy, uz) with CLOSEST (0) or LINEAR (1)."""
     if gtype != expected:
         return zero
     if mode == 0:
-        return values[volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
-                                  vdb_round(np.float32(uz)))]
+        return values[volume_closest_slot(tree, ux, uy, uz)]
     if mode != 1:
         return zero
     c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
@@ -123,13 +128,10 @@ def volume_sample_s(tree, values, gtype, expected, zero, ux, uy, uz, mode):
 
 def volume_sample_int(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     """Sample an integer grid: CLOSEST, or Warp's LINEAR with weights truncated to ints."""
-    if gtype != expected:
+    if gtype != expected or (mode != 0 and mode != 1):
         return zero
     if mode == 0:
-        return values[volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
-                                  vdb_round(np.float32(uz)))]
-    if mode != 1:
-        return zero
+        return values[volume_closest_slot(tree, ux, uy, uz)]
     c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
     if fx == F0 and fy == F0 and fz == F0:
         return values[vdb_slot_in(c[0], i, j, k)]
@@ -141,8 +143,7 @@ def volume_sample_v3(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     if gtype != expected:
         return zero, zero, zero
     if mode == 0:
-        s = 3 * volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
-                            vdb_round(np.float32(uz)))
+        s = 3 * volume_closest_slot(tree, ux, uy, uz)
         return values[s], values[s + 1], values[s + 2]
     if mode != 1:
         return zero, zero, zero
@@ -157,8 +158,7 @@ def volume_sample_v4(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     if gtype != expected:
         return zero, zero, zero, zero
     if mode == 0:
-        s = 4 * volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
-                            vdb_round(np.float32(uz)))
+        s = 4 * volume_closest_slot(tree, ux, uy, uz)
         return values[s], values[s + 1], values[s + 2], values[s + 3]
     if mode != 1:
         return zero, zero, zero, zero
@@ -194,8 +194,7 @@ def volume_sample_grad_s(tree, values, gtype, expected, zero, ux, uy, uz, mode):
     if gtype != expected:
         return zero, (zero, zero, zero)
     if mode == 0:
-        v = values[volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
-                               vdb_round(np.float32(uz)))]
+        v = values[volume_closest_slot(tree, ux, uy, uz)]
         return v, (zero, zero, zero)
     if mode != 1:
         return zero, (zero, zero, zero)
@@ -222,8 +221,7 @@ def volume_sample_grad_v3(tree, values, gtype, expected, zero, ux, uy, uz, mode)
     if gtype != expected or (mode != 0 and mode != 1):
         return z3, z9
     if mode == 0:
-        s = 3 * volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
-                            vdb_round(np.float32(uz)))
+        s = 3 * volume_closest_slot(tree, ux, uy, uz)
         return (values[s], values[s + 1], values[s + 2]), z9
     c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
     a = vdb_read8(values, 3, 0, c, i, j, k)
@@ -275,8 +273,7 @@ def volume_corner_slots(tree, gtype, expected, ux, uy, uz, mode):
         m = np.int64(-1)
         return m, m, m, m, m, m, m, m
     if mode == 0:
-        s = np.int64(volume_slot(tree, vdb_round(np.float32(ux)), vdb_round(np.float32(uy)),
-                                 vdb_round(np.float32(uz))))
+        s = np.int64(volume_closest_slot(tree, ux, uy, uz))
         return s, s, s, s, s, s, s, s
     c, i, j, k, fx, fy, fz = vdb_cell(tree, ux, uy, uz)
     s = vdb_cell_slots(c, i, j, k)
@@ -323,25 +320,15 @@ def volume_store_s(tree, values, gtype, expected, i, j, k, value):
         values[s] = value
 
 
-def volume_store_v3(tree, values, gtype, expected, i, j, k, value):
+def volume_store_vn(tree, values, gtype, expected, i, j, k, value):
+    """Store an n-vector (a 3- or 4-tuple) at its voxel's ``n`` consecutive values."""
     if gtype != expected:
         return
     s = volume_leaf_slot(tree, i, j, k)
     if s >= 0:
-        values[3 * s] = value[0]
-        values[3 * s + 1] = value[1]
-        values[3 * s + 2] = value[2]
-
-
-def volume_store_v4(tree, values, gtype, expected, i, j, k, value):
-    if gtype != expected:
-        return
-    s = volume_leaf_slot(tree, i, j, k)
-    if s >= 0:
-        values[4 * s] = value[0]
-        values[4 * s + 1] = value[1]
-        values[4 * s + 2] = value[2]
-        values[4 * s + 3] = value[3]
+        n = len(value)
+        for ch in range(n):
+            values[n * s + ch] = value[ch]
 
 
 def volume_store_f(tree, values, gtype, i, j, k, value):
@@ -356,7 +343,7 @@ def volume_store_i(tree, values, gtype, i, j, k, value):
 
 def volume_store_v(tree, values, gtype, i, j, k, value):
     """``wp.volume_store_v`` (``value`` a 3-tuple)."""
-    volume_store_v3(tree, values, gtype, GRID_VEC3F, i, j, k,
+    volume_store_vn(tree, values, gtype, GRID_VEC3F, i, j, k,
                     value)
 
 
@@ -448,81 +435,47 @@ def volume_index_corners(tree, index_values, gtype, ux, uy, uz, mode):
 
 
 # ------------------------------------------------------------------------------ transforms
+#: the precision of the transforms: float32, ``np.float64`` in the ``_d`` overloads (vec3d,
+#: from the map's double-precision matrices), which are the same code (``portable.variant``)
+real = np.float32
+
+
+def _mat3(xf, o, x, y, z):
+    """``M @ v`` for the row-major 3x3 matrix ``xf[o:o + 9]``."""
+    return (x * xf[o] + y * xf[o + 1] + z * xf[o + 2],
+            x * xf[o + 3] + y * xf[o + 4] + z * xf[o + 5],
+            x * xf[o + 6] + y * xf[o + 7] + z * xf[o + 8])
+
+
 def volume_index_to_world(xf, x, y, z):
     """``wp.volume_index_to_world`` in float32: ``M @ p + t`` (``xf`` float32 (21,))."""
-    x = np.float32(x)
-    y = np.float32(y)
-    z = np.float32(z)
-    return (x * xf[0] + y * xf[1] + z * xf[2] + xf[18],
-            x * xf[3] + y * xf[4] + z * xf[5] + xf[19],
-            x * xf[6] + y * xf[7] + z * xf[8] + xf[20])
+    wx, wy, wz = _mat3(xf, 0, real(x), real(y), real(z))
+    return wx + xf[18], wy + xf[19], wz + xf[20]
 
 
 def volume_world_to_index(xf, x, y, z):
     """``wp.volume_world_to_index`` in float32: ``M^-1 @ (p - t)``."""
-    sx = np.float32(x) - xf[18]
-    sy = np.float32(y) - xf[19]
-    sz = np.float32(z) - xf[20]
-    return (sx * xf[9] + sy * xf[10] + sz * xf[11],
-            sx * xf[12] + sy * xf[13] + sz * xf[14],
-            sx * xf[15] + sy * xf[16] + sz * xf[17])
+    return _mat3(xf, 9, real(x) - xf[18], real(y) - xf[19], real(z) - xf[20])
 
 
 def volume_index_to_world_dir(xf, x, y, z):
     """``wp.volume_index_to_world_dir`` in float32: ``M @ d``."""
-    x = np.float32(x)
-    y = np.float32(y)
-    z = np.float32(z)
-    return (x * xf[0] + y * xf[1] + z * xf[2],
-            x * xf[3] + y * xf[4] + z * xf[5],
-            x * xf[6] + y * xf[7] + z * xf[8])
+    return _mat3(xf, 0, real(x), real(y), real(z))
 
 
 def volume_world_to_index_dir(xf, x, y, z):
     """``wp.volume_world_to_index_dir`` in float32: ``M^-1 @ d``."""
-    x = np.float32(x)
-    y = np.float32(y)
-    z = np.float32(z)
-    return (x * xf[9] + y * xf[10] + z * xf[11],
-            x * xf[12] + y * xf[13] + z * xf[14],
-            x * xf[15] + y * xf[16] + z * xf[17])
+    return _mat3(xf, 9, real(x), real(y), real(z))
 
 
-def volume_index_to_world_d(xd, x, y, z):
-    """The float64 overload (vec3d), from the map's double-precision matrices."""
-    x = np.float64(x)
-    y = np.float64(y)
-    z = np.float64(z)
-    return (x * xd[0] + y * xd[1] + z * xd[2] + xd[18],
-            x * xd[3] + y * xd[4] + z * xd[5] + xd[19],
-            x * xd[6] + y * xd[7] + z * xd[8] + xd[20])
-
-
-def volume_world_to_index_d(xd, x, y, z):
-    sx = np.float64(x) - xd[18]
-    sy = np.float64(y) - xd[19]
-    sz = np.float64(z) - xd[20]
-    return (sx * xd[9] + sy * xd[10] + sz * xd[11],
-            sx * xd[12] + sy * xd[13] + sz * xd[14],
-            sx * xd[15] + sy * xd[16] + sz * xd[17])
-
-
-def volume_index_to_world_dir_d(xd, x, y, z):
-    x = np.float64(x)
-    y = np.float64(y)
-    z = np.float64(z)
-    return (x * xd[0] + y * xd[1] + z * xd[2],
-            x * xd[3] + y * xd[4] + z * xd[5],
-            x * xd[6] + y * xd[7] + z * xd[8])
-
-
-def volume_world_to_index_dir_d(xd, x, y, z):
-    x = np.float64(x)
-    y = np.float64(y)
-    z = np.float64(z)
-    return (x * xd[9] + y * xd[10] + z * xd[11],
-            x * xd[12] + y * xd[13] + z * xd[14],
-            x * xd[15] + y * xd[16] + z * xd[17])
+volume_index_to_world_d = variant(volume_index_to_world, "volume_index_to_world_d",
+                                  real=np.float64)
+volume_world_to_index_d = variant(volume_world_to_index, "volume_world_to_index_d",
+                                  real=np.float64)
+volume_index_to_world_dir_d = variant(volume_index_to_world_dir, "volume_index_to_world_dir_d",
+                                      real=np.float64)
+volume_world_to_index_dir_d = variant(volume_world_to_index_dir, "volume_world_to_index_dir_d",
+                                      real=np.float64)
 
 
 #: every portable function, callees first (``compile_for`` compiles them in this order): the
@@ -530,14 +483,15 @@ def volume_world_to_index_dir_d(xd, x, y, z):
 PORTABLE = volume_traverse.PORTABLE + (
     "volume_lookup_s", "volume_lookup_v3", "volume_lookup_v4", "volume_lookup_f",
     "volume_lookup_d", "volume_lookup_i", "volume_lookup_v", "volume_sample_s",
-    "volume_sample_int", "volume_sample_v3", "volume_sample_v4", "volume_sample_f",
-    "volume_sample_d", "volume_sample_i", "volume_sample_v", "volume_sample_grad_s",
+    "volume_closest_slot", "volume_sample_int", "volume_sample_v3", "volume_sample_v4",
+    "volume_sample_f", "volume_sample_d", "volume_sample_i", "volume_sample_v",
+    "volume_sample_grad_s",
     "volume_sample_hess_s", "volume_sample_grad_v3", "volume_sample_grad_f", "volume_corners_s",
     "volume_corners_v3", "volume_corner_slots", "volume_read8", "volume_read8_c1",
     "volume_read8_c3", "volume_read8_c4", "volume_index_corners", "volume_store_s",
-    "volume_store_v3", "volume_store_v4", "volume_store_f", "volume_store_i",
+    "volume_store_vn", "volume_store_f", "volume_store_i",
     "volume_store_v", "volume_lookup_index", "volume_sample_index_s",
-    "volume_sample_grad_index_s", "volume_sample_index_v3", "volume_index_to_world",
+    "volume_sample_grad_index_s", "volume_sample_index_v3", "_mat3", "volume_index_to_world",
     "volume_world_to_index", "volume_index_to_world_dir", "volume_world_to_index_dir",
     "volume_index_to_world_d", "volume_world_to_index_d", "volume_index_to_world_dir_d",
     "volume_world_to_index_dir_d",
@@ -550,7 +504,7 @@ _CONSTANTS = volume_traverse.CONSTANTS
 #: (``volume_*``), so that a kernel calls ``vdb_cell``/``vdb_block`` directly; measured on 1M
 #: random samples, inlining them halved a LINEAR sample and a sample with gradient (the calls
 #: between them returned tuples through memory and limited the overlap of cache misses)
-INLINE = tuple(name for name in PORTABLE if name.startswith("volume_"))
+INLINE = tuple(name for name in PORTABLE if name.startswith("volume_")) + ("_mat3", "_outer2")
 
 
 def compile_for(jit, inline_jit=None):
@@ -562,12 +516,9 @@ def compile_for(jit, inline_jit=None):
     ns = {"math": math, "np": np, "__name__": __name__}  # cached code needs a module name
     for name in _CONSTANTS:
         ns[name] = globals()[name]
-    for name in PORTABLE:
-        fn = globals()[name]
-        rebound = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
-        rebound.__doc__ = fn.__doc__
-        ns[name] = (inline_jit if inline_jit is not None and name in INLINE else jit)(rebound)
-    return ns
+    ns["real"] = real
+    return compile_into(ns, [(name, globals()[name]) for name in PORTABLE], jit, inline_jit,
+                        INLINE)
 
 
 def compile_cpu(cache=False):

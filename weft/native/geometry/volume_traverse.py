@@ -256,6 +256,11 @@ def vdb_lerp8(zero, v, fx, fy, fz):
     return val
 
 
+def _outer2(zero, a0, a1, b0, b1):
+    """The products ``(a0 b0, a0 b1, a1 b0, a1 b1)`` in the type of ``zero``."""
+    return zero + a0 * b0, zero + a0 * b1, zero + a1 * b0, zero + a1 * b1
+
+
 def vdb_grad8(zero, v, fx, fy, fz):
     """Warp's gradient of the LINEAR sum: ``sum_n v[n] * d(w_n)/d(uvw)``, where Warp forms
     ``d(w)/dx = sign(dx) * wy * wz`` (etc.) in float32 and sums in corner order. The products
@@ -264,18 +269,9 @@ def vdb_grad8(zero, v, fx, fy, fz):
     ax = F1 - fx
     ay = F1 - fy
     az = F1 - fz
-    yz00 = zero + ay * az
-    yz01 = zero + ay * fz
-    yz10 = zero + fy * az
-    yz11 = zero + fy * fz
-    xz00 = zero + ax * az
-    xz01 = zero + ax * fz
-    xz10 = zero + fx * az
-    xz11 = zero + fx * fz
-    xy00 = zero + ax * ay
-    xy01 = zero + ax * fy
-    xy10 = zero + fx * ay
-    xy11 = zero + fx * fy
+    yz00, yz01, yz10, yz11 = _outer2(zero, ay, fy, az, fz)
+    xz00, xz01, xz10, xz11 = _outer2(zero, ax, fx, az, fz)
+    xy00, xy01, xy10, xy11 = _outer2(zero, ax, fx, ay, fy)
     gx = zero
     gy = zero
     gz = zero
@@ -371,7 +367,8 @@ def vdb_index_read8(voxel_data, background, d):
 PORTABLE = (
     "vdb_node", "vdb_block_in", "vdb_block", "vdb_slot_in", "volume_slot", "volume_leaf_slot",
     "vdb_floor", "vdb_round", "vdb_cell", "vdb_cell_slots", "volume_cell", "vdb_weights",
-    "vdb_read8", "vdb_lerp8", "vdb_grad8", "vdb_hess8", "vdb_data_index", "vdb_index_of", "vdb_index_cell",
+    "vdb_read8", "vdb_lerp8", "_outer2", "vdb_grad8", "vdb_hess8", "vdb_data_index", "vdb_index_of",
+    "vdb_index_cell",
     "vdb_index_read8",
 )
 CONSTANTS = ("CLOSEST", "LINEAR", "GRID_FLOAT", "GRID_DOUBLE", "GRID_INT32", "GRID_INT64",
