@@ -125,14 +125,6 @@ def diff_product(a, b, c, d):
 
 
 # ------------------------------------------------------------------------------ boxes
-def _slab(o, r, lo, up, lmin, lmax):
-    """One slab of the box tests: ``(lo - o) * r`` and ``(up - o) * r`` narrow the entry and
-    exit ``(lmin, lmax)``."""
-    l1 = (lo - o) * r
-    l2 = (up - o) * r
-    return wmax(wmin(l1, l2), lmin), wmin(wmax(l1, l2), lmax)
-
-
 def ray_aabb(ox, oy, oz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
     """Warp's ``intersect_ray_aabb`` (slab test with the reciprocal direction ``r``):
     ``(hit, t_enter)``; hit when the exit is >= 0 and >= the entry. With ``fminf``/``fmaxf``
@@ -140,18 +132,28 @@ def ray_aabb(ox, oy, oz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
     NaN (finite origin and reciprocal direction, finite boxes), with plain min/max."""
     l1 = (lx - ox) * rx
     l2 = (ux - ox) * rx
-    lmin, lmax = _slab(oy, ry, ly, uy, wmin(l1, l2), wmax(l1, l2))
-    lmin, lmax = _slab(oz, rz, lz, uz, lmin, lmax)
+    lmin = wmin(l1, l2)
+    lmax = wmax(l1, l2)
+    l1 = (ly - oy) * ry
+    l2 = (uy - oy) * ry
+    lmin = wmax(wmin(l1, l2), lmin)
+    lmax = wmin(wmax(l1, l2), lmax)
+    l1 = (lz - oz) * rz
+    l2 = (uz - oz) * rz
+    lmin = wmax(wmin(l1, l2), lmin)
+    lmax = wmin(wmax(l1, l2), lmax)
     return (lmax >= F0) & (lmax >= lmin), lmin
 
 
 def _robust_slab(o, d, r, lo, up, lmin, lmax):
-    """One slab of ``ray_aabb_robust``: ``(ok, lmin, lmax)``; a zero direction component
-    leaves the slab unconstrained, ``ok`` when the origin lies within it."""
+    """One slab of ``ray_aabb_robust``: ``(ok, lmin, lmax)``, the entry and exit narrowed by
+    ``(lo - o) * r`` and ``(up - o) * r``; a zero direction component leaves the slab
+    unconstrained, ``ok`` when the origin lies within it."""
     if d == F0:
         return not (o < lo or o > up), lmin, lmax
-    lmin, lmax = _slab(o, r, lo, up, lmin, lmax)
-    return True, lmin, lmax
+    l1 = (lo - o) * r
+    l2 = (up - o) * r
+    return True, wmax(wmin(l1, l2), lmin), wmin(wmax(l1, l2), lmax)
 
 
 def ray_aabb_robust(ox, oy, oz, dx, dy, dz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
@@ -171,10 +173,9 @@ def ray_aabb_robust(ox, oy, oz, dx, dy, dz, rx, ry, rz, lx, ly, lz, ux, uy, uz):
 
 #: the box tests when no slab value can be NaN (see ``portable.variant``): Python's ``min(a,
 #: b)`` (``b < a ? b : a``) equals ``fminf`` then, and compiles to a select instead of branches
-_slab_f = variant(_slab, "_slab_f", wmin=min, wmax=max)
 ray_aabb_f = variant(ray_aabb, "ray_aabb_f", "``ray_aabb`` without NaN operands: plain "
-                     "min/max selects.", wmin=min, wmax=max, _slab="_slab_f")
-_robust_slab_f = variant(_robust_slab, "_robust_slab_f", _slab="_slab_f")
+                     "min/max selects.", wmin=min, wmax=max)
+_robust_slab_f = variant(_robust_slab, "_robust_slab_f", wmin=min, wmax=max)
 ray_aabb_robust_f = variant(ray_aabb_robust, "ray_aabb_robust_f", "``ray_aabb_robust`` "
                             "without NaN operands (finite origin, and finite reciprocals on the "
                             "axes the ray moves along): plain min/max selects.",
@@ -464,10 +465,10 @@ def closest_point_edge_edge(p1x, p1y, p1z, q1x, q1y, q1z, p2x, p2y, p2z, q2x, q2
 
 
 PORTABLE = ("wmin", "wmax", "f32x3", "tri_row", "fsqrt", "facos", "dot3", "sub3", "div3",
-            "cross3", "length3", "normalize3", "longest_axis3", "fmaf", "diff_product", "_slab",
-            "_slab_f", "ray_aabb", "ray_aabb_f", "_robust_slab", "_robust_slab_f",
-            "ray_aabb_robust", "finite3", "ray_aabb_robust_f", "robust_finite", "aabb_aabb",
-            "sphere_aabb", "dist_aabb_sq", "dist_aabb_sq_f", "far_aabb_sq", "tri_edges",
-            "_edge_dots", "_on_edge", "triangle_closest_point", "triangle_furthest_point",
-            "is_sliver", "bary_dist_sq", "ray_setup", "ray_woop", "_permute", "ray_triangle",
+            "cross3", "length3", "normalize3", "longest_axis3", "fmaf", "diff_product",
+            "ray_aabb", "ray_aabb_f", "_robust_slab", "_robust_slab_f", "ray_aabb_robust",
+            "finite3", "ray_aabb_robust_f", "robust_finite", "aabb_aabb", "sphere_aabb",
+            "dist_aabb_sq", "dist_aabb_sq_f", "far_aabb_sq", "tri_edges", "_edge_dots",
+            "_on_edge", "triangle_closest_point", "triangle_furthest_point", "is_sliver",
+            "bary_dist_sq", "ray_setup", "ray_woop", "_permute", "ray_triangle",
             "triangle_normal", "solid_angle", "fclamp", "closest_point_edge_edge")

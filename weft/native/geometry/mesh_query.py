@@ -422,11 +422,11 @@ PORTABLE = tuple((m, n) for m in _MODULES for n in m.PORTABLE) + \
 #: through memory): inlined, a walk's inner loop is a tight loop; each entry point still
 #: compiles once and is called once per query, so a kernel's compile time stays modest
 INLINE_HELPERS = ("wmin", "wmax", "dot3", "sub3", "div3", "cross3", "_plane_dists", "_angle",
-                  "_slab", "_slab_f", "_robust_slab", "_robust_slab_f", "ray_aabb", "ray_aabb_f",
+                  "ray_aabb", "ray_aabb_f",
                   "ray_aabb_robust", "ray_aabb_robust_f", "robust_finite", "ray_box",
                   "robust_box", "ray_woop", "fmaf", "diff_product", "dist_aabb_sq",
                   "dist_aabb_sq_f", "finite3", "f32x3", "ray_prepare", "ray_setup", "_permute",
-                  "tri_ray", "ray_walk_setup", "robust_walk_setup", "walk_next", "walk_to_leaf",
+                  "tri_ray", "ray_walk_setup", "robust_walk_setup", "walk_next", "walk_to_leaf", "mesh_walk_to_leaf", "_mesh_node_test",
                   "tri_edges", "_edge_dots", "_on_edge", "triangle_closest_point", "tri_row",
                   "bary_dist_sq", "_box_d2", "_box_far2", "_nearer", "_farther", "_pop",
                   "push_children", "_push_far", "_leaf_scan", "_leaf_scan_far", "mesh_box_test",

@@ -20,6 +20,7 @@ parallel to a face misses it.
 import numpy as np
 
 from . import stackmem as _stackmem
+from .portable import variant
 from .bvh_query import _with, walk_to_leaf
 from .mesh_geom import (F0, F1, FLT_MAX, _permute, aabb_aabb, cross3, dot3, f32x3, fclamp,  # noqa: F401
     finite3, normalize3, ray_aabb, ray_aabb_f, ray_aabb_robust, ray_aabb_robust_f, robust_finite,
@@ -374,6 +375,17 @@ def sphere_triangle(px, py, pz, r2, ax, ay, az, bx, by, bz, cx, cy, cz):
     return ox * ox + oy * oy + oz * oz <= r2
 
 
+def _mesh_node_test(state, lx, ly, lz, ux, uy, uz, max_dist):
+    """``mesh_box_test`` in ``bvh_box_test``'s place (``max_dist`` unused)."""
+    return mesh_box_test(state, lx, ly, lz, ux, uy, uz)
+
+
+#: ``walk_to_leaf`` testing the boxes with the mesh's two kinds only (``bvh_box_test`` compiles
+#: its ray and capsule tests too)
+mesh_walk_to_leaf = variant(walk_to_leaf, "mesh_walk_to_leaf", scope=globals(),
+                            bvh_box_test="_mesh_node_test")
+
+
 def mesh_query_next(bounds, links, prims, tris, state):
     """``wp.mesh_query_next``: ``(found, face, next_state)`` in Warp's order. A leaf of one
     face is returned on its box test alone for AABB queries (its box is the face's)."""
@@ -385,7 +397,7 @@ def mesh_query_next(bounds, links, prims, tris, state):
             if mesh_face_test(state, tris, k):
                 return True, np.int32(prims[k]), _with(state, node, cur, end)
             continue
-        node, first, last = walk_to_leaf(bounds, links, state, node, stop, F0)
+        node, first, last = mesh_walk_to_leaf(bounds, links, state, node, stop, F0)
         if first < 0:
             return False, np.int32(-1), _with(state, node, cur, end)
         if last - first == 1 and (state[0] == MESH_AABB or mesh_face_test(state, tris, first)):
@@ -401,4 +413,4 @@ PORTABLE = ("walk_range", "tri_ray", "ray_prepare", "ray_walk_setup", "robust_wa
             "mesh_query_ray_count_intersections", "ray_closest_sign", "mesh_inside_ray_tracing",
             "mq_rand_pcg", "mq_randf", "mesh_inside_parity", "mesh_query_aabb",
             "mesh_query_sphere", "mesh_box_test", "sphere_triangle", "mesh_face_test",
-            "mesh_query_next")
+            "_mesh_node_test", "mesh_walk_to_leaf", "mesh_query_next")

@@ -39,15 +39,17 @@ def _resolve(value, names):
     return names[value] if value in names else getattr(builtins, value)
 
 
-def variant(fn, name, doc=None, **bindings):
+def variant(fn, name, doc=None, scope=None, **bindings):
     """Function ``name`` running ``fn``'s code with the globals named by ``bindings`` bound to
-    their values (a string: that global of ``fn``'s module, or a builtin, rebound per target
-    by ``compile_into``; another value: itself). ``fn``'s module must define, before this call,
-    every global the code reads (a name bound only by ``compile_into`` stays unbound in the
-    uncompiled module function, as in ``fn`` itself)."""
+    their values: a string names a function, rebound per target by ``compile_into`` and here
+    looked up in ``scope`` (default: ``fn``'s module; pass ``globals()`` to make a variant in
+    another module) or among the builtins; another value stands for itself. ``fn``'s module
+    must define, before this call, every global the code reads (a name bound only by
+    ``compile_into`` stays unbound in the uncompiled module function, as in ``fn`` itself)."""
+    names = scope if scope is not None else fn.__globals__
     glb = dict(fn.__globals__)
-    glb.update({k: _resolve(v, fn.__globals__) for k, v in bindings.items()
-                if not isinstance(v, str) or v in fn.__globals__ or hasattr(builtins, v)})
+    glb.update({k: _resolve(v, names) for k, v in bindings.items()
+                if not isinstance(v, str) or v in names or hasattr(builtins, v)})
     out = rebind(fn, glb, name)
     out.__doc__ = doc or f"``{fn.__name__}`` with {', '.join(sorted(bindings))} rebound."
     out.bindings = bindings
