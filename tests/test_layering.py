@@ -89,7 +89,10 @@ def test_top_level_is_at_most_eight_layer_folders():
 def test_each_layer_opens_with_its_docstring(folder):
     tree = ast.parse(open(os.path.join(ROOT, folder, "__init__.py")).read())
     doc = ast.get_docstring(tree)
-    assert doc and "Layer" in doc.split("\n")[0] or "layer" in (doc or ""), folder
+    level_of = {f: i + 1 for i, e in enumerate(LAYERS)
+                for f in (e if isinstance(e, tuple) else (e,))}
+    assert doc and doc.startswith(f"Layer {level_of[folder]}"), \
+        f"weft/{folder}/__init__.py should open with 'Layer {level_of[folder]}...'"
 
 
 @pytest.mark.parametrize("entry", LAYERS, ids=[e if isinstance(e, str) else "+".join(e)
