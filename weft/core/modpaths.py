@@ -1,6 +1,6 @@
 """The public module paths that name weft's modules by what they are for, not by the layer
-that holds them: ``weft.types`` is :mod:`weft.types`, ``weft.optim`` is
-:mod:`weft.optim`, ... (Warp's ``warp.types``, ``warp.optim``, ... under the import shim).
+that holds them: ``weft.types`` is :mod:`weft.core.types`, ``weft.optim`` is
+:mod:`weft.libs.optim`, ... (Warp's ``warp.types``, ``warp.optim``, ... under the import shim).
 
 Each is the same module object as its home (imported when first named), so classes, pickles
 and ``isinstance`` agree whichever path a program used.
@@ -33,7 +33,7 @@ PUBLIC = {
 
 
 def home(fullname):
-    """The module that answers ``fullname`` (``weft.optim.sgd`` -> ``weft.optim.sgd``), or
+    """The module that answers ``fullname`` (``weft.optim.sgd`` -> ``weft.libs.optim.sgd``), or
     None when it is not a public path."""
     parts = fullname.split(".")
     if len(parts) < 2 or parts[0] != "weft" or parts[1] not in PUBLIC:
@@ -42,14 +42,14 @@ def home(fullname):
 
 
 class _Paths(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def __init__(self):
+        self._own_spec = {}
+
     def find_spec(self, fullname, path, target=None):
         target_name = home(fullname)
         if target_name is None or importlib.util.find_spec(target_name) is None:
             return None
         return importlib.util.spec_from_loader(fullname, self)
-
-    def __init__(self):
-        self._own_spec = {}
 
     def create_module(self, spec):
         module = importlib.import_module(home(spec.name))
