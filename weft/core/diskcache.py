@@ -34,7 +34,7 @@ import warnings
 import numba
 from numba.core import caching, dispatcher
 
-__all__ = ["cache_root", "writable", "njit", "protect", "CacheWarning"]
+__all__ = ["cache_root", "writable", "njit", "protect", "register_shipped", "CacheWarning"]
 
 
 class CacheWarning(UserWarning):
@@ -238,16 +238,86 @@ class _Impl(caching.CompileResultCacheImpl):
     _locator_classes = [_Locator]
 
 
-class VerifiedCache(caching.FunctionCache):
-    """Numba's per-function cache, kept under weft's cache root and verified on load."""
+# ---------------------------------------------------------------------- shipped machine code
+
+_shipped = []  # [(source folder + os.sep, store)]: see register_shipped
+
+
+def register_shipped(folder, store):
+    """Machine code shipped with weft for the functions defined under ``folder``: ``store``
+    has ``load(key) -> bytes or None`` (the pickled payload Numba's cache would have written)
+    and ``collecting()`` (True while a build collects new entries instead). A function's
+    key is :func:`shipped_key`. Consulted after weft's cache misses, so nothing of weft's own
+    is compiled on a new machine (``weft.native.shipped``)."""
+    _shipped.append((os.path.abspath(folder) + os.sep, store))
+
+
+def _shipped_for(py_func):
+    """``(store, path relative to its folder)`` for a function defined under a registered
+    folder, else ``(None, None)``."""
+    path = os.path.abspath(py_func.__code__.co_filename)
+    for folder, store in _shipped:
+        if path.startswith(folder):
+            return store, os.path.relpath(path, folder).replace(os.sep, "/")
+    return None, None
+
+
+def shipped_key(relpath, py_func, options, sig):
+    """The key of one compiled signature in a store of shipped machine code: where the
+    function is defined, its name, a hash of its bytecode, constants and closure (the store
+    as a whole is also tied to the hash of its sources), its compile options and argument
+    types."""
+    code = py_func.__code__
+    h = hashlib.sha256(code.co_code)
+    h.update(repr((code.co_consts, code.co_names)).encode())
+    if py_func.__closure__:
+        h.update(repr([c.cell_contents for c in py_func.__closure__]).encode())
+    opts = ",".join(f"{k}={options[k]!r}" for k in sorted(options))
+    return f"{relpath}:{py_func.__qualname__}:{h.hexdigest()[:24]}:{opts}:{sig!r}"
+
+
+class _Shipped:
+    """The shipped-code half of a function's cache (shared by both cache classes below)."""
+
+    def _init_shipped(self, py_func, options):
+        self._shipped_store, rel = _shipped_for(py_func)
+        self._shipped_args = (rel, py_func, dict(options or {}))
+
+    def _load_shipped(self, sig, target_context):
+        store = self._shipped_store
+        if store is None or store.collecting():
+            return None
+        payload = store.load(shipped_key(*self._shipped_args, sig))
+        if payload is None:
+            return None
+        import pickle
+        _runtime_symbols(target_context)
+        return caching.CompileResultCacheImpl.rebuild(None, target_context,
+                                                      pickle.loads(payload))
+
+    def _collect_shipped(self, sig, cres):
+        """While a build collects (``store.collecting()``), hand it every compiled signature."""
+        store = self._shipped_store
+        if store is None or not store.collecting() or cres.library.has_dynamic_globals or \
+                any(not x.can_cache for x in cres.lifted):
+            return
+        import pickle
+        payload = pickle.dumps(caching.CompileResultCacheImpl.reduce(None, cres), protocol=-1)
+        store.collect(shipped_key(*self._shipped_args, sig), payload)
+
+
+class VerifiedCache(_Shipped, caching.FunctionCache):
+    """Numba's per-function cache, kept under weft's cache root and verified on load; then
+    the machine code shipped with weft, for weft's own functions."""
 
     _impl_class = _Impl
 
-    def __init__(self, py_func):
+    def __init__(self, py_func, options=None):
         super().__init__(py_func)
         f = self._cache_file
         self._cache_file = _VerifiedFile(f._cache_path, f._index_name[:-len(".nbi")],
                                          f._source_stamp)
+        self._init_shipped(py_func, options)
 
     def load_overload(self, sig, target_context):
         """Numba's ``load_overload`` without its ``target_context.refresh()``: loading machine
@@ -256,15 +326,30 @@ class VerifiedCache(caching.FunctionCache):
         support); a compile loads them itself (``CompilerBase`` refreshes both contexts)."""
         _runtime_symbols(target_context)
         with self._guard_against_spurious_io_errors():
-            return self._load_overload(sig, target_context)
+            data = self._load_overload(sig, target_context)
+        return data if data is not None else self._load_shipped(sig, target_context)
 
     def save_overload(self, sig, data):
+        self._collect_shipped(sig, data)
         if not writable():
             return
         try:
             super().save_overload(sig, data)
         except OSError as exc:  # a full disk or a cache made read-only meanwhile
             warnings.warn(f"weft: could not cache compiled code ({exc})", CacheWarning)
+
+
+class _ShippedOnly(_Shipped, caching.NullCache):
+    """No usable cache directory: only the shipped machine code."""
+
+    def __init__(self, py_func, options=None):
+        self._init_shipped(py_func, options)
+
+    def load_overload(self, sig, target_context):
+        return self._load_shipped(sig, target_context)
+
+    def save_overload(self, sig, data):
+        self._collect_shipped(sig, data)
 
 
 _runtime_ready = []
@@ -285,11 +370,12 @@ def _use_verified_cache(disp):
     """Give dispatcher ``disp`` the verified cache (or none when nothing can be cached)."""
     if not isinstance(disp, dispatcher.Dispatcher):
         return disp  # NUMBA_DISABLE_JIT=1: a plain Python function
+    options = disp.targetoptions
     try:
-        disp._cache = VerifiedCache(disp.py_func) if cache_root() is not None else \
-            caching.NullCache()
+        disp._cache = VerifiedCache(disp.py_func, options) if cache_root() is not None else \
+            _ShippedOnly(disp.py_func, options)
     except RuntimeError:  # no locator: the function has no source file
-        disp._cache = caching.NullCache()
+        disp._cache = _ShippedOnly(disp.py_func, options)
     return disp
 
 

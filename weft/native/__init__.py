@@ -5,6 +5,8 @@ second-order helpers, the geometry cores (``geometry/``: BVH, mesh, hash grid an
 builds and queries), and ``vocabulary``: every call the generated code makes, with what it
 means (pure or not, its derivatives, its CUDA name), from which the compiler's tables derive.
 
-Imports only ``weft.core``. Nothing here is written in the kernel language or knows the
+Its machine code ships with weft (``shipped``: compiled once per build, loaded like a warm
+cache). Imports only ``weft.core``. Nothing here is written in the kernel language or knows the
 compiler. See ``docs/architecture.md``.
 """
+from . import shipped  # noqa: E402,F401 - the machine code shipped for this layer's functions

@@ -45,6 +45,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from ...core.diskcache import njit
+
 from . import mesh_geom
 from .bvh_refit import (_JIT, EMPTY6, FLT_MAX, SERIAL_BELOW, TOP_LEVELS, _fmax, _fmin,  # noqa: F401
     boxes_from_items, refit, refit_internal, split_top)
@@ -61,7 +63,7 @@ STACK = 2 * MAX_DEPTH + 4
 
 
 # ------------------------------------------------------------------------------ float32 helpers
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _area(b):
     """``bounds3::area`` of the 6-tuple ``b`` in float32 (an empty box is inf)."""
     ex = b[3] - b[0]
@@ -71,23 +73,23 @@ def _area(b):
 
 
 #: Warp's ``longest_axis``: the first axis of largest absolute extent
-_longest_axis = numba.njit(inline="always", **_JIT)(mesh_geom.longest_axis3)
+_longest_axis = njit(inline="always", **_JIT)(mesh_geom.longest_axis3)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _center(items, i, axis):
     """An item's centroid along ``axis``: ``0.5f * (lower + upper)`` in float32."""
     return np.float32(0.5) * (items[i, axis] + items[i, 3 + axis])
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _union(b, fs, o):
     """The 6-tuple box ``b`` grown by the box ``fs[o:o+6]``."""
     return (_fmin(fs[o], b[0]), _fmin(fs[o + 1], b[1]), _fmin(fs[o + 2], b[2]),
             _fmax(fs[o + 3], b[3]), _fmax(fs[o + 4], b[4]), _fmax(fs[o + 5], b[5]))
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _grow_centroid(b, items, i):
     """The centroid bounds ``b`` (6-tuple, kept in registers) grown by item ``i``."""
     cx = np.float32(0.5) * (items[i, 0] + items[i, 3])
@@ -97,7 +99,7 @@ def _grow_centroid(b, items, i):
             _fmax(cx, b[3]), _fmax(cy, b[4]), _fmax(cz, b[5]))
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _centroid_bounds(items, s, e, out):
     b = EMPTY6
     for i in range(s, e):
@@ -107,14 +109,14 @@ def _centroid_bounds(items, s, e, out):
 
 
 # ------------------------------------------------------------------------------ one split
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _bucket_of(items, i, axis, r0, width):
     """Item i's bucket: Warp's ``int(16 * (c - r0) / width)``, clamped to [0, 15]."""
     b = int(np.float32(SAH_BUCKETS) * (_center(items, i, axis) - r0) / width)
     return min(max(b, 0), SAH_BUCKETS - 1)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _flush(fs, counts, b, run, box):
     """Add a run of ``run`` items of bucket ``b`` (their union ``box``) to the buckets."""
     o = 6 * b
@@ -124,7 +126,7 @@ def _flush(fs, counts, b, run, box):
         fs[o + 3 + k] = _fmax(box[3 + k], fs[o + 3 + k])
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _buckets_runs(items, s, e, axis, r0, width, fs, counts):
     """The bucket boxes and counts of the items [s, e), united a run of same-bucket items at a
     time (the common case in large nodes: neighbours in memory are neighbours in space);
@@ -152,7 +154,7 @@ def _buckets_runs(items, s, e, axis, r0, width, fs, counts):
     return mask
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _buckets_direct(items, s, e, axis, r0, width, fs, counts):
     """``_buckets_runs`` for small nodes (whose items rarely share a bucket): nothing cleared,
     a bucket is set by its first item and grown by the others."""
@@ -173,7 +175,7 @@ def _buckets_direct(items, s, e, axis, r0, width, fs, counts):
     return mask
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _sah_split_point(items, s, e, cb, fs, counts):
     """Warp's ``partition_sah_indices``: (axis, split point) for the items [s, e) of a node of
     centroid bounds ``cb``. ``fs`` (float32, >= SCRATCH) and ``counts`` (int64, >= 64) are
@@ -196,7 +198,7 @@ def _sah_split_point(items, s, e, cb, fs, counts):
     return axis, _sah_best(counts, fs, mask, r0, width)
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _sah_best(counts, fs, mask, r0, width):
     """The split point of least SAH cost, as Warp's sweep over the 15 split points computes it
     in float32, evaluated at the occupied buckets only: a split point after an empty bucket
@@ -234,7 +236,7 @@ def _sah_best(counts, fs, mask, r0, width):
     return r0 + np.float32(best + 1) * width / np.float32(SAH_BUCKETS)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _swap(items, ids, a, b):
     for k in range(6):
         t = items[a, k]
@@ -245,7 +247,7 @@ def _swap(items, ids, a, b):
     ids[b] = t
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _partition(items, ids, s, e, axis, split, left, right):
     """``std::partition`` of [s, e) by ``centroid[axis] < split`` (libstdc++'s bidirectional
     algorithm: the same swaps, so the same order), accumulating each side's centroid bounds
@@ -277,7 +279,7 @@ def _partition(items, ids, s, e, axis, split, left, right):
     return first
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _median_partition(items, ids, s, e, left, right):
     """Warp's MEDIAN constructor: the item of median centroid along the longest axis of the
     node's box goes to (s + e) // 2, smaller ones before it (a quickselect: items with equal
@@ -314,7 +316,7 @@ def _median_partition(items, ids, s, e, left, right):
     return k
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _split(items, ids, s, e, cb, constructor, left, right, fs, counts):
     """Split the items [s, e) of a node as Warp does; the boundary, with the children's
     centroid bounds in ``left`` / ``right``."""
@@ -335,7 +337,7 @@ def _split(items, ids, s, e, cb, constructor, left, right, fs, counts):
 # (., 6) float32 (centroid bounds). Top-level ids come first (``top`` of them); the subtree
 # task of items [s, e) numbers its nodes from ``top + 2 * s`` (fewer than 2(e - s) nodes).
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _set_range(nrange, node, s, e, depth):
     """A node's items ``[s, e)`` and depth."""
     nrange[node, 0] = s
@@ -343,7 +345,7 @@ def _set_range(nrange, node, s, e, depth):
     nrange[node, 2] = depth
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _split_node(items, ids, node, left_id, right_id, leaf_size, constructor, nrange, nkids,
                 ncb, fs, counts):
     """Split ``node`` into two new nodes (ids given); False if it stays a leaf. ``fs``
@@ -364,7 +366,7 @@ def _split_node(items, ids, node, left_id, right_id, leaf_size, constructor, nra
     return True
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def _split_level(items, ids, level, m, next_id, leaf_size, constructor, nrange, nkids, ncb,
                  fs, counts, split, out):
     """Split the ``m`` nodes ``level[:m]`` in parallel (children ids ``next_id + 2j`` and
@@ -382,7 +384,7 @@ def _split_level(items, ids, level, m, next_id, leaf_size, constructor, nrange, 
     return c
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _build_subtree(items, ids, root, base, leaf_size, constructor, nrange, nkids, ncb, stack,
                    fs, counts):
     """Build the subtree under ``root`` depth-first (``stack`` of STACK ints), new ids from
@@ -402,7 +404,7 @@ def _build_subtree(items, ids, root, base, leaf_size, constructor, nrange, nkids
     return nxt
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, ncb, stacks,
                  fs, counts, ends):
     """The subtrees under ``tasks`` (largest first) in parallel: with a chunk size of 1 the
@@ -415,7 +417,7 @@ def _build_tasks(items, ids, tasks, top, leaf_size, constructor, nrange, nkids, 
                                  constructor, nrange, nkids, ncb, stacks[t], fs[t], counts[t])
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def _load_items(lowers, uppers, items, ids):
     """Copy the boxes into ``items`` (n, 6) and number them."""
     for i in prange(lowers.shape[0]):
@@ -426,7 +428,7 @@ def _load_items(lowers, uppers, items, ids):
 
 
 # ------------------------------------------------------------------------------ layout
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _sizes(nkids, lo, hi, size):
     """Subtree sizes of the build ids [lo, hi) (children have larger ids than parents)."""
     for node in range(hi - 1, lo - 1, -1):
@@ -436,7 +438,7 @@ def _sizes(nkids, lo, hi, size):
             size[node] = 1 + size[nkids[node, 0]] + size[nkids[node, 1]]
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _place(nkids, nrange, lo, hi, size, pos, links):
     """Write the links of the build ids [lo, hi) at their pre-order positions (``pos`` of each
     id is set by its parent; Warp's right child first)."""
@@ -459,14 +461,14 @@ def _place(nkids, nrange, lo, hi, size, pos, links):
             links[pos[left], 3] = p
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def _sizes_tasks(nkids, nrange, tasks, ends, top, size):
     """Subtree sizes of every task's ids (the ids it used: ``[top + 2 s, ends[j])``)."""
     for j in prange(tasks.shape[0]):
         _sizes(nkids, top + 2 * nrange[tasks[j], 0], ends[j], size)
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def _place_tasks(nkids, nrange, tasks, ends, top, size, pos, links):
     for j in prange(tasks.shape[0]):
         _place(nkids, nrange, top + 2 * nrange[tasks[j], 0], ends[j], size, pos, links)

@@ -8,6 +8,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from ...core.diskcache import njit
+
 FLT_MAX = np.float32(3.4028234663852886e38)
 #: levels split one parallel region per level before the subtrees become parallel tasks
 TOP_LEVELS = 5
@@ -19,14 +21,14 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy", _nrt=False)
 EMPTY6 = (FLT_MAX, FLT_MAX, FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _fmin(a, b):
     """``a < b ? a : b`` (the items are finite): Python's ``min(b, a)``, a select rather than
     a branch."""
     return min(b, a)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _fmax(a, b):
     """``a > b ? a : b``."""
     return max(b, a)
@@ -46,7 +48,7 @@ def refit(bounds, links, prims, lowers, uppers, split=None):
     _refit_tops(bounds, links, tops)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _refit_items(bounds, links, prims, lowers, uppers, r):
     """The subtree at position r, children first: leaves from the items, then unions."""
     for p in range(links[r, 2] - 1, r - 1, -1):
@@ -64,7 +66,7 @@ def _refit_items(bounds, links, prims, lowers, uppers, r):
             _union_children(bounds, links, p)
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def _refit_items_tasks(bounds, links, prims, lowers, uppers, roots):
     for j in prange(roots.shape[0]):
         _refit_items(bounds, links, prims, lowers, uppers, roots[j])
@@ -99,7 +101,7 @@ def boxes_from_items(bounds, links, items, split):
     _refit_tops(bounds, links, tops)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _from_items(bounds, links, items, r):
     for p in range(links[r, 2] - 1, r - 1, -1):
         first = links[p, 0]
@@ -114,13 +116,13 @@ def _from_items(bounds, links, items, r):
             _union_children(bounds, links, p)
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def _from_items_tasks(bounds, links, items, roots):
     for j in prange(roots.shape[0]):
         _from_items(bounds, links, items, roots[j])
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _union_children(bounds, links, p):
     a = p + 1
     b = links[p, 1]
@@ -129,7 +131,7 @@ def _union_children(bounds, links, p):
         bounds[p, 3 + k] = _fmax(bounds[a, 3 + k], bounds[b, 3 + k])
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _refit_range(bounds, links, lo, hi):
     """Internal nodes of positions [lo, hi) in reverse pre-order (children first)."""
     for p in range(hi - 1, lo - 1, -1):
@@ -137,7 +139,7 @@ def _refit_range(bounds, links, lo, hi):
             _union_children(bounds, links, p)
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _split_top(links, roots, tops, stack, depth):
     """The subtrees below depth TOP_LEVELS (``roots``, contiguous position ranges) and the
     internal nodes above them (``tops``, in pre-order); their counts. ``stack`` and
@@ -165,14 +167,14 @@ def _split_top(links, roots, tops, stack, depth):
     return nr, nt
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def _refit_subtrees(bounds, links, roots):
     for j in prange(roots.shape[0]):
         r = roots[j]
         _refit_range(bounds, links, r, links[r, 2])
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _refit_tops(bounds, links, tops):
     for j in range(tops.shape[0] - 1, -1, -1):     # pre-order reversed: children first
         _union_children(bounds, links, tops[j])

@@ -45,6 +45,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from ...core.diskcache import njit
+
 from .._portable import f2h, h2f
 from .portable import compile_into, variant
 
@@ -257,18 +259,18 @@ def compile_cpu(cache=False):
 
 
 # ------------------------------------------------------------------------------ host build
-_cell_coord = numba.njit(cache=True, nogil=True, inline="always")(hg_cell_coord)
-_f2h = numba.njit(cache=True, nogil=True, inline="always")(f2h)
-_h2f = numba.njit(cache=True, nogil=True, inline="always")(h2f)
+_cell_coord = njit(nogil=True, inline="always")(hg_cell_coord)
+_f2h = njit(nogil=True, inline="always")(f2h)
+_h2f = njit(nogil=True, inline="always")(h2f)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def _half(x):
     return _h2f(_f2h(x))
-_cell_index = numba.njit(cache=True, nogil=True, inline="always")(hg_cell_index)
+_cell_index = njit(nogil=True, inline="always")(hg_cell_index)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@njit(nogil=True, inline="always")
 def _fast_coord(v):
     """``hg_cell_coord`` with a branch-light path for in-range values (same results)."""
     if v >= -2147483648.0 and v < 2147483646.0:
@@ -281,7 +283,7 @@ def _fast_coord(v):
 # a busy one (a thread waits for its core), so work that can share a region does, and no
 # region is implicit (no array creation inside these functions: Numba parallelises it).
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@njit(nogil=True, parallel=True)
 def _start(points, inv, half, dim_x, dim_y, dim_z, groups, keys, ids, shift, bits, hist, grid,
            point_cells, n_prev):
     """One region: reset the cells the previous build filled (its ``point_cells``; the table
@@ -320,7 +322,7 @@ def _start(points, inv, half, dim_x, dim_y, dim_z, groups, keys, ids, shift, bit
             hist[t, (c >> shift) & mask] += 1
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@njit(nogil=True, parallel=True)
 def _histogram(kin, shift, bits, hist):
     """Each chunk's histogram of digit ``(key >> shift) & (2**bits - 1)``."""
     n = kin.shape[0]
@@ -334,7 +336,7 @@ def _histogram(kin, shift, bits, hist):
             hist[t, (kin[i] >> shift) & mask] += 1
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@njit(nogil=True, parallel=True)
 def _scatter(kin, vin, kout, vout, shift, bits, hist):
     """A stable counting-sort pass from the chunks' histograms: one scan (digit-major,
     chunk-minor), then each chunk scatters its points in index order."""
@@ -357,7 +359,7 @@ def _scatter(kin, vin, kout, vout, shift, bits, hist):
             vout[p] = vin[i]
 
 
-@numba.njit(cache=True, nogil=True, parallel=True)
+@njit(nogil=True, parallel=True)
 def _finish(keys, shift, ids, grid, point_cells, point_keys, keep_keys):
     """Store the sorted ids, each point's cell, and the [start, end) of every run of equal
     cells (the table holds zeros elsewhere: ``_start`` reset the previous build's cells)."""

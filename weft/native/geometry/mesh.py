@@ -27,6 +27,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from ...core.diskcache import njit
+
 from . import bvh_build, bvh_groups, bvh_refit, mesh_geom, mesh_winding
 from ..vectorise import assume_shape, nonneg
 from .bvh_refit import _union_children
@@ -151,16 +153,16 @@ class Bvh:
 
 
 # ------------------------------------------------------------------------------ mesh
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def mesh_geom_length(x, y, z):
     return np.float32(np.sqrt(x * x + y * y + z * z))
 
 
-_tri_edges = numba.njit(inline="always", **_JIT)(mesh_geom.tri_edges)
-_cross3 = numba.njit(inline="always", **_JIT)(mesh_geom.cross3)
+_tri_edges = njit(inline="always", **_JIT)(mesh_geom.tri_edges)
+_cross3 = njit(inline="always", **_JIT)(mesh_geom.cross3)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
     """``(is_sliver, s)``: ``mesh_geom.is_sliver`` (Warp's float32 ``|n| / s < 1e-6``, ``s``
     the sum of the squared edge lengths), decided first on squares (no square root or
@@ -180,7 +182,7 @@ def _sliver(ax, ay, az, bx, by, bz, cx, cy, cz):
     return mesh_geom_length(nx, ny, nz) / s < np.float32(1e-6), s
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _store_vertices(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
     """Columns 0-8 of row k of ``tris``: the triangle's vertices."""
     tris[k, 0] = ax
@@ -194,7 +196,7 @@ def _store_vertices(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
     tris[k, 8] = cz
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
     """Row k of ``tris``: the vertices and the sliver flag; returns 1 when the triangle may
     have a vertex that is not finite (its squared edges do not sum to a finite number), else
@@ -205,7 +207,7 @@ def _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k):
     return 0 if s < np.float32(np.inf) else 1
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _box(ax, ay, az, bx, by, bz, cx, cy, cz, t, items):
     """Triangle t's box (Warp's ``bounds3::add_point`` of its vertices) into ``items[t]``
     (lower, upper)."""
@@ -217,7 +219,7 @@ def _box(ax, ay, az, bx, by, bz, cx, cy, cz, t, items):
     items[t, 5] = max(max(az, bz), cz)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _vertices(points, indices, t):
     i = indices[3 * t]
     j = indices[3 * t + 1]
@@ -226,7 +228,7 @@ def _vertices(points, indices, t):
             points[m, 0], points[m, 1], points[m, 2])
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def _triangle_boxes(points, indices, items, ids):
     """Before a build: every triangle's box (the builder's items, numbered), in triangle
     order."""
@@ -236,7 +238,7 @@ def _triangle_boxes(points, indices, items, ids):
         ids[t] = t
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def _fill_tris(points, indices, prims, tris, rows):
     """After a build: the rows in leaf order (row k is triangle ``prims[k]``'s, written
     sequentially) and their vertex indices ``rows`` (a refit rewrites the rows from them
@@ -249,7 +251,7 @@ def _fill_tris(points, indices, prims, tris, rows):
         _fill_row(ax, ay, az, bx, by, bz, cx, cy, cz, tris, k)
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _refit_subtree(points, rows, prims, tris, bounds, links, r):
     """A refit of the subtree at position r in one reverse sweep: a leaf's rows (vertices,
     sliver flag) are rewritten and its box is their union (in leaf order, Warp's refit
@@ -298,7 +300,7 @@ def _refit_subtree(points, rows, prims, tris, bounds, links, r):
     return suspect
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def _refit_tasks(points, rows, prims, tris, bounds, links, roots):
     suspect = 0
     for j in prange(roots.shape[0]):
@@ -306,7 +308,7 @@ def _refit_tasks(points, rows, prims, tris, bounds, links, roots):
     return suspect
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _refit_serial(points, rows, prims, tris, bounds, links, roots):
     suspect = 0
     for j in range(roots.shape[0]):

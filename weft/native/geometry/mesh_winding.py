@@ -24,6 +24,8 @@ import numba
 import numpy as np
 from numba import prange
 
+from ...core.diskcache import njit
+
 from . import stackmem as _stackmem
 from .mesh_geom import F0, F1, dot3, solid_angle  # noqa: F401
 
@@ -34,7 +36,7 @@ _JIT = dict(cache=True, nogil=True, error_model="numpy")
 
 
 # ------------------------------------------------------------------------------ host build
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _integrals(a, b, c, P, i, want_j, want_k):
     """Warp's ``compute_integrals`` (a, b, c sorted along axis i): (ii, ij, ik)."""
     f32 = np.float32
@@ -81,7 +83,7 @@ def _integrals(a, b, c, P, i, want_j, want_k):
     return ii, out[0], out[1]
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def _order(vals, axis):
     """Warp's three-comparison sort of the vertex indices along ``axis``."""
     o = np.array([0, 1, 2])
@@ -94,7 +96,7 @@ def _order(vals, axis):
     return o
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def triangle_props(a, b, c, out):
     """Warp's ``precompute_triangle_solid_angle_props`` into ``out`` (36 floats)."""
     f32 = np.float32
@@ -162,14 +164,14 @@ def triangle_props(a, b, c, out):
     out[18] = two * (n[2] * iyz) + n[1] * izz
 
 
-@numba.njit(inline="always", **_JIT)
+@njit(inline="always", **_JIT)
 def _mixed(p, q):
     """The column of the mixed moment ``n_pq`` (p != q): xy 19, yx 20, yz 21, zy 22, zx 23,
     xz 24."""
     return 19 + 2 * p if q == (p + 1) % 3 else 20 + 2 * q
 
 
-@numba.njit(**_JIT)
+@njit(**_JIT)
 def combine_props(L, R, out):
     """Warp's ``combine_precomputed_solid_angle_props`` of a left and a right child."""
     f32 = np.float32
@@ -227,7 +229,7 @@ def combine_props(L, R, out):
     out[:] = res
 
 
-@numba.njit(parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def build_props(links, tris, props):
     """All nodes' expansions: leaves in parallel, then internal nodes children first."""
     n = links.shape[0]
