@@ -45,8 +45,9 @@ if hasattr(m, "Example"):
     ex = m.Example(**kw)
     t0 = time.perf_counter()
     advance = getattr(ex, "step", None) or ex.render  # (example_raycast renders only)
-    for _ in range(frames):
-        advance()
+    indexed = bool(inspect.signature(advance).parameters)  # step(step_index): the checkpoints
+    for i in range(frames):
+        advance(i) if indexed else advance()
 else:  # test functions, which check their results themselves
     for fname in sorted(n for n in vars(m) if n.startswith("test_")
                         and inspect.isfunction(getattr(m, n))):  # (not kernels named test_*)
