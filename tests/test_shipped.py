@@ -10,6 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
+from weft.core.diskcache import CacheWarning, _seal, _unseal
 from weft.native import shipped
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,8 +24,7 @@ def _stores():
     out = []
     for name in sorted(n for n in names if n.endswith(".index")):
         with open(os.path.join(shipped.FOLDER, name), "rb") as f:
-            blob = f.read()
-        out.append(pickle.loads(blob[len(shipped._MAGIC) + 32:])[0])
+            out.append(pickle.loads(_unseal(f.read(), name))[0])
     return out
 
 
@@ -152,8 +152,7 @@ def test_a_damaged_foreign_or_stale_store_is_ignored(tmp_path):
     folder = _store_with(tmp_path, {"a": b"payload a"})
     index = next(p for p in folder.iterdir() if p.suffix == ".index")
     blob = index.read_bytes()
-    head = len(shipped._MAGIC) + 32
-    meta, entries = pickle.loads(blob[head:])
+    meta, entries = pickle.loads(_unseal(blob, str(index)))
     if shipped.why_unusable(meta) is not None:
         pytest.skip(shipped.why_unusable(meta))
 
@@ -164,17 +163,17 @@ def test_a_damaged_foreign_or_stale_store_is_ignored(tmp_path):
     binfile.write_bytes(bytes(data))
     assert shipped.Store(str(folder)).load("a") is None
 
-    # a garbled index
+    # a garbled index (weft warns, as for a damaged cache file)
     index.write_bytes(blob[:-3] + b"xyz")
     store = shipped.Store(str(folder))
-    assert store.load("a") is None and "damaged" in store.reason
+    with pytest.warns(CacheWarning, match="damaged"):
+        assert store.load("a") is None
+    assert "damaged" in store.reason
 
     # another Numba, another CPU, changed sources
-    import hashlib
     for change, words in (({"numba": "0.1"}, "numba"), ({"cpu": "x86-64-v9"}, "lacks"),
                           ({"fingerprint": "0" * 64}, "changed")):
-        payload = pickle.dumps((dict(meta, **change), entries))
-        index.write_bytes(shipped._MAGIC + hashlib.sha256(payload).digest() + payload)
+        index.write_bytes(_seal(pickle.dumps((dict(meta, **change), entries))))
         store = shipped.Store(str(folder))
         assert store.load("a") is None
         assert words in store.reason, store.reason

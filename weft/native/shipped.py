@@ -50,7 +50,6 @@ BASELINE_FEATURES = {
                   "sse3", "ssse3", "sse4.1", "sse4.2", "cx16", "sahf", "xsave"),
 }
 COLLECT_ENV = "WEFT_SHIPPED_COLLECT"
-_MAGIC = b"weft-shipped1"
 
 
 #: this module and its command line: what ships the code, not what is compiled
@@ -136,15 +135,14 @@ class Store:
                 return
             facts, source = None, None
             for name in names:
+                path = os.path.join(self.folder, name)
                 try:
-                    with open(os.path.join(self.folder, name), "rb") as f:
-                        blob = f.read()
-                    head = len(_MAGIC) + 32
-                    if blob[:len(_MAGIC)] != _MAGIC or \
-                            hashlib.sha256(blob[head:]).digest() != blob[len(_MAGIC):head]:
+                    with open(path, "rb") as f:
+                        payload = diskcache._unseal(f.read(), path)  # (sealed like the cache)
+                    if payload is None:
                         self.reason = f"{name} is damaged"
                         continue
-                    meta, entries = pickle.loads(blob[head:])
+                    meta, entries = pickle.loads(payload)
                 except Exception as exc:  # noqa: BLE001 - an unreadable store is not used
                     self.reason = f"{name} cannot be read ({exc})"
                     continue
@@ -191,8 +189,9 @@ def write_store(entries, cpu, folder=FOLDER):
     store of this platform); returns the index path."""
     os.makedirs(folder, exist_ok=True)
     tag = _tag(cpu)
+    triple = tag[:-len(cpu) - 1]
     for name in os.listdir(folder):
-        if name.endswith((".index", ".bin")):
+        if name.startswith(triple + "-") and name.endswith((".index", ".bin")):
             os.remove(os.path.join(folder, name))
     meta = dict(host_facts(), cpu=cpu, fingerprint=fingerprint())
     del meta["features"]
@@ -204,10 +203,9 @@ def write_store(entries, cpu, folder=FOLDER):
             f.write(packed)
             index[key] = (offset, len(packed), hashlib.sha256(data).digest())
             offset += len(packed)
-    payload = pickle.dumps((meta, index), protocol=-1)
     path = os.path.join(folder, tag + ".index")
     with open(path, "wb") as f:
-        f.write(_MAGIC + hashlib.sha256(payload).digest() + payload)
+        f.write(diskcache._seal(pickle.dumps((meta, index), protocol=-1)))
     return path
 
 
