@@ -22,19 +22,19 @@ def vq():
     """``weft.native.geometry.volume_query`` compiled for the CPU (a namespace dict). Numba is imported
     here, not at module level: tests/conftest.py must set NUMBA_ENABLE_CUDASIM first."""
     from weft.native.geometry import volume_query
-    return volume_query.compile_cpu()
+    return volume_query.compile_for(*_cached_jits(volume_query.CPU_JIT_OPTIONS))
 
 
 @pytest.fixture(scope="session")
 def hq():
     """``weft.native.geometry.hashgrid``'s query cores compiled for the CPU."""
     from weft.native.geometry import hashgrid
-    return hashgrid.compile_cpu()
+    return hashgrid.compile_for(*_cached_jits(hashgrid.CPU_JIT_OPTIONS))
 
 
-def pytest_collection_modifyitems(config, items):
-    """The core tests compile the cores uncached by design (``compile_cpu(cache=False)``, each
-    session): exempt from the warm-cache check."""
-    for item in items:
-        if {"vq", "hq"} & set(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.cold)
+def _cached_jits(options):
+    """``compile_cpu``'s two jits (plain, and inlined into callers) through weft's verified
+    cache: loaded from weft's cache or from the machine code shipped with weft (whose build runs
+    these tests), so a new machine compiles none of these cores."""
+    from weft.core.diskcache import njit
+    return njit(**options), njit(inline="always", **options)

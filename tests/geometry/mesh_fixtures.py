@@ -1,5 +1,6 @@
-"""The mesh/BVH cores compiled once per test process (``compile_cpu(cache=False)``: the tests
-that use them compile anew by design and are marked ``cold``)."""
+"""The mesh/BVH cores compiled once per test process, through weft's verified cache: loaded from
+weft's cache, else from the machine code shipped with weft (``weft.native.shipped``, whose build
+runs these tests and so holds these signatures), else compiled."""
 import functools
 
 
@@ -9,10 +10,9 @@ def cpu_cores():
     same results (inlining changes no arithmetic; the benchmark checks the inlined build
     against Warp), in a fraction of the compile time, since the tests call many entry points
     directly from Python and each inlined one would compile its whole call tree."""
-    import numba
-
+    from weft.core.diskcache import njit
     from weft.native.geometry import mesh_query
-    return mesh_query.compile_for(numba.njit(cache=False, **mesh_query.CPU_JIT_OPTIONS))
+    return mesh_query.compile_for(njit(**mesh_query.CPU_JIT_OPTIONS))
 
 
 def python_cores():

@@ -15,7 +15,6 @@ from tests.geometry.test_bvh_build import _check_layout
 from weft.native.geometry import bvh_build, bvh_groups, mesh_query, mesh_ray
 from weft.native.geometry.mesh import Bvh, Mesh
 
-pytestmark = pytest.mark.cold
 F = np.float32
 COUNT = 300
 

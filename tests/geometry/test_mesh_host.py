@@ -9,7 +9,6 @@ from tests.geometry import mesh_scenes as S
 from tests.geometry.mesh_fixtures import cpu_cores, python_cores
 from weft.native.geometry.mesh import Mesh
 
-pytestmark = pytest.mark.cold
 F = np.float32
 NAN = F(np.nan)
 

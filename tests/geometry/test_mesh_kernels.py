@@ -386,7 +386,6 @@ def signs_by_normal(mid: wp.uint64, p: wp.array(dtype=wp.vec3), eps: float,
     out[i] = wp.vec4(q.sign, float(q.face), q.u, q.v)
 
 
-@pytest.mark.cold  # compiles the query core for the comparison (uncached, by design)
 def test_sign_normal_reads_the_average_edge_of_the_refitted_mesh():
     """A build or refit leaves the average edge length to the first query that needs it
     (threads that find it stale compute the same float32 sum): the kernel then uses Warp's

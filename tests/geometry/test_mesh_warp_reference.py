@@ -13,7 +13,6 @@ from tests.geometry import mesh_scenes as S
 from tests.geometry.mesh_fixtures import cpu_cores, layout_walk
 from weft.native.geometry import bvh_build
 
-pytestmark = pytest.mark.cold
 
 
 def _diagnose(name, res):

@@ -289,14 +289,31 @@ def inb(i, n, site, axis, dbg):
     return False
 
 
+def tuple_insert(t, k, x):
+    """``t`` with item ``k`` replaced by ``x``, and ``t`` itself when ``k`` is out of range:
+    a write at a run-time index into a vector or matrix (and the adjoint of a read there) as
+    one call, where a conditional expression per component gave Numba's SSA and typing passes a
+    pair of blocks each (the adjoint of a 6x6 matrix read in a loop: thousands of blocks, two
+    minutes to compile). ``tuple_setitem`` is each target's (Numba's unchecked intrinsic, or
+    :func:`tuple_setitem_py`): the range check keeps every write in bounds."""
+    if k < 0 or k >= len(t):
+        return t
+    return tuple_setitem(t, k, x)  # noqa: F821 (bound by each target, see bind_composed)
+
+
+def tuple_setitem_py(t, k, x):
+    """``tuple_setitem`` uncompiled (``NUMBA_DISABLE_JIT``, the CUDA simulator)."""
+    return t[:k] + (x,) + t[k + 1:]
+
+
 COMPOSED = ("_report", "chk", "inb", "round_f16", "half_rmw", "atomic_add_f16", "atomic_sub_f16", "atomic_min_f16",
-            "atomic_max_f16", "atomic_exch_f16", "atomic_cas_f16")
+            "atomic_max_f16", "atomic_exch_f16", "atomic_cas_f16", "tuple_insert")
 
 
 def bind_composed(namespace, jit):
     """Compile the ``COMPOSED`` helpers with ``jit``, their helper calls resolved in
     ``namespace`` (a target's helper module, which must already hold its compiled ``f2h``,
-    ``h2f`` and ``cas_half_bits``), and add them to it."""
+    ``h2f``, ``cas_half_bits`` and its ``tuple_setitem``), and add them to it."""
     import types
     for name in COMPOSED:
         fn = globals()[name]

@@ -63,7 +63,11 @@ else:
     @_dev
     def cas_half_bits(arr, idx, compare, value):
         return cas_half_word(arr, idx, compare, value)
-_portable.bind_composed(globals(), _dev)  # float16 rounding and atomics
+if config.ENABLE_CUDASIM:
+    tuple_setitem = _portable.tuple_setitem_py
+else:
+    from numba.cuda.cpython.unsafe.tuple import tuple_setitem
+_portable.bind_composed(globals(), _dev)  # float16 rounding and atomics, tuple_insert
 
 
 def _bind_geometry():

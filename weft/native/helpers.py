@@ -37,7 +37,11 @@ _jit = njit(error_model="numpy", nogil=True)  # cached in weft's verified cache
 
 for _name in _portable.PORTABLE:
     globals()[_name] = _jit(getattr(_portable, _name))
-_portable.bind_composed(globals(), _jit)  # float16 rounding and atomics
+if numba.config.DISABLE_JIT:
+    tuple_setitem = _portable.tuple_setitem_py
+else:
+    from numba.cpython.unsafe.tuple import tuple_setitem
+_portable.bind_composed(globals(), _jit)  # float16 rounding and atomics, tuple_insert
 
 
 def _bind_geometry():

@@ -240,9 +240,12 @@ def main(argv=None):
     b = sub.add_parser("build", help="compile this layer's functions and write the store")
     b.add_argument("--cpu", default=BASELINE, choices=sorted(BASELINE_FEATURES))
     b.add_argument("-n", "--jobs", default="2")
-    b.add_argument("tests", nargs="*", default=["tests/geometry"],
-                   help="the test paths whose run is collected (default: tests/geometry), "
-                   "before tools/native_workload.py (large inputs, threads, Warp's examples)")
+    b.add_argument("tests", nargs="*", default=["tests", "--ignore=tests/cuda"],
+                   help="pytest's arguments for the test run whose compiles are collected "
+                   "(default: the whole suite but tests/cuda, which compiles for CUDA only: every "
+                   "helper signature the suite's kernels use, which are the common ones of users' "
+                   "kernels too), before tools/native_workload.py (large inputs, threads, every "
+                   "query, Warp's examples)")
     sub.add_parser("status", help="whether this host uses the shipped store, and its size")
     a = p.parse_args(argv)
     if a.cmd == "build":

@@ -25,6 +25,7 @@ generated code:
   ``accumulate`` adds (``atomic_add``) or subtracts its last argument into an array element
   ``reduce``    sums a private buffer into an array (``_wk.reduce_private``)
   ``launch``    runs a chunk function on the threads (``_wk.parallel_for``)
+  ``insert``    ``tuple_insert(t, k, x)``: the tangent is the same write of the tangents
   ============= ==============================================================================
 
 - ``derivative`` (a :class:`Derivative`): for the differentiable math, written once, as small
@@ -170,6 +171,9 @@ _HELPERS = {
     "int_div_trunc": (False, 2, "zero"), "int_floor_div": (False, 2, "zero"),
     "int_mod": (False, 2, "zero"), "bit_count": (False, 2, "zero"),
     "tuple_eq": (False, 2, "zero"), "tuple_ne": (False, 2, "zero"),
+    "tuple_insert": (True, 3, "insert"),
+    # a write at a run-time index (tangent: the same write of the tangents)
+    "tuple_insert": (True, 3, "insert"),
     "round_half_away": (False, 1, "zero"),
     # float16: bits <-> float32, rounding
     "f2h": (False, 1, "zero"), "h2f": (False, 1, "same"), "round_f16": (False, 1, "same"),

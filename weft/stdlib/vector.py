@@ -153,9 +153,7 @@ def _onehot(v_type, k, value):
     z = zero(st)
     if isinstance(k.node, ast.Constant):
         return tup([value if i == k.node.value else z for i in range(v_type._length_)], v_type)
-    k = k.atom()
-    return tup([select(Ex(ast.Compare(k.node, [ast.Eq()], [ast.Constant(i)]), T.bool), value, z)
-                for i in range(v_type._length_)], v_type)
+    return call("_wk.tuple_insert", tup([z] * v_type._length_, v_type), k, value, type_=v_type)
 
 
 @builtin("extract", ["v[i] (vector) -> scalar", "m[i] (matrix) -> row vector",
@@ -255,9 +253,7 @@ def _insert_one(v, k, x):
     if isinstance(k.node, ast.Constant):
         return tup([x if i == k.node.value else v.comp(i) for i in range(v.type._length_)],
                    v.type)
-    k = k.atom()
-    return tup([select(Ex(ast.Compare(k.node, [ast.Eq()], [ast.Constant(i)]), T.bool), x,
-                       v.comp(i)) for i in range(v.type._length_)], v.type)
+    return call("_wk.tuple_insert", v, k, x, type_=v.type)
 
 
 # ----------------------------------------------------------------------------- vector algebra

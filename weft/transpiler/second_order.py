@@ -182,6 +182,8 @@ class Function:
             return False
         if kind == "linear":
             return args_active[0]
+        if kind == "insert":  # _wk.tuple_insert(t, k, x): linear in t and x together
+            return args_active[0] or args_active[2]
         if not any(args_active):
             return False
         if kind in ("cast", "same", "rule"):
@@ -456,6 +458,12 @@ class Function:
             return prim, tans[0]
         if kind == "linear":
             return prim, ast.Call(_c(e.func), [tans[0]] + [_c(a) for a in args[1:]], [])
+        if kind == "insert":
+            t, k, x = args
+            return prim, ast.Call(_c(e.func), [tans[0] if tans[0] is not None else
+                                               self.zero_of(t), _c(k),
+                                               tans[2] if tans[2] is not None else
+                                               self.zero_of(x)], [])
         if kind != "rule":
             raise SecondOrderError(f"no second-order rule for '{name}'")
         return prim, rule_tangent(name, prim, args, tans)
