@@ -8,9 +8,9 @@ import weft as wp
 ROWS, COLS = 2, 3
 
 
-def _fails(body, message, *params):
+def _fails(tmp_path, body, message, *params):
     src = "def kernel(" + ", ".join(params) + "):\n    " + body + "\n"
-    path = f"/tmp/_weft_ctor_{abs(hash(src))}.py"
+    path = str(tmp_path / f"ctor_{abs(hash(src))}.py")
     with open(path, "w") as f:
         f.write("import weft as wp\n" + src)
     scope = {}
@@ -39,14 +39,15 @@ def _fails(body, message, *params):
     ("wp.mat22(1.0, 2.0, 3.0)",
      r"incompatible number of values given \(3\) when constructing a matrix of shape \(2, 2\)$"),
 ])
-def test_warps_messages(body, message):
-    _fails(body, message)
+def test_warps_messages(tmp_path, body, message):
+    _fails(tmp_path, body, message)
 
 
-def test_typed_values_must_match():
-    _fails("wp.vec2(x, x)", r"all values used to initialize this vector are expected to be of "
-           r"the type `float32`$", "x: wp.float64")
-    _fails("wp.types.matrix(x, shape=(3, 2), dtype=wp.float16)",
+def test_typed_values_must_match(tmp_path):
+    _fails(tmp_path, "wp.vec2(x, x)",
+           r"all values used to initialize this vector are expected to be of the type `float32`$",
+           "x: wp.float64")
+    _fails(tmp_path, "wp.types.matrix(x, shape=(3, 2), dtype=wp.float16)",
            r"the value used to fill this matrix is expected to be of the type `float16`$",
            "x: float")
 
