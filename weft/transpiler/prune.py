@@ -64,17 +64,36 @@ def _pure_reads(expr, pure_funcs):
 
 _LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
 
+# fields that never hold a node worth visiting: names, constants, contexts, operators
+_NOT_NODES = {"ctx", "op", "ops", "id", "attr", "kind", "type_comment", "arg", "level",
+              "module", "names", "lineno", "col_offset", "end_lineno", "end_col_offset",
+              "conversion", "is_async"}
+_FIELDS = {}
+
+
+def _node_fields(cls):
+    """The fields of node class ``cls`` that may hold child nodes (cached per class)."""
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = tuple(f for f in cls._fields if f not in _NOT_NODES and not (
+            f in ("value", "name") and cls in (ast.Constant, ast.FunctionDef, ast.ClassDef,
+                                                ast.AsyncFunctionDef, ast.alias)))
+        _FIELDS[cls] = fields
+    return fields
+
 
 def _push_children(node, stack):
     """``node``'s child nodes onto ``stack`` (those of ``ast.iter_child_nodes``, less the
     contexts and operators, which hold nothing)."""
-    for field in node._fields:
+    fields = _FIELDS.get(type(node))
+    if fields is None:
+        fields = _node_fields(type(node))
+    for field in fields:
         v = getattr(node, field, None)
-        if isinstance(v, ast.AST):
-            if not isinstance(v, _LEAVES):
-                stack.append(v)
-        elif isinstance(v, list):
+        if type(v) is list:
             stack += [x for x in v if isinstance(x, ast.AST)]
+        elif isinstance(v, ast.AST) and not isinstance(v, _LEAVES):
+            stack.append(v)
 
 
 def _target_names(t):
