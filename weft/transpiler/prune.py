@@ -43,22 +43,23 @@ def pure(expr, pure_funcs=()):
 
 def _pure_reads(expr, pure_funcs):
     """The names ``expr`` reads when it is pure, else None (one walk for both; by hand, not
-    ``ast.walk``, which took a third of a large kernel's transpile here)."""
+    ``ast.walk``, which took a third of a large kernel's transpile here; names and constants
+    are met as children, not pushed)."""
     reads = set()
+    if type(expr) is ast.Name:
+        if isinstance(expr.ctx, ast.Load):
+            reads.add(expr.id)
+        return reads
     stack = [expr]
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind is ast.Name:
-            if isinstance(node.ctx, ast.Load):
-                reads.add(node.id)
-            continue
         if kind is ast.Call:
             if node.keywords or not _pure_call(node, pure_funcs):
                 return None
         elif kind is not ast.keyword and not isinstance(node, _PURE_NODES):
             return None
-        _push_children(node, stack)
+        _push_children(node, stack, reads)
     return reads
 
 
@@ -82,18 +83,26 @@ def _node_fields(cls):
     return fields
 
 
-def _push_children(node, stack):
+def _push_children(node, stack, reads):
     """``node``'s child nodes onto ``stack`` (those of ``ast.iter_child_nodes``, less the
-    contexts and operators, which hold nothing)."""
+    contexts and operators, which hold nothing), but for names, whose ids are added to
+    ``reads`` when they are read, and constants."""
     fields = _FIELDS.get(type(node))
     if fields is None:
         fields = _node_fields(type(node))
     for field in fields:
         v = getattr(node, field, None)
-        if type(v) is list:
-            stack += [x for x in v if isinstance(x, ast.AST)]
-        elif isinstance(v, ast.AST) and not isinstance(v, _LEAVES):
-            stack.append(v)
+        if type(v) is not list:
+            if not isinstance(v, ast.AST) or isinstance(v, _LEAVES):
+                continue
+            v = (v,)
+        for x in v:
+            kind = type(x)
+            if kind is ast.Name:
+                if isinstance(x.ctx, ast.Load):
+                    reads.add(x.id)
+            elif kind is not ast.Constant and isinstance(x, ast.AST):
+                stack.append(x)
 
 
 def _target_names(t):
@@ -129,14 +138,13 @@ def _binding(st, pure_funcs):
 
 def _reads(node):
     out = set()
+    if type(node) is ast.Name:
+        if isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        return out
     stack = [node]
     while stack:
-        n = stack.pop()
-        if type(n) is ast.Name:
-            if isinstance(n.ctx, ast.Load):
-                out.add(n.id)
-        else:
-            _push_children(n, stack)
+        _push_children(stack.pop(), stack, out)
     return out
 
 
