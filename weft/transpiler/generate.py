@@ -173,6 +173,12 @@ def _kernel_functions_from(fir, facts, target, shared):
 
 
 _LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+_COPIED = {}  # class -> True: its instances are copied (nodes), False: shared (the rest)
+
+
+def _copied(cls):
+    got = _COPIED[cls] = issubclass(cls, ast.AST) and not issubclass(cls, _LEAVES)
+    return got
 
 
 def clone(nodes):
@@ -180,24 +186,34 @@ def clone(nodes):
     (locations, ``weft_*`` marks), a node met twice copied once (the same sharing), contexts
     and operators shared (nothing changes them)."""
     memo = {}
+    copied = _COPIED
 
     def copy(node):
-        got = memo.get(id(node))
-        if got is not None:
-            return got
         new = node.__class__.__new__(node.__class__)
         memo[id(node)] = new
         d = new.__dict__
         for k, v in node.__dict__.items():
-            if type(v) is list:
-                v = [copy(x) if isinstance(x, ast.AST) and not isinstance(x, _LEAVES) else x
-                     for x in v]
-            elif isinstance(v, ast.AST) and not isinstance(v, _LEAVES):
-                v = copy(v)
+            cls = v.__class__
+            if cls is list:
+                out = []
+                for x in v:
+                    c = copied.get(x.__class__)
+                    if c is None:
+                        c = _copied(x.__class__)
+                    if c:
+                        x = memo.get(id(x)) or copy(x)
+                    out.append(x)
+                v = out
+            else:
+                c = copied.get(cls)
+                if c is None:
+                    c = _copied(cls)
+                if c:
+                    v = memo.get(id(v)) or copy(v)
             d[k] = v
         return new
 
-    return [copy(n) for n in nodes]
+    return [memo.get(id(n)) or copy(n) for n in nodes]
 
 
 def func_functions(fir, facts_of, target):
