@@ -106,13 +106,13 @@ class NameGen:
         or sets is not seen here. Costs the number of hints, not of names (a deep copy per
         statement made generating a function quadratic in its size)."""
         s = NameGen.__new__(NameGen)
-        s.taken = _Overlay(self.taken)
+        s.taken = SetOverlay(self.taken)
         s.counts = dict(self.counts)
         s.bases = collections.ChainMap({}, self.bases)
         return s
 
 
-class _Overlay:
+class SetOverlay:
     """A set seen through: ``base``'s members and those added here (``base`` unchanged)."""
 
     def __init__(self, base):

@@ -60,8 +60,9 @@ def parse(pyfunc, saved_lines=None):
     text = "".join(lines)
     dedented = textwrap.dedent(text)
     indent = len(lines[0]) - len(lines[0].lstrip()) if dedented != text else 0
-    tree = ast.parse(dedented)
-    ast.increment_lineno(tree, first - 1)
+    # blank lines before it give the file's line numbers (``ast.increment_lineno`` walked the
+    # whole tree for that)
+    tree = ast.parse("\n" * (first - 1) + dedented)
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         raise KernelError(f"{pyfunc.__qualname__} is not a plain function definition")

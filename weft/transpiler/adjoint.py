@@ -105,11 +105,14 @@ class Adjoint(Gen):
             stmts, contribs = self.prim_rule(s)
         finally:
             self.names = names
-        same = [ast.dump(self.ex(a).node) for a in s.expr.args]
+        same = None  # the primal's arguments, dumped once a math call is met
         found = {}
         for node in ast.walk(ast.Module(stmts + [c.node for c in contribs if c is not None], [])):
-            if isinstance(node, ast.Call) and getattr(node, "weft_math", None) and \
-                    [ast.dump(a) for a in node.args] == same:
+            if not (isinstance(node, ast.Call) and getattr(node, "weft_math", None)):
+                continue
+            if same is None:
+                same = [ast.dump(self.ex(a).node) for a in s.expr.args]
+            if [ast.dump(a) for a in node.args] == same:
                 found.setdefault(ast.dump(node), node)
         if not found:
             return []

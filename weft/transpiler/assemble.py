@@ -33,14 +33,205 @@ class _Unparser(ast._Unparser):
         return None
 
     def traverse(self, node):
-        loc = getattr(node, "_weft_loc", None) if isinstance(node, ast.stmt) else None
-        if loc is not None and (loc.filename, loc.lineno) != self._loc:
-            self._loc = (loc.filename, loc.lineno)
-            text = linecache.getline(loc.filename, loc.lineno).strip()
-            self.fill(f"# {loc.comment()}" + (f": {text}" if text else ""))
-        if isinstance(node, ast.FunctionDef):
-            self._loc = None
-        super().traverse(node)
+        if isinstance(node, list):
+            for item in node:
+                self.traverse(item)
+            return
+        if isinstance(node, ast.stmt):
+            loc = getattr(node, "_weft_loc", None)
+            if loc is not None and (loc.filename, loc.lineno) != self._loc:
+                self._loc = (loc.filename, loc.lineno)
+                text = linecache.getline(loc.filename, loc.lineno).strip()
+                self.fill(f"# {loc.comment()}" + (f": {text}" if text else ""))
+            if isinstance(node, ast.FunctionDef):
+                self._loc = None
+        getattr(self, "visit_" + node.__class__.__name__, self.generic_visit)(node)
+
+    # The nodes generated code is made of, written as the base class writes them, without its
+    # context managers and its lookups by operator name (they took half of the text's time).
+    def fill(self, text=""):
+        src = self._source
+        if src:
+            src.append("\n")
+        src.append("    " * self._indent + text)
+
+    def visit_Name(self, node):
+        self._source.append(node.id)
+
+    def visit_Constant(self, node):
+        value = node.value
+        kind = type(value)
+        if kind is float:
+            if node.kind == "u":
+                self._source.append("u")
+            self._source.append(repr(value).replace("inf", _INFSTR).replace("nan", _NANSTR))
+        elif kind is int or kind is bool or value is None:
+            if node.kind == "u":
+                self._source.append("u")
+            self._source.append(repr(value))
+        else:
+            super().visit_Constant(node)
+
+    def visit_Assign(self, node):
+        self.fill()
+        prec = self._precedences
+        for target in node.targets:
+            prec[target] = _P.TUPLE
+            self.traverse(target)
+            self._source.append(" = ")
+        self.traverse(node.value)
+
+    def _block(self, body):
+        self._source.append(":")
+        self._indent += 1
+        self.traverse(body)
+        self._indent -= 1
+
+    def visit_If(self, node):
+        self.fill("if ")
+        self.traverse(node.test)
+        self._block(node.body)
+        while node.orelse and len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            node = node.orelse[0]
+            self.fill("elif ")
+            self.traverse(node.test)
+            self._block(node.body)
+        if node.orelse:
+            self.fill("else")
+            self._block(node.orelse)
+
+    def visit_For(self, node):
+        self.fill("for ")
+        self._precedences[node.target] = _P.TUPLE
+        self.traverse(node.target)
+        self._source.append(" in ")
+        self.traverse(node.iter)
+        self._block(node.body)
+        if node.orelse:
+            self.fill("else")
+            self._block(node.orelse)
+
+    def visit_BinOp(self, node):
+        op, prec, left, right = _BINOPS[node.op.__class__]
+        precs = self._precedences
+        parens = precs.get(node, _P.TEST) > prec
+        if parens:
+            self._source.append("(")
+        precs[node.left] = left
+        self.traverse(node.left)
+        self._source.append(op)
+        precs[node.right] = right
+        self.traverse(node.right)
+        if parens:
+            self._source.append(")")
+
+    def visit_UnaryOp(self, node):
+        op = self.unop[node.op.__class__.__name__]
+        prec = self.unop_precedence[op]
+        parens = self._precedences.get(node, _P.TEST) > prec
+        if parens:
+            self._source.append("(")
+        self._source.append(op)
+        if prec is not _P.FACTOR:
+            self._source.append(" ")
+        self._precedences[node.operand] = prec
+        self.traverse(node.operand)
+        if parens:
+            self._source.append(")")
+
+    def visit_Compare(self, node):
+        precs = self._precedences
+        parens = precs.get(node, _P.TEST) > _P.CMP
+        if parens:
+            self._source.append("(")
+        precs[node.left] = _CMP_NEXT
+        for e in node.comparators:
+            precs[e] = _CMP_NEXT
+        self.traverse(node.left)
+        for o, e in zip(node.ops, node.comparators):
+            self._source.append(" " + self.cmpops[o.__class__.__name__] + " ")
+            self.traverse(e)
+        if parens:
+            self._source.append(")")
+
+    def _items(self, items):
+        """The base class's ``items_view(self.traverse, items)``."""
+        if len(items) == 1:
+            self.traverse(items[0])
+            self._source.append(",")
+            return
+        first = True
+        for x in items:
+            if not first:
+                self._source.append(", ")
+            first = False
+            self.traverse(x)
+
+    def visit_Tuple(self, node):
+        parens = len(node.elts) == 0 or self._precedences.get(node, _P.TEST) > _P.TUPLE
+        if parens:
+            self._source.append("(")
+        self._items(node.elts)
+        if parens:
+            self._source.append(")")
+
+    def visit_Attribute(self, node):
+        self._precedences[node.value] = _P.ATOM
+        self.traverse(node.value)
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, int):
+            self._source.append(" ")
+        self._source.append(".")
+        self._source.append(node.attr)
+
+    def visit_Call(self, node):
+        self._precedences[node.func] = _P.ATOM
+        self.traverse(node.func)
+        self._source.append("(")
+        comma = False
+        for e in node.args:
+            if comma:
+                self._source.append(", ")
+            else:
+                comma = True
+            self.traverse(e)
+        for e in node.keywords:
+            if comma:
+                self._source.append(", ")
+            else:
+                comma = True
+            self.traverse(e)
+        self._source.append(")")
+
+    def visit_Subscript(self, node):
+        self._precedences[node.value] = _P.ATOM
+        self.traverse(node.value)
+        self._source.append("[")
+        if isinstance(node.slice, ast.Tuple) and node.slice.elts:
+            self._items(node.slice.elts)
+        else:
+            self.traverse(node.slice)
+        self._source.append("]")
+
+
+_P = ast._Precedence
+_INFSTR = ast._INFSTR
+_NANSTR = f"({_INFSTR}-{_INFSTR})"
+_CMP_NEXT = _P.CMP.next()
+
+
+def _binops():
+    out = {}
+    for cls in ast.operator.__subclasses__():
+        op = ast._Unparser.binop[cls.__name__]
+        prec = ast._Unparser.binop_precedence[op]
+        if op in ast._Unparser.binop_rassoc:
+            out[cls] = (f" {op} ", prec, prec.next(), prec)
+        else:
+            out[cls] = (f" {op} ", prec, prec, prec.next())
+    return out
+
+
+_BINOPS = _binops()
 
 
 BLOCKS = (ast.If, ast.For, ast.While, ast.FunctionDef)  # statements whose body may not be empty

@@ -65,9 +65,13 @@ def prologue(fir):
     return out
 
 
-def kernel_functions(fir, facts, target):
-    """The forward, adjoint and tangent kernels of ``fir`` for ``target``, and the names of
-    its parameters' adjoints and tangents."""
+def kernel_functions(fir, facts, target, shared=None):
+    """The forward, adjoint and tangent kernels of ``fir`` for ``target``, the names of its
+    parameters' adjoints and tangents, and what another target may copy instead of generating
+    them again (None when nothing: see :func:`_shareable`). ``shared``: that of a target that
+    generated them before (its bodies copied, not generated again)."""
+    if shared is not None:
+        return _kernel_functions_from(fir, facts, target, shared)
     out = []
     params = [p.name for p in fir.params]
     private_fwd, private_adj = facts.private_accumulators() if target.private_accumulators \
@@ -98,7 +102,8 @@ def kernel_functions(fir, facts, target):
 
     gen = Forward(fir, names_for(fir), facts, target)
     gen.private = set(private_fwd)
-    kernel("forward", params, gen.block(fir.body), private_fwd,
+    fwd_body = gen.block(fir.body)
+    kernel("forward", params, fwd_body, private_fwd,
            f"Forward kernel of '{fir.name}' ({_where(fir)}).")
 
     adj = Adjoint(fir, names_for(fir), facts, target)
@@ -109,17 +114,106 @@ def kernel_functions(fir, facts, target):
                  if isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type)}
     ties = [f"_ties{k}" for k in range(len(facts.tie_sites))]
     phases = ["_phase"] + ties if ties else []  # two-phase entries (analyze.atomic_tie_sites)
-    kernel("adjoint", params + list(adj_names.values()) + phases, adj.body(),
+    adj_body = adj.body()
+    kernel("adjoint", params + list(adj_names.values()) + phases, adj_body,
            sorted(adj.private), f"Adjoint kernel of '{fir.name}': replays the forward body, "
            "then runs it backwards.", adj_names)
 
     tan = Tangent(fir, names_for(fir), facts, target)
     tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
     tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
+    tan_body = tan.block(fir.body)
     kernel("tangent", params + list(tan_names.values()) + (phases + tsums if ties else []),
-           tan.block(fir.body), (), f"Tangent (forward-mode) kernel of '{fir.name}'.",
-           tan_names)
-    return out, entry, adj_names, tan_names
+           tan_body, (), f"Tangent (forward-mode) kernel of '{fir.name}'.", tan_names)
+    shared = None
+    if _shareable(target) and not gen.private and not adj.private:
+        shared = {"family": target.body_family, "forward": fwd_body, "adjoint": adj_body,
+                  "tangent": tan_body, "adj_names": adj_names, "tan_names": tan_names}
+    return out, entry, adj_names, tan_names, shared
+
+
+def _shareable(target):
+    """Whether kernel bodies generated for ``target`` are what every target of its
+    ``body_family`` would generate: the two CPU targets ask the generators the same (math,
+    atomics, stacks, buffers), apart from per-thread accumulators (copied only when the
+    kernel has none) and the debug sites each checked access adds (not in debug mode)."""
+    return target.body_family is not None and not target.debug
+
+
+def _kernel_functions_from(fir, facts, target, shared):
+    """:func:`kernel_functions` for ``target`` from the bodies another target of its family
+    generated (``shared``; copied here, within the same ``generate`` pass, before any pass
+    changed them: each target's functions are then changed on their own), its frames made as
+    it makes them. Generating the bodies again took a third of a large kernel's transpile."""
+    assert shared["family"] == target.body_family and _shareable(target)
+    out = []
+    params = [p.name for p in fir.params]
+    deco = target.decorator(kernel=True)
+    entry = {kind: f"{fir.name}{SUFFIX[kind]}{target.entry_suffix}" for kind in SUFFIX}
+    shapes = {p.name: T.element_shape(p.type.dtype) for p in fir.params
+              if isinstance(p.type, T.ArrayType) and not p.type.local}
+    adj_names, tan_names = shared["adj_names"], shared["tan_names"]
+    ties = [f"_ties{k}" for k in range(len(facts.tie_sites))]
+    phases = ["_phase"] + ties if ties else []
+    tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
+    for kind, fparams, doc, shadows in (
+            ("forward", params, f"Forward kernel of '{fir.name}' ({_where(fir)}).", None),
+            ("adjoint", params + list(adj_names.values()) + phases,
+             f"Adjoint kernel of '{fir.name}': replays the forward body, then runs it "
+             "backwards.", adj_names),
+            ("tangent", params + list(tan_names.values()) + (phases + tsums if ties else []),
+             f"Tangent (forward-mode) kernel of '{fir.name}'.", tan_names)):
+        arrays = dict(shapes)
+        arrays.update({s: shapes[p] for p, s in (shadows or {}).items() if p in shapes})
+        loop = target.array_facts(arrays) + target.thread_loop(prologue(fir), clone(shared[kind]), ())
+        assert not target.chunked
+        out.append(function_def(entry[kind], ["_dim"] + fparams + target.extra_params(kind),
+                                loop, deco, doc, kind))
+    return out, entry, adj_names, tan_names, None
+
+
+_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+_COPIED = {}  # class -> True: its instances are copied (nodes), False: shared (the rest)
+
+
+def _copied(cls):
+    got = _COPIED[cls] = issubclass(cls, ast.AST) and not issubclass(cls, _LEAVES)
+    return got
+
+
+def clone(nodes):
+    """A copy of the statements ``nodes`` (a list): every node copied with its attributes
+    (locations, ``weft_*`` marks), a node met twice copied once (the same sharing), contexts
+    and operators shared (nothing changes them)."""
+    memo = {}
+    copied = _COPIED
+
+    def copy(node):
+        new = node.__class__.__new__(node.__class__)
+        memo[id(node)] = new
+        d = new.__dict__
+        for k, v in node.__dict__.items():
+            cls = v.__class__
+            if cls is list:
+                out = []
+                for x in v:
+                    c = copied.get(x.__class__)
+                    if c is None:
+                        c = _copied(x.__class__)
+                    if c:
+                        x = memo.get(id(x)) or copy(x)
+                    out.append(x)
+                v = out
+            else:
+                c = copied.get(cls)
+                if c is None:
+                    c = _copied(cls)
+                if c:
+                    v = memo.get(id(v)) or copy(v)
+            d[k] = v
+        return new
+
+    return [memo.get(id(n)) or copy(n) for n in nodes]
 
 
 def func_functions(fir, facts_of, target):
@@ -185,9 +279,14 @@ def run(state):
                 defs += func_functions(fir, state.facts.__getitem__, targets[0])
             continue
         entries, adj_names, tan_names = {}, {}, {}
+        shared = None
         for target in targets:
+            reuse = shared if shared is not None and shared["family"] == target.body_family \
+                else None
             with targeting(target):
-                fdefs, entry, adj_names, tan_names = kernel_functions(fir, facts, target)
+                fdefs, entry, adj_names, tan_names, made = kernel_functions(fir, facts, target,
+                                                                            reuse)
+            shared = shared or made
             defs += fdefs
             for kind, fname in entry.items():
                 entries.setdefault(kind, {})[target.name] = fname

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from .assemble import BLOCKS, Tidy
+from .prune import _FIELDS, _LEAVES, _node_fields
 
 
 _WRAPS = ("int32", "int16", "int8")
@@ -31,23 +32,40 @@ def _wrap_of(e):
 
 
 def _index(fdef):
-    """One walk of ``fdef``: each node's parent, and the stores and loads of temporaries
-    (``_tN``); on the way, what :class:`Tidy` does (an empty block gets ``pass``, a long
-    tuple display becomes a sum). Separate passes (three ``ast.walk``, a ``NodeTransformer``,
-    ``fix_missing_locations``) took half of a cold transpile."""
+    """One walk of ``fdef``: the parent of each temporary (``_tN``), tuple and binary
+    operation, and the stores and loads of temporaries; on the way, what :class:`Tidy` does (an
+    empty block gets ``pass``, a long tuple display becomes a sum). Separate passes (three
+    ``ast.walk``, a ``NodeTransformer``, ``fix_missing_locations``) took half of a cold
+    transpile; names and constants are met as children, not pushed (half of the nodes)."""
     parents, stores, loads = {}, [], []
     stack = [fdef]
     tuples = []
+    Name, Constant, Tuple, BinOp, AST = ast.Name, ast.Constant, ast.Tuple, ast.BinOp, ast.AST
     while stack:
         node = stack.pop()
-        for child in ast.iter_child_nodes(node):
-            parents[child] = node
-            stack.append(child)
         kind = type(node)
-        if kind is ast.Name:
-            if node.id.startswith("_t") and node.id[2:].isdigit():
-                (stores if isinstance(node.ctx, ast.Store) else loads).append(node)
-        elif kind is ast.Tuple:
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            fields = _node_fields(kind)
+        for field in fields:   # ast.iter_child_nodes less contexts and operators
+            v = getattr(node, field, None)
+            if type(v) is not list:
+                if not isinstance(v, AST) or isinstance(v, _LEAVES):
+                    continue
+                v = (v,)
+            for child in v:
+                ck = type(child)
+                if ck is Name:
+                    if child.id.startswith("_t") and child.id[2:].isdigit():
+                        parents[child] = node
+                        (stores if isinstance(child.ctx, ast.Store) else loads).append(child)
+                elif ck is Constant:
+                    continue
+                elif isinstance(child, AST):
+                    if ck is Tuple or ck is BinOp:
+                        parents[child] = node
+                    stack.append(child)
+        if kind is Tuple:
             if len(node.elts) > Tidy.LIMIT and isinstance(node.ctx, ast.Load):
                 tuples.append(node)
         elif kind in BLOCKS and not node.body:

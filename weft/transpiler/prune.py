@@ -43,38 +43,66 @@ def pure(expr, pure_funcs=()):
 
 def _pure_reads(expr, pure_funcs):
     """The names ``expr`` reads when it is pure, else None (one walk for both; by hand, not
-    ``ast.walk``, which took a third of a large kernel's transpile here)."""
+    ``ast.walk``, which took a third of a large kernel's transpile here; names and constants
+    are met as children, not pushed)."""
     reads = set()
+    if type(expr) is ast.Name:
+        if isinstance(expr.ctx, ast.Load):
+            reads.add(expr.id)
+        return reads
     stack = [expr]
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind is ast.Name:
-            if isinstance(node.ctx, ast.Load):
-                reads.add(node.id)
-            continue
         if kind is ast.Call:
             if node.keywords or not _pure_call(node, pure_funcs):
                 return None
         elif kind is not ast.keyword and not isinstance(node, _PURE_NODES):
             return None
-        _push_children(node, stack)
+        _push_children(node, stack, reads)
     return reads
 
 
 _LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
 
+# fields that never hold a node worth visiting: names, constants, contexts, operators
+_NOT_NODES = {"ctx", "op", "ops", "id", "attr", "kind", "type_comment", "arg", "level",
+              "module", "names", "lineno", "col_offset", "end_lineno", "end_col_offset",
+              "conversion", "is_async"}
+_FIELDS = {}
 
-def _push_children(node, stack):
+
+def _node_fields(cls):
+    """The fields of node class ``cls`` that may hold child nodes (cached per class)."""
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        fields = tuple(f for f in cls._fields if f not in _NOT_NODES and not (
+            f in ("value", "name") and cls in (ast.Constant, ast.FunctionDef, ast.ClassDef,
+                                                ast.AsyncFunctionDef, ast.alias)))
+        _FIELDS[cls] = fields
+    return fields
+
+
+def _push_children(node, stack, reads):
     """``node``'s child nodes onto ``stack`` (those of ``ast.iter_child_nodes``, less the
-    contexts and operators, which hold nothing)."""
-    for field in node._fields:
+    contexts and operators, which hold nothing), but for names, whose ids are added to
+    ``reads`` when they are read, and constants."""
+    fields = _FIELDS.get(type(node))
+    if fields is None:
+        fields = _node_fields(type(node))
+    for field in fields:
         v = getattr(node, field, None)
-        if isinstance(v, ast.AST):
-            if not isinstance(v, _LEAVES):
-                stack.append(v)
-        elif isinstance(v, list):
-            stack += [x for x in v if isinstance(x, ast.AST)]
+        if type(v) is not list:
+            if not isinstance(v, ast.AST) or isinstance(v, _LEAVES):
+                continue
+            v = (v,)
+        for x in v:
+            kind = type(x)
+            if kind is ast.Name:
+                if isinstance(x.ctx, ast.Load):
+                    reads.add(x.id)
+            elif kind is not ast.Constant and isinstance(x, ast.AST):
+                stack.append(x)
 
 
 def _target_names(t):
@@ -110,14 +138,13 @@ def _binding(st, pure_funcs):
 
 def _reads(node):
     out = set()
+    if type(node) is ast.Name:
+        if isinstance(node.ctx, ast.Load):
+            out.add(node.id)
+        return out
     stack = [node]
     while stack:
-        n = stack.pop()
-        if type(n) is ast.Name:
-            if isinstance(n.ctx, ast.Load):
-                out.add(n.id)
-        else:
-            _push_children(n, stack)
+        _push_children(stack.pop(), stack, out)
     return out
 
 

@@ -51,6 +51,7 @@ class Target:
     optional_shadows = True      # adjoint/tangent arrays may be None (tested at compile time)
     growable_stacks = True       # while-loop stacks can grow
     private_accumulators = False
+    body_family = None           # targets of one family generate the same kernel bodies
     chunked = False              # entries are a chunk function and a wrapper (CpuParallel)
     entry_suffix = ""            # appended to kernel entry names (``k__fwd_serial``)
     helpers_module = "helpers"
@@ -163,7 +164,11 @@ class Target:
 class CpuTarget(Target):
     """What both CPU targets tell LLVM so that it can vectorise a kernel's loop
     (:mod:`weft.native.vectorise`): launch indices are not negative, and arrays of vectors
-    and matrices have their element's shape as constant trailing dimensions."""
+    and matrices have their element's shape as constant trailing dimensions. The generators
+    ask both the same: the serial one copies the bodies the parallel one generated
+    (``generate._shareable``)."""
+
+    body_family = "cpu"
 
     def launch_index(self):
         return wk_call("nonneg", super().launch_index())

@@ -13,11 +13,12 @@ def assigned_names(ctx, stmts):
     """Names a statement list (re)binds, in order of appearance, loop variables excluded: the
     targets of assignments, and the arguments that calls assign (a random draw advances its
     state variable, an output-argument builtin assigns its outputs), as the callees declare."""
-    out = []
+    out, seen = [], set()
 
     def add(target):
         if isinstance(target, ast.Name):
-            if target.id not in out:
+            if target.id not in seen:
+                seen.add(target.id)
                 out.append(target.id)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for t in target.elts:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ...core import types as T
 from ...stdlib import ir
+from ...stdlib.exprs import SetOverlay
 from ..abi import flat_leaves, is_struct_array
 from .astscan import assigned_names, live_after
 from .structs import StructRef, struct_marker
@@ -81,15 +82,23 @@ def _value_type(t):
 
 
 def snapshot(ctx):
-    """The lowering state that lowering statements changes, to lower them on trial."""
-    return (list(ctx.block), dict(ctx.env), ctx.last_temp, dict(ctx.names.counts),
-            set(ctx.names.taken), dict(ctx.names.bases), dict(ctx.versions), list(ctx.callees),
+    """The lowering state that lowering statements changes, to lower them on trial; call
+    :func:`restore` after, always. What grows with the function is not copied (that made
+    lowering a chain of ``if`` statements quadratic: each test is lowered on trial): the block
+    keeps its length (lowering only appends to it), the names taken are seen through an
+    overlay that collects those the trial takes."""
+    names = ctx.names
+    taken = names.taken
+    names.taken = SetOverlay(taken)
+    return (ctx.block, len(ctx.block), dict(ctx.env), ctx.last_temp, dict(names.counts),
+            taken, dict(names.bases), dict(ctx.versions), list(ctx.callees),
             set(ctx.defined_in_loops), ctx.loop_returned, dict(ctx.const_vars),
             set(ctx.literal_vars), dict(ctx.callables), dict(ctx.static_locals),
             ctx.tid_dims, dict(ctx.tid_vars))
 
 
 def restore(ctx, saved):
-    (ctx.block[:], ctx.env, ctx.last_temp, ctx.names.counts, ctx.names.taken, ctx.names.bases,
+    (ctx.block, n, ctx.env, ctx.last_temp, ctx.names.counts, ctx.names.taken, ctx.names.bases,
      ctx.versions, ctx.callees[:], ctx.defined_in_loops, ctx.loop_returned, ctx.const_vars,
      ctx.literal_vars, ctx.callables, ctx.static_locals, ctx.tid_dims, ctx.tid_vars) = saved
+    del ctx.block[n:]
