@@ -1,5 +1,5 @@
 """The second half of the workload whose compiles ``python -m weft.native build`` collects (the
-first is ``tests/geometry``): weft's own functions at sizes and thread counts the tests avoid
+first is the test suite): weft's own functions at sizes and thread counts the tests avoid
 (the threaded BVH builds and refits above 4,096 items, run only with more than one thread),
 then Warp's example programs when warp-lang is importable (``tools/warp_examples.py``'s
 rewrite, 2 frames each), so that the programs people run first find everything shipped.
