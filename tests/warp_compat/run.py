@@ -181,6 +181,8 @@ def main():
     pool = SELECTED + (EXTRA if a.k else [])
     files = [f for f in pool if not a.k or any(
         f == s[1:] if s.startswith("=") else s in f for s in a.k)]  # -k =name: that file only
+    # -k =name also runs a module of warp/tests outside the selection (tile.test_tile, ...)
+    files += [s[1:] for s in a.k or () if s.startswith("=") and s[1:] not in files]
     if a.part:
         i, n = map(int, a.part.split("/"))
         files = files[i - 1::n]
