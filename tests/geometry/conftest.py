@@ -3,6 +3,8 @@ import os
 
 import pytest
 
+from tests.geometry.mesh_fixtures import cached_jits
+
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "nvdb")
 FILES = ("test_grid.nvdb", "test_int32_grid.nvdb", "test_vec_grid.nvdb", "torus.nvdb",
          "test_index_grid.nvdb")
@@ -22,19 +24,12 @@ def vq():
     """``weft.native.geometry.volume_query`` compiled for the CPU (a namespace dict). Numba is imported
     here, not at module level: tests/conftest.py must set NUMBA_ENABLE_CUDASIM first."""
     from weft.native.geometry import volume_query
-    return volume_query.compile_for(*_cached_jits(volume_query.CPU_JIT_OPTIONS))
+    return volume_query.compile_for(*cached_jits(volume_query.CPU_JIT_OPTIONS))
 
 
 @pytest.fixture(scope="session")
 def hq():
     """``weft.native.geometry.hashgrid``'s query cores compiled for the CPU."""
     from weft.native.geometry import hashgrid
-    return hashgrid.compile_for(*_cached_jits(hashgrid.CPU_JIT_OPTIONS))
+    return hashgrid.compile_for(*cached_jits(hashgrid.CPU_JIT_OPTIONS))
 
-
-def _cached_jits(options):
-    """``compile_cpu``'s two jits (plain, and inlined into callers) through weft's verified
-    cache: loaded from weft's cache or from the machine code shipped with weft (whose build runs
-    these tests), so a new machine compiles none of these cores."""
-    from weft.core.diskcache import njit
-    return njit(**options), njit(inline="always", **options)

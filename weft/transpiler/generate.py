@@ -68,14 +68,15 @@ def prologue(fir):
 def kernel_functions(fir, facts, target, shared=None):
     """The forward, adjoint and tangent kernels of ``fir`` for ``target``, the names of its
     parameters' adjoints and tangents, and what another target may copy instead of generating
-    them again (None when nothing: see :func:`_shareable`). ``shared``: that of a target that
-    generated them before (its bodies copied, not generated again)."""
-    if shared is not None:
-        return _kernel_functions_from(fir, facts, target, shared)
+    them again (None when nothing: see :func:`_shareable`). ``shared``: that of a target of
+    the same family that generated them before: its bodies are copied (within the same
+    ``generate`` pass, before any pass changed them), not generated again, which took a third
+    of a large kernel's transpile."""
+    assert shared is None or (shared["family"] == target.body_family and _shareable(target))
     out = []
     params = [p.name for p in fir.params]
-    private_fwd, private_adj = facts.private_accumulators() if target.private_accumulators \
-        else ([], [])
+    private_fwd, private_adj = facts.private_accumulators() \
+        if target.private_accumulators and shared is None else ([], [])
     deco = target.decorator(kernel=True)
     entry = {kind: f"{fir.name}{SUFFIX[kind]}{target.entry_suffix}" for kind in SUFFIX}
 
@@ -100,36 +101,45 @@ def kernel_functions(fir, facts, target, shared=None):
         out.append(function_def(entry[kind], params, target.launch(chunk, params, private),
                                 deco, doc, kind))
 
-    gen = Forward(fir, names_for(fir), facts, target)
-    gen.private = set(private_fwd)
-    fwd_body = gen.block(fir.body)
+    if shared is None:
+        gen = Forward(fir, names_for(fir), facts, target)
+        gen.private = set(private_fwd)
+        fwd_body = gen.block(fir.body)
+    else:
+        fwd_body = clone(shared["forward"])
     kernel("forward", params, fwd_body, private_fwd,
            f"Forward kernel of '{fir.name}' ({_where(fir)}).")
 
-    adj = Adjoint(fir, names_for(fir), facts, target)
-    # per-thread buffers only pay off where accumulation would otherwise be atomic
-    atomic = {f"adj_{p.name}" for p in adj.atomic_arrays}
-    adj.private = {a for a in private_adj if a in atomic}
-    adj_names = {p.name: adj.adj(p) for p in fir.params
-                 if isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type)}
+    if shared is None:
+        adj = Adjoint(fir, names_for(fir), facts, target)
+        # per-thread buffers only pay off where accumulation would otherwise be atomic
+        atomic = {f"adj_{p.name}" for p in adj.atomic_arrays}
+        adj.private = {a for a in private_adj if a in atomic}
+        adj_names = {p.name: adj.adj(p) for p in fir.params
+                     if isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type)}
+        adj_body, adj_private = adj.body(), sorted(adj.private)
+    else:
+        adj_names, adj_body, adj_private = shared["adj_names"], clone(shared["adjoint"]), []
     ties = [f"_ties{k}" for k in range(len(facts.tie_sites))]
     phases = ["_phase"] + ties if ties else []  # two-phase entries (analyze.atomic_tie_sites)
-    adj_body = adj.body()
-    kernel("adjoint", params + list(adj_names.values()) + phases, adj_body,
-           sorted(adj.private), f"Adjoint kernel of '{fir.name}': replays the forward body, "
-           "then runs it backwards.", adj_names)
+    kernel("adjoint", params + list(adj_names.values()) + phases, adj_body, adj_private,
+           f"Adjoint kernel of '{fir.name}': replays the forward body, then runs it "
+           "backwards.", adj_names)
 
-    tan = Tangent(fir, names_for(fir), facts, target)
-    tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
+    if shared is None:
+        tan = Tangent(fir, names_for(fir), facts, target)
+        tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
+        tan_body = tan.block(fir.body)
+    else:
+        tan_names, tan_body = shared["tan_names"], clone(shared["tangent"])
     tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
-    tan_body = tan.block(fir.body)
     kernel("tangent", params + list(tan_names.values()) + (phases + tsums if ties else []),
            tan_body, (), f"Tangent (forward-mode) kernel of '{fir.name}'.", tan_names)
-    shared = None
-    if _shareable(target) and not gen.private and not adj.private:
-        shared = {"family": target.body_family, "forward": fwd_body, "adjoint": adj_body,
-                  "tangent": tan_body, "adj_names": adj_names, "tan_names": tan_names}
-    return out, entry, adj_names, tan_names, shared
+    made = None
+    if shared is None and _shareable(target) and not private_fwd and not adj_private:
+        made = {"family": target.body_family, "forward": fwd_body, "adjoint": adj_body,
+                "tangent": tan_body, "adj_names": adj_names, "tan_names": tan_names}
+    return out, entry, adj_names, tan_names, made
 
 
 def _shareable(target):
@@ -138,38 +148,6 @@ def _shareable(target):
     atomics, stacks, buffers), apart from per-thread accumulators (copied only when the
     kernel has none) and the debug sites each checked access adds (not in debug mode)."""
     return target.body_family is not None and not target.debug
-
-
-def _kernel_functions_from(fir, facts, target, shared):
-    """:func:`kernel_functions` for ``target`` from the bodies another target of its family
-    generated (``shared``; copied here, within the same ``generate`` pass, before any pass
-    changed them: each target's functions are then changed on their own), its frames made as
-    it makes them. Generating the bodies again took a third of a large kernel's transpile."""
-    assert shared["family"] == target.body_family and _shareable(target)
-    out = []
-    params = [p.name for p in fir.params]
-    deco = target.decorator(kernel=True)
-    entry = {kind: f"{fir.name}{SUFFIX[kind]}{target.entry_suffix}" for kind in SUFFIX}
-    shapes = {p.name: T.element_shape(p.type.dtype) for p in fir.params
-              if isinstance(p.type, T.ArrayType) and not p.type.local}
-    adj_names, tan_names = shared["adj_names"], shared["tan_names"]
-    ties = [f"_ties{k}" for k in range(len(facts.tie_sites))]
-    phases = ["_phase"] + ties if ties else []
-    tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
-    for kind, fparams, doc, shadows in (
-            ("forward", params, f"Forward kernel of '{fir.name}' ({_where(fir)}).", None),
-            ("adjoint", params + list(adj_names.values()) + phases,
-             f"Adjoint kernel of '{fir.name}': replays the forward body, then runs it "
-             "backwards.", adj_names),
-            ("tangent", params + list(tan_names.values()) + (phases + tsums if ties else []),
-             f"Tangent (forward-mode) kernel of '{fir.name}'.", tan_names)):
-        arrays = dict(shapes)
-        arrays.update({s: shapes[p] for p, s in (shadows or {}).items() if p in shapes})
-        loop = target.array_facts(arrays) + target.thread_loop(prologue(fir), clone(shared[kind]), ())
-        assert not target.chunked
-        out.append(function_def(entry[kind], ["_dim"] + fparams + target.extra_params(kind),
-                                loop, deco, doc, kind))
-    return out, entry, adj_names, tan_names, None
 
 
 _LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
