@@ -1,7 +1,7 @@
 """Writes at a run-time index into vectors and matrices of five or more components (and the
 adjoints of reads there) are one ``_wk.tuple_insert`` call, not a conditional expression per
-component: values, gradients
-(analytic), a Hessian-vector product (analytic), and the helper's range check."""
+component: values, gradients (analytic), a Hessian-vector product (analytic), and the helper's
+range check."""
 import types
 
 import numpy as np
