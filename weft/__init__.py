@@ -41,7 +41,7 @@ from .runtime.array_ops import (zeros, zeros_like, ones, ones_like, full,  # noq
 from .runtime.device import (get_device, set_device, ScopedDevice, synchronize,  # noqa: E402
                              is_cuda_available, get_cuda_device_count, Device)
 from .autodiff.forward_mode import jvp  # noqa: E402
-from .runtime.launch import launch  # noqa: E402
+from .runtime.launch import launch, launch_tiled  # noqa: E402
 from .autodiff.tape import Tape  # noqa: E402
 from .runtime.struct import struct  # noqa: E402
 from .runtime.geometry import Volume, HashGrid, Mesh, Bvh, is_cubql_available  # noqa: E402

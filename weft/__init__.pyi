@@ -604,6 +604,7 @@ def is_cubql_available() -> _Any: ...
 def is_cuda_available() -> _Any: ...
 def is_device_available(device: _Any) -> _Any: ...
 def jvp(kernel: _Any, dim: _Any, inputs: _Any = ..., outputs: _Any = ..., tangents: _Any = ..., device: _Any = ..., adjoint: _Any = ..., adj_inputs: _Any = ..., adj_outputs: _Any = ...) -> _Any: ...
+def launch_tiled(kernel: _Any, dim: _Any = ..., inputs: _Any = ..., outputs: _Any = ..., adj_inputs: _Any = ..., adj_outputs: _Any = ..., device: _Any = ..., stream: _Any = ..., adjoint: _Any = ..., record_tape: _Any = ..., record_cmd: _Any = ..., max_blocks: _Any = ..., block_dim: _Any = ..., **kwargs: _Any) -> _Any: ...
 def load_module(module: _Any = ..., device: _Any = ..., recursive: _Any = ..., block_dim: _Any = ..., max_workers: _Any = ...) -> _Any: ...
 def loop(body: _Any, state: _Any, count: _Any, checkpoints: _Any = ..., schedule: _Any = ...) -> _Any: ...
 def map_cuda_device(alias: _Any, context: _Any = ...) -> _Any: ...
@@ -717,6 +718,10 @@ a | b (integer vectors or matrices of one type)"""
 def bit_xor(*args: _Any, **kwargs: _Any) -> _Any:
     """a ^ b (integers of one type)
 a ^ b (integer vectors or matrices of one type)"""
+
+
+def block_dim(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.block_dim (kernel language)"""
 
 
 def bvh_get_group_root(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1372,6 +1377,110 @@ def tid(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tid (kernel language)"""
 
 
+def tile(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile (kernel language)"""
+
+
+def tile_arange(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_arange (kernel language)"""
+
+
+def tile_argmax(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_argmax(t) -> a tile of one int32"""
+
+
+def tile_argmin(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_argmin(t) -> a tile of one int32"""
+
+
+def tile_assign(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_assign (kernel language)"""
+
+
+def tile_astype(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_astype (kernel language)"""
+
+
+def tile_atomic_add(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_atomic_add (kernel language)"""
+
+
+def tile_broadcast(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_broadcast (kernel language)"""
+
+
+def tile_empty(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_empty (kernel language)"""
+
+
+def tile_extract(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_extract (kernel language)"""
+
+
+def tile_from_thread(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_from_thread (kernel language)"""
+
+
+def tile_full(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_full (kernel language)"""
+
+
+def tile_load(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_load (kernel language)"""
+
+
+def tile_map(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_map (kernel language)"""
+
+
+def tile_matmul(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_matmul (kernel language)"""
+
+
+def tile_max(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_max(t) -> a tile of one element"""
+
+
+def tile_min(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_min(t) -> a tile of one element"""
+
+
+def tile_ones(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_ones (kernel language)"""
+
+
+def tile_reduce(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_reduce (kernel language)"""
+
+
+def tile_reshape(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_reshape (kernel language)"""
+
+
+def tile_squeeze(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_squeeze (kernel language)"""
+
+
+def tile_store(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_store (kernel language)"""
+
+
+def tile_sum(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_sum(t) -> a tile of one element"""
+
+
+def tile_transpose(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_transpose(t) -> the transposed 2-D tile"""
+
+
+def tile_view(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_view (kernel language)"""
+
+
+def tile_zeros(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_zeros (kernel language)"""
+
+
 def trace(*args: _Any, **kwargs: _Any) -> _Any:
     """trace(m: matN) -> Float  (any scalar type)"""
 
@@ -1448,6 +1557,10 @@ def trunc(*args: _Any, **kwargs: _Any) -> _Any:
 
 def unot(*args: _Any, **kwargs: _Any) -> _Any:
     """unot(a: bool) -> bool  (Warp's name of `not a`)"""
+
+
+def untile(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.untile (kernel language)"""
 
 
 def velocity_at_point(*args: _Any, **kwargs: _Any) -> _Any:

@@ -368,6 +368,34 @@ class SliceType:
         return "slice"
 
 
+@dataclass(frozen=True)
+class TileType:
+    """The type of a tile: a block of ``shape`` values of ``dtype`` (a scalar, vector or matrix
+    type) that a tiled kernel works on as one value (``wp.tile_load``, ``wp.tile_matmul``, ...).
+
+    In generated CPU code a tile is a C-contiguous numpy array of shape
+    ``shape + element_shape(dtype)``; tile operations never modify their operands (an
+    assignment into a tile makes the name refer to a changed copy), so a tile can be recorded
+    on a loop stack or replayed by the adjoint like any other value."""
+
+    dtype: type
+    shape: tuple
+
+    def __str__(self):
+        return f"tile(dtype={type_name(self.dtype)}, shape={self.shape})"
+
+    @property
+    def size(self):
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+def is_tile_type(t):
+    return isinstance(t, TileType)
+
+
 class _Tid:
     """Marker type of ``wp.tid()`` before it is unpacked."""
 
@@ -403,9 +431,11 @@ def type_name(t):
 
 
 def scalar_of(t):
-    """The scalar type of a scalar or composite type."""
+    """The scalar type of a scalar or composite type (of a tile: of its elements)."""
     if is_composite(t):
         return t._wp_scalar_type_
+    if isinstance(t, TileType):
+        return scalar_of(t.dtype)
     return t
 
 
@@ -426,7 +456,10 @@ def numpy_dtype(t):
 
 
 def element_shape(t):
-    """The trailing numpy shape one element of dtype ``t`` occupies in an array."""
+    """The trailing numpy shape one element of dtype ``t`` occupies in an array (a tile, held
+    whole on a loop stack: its shape and its element's)."""
+    if isinstance(t, TileType):
+        return tuple(t.shape) + element_shape(t.dtype)
     return t._shape_ if is_composite(t) else ()
 
 
@@ -436,6 +469,8 @@ def is_differentiable(t):
         return any(is_differentiable(x) for x in t.types)
     if isinstance(t, ArrayType):
         return not t.local and is_differentiable(t.dtype)
+    if isinstance(t, TileType):
+        return is_differentiable(t.dtype)
     if is_struct(t):
         return any(is_differentiable(f) for f in t._wp_struct_.fields.values())
     return is_float(scalar_of(t))

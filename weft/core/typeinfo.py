@@ -195,8 +195,8 @@ def type_is_array(t):
 
 
 def type_is_tile(t):
-    """Always False: weft has no tiles."""
-    return False
+    """True for a tile type (``wp.tile[float, 4, 4]``)."""
+    return isinstance(t, T.TileType)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,8 +228,8 @@ def is_value(x):
 
 
 def is_tile(x):
-    """Always False: weft has no tiles."""
-    return False
+    """True for a tile type (tiles exist only inside kernels)."""
+    return isinstance(x, T.TileType)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -79,6 +79,11 @@ def __getattr__(name):
         if name[3:] in FAST:
             globals()[name] = FAST[name[3:]]  # found here from now on
             return FAST[name[3:]]
+    if name.startswith("tile_"):  # the tile helpers, imported by the first tile kernel
+        from . import tiles
+        if name in tiles.TILE_HELPERS:
+            globals().update({n: getattr(tiles, n) for n in tiles.TILE_HELPERS})
+            return globals()[name]
     from .geometry.kernel_api import PORTABLE
     if name in PORTABLE:
         use_geometry()

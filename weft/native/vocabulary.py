@@ -217,6 +217,20 @@ VOLUME_TYPED = ("vol_lookup", "vol_store", "vol_corners", "vol_sample_int")
 GEOMETRY += tuple(f"{op}_{t}" for t in VOLUME_TYPES for op in VOLUME_TYPED) + \
     ("vol_index_corners",)
 
+#: the tile helpers (:mod:`weft.native.tiles`): pure but for the stores and the adjoint
+#: adds into arrays; second order does not go through them yet
+TILES = tuple("""
+    tile_load1 tile_load2 tile_load3 tile_store1 tile_store2 tile_store3 tile_load_adj1
+    tile_load_adj2 tile_load_adj3 tile_insert tile_zero_at tile_onehot tile_get_vec
+    tile_transpose tile_full tile_fill tile_sum tile_sum_vec tile_max tile_min tile_argmax
+    tile_argmin tile_extreme_adj tile_sum_adj tile_sum_vec_adj tile_matmul tile_matmul_acc
+    tile_matmul_adj_a tile_matmul_adj_b tile_atomic_add1 tile_atomic_add2 tile_atomic_add3
+    tile_reshape tile_broadcast tile_unbroadcast
+""".split())
+TILE_EFFECTS = frozenset({"tile_store1", "tile_store2", "tile_store3", "tile_load_adj1",
+                          "tile_load_adj2", "tile_load_adj3", "tile_atomic_add1",
+                          "tile_atomic_add2", "tile_atomic_add3"})
+
 # calls by a plain name: Python's builtins and the casts: name -> (pure, arity, second order)
 _NAMED = {
     "range": (True, None, "zero"), "len": (True, 1, "zero"), "slice": (False, 3, "zero"),
@@ -257,6 +271,8 @@ def _entries():
         add(f"_wk.{name}", pure, arity, second)
     for name in GEOMETRY:
         add(f"_wk.geo_{name}", False, None)
+    for name in TILES:
+        add(f"_wk.{name}", name not in TILE_EFFECTS, None)
     for name, (pure, arity, second) in _NAMED.items():
         add(name, pure, arity, second)
     # Python's abs, min and max on scalars (min and max: the derivatives of the builtins)

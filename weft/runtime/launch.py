@@ -37,3 +37,24 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
                                 [*adj_inputs, *adj_outputs])
     return launch_now(kernel, dims, [*inputs, *outputs], device, adjoint, adj_inputs,
                       adj_outputs, record_tape)
+
+
+def launch_tiled(kernel, dim=None, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(),
+                 device=None, stream=None, adjoint=False, record_tape=True, record_cmd=False,
+                 max_blocks=0, block_dim=None, **kwargs):
+    """Run a tiled kernel over a grid of ``dim`` blocks (Warp's ``wp.launch_tiled``): the grid
+    gets a trailing dimension of the block's threads, so ``i, j, lane = wp.tid()`` names the
+    block and the lane, and ``i, j = wp.tid()`` the block. On the CPU a block is one thread
+    (Warp resolves ``block_dim`` to 1 there): the lane is always 0, and each block's tiles are
+    worked by the thread that runs it, the blocks spread over every core."""
+    if dim is None:
+        raise RuntimeError("Launch dimensions 'dim' argument should be passed via. keyword "
+                           "args for wp.launch_tiled()")
+    if block_dim is None:
+        raise RuntimeError("Launch block dimension 'block_dim' argument should be passed via. "
+                           "keyword args for wp.launch_tiled()")
+    dims = launch_dims(dim, "launch_tiled")
+    if len(dims) > 3:
+        raise RuntimeError("wp.launch_tiled() requires a grid with fewer than 4 dimensions")
+    return launch(kernel, dims + (1,), inputs, outputs, adj_inputs, adj_outputs, device,
+                  stream, adjoint, record_tape, record_cmd, max_blocks, block_dim)

@@ -212,6 +212,8 @@ class Ex:
     def __neg__(self):
         if _structural(self.node):
             return self
+        if T.is_tile_type(self.type):
+            return Ex(ast.UnaryOp(ast.USub(), self.node), self.type)
         if T.is_composite(self.type):
             s = self.atom()
             return tup([-c for c in s.items()], self.type)
@@ -265,6 +267,12 @@ def _fold(op, a, b, out_t):
 def binop(op, a, b):
     """``a op b`` for scalars, and componentwise for composites (scalars broadcast); integer
     results wrap to their type's width. Structural zeros (:func:`structural_zero`) fold."""
+    if T.is_tile_type(a.type) or T.is_tile_type(b.type):  # numpy's elementwise arithmetic on arrays
+        out_t = a.type if T.is_tile_type(a.type) else b.type
+        folded = _fold(op, a, b, out_t)
+        if folded is not None:
+            return folded
+        return Ex(ast.BinOp(a.node, op, b.node), out_t)
     ca, cb = T.is_composite(a.type), T.is_composite(b.type)
     folded = _fold(op, a, b, a.type if ca or not cb else b.type)
     if folded is not None:
@@ -293,6 +301,8 @@ def const(value, type_):
     """A constant of scalar or composite ``type_`` written so Numba types it exactly."""
     if isinstance(type_, T.TupleType):
         return tup([const(value, t) for t in type_.types], type_)
+    if T.is_tile_type(type_):
+        return tile_const(value, type_)
     if T.is_composite(type_):
         vals = np.asarray(value, dtype=T.numpy_dtype(type_)).reshape(-1)
         if vals.size == 1 and type_._length_ != 1:
@@ -329,6 +339,18 @@ def _scalar_const(value, type_):
         f = float(v)
         return type_.__name__, repr(f) if math.isnan(f) or math.isinf(f) else f
     return type_.__name__, int(v)
+
+
+def tile_const(value, type_):
+    """A tile of ``type_`` with every component ``value``: ``np.zeros(shape, dtype)``, plus
+    ``value`` when it is not zero."""
+    shape = ast.Tuple([ast.Constant(d) for d in T.element_shape(type_)], ast.Load())
+    st = T.scalar_of(type_)
+    dt = ast.Attribute(name("np"), "bool_" if st is T.bool else st.__name__, ast.Load())
+    node = ast.Call(attr_path("np.zeros"), [shape, dt], [])
+    if value != 0:
+        node = ast.BinOp(node, ast.Add(), const(value, st).node)
+    return Ex(node, type_)
 
 
 def zero(type_):

@@ -23,7 +23,7 @@ def value_type_of(value, fail):
         return None
     if getattr(value, "_wp_generic_", False):  # vector(length=Any, ...): any matching value
         return value
-    if isinstance(value, T.ArrayType):
+    if isinstance(value, (T.ArrayType, T.TileType)):
         return value
     at = getattr(value, "_weft_array_type_", None)
     if at is not None:

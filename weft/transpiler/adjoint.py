@@ -245,6 +245,9 @@ class Adjoint(Gen):
     def reverses_prim(self, s):
         """Whether the reverse sweep runs the adjoint rule of Prim assignment ``s``."""
         b = s.expr.builtin
+        if getattr(b, "array_access", None) == "accumulate":  # adds a tile into an array
+            return b.differentiable and any(has_adjoint(a) and id(a) in self.needed
+                                            for a in s.expr.args)
         return b.differentiable and has_adjoint(s.dst) and id(s.dst) in self.needed and \
             (b.own_derivatives or any(has_adjoint(a) for a in s.expr.args))
 
@@ -254,9 +257,19 @@ class Adjoint(Gen):
         args = [self.ex(a) for a in s.expr.args]
         ret = Ex(name(s.dst.name), s.dst.type)
         adj_ret = Ex(name(self.adj(s.dst)), s.dst.type)
+        extra = {"adj_arrays": self.shadow_arrays(s.expr.args)} if getattr(
+            b, "array_args", False) else {}
         return self.build(
             lambda: [c.atom("a") if c is not None else None
-                     for c in b.adjoint(*args, ret=ret, adj=adj_ret, **s.expr.attrs)], s.loc)
+                     for c in b.adjoint(*args, ret=ret, adj=adj_ret, **s.expr.attrs, **extra)],
+            s.loc)
+
+    def shadow_arrays(self, args, prefix="adj"):
+        """Per argument: the Ex of its adjoint (tangent) array where it is a differentiable
+        array, else None (the rules of builtins with ``array_args`` write into them)."""
+        return [Ex(name(self.shadow(prefix, a)), a.type)
+                if isinstance(a, ir.Var) and isinstance(a.type, T.ArrayType) and
+                T.is_differentiable(a.type) and not a.type.local else None for a in args]
 
     def r_prim(self, s):
         if not self.reverses_prim(s):
@@ -434,7 +447,19 @@ class Adjoint(Gen):
         return []
 
     def r_Effect(self, s):
-        return []
+        b = s.builtin
+        if not (getattr(b, "array_args", False) and b.differentiable) or \
+                not any(has_adjoint(a) and id(a) in self.needed for a in s.args):
+            return []
+        args = [self.ex(a) for a in s.args]
+        stmts, contribs = self.build(
+            lambda: [c.atom("a") if c is not None else None for c in b.adjoint(
+                *args, adj_arrays=self.shadow_arrays(s.args), **s.attrs)], s.loc)
+        out = stmts
+        for a, c in zip(s.args, contribs):
+            if has_adjoint(a) and c is not None:
+                out += self.accumulate(a, c, s.loc)
+        return out
 
     def r_Loop(self, s):
         n, stacks = self.names_of(s)

@@ -191,6 +191,13 @@ def analyze(fir, facts_of):
             plain = s.op in ("add", "sub") and not old_used
             record(s.array, "accumulate" if plain else "atomic", s.loc.lineno,
                    facts.own_index(s.array, s.index), ("read_old",) if old_used else ())
+        elif _array_builtin(s):  # tile loads and stores: whole regions, any block's
+            e = s.expr if isinstance(s, ir.Assign) else s
+            for a in e.args:
+                if isinstance(a, ir.Var) and isinstance(a.type, T.ArrayType):
+                    kinds = ("store",) if isinstance(s, ir.Effect) else ("view", "load")
+                    for kind in kinds:
+                        record(a, kind, s.loc.lineno)
         elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Call):
             callee = facts_of(s.expr.func)
             for j, a in enumerate(s.expr.args):
@@ -207,6 +214,14 @@ def analyze(fir, facts_of):
         facts.thread_indexed = unconditional_tid_accesses(fir, facts)
         facts.tie_sites = atomic_tie_sites(fir)
     return facts
+
+
+def _array_builtin(s):
+    """Whether statement ``s`` applies a builtin that reads or writes whole arrays
+    (``Builtin.array_args``: the tile loads and stores)."""
+    e = s.expr if isinstance(s, ir.Assign) else s if isinstance(s, ir.Effect) else None
+    b = getattr(e, "builtin", None)
+    return b is not None and getattr(b, "array_args", False)
 
 
 def geometry_ids(fir, facts, facts_of):
@@ -331,6 +346,9 @@ def adjoint_needed(fir):
             seeds.append(st.value)
         elif isinstance(st, ir.Return):
             seeds.append(st.value)
+        elif isinstance(st, ir.Effect) and getattr(st.builtin, "array_args", False) and \
+                st.builtin.differentiable:  # a tile stored into an array
+            seeds += st.args
         elif isinstance(st, ir.Loop):
             for h, e in st.carried:
                 flows.setdefault(id(h), []).append(e)
@@ -345,6 +363,8 @@ def adjoint_needed(fir):
                 flows.setdefault(id(st.dst), []).append(e.src)
             elif isinstance(e, ir.Prim) and e.builtin.differentiable:
                 flows.setdefault(id(st.dst), []).extend(e.args)
+                if getattr(e.builtin, "array_access", None) == "accumulate":
+                    seeds += e.args  # a tile added into an array
     # one pass over the flows (a worklist), not a sweep of the body per step back
     work = seeds[::-1]
     while work:

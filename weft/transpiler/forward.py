@@ -12,7 +12,7 @@ import ast
 from ..core import types as T
 from ..stdlib import ir
 from .codegen import Gen, assign, is_half, located, not_none, round_half, storage_dtype_node, tag
-from ..stdlib.exprs import const, name
+from ..stdlib.exprs import const, name, zero
 
 
 # builtins whose float16 result is made of their float16 operands (moved, picked or negated)
@@ -53,6 +53,11 @@ class Forward(Gen):
             return out
         if isinstance(e, ir.Prim) and e.builtin.name == "alloc_local":
             return self.alloc_local(s)
+        if isinstance(e, ir.Prim) and self.replay and \
+                getattr(e.builtin, "array_access", None) == "accumulate":
+            # the adjoint's replay adds nothing into arrays (the forward pass did); the values
+            # such an add replaced are not known again: zeros
+            return [assign(s.dst.name, zero(s.dst.type).node, s.loc)]
         if isinstance(e, ir.Prim):
             args = [self.ex(a) for a in e.args]
             stmts, result = self.build(lambda: self.primal(e, args, s.dst.type), s.loc)

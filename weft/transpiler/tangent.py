@@ -49,7 +49,10 @@ class Tangent(Forward):
                 args = [self.ex(a) for a in e.args]
                 tans = [self.tex(a) for a in e.args]
                 ret = Ex(name(d.name), d.type)
-                stmts, t = self.build(lambda: b.tangent(*args, *tans, ret=ret, **e.attrs), s.loc)
+                extra = {"tan_arrays": self.shadow_arrays(e.args)} if getattr(
+                    b, "array_args", False) else {}
+                stmts, t = self.build(lambda: b.tangent(*args, *tans, ret=ret, **e.attrs,
+                                                        **extra), s.loc)
                 out += stmts
             return out + [assign(self.tan(d), t.node if t is not None else zero_node(d.type),
                                  s.loc)]
@@ -84,6 +87,23 @@ class Tangent(Forward):
         target = ast.Tuple([ast.Name(s.dst.name, ast.Store()),
                             ast.Name(self.tan(s.dst), ast.Store())], ast.Store())
         return [assign(target, call, s.loc)]
+
+    def shadow_arrays(self, args):
+        """Per argument: the Ex of its tangent array where it is a differentiable array."""
+        return [Ex(name(self.tan(a)), a.type)
+                if isinstance(a, ir.Var) and isinstance(a.type, T.ArrayType) and
+                T.is_differentiable(a.type) and not a.type.local else None for a in args]
+
+    def s_Effect(self, s):
+        out = super().s_Effect(s)
+        rule = getattr(s.builtin, "effect_tangent", None)
+        if rule is None:
+            return out
+        args = [self.ex(a) for a in s.args]
+        tans = [self.tex(a) for a in s.args]
+        stmts, _ = self.build(lambda: rule(args, tans, self.shadow_arrays(s.args)) or
+                              Ex(ast.Constant(None), None), s.loc)
+        return out + stmts
 
     def _tangent_store(self, s):
         out = super().s_Store(s)

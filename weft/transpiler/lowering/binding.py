@@ -49,6 +49,13 @@ def assign(ctx, target, value, stmt):
             return assign(ctx, base, exprs.write_components(ctx, current, target.slice, value,
                                                             target), stmt)
         idx = exprs.lower_indices(ctx, target.slice)
+        if T.is_tile_type(current.type):
+            idx = exprs.tile_indices(ctx, current.type, idx, target)
+            if getattr(value, "type", None) != current.type.dtype:
+                value = ctx.apply("cast", [value], stmt, attrs={"type": current.type.dtype}) \
+                    if T.is_scalar(current.type.dtype) else value
+            new = ctx.apply("tile_insert", [current] + idx + [value], stmt)
+            return assign(ctx, base, new, stmt)
         idx = exprs.check_component_index(ctx, current.type, idx, target)
         new = ctx.apply("insert", [current] + idx + [value], stmt)
         return assign(ctx, base, new, stmt)

@@ -12,6 +12,7 @@ from ...core import types as T
 from ...core.errors import KernelNameError, KernelTypeError, KernelValueError
 from ...stdlib import registry
 from ...stdlib.constructors import declaration_of
+from ...stdlib.tiles import tile_operator
 from ...stdlib import ir
 from . import literals, structs
 
@@ -53,6 +54,11 @@ def apply_builtin(ctx, b, args, node, attrs=None):
     if folded is not None:
         return folded
     attrs = attrs or {}
+    tile_op = tile_operator(b.name, [getattr(a, "type", None) for a in args])
+    if tile_op is not None and not isinstance(tile_op, registry.Builtin):
+        return tile_op(ctx, b, args, node)
+    if tile_op is not None:
+        b = tile_op
     if b.name == "cast" and T.is_int(attrs.get("type")) and len(args) == 1 and \
             isinstance(args[0], ir.Const) and isinstance(args[0].value, float) and \
             not math.isfinite(args[0].value):
@@ -112,8 +118,17 @@ def call_overloaded(ctx, func, node):
     """A call of a func with several overloads (Warp's): the one whose declared parameter types
     equal the arguments' types (a literal's own: ``17`` is int32), else the first they equal
     with number literals adapting, else the first whose generic ones fit."""
-    from ..abi import declared_params, fits
     args = [ctx.expr(a) for a in node.args]
+    chosen = choose_overload(ctx, func, args, node)
+    if node.keywords or len(args) < chosen.n_inputs():
+        return call_func(ctx, chosen, node)
+    return call_func(ctx, chosen, node, args, len(args))
+
+
+def choose_overload(ctx, func, args, node):
+    """The overload of ``func`` a call with operands ``args`` (and ``node``'s keywords) takes
+    (see :func:`call_overloaded`)."""
+    from ..abi import declared_params, fits
     exact, adapted, fitting = [], [], []  # in order of preference
     for f in func.overloads:
         params = declared_params(f.parsed(), generic_ok=True)
@@ -139,10 +154,7 @@ def call_overloaded(ctx, func, node):
         shown = ", ".join(T.type_name(a.type) for a in args)
         raise ctx.fail(node, f"no overload of {func.__name__}() accepts ({shown})",
                        KernelTypeError)
-    chosen = (exact + adapted + fitting)[0]
-    if node.keywords or len(args) < chosen.n_inputs():
-        return call_func(ctx, chosen, node)
-    return call_func(ctx, chosen, node, args, len(args))
+    return (exact + adapted + fitting)[0]
 
 
 def func_call_args(ctx, func, node):

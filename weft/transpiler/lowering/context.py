@@ -132,6 +132,10 @@ class Lowering:
         from .calls import call_overloaded
         return call_overloaded(self, func, node)
 
+    def choose_overload(self, func, args, node):
+        from .calls import choose_overload
+        return choose_overload(self, func, args, node)
+
     def grad_call(self, func, node):
         from .calls import grad_call
         return grad_call(self, func, node)

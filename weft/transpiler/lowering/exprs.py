@@ -406,6 +406,8 @@ def expr_subscript(ctx, node):
     if T.is_composite(base.type) and has_slice(node.slice):
         return read_components(ctx, base, node.slice, node)
     idx = lower_indices(ctx, node.slice)
+    if T.is_tile_type(base.type):
+        return ctx.apply("tile_extract", [base] + tile_indices(ctx, base.type, idx, node), node)
     if isinstance(base.type, T.TupleType):
         if len(idx) != 1 or not isinstance(idx[0], ir.Const) or \
                 not 0 <= idx[0].value < len(base.type.types):
@@ -414,6 +416,21 @@ def expr_subscript(ctx, node):
         return ctx.apply("tuple_get", [base], node, attrs={"index": idx[0].value})
     idx = check_component_index(ctx, base.type, idx, node)
     return ctx.apply("extract", [base] + idx, node)
+
+
+def tile_indices(ctx, t, idx, node):
+    """The indices of an element of tile type ``t`` (int32; one per tile dimension)."""
+    if len(idx) != len(t.shape):
+        raise ctx.fail(node, f"a tile of shape {t.shape} takes {len(t.shape)} indices, got "
+                       f"{len(idx)}", KernelTypeError)
+    out = []
+    for i in idx:
+        if isinstance(i, ir.Const) and i.literal:
+            i = ir.Const(int(i.value), T.int32)
+        if not T.is_int(getattr(i, "type", None)):
+            raise ctx.fail(node, "tile indices must be integers", KernelTypeError)
+        out.append(i)
+    return out
 
 
 def padded_shape_axis(ctx, node):

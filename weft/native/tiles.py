@@ -1,0 +1,387 @@
+"""The CPU's tile helpers: what generated code calls as ``_wk.tile_<name>``.
+
+A tile is a C-contiguous numpy array of the tile's shape followed by its element's shape
+(``(M, N, 3)`` for an ``(M, N)`` tile of ``vec3``). Every helper returns a new array and never
+modifies an operand: generated code treats tiles as values. On the CPU a tile block is one
+thread (Warp's ``block_dim`` resolves to 1 there), so nothing here synchronises; the adjoints of
+loads add into the adjoint array atomically, since the blocks of a launch run on every core.
+
+Loads read zero outside the array and stores skip those elements, as Warp pads a tile that
+overhangs its array.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.diskcache import njit
+from .atomics import atomic_add
+
+_jit = njit(error_model="numpy", nogil=True)
+
+
+# ------------------------------------------------------------------------------ memory
+@_jit
+def tile_load1(a, o0, n0):
+    out = np.zeros((n0,) + a.shape[1:], a.dtype)
+    for i in range(n0):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            out[i] = a[r]
+    return out
+
+
+@_jit
+def tile_load2(a, o0, o1, n0, n1):
+    out = np.zeros((n0, n1) + a.shape[2:], a.dtype)
+    for i in range(n0):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            for j in range(n1):
+                c = o1 + j
+                if 0 <= c < a.shape[1]:
+                    out[i, j] = a[r, c]
+    return out
+
+
+@_jit
+def tile_load3(a, o0, o1, o2, n0, n1, n2):
+    out = np.zeros((n0, n1, n2) + a.shape[3:], a.dtype)
+    for i in range(n0):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            for j in range(n1):
+                c = o1 + j
+                if 0 <= c < a.shape[1]:
+                    for k in range(n2):
+                        d = o2 + k
+                        if 0 <= d < a.shape[2]:
+                            out[i, j, k] = a[r, c, d]
+    return out
+
+
+@_jit
+def tile_store1(a, o0, t):
+    for i in range(t.shape[0]):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            a[r] = t[i]
+
+
+@_jit
+def tile_store2(a, o0, o1, t):
+    for i in range(t.shape[0]):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            for j in range(t.shape[1]):
+                c = o1 + j
+                if 0 <= c < a.shape[1]:
+                    a[r, c] = t[i, j]
+
+
+@_jit
+def tile_store3(a, o0, o1, o2, t):
+    for i in range(t.shape[0]):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            for j in range(t.shape[1]):
+                c = o1 + j
+                if 0 <= c < a.shape[1]:
+                    for k in range(t.shape[2]):
+                        d = o2 + k
+                        if 0 <= d < a.shape[2]:
+                            a[r, c, d] = t[i, j, k]
+
+
+# the adjoints of loads: add a tile of scalars into the array's adjoint (per component of a
+# vector or matrix array, on views of one component)
+@_jit
+def tile_load_adj1(adj, o0, g):
+    for i in range(g.shape[0]):
+        r = o0 + i
+        if 0 <= r < adj.shape[0]:
+            atomic_add(adj, r, g[i])
+
+
+@_jit
+def tile_load_adj2(adj, o0, o1, g):
+    for i in range(g.shape[0]):
+        r = o0 + i
+        if 0 <= r < adj.shape[0]:
+            for j in range(g.shape[1]):
+                c = o1 + j
+                if 0 <= c < adj.shape[1]:
+                    atomic_add(adj, (r, c), g[i, j])
+
+
+@_jit
+def tile_load_adj3(adj, o0, o1, o2, g):
+    for i in range(g.shape[0]):
+        r = o0 + i
+        if 0 <= r < adj.shape[0]:
+            for j in range(g.shape[1]):
+                c = o1 + j
+                if 0 <= c < adj.shape[1]:
+                    for k in range(g.shape[2]):
+                        d = o2 + k
+                        if 0 <= d < adj.shape[2]:
+                            atomic_add(adj, (r, c, d), g[i, j, k])
+
+
+# atomic adds of a tile of scalars into an array: the old values come back as a tile
+@_jit
+def tile_atomic_add1(a, o0, t):
+    old = np.zeros(t.shape, t.dtype)
+    for i in range(t.shape[0]):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            old[i] = atomic_add(a, r, t[i])
+    return old
+
+
+@_jit
+def tile_atomic_add2(a, o0, o1, t):
+    old = np.zeros(t.shape, t.dtype)
+    for i in range(t.shape[0]):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            for j in range(t.shape[1]):
+                c = o1 + j
+                if 0 <= c < a.shape[1]:
+                    old[i, j] = atomic_add(a, (r, c), t[i, j])
+    return old
+
+
+@_jit
+def tile_atomic_add3(a, o0, o1, o2, t):
+    old = np.zeros(t.shape, t.dtype)
+    for i in range(t.shape[0]):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            for j in range(t.shape[1]):
+                c = o1 + j
+                if 0 <= c < a.shape[1]:
+                    for k in range(t.shape[2]):
+                        d = o2 + k
+                        if 0 <= d < a.shape[2]:
+                            old[i, j, k] = atomic_add(a, (r, c, d), t[i, j, k])
+    return old
+
+
+# ------------------------------------------------------------------------------ elements
+@_jit
+def tile_insert(t, idx, x):
+    """A copy of ``t`` with element ``idx`` (a tuple) set to ``x`` (a scalar, or a vector or
+    matrix as the tuple generated code holds)."""
+    out = t.copy()
+    _set(out, idx, x)
+    return out
+
+
+@_jit
+def _set(out, idx, x):
+    e = out[idx]
+    if isinstance(x, tuple):
+        flat = e.reshape(-1)
+        for k in range(len(x)):
+            flat[k] = x[k]
+    else:
+        out[idx] = x
+
+
+@_jit
+def tile_zero_at(t, idx):
+    """A copy of ``t`` with element ``idx`` zero (the adjoint of an insert, for the tile)."""
+    out = t.copy()
+    out[idx] = 0
+    return out
+
+
+@_jit
+def tile_onehot(t, idx, g):
+    """A tile shaped like ``t``, zero but at ``idx``, which holds ``g`` (an extracted element's
+    adjoint)."""
+    out = np.zeros(t.shape, t.dtype)
+    _set(out, idx, g)
+    return out
+
+
+@_jit
+def tile_get_vec(t, idx):
+    """The vector element ``idx`` of a tile of vectors, as a flat array (read into a tuple)."""
+    return t[idx].reshape(-1)
+
+
+# ------------------------------------------------------------------------------ shape
+@_jit
+def tile_transpose(t):
+    return np.ascontiguousarray(np.swapaxes(t, 0, 1))
+
+
+@_jit
+def tile_full(shape, value, like):
+    """A tile of ``shape`` (with the element shape of ``like``) filled with scalar ``value``."""
+    out = np.empty(shape + like.shape[len(shape):], like.dtype)
+    out[...] = value
+    return out
+
+
+@_jit
+def tile_fill(t, x):
+    """A tile shaped like ``t`` with every element ``x`` (a scalar, or a flat array of an
+    element's components)."""
+    out = np.empty(t.shape, t.dtype)
+    out[...] = x
+    return out
+
+
+@_jit
+def tile_reshape(t, shape):
+    """``t`` with a new shape (its elements in row-major order)."""
+    return np.ascontiguousarray(t).copy().reshape(shape)
+
+
+@_jit
+def tile_broadcast(t, padded, shape):
+    """``t`` (its shape left-padded with ones: ``padded``) broadcast to ``shape``, as numpy."""
+    return np.ascontiguousarray(np.broadcast_to(np.ascontiguousarray(t).reshape(padded), shape))
+
+
+@_jit
+def tile_unbroadcast(g, padded, shape):
+    """The adjoint of :func:`tile_broadcast`: ``g`` summed over the broadcast axes, in the
+    source's ``shape``."""
+    out = np.zeros(padded, g.dtype)
+    fo = out.reshape(-1)
+    fg = np.ascontiguousarray(g).reshape(-1)
+    for k in range(fg.shape[0]):
+        rem = k
+        dst = 0
+        stride = 1
+        for ax in range(len(padded) - 1, -1, -1):
+            i = rem % g.shape[ax]
+            rem //= g.shape[ax]
+            if padded[ax] != 1:
+                dst += i * stride
+            stride *= padded[ax]
+        fo[dst] += fg[k]
+    return out.reshape(shape)
+
+
+# ------------------------------------------------------------------------------ reductions
+@_jit
+def tile_sum(t):
+    """The sum of a tile of scalars, as a one-element tile (Warp's ``tile_sum``)."""
+    out = np.zeros(1, t.dtype)
+    out[0] = np.sum(t)
+    return out
+
+
+@_jit
+def tile_sum_vec(t, k):
+    """The sum of a tile of ``k``-component elements, as a one-element tile."""
+    out = np.zeros((1, k), t.dtype)
+    flat = t.reshape((-1, k))
+    for i in range(flat.shape[0]):
+        for c in range(k):
+            out[0, c] += flat[i, c]
+    return out
+
+
+@_jit
+def tile_max(t):
+    out = np.empty(1, t.dtype)
+    out[0] = np.max(t)
+    return out
+
+
+@_jit
+def tile_min(t):
+    out = np.empty(1, t.dtype)
+    out[0] = np.min(t)
+    return out
+
+
+@_jit
+def tile_argmax(t):
+    out = np.empty(1, np.int32)
+    out[0] = np.argmax(t)
+    return out
+
+
+@_jit
+def tile_argmin(t):
+    out = np.empty(1, np.int32)
+    out[0] = np.argmin(t)
+    return out
+
+
+@_jit
+def tile_extreme_adj(t, r, g):
+    """The adjoint of ``tile_max``/``tile_min``: all of ``g[0]`` to the first element equal to
+    the result ``r[0]``."""
+    out = np.zeros(t.shape, t.dtype)
+    ft = t.reshape(-1)
+    fo = out.reshape(-1)
+    for k in range(ft.shape[0]):
+        if ft[k] == r[0]:
+            fo[k] = g[0]
+            break
+    return out
+
+
+@_jit
+def tile_sum_adj(t, g):
+    out = np.empty(t.shape, t.dtype)
+    out[...] = g[0]
+    return out
+
+
+@_jit
+def tile_sum_vec_adj(t, g):
+    out = np.empty(t.shape, t.dtype)
+    flat = out.reshape((-1, g.shape[1]))
+    for i in range(flat.shape[0]):
+        for c in range(g.shape[1]):
+            flat[i, c] = g[0, c]
+    return out
+
+
+# ------------------------------------------------------------------------------ linear algebra
+@_jit
+def tile_matmul(a, b):
+    m, k = a.shape
+    n = b.shape[1]
+    out = np.zeros((m, n), a.dtype)
+    for i in range(m):
+        for p in range(k):
+            x = a[i, p]
+            for j in range(n):
+                out[i, j] += x * b[p, j]
+    return out
+
+
+@_jit
+def tile_matmul_acc(a, b, c, alpha, beta):
+    """``alpha * a @ b + beta * c`` in ``c``'s precision (Warp's ``tile_matmul(a, b, out)``)."""
+    prod = tile_matmul(a.astype(c.dtype), b.astype(c.dtype))
+    return (alpha * prod + beta * c).astype(c.dtype)
+
+
+@_jit
+def tile_matmul_adj_a(g, b):
+    """``g @ b.T``."""
+    return tile_matmul(g, np.ascontiguousarray(b.T))
+
+
+@_jit
+def tile_matmul_adj_b(a, g):
+    """``a.T @ g``."""
+    return tile_matmul(np.ascontiguousarray(a.T), g)
+
+
+def _names():
+    return tuple(n for n, v in globals().items() if n.startswith("tile_") and callable(v))
+
+
+#: every helper generated code calls (``_wk.<name>``)
+TILE_HELPERS = _names()

@@ -1,0 +1,1406 @@
+"""Tiles: Warp's block-level values (``wp.tile_load``, ``wp.tile_matmul``, ``wp.tile_map``, ...).
+
+A tile is a value of :class:`weft.core.typecore.TileType` (a dtype and a static shape). On the
+CPU a tile block is one thread, as in Warp (``block_dim`` resolves to 1 there), and a tile is a
+numpy array in generated code (:mod:`weft.native.tiles`): operators on tiles are numpy's
+elementwise arithmetic, so the derivative rules of the scalar builtins apply to whole tiles,
+and ``tile_map`` runs a func or builtin per element in a loop the generated code spells out.
+
+Tile operations that read or write arrays (``tile_load``, ``tile_store``) are builtins with
+``array_args``: the adjoint and tangent generators hand their rules the adjoint (tangent)
+arrays of their array arguments (``adj_arrays`` / ``tan_arrays``, None where an array has
+none), and the analysis records their accesses (a load may read another block's elements, so
+its adjoint adds atomically).
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+
+from ..core import types as T
+from ..core.errors import KernelTypeError, KernelValueError
+from . import ir
+from .exprs import Builder, Ex, _builder, attr_path, call, const, name, tile_const
+from .registry import NAMESPACE, REGISTRY, SpecialForm, builtin, lookup, special_form
+
+VOID = T.TupleType(())
+
+#: operators on tiles: the builtin an operator's name becomes when an operand is a tile
+TILE_OPERATORS = {}
+
+
+# ----------------------------------------------------------------------------- generated code
+def _emit(stmt):
+    _builder.get().stmts.append(stmt)
+
+
+def _fresh(hint):
+    return _builder.get().names.fresh(hint)
+
+
+def _let(node, hint="tl"):
+    n = _fresh(hint)
+    _emit(ast.Assign([ast.Name(n, ast.Store())], node, lineno=0))
+    return name(n)
+
+
+def _int(v):
+    return ast.Constant(int(v))
+
+
+def _tuple(nodes):
+    return ast.Tuple(list(nodes), ast.Load())
+
+
+def _wk(fn, *nodes):
+    return ast.Call(attr_path(f"_wk.{fn}"), list(nodes), [])
+
+
+def _not_none(n):
+    return ast.Compare(n, [ast.IsNot()], [ast.Constant(None)])
+
+
+def _elem_len(dtype):
+    n = 1
+    for d in T.element_shape(dtype):
+        n *= d
+    return n
+
+
+def _flat_view(tile_node, t):
+    """A name for ``tile.reshape(size)`` (scalars) or ``(size, components)``."""
+    k = _elem_len(t.dtype)
+    shape = _int(t.size) if not T.is_composite(t.dtype) else _tuple([_int(t.size), _int(k)])
+    return _let(ast.Call(ast.Attribute(tile_node, "reshape", ast.Load()), [shape], []), "fv")
+
+
+def _element(view, t, e):
+    """Element ``e`` of flat view ``view`` of a tile of type ``t`` as a value (a tuple for
+    vectors and matrices)."""
+    if not T.is_composite(t.dtype):
+        return Ex(ast.Subscript(view, e, ast.Load()), t.dtype)
+    comps = [ast.Subscript(view, _tuple([e, _int(c)]), ast.Load())
+             for c in range(_elem_len(t.dtype))]
+    return Ex(_tuple(comps), t.dtype)
+
+
+def _write(view, t, e, value):
+    """Statements: element ``e`` of flat view ``view`` (of tile type ``t``) = ``value``."""
+    if not T.is_composite(t.dtype):
+        return [ast.Assign([ast.Subscript(view, e, ast.Store())], value.node, lineno=0)]
+    value = value.atom()
+    return [ast.Assign([ast.Subscript(view, _tuple([e, _int(c)]), ast.Store())],
+                       value.comp(c).node, lineno=0) for c in range(_elem_len(t.dtype))]
+
+
+def elementwise(out_t, operands, body):
+    """A new tile of type ``out_t`` whose element ``e`` is ``body(elements)`` (an Ex), the
+    elements those of the tiles ``operands`` at ``e`` (scalars pass through): a loop in the
+    generated code. Returns the Ex of the new tile."""
+    outer = _builder.get()
+    res = _let(tile_const(0, out_t).node, "tm")
+    rv = _flat_view(res, out_t)
+    views = [_flat_view(o.atom().node, o.type) if T.is_tile_type(o.type) else None for o in operands]
+    e = name(outer.names.fresh("e"))
+    inner = Builder(outer.names)
+    with inner.active():
+        elems = [_element(v, o.type, e) if v is not None else o for v, o in zip(views, operands)]
+        value = body(*elems)
+        writes = _write(rv, out_t, e, value)
+    loop = ast.For(ast.Name(e.id, ast.Store()), ast.Call(name("range"), [_int(out_t.size)], []),
+                   inner.stmts + writes, [])
+    _emit(loop)
+    return Ex(res, out_t)
+
+
+# ----------------------------------------------------------------------------- lowering helpers
+def _kw(node):
+    return {k.arg: k.value for k in node.keywords}
+
+
+def static_shape(ctx, node, what):
+    v = ctx.static_value(node, what)
+    if isinstance(v, (int,)) and not isinstance(v, bool):
+        v = (v,)
+    try:
+        shape = tuple(int(d) for d in v)
+    except TypeError:
+        raise ctx.fail(node, f"{what} must be an integer or a tuple of integer constants") from None
+    if not shape or any(d <= 0 for d in shape):
+        raise ctx.fail(node, f"{what} must be positive integer constants, got {v}")
+    return shape
+
+
+def static_dtype(ctx, node, default=T.float32):
+    if node is None:
+        return default
+    if isinstance(node, ast.Attribute) and node.attr == "dtype":
+        try:
+            base = ctx.expr(node.value)
+        except Exception:  # noqa: BLE001 - not a kernel value: resolved below
+            base = None
+        t = getattr(base, "type", None)
+        if isinstance(t, (T.ArrayType, T.TileType)):
+            return t.dtype
+    try:
+        return T.as_value_type(ctx.resolve(node))
+    except (TypeError, Exception):  # noqa: BLE001
+        raise ctx.fail(node, "dtype must be a scalar, vector or matrix type") from None
+
+
+def _operands(ctx, node, n):
+    """The lowered operands of ``node``'s argument list (positional ``n`` of them)."""
+    return [ctx.expr(a) for a in node.args[:n]]
+
+
+def _offsets(ctx, node, ndim):
+    """The offset operands of a tile load or store: ``offset=(i, j)`` (int32), zeros when not
+    given."""
+    kw = _kw(node)
+    off = kw.get("offset")
+    if off is None:
+        return [ir.Const(0, T.int32)] * ndim
+    items = off.elts if isinstance(off, ast.Tuple) else [off]
+    if len(items) != ndim:
+        raise ctx.fail(off, f"the offset needs {ndim} indices, got {len(items)}")
+    out = []
+    for it in items:
+        v = ctx.expr(it)
+        if isinstance(v, ir.Const) and v.literal:
+            v = ir.Const(int(v.value), T.int32)
+        if not T.is_int(getattr(v, "type", None)):
+            raise ctx.fail(it, "tile offsets must be integers")
+        out.append(v)
+    return out
+
+
+def _tile_arg(ctx, v, node, what):
+    if not T.is_tile_type(getattr(v, "type", None)):
+        raise ctx.fail(node, f"{what} must be a tile, got {T.type_name(v.type)}", KernelTypeError)
+    return v
+
+
+# ----------------------------------------------------------------------------- construction
+@builtin("tile_const", ["tile_zeros(shape, dtype)", "tile_ones(shape, dtype)",
+                        "tile_full(shape, value, dtype)"],
+         lambda ts, a=None: None, differentiable=True, public=False)
+class _tile_const:
+    def primal(*args, type, value=None):
+        if value is None:  # a run-time fill value
+            return Ex(_wk("tile_fill", tile_const(0, type).node, args[0].node), type)
+        return tile_const(value, type)
+
+    def adjoint(*args, ret, adj, type, value=None):
+        if value is None:
+            return [_sum_all(adj, args[0].type)]
+        return []
+
+    def tangent(*args, ret, type, value=None):
+        if value is None:
+            t = args[len(args) // 2]
+            return Ex(_wk("tile_fill", tile_const(0, type).node, t.node), type)
+        return tile_const(0, type)
+
+
+def _sum_all(adj, elem_t):
+    """The sum of every element of tile ``adj`` as a value of ``elem_t``."""
+    if T.is_composite(elem_t):
+        k = _elem_len(elem_t)
+        s = _let(_wk("tile_sum_vec", adj.atom().node, _int(k)), "sv")
+        return Ex(_tuple([ast.Subscript(s, _tuple([_int(0), _int(c)]), ast.Load())
+                          for c in range(k)]), elem_t)
+    return Ex(ast.Subscript(_wk("tile_sum", adj.node), _int(0), ast.Load()), elem_t)
+
+
+def _const_form(fill):
+    def lower(ctx, node):
+        kw = _kw(node)
+        shape_node = node.args[0] if node.args else kw.get("shape")
+        if shape_node is None:
+            raise ctx.fail(node, "a tile needs shape=...")
+        shape = static_shape(ctx, shape_node, "the tile's shape")
+        dtype_node = kw.get("dtype") or (node.args[1] if len(node.args) > 1 and fill != "full"
+                                         else None)
+        if fill == "full":
+            value_node = node.args[1] if len(node.args) > 1 else kw.get("value")
+            if value_node is None:
+                raise ctx.fail(node, "tile_full(shape, value, dtype) needs a value")
+            value = ctx.expr(value_node)
+            default = value.type if T.is_scalar(value.type) or T.is_composite(value.type) \
+                else T.float32
+            if isinstance(value, ir.Const) and value.literal and dtype_node is None:
+                default = T.float32 if isinstance(value.value, float) else T.int32
+            dtype = static_dtype(ctx, dtype_node, default)
+            if isinstance(value, ir.Const):
+                t = T.TileType(dtype, shape)
+                v = value.value
+                if not T.is_composite(dtype):
+                    return ctx.emit(ir.Prim(lookup("tile_const"), [],
+                                            {"type": t, "value": v}), t, node)
+            value = ctx.apply("cast", [value], node, attrs={"type": dtype}) \
+                if value.type != dtype and T.is_scalar(dtype) else value
+            t = T.TileType(dtype, shape)
+            return ctx.emit(ir.Prim(lookup("tile_const"), [value], {"type": t}), t, node)
+        dtype = static_dtype(ctx, dtype_node)
+        t = T.TileType(dtype, shape)
+        return ctx.emit(ir.Prim(lookup("tile_const"), [],
+                                {"type": t, "value": 1 if fill == "ones" else 0}), t, node)
+    return lower
+
+
+special_form("tile_zeros", "tile_zeros(shape, dtype=float): a tile of zeros")(_const_form("zeros"))
+special_form("tile_empty", "tile_empty(shape, dtype=float): a tile (of zeros on the CPU)")(
+    _const_form("zeros"))
+special_form("tile_ones", "tile_ones(shape, dtype=float): a tile of ones")(_const_form("ones"))
+special_form("tile_full", "tile_full(shape, value, dtype=float): a tile filled with value")(
+    _const_form("full"))
+
+
+@builtin("tile_arange_b", ["tile_arange(start, stop, step, dtype)"], lambda ts, a=None: None,
+         differentiable=False, public=False)
+class _tile_arange:
+    def primal(type, start, step):
+        st = T.scalar_of(type)
+        n = type.shape[0]
+        node = ast.Call(attr_path("np.arange"), [_int(n)], [])
+        node = ast.Call(ast.Attribute(node, "astype", ast.Load()),
+                        [ast.Attribute(name("np"), st.__name__, ast.Load())], [])
+        return Ex(ast.BinOp(ast.BinOp(node, ast.Mult(), const(step, st).node), ast.Add(),
+                            const(start, st).node), type)
+
+
+@special_form("tile_arange", "tile_arange(start=0, stop, step=1, dtype=int): a 1-D tile")
+def tile_arange(ctx, node):
+    vals = [ctx.static_value(a, "tile_arange's bounds") for a in node.args]
+    if len(vals) == 1:
+        vals = [0] + vals
+    if len(vals) == 2:
+        vals = vals + [1]
+    start, stop, step = vals
+    n = len(range(int(start), int(stop), int(step))) if all(isinstance(v, int) for v in vals) \
+        else int((stop - start + step - (1 if step > 0 else -1)) // step)
+    kw = _kw(node)
+    default = T.float32 if any(isinstance(v, float) for v in vals) else T.int32
+    dtype = static_dtype(ctx, kw.get("dtype"), default)
+    t = T.TileType(dtype, (max(n, 1),))
+    return ctx.emit(ir.Prim(lookup("tile_arange_b"), [], {"type": t, "start": start,
+                                                          "step": step}), t, node)
+
+
+# ----------------------------------------------------------------------------- memory
+class _ArrayRule:
+    """Marks a builtin whose rules take ``adj_arrays`` / ``tan_arrays``."""
+
+
+@builtin("tile_load_b", ["tile_load(a, shape, offset)"], lambda ts, a=None: None,
+         public=False)
+class _tile_load:
+    own_derivatives = True  # the derivative lives in the array's adjoint, not an argument
+
+    def primal(a, *offs, shape):
+        t = T.TileType(a.type.dtype, shape)
+        return Ex(_wk(f"tile_load{len(shape)}", a.node, *[o.node for o in offs],
+                      *[_int(d) for d in shape]), t)
+
+    def adjoint(a, *offs, ret, adj, shape, adj_arrays=()):
+        arr = adj_arrays[0] if adj_arrays else None
+        if arr is not None:
+            _load_adjoint(arr, offs, adj, a.type.dtype)
+        return [None] * (1 + len(offs))
+
+    def tangent(a, *rest, ret, shape, tan_arrays=()):
+        offs = rest[:len(rest) // 2]
+        arr = tan_arrays[0] if tan_arrays else None
+        t = ret.type
+        if arr is None:
+            return tile_const(0, t)
+        out = _let(tile_const(0, t).node, "tt")
+        load = _wk(f"tile_load{len(shape)}", arr.node, *[o.node for o in offs],
+                   *[_int(d) for d in shape])
+        _emit(ast.If(_not_none(arr.node), [ast.Assign([ast.Name(out.id, ast.Store())], load,
+                                                      lineno=0)], []))
+        return Ex(out, t)
+
+
+def _load_adjoint(arr, offs, g, dtype):
+    """``adj_a[region] += g`` (atomically), per component for vector and matrix arrays."""
+    nd = len(offs)
+    calls = []
+    if not T.is_composite(dtype):
+        calls.append(_wk(f"tile_load_adj{nd}", arr.node, *[o.node for o in offs], g.node))
+    else:
+        for extra in itertools.product(*[range(d) for d in T.element_shape(dtype)]):
+            sl = _tuple([ast.Constant(Ellipsis)] + [_int(x) for x in extra])
+            calls.append(_wk(f"tile_load_adj{nd}", ast.Subscript(arr.node, sl, ast.Load()),
+                             *[o.node for o in offs], ast.Subscript(g.node, sl, ast.Load())))
+    _emit(ast.If(_not_none(arr.node), [ast.Expr(c) for c in calls], []))
+
+
+_tile_load.array_args = True
+
+
+@special_form("tile_load", "tile_load(a, shape, offset=0, storage='register', "
+              "bounds_check=True): a tile read from array a (zeros outside it)")
+def tile_load(ctx, node):
+    if not node.args:
+        raise ctx.fail(node, "tile_load(a, shape, offset) needs an array")
+    a = ctx.expr(node.args[0])
+    if not isinstance(getattr(a, "type", None), T.ArrayType):
+        raise ctx.fail(node.args[0], "tile_load reads an array", KernelTypeError)
+    kw = _kw(node)
+    shape_node = node.args[1] if len(node.args) > 1 else kw.get("shape")
+    if shape_node is None:
+        raise ctx.fail(node, "tile_load needs shape=...")
+    shape = static_shape(ctx, shape_node, "the tile's shape")
+    if len(shape) != a.type.ndim:
+        raise ctx.fail(shape_node, f"a tile of {len(shape)} dimensions from an array of "
+                       f"{a.type.ndim}: give a shape per array dimension")
+    if len(shape) > 3:
+        raise ctx.fail(node, "tiles of more than 3 dimensions are not supported yet")
+    offs = _offsets(ctx, node, len(shape))
+    t = T.TileType(a.type.dtype, shape)
+    return ctx.emit(ir.Prim(lookup("tile_load_b"), [a] + offs, {"shape": shape}), t, node)
+
+
+@builtin("tile_store_b", ["tile_store(a, t, offset)"], lambda ts, a=None: None, public=False)
+class _tile_store:
+    def primal(a, t, *offs):
+        return Ex(_wk(f"tile_store{len(offs)}", a.node, *[o.node for o in offs], t.node), VOID)
+
+    def adjoint(a, t, *offs, adj_arrays=()):
+        """``adj_t += adj_a[region]`` (Warp's adjoint store reads the array's adjoint)."""
+        arr = adj_arrays[0] if adj_arrays else None
+        if arr is None:
+            return [None] * (2 + len(offs))
+        shape = t.type.shape
+        g = _let(tile_const(0, t.type).node, "ga")
+        load = _wk(f"tile_load{len(shape)}", arr.node, *[o.node for o in offs],
+                   *[_int(d) for d in shape])
+        _emit(ast.If(_not_none(arr.node), [ast.Assign([ast.Name(g.id, ast.Store())], load,
+                                                      lineno=0)], []))
+        return [None, Ex(g, t.type)] + [None] * len(offs)
+
+    def tangent(*args, **kw):  # an effect: see effect_tangent
+        return None
+
+
+_tile_store.array_args = True
+
+
+def _tile_store_tangent(args, tans, tan_arrays):
+    a, t, offs = args[0], args[1], args[2:]
+    arr = tan_arrays[0] if tan_arrays else None
+    tt = tans[1]
+    if arr is None or tt is None:
+        return
+    call_ = _wk(f"tile_store{len(offs)}", arr.node, *[o.node for o in offs], tt.node)
+    _emit(ast.If(_not_none(arr.node), [ast.Expr(call_)], []))
+
+
+_tile_store.effect_tangent = _tile_store_tangent
+
+
+@special_form("tile_store", "tile_store(a, t, offset=0): writes tile t into array a (elements "
+              "outside it are skipped)")
+def tile_store(ctx, node):
+    if len(node.args) < 2:
+        raise ctx.fail(node, "tile_store(a, t, offset) needs an array and a tile")
+    a = ctx.expr(node.args[0])
+    if not isinstance(getattr(a, "type", None), T.ArrayType):
+        raise ctx.fail(node.args[0], "tile_store writes an array", KernelTypeError)
+    t = _tile_arg(ctx, ctx.expr(node.args[1]), node.args[1], "tile_store's value")
+    if len(t.type.shape) != a.type.ndim:
+        raise ctx.fail(node, f"a tile of {len(t.type.shape)} dimensions stored into an array "
+                       f"of {a.type.ndim}")
+    if t.type.dtype != a.type.dtype:
+        t = ctx.apply("tile_astype_b", [t], node, attrs={"dtype": a.type.dtype})
+    offs = _offsets(ctx, node, a.type.ndim)
+    ctx.add(ir.Effect(lookup("tile_store_b"), [a, t] + offs, ctx.loc(node)))
+
+
+# ----------------------------------------------------------------------------- elements
+@builtin("tile_extract", ["t[i, j]"], lambda ts, a=None: ts[0].dtype if T.is_tile_type(ts[0]) and
+         len(ts) - 1 == len(ts[0].shape) and all(T.is_int(x) for x in ts[1:]) else None,
+         public=False)
+class tile_extract:
+    def primal(t, *idx):
+        sl = _tuple([i.node for i in idx])
+        dt = t.type.dtype
+        if not T.is_composite(dt):
+            return Ex(ast.Subscript(t.node, sl, ast.Load()), dt)
+        v = _let(_wk("tile_get_vec", t.node, sl), "ev")
+        return Ex(_tuple([ast.Subscript(v, _int(c), ast.Load())
+                          for c in range(_elem_len(dt))]), dt)
+
+    def adjoint(t, *idx, ret, adj):
+        sl = _tuple([i.node for i in idx])
+        return [Ex(_wk("tile_onehot", t.node, sl, adj.node), t.type)] + [None] * len(idx)
+
+    def tangent(t, *rest, ret):
+        n = len(rest) // 2
+        idx, tt = rest[:n], rest[n]
+        return tile_extract.primal(tt, *idx) if tt is not None else const(0, ret.type)
+
+
+@builtin("tile_insert", ["t[i, j] = x"], lambda ts, a=None: ts[0] if T.is_tile_type(ts[0]) and
+         len(ts) - 2 == len(ts[0].shape) else None, public=False)
+class tile_insert:
+    def primal(t, *rest):
+        idx, x = rest[:-1], rest[-1]
+        return Ex(_wk("tile_insert", t.node, _tuple([i.node for i in idx]), x.node), t.type)
+
+    def adjoint(t, *rest, ret, adj):
+        idx = rest[:-1]
+        sl = _tuple([i.node for i in idx])
+        g = tile_extract.primal(adj, *idx)
+        return [Ex(_wk("tile_zero_at", adj.node, sl), t.type)] + [None] * len(idx) + [g]
+
+    def tangent(t, *rest, ret):
+        n = len(rest) // 2
+        idx, x = rest[:n - 1], rest[n - 1]
+        tt, tx = rest[n], rest[-1]
+        if tt is None and tx is None:
+            return tile_const(0, t.type)
+        tt = tt if tt is not None else tile_const(0, t.type)
+        tx = tx if tx is not None else const(0, x.type)
+        return Ex(_wk("tile_insert", tt.node, _tuple([i.node for i in idx]), tx.node), t.type)
+
+
+TILE_OPERATORS.update({"extract": "tile_extract", "insert": "tile_insert"})
+
+
+# ----------------------------------------------------------------------------- arithmetic
+_VERBS = {"mul": "multiply", "div": "divide", "add": "add", "sub": "subtract"}
+
+
+def lower_operator(ctx, b, args, node):
+    """An operator with a tile operand (``a + b``, ``2.0 * t``, ``-t``): the scalar builtin
+    applied per element (a tile operand's elements; any other operand as it is), with that
+    builtin's typing and derivative rules."""
+    tiles = [a for a in args if T.is_tile_type(getattr(a, "type", None))]
+    shape = tiles[0].type.shape
+    for a in tiles[1:]:
+        if a.type.shape != shape:
+            raise ctx.fail(node, f"tile shapes {shape} and {a.type.shape} do not match "
+                           f"for '{b.name}'", KernelTypeError)
+    elems = [a.type.dtype if T.is_tile_type(getattr(a, "type", None)) else a.type for a in args]
+    literal = [isinstance(a, ir.Const) and a.literal for a in args]
+    if any(literal):  # a number literal takes the elements' scalar type
+        anchor = next(T.scalar_of(t) for t, lit in zip(elems, literal) if not lit)
+        args = [ir.Const(float(a.value) if T.is_float(anchor) else int(a.value), anchor)
+                if lit else a for a, lit in zip(args, literal)]
+        elems = [a.type.dtype if T.is_tile_type(a.type) else a.type for a in args]
+    rtype = b.resolve(elems, {})
+    if rtype is None or (b.name in ("mul", "div") and len(args) == 2 and
+                         not any(T.is_scalar(t) for t in elems)):
+        names = [_shown(a.type) for a in args]
+        verb = _VERBS.get(b.name)
+        if verb is not None and len(names) == 2:
+            msg = (f"Cannot {verb} {names[0]} by {names[1]}: at least one operand must be a "
+                   "scalar type") if b.name in ("mul", "div") else \
+                f"Cannot {verb} {names[0]} and {names[1]}"
+        else:
+            msg = f"'{b.name}' does not apply to ({', '.join(names)})"
+        raise ctx.fail(node, msg, KernelTypeError)
+    t = T.TileType(rtype, shape)
+    return ctx.emit(ir.Prim(lookup("tile_map_b"), list(args),
+                            {"fn": ElementFn(builtin_=b), "type": t}), t, node)
+
+
+def _shown(t):
+    if T.is_tile_type(t):
+        return f"tile<{T.type_name(t.dtype)}, {t.shape}>"
+    return T.type_name(t)
+
+
+# ----------------------------------------------------------------------------- map
+class ElementFn:
+    """What ``tile_map`` applies per element: a builtin (its rules on elements) or a
+    specialised func (its generated forward, adjoint and tangent functions)."""
+
+    def __init__(self, builtin_=None, fir=None, attrs=None):
+        self.builtin = builtin_
+        self.fir = fir
+        self.attrs = attrs or {}
+
+    def __repr__(self):  # part of the IR dump
+        return self.fir.name if self.fir is not None else self.builtin.name
+
+    def value(self, elems):
+        if self.builtin is not None:
+            return self.builtin.primal(*elems, **self.attrs)
+        return Ex(ast.Call(name(self.fir.name), [e.node for e in elems], []),
+                  self.fir.ret_type)
+
+    def adjoint(self, elems, ret, adj):
+        if self.builtin is not None:
+            return self.builtin.adjoint(*elems, ret=ret, adj=adj, **self.attrs)
+        diffp = [k for k, p in enumerate(self.fir.params) if T.is_differentiable(p.type)]
+        c = _let(ast.Call(name(f"{self.fir.name}__adj"), [e.node for e in elems] + [adj.node],
+                          []), "ca")
+        out = [None] * len(elems)
+        for j, k in enumerate(diffp):
+            out[k] = Ex(ast.Subscript(c, _int(j), ast.Load()), elems[k].type)
+        return out
+
+    def tangent(self, elems, tans, ret):
+        if self.builtin is not None:
+            return self.builtin.tangent(*elems, *tans, ret=ret, **self.attrs)
+        args = [e.node for e in elems]
+        for p, t, e in zip(self.fir.params, tans, elems):
+            if T.is_differentiable(p.type):
+                args.append(t.node if t is not None else const(0, e.type).node)
+        c = ast.Call(name(f"{self.fir.name}__jvp"), args, [])
+        return Ex(ast.Subscript(c, _int(1), ast.Load()), ret.type)
+
+
+@builtin("tile_map_b", ["tile_map(f, a, ...)"], lambda ts, a=None: None, public=False)
+class _tile_map:
+    def primal(*tiles, fn, type):
+        return elementwise(type, list(tiles), lambda *el: fn.value(list(el)))
+
+    def adjoint(*tiles, ret, adj, fn, type):
+        outs = []
+        for k, t in enumerate(tiles):
+            if not T.is_differentiable(t.type):
+                outs.append(None)
+                continue
+            elem = t.type.dtype if T.is_tile_type(t.type) else t.type
+            et = T.TileType(elem, type.shape)
+
+            def body(*el, k=k, elem=elem):
+                elems, r, g = list(el[:len(tiles)]), el[len(tiles)], el[len(tiles) + 1]
+                c = fn.adjoint(elems, r, g)[k]
+                return c if c is not None else const(0, elem)
+            c = elementwise(et, list(tiles) + [ret, adj], body)
+            outs.append(c if T.is_tile_type(t.type) else _sum_all(c, elem))
+        return outs
+
+    def tangent(*rest, ret, fn, type):
+        n = len(rest) // 2
+        tiles, tans = list(rest[:n]), list(rest[n:])
+        if all(t is None for t in tans):
+            return tile_const(0, type)
+        given = [k for k, t in enumerate(tans) if t is not None]
+
+        def body(*el):
+            elems = list(el[:n])
+            ts = [None] * n
+            for j, k in enumerate(given):
+                ts[k] = el[n + j]
+            return fn.tangent(elems, ts, Ex(ast.Constant(0), type.dtype))
+        return elementwise(type, tiles + [tans[k] for k in given], body)
+
+
+@special_form("tile_map", "tile_map(f, a, b=None): f applied to each element of the tiles")
+def tile_map(ctx, node):
+    if len(node.args) < 2:
+        raise ctx.fail(node, "tile_map(f, a, ...) needs a function and a tile")
+    f = ctx.resolve(node.args[0])
+    args = [ctx.expr(a) for a in node.args[1:]]
+    tiles = [a for a in args if T.is_tile_type(getattr(a, "type", None))]
+    if not tiles:
+        raise ctx.fail(node, "tile_map needs a tile operand", KernelTypeError)
+    shape = tiles[0].type.shape
+    for a, t in zip(node.args[1:], args):
+        if T.is_tile_type(t.type) and t.type.shape != shape:
+            raise ctx.fail(a, f"tile_map's tiles must have one shape: {shape} and "
+                           f"{t.type.shape}")
+    elem_types = [a.type.dtype if T.is_tile_type(a.type) else a.type for a in args]
+    elem_args = [a if not T.is_tile_type(a.type) else ir.Var(f"_x{k}", a.type.dtype)
+                 for k, a in enumerate(args)]
+    from .funcs import Function
+    if isinstance(f, Function):
+        if getattr(f, "overloads", None) and len(f.overloads) > 1:
+            f = ctx.choose_overload(f, elem_args, node)
+        fir = ctx.specializer.specialize(f, elem_args, node, ctx)
+        if fir.ret_type is None:
+            raise ctx.fail(node.args[0], "tile_map's function must return a value")
+        fn, rtype = ElementFn(fir=fir), fir.ret_type
+    else:
+        from .constructors import declaration_of
+        b = f if hasattr(f, "resolve") else declaration_of(f)
+        if b is None or not hasattr(b, "resolve") or not hasattr(b, "primal"):
+            raise ctx.fail(node.args[0], "tile_map applies a wp.func or a builtin")
+        literal = [isinstance(a, ir.Const) and a.literal for a in args]
+        if any(literal):
+            anchor = next((T.scalar_of(t) for t, lit in zip(elem_types, literal) if not lit),
+                          None)
+            if anchor is not None:
+                args = [ir.Const(float(a.value) if T.is_float(anchor) else int(a.value), anchor)
+                        if lit else a for a, lit in zip(args, literal)]
+                elem_types = [a.type.dtype if T.is_tile_type(a.type) else a.type for a in args]
+        rtype = b.resolve(elem_types, {})
+        if rtype is None:
+            raise ctx.fail(node, f"{b.name} accepts no elements of types "
+                           f"{[T.type_name(t) for t in elem_types]}")
+        fn = ElementFn(builtin_=b)
+    tiles = args
+    t = T.TileType(rtype, shape)
+    diff = fn.builtin.differentiable if fn.builtin is not None else True
+    prim = "tile_map_b" if diff else "tile_map_nd"
+    return ctx.emit(ir.Prim(lookup(prim), tiles, {"fn": fn, "type": t}), t, node)
+
+
+@builtin("tile_map_nd", ["tile_map(f, a, ...)"], lambda ts, a=None: None, public=False,
+         differentiable=False)
+class _tile_map_nd:
+    primal = _tile_map.primal
+
+
+# ----------------------------------------------------------------------------- reductions
+def _reduction(ts, attrs=None):
+    if len(ts) == 1 and T.is_tile_type(ts[0]):
+        return T.TileType(ts[0].dtype, (1,))
+    return None
+
+
+@builtin("tile_sum", ["tile_sum(t) -> a tile of one element"], _reduction)
+class tile_sum:
+    def primal(t):
+        dt = t.type.dtype
+        if T.is_composite(dt):
+            return Ex(_wk("tile_sum_vec", t.node, _int(_elem_len(dt))),
+                      T.TileType(dt, (1,)))
+        return Ex(_wk("tile_sum", t.node), T.TileType(dt, (1,)))
+
+    def adjoint(t, ret, adj):
+        if T.is_composite(t.type.dtype):
+            return [Ex(_wk("tile_sum_vec_adj", t.node,
+                           ast.Call(ast.Attribute(adj.node, "reshape", ast.Load()),
+                                    [_tuple([_int(1), _int(_elem_len(t.type.dtype))])], [])),
+                       t.type)]
+        return [Ex(_wk("tile_sum_adj", t.node, adj.node), t.type)]
+
+    def tangent(t, tt, ret):
+        return tile_sum.primal(tt) if tt is not None else tile_const(0, ret.type)
+
+
+def _extreme(fn):
+    @builtin(f"tile_{fn}", [f"tile_{fn}(t) -> a tile of one element"], _reduction)
+    class rule:
+        def primal(t):
+            return Ex(_wk(f"tile_{fn}", t.node), T.TileType(t.type.dtype, (1,)))
+
+        def adjoint(t, ret, adj):
+            return [Ex(_wk("tile_extreme_adj", t.node, ret.node, adj.node), t.type)]
+
+        def tangent(t, tt, ret):
+            if tt is None:
+                return tile_const(0, ret.type)
+            g = Ex(_wk("tile_extreme_adj", t.node, ret.node, tile_const(1, ret.type).node),
+                   t.type)
+            return Ex(_wk("tile_sum", (g * tt).node), ret.type)
+    return rule
+
+
+tile_max = _extreme("max")
+tile_min = _extreme("min")
+
+
+def _arg_reduction(ts, attrs=None):
+    if len(ts) == 1 and T.is_tile_type(ts[0]):
+        return T.TileType(T.int32, (1,))
+    return None
+
+
+@builtin("tile_argmax", ["tile_argmax(t) -> a tile of one int32"], _arg_reduction,
+         differentiable=False)
+class tile_argmax:
+    def primal(t):
+        return Ex(_wk("tile_argmax", t.node), T.TileType(T.int32, (1,)))
+
+
+@builtin("tile_argmin", ["tile_argmin(t) -> a tile of one int32"], _arg_reduction,
+         differentiable=False)
+class tile_argmin:
+    def primal(t):
+        return Ex(_wk("tile_argmin", t.node), T.TileType(T.int32, (1,)))
+
+
+# ----------------------------------------------------------------------------- shape
+@builtin("tile_transpose", ["tile_transpose(t) -> the transposed 2-D tile"],
+         lambda ts, a=None: T.TileType(ts[0].dtype, tuple(reversed(ts[0].shape)))
+         if len(ts) == 1 and T.is_tile_type(ts[0]) and len(ts[0].shape) == 2 else None)
+class tile_transpose:
+    def primal(t):
+        s = t.type.shape
+        return Ex(_wk("tile_transpose", t.node), T.TileType(t.type.dtype, (s[1], s[0])))
+
+    def adjoint(t, ret, adj):
+        return [Ex(_wk("tile_transpose", adj.node), t.type)]
+
+    def tangent(t, tt, ret):
+        return tile_transpose.primal(tt) if tt is not None else tile_const(0, ret.type)
+
+
+@builtin("tile_astype_b", ["tile_astype(t, dtype)"],
+         lambda ts, a=None: T.TileType(a["dtype"], ts[0].shape) if len(ts) == 1 and
+         T.is_tile_type(ts[0]) and a and "dtype" in a else None, public=False)
+class _tile_astype:
+    def primal(t, dtype):
+        st = T.scalar_of(dtype)
+        node = ast.Call(ast.Attribute(t.node, "astype", ast.Load()),
+                        [ast.Attribute(name("np"), st.__name__, ast.Load())], [])
+        return Ex(node, T.TileType(dtype, t.type.shape))
+
+    def adjoint(t, ret, adj, dtype):
+        if not T.is_differentiable(t.type):
+            return [None]
+        return [_tile_astype.primal(adj, t.type.dtype)]
+
+    def tangent(t, tt, ret, dtype):
+        if tt is None or not T.is_differentiable(ret.type):
+            return tile_const(0, ret.type)
+        return _tile_astype.primal(tt, dtype)
+
+
+@special_form("tile_astype", "tile_astype(t, dtype): the tile converted to dtype")
+def tile_astype(ctx, node):
+    t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "tile_astype's operand")
+    kw = _kw(node)
+    dtype = static_dtype(ctx, node.args[1] if len(node.args) > 1 else kw.get("dtype"))
+    return ctx.apply("tile_astype_b", [t], node, attrs={"dtype": dtype})
+
+
+# ----------------------------------------------------------------------------- per thread
+@builtin("tile_from_value", ["tile(x): a tile of the block's values of x"],
+         lambda ts, a=None: T.TileType(ts[0], (1,)) if len(ts) == 1 and
+         (T.is_scalar(ts[0]) or T.is_composite(ts[0])) else None, public=False)
+class tile_from_value:
+    """On the CPU a block is one thread: its tile has one element."""
+
+    def primal(x):
+        t = T.TileType(x.type, (1,))
+        return Ex(_wk("tile_insert", tile_const(0, t).node, _tuple([_int(0)]), x.node), t)
+
+    def adjoint(x, ret, adj):
+        return [tile_extract.primal(adj, const(0, T.int32))]
+
+    def tangent(x, tx, ret):
+        return tile_from_value.primal(tx) if tx is not None else tile_const(0, ret.type)
+
+
+def tile_form(ctx, node):
+    if len(node.args) != 1:
+        raise ctx.fail(node, "wp.tile(x) takes one value")
+    x = ctx.expr(node.args[0])
+    if T.is_tile_type(getattr(x, "type", None)):
+        return x
+    return ctx.apply("tile_from_value", [x], node)
+
+
+class TileForm(SpecialForm):
+    """``wp.tile``: in kernels, ``wp.tile(x)`` (the block's values of ``x`` as a tile); as an
+    annotation, ``wp.tile[dtype, M, N]`` (a tile parameter of a func)."""
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) < 2:
+            raise TypeError("wp.tile[dtype, M, ...] needs a dtype and a shape")
+        shape = key[1] if len(key) == 2 and isinstance(key[1], tuple) else key[1:]
+        return T.TileType(T.as_value_type(key[0]), tuple(int(d) for d in shape))
+
+
+NAMESPACE["tile"] = TileForm("tile", "tile(x): a tile holding the value of x of every thread "
+                             "of the block (on the CPU, one); wp.tile[dtype, M, N] annotates "
+                             "a tile", tile_form)
+
+
+@special_form("untile", "untile(t): this thread's element of a 1-D tile of the block's length")
+def untile(ctx, node):
+    t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "untile's operand")
+    return ctx.apply("tile_extract", [t, ir.Const(0, T.int32)], node)
+
+
+@special_form("tile_extract", "tile_extract(t, i, j): an element of a tile")
+def tile_extract_form(ctx, node):
+    t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "tile_extract's tile")
+    idx = [ctx.expr(a) for a in node.args[1:]]
+    idx = [ir.Const(int(i.value), T.int32) if isinstance(i, ir.Const) and i.literal else i
+           for i in idx]
+    return ctx.apply("tile_extract", [t] + idx, node)
+
+
+# ----------------------------------------------------------------------------- linear algebra
+def _matmul_resolve(ts, attrs=None):
+    if len(ts) == 2 and all(T.is_tile_type(t) and len(t.shape) == 2 for t in ts) and \
+            ts[0].shape[1] == ts[1].shape[0]:
+        return T.TileType(ts[0].dtype, (ts[0].shape[0], ts[1].shape[1]))
+    return None
+
+
+@builtin("tile_matmul_b", ["tile_matmul(a, b) -> a @ b"], _matmul_resolve, public=False)
+class _tile_matmul:
+    def primal(a, b):
+        return Ex(_wk("tile_matmul", a.node, b.node), _matmul_resolve([a.type, b.type]))
+
+    def adjoint(a, b, ret, adj):
+        return [Ex(_wk("tile_matmul_adj_a", adj.node, b.node), a.type),
+                Ex(_wk("tile_matmul_adj_b", a.node, adj.node), b.type)]
+
+    def tangent(a, b, ta, tb, ret):
+        parts = [Ex(_wk("tile_matmul", ta.node, b.node), ret.type) if ta is not None else None,
+                 Ex(_wk("tile_matmul", a.node, tb.node), ret.type) if tb is not None else None]
+        return _tsum(parts[0], parts[1], ret.type)
+
+
+def _matmul_acc_resolve(ts, attrs=None):
+    if len(ts) == 3 and _matmul_resolve(ts[:2]) is not None and T.is_tile_type(ts[2]) and \
+            ts[2].shape == _matmul_resolve(ts[:2]).shape:
+        return ts[2]
+    return None
+
+
+@builtin("tile_matmul_acc_b", ["tile_matmul(a, b, out, alpha=1.0, beta=1.0)"],
+         _matmul_acc_resolve, public=False)
+class _tile_matmul_acc:
+    def primal(a, b, c, alpha, beta):
+        return Ex(_wk("tile_matmul_acc", a.node, b.node, c.node, ast.Constant(float(alpha)),
+                      ast.Constant(float(beta))), c.type)
+
+    def adjoint(a, b, c, ret, adj, alpha, beta):
+        g = adj * float(alpha) if alpha != 1.0 else adj
+        ga = Ex(_wk("tile_matmul_adj_a", g.node, b.node), a.type)
+        gb = Ex(_wk("tile_matmul_adj_b", a.node, g.node), b.type)
+        if a.type.dtype != c.type.dtype:
+            ga = _tile_astype.primal(ga, a.type.dtype)
+        if b.type.dtype != c.type.dtype:
+            gb = _tile_astype.primal(gb, b.type.dtype)
+        gc = adj * float(beta) if beta != 1.0 else adj
+        return [ga if T.is_differentiable(a.type) else None,
+                gb if T.is_differentiable(b.type) else None, gc]
+
+    def tangent(a, b, c, ta, tb, tc, ret, alpha, beta):
+        parts = []
+        if ta is not None:
+            parts.append(Ex(_wk("tile_matmul_acc", ta.node, b.node, tile_const(0, ret.type).node,
+                                ast.Constant(float(alpha)), ast.Constant(0.0)), ret.type))
+        if tb is not None:
+            parts.append(Ex(_wk("tile_matmul_acc", a.node, tb.node, tile_const(0, ret.type).node,
+                                ast.Constant(float(alpha)), ast.Constant(0.0)), ret.type))
+        if tc is not None:
+            parts.append(tc * float(beta) if beta != 1.0 else tc)
+        if not parts:
+            return tile_const(0, ret.type)
+        out = parts[0]
+        for p in parts[1:]:
+            out = out + p
+        return out
+
+
+def _matmul_assigned(node):
+    return [node.args[2]] if len(node.args) >= 3 else []
+
+
+@special_form("tile_matmul", "tile_matmul(a, b) -> a @ b; tile_matmul(a, b, out, alpha=1.0, "
+              "beta=1.0): out = alpha * a @ b + beta * out", assigned=_matmul_assigned)
+def tile_matmul(ctx, node):
+    a = _tile_arg(ctx, ctx.expr(node.args[0]), node.args[0], "tile_matmul's a")
+    b = _tile_arg(ctx, ctx.expr(node.args[1]), node.args[1], "tile_matmul's b")
+    if _matmul_resolve([a.type, b.type]) is None:
+        raise ctx.fail(node, f"tile_matmul of shapes {a.type.shape} and {b.type.shape}")
+    if len(node.args) < 3:
+        if a.type.dtype != b.type.dtype:
+            raise ctx.fail(node, "tile_matmul's tiles must have one dtype")
+        return ctx.apply("tile_matmul_b", [a, b], node)
+    out_node = node.args[2]
+    c = _tile_arg(ctx, ctx.expr(out_node), out_node, "tile_matmul's out")
+    kw = _kw(node)
+    alpha = ctx.static_value(kw["alpha"], "alpha") if "alpha" in kw else (
+        ctx.static_value(node.args[3], "alpha") if len(node.args) > 3 else 1.0)
+    beta = ctx.static_value(kw["beta"], "beta") if "beta" in kw else (
+        ctx.static_value(node.args[4], "beta") if len(node.args) > 4 else 1.0)
+    if c.type.shape != (a.type.shape[0], b.type.shape[1]):
+        raise ctx.fail(out_node, f"tile_matmul's out has shape {c.type.shape}, the product "
+                       f"{(a.type.shape[0], b.type.shape[1])}")
+    new = ctx.emit(ir.Prim(lookup("tile_matmul_acc_b"), [a, b, c],
+                           {"alpha": float(alpha), "beta": float(beta)}), c.type, node)
+    if not isinstance(out_node, ast.Name):
+        raise ctx.fail(out_node, "tile_matmul's out must be a local name")
+    ctx.bind(out_node.id, new, out_node)
+    return None
+
+
+def tile_operator(name_, types):
+    """The tile builtin ``name_`` (``extract``/``insert``) becomes when an operand is a tile,
+    ``lower_operator`` for the arithmetic operators, or None."""
+    if not any(T.is_tile_type(t) for t in types):
+        return None
+    if name_ in TILE_OPERATORS:
+        return REGISTRY[TILE_OPERATORS[name_]]
+    if name_ in ARITHMETIC:
+        return lower_operator
+    return None
+
+
+#: the operators a tile operand maps over its elements
+ARITHMETIC = frozenset({"add", "sub", "mul", "div", "neg", "pos", "mod", "floordiv", "pow",
+                        "min", "max", "bit_and", "bit_or", "bit_xor", "lshift", "rshift",
+                        "invert"})
+
+
+# ----------------------------------------------------------------------------- atomics
+@builtin("tile_atomic_add_b", ["tile_atomic_add(a, t, offset) -> the replaced values"],
+         lambda ts, a=None: None, public=False)
+class _tile_atomic_add:
+    own_derivatives = False
+
+    def primal(a, t, *offs):
+        nd = len(offs)
+        dt = a.type.dtype
+        if not T.is_composite(dt):
+            return Ex(_wk(f"tile_atomic_add{nd}", a.node, *[o.node for o in offs], t.node),
+                      t.type)
+        # per component of a vector or matrix array; the replaced values are read back
+        for extra in itertools.product(*[range(d) for d in T.element_shape(dt)]):
+            sl = _tuple([ast.Constant(Ellipsis)] + [_int(x) for x in extra])
+            _emit(ast.Expr(_wk(f"tile_atomic_add{nd}", ast.Subscript(a.node, sl, ast.Load()),
+                               *[o.node for o in offs], ast.Subscript(t.node, sl, ast.Load()))))
+        return Ex(_wk(f"tile_load{nd}", a.node, *[o.node for o in offs],
+                      *[_int(d) for d in t.type.shape]), t.type) - t
+
+    def adjoint(a, t, *offs, ret, adj, adj_arrays=()):
+        """``adj_t += adj_a[region]`` (left in ``adj_a``, as Warp)."""
+        return [None] + _tile_store.adjoint(a, t, *offs, adj_arrays=adj_arrays)[1:]
+
+    def tangent(a, t, *rest, ret, tan_arrays=()):
+        n = (len(rest) - 2) // 2
+        offs, tt = rest[:n], rest[n + 1]
+        arr = tan_arrays[0] if tan_arrays else None
+        if arr is not None and tt is not None:
+            call_ = _tile_atomic_add.primal(Ex(arr.node, a.type), tt, *offs)
+            _emit(ast.If(_not_none(arr.node), [ast.Expr(call_.node)], []))
+        return tile_const(0, ret.type)
+
+
+_tile_atomic_add.array_args = True
+_tile_atomic_add.array_access = "accumulate"
+
+
+@special_form("tile_atomic_add", "tile_atomic_add(a, t, offset=0): adds tile t into array a "
+              "atomically; returns the values it replaced")
+def tile_atomic_add(ctx, node):
+    if len(node.args) < 2:
+        raise ctx.fail(node, "tile_atomic_add(a, t, offset) needs an array and a tile")
+    a = ctx.expr(node.args[0])
+    if not isinstance(getattr(a, "type", None), T.ArrayType):
+        raise ctx.fail(node.args[0], "tile_atomic_add adds into an array", KernelTypeError)
+    t = _tile_arg(ctx, ctx.expr(node.args[1]), node.args[1], "tile_atomic_add's value")
+    if len(t.type.shape) != a.type.ndim:
+        raise ctx.fail(node, f"a tile of {len(t.type.shape)} dimensions added into an array "
+                       f"of {a.type.ndim}")
+    if t.type.dtype != a.type.dtype:
+        t = ctx.apply("tile_astype_b", [t], node, attrs={"dtype": a.type.dtype})
+    offs = _offsets(ctx, node, a.type.ndim)
+    return ctx.emit(ir.Prim(lookup("tile_atomic_add_b"), [a, t] + offs), t.type, node)
+
+
+# ----------------------------------------------------------------------------- shape
+def _reshaped(ts, attrs=None):
+    if len(ts) == 1 and T.is_tile_type(ts[0]) and attrs and "shape" in attrs:
+        return T.TileType(ts[0].dtype, attrs["shape"])
+    return None
+
+
+@builtin("tile_reshape_b", ["tile_reshape(t, shape)"], _reshaped, public=False)
+class _tile_reshape:
+    def primal(t, shape):
+        out = T.TileType(t.type.dtype, shape)
+        return Ex(_wk("tile_reshape", t.node, _tuple([_int(d) for d in T.element_shape(out)])),
+                  out)
+
+    def adjoint(t, ret, adj, shape):
+        return [Ex(_wk("tile_reshape", adj.node,
+                       _tuple([_int(d) for d in T.element_shape(t.type)])), t.type)]
+
+    def tangent(t, tt, ret, shape):
+        return _tile_reshape.primal(tt, shape) if tt is not None else tile_const(0, ret.type)
+
+
+def _new_shape(ctx, t, shape, node):
+    shape = list(shape)
+    if shape.count(-1) > 1:
+        raise ctx.fail(node, "tile_reshape: at most one -1 in the shape")
+    if -1 in shape:
+        known = 1
+        for d in shape:
+            if d != -1:
+                known *= d
+        shape[shape.index(-1)] = t.size // known if known else 0
+    n = 1
+    for d in shape:
+        n *= d
+    if n != t.size or any(d <= 0 for d in shape):
+        raise ctx.fail(node, f"cannot reshape a tile of shape {t.shape} to {tuple(shape)}")
+    return tuple(shape)
+
+
+@special_form("tile_reshape", "tile_reshape(t, shape): the tile's elements in a new shape")
+def tile_reshape(ctx, node):
+    t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "tile_reshape's tile")
+    kw = _kw(node)
+    shape_node = node.args[1] if len(node.args) > 1 else kw.get("shape")
+    v = ctx.static_value(shape_node, "tile_reshape's shape")
+    v = (v,) if isinstance(v, int) else tuple(int(d) for d in v)
+    shape = _new_shape(ctx, t.type, v, shape_node)
+    return ctx.apply("tile_reshape_b", [t], node, attrs={"shape": shape})
+
+
+@special_form("tile_squeeze", "tile_squeeze(t, axis=None): the tile without its dimensions "
+              "of length one")
+def tile_squeeze(ctx, node):
+    t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "tile_squeeze's tile")
+    kw = _kw(node)
+    axis_node = node.args[1] if len(node.args) > 1 else kw.get("axis")
+    shape = t.type.shape
+    nd = len(shape)
+    if axis_node is None:
+        keep = [d for d in shape if d != 1]
+    else:
+        axes = ctx.static_value(axis_node, "tile_squeeze's axis")
+        axes = (axes,) if isinstance(axes, int) else tuple(axes)
+        norm = []
+        for ax in axes:
+            if not -nd <= ax < nd:
+                raise ctx.fail(axis_node, f"tile_squeeze: axis {ax} is out of range for a tile "
+                               f"of {nd} dimensions", KernelValueError)
+            ax = ax % nd
+            if shape[ax] != 1:
+                raise ctx.fail(axis_node, f"tile_squeeze: axis {ax} has extent {shape[ax]}, "
+                               "not one", KernelValueError)
+            norm.append(ax)
+        keep = [d for k, d in enumerate(shape) if k not in norm]
+    keep = tuple(keep) or (1,)
+    return ctx.apply("tile_reshape_b", [t], node, attrs={"shape": keep})
+
+
+def _broadcast_resolve(ts, attrs=None):
+    if len(ts) == 1 and T.is_tile_type(ts[0]) and attrs and "shape" in attrs:
+        return T.TileType(ts[0].dtype, attrs["shape"])
+    return None
+
+
+@builtin("tile_broadcast_b", ["tile_broadcast(t, shape)"], _broadcast_resolve, public=False)
+class _tile_broadcast:
+    def primal(t, shape):
+        out = T.TileType(t.type.dtype, shape)
+        return Ex(_wk("tile_broadcast", t.node, _padded(t.type, shape),
+                      _tuple([_int(d) for d in T.element_shape(out)])), out)
+
+    def adjoint(t, ret, adj, shape):
+        return [Ex(_wk("tile_unbroadcast", adj.node, _padded(t.type, shape),
+                       _tuple([_int(d) for d in T.element_shape(t.type)])), t.type)]
+
+    def tangent(t, tt, ret, shape):
+        return _tile_broadcast.primal(tt, shape) if tt is not None else tile_const(0, ret.type)
+
+
+def _padded(t, shape):
+    """The shape of tile type ``t`` left-padded with ones to the rank of ``shape``, with its
+    element's dimensions after it."""
+    pad = (1,) * (len(shape) - len(t.shape)) + tuple(t.shape)
+    return _tuple([_int(d) for d in pad + T.element_shape(t.dtype)])
+
+
+@special_form("tile_broadcast", "tile_broadcast(t, shape): the tile broadcast to shape, as "
+              "numpy.broadcast_to")
+def tile_broadcast(ctx, node):
+    t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "tile_broadcast's tile")
+    kw = _kw(node)
+    shape_node = node.args[1] if len(node.args) > 1 else kw.get("shape")
+    shape = static_shape(ctx, shape_node, "tile_broadcast's shape")
+    src = t.type.shape
+    if not 1 <= len(shape) <= 4 or len(shape) < len(src):
+        raise ctx.fail(shape_node, f"tile_broadcast: a tile of shape {src} cannot be broadcast "
+                       f"to {shape} (the target needs 1 to 4 dimensions, at least as many as "
+                       "the tile's)", KernelValueError)
+    for s, d in zip(reversed(src), reversed(shape)):
+        if s != d and s != 1:
+            raise ctx.fail(shape_node, f"tile_broadcast: a tile of shape {src} cannot be "
+                           f"broadcast to {shape}", KernelValueError)
+    return ctx.apply("tile_broadcast_b", [t], node, attrs={"shape": shape})
+
+
+# ----------------------------------------------------------------------------- sub-tiles
+def _view_resolve(ts, attrs=None):
+    if ts and T.is_tile_type(ts[0]) and attrs and "out" in attrs:
+        return attrs["out"]
+    return None
+
+
+@builtin("tile_view_b", ["tile_view(t, offset, shape)"], _view_resolve, public=False)
+class _tile_view:
+    """A copy of a block of ``t``: ``t[o0:o0 + s0, ...]``, with the dimensions given an
+    integer offset and ``keep`` False removed."""
+
+    def primal(t, *offs, out, extents, keep):
+        sl = _view_slice(offs, extents, keep)
+        node = ast.Subscript(t.node, sl, ast.Load())
+        return Ex(ast.Call(attr_path("np.ascontiguousarray"), [node], []), out)
+
+    def adjoint(t, *offs, ret, adj, out, extents, keep):
+        c = _let(tile_const(0, t.type).node, "vw")
+        sl = _view_slice(offs, extents, keep)
+        _emit(ast.AugAssign(ast.Subscript(c, sl, ast.Store()), ast.Add(), adj.node))
+        return [Ex(c, t.type)] + [None] * len(offs)
+
+    def tangent(t, *rest, ret, out, extents, keep):
+        n = len(rest) // 2
+        tt = rest[n]
+        if tt is None:
+            return tile_const(0, out)
+        return _tile_view.primal(tt, *rest[:n], out=out, extents=extents, keep=keep)
+
+
+def _view_slice(offs, extents, keep):
+    parts = []
+    for o, e, k in zip(offs, extents, keep):
+        if k:
+            parts.append(ast.Slice(o.node, ast.BinOp(o.node, ast.Add(), _int(e)), None))
+        else:
+            parts.append(o.node)
+    return _tuple(parts) if len(parts) > 1 else parts[0]
+
+
+@special_form("tile_view", "tile_view(t, offset, shape=None): a block of a tile (a copy)")
+def tile_view(ctx, node):
+    t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "tile_view's tile")
+    kw = _kw(node)
+    off_node = node.args[1] if len(node.args) > 1 else kw.get("offset")
+    shape_node = node.args[2] if len(node.args) > 2 else kw.get("shape")
+    items = [] if off_node is None else (off_node.elts if isinstance(off_node, ast.Tuple)
+                                         else [off_node])
+    offs = []
+    for it in items:
+        v = ctx.expr(it)
+        offs.append(ir.Const(int(v.value), T.int32) if isinstance(v, ir.Const) else v)
+    src = t.type.shape
+    if shape_node is not None:
+        shape = static_shape(ctx, shape_node, "tile_view's shape")
+        offs += [ir.Const(0, T.int32)] * (len(src) - len(offs))
+        return _emit_view(ctx, t, offs, list(shape), [True] * len(src), node)
+    keep = [False] * len(offs) + [True] * (len(src) - len(offs))
+    extents = [1] * len(offs) + list(src[len(offs):])
+    offs += [ir.Const(0, T.int32)] * (len(src) - len(offs))
+    return _emit_view(ctx, t, offs, extents, keep, node)
+
+
+def _emit_view(ctx, t, offs, extents, keep, node):
+    out_shape = tuple(e for e, k in zip(extents, keep) if k) or (1,)
+    out = T.TileType(t.type.dtype, out_shape)
+    return ctx.apply("tile_view_b", [t] + offs, node,
+                     attrs={"out": out, "extents": tuple(extents), "keep": tuple(keep)})
+
+
+@builtin("tile_assign_b", ["tile_assign(dst, src, offset)"],
+         lambda ts, a=None: ts[0] if len(ts) >= 2 and T.is_tile_type(ts[0]) and
+         T.is_tile_type(ts[1]) else None, public=False)
+class _tile_assign:
+    """``dst`` with the block at ``offset`` replaced by ``src`` (a new tile)."""
+
+    def primal(dst, src, *offs):
+        c = _let(ast.Call(ast.Attribute(dst.node, "copy", ast.Load()), [], []), "as")
+        sl = _view_slice(offs, src.type.shape, [True] * len(offs))
+        val = src.node if src.type.dtype == dst.type.dtype else _tile_astype.primal(
+            src, dst.type.dtype).node
+        _emit(ast.Assign([ast.Subscript(c, sl, ast.Store())], val, lineno=0))
+        return Ex(c, dst.type)
+
+    def adjoint(dst, src, *offs, ret, adj):
+        sl = _view_slice(offs, src.type.shape, [True] * len(offs))
+        g_src = Ex(ast.Call(attr_path("np.ascontiguousarray"),
+                            [ast.Subscript(adj.node, sl, ast.Load())], []),
+                   T.TileType(dst.type.dtype, src.type.shape))
+        if src.type.dtype != dst.type.dtype:
+            g_src = _tile_astype.primal(g_src, src.type.dtype)
+        c = _let(ast.Call(ast.Attribute(adj.node, "copy", ast.Load()), [], []), "az")
+        _emit(ast.Assign([ast.Subscript(c, sl, ast.Store())], _int(0), lineno=0))
+        return [Ex(c, dst.type), g_src] + [None] * len(offs)
+
+    def tangent(dst, src, *rest, ret):
+        n = (len(rest) - 2) // 2
+        offs, td, ts_ = rest[:n], rest[n], rest[n + 1]
+        if td is None and ts_ is None:
+            return tile_const(0, ret.type)
+        td = td if td is not None else tile_const(0, dst.type)
+        ts_ = ts_ if ts_ is not None else tile_const(0, src.type)
+        return _tile_assign.primal(td, ts_, *offs)
+
+
+def _assign_assigned(node):
+    return [node.args[0]] if node.args else []
+
+
+@special_form("tile_assign", "tile_assign(dst, src, offset=0): writes tile src into dst at "
+              "offset", assigned=_assign_assigned)
+def tile_assign(ctx, node):
+    dst_node = node.args[0]
+    dst = _tile_arg(ctx, ctx.expr(dst_node), dst_node, "tile_assign's dst")
+    src = _tile_arg(ctx, ctx.expr(node.args[1]), node.args[1], "tile_assign's src")
+    if len(src.type.shape) != len(dst.type.shape):
+        raise ctx.fail(node, "tile_assign's tiles must have the same number of dimensions")
+    kw = _kw(node)
+    off_node = node.args[2] if len(node.args) > 2 else kw.get("offset")
+    if off_node is None:
+        offs = [ir.Const(0, T.int32)] * len(dst.type.shape)
+    else:
+        items = off_node.elts if isinstance(off_node, ast.Tuple) else [off_node]
+        offs = [ctx.expr(i) for i in items]
+        offs = [ir.Const(int(o.value), T.int32) if isinstance(o, ir.Const) else o for o in offs]
+    if not isinstance(dst_node, ast.Name):
+        raise ctx.fail(dst_node, "tile_assign's dst must be a local name")
+    new = ctx.apply("tile_assign_b", [dst, src] + offs, node)
+    ctx.bind(dst_node.id, new, dst_node)
+
+
+# ----------------------------------------------------------------------------- per thread
+@special_form("tile_from_thread", "tile_from_thread(shape, value, thread_idx=0): a tile "
+              "filled with one thread's value")
+def tile_from_thread(ctx, node):
+    kw = _kw(node)
+    shape_node = node.args[0] if node.args else kw.get("shape")
+    value_node = node.args[1] if len(node.args) > 1 else kw.get("value")
+    shape = static_shape(ctx, shape_node, "the tile's shape")
+    value = ctx.expr(value_node)
+    if isinstance(value, ir.Const) and value.literal:
+        value = ir.Const(value.value, value.type)
+    t = T.TileType(value.type, shape)
+    return ctx.emit(ir.Prim(lookup("tile_const"), [value], {"type": t}), t, node)
+
+
+@special_form("block_dim", "block_dim(): the number of threads of a tile block (1 on the CPU)")
+def block_dim(ctx, node):
+    return ir.Const(1, T.int32)
+
+
+# ----------------------------------------------------------------------------- reduce
+@builtin("tile_reduce_b", ["tile_reduce(op, t) -> a tile of one element"],
+         lambda ts, a=None: None, public=False)
+class _tile_reduce:
+    def primal(t, fn):
+        out = T.TileType(t.type.dtype, (1,))
+        v = _flat_view(t.node, t.type)
+        acc = _fresh("acc")
+        first = _element(v, t.type, _int(0))
+        _emit(ast.Assign([ast.Name(acc, ast.Store())], first.node, lineno=0))
+        e = _fresh("e")
+        inner = Builder(_builder.get().names)
+        with inner.active():
+            nxt = fn.value([Ex(name(acc), t.type.dtype), _element(v, t.type, name(e))])
+            body = inner.stmts + [ast.Assign([ast.Name(acc, ast.Store())], nxt.node, lineno=0)]
+        _emit(ast.For(ast.Name(e, ast.Store()), ast.Call(name("range"), [_int(1), _int(t.type.size)],
+                                                        []), body, []))
+        return tile_from_value.primal(Ex(name(acc), t.type.dtype))
+
+    def adjoint(t, ret, adj, fn):
+        """The fold recomputed with every partial result kept, then walked backwards."""
+        dt = t.type.dtype
+        n = t.type.size
+        v = _flat_view(t.node, t.type)
+        parts = T.TileType(dt, (n,))
+        keep = _let(tile_const(0, parts).node, "pr")
+        kv = _flat_view(keep, parts)
+        for st in _write(kv, parts, _int(0), _element(v, t.type, _int(0))):
+            _emit(st)
+        e = _fresh("e")
+        inner = Builder(_builder.get().names)
+        with inner.active():
+            prev = _element(kv, parts, ast.BinOp(name(e), ast.Sub(), _int(1)))
+            nxt = fn.value([prev, _element(v, t.type, name(e))])
+            body = inner.stmts + _write(kv, parts, name(e), nxt)
+        _emit(ast.For(ast.Name(e, ast.Store()), ast.Call(name("range"), [_int(1), _int(n)], []),
+                      body, []))
+        g = _fresh("gacc")
+        _emit(ast.Assign([ast.Name(g, ast.Store())],
+                         tile_extract.primal(adj, const(0, T.int32)).node, lineno=0))
+        out = _let(tile_const(0, t.type).node, "rg")
+        ov = _flat_view(out, t.type)
+        k = _fresh("k")
+        inner = Builder(_builder.get().names)
+        with inner.active():
+            kk = name(k)
+            prev = _element(kv, parts, ast.BinOp(kk, ast.Sub(), _int(1)))
+            cur = _element(kv, parts, kk)
+            cs = fn.adjoint([prev, _element(v, t.type, kk)], cur, Ex(name(g), dt))
+            ga = cs[0] if cs[0] is not None else const(0, dt)
+            gx = cs[1] if cs[1] is not None else const(0, dt)
+            gx = gx.atom()
+            ga = ga.atom()
+            body = inner.stmts + _write(ov, t.type, kk, gx) + [
+                ast.Assign([ast.Name(g, ast.Store())], ga.node, lineno=0)]
+        _emit(ast.For(ast.Name(k, ast.Store()),
+                      ast.Call(name("range"), [_int(n - 1), _int(0), _int(-1)], []), body, []))
+        for st in _write(ov, t.type, _int(0), Ex(name(g), dt)):
+            _emit(st)
+        return [Ex(out, t.type)]
+
+    def tangent(t, tt, ret, fn):
+        if tt is None:
+            return tile_const(0, ret.type)
+        dt = t.type.dtype
+        v = _flat_view(t.node, t.type)
+        tv = _flat_view(tt.node, tt.type)
+        acc, tacc = _fresh("acc"), _fresh("tacc")
+        _emit(ast.Assign([ast.Name(acc, ast.Store())], _element(v, t.type, _int(0)).node,
+                         lineno=0))
+        _emit(ast.Assign([ast.Name(tacc, ast.Store())], _element(tv, tt.type, _int(0)).node,
+                         lineno=0))
+        e = _fresh("e")
+        inner = Builder(_builder.get().names)
+        with inner.active():
+            a0 = Ex(name(acc), dt)
+            x = _element(v, t.type, name(e))
+            tn = fn.tangent([a0, x], [Ex(name(tacc), dt), _element(tv, tt.type, name(e))],
+                            Ex(ast.Constant(0), dt)).atom()
+            nxt = fn.value([a0, x]).atom()
+            body = inner.stmts + [ast.Assign([ast.Name(tacc, ast.Store())], tn.node, lineno=0),
+                                  ast.Assign([ast.Name(acc, ast.Store())], nxt.node, lineno=0)]
+        _emit(ast.For(ast.Name(e, ast.Store()),
+                      ast.Call(name("range"), [_int(1), _int(t.type.size)], []), body, []))
+        return tile_from_value.primal(Ex(name(tacc), dt))
+
+
+@special_form("tile_reduce", "tile_reduce(op, t): the elements of t combined by op, as a tile "
+              "of one element")
+def tile_reduce(ctx, node):
+    if len(node.args) != 2:
+        raise ctx.fail(node, "tile_reduce(op, t) takes an operator and a tile")
+    t = _tile_arg(ctx, ctx.expr(node.args[1]), node.args[1], "tile_reduce's tile")
+    fn, rtype, diff = _element_fn(ctx, node.args[0], [t.type.dtype, t.type.dtype], node)
+    if rtype != t.type.dtype:
+        raise ctx.fail(node.args[0], f"tile_reduce's operator must return "
+                       f"{T.type_name(t.type.dtype)}, not {T.type_name(rtype)}")
+    out = T.TileType(t.type.dtype, (1,))
+    prim = "tile_reduce_b" if diff and T.is_differentiable(t.type) else "tile_reduce_nd"
+    return ctx.emit(ir.Prim(lookup(prim), [t], {"fn": fn}), out, node)
+
+
+@builtin("tile_reduce_nd", ["tile_reduce(op, t)"], lambda ts, a=None: None, public=False,
+         differentiable=False)
+class _tile_reduce_nd:
+    primal = _tile_reduce.primal
+
+
+def _element_fn(ctx, fnode, elem_types, node):
+    """``(ElementFn, result type, differentiable)`` of a func or builtin applied to elements
+    of ``elem_types``."""
+    f = ctx.resolve(fnode)
+    from .funcs import Function
+    if isinstance(f, Function):
+        elem_args = [ir.Var(f"_x{k}", t) for k, t in enumerate(elem_types)]
+        if getattr(f, "overloads", None) and len(f.overloads) > 1:
+            f = ctx.choose_overload(f, elem_args, node)
+        fir = ctx.specializer.specialize(f, elem_args, node, ctx)
+        if fir.ret_type is None:
+            raise ctx.fail(fnode, "the function must return a value")
+        return ElementFn(fir=fir), fir.ret_type, True
+    from .constructors import declaration_of
+    b = f if hasattr(f, "resolve") else declaration_of(f)
+    if b is None or not hasattr(b, "resolve") or not hasattr(b, "primal"):
+        raise ctx.fail(fnode, "expected a wp.func or a builtin")
+    rtype = b.resolve(list(elem_types), {})
+    if rtype is None:
+        raise ctx.fail(node, f"{b.name} accepts no elements of types "
+                       f"{[T.type_name(t) for t in elem_types]}")
+    return ElementFn(builtin_=b), rtype, b.differentiable
