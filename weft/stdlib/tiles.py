@@ -507,6 +507,15 @@ def lower_operator(ctx, b, args, node):
                             {"fn": ElementFn(builtin_=b), "type": t}), t, node)
 
 
+def _tsum(ta, tb, t):
+    """The sum of two tangent contributions of tile type ``t`` (None: none)."""
+    if ta is None and tb is None:
+        return tile_const(0, t)
+    if ta is None or tb is None:
+        return ta if tb is None else tb
+    return ta + tb
+
+
 def _shown(t):
     if T.is_tile_type(t):
         return f"tile<{T.type_name(t.dtype)}, {t.shape}>"
@@ -588,7 +597,7 @@ class _tile_map:
             ts = [None] * n
             for j, k in enumerate(given):
                 ts[k] = el[n + j]
-            return fn.tangent(elems, ts, Ex(ast.Constant(0), type.dtype))
+            return fn.tangent(elems, ts, fn.value(elems).atom())
         return elementwise(type, tiles + [tans[k] for k in given], body)
 
 
@@ -1351,9 +1360,9 @@ class _tile_reduce:
         with inner.active():
             a0 = Ex(name(acc), dt)
             x = _element(v, t.type, name(e))
-            tn = fn.tangent([a0, x], [Ex(name(tacc), dt), _element(tv, tt.type, name(e))],
-                            Ex(ast.Constant(0), dt)).atom()
             nxt = fn.value([a0, x]).atom()
+            tn = fn.tangent([a0, x], [Ex(name(tacc), dt), _element(tv, tt.type, name(e))],
+                            nxt).atom()
             body = inner.stmts + [ast.Assign([ast.Name(tacc, ast.Store())], tn.node, lineno=0),
                                   ast.Assign([ast.Name(acc, ast.Store())], nxt.node, lineno=0)]
         _emit(ast.For(ast.Name(e, ast.Store()),

@@ -112,9 +112,10 @@ def wk_call(fn, *args):
 
 
 def component_indices(dtype):
-    """Trailing numpy indices of each flat component of one element of ``dtype``."""
+    """Trailing numpy indices of each flat component of one element of ``dtype`` (a tile is
+    written and read whole: ``stack[row] = tile``)."""
     shape = T.element_shape(dtype)
-    if not shape:
+    if not shape or T.is_tile_type(dtype):
         return [()]
     if len(shape) == 1:
         return [(i,) for i in range(shape[0])]

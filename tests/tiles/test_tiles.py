@@ -1,0 +1,190 @@
+"""Tile kernels end to end (``wp.launch_tiled``): values against numpy, every gradient
+against analytic values, forward mode (``tape.forward``) against the reverse mode, and the
+Jacobian of a tile kernel (``tape.jacobian``) against the analytic one.
+
+On the CPU a tile block is one thread (Warp's ``block_dim`` resolves to 1 there), so
+``i, j = wp.tid()`` names the block; the blocks of a launch run on every core.
+"""
+import numpy as np
+import pytest
+
+import weft as wp
+
+TM = wp.constant(4)
+TN = wp.constant(3)
+TK = wp.constant(2)
+
+
+@wp.kernel
+def copy_scaled(a: wp.array2d[float], b: wp.array2d[float], s: float):
+    i, j = wp.tid()
+    t = wp.tile_load(a, shape=(TM, TN), offset=(i * TM, j * TN))
+    wp.tile_store(b, t * s + wp.tile_ones(shape=(TM, TN), dtype=float), offset=(i * TM, j * TN))
+
+
+def test_load_store_values_gradients_and_tangents():
+    rng = np.random.default_rng(1)
+    # 9 x 7: the last blocks overhang the array (loads read zeros, stores skip)
+    a_np = rng.random((9, 7), dtype=np.float32)
+    a = wp.array(a_np, requires_grad=True)
+    b = wp.zeros((9, 7), dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(copy_scaled, dim=[3, 3], inputs=[a, b, 2.5], block_dim=64)
+    np.testing.assert_allclose(b.numpy(), 2.5 * a_np + 1.0, rtol=1e-6)
+    g = rng.random((9, 7), dtype=np.float32)
+    tape.backward(grads={b: g})
+    np.testing.assert_allclose(a.grad.numpy(), 2.5 * g, rtol=1e-6)
+    da = rng.random((9, 7), dtype=np.float32)
+    tan = tape.forward({a: da})
+    np.testing.assert_allclose(tan[b].numpy() if hasattr(tan[b], "numpy") else tan[b],
+                               2.5 * da, rtol=1e-6)
+
+
+@wp.kernel
+def gemm(A: wp.array2d[float], B: wp.array2d[float], C: wp.array2d[float]):
+    i, j = wp.tid()
+    acc = wp.tile_zeros(shape=(TM, TN), dtype=float)
+    count = int(A.shape[1] / TK)
+    for k in range(count):
+        a = wp.tile_load(A, shape=(TM, TK), offset=(i * TM, k * TK))
+        b = wp.tile_load(B, shape=(TK, TN), offset=(k * TK, j * TN))
+        wp.tile_matmul(a, b, acc)  # acc += a @ b, a tile carried through the loop
+    wp.tile_store(C, acc, offset=(i * TM, j * TN))
+
+
+def test_matmul_in_a_loop_values_and_gradients():
+    rng = np.random.default_rng(2)
+    A_np = rng.random((8, 6), dtype=np.float32)
+    B_np = rng.random((6, 9), dtype=np.float32)
+    A = wp.array(A_np, requires_grad=True)
+    B = wp.array(B_np, requires_grad=True)
+    C = wp.zeros((8, 9), dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(gemm, dim=[2, 3], inputs=[A, B, C], block_dim=32)
+    np.testing.assert_allclose(C.numpy(), A_np @ B_np, rtol=1e-5)
+    G = rng.random((8, 9), dtype=np.float32)
+    tape.backward(grads={C: G})
+    np.testing.assert_allclose(A.grad.numpy(), G @ B_np.T, rtol=1e-5)
+    np.testing.assert_allclose(B.grad.numpy(), A_np.T @ G, rtol=1e-5)
+
+
+@wp.func
+def softplus(x: float):
+    return wp.log(1.0 + wp.exp(x))
+
+
+@wp.kernel
+def map_reduce(a: wp.array2d[float], out: wp.array[float]):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(1, TN), offset=(i, 0))
+    m = wp.tile_map(softplus, t)
+    p = wp.tile_map(wp.mul, m, t)           # a builtin over two tiles
+    s = wp.tile_sum(p)
+    r = wp.tile_reduce(wp.max, wp.tile_map(wp.sin, t))
+    out[i] = s[0] + 2.0 * r[0]
+
+
+def test_map_sum_reduce_values_and_gradients():
+    rng = np.random.default_rng(3)
+    a_np = rng.uniform(-1.0, 1.0, (5, 3)).astype(np.float32)
+    a = wp.array(a_np, requires_grad=True)
+    out = wp.zeros(5, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(map_reduce, dim=[5], inputs=[a, out], block_dim=16)
+    sp = np.log1p(np.exp(a_np))
+    want = (sp * a_np).sum(axis=1) + 2.0 * np.sin(a_np).max(axis=1)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-5)
+    tape.backward(grads={out: np.ones(5, np.float32)})
+    sig = 1.0 / (1.0 + np.exp(-a_np))
+    grad = sig * a_np + sp
+    k = np.sin(a_np).argmax(axis=1)
+    grad[np.arange(5), k] += 2.0 * np.cos(a_np[np.arange(5), k])
+    np.testing.assert_allclose(a.grad.numpy(), grad, rtol=1e-5, atol=1e-6)
+
+
+@wp.kernel
+def scatter(x: wp.array[float], y: wp.array[float]):
+    i = wp.tid()
+    t = wp.tile_zeros(shape=(TM,), dtype=float)
+    t[i % TM] = x[i] * x[i]
+    wp.tile_atomic_add(y, t)
+
+
+def test_assign_and_atomic_add_gradients():
+    x_np = np.arange(1, 9, dtype=np.float32)
+    x = wp.array(x_np, requires_grad=True)
+    y = wp.zeros(4, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(scatter, dim=[8], inputs=[x, y], block_dim=8)
+    want = np.zeros(4, np.float32)
+    np.add.at(want, np.arange(8) % 4, x_np * x_np)
+    np.testing.assert_allclose(y.numpy(), want)
+    g = np.array([1.0, -2.0, 0.5, 3.0], np.float32)
+    tape.backward(grads={y: g})
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * x_np * g[np.arange(8) % 4])
+
+
+@wp.kernel
+def shapes(a: wp.array2d[float], out: wp.array2d[float]):
+    t = wp.tile_load(a, shape=(2, 3))
+    u = wp.tile_transpose(t)                      # (3, 2)
+    v = wp.tile_reshape(u, shape=(6,))            # (6,)
+    w = wp.tile_broadcast(wp.tile_view(t, offset=(1,)), shape=(4, 3))  # row 1, four times
+    z = wp.tile_zeros(shape=(4, 3), dtype=float)
+    wp.tile_assign(z, wp.tile_reshape(v, shape=(2, 3)), offset=(1, 0))
+    wp.tile_store(out, z + w * w)
+
+
+def test_shape_operations_values_and_gradients():
+    rng = np.random.default_rng(4)
+    a_np = rng.random((2, 3), dtype=np.float32)
+    a = wp.array(a_np, requires_grad=True)
+    out = wp.zeros((4, 3), dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(shapes, dim=[1], inputs=[a, out], block_dim=8)
+    want = np.tile(a_np[1] ** 2, (4, 1))
+    want[1:3] += a_np.T.reshape(2, 3)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    g = rng.random((4, 3), dtype=np.float32)
+    tape.backward(grads={out: g})
+    grad = np.zeros((2, 3), np.float32)
+    grad += g[1:3].reshape(3, 2).T                 # through assign, reshape and transpose
+    grad[1] += (2.0 * a_np[1] * g).sum(axis=0)     # through the broadcast of row 1, squared
+    np.testing.assert_allclose(a.grad.numpy(), grad, rtol=1e-5)
+
+
+@wp.kernel
+def vec_tiles(a: wp.array[wp.vec3], s: wp.array[float], out: wp.array[wp.vec3]):
+    t = wp.tile_load(a, shape=TM)
+    k = wp.tile_load(s, shape=TM)
+    wp.tile_store(out, t * k + wp.tile_sum(t)[0])   # a tile of vec3 times a tile of floats
+
+
+def test_vector_tiles_values_and_jacobian():
+    rng = np.random.default_rng(5)
+    a_np = rng.random((4, 3), dtype=np.float32)
+    s_np = rng.random(4, dtype=np.float32)
+    a = wp.array(a_np, dtype=wp.vec3, requires_grad=True)
+    s = wp.array(s_np, requires_grad=True)
+    out = wp.zeros(4, dtype=wp.vec3, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(vec_tiles, dim=[1], inputs=[a, s, out], block_dim=4)
+    np.testing.assert_allclose(out.numpy(), a_np * s_np[:, None] + a_np.sum(axis=0), rtol=1e-6)
+    jac = np.asarray(tape.jacobian([s], [out]) if not isinstance(
+        tape.jacobian([s], [out]), dict) else list(tape.jacobian([s], [out]).values())[0])
+    want = np.zeros((4, 3, 4), np.float32)
+    for i in range(4):
+        want[i, :, i] = a_np[i]
+    np.testing.assert_allclose(jac.reshape(12, 4), want.reshape(12, 4), rtol=1e-6)
+
+
+def test_bad_tile_code_is_a_located_error():
+    @wp.kernel(module="unique")
+    def bad(a: wp.array2d[float], out: wp.array2d[float]):
+        t = wp.tile_load(a, shape=(2, 3))
+        u = wp.tile_load(a, shape=(3, 3))
+        wp.tile_store(out, t + u)
+
+    a = wp.zeros((3, 3), dtype=float)
+    with pytest.raises(wp.KernelError, match=r"tile shapes \(2, 3\) and \(3, 3\)"):
+        wp.launch_tiled(bad, dim=[1], inputs=[a, a], block_dim=4)
