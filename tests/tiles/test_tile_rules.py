@@ -62,6 +62,21 @@ CASES = [
     ("tile_map_b", [tile(F, 2, 2), tile(F, 2, 2)], {"fn": ElementFn(REGISTRY["div"]),
                                                    "type": tile(F, 2, 2)}, {}),
     ("tile_reduce_b", [tile(F, 5)], {"fn": ElementFn(REGISTRY["mul"])}, {}),
+    ("tile_cholesky_b", [tile(F, 3, 3)], {}, {}),
+    ("tile_cholesky_b", [tile(F, 3, 3)], {"upper": True}, {}),
+    ("tile_cholesky_solve_b", [tile(F, 3, 3), tile(F, 3)], {}, {}),
+    ("tile_cholesky_solve_b", [tile(F, 3, 3), tile(F, 3, 2)], {"upper": True}, {}),
+    ("tile_lower_solve_b", [tile(F, 3, 3), tile(F, 3, 2)], {}, {}),
+    ("tile_upper_solve_b", [tile(F, 3, 3), tile(F, 3)], {}, {}),
+    ("tile_diag_add", [tile(F, 3, 3), tile(F, 3)], {}, {}),
+    ("tile_axpy_b", [F, tile(F, 2, 2), tile(F, 2, 2)], {}, {}),
+    ("tile_dot", [tile(F, 4), tile(F, 4)], {}, {}),
+    ("tile_fft_b", [tile(T.vec2d, 2, 8)], {}, {}),
+    ("tile_ifft_b", [tile(T.vec2d, 4)], {}, {}),
+    ("tile_scan_inclusive", [tile(F, 2, 3)], {}, {}),
+    ("tile_scan_exclusive", [tile(F, 5)], {}, {}),
+    ("tile_scan_max_inclusive", [tile(F, 5)], {}, {}),
+    ("tile_scan_min_inclusive", [tile(F, 5)], {}, {}),
     ("tile_reduce_b", [tile(F, 4)], {"fn": ElementFn(REGISTRY["max"])}, {}),
 ]
 
@@ -148,6 +163,9 @@ def test_tile_rule_tangent_matches_finite_differences_and_adjoint_matches_tangen
     rng = np.random.default_rng(zlib.crc32(repr((name, case)).encode()))
     for _ in range(3):
         x = [None if k in ints else rng.uniform(0.4, 1.6, size(t)) for k, t in enumerate(types)]
+        if "cholesky" in name or "solve" in name:  # a well-conditioned SPD matrix first
+            m = x[0].reshape(types[0].shape)
+            x[0] = (m @ m.T + 3.0 * np.eye(len(m))).reshape(-1)
         dx = [None if k in ints else rng.standard_normal(size(t)) for k, t in enumerate(types)]
 
         def args(h=0.0):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.diskcache import njit
+from . import tile_kernels as _tk
 from .atomics import atomic_add
 
 _jit = njit(error_model="numpy", nogil=True)
@@ -347,36 +348,23 @@ def tile_sum_vec_adj(t, g):
 
 
 # ------------------------------------------------------------------------------ linear algebra
-@_jit
-def tile_matmul(a, b):
-    m, k = a.shape
-    n = b.shape[1]
-    out = np.zeros((m, n), a.dtype)
-    for i in range(m):
-        for p in range(k):
-            x = a[i, p]
-            for j in range(n):
-                out[i, j] += x * b[p, j]
-    return out
-
-
-@_jit
-def tile_matmul_acc(a, b, c, alpha, beta):
-    """``alpha * a @ b + beta * c`` in ``c``'s precision (Warp's ``tile_matmul(a, b, out)``)."""
-    prod = tile_matmul(a.astype(c.dtype), b.astype(c.dtype))
-    return (alpha * prod + beta * c).astype(c.dtype)
+# the numeric cores (weft.native.tile_kernels): tile_matmul, tile_cholesky, tile_fft, ...
+_OWN = {"argmin", "argmax"}  # this module's return one-element tiles
+for _n in _tk.TILE_KERNELS:
+    if _n not in _OWN:
+        globals()["tile_" + _n] = _jit(getattr(_tk, _n))
 
 
 @_jit
 def tile_matmul_adj_a(g, b):
     """``g @ b.T``."""
-    return tile_matmul(g, np.ascontiguousarray(b.T))
+    return tile_matmul(g, b.T)  # noqa: F821 - bound above
 
 
 @_jit
 def tile_matmul_adj_b(a, g):
     """``a.T @ g``."""
-    return tile_matmul(np.ascontiguousarray(a.T), g)
+    return tile_matmul(a.T, g)  # noqa: F821 - bound above
 
 
 def _names():
