@@ -35,8 +35,8 @@ CASES = [
     ("tile_extract", [tile(T.vec3d, 4), I], {}, {1: 3}),
     ("tile_insert", [tile(F, 2, 3), I, I, F], {}, {1: 0, 2: 1}),
     ("tile_insert", [tile(T.vec2d, 3), I, T.vec2d], {}, {1: 2}),
-    ("tile_sum", [tile(F, 2, 3)], {}, {}),
-    ("tile_sum", [tile(T.vec3d, 4)], {}, {}),
+    ("tile_sum_b", [tile(F, 2, 3)], {}, {}),
+    ("tile_sum_b", [tile(T.vec3d, 4)], {}, {}),
     ("tile_max", [tile(F, 5)], {}, {}),
     ("tile_min", [tile(F, 2, 2)], {}, {}),
     ("tile_transpose", [tile(F, 2, 3)], {}, {}),
@@ -61,7 +61,9 @@ CASES = [
                                            "type": tile(T.vec3d, 3)}, {}),
     ("tile_map_b", [tile(F, 2, 2), tile(F, 2, 2)], {"fn": ElementFn(REGISTRY["div"]),
                                                    "type": tile(F, 2, 2)}, {}),
-    ("tile_reduce_b", [tile(F, 5)], {"fn": ElementFn(REGISTRY["mul"])}, {}),
+    ("tile_reduce_b", [tile(F, 1, 5)], {"fn": ElementFn(REGISTRY["mul"])}, {}),
+    ("tile_reduce_b", [tile(T.vec2d, 2, 3)], {"fn": ElementFn(REGISTRY["add"])}, {}),
+    ("tile_moveaxis_b", [tile(F, 2, 3, 4)], {"perm": (0, 2, 1), "out": tile(F, 2, 4, 3)}, {}),
     ("tile_cholesky_b", [tile(F, 3, 3)], {}, {}),
     ("tile_cholesky_b", [tile(F, 3, 3)], {"upper": True}, {}),
     ("tile_cholesky_solve_b", [tile(F, 3, 3), tile(F, 3)], {}, {}),
@@ -77,7 +79,7 @@ CASES = [
     ("tile_scan_exclusive", [tile(F, 5)], {}, {}),
     ("tile_scan_max_inclusive", [tile(F, 5)], {}, {}),
     ("tile_scan_min_inclusive", [tile(F, 5)], {}, {}),
-    ("tile_reduce_b", [tile(F, 4)], {"fn": ElementFn(REGISTRY["max"])}, {}),
+    ("tile_reduce_b", [tile(F, 3, 4)], {"fn": ElementFn(REGISTRY["max"])}, {}),
 ]
 
 #: differentiable tile builtins checked through kernels instead (they read or write arrays)
@@ -148,7 +150,7 @@ def result_type(b, types, attrs):
     if b.name == "tile_const":
         return attrs["type"]
     if b.name == "tile_reduce_b":
-        return tile(types[0].dtype, 1)
+        return tile(types[0].dtype, types[0].shape[0])
     return b.resolve(types, attrs)
 
 

@@ -469,6 +469,8 @@ def annotation(params, ndim):
             raise TypeError(f"ndim must be an integer, got {ndim!r}")
         if not 1 <= ndim <= ARRAY_MAX_DIMS:
             raise ValueError(f"ndim must be between 1 and {ARRAY_MAX_DIMS}, got {ndim}")
+    if params is T.bfloat16:  # an annotation may name it; a kernel using it is refused
+        return T.ArrayType(params, ndim)
     return T.ArrayType(_as_dtype(params), ndim)
 
 

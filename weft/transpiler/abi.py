@@ -24,6 +24,8 @@ def value_type_of(value, fail):
     if getattr(value, "_wp_generic_", False):  # vector(length=Any, ...): any matching value
         return value
     if isinstance(value, (T.ArrayType, T.TileType)):
+        if value.dtype is T.bfloat16:
+            raise fail("weft does not support bfloat16 arrays (use float16 or float32)")
         return value
     at = getattr(value, "_weft_array_type_", None)
     if at is not None:

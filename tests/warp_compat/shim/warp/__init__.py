@@ -27,6 +27,10 @@ _sys.modules[__name__ + "._src.types"] = _weft.types
 _src.context = _types_mod.ModuleType(__name__ + "._src.context")
 _src.context.type_str = _weft.typeinfo.type_str
 _sys.modules[__name__ + "._src.context"] = _src.context
+# tests ask the native core whether NVIDIA's MathDx is built in (weft has none) and for the CUDA
+# toolkit's version (none)
+_src.context.runtime = _types_mod.SimpleNamespace(core=_types_mod.SimpleNamespace(
+    wp_is_mathdx_enabled=lambda: False, wp_cuda_toolkit_version=lambda: 0))
 
 
 
