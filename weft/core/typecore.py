@@ -392,6 +392,20 @@ class TileType:
         return n
 
 
+@dataclass(frozen=True)
+class TileStackType:
+    """The type of a tile stack (``wp.tile_stack(capacity, dtype)``): a block's shared stack
+    of up to ``capacity`` values of ``dtype``. In generated CPU code it is the pair
+    ``(buffer, count)`` of arrays, changed in place by pushes and pops (a func given a stack
+    changes its caller's)."""
+
+    dtype: type
+    capacity: int
+
+    def __str__(self):
+        return f"tile_stack(capacity={self.capacity}, dtype={type_name(self.dtype)})"
+
+
 def is_tile_type(t):
     return isinstance(t, TileType)
 

@@ -212,6 +212,26 @@ def tile_get_vec(t, idx):
     return t[idx].reshape(-1)
 
 
+# ------------------------------------------------------------------------------ tile stacks
+@_jit
+def tile_stack_push(count, capacity, has_value):
+    """The slot a push takes (the count grows), or -1 (no value, or the stack is full)."""
+    if not has_value or count[0] >= capacity:
+        return np.int32(-1)
+    slot = count[0]
+    count[0] = slot + 1
+    return np.int32(slot)
+
+
+@_jit
+def tile_stack_pop(count):
+    """The slot a pop takes (the count shrinks), or -1 (the stack is empty)."""
+    if count[0] <= 0:
+        return np.int32(-1)
+    count[0] -= 1
+    return np.int32(count[0])
+
+
 # ------------------------------------------------------------------------------ shape
 @_jit
 def tile_transpose(t):

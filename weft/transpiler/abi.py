@@ -23,6 +23,8 @@ def value_type_of(value, fail):
         return None
     if getattr(value, "_wp_generic_", False):  # vector(length=Any, ...): any matching value
         return value
+    if isinstance(value, T.TileStackType):
+        return value
     if isinstance(value, (T.ArrayType, T.TileType)):
         if value.dtype is T.bfloat16:
             raise fail("weft does not support bfloat16 arrays (use float16 or float32)")
