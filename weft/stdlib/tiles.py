@@ -17,6 +17,8 @@ from __future__ import annotations
 import ast
 import itertools
 
+import numpy as np
+
 from ..core import types as T
 from ..core.errors import KernelTypeError, KernelValueError
 from . import ir
@@ -1951,3 +1953,219 @@ def tile_stack_count(ctx, node):
 def tile_stack_clear(ctx, node):
     s = _stack_arg(ctx, node.args[0], "tile_stack_clear")
     ctx.add(ir.Effect(lookup("tile_stack_clear_b"), [s], ctx.loc(node)))
+
+
+# ----------------------------------------------------------------------------- subscripts
+class _Index:
+    """One axis of a tile subscript: an integer (``value`` an operand), a static slice
+    (``start, stop, step`` resolved, ``n`` its length) or a tile of integers (a gather)."""
+
+    def __init__(self, kind, value=None, start=0, stop=0, step=1, n=0):
+        self.kind, self.value = kind, value
+        self.start, self.stop, self.step, self.n = start, stop, step, n
+
+    def key(self):
+        return (self.kind, self.start, self.stop, self.step, self.n)
+
+
+def _parse_subscript(ctx, t, sl, node):
+    """The :class:`_Index` of every axis of tile type ``t`` that subscript ``sl`` selects
+    (axes not written are full slices), as numpy reads it."""
+    items = sl.elts if isinstance(sl, ast.Tuple) else [sl]
+    shape = t.shape
+    if len(items) > len(shape):
+        raise ctx.fail(node, f"too many indices ({len(items)}) for a tile of shape {shape}",
+                       KernelValueError)
+    out = []
+    for ax, it in enumerate(items):
+        d = shape[ax]
+        if isinstance(it, ast.Slice):
+            parts = []
+            for p in (it.lower, it.upper, it.step):
+                if p is None:
+                    parts.append(None)
+                    continue
+                try:
+                    v = ctx.static_value(p, "a tile slice bound")
+                except Exception:  # noqa: BLE001 - a run-time bound
+                    raise ctx.fail(p, "tile slice bounds must be compile-time constants",
+                                   KernelValueError) from None
+                if isinstance(v, bool) or not isinstance(v, int):
+                    raise ctx.fail(p, "tile indices must be integers or slices",
+                                   KernelTypeError)
+                parts.append(v)
+            if parts[2] == 0:
+                raise ctx.fail(it, "a tile slice step must not be zero", KernelValueError)
+            start, stop, step = slice(*parts).indices(d)
+            n = len(range(start, stop, step))
+            if n == 0:
+                raise ctx.fail(it, "a tile slice selecting a zero-length axis (an empty tile) "
+                               "is not supported", KernelValueError)
+            out.append(_Index("slice", None, start, stop, step, n))
+            continue
+        v = ctx.expr(it)
+        vt = getattr(v, "type", None)
+        if T.is_tile_type(vt):
+            if not T.is_int(vt.dtype) or len(vt.shape) != 1:
+                raise ctx.fail(it, "a tile index must be a 1-D integer index tile",
+                               KernelValueError)
+            out.append(_Index("gather", v, n=vt.shape[0]))
+            continue
+        if isinstance(v, ir.Const):
+            if isinstance(v.value, bool) or not isinstance(v.value, (int, np.integer)):
+                raise ctx.fail(it, "tile indices must be integers or slices", KernelTypeError)
+            k = int(v.value)
+            if not -d <= k < d:
+                raise ctx.fail(it, f"index {k} is out of bounds for axis {ax} of a tile of "
+                               f"shape {shape}", KernelValueError)
+            v = ir.Const(k % d, T.int32)
+        elif not T.is_int(vt):
+            raise ctx.fail(it, "tile indices must be integers or slices", KernelTypeError)
+        out.append(_Index("int", v))
+    out += [_Index("slice", None, 0, d, 1, d) for d in shape[len(items):]]
+    gathers = [i for i in out if i.kind == "gather"]
+    if gathers and (len(gathers) > 1 or any(
+            i.kind == "int" or (i.kind == "slice" and i.n != d)
+            for i, d in zip(out, shape) if i.kind != "gather")):
+        raise ctx.fail(node, "indexing a tile with an index tile requires ':' on all other "
+                       "axes", KernelValueError)
+    return out
+
+
+def _sub_node(spec, operands, gather_at=None):
+    """The numpy subscript of ``spec`` (operands: the Ex of each int/gather axis in order);
+    ``gather_at``: the index expression replacing the gather axis (one element of it)."""
+    parts, it = [], iter(operands)
+    for s in spec:
+        if s.kind == "slice":
+            stop = None if s.stop < 0 else _int(s.stop)
+            parts.append(ast.Slice(_int(s.start), stop, _int(s.step)))
+        elif s.kind == "int":
+            parts.append(next(it).node)
+        else:
+            g = next(it)
+            parts.append(gather_at if gather_at is not None else g.node)
+    return _tuple(parts) if len(parts) > 1 else parts[0]
+
+
+def _out_shape(spec):
+    return tuple(s.n for s in spec if s.kind != "int") or None
+
+
+def _gather_loop(spec, operands, dst, src, dst_is_full):
+    """Statements: for each k of the gather, ``dst[...idx[k]...] += src[...k...]`` (adjoint
+    of a gather: repeated indices add) or, with ``dst_is_full`` False, the read."""
+    g = next(o for s, o in zip([s for s in spec if s.kind != "slice"], operands)
+             if s.kind == "gather")
+    k = _fresh("k")
+    full = _sub_node(spec, operands, ast.Subscript(g.node, name(k), ast.Load()))
+    part = _sub_node(spec, operands, name(k))
+    body = [ast.AugAssign(ast.Subscript(dst, full, ast.Store()), ast.Add(),
+                          ast.Subscript(src, part, ast.Load()))]
+    n = next(s.n for s in spec if s.kind == "gather")
+    return _loop(k, _int(0), _int(n), body)
+
+
+@builtin("tile_index_b", ["t[...] (a view or gather of a tile)"],
+         lambda ts, a=None: a["out"] if a and "out" in a and ts and T.is_tile_type(ts[0])
+         else None, public=False)
+class _tile_index:
+    """``t[spec]``: a new tile (the view copied); an integer on every axis reads an element
+    (``tile_extract``)."""
+
+    def primal(t, *ops, spec, out):
+        node = ast.Subscript(t.node, _sub_node(spec, ops), ast.Load())
+        return Ex(ast.Call(attr_path("np.ascontiguousarray"), [node], []), out)
+
+    def adjoint(t, *ops, ret, adj, spec, out):
+        c = _let(tile_const(0, t.type).node, "ix")
+        if any(s.kind == "gather" for s in spec):
+            _emit(_gather_loop(spec, ops, c, adj.node, True))
+        else:
+            _emit(ast.AugAssign(ast.Subscript(c, _sub_node(spec, ops), ast.Store()), ast.Add(),
+                                adj.node))
+        return [Ex(c, t.type)] + [None] * len(ops)
+
+    def tangent(t, *rest, ret, spec, out):
+        n = (len(rest) - 1) // 2
+        tt = rest[n]
+        if tt is None:
+            return tile_const(0, out)
+        return _tile_index.primal(tt, *rest[:n], spec=spec, out=out)
+
+
+@builtin("tile_index_set_b", ["t[...] = u"],
+         lambda ts, a=None: ts[0] if ts and T.is_tile_type(ts[0]) and a and "spec" in a
+         else None, public=False)
+class _tile_index_set:
+    """A copy of ``t`` with the view ``t[spec]`` replaced by tile ``u``."""
+
+    def primal(t, u, *ops, spec):
+        c = _let(ast.Call(ast.Attribute(t.node, "copy", ast.Load()), [], []), "st")
+        _emit(ast.Assign([ast.Subscript(c, _sub_node(spec, ops), ast.Store())], u.node,
+                         lineno=0))
+        return Ex(c, t.type)
+
+    def adjoint(t, u, *ops, ret, adj, spec):
+        view = T.TileType(t.type.dtype, _out_shape(spec))
+        gu = Ex(ast.Call(attr_path("np.ascontiguousarray"), [
+            ast.Subscript(adj.node, _sub_node(spec, ops), ast.Load())], []), view)
+        c = _let(ast.Call(ast.Attribute(adj.node, "copy", ast.Load()), [], []), "sz")
+        _emit(ast.Assign([ast.Subscript(c, _sub_node(spec, ops), ast.Store())], _int(0),
+                         lineno=0))
+        return [Ex(c, t.type), gu] + [None] * len(ops)
+
+    def tangent(t, u, *rest, ret, spec):
+        n = (len(rest) - 2) // 2
+        ops, tt, tu = rest[:n], rest[n], rest[n + 1]
+        if tt is None and tu is None:
+            return tile_const(0, t.type)
+        tt = tt if tt is not None else tile_const(0, t.type)
+        tu = tu if tu is not None else tile_const(0, u.type)
+        return _tile_index_set.primal(tt, tu, *ops, spec=spec)
+
+
+def subscript(ctx, base, sl, node):
+    """``t[...]`` on a tile: an element (an integer per axis), else a view (a new tile)."""
+    spec = _parse_subscript(ctx, base.type, sl, node)
+    ops = [s.value for s in spec if s.kind != "slice"]
+    if all(s.kind == "int" for s in spec):
+        return ctx.apply("tile_extract", [base] + ops, node)
+    out = T.TileType(base.type.dtype, _out_shape(spec))
+    return ctx.apply("tile_index_b", [base] + ops, node, attrs={"spec": tuple(spec),
+                                                                "out": out})
+
+
+def assign_subscript(ctx, current, sl, value, node):
+    """The tile ``current`` with ``current[sl] = value`` (a new tile): an element, or a view
+    replaced by a tile of its shape."""
+    spec = _parse_subscript(ctx, current.type, sl, node)
+    ops = [s.value for s in spec if s.kind != "slice"]
+    if all(s.kind == "int" for s in spec):
+        dt = current.type.dtype
+        if getattr(value, "type", None) != dt and T.is_scalar(dt):
+            value = ctx.apply("cast", [value], node, attrs={"type": dt})
+        return ctx.apply("tile_insert", [current] + ops + [value], node)
+    if any(s.kind == "gather" for s in spec):
+        raise ctx.fail(node, "assigning into a tile through an index tile is not supported",
+                       KernelValueError)
+    want = _out_shape(spec)
+    vt = getattr(value, "type", None)
+    if not T.is_tile_type(vt):
+        raise ctx.fail(node, f"assigning into a tile slice requires a tile of matching shape "
+                       f"{want}, got {T.type_name(vt)}", KernelValueError)
+    if vt.shape != want:
+        raise ctx.fail(node, f"shape mismatch: a tile of shape {vt.shape} does not fit the "
+                       f"slice of shape {want}", KernelValueError)
+    if vt.dtype != current.type.dtype:
+        value = ctx.apply("tile_astype_b", [value], node, attrs={"dtype": current.type.dtype})
+    return ctx.apply("tile_index_set_b", [current, value] + ops, node,
+                     attrs={"spec": tuple(spec)})
+
+
+def check_augmented(ctx, current, sl, node):
+    """``t[...] += u``: only on an element (Warp refuses it on a view)."""
+    spec = _parse_subscript(ctx, current.type, sl, node)
+    if not all(s.kind == "int" for s in spec):
+        raise ctx.fail(node, "Compound assignment to a tile view is not supported: assign the "
+                       "result instead (t[a:b] = t[a:b] + u)", KernelValueError)

@@ -6,7 +6,7 @@ import ast
 
 from ...core import types as T
 from ...core.errors import KernelSyntaxError, KernelTypeError
-from ...stdlib import ir
+from ...stdlib import ir, tiles
 from . import exprs, literals, structs
 from .structs import STRUCTISH, StructArr, StructRef
 
@@ -45,17 +45,13 @@ def assign(ctx, target, value, stmt):
             return
         base = target.value
         current = exprs.lower_expr(ctx, base)
+        if T.is_tile_type(getattr(current, "type", None)):
+            return assign(ctx, base, tiles.assign_subscript(ctx, current, target.slice, value,
+                                                            target), stmt)
         if T.is_composite(current.type) and exprs.has_slice(target.slice):
             return assign(ctx, base, exprs.write_components(ctx, current, target.slice, value,
                                                             target), stmt)
         idx = exprs.lower_indices(ctx, target.slice)
-        if T.is_tile_type(current.type):
-            idx = exprs.tile_indices(ctx, current.type, idx, target)
-            if getattr(value, "type", None) != current.type.dtype:
-                value = ctx.apply("cast", [value], stmt, attrs={"type": current.type.dtype}) \
-                    if T.is_scalar(current.type.dtype) else value
-            new = ctx.apply("tile_insert", [current] + idx + [value], stmt)
-            return assign(ctx, base, new, stmt)
         idx = exprs.check_component_index(ctx, current.type, idx, target)
         new = ctx.apply("insert", [current] + idx + [value], stmt)
         return assign(ctx, base, new, stmt)

@@ -6,7 +6,7 @@ import ast
 from ...core import types as T
 from ...core.errors import KernelNameError, KernelSyntaxError, KernelTypeError, KernelValueError
 from ...stdlib import registry
-from ...stdlib import ir
+from ...stdlib import ir, tiles
 from . import calls, literals, structs
 from .structs import STRUCTISH, StructArr, StructRef, StructVal
 
@@ -403,11 +403,11 @@ def expr_subscript(ctx, node):
     if shape_axis is not None:
         return shape_axis
     base = lower_expr(ctx, node.value)
+    if T.is_tile_type(getattr(base, "type", None)):
+        return tiles.subscript(ctx, base, node.slice, node)
     if T.is_composite(base.type) and has_slice(node.slice):
         return read_components(ctx, base, node.slice, node)
     idx = lower_indices(ctx, node.slice)
-    if T.is_tile_type(base.type):
-        return ctx.apply("tile_extract", [base] + tile_indices(ctx, base.type, idx, node), node)
     if isinstance(base.type, T.TupleType):
         if len(idx) != 1 or not isinstance(idx[0], ir.Const) or \
                 not 0 <= idx[0].value < len(base.type.types):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ...core import types as T
 from ...core.errors import KernelNameError, KernelSyntaxError, KernelTypeError
-from ...stdlib import ir
+from ...stdlib import ir, tiles
 from ..abi import is_struct_array
 from ..source import KERNEL_RETURN
 from ...stdlib import registry
@@ -313,6 +313,9 @@ def stmt_aug_assign(ctx, s):
         ctx.add(ir.Store(arr, idx, new, ctx.loc(s)))
         return
     t = _evaluated_once(ctx, t, s)
+    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
+            T.is_tile_type(getattr(ctx.env.get(t.value.id), "type", None)):
+        tiles.check_augmented(ctx, ctx.env[t.value.id], t.slice, t)
     current = exprs.lower_expr(ctx, t)
     value = exprs.lower_expr(ctx, s.value)
     new = ctx.apply(op_name, [current, value], s)
