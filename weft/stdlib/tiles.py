@@ -929,7 +929,7 @@ def tile_matmul(ctx, node):
                            {"alpha": float(alpha), "beta": float(beta)}), c.type, node)
     if not isinstance(out_node, ast.Name):
         raise ctx.fail(out_node, "tile_matmul's out must be a local name")
-    ctx.bind(out_node.id, new, out_node)
+    store_back(ctx, out_node, new)
     return None
 
 
@@ -1262,7 +1262,7 @@ def tile_assign(ctx, node):
     if not isinstance(dst_node, ast.Name):
         raise ctx.fail(dst_node, "tile_assign's dst must be a local name")
     new = ctx.apply("tile_assign_b", [dst, src] + offs, node)
-    ctx.bind(dst_node.id, new, dst_node)
+    store_back(ctx, dst_node, new)
 
 
 # ----------------------------------------------------------------------------- per thread
@@ -1582,11 +1582,34 @@ def _fill_upper(ctx, node):
 
 
 def _rebind(ctx, target, value, what):
-    """An in-place tile operation of Warp's: ``target`` (a local name) now names ``value``."""
+    """An in-place tile operation of Warp's: ``target`` (a local name) now names ``value``
+    (and a view writes it back into the tile it views)."""
     if not isinstance(target, ast.Name):
         raise ctx.fail(target, f"{what}'s tile must be a local name (weft's tiles are values: "
                        "the name is given the result)")
+    store_back(ctx, target, value)
+
+
+def store_back(ctx, target, value):
+    """``target`` (a Name) now names tile ``value``, changed in place from what it named. Where
+    that was a view of another tile (``row = t[i]``, ``wp.tile_view``), the change is written
+    back into the tile it views, as Warp's views alias their tile: the name of that tile is
+    rebound to a copy with the view replaced (recursively, for views of views)."""
+    old = ctx.env.get(target.id)
     ctx.bind(target.id, value, target)
+    how = ctx.tile_views.get(id(old)) if old is not None else None
+    if how is None or not T.is_tile_type(getattr(value, "type", None)):
+        return
+    base, spec, ops = how
+    owner = next((n for n, v in ctx.env.items() if v is base), None)
+    if owner is None:
+        return
+    if all(s.kind == "int" for s in spec):  # a view of one element: never taken
+        return
+    updated = ctx.apply("tile_index_set_b", [base, value] + list(ops), target,
+                        attrs={"spec": tuple(spec)})
+    store_back(ctx, ast.copy_location(ast.Name(owner, ast.Load()), target), updated)
+    ctx.tile_views[id(ctx.env[target.id])] = (ctx.env[owner], spec, ops)
 
 
 def _first_assigned(node):
@@ -2132,8 +2155,11 @@ def subscript(ctx, base, sl, node):
     if all(s.kind == "int" for s in spec):
         return ctx.apply("tile_extract", [base] + ops, node)
     out = T.TileType(base.type.dtype, _out_shape(spec))
-    return ctx.apply("tile_index_b", [base] + ops, node, attrs={"spec": tuple(spec),
+    view = ctx.apply("tile_index_b", [base] + ops, node, attrs={"spec": tuple(spec),
                                                                 "out": out})
+    if isinstance(base, ir.Var):
+        ctx.tile_views[id(view)] = (base, tuple(spec), ops)
+    return view
 
 
 def assign_subscript(ctx, current, sl, value, node):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 
+from ...core import types as T
 from ...stdlib.constructors import declaration_of
 from . import literals
 
@@ -14,6 +15,7 @@ def assigned_names(ctx, stmts):
     targets of assignments, and the arguments that calls assign (a random draw advances its
     state variable, an output-argument builtin assigns its outputs), as the callees declare."""
     out, seen = [], set()
+    inplace, views = set(), {}  # names changed in place; view name -> the tile it views
 
     def add(target):
         if isinstance(target, ast.Name):
@@ -43,7 +45,43 @@ def assigned_names(ctx, stmts):
                 decl = declaration_of(callee) if callee is not None else None
                 for a in decl.assigned_args(node) if decl is not None else ():
                     add(a)
+                    inplace.add(getattr(a, "id", None))
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                        inplace.add(t.value.id)
+                    elif isinstance(node, ast.AugAssign) and isinstance(t, ast.Name):
+                        inplace.add(t.id)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                    isinstance(node.targets[0], ast.Name):
+                src = _viewed_tile(ctx, node.value)
+                if src is not None:
+                    views[node.targets[0].id] = src
+    # a tile view changed in place changes the tile it views (tiles.store_back): that tile is
+    # rebound too
+    changed = True
+    while changed:
+        changed = False
+        for v, base in views.items():
+            if v in inplace and base not in seen:
+                add(ast.Name(base, ast.Load()))
+                inplace.add(base)
+                changed = True
     return out
+
+
+def _viewed_tile(ctx, value):
+    """The name of the tile ``value`` (an expression) takes a view of (``t[i]``,
+    ``t[1:3, :]``, ``wp.tile_view(t, ...)``), if it is a tile bound now, else None."""
+    base = None
+    if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name):
+        base = value.value.id
+    elif isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name) \
+            and getattr(value.func, "attr", getattr(value.func, "id", None)) == "tile_view":
+        base = value.args[0].id
+    if base is None or not T.is_tile_type(getattr(ctx.env.get(base), "type", None)):
+        return None
+    return base
 
 
 def may_exit(stmts, loop_level=True):

@@ -46,8 +46,10 @@ def assign(ctx, target, value, stmt):
         base = target.value
         current = exprs.lower_expr(ctx, base)
         if T.is_tile_type(getattr(current, "type", None)):
-            return assign(ctx, base, tiles.assign_subscript(ctx, current, target.slice, value,
-                                                            target), stmt)
+            new = tiles.assign_subscript(ctx, current, target.slice, value, target)
+            if isinstance(base, ast.Name):
+                return tiles.store_back(ctx, base, new)
+            return assign(ctx, base, new, stmt)
         if T.is_composite(current.type) and exprs.has_slice(target.slice):
             return assign(ctx, base, exprs.write_components(ctx, current, target.slice, value,
                                                             target), stmt)

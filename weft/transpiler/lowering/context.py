@@ -51,6 +51,8 @@ class Lowering:
         self.literal_vars = set()        # id(Var) of those assigned a Python literal
         self.static_locals = {}          # loop variables of loops unrolled for wp.static
         self.callables = {}              # locals bound to funcs (f = square; g = wp.grad(f))
+        self.tile_views = {}             # id(Var) -> (Var of the tile it views, how): tiles
+        # taken as views of another (t[i], wp.tile_view), whose in-place changes write back
 
     # ------------------------------------------------------------------------ naming, errors
     def loc(self, node):

@@ -319,6 +319,8 @@ def stmt_aug_assign(ctx, s):
     current = exprs.lower_expr(ctx, t)
     value = exprs.lower_expr(ctx, s.value)
     new = ctx.apply(op_name, [current, value], s)
+    if isinstance(t, ast.Name) and T.is_tile_type(getattr(new, "type", None)):
+        return tiles.store_back(ctx, t, new)  # Warp's tiles change in place: views write back
     assign(ctx, t, new, s)
 
 
