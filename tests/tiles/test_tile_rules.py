@@ -19,7 +19,7 @@ from weft.core import types as T
 from weft.native import helpers
 from weft.stdlib.exprs import Builder, Ex, NameGen
 from weft.stdlib.registry import REGISTRY
-from weft.stdlib.tiles import ElementFn
+from weft.stdlib.tiles import ElementFn, _Index
 
 F = T.float64
 I = T.int32
@@ -80,6 +80,17 @@ CASES = [
     ("tile_scan_max_inclusive", [tile(F, 5)], {}, {}),
     ("tile_scan_min_inclusive", [tile(F, 5)], {}, {}),
     ("tile_reduce_b", [tile(F, 3, 4)], {"fn": ElementFn(REGISTRY["max"])}, {}),
+]
+
+ROWS_1_TO_3 = _Index("slice", None, 1, 4, 2, 2)
+ALL3 = _Index("slice", None, 0, 3, 1, 3)
+CASES += [
+    ("tile_index_b", [tile(F, 4, 3)], {"spec": (ROWS_1_TO_3, ALL3), "out": tile(F, 2, 3)}, {}),
+    ("tile_index_b", [tile(F, 4, 3), I], {"spec": (_Index("int"), ALL3), "out": tile(F, 3)},
+     {1: 2}),
+    ("tile_index_b", [tile(F, 4, 3), tile(I, 3)], {"spec": (_Index("gather", n=3), ALL3),
+                                                   "out": tile(F, 3, 3)}, {1: [0, 2, 0]}),
+    ("tile_index_set_b", [tile(F, 4, 3), tile(F, 2, 3)], {"spec": (ROWS_1_TO_3, ALL3)}, {}),
 ]
 
 #: differentiable tile builtins checked through kernels instead (they read or write arrays)
@@ -147,6 +158,8 @@ def flat(v):
 def result_type(b, types, attrs):
     if b.name in ("tile_map_b",):
         return attrs["type"]
+    if b.name in ("tile_index_b",):
+        return attrs["out"]
     if b.name == "tile_const":
         return attrs["type"]
     if b.name == "tile_reduce_b":
@@ -171,7 +184,7 @@ def test_tile_rule_tangent_matches_finite_differences_and_adjoint_matches_tangen
         dx = [None if k in ints else rng.standard_normal(size(t)) for k, t in enumerate(types)]
 
         def args(h=0.0):
-            return [np.int32(ints[k]) if k in ints else shaped(x[k] + h * dx[k], t)
+            return [np.asarray(ints[k], np.int32) if k in ints else shaped(x[k] + h * dx[k], t)
                     for k, t in enumerate(types)]
         ret = primal(*args())
         tans = [None if k in ints else shaped(dx[k], t) for k, t in enumerate(types)]
