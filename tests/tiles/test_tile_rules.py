@@ -184,7 +184,8 @@ def test_tile_rule_tangent_matches_finite_differences_and_adjoint_matches_tangen
         dx = [None if k in ints else rng.standard_normal(size(t)) for k, t in enumerate(types)]
 
         def args(h=0.0):
-            return [np.asarray(ints[k], np.int32) if k in ints else shaped(x[k] + h * dx[k], t)
+            return [(np.asarray(ints[k], np.int32) if isinstance(ints[k], list) else
+                     np.int32(ints[k])) if k in ints else shaped(x[k] + h * dx[k], t)
                     for k, t in enumerate(types)]
         ret = primal(*args())
         tans = [None if k in ints else shaped(dx[k], t) for k, t in enumerate(types)]
