@@ -41,8 +41,9 @@ CASES = [
     ("tile_min", [tile(F, 2, 2)], {}, {}),
     ("tile_transpose", [tile(F, 2, 3)], {}, {}),
     ("tile_matmul_b", [tile(F, 2, 3), tile(F, 3, 4)], {}, {}),
-    ("tile_matmul_acc_b", [tile(F, 2, 3), tile(F, 3, 4), tile(F, 2, 4)],
-     {"alpha": 0.5, "beta": -1.3}, {}),
+    # alpha and beta carry no gradient (as Warp): held fixed
+    ("tile_matmul_acc_b", [tile(F, 2, 3), tile(F, 3, 4), tile(F, 2, 4), F, F], {},
+     {3: 0.5, 4: -1.3}),
     ("tile_astype_b", [tile(F, 3)], {"dtype": F}, {}),
     ("tile_const", [F], {"type": tile(F, 2, 2)}, {}),
     ("tile_from_value", [T.vec2d], {}, {}),
@@ -185,6 +186,7 @@ def test_tile_rule_tangent_matches_finite_differences_and_adjoint_matches_tangen
 
         def args(h=0.0):
             return [(np.asarray(ints[k], np.int32) if isinstance(ints[k], list) else
+                     np.float64(ints[k]) if isinstance(ints[k], float) else
                      np.int32(ints[k])) if k in ints else shaped(x[k] + h * dx[k], t)
                     for k, t in enumerate(types)]
         ret = primal(*args())

@@ -264,6 +264,10 @@ def _entries():
         add(f"np.{n}", True, 1, "zero")
     for n in ("empty", "zeros"):
         add(f"np.{n}", True, 2, "alloc")
+    # tiles (numpy arrays in CPU code): constructions, copies and reductions of whole tiles
+    for n, arity in (("array", 1), ("arange", 1), ("ascontiguousarray", 1), ("transpose", 2),
+                     ("sum", 1)):
+        add(f"np.{n}", True, arity)
     # the math module: erf and erfc (numpy has none)
     add("math.erf", True, 1, "rule", _d("g * 1.1283791670955126 * exp(-(x * x))"))
     add("math.erfc", True, 1, "rule", _d("g * -1.1283791670955126 * exp(-(x * x))"))

@@ -189,7 +189,7 @@ def _tile_arg(ctx, v, node, what):
 class _tile_const:
     def primal(*args, type, value=None):
         if value is None:  # a run-time fill value
-            return Ex(_wk("tile_fill", tile_const(0, type).node, args[0].node), type)
+            return Ex(_wk("tile_fill", tile_const(0, type).node, _fill_value(args[0])), type)
         return tile_const(value, type)
 
     def adjoint(*args, ret, adj, type, value=None):
@@ -200,8 +200,21 @@ class _tile_const:
     def tangent(*args, ret, type, value=None):
         if value is None:
             t = args[len(args) // 2]
-            return Ex(_wk("tile_fill", tile_const(0, type).node, t.node), type)
+            return Ex(_wk("tile_fill", tile_const(0, type).node, _fill_value(t)), type)
         return tile_const(0, type)
+
+
+def _fill_value(x):
+    """A fill value as ``tile_fill`` takes it: a scalar, or an array of a vector's or matrix's
+    components (shaped as an element)."""
+    if not T.is_composite(x.type):
+        return x.node
+    arr = ast.Call(attr_path("np.array"), [x.node], [])
+    shape = T.element_shape(x.type)
+    if len(shape) > 1:
+        arr = ast.Call(ast.Attribute(arr, "reshape", ast.Load()),
+                       [_tuple([_int(d) for d in shape])], [])
+    return arr
 
 
 def _sum_all(adj, elem_t):
@@ -262,29 +275,86 @@ special_form("tile_full", "tile_full(shape, value, dtype=float): a tile filled w
          differentiable=False, public=False)
 class _tile_arange:
     def primal(type, start, step):
+        """``start + k * step`` computed in the element type (as Warp), from the bounds as that
+        type holds them."""
         st = T.scalar_of(type)
         n = type.shape[0]
+        dt = attr_path(f"np.{st.__name__}")
         node = ast.Call(attr_path("np.arange"), [_int(n)], [])
-        node = ast.Call(ast.Attribute(node, "astype", ast.Load()),
-                        [ast.Attribute(name("np"), st.__name__, ast.Load())], [])
+        node = ast.Call(ast.Attribute(node, "astype", ast.Load()), [dt], [])
         return Ex(ast.BinOp(ast.BinOp(node, ast.Mult(), const(step, st).node), ast.Add(),
                             const(start, st).node), type)
 
 
-@special_form("tile_arange", "tile_arange(start=0, stop, step=1, dtype=int): a 1-D tile")
+def _arange_count(start, stop, step, st):
+    """The number of elements of Warp's ``tile_arange(start, stop, step)`` at scalar type
+    ``st``: ``ceil((stop - start) / step)``, exact for integers, from the values as ``st``
+    holds them for floats."""
+    if T.is_int(st):
+        q, r = divmod(stop - start, step)
+        return q + (1 if r else 0)
+    npt = st._np_
+    a, b, c = npt(start), npt(stop), npt(step)
+    return int(np.ceil(float((b - a) / c)))
+
+
+@special_form("tile_arange", "tile_arange(start=0, stop, step=1, dtype=float): a 1-D tile")
 def tile_arange(ctx, node):
-    vals = [ctx.static_value(a, "tile_arange's bounds") for a in node.args]
+    if len(node.args) > 3:
+        raise ctx.fail(node, f"tile_arange() accepts at most 3 positional arguments, got "
+                       f"{len(node.args)}", KernelTypeError)
+    if not node.args:
+        raise ctx.fail(node, "tile_arange() needs a stop", KernelTypeError)
+    names = {1: ["stop"], 2: ["start", "stop"], 3: ["start", "stop", "step"]}[len(node.args)]
+    vals = []
+    for n_, a in zip(names, node.args):
+        try:
+            v = ctx.static_value(a, "a tile_arange() bound")
+        except Exception:  # noqa: BLE001 - a run-time value
+            raise ctx.fail(a, f"tile_arange() arguments must be compile time constants, but "
+                           f"{n_} is not", KernelTypeError) from None
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise ctx.fail(a, f"tile_arange() arguments must be numbers, got {v!r}",
+                           KernelTypeError)
+        vals.append(v.item() if isinstance(v, np.generic) else v)
     if len(vals) == 1:
         vals = [0] + vals
     if len(vals) == 2:
         vals = vals + [1]
     start, stop, step = vals
-    n = len(range(int(start), int(stop), int(step))) if all(isinstance(v, int) for v in vals) \
-        else int((stop - start + step - (1 if step > 0 else -1)) // step)
     kw = _kw(node)
-    default = T.float32 if any(isinstance(v, float) for v in vals) else T.int32
-    dtype = static_dtype(ctx, kw.get("dtype"), default)
-    t = T.TileType(dtype, (max(n, 1),))
+    dtype = static_dtype(ctx, kw.get("dtype"), T.float32)
+    if not T.is_scalar(dtype) or dtype is T.bool:
+        raise ctx.fail(node, f"tile_arange() dtype must be a numeric scalar type, got "
+                       f"{T.type_name(dtype)}", KernelTypeError)
+    st = dtype
+    if T.is_int(st):
+        if any(isinstance(v, float) and not float(v).is_integer() for v in vals):
+            raise ctx.fail(node, "tile_arange(): an integer dtype needs integer bounds",
+                           KernelValueError)
+        start, stop, step = (int(v) for v in vals)
+        info = np.iinfo(st._np_)
+        if any(not info.min <= v <= info.max for v in (start, stop, step)):
+            raise ctx.fail(node, f"tile_arange(): a bound does not fit {T.type_name(st)}",
+                           KernelValueError)
+    else:
+        finfo = np.finfo(st._np_)
+        if any(not np.isfinite(v) or abs(v) > finfo.max for v in map(float, vals)):
+            raise ctx.fail(node, f"tile_arange(): a bound is not representable as "
+                           f"{T.type_name(st)}", KernelValueError)
+    if (st._np_(step) if not T.is_int(st) else step) == 0:
+        raise ctx.fail(node, "tile_arange(): step cannot be zero", KernelValueError)
+    with np.errstate(all="ignore"):
+        n = _arange_count(start, stop, step, st)
+    if not np.isfinite(n) if isinstance(n, float) else False:
+        raise ctx.fail(node, "tile_arange(): the range cannot be counted", KernelValueError)
+    if n <= 0:
+        raise ctx.fail(node, f"tile_arange({start}, {stop}, {step}) spans no elements: "
+                       "zero-length tiles are not supported", KernelValueError)
+    if n > 1 << 24:
+        raise ctx.fail(node, f"tile_arange(): {n} elements are too many for a tile",
+                       KernelValueError)
+    t = T.TileType(dtype, (int(n),))
     return ctx.emit(ir.Prim(lookup("tile_arange_b"), [], {"type": t, "start": start,
                                                           "step": step}), t, node)
 
@@ -864,34 +934,37 @@ def _matmul_acc_resolve(ts, attrs=None):
 
 
 @builtin("tile_matmul_acc_b", ["tile_matmul(a, b, out, alpha=1.0, beta=1.0)"],
-         _matmul_acc_resolve, public=False)
+         lambda ts, a=None: _matmul_acc_resolve(ts[:3]) if len(ts) == 5 else None,
+         public=False)
 class _tile_matmul_acc:
-    def primal(a, b, c, alpha, beta):
-        return Ex(_wk("tile_matmul_acc", a.node, b.node, c.node, ast.Constant(float(alpha)),
-                      ast.Constant(float(beta))), c.type)
+    """``alpha * a @ b + beta * out`` (``out`` not read where ``beta`` is 0); as in Warp,
+    ``alpha`` and ``beta`` carry no gradient."""
 
-    def adjoint(a, b, c, ret, adj, alpha, beta):
-        g = adj * float(alpha) if alpha != 1.0 else adj
+    def primal(a, b, c, alpha, beta):
+        return Ex(_wk("tile_matmul_acc", a.node, b.node, c.node, alpha.node, beta.node), c.type)
+
+    def adjoint(a, b, c, alpha, beta, ret, adj):
+        g = adj * alpha
         ga = Ex(_wk("tile_matmul_adj_a", g.node, b.node), a.type)
         gb = Ex(_wk("tile_matmul_adj_b", a.node, g.node), b.type)
         if a.type.dtype != c.type.dtype:
             ga = _tile_astype.primal(ga, a.type.dtype)
         if b.type.dtype != c.type.dtype:
             gb = _tile_astype.primal(gb, b.type.dtype)
-        gc = adj * float(beta) if beta != 1.0 else adj
         return [ga if T.is_differentiable(a.type) else None,
-                gb if T.is_differentiable(b.type) else None, gc]
+                gb if T.is_differentiable(b.type) else None, adj * beta, None, None]
 
-    def tangent(a, b, c, ta, tb, tc, ret, alpha, beta):
+    def tangent(a, b, c, alpha, beta, ta, tb, tc, talpha, tbeta, ret):
         parts = []
+        zero = const(0.0, T.scalar_of(ret.type.dtype)).node
         if ta is not None:
             parts.append(Ex(_wk("tile_matmul_acc", ta.node, b.node, tile_const(0, ret.type).node,
-                                ast.Constant(float(alpha)), ast.Constant(0.0)), ret.type))
+                                alpha.node, zero), ret.type))
         if tb is not None:
             parts.append(Ex(_wk("tile_matmul_acc", a.node, tb.node, tile_const(0, ret.type).node,
-                                ast.Constant(float(alpha)), ast.Constant(0.0)), ret.type))
+                                alpha.node, zero), ret.type))
         if tc is not None:
-            parts.append(tc * float(beta) if beta != 1.0 else tc)
+            parts.append(tc * beta)
         if not parts:
             return tile_const(0, ret.type)
         out = parts[0]
@@ -918,15 +991,23 @@ def tile_matmul(ctx, node):
     out_node = node.args[2]
     c = _tile_arg(ctx, ctx.expr(out_node), out_node, "tile_matmul's out")
     kw = _kw(node)
-    alpha = ctx.static_value(kw["alpha"], "alpha") if "alpha" in kw else (
-        ctx.static_value(node.args[3], "alpha") if len(node.args) > 3 else 1.0)
-    beta = ctx.static_value(kw["beta"], "beta") if "beta" in kw else (
-        ctx.static_value(node.args[4], "beta") if len(node.args) > 4 else 1.0)
+    st = T.scalar_of(c.type.dtype)
+
+    def scale(key, pos):
+        n = kw.get(key) if key in kw else (node.args[pos] if len(node.args) > pos else None)
+        if n is None:
+            return ir.Const(1.0, st)
+        v = ctx.expr(n)
+        if isinstance(v, ir.Const):
+            return ir.Const(float(v.value), st)
+        if v.type != st:
+            v = ctx.apply("cast", [v], node, attrs={"type": st})
+        return v
+    alpha, beta = scale("alpha", 3), scale("beta", 4)
     if c.type.shape != (a.type.shape[0], b.type.shape[1]):
         raise ctx.fail(out_node, f"tile_matmul's out has shape {c.type.shape}, the product "
                        f"{(a.type.shape[0], b.type.shape[1])}")
-    new = ctx.emit(ir.Prim(lookup("tile_matmul_acc_b"), [a, b, c],
-                           {"alpha": float(alpha), "beta": float(beta)}), c.type, node)
+    new = ctx.emit(ir.Prim(lookup("tile_matmul_acc_b"), [a, b, c, alpha, beta]), c.type, node)
     if not isinstance(out_node, ast.Name):
         raise ctx.fail(out_node, "tile_matmul's out must be a local name")
     store_back(ctx, out_node, new)
