@@ -95,7 +95,8 @@ CASES += [
 ]
 
 #: differentiable tile builtins checked through kernels instead (they read or write arrays)
-THROUGH_KERNELS = {"tile_load_b", "tile_store_b", "tile_atomic_add_b"}
+THROUGH_KERNELS = {"tile_load_b", "tile_store_b", "tile_atomic_add_b", "tile_load_indexed_b",
+                   "tile_store_indexed_b", "tile_atomic_add_indexed_b"}
 
 
 def _names(n, prefix):

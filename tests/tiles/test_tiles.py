@@ -188,3 +188,26 @@ def test_bad_tile_code_is_a_located_error():
     a = wp.zeros((3, 3), dtype=float)
     with pytest.raises(wp.KernelError, match=r"tile shapes \(2, 3\) and \(3, 3\)"):
         wp.launch_tiled(bad, dim=[1], inputs=[a, a], block_dim=4)
+
+
+@wp.kernel
+def gather_scatter(x: wp.array2d[float], y: wp.array2d[float]):
+    rows = wp.tile_arange(3, dtype=int) * 2                     # rows 0, 2, 4
+    t = wp.tile_load_indexed(x, indices=rows, shape=(3, 2), axis=0)
+    back = wp.tile_arange(2, -1, -1, dtype=int)                 # rows 2, 1, 0
+    wp.tile_atomic_add_indexed(y, indices=back, t=t * t, axis=0)
+
+
+def test_indexed_load_and_atomic_add_values_and_gradients():
+    rng = np.random.default_rng(6)
+    x_np = rng.random((6, 2), dtype=np.float32)
+    x = wp.array(x_np, requires_grad=True)
+    y = wp.zeros((3, 2), dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(gather_scatter, dim=[1], inputs=[x, y], block_dim=4)
+    np.testing.assert_allclose(y.numpy(), (x_np[[4, 2, 0]]) ** 2, rtol=1e-6)
+    g = rng.random((3, 2), dtype=np.float32)
+    tape.backward(grads={y: g})
+    want = np.zeros((6, 2), np.float32)
+    want[[0, 2, 4]] = 2.0 * x_np[[0, 2, 4]] * g[[2, 1, 0]]
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)

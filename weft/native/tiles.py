@@ -61,6 +61,58 @@ def tile_load3(a, o0, o1, o2, n0, n1, n2):
 
 
 @_jit
+def tile_load4(a, o0, o1, o2, o3, n0, n1, n2, n3):
+    out = np.zeros((n0, n1, n2, n3) + a.shape[4:], a.dtype)
+    for i in range(n0):
+        for j in range(n1):
+            for k in range(n2):
+                for m in range(n3):
+                    r, c, d, e = o0 + i, o1 + j, o2 + k, o3 + m
+                    if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] and 0 <= d < a.shape[2] \
+                            and 0 <= e < a.shape[3]:
+                        out[i, j, k, m] = a[r, c, d, e]
+    return out
+
+
+@_jit
+def tile_store4(a, o0, o1, o2, o3, t):
+    for i in range(t.shape[0]):
+        for j in range(t.shape[1]):
+            for k in range(t.shape[2]):
+                for m in range(t.shape[3]):
+                    r, c, d, e = o0 + i, o1 + j, o2 + k, o3 + m
+                    if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] and 0 <= d < a.shape[2] \
+                            and 0 <= e < a.shape[3]:
+                        a[r, c, d, e] = t[i, j, k, m]
+
+
+@_jit
+def tile_load_adj4(adj, o0, o1, o2, o3, g):
+    for i in range(g.shape[0]):
+        for j in range(g.shape[1]):
+            for k in range(g.shape[2]):
+                for m in range(g.shape[3]):
+                    r, c, d, e = o0 + i, o1 + j, o2 + k, o3 + m
+                    if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1] and \
+                            0 <= d < adj.shape[2] and 0 <= e < adj.shape[3]:
+                        atomic_add(adj, (r, c, d, e), g[i, j, k, m])
+
+
+@_jit
+def tile_atomic_add4(a, o0, o1, o2, o3, t):
+    old = np.zeros(t.shape, t.dtype)
+    for i in range(t.shape[0]):
+        for j in range(t.shape[1]):
+            for k in range(t.shape[2]):
+                for m in range(t.shape[3]):
+                    r, c, d, e = o0 + i, o1 + j, o2 + k, o3 + m
+                    if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] and 0 <= d < a.shape[2] \
+                            and 0 <= e < a.shape[3]:
+                        old[i, j, k, m] = atomic_add(a, (r, c, d, e), t[i, j, k, m])
+    return old
+
+
+@_jit
 def tile_store1(a, o0, t):
     for i in range(t.shape[0]):
         r = o0 + i
@@ -166,6 +218,89 @@ def tile_atomic_add3(a, o0, o1, o2, t):
                         if 0 <= d < a.shape[2]:
                             old[i, j, k] = atomic_add(a, (r, c, d), t[i, j, k])
     return old
+
+
+# gathers and scatters along one axis through a 1-D tile of indices (Warp's *_indexed): the
+# coordinate along ``axis`` is ``offset + idx[i]``; elements outside the array read zero and
+# are skipped when written
+@_jit
+def _coord(o, i, idx, axis, d):
+    return o + (idx[i] if d == axis else i)
+
+
+@_jit
+def tile_load_indexed1(a, idx, o0, n0):
+    out = np.zeros((n0,) + a.shape[1:], a.dtype)
+    for i in range(n0):
+        r = o0 + idx[i]
+        if 0 <= r < a.shape[0]:
+            out[i] = a[r]
+    return out
+
+
+@_jit
+def tile_load_indexed2(a, idx, axis, o0, o1, n0, n1):
+    out = np.zeros((n0, n1) + a.shape[2:], a.dtype)
+    for i in range(n0):
+        r = _coord(o0, i, idx, axis, 0)
+        if 0 <= r < a.shape[0]:
+            for j in range(n1):
+                c = _coord(o1, j, idx, axis, 1)
+                if 0 <= c < a.shape[1]:
+                    out[i, j] = a[r, c]
+    return out
+
+
+@_jit
+def tile_store_indexed1(a, idx, o0, t, add):
+    """Writes (``add`` False) or atomically adds ``t`` at the gathered places; the replaced
+    values come back."""
+    old = np.zeros(t.shape, t.dtype)
+    for i in range(t.shape[0]):
+        r = o0 + idx[i]
+        if 0 <= r < a.shape[0]:
+            if add:
+                old[i] = atomic_add(a, r, t[i])
+            else:
+                old[i] = a[r]
+                a[r] = t[i]
+    return old
+
+
+@_jit
+def tile_store_indexed2(a, idx, axis, o0, o1, t, add):
+    old = np.zeros(t.shape, t.dtype)
+    for i in range(t.shape[0]):
+        r = _coord(o0, i, idx, axis, 0)
+        if 0 <= r < a.shape[0]:
+            for j in range(t.shape[1]):
+                c = _coord(o1, j, idx, axis, 1)
+                if 0 <= c < a.shape[1]:
+                    if add:
+                        old[i, j] = atomic_add(a, (r, c), t[i, j])
+                    else:
+                        old[i, j] = a[r, c]
+                        a[r, c] = t[i, j]
+    return old
+
+
+@_jit
+def tile_load_indexed_adj1(adj, idx, o0, g):
+    for i in range(g.shape[0]):
+        r = o0 + idx[i]
+        if 0 <= r < adj.shape[0]:
+            atomic_add(adj, r, g[i])
+
+
+@_jit
+def tile_load_indexed_adj2(adj, idx, axis, o0, o1, g):
+    for i in range(g.shape[0]):
+        r = _coord(o0, i, idx, axis, 0)
+        if 0 <= r < adj.shape[0]:
+            for j in range(g.shape[1]):
+                c = _coord(o1, j, idx, axis, 1)
+                if 0 <= c < adj.shape[1]:
+                    atomic_add(adj, (r, c), g[i, j])
 
 
 # ------------------------------------------------------------------------------ elements

@@ -227,12 +227,17 @@ TILES = tuple("""
     tile_transpose tile_full tile_fill tile_sum tile_sum_vec tile_max tile_min tile_argmax
     tile_argmin tile_extreme_adj tile_sum_adj tile_sum_vec_adj tile_matmul tile_matmul_acc
     tile_matmul_adj_a tile_matmul_adj_b tile_atomic_add1 tile_atomic_add2 tile_atomic_add3
-    tile_reshape tile_broadcast tile_unbroadcast tile_stack_push tile_stack_pop
+    tile_reshape tile_broadcast tile_unbroadcast tile_stack_push tile_stack_pop tile_load4
+    tile_store4 tile_load_adj4 tile_atomic_add4 tile_load_indexed1 tile_load_indexed2
+    tile_store_indexed1 tile_store_indexed2 tile_load_indexed_adj1 tile_load_indexed_adj2
 """.split()) + tuple(f"tile_{n}" for n in _tile_kernels.TILE_KERNELS
                      if n not in ("argmin", "argmax", "matmul", "matmul_acc"))
 TILE_EFFECTS = frozenset({"tile_store1", "tile_store2", "tile_store3", "tile_load_adj1",
                           "tile_load_adj2", "tile_load_adj3", "tile_atomic_add1",
                           "tile_atomic_add2", "tile_atomic_add3", "tile_stack_push",
+                          "tile_store4", "tile_load_adj4", "tile_atomic_add4",
+                          "tile_store_indexed1", "tile_store_indexed2",
+                          "tile_load_indexed_adj1", "tile_load_indexed_adj2",
                           "tile_stack_pop"})
 
 # calls by a plain name: Python's builtins and the casts: name -> (pure, arity, second order)

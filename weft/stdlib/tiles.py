@@ -427,8 +427,8 @@ def tile_load(ctx, node):
     if len(shape) != a.type.ndim:
         raise ctx.fail(shape_node, f"a tile of {len(shape)} dimensions from an array of "
                        f"{a.type.ndim}: give a shape per array dimension")
-    if len(shape) > 3:
-        raise ctx.fail(node, "tiles of more than 3 dimensions are not supported yet")
+    if len(shape) > 4:
+        raise ctx.fail(node, "tiles have at most 4 dimensions")
     offs = _offsets(ctx, node, len(shape))
     t = T.TileType(a.type.dtype, shape)
     return ctx.emit(ir.Prim(lookup("tile_load_b"), [a] + offs, {"shape": shape}), t, node)
@@ -459,7 +459,7 @@ class _tile_store:
 _tile_store.array_args = True
 
 
-def _tile_store_tangent(args, tans, tan_arrays):
+def _tile_store_tangent(args, tans, tan_arrays, **attrs):
     a, t, offs = args[0], args[1], args[2:]
     arr = tan_arrays[0] if tan_arrays else None
     tt = tans[1]
@@ -2276,3 +2276,162 @@ def check_augmented(ctx, current, sl, node):
     if not all(s.kind == "int" for s in spec):
         raise ctx.fail(node, "Compound assignment to a tile view is not supported: assign the "
                        "result instead (t[a:b] = t[a:b] + u)", KernelValueError)
+
+
+# ----------------------------------------------------------------------------- indexed memory
+def _ix_args(a, idx, offs, axis):
+    """The leading arguments of the ``*_indexed<n>`` helpers."""
+    nd = len(offs)
+    return [a.node, idx.node] + ([_int(axis)] if nd > 1 else []) + [o.node for o in offs]
+
+
+def _ix_load(a, idx, offs, shape, axis, t):
+    return Ex(_wk(f"tile_load_indexed{len(offs)}", *_ix_args(a, idx, offs, axis),
+                  *[_int(d) for d in shape]), t)
+
+
+@builtin("tile_load_indexed_b", ["tile_load_indexed(a, indices, shape, offset, axis)"],
+         lambda ts, a=None: None, public=False)
+class _tile_load_indexed:
+    own_derivatives = True
+
+    def primal(a, idx, *offs, shape, axis):
+        return _ix_load(a, idx, offs, shape, axis, T.TileType(a.type.dtype, shape))
+
+    def adjoint(a, idx, *offs, ret, adj, shape, axis, adj_arrays=()):
+        arr = adj_arrays[0] if adj_arrays else None
+        if arr is not None:
+            call_ = _wk(f"tile_load_indexed_adj{len(offs)}", *_ix_args(arr, idx, offs, axis),
+                        adj.node)
+            _emit(ast.If(_not_none(arr.node), [ast.Expr(call_)], []))
+        return [None] * (2 + len(offs))
+
+    def tangent(a, idx, *rest, ret, shape, axis, tan_arrays=()):
+        n = (len(rest) - 2) // 2
+        offs = rest[:n]
+        arr = tan_arrays[0] if tan_arrays else None
+        if arr is None:
+            return tile_const(0, ret.type)
+        out = _let(tile_const(0, ret.type).node, "tt")
+        _emit(ast.If(_not_none(arr.node), [ast.Assign([ast.Name(out.id, ast.Store())], _ix_load(
+            arr, idx, offs, shape, axis, ret.type).node, lineno=0)], []))
+        return Ex(out, ret.type)
+
+
+_tile_load_indexed.array_args = True
+
+
+@builtin("tile_store_indexed_b", ["tile_store_indexed(a, indices, t, offset, axis)"],
+         lambda ts, a=None: None, public=False)
+class _tile_store_indexed:
+    def primal(a, idx, t, *offs, axis, add=False):
+        return Ex(_wk(f"tile_store_indexed{len(offs)}", *_ix_args(a, idx, offs, axis), t.node,
+                      ast.Constant(bool(add))), t.type)
+
+    def adjoint(a, idx, t, *offs, axis, add=False, ret=None, adj=None, adj_arrays=()):
+        arr = adj_arrays[0] if adj_arrays else None
+        if arr is None:
+            return [None] * (3 + len(offs))
+        g = _let(tile_const(0, t.type).node, "ga")
+        _emit(ast.If(_not_none(arr.node), [ast.Assign([ast.Name(g.id, ast.Store())], _ix_load(
+            arr, idx, offs, t.type.shape, axis, t.type).node, lineno=0)], []))
+        return [None, None, Ex(g, t.type)] + [None] * len(offs)
+
+    def tangent(*args, **kw):
+        return tile_const(0, kw["ret"].type) if kw.get("ret") is not None else None
+
+
+def _store_indexed_tangent(args, tans, tan_arrays, axis, add=False):
+    a, idx, t, offs = args[0], args[1], args[2], args[3:]
+    arr = tan_arrays[0] if tan_arrays else None
+    tt = tans[2]
+    if arr is None or tt is None:
+        return
+    call_ = _wk(f"tile_store_indexed{len(offs)}", *_ix_args(arr, idx, offs, axis), tt.node,
+                ast.Constant(bool(add)))
+    _emit(ast.If(_not_none(arr.node), [ast.Expr(call_)], []))
+
+
+_tile_store_indexed.array_args = True
+_tile_store_indexed.effect_tangent = _store_indexed_tangent
+
+
+@builtin("tile_atomic_add_indexed_b", ["tile_atomic_add_indexed(a, indices, t, offset, axis)"],
+         lambda ts, a=None: None, public=False)
+class _tile_atomic_add_indexed:
+    def primal(a, idx, t, *offs, axis):
+        return _tile_store_indexed.primal(a, idx, t, *offs, axis=axis, add=True)
+
+    def adjoint(a, idx, t, *offs, ret, adj, axis, adj_arrays=()):
+        return _tile_store_indexed.adjoint(a, idx, t, *offs, axis=axis, adj_arrays=adj_arrays)
+
+    def tangent(a, idx, t, *rest, ret, axis, tan_arrays=()):
+        n = (len(rest) - 3) // 2
+        offs, tans = rest[:n], rest[n:]
+        _store_indexed_tangent([a, idx, t] + list(offs), tans, tan_arrays, axis, add=True)
+        return tile_const(0, ret.type)
+
+
+_tile_atomic_add_indexed.array_args = True
+_tile_atomic_add_indexed.array_access = "accumulate"
+
+
+def _indexed_parts(ctx, node, what, with_tile):
+    kw = _kw(node)
+    pos = list(node.args)
+    a = ctx.expr(pos[0] if pos else kw["a"])
+    if not isinstance(getattr(a, "type", None), T.ArrayType):
+        raise ctx.fail(node, f"{what} takes an array", KernelTypeError)
+    idx_node = pos[1] if len(pos) > 1 else kw.get("indices")
+    idx = _tile_arg(ctx, ctx.expr(idx_node), idx_node, f"{what}'s indices")
+    if not T.is_int(idx.type.dtype) or len(idx.type.shape) != 1:
+        raise ctx.fail(idx_node, f"{what}'s indices must be a 1-D tile of integers",
+                       KernelTypeError)
+    t = None
+    if with_tile:
+        t_node = pos[2] if len(pos) > 2 else kw.get("t")
+        t = _tile_arg(ctx, ctx.expr(t_node), t_node, f"{what}'s tile")
+    axis = int(ctx.static_value(kw["axis"], "axis")) if "axis" in kw else 0
+    nd = a.type.ndim
+    if nd > 2:
+        raise ctx.fail(node, f"{what} of arrays of more than 2 dimensions is not supported yet")
+    if not 0 <= axis < nd:
+        raise ctx.fail(node, f"{what}: axis {axis} is out of range for an array of {nd} "
+                       "dimensions", KernelValueError)
+    return a, idx, t, axis, _offsets(ctx, node, nd)
+
+
+@special_form("tile_load_indexed", "tile_load_indexed(a, indices, shape, offset=0, axis=0): a "
+              "tile gathered along axis through a tile of indices")
+def tile_load_indexed(ctx, node):
+    a, idx, _, axis, offs = _indexed_parts(ctx, node, "tile_load_indexed", False)
+    kw = _kw(node)
+    shape_node = kw.get("shape") or (node.args[2] if len(node.args) > 2 else None)
+    shape = static_shape(ctx, shape_node, "the tile's shape")
+    if len(shape) != a.type.ndim or shape[axis] != idx.type.shape[0]:
+        raise ctx.fail(node, f"tile_load_indexed: shape {shape} needs one extent per array "
+                       f"dimension and {idx.type.shape[0]} along axis {axis}", KernelValueError)
+    t = T.TileType(a.type.dtype, shape)
+    return ctx.emit(ir.Prim(lookup("tile_load_indexed_b"), [a, idx] + offs,
+                            {"shape": shape, "axis": axis}), t, node)
+
+
+@special_form("tile_store_indexed", "tile_store_indexed(a, indices, t, offset=0, axis=0): t "
+              "scattered along axis through a tile of indices")
+def tile_store_indexed(ctx, node):
+    a, idx, t, axis, offs = _indexed_parts(ctx, node, "tile_store_indexed", True)
+    if t.type.dtype != a.type.dtype:
+        t = ctx.apply("tile_astype_b", [t], node, attrs={"dtype": a.type.dtype})
+    ctx.add(ir.Effect(lookup("tile_store_indexed_b"), [a, idx, t] + offs, ctx.loc(node),
+                      {"axis": axis}))
+
+
+@special_form("tile_atomic_add_indexed", "tile_atomic_add_indexed(a, indices, t, offset=0, "
+              "axis=0): t added atomically along axis through a tile of indices; returns the "
+              "values it replaced")
+def tile_atomic_add_indexed(ctx, node):
+    a, idx, t, axis, offs = _indexed_parts(ctx, node, "tile_atomic_add_indexed", True)
+    if t.type.dtype != a.type.dtype:
+        t = ctx.apply("tile_astype_b", [t], node, attrs={"dtype": a.type.dtype})
+    return ctx.emit(ir.Prim(lookup("tile_atomic_add_indexed_b"), [a, idx, t] + offs,
+                            {"axis": axis}), t.type, node)

@@ -101,7 +101,7 @@ class Tangent(Forward):
             return out
         args = [self.ex(a) for a in s.args]
         tans = [self.tex(a) for a in s.args]
-        stmts, _ = self.build(lambda: rule(args, tans, self.shadow_arrays(s.args)) or
+        stmts, _ = self.build(lambda: rule(args, tans, self.shadow_arrays(s.args), **s.attrs) or
                               Ex(ast.Constant(None), None), s.loc)
         return out + stmts
 
