@@ -288,14 +288,17 @@ class _tile_arange:
 
 def _arange_count(start, stop, step, st):
     """The number of elements of Warp's ``tile_arange(start, stop, step)`` at scalar type
-    ``st``: ``ceil((stop - start) / step)``, exact for integers, from the values as ``st``
-    holds them for floats."""
+    ``st``: ``ceil((stop - start) / step)``, exact for integers, in double precision from the
+    values as ``st`` holds them for floats (None: not countable)."""
     if T.is_int(st):
         q, r = divmod(stop - start, step)
         return q + (1 if r else 0)
     npt = st._np_
-    a, b, c = npt(start), npt(stop), npt(step)
-    return int(np.ceil(float((b - a) / c)))
+    a, b, c = (float(npt(v)) for v in (start, stop, step))
+    q = (b - a) / c
+    if not np.isfinite(q):
+        return None
+    return int(np.ceil(q))
 
 
 @special_form("tile_arange", "tile_arange(start=0, stop, step=1, dtype=float): a 1-D tile")
@@ -325,35 +328,36 @@ def tile_arange(ctx, node):
     kw = _kw(node)
     dtype = static_dtype(ctx, kw.get("dtype"), T.float32)
     if not T.is_scalar(dtype) or dtype is T.bool:
-        raise ctx.fail(node, f"tile_arange() dtype must be a numeric scalar type, got "
+        raise ctx.fail(node, f"tile_arange() requires a numeric scalar dtype, got "
                        f"{T.type_name(dtype)}", KernelTypeError)
     st = dtype
+    named = list(zip(("start", "stop", "step"), vals))
     if T.is_int(st):
-        if any(isinstance(v, float) and not float(v).is_integer() for v in vals):
-            raise ctx.fail(node, "tile_arange(): an integer dtype needs integer bounds",
-                           KernelValueError)
-        start, stop, step = (int(v) for v in vals)
         info = np.iinfo(st._np_)
-        if any(not info.min <= v <= info.max for v in (start, stop, step)):
-            raise ctx.fail(node, f"tile_arange(): a bound does not fit {T.type_name(st)}",
-                           KernelValueError)
+        for n_, v in named:
+            if isinstance(v, float) and not float(v).is_integer():
+                raise ctx.fail(node, f"tile_arange(): {n_}={v} has a fractional part, which "
+                               f"{T.type_name(st)} cannot hold", KernelValueError)
+            if not info.min <= int(v) <= info.max:
+                raise ctx.fail(node, f"tile_arange(): {n_}={v} is out of range for "
+                               f"{T.type_name(st)}", KernelValueError)
+        start, stop, step = (int(v) for v in vals)
     else:
         finfo = np.finfo(st._np_)
-        if any(not np.isfinite(v) or abs(v) > finfo.max for v in map(float, vals)):
-            raise ctx.fail(node, f"tile_arange(): a bound is not representable as "
-                           f"{T.type_name(st)}", KernelValueError)
-    if (st._np_(step) if not T.is_int(st) else step) == 0:
+        for n_, v in named:
+            if not np.isfinite(float(v)) or abs(float(v)) > finfo.max:
+                raise ctx.fail(node, f"tile_arange(): {n_}={v} is out of range for "
+                               f"{T.type_name(st)}", KernelValueError)
+    if (float(st._np_(step)) if not T.is_int(st) else step) == 0:
         raise ctx.fail(node, "tile_arange(): step cannot be zero", KernelValueError)
     with np.errstate(all="ignore"):
         n = _arange_count(start, stop, step, st)
-    if not np.isfinite(n) if isinstance(n, float) else False:
-        raise ctx.fail(node, "tile_arange(): the range cannot be counted", KernelValueError)
+    if n is None or n > 1 << 24:
+        raise ctx.fail(node, f"tile_arange({start}, {stop}, {step}) spans more elements than "
+                       "can be counted in a tile", KernelValueError)
     if n <= 0:
         raise ctx.fail(node, f"tile_arange({start}, {stop}, {step}) spans no elements: "
                        "zero-length tiles are not supported", KernelValueError)
-    if n > 1 << 24:
-        raise ctx.fail(node, f"tile_arange(): {n} elements are too many for a tile",
-                       KernelValueError)
     t = T.TileType(dtype, (int(n),))
     return ctx.emit(ir.Prim(lookup("tile_arange_b"), [], {"type": t, "start": start,
                                                           "step": step}), t, node)
