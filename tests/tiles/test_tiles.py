@@ -211,3 +211,13 @@ def test_indexed_load_and_atomic_add_values_and_gradients():
     want = np.zeros((6, 2), np.float32)
     want[[0, 2, 4]] = 2.0 * x_np[[0, 2, 4]] * g[[2, 1, 0]]
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
+
+
+def test_a_tile_kernel_for_cuda_is_refused_with_its_line():
+    @wp.kernel(module="unique")
+    def on_gpu(a: wp.array[float]):
+        t = wp.tile_load(a, shape=4)
+        wp.tile_store(a, t * 2.0)
+
+    with pytest.raises(wp.KernelError, match="uses tiles, which weft runs on the CPU only"):
+        on_gpu.source("forward", target="cuda")

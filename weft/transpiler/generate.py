@@ -15,6 +15,8 @@ import dataclasses
 import os
 
 from ..core import types as T
+from ..core.errors import KernelError
+from ..stdlib import ir
 from .abi import KernelABI, ParamABI
 from .adjoint import Adjoint
 from .codegen import assign, names_for, wk_call
@@ -245,11 +247,25 @@ def func_functions(fir, facts_of, target):
     return out
 
 
+def _no_cuda_tiles(funcs):
+    """Tiles run on the CPU (each block one thread); CUDA's cooperative tiles are not built
+    yet: a kernel using them is refused for CUDA with its first tile's line."""
+    for fir in funcs:
+        for s in ir.walk(fir.body):
+            v = getattr(s, "dst", None)
+            if v is not None and isinstance(v.type, (T.TileType, T.TileStackType)):
+                raise KernelError(f"{s.loc.filename}:{s.loc.lineno}: {fir.kind} '{fir.name}' "
+                                  "uses tiles, which weft runs on the CPU only for now "
+                                  "(launch it with device='cpu')")
+
+
 def run(state):
     sites = []  # debug mode: the checked accesses of the module, shared by its targets
     targets = [TARGETS[t].configured(state.options.mode, sites, state.options.fast_math)
                for t in state.options.targets]
     defs, abis = [], {}
+    if any(t.name == "cuda" for t in targets):
+        _no_cuda_tiles(state.funcs)
     for fir in state.funcs:
         facts = state.facts[fir]
         if fir.kind != "kernel":
