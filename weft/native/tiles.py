@@ -23,6 +23,8 @@ _jit = njit(error_model="numpy", nogil=True)
 # ------------------------------------------------------------------------------ memory
 @_jit
 def tile_load1(a, o0, n0):
+    if 0 <= o0 and o0 + n0 <= a.shape[0]:  # inside the array: one slice copy
+        return np.ascontiguousarray(a[o0:o0 + n0]).copy()
     out = np.zeros((n0,) + a.shape[1:], a.dtype)
     for i in range(n0):
         r = o0 + i
@@ -33,6 +35,8 @@ def tile_load1(a, o0, n0):
 
 @_jit
 def tile_load2(a, o0, o1, n0, n1):
+    if 0 <= o0 and o0 + n0 <= a.shape[0] and 0 <= o1 and o1 + n1 <= a.shape[1]:
+        return np.ascontiguousarray(a[o0:o0 + n0, o1:o1 + n1]).copy()
     out = np.zeros((n0, n1) + a.shape[2:], a.dtype)
     for i in range(n0):
         r = o0 + i
@@ -114,6 +118,9 @@ def tile_atomic_add4(a, o0, o1, o2, o3, t):
 
 @_jit
 def tile_store1(a, o0, t):
+    if 0 <= o0 and o0 + t.shape[0] <= a.shape[0]:
+        a[o0:o0 + t.shape[0]] = t
+        return
     for i in range(t.shape[0]):
         r = o0 + i
         if 0 <= r < a.shape[0]:
@@ -122,6 +129,9 @@ def tile_store1(a, o0, t):
 
 @_jit
 def tile_store2(a, o0, o1, t):
+    if 0 <= o0 and o0 + t.shape[0] <= a.shape[0] and 0 <= o1 and o1 + t.shape[1] <= a.shape[1]:
+        a[o0:o0 + t.shape[0], o1:o1 + t.shape[1]] = t
+        return
     for i in range(t.shape[0]):
         r = o0 + i
         if 0 <= r < a.shape[0]:
