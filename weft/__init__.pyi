@@ -1405,8 +1405,40 @@ def tile_atomic_add(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_atomic_add (kernel language)"""
 
 
+def tile_atomic_add_indexed(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_atomic_add_indexed (kernel language)"""
+
+
+def tile_axpy(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_axpy (kernel language)"""
+
+
 def tile_broadcast(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_broadcast (kernel language)"""
+
+
+def tile_cholesky(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_cholesky (kernel language)"""
+
+
+def tile_cholesky_inplace(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_cholesky_inplace (kernel language)"""
+
+
+def tile_cholesky_solve(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_cholesky_solve (kernel language)"""
+
+
+def tile_cholesky_solve_inplace(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_cholesky_solve_inplace (kernel language)"""
+
+
+def tile_diag_add(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_diag_add(a, d) -> a + diag(d)"""
+
+
+def tile_dot(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_dot(a, b) -> the sum of a * b, as a tile of one element"""
 
 
 def tile_empty(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1417,6 +1449,10 @@ def tile_extract(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_extract (kernel language)"""
 
 
+def tile_fft(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_fft (kernel language)"""
+
+
 def tile_from_thread(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_from_thread (kernel language)"""
 
@@ -1425,8 +1461,24 @@ def tile_full(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_full (kernel language)"""
 
 
+def tile_ifft(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_ifft (kernel language)"""
+
+
 def tile_load(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_load (kernel language)"""
+
+
+def tile_load_indexed(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_load_indexed (kernel language)"""
+
+
+def tile_lower_solve(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_lower_solve (kernel language)"""
+
+
+def tile_lower_solve_inplace(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_lower_solve_inplace (kernel language)"""
 
 
 def tile_map(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1457,20 +1509,72 @@ def tile_reshape(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_reshape (kernel language)"""
 
 
+def tile_scan_exclusive(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_scan_exclusive(a) -> a tile"""
+
+
+def tile_scan_inclusive(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_scan_inclusive(a) -> a tile"""
+
+
+def tile_scan_max_inclusive(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_scan_max_inclusive(a) -> a tile"""
+
+
+def tile_scan_min_inclusive(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_scan_min_inclusive(a) -> a tile"""
+
+
+def tile_sort(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_sort (kernel language)"""
+
+
 def tile_squeeze(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_squeeze (kernel language)"""
+
+
+def tile_stack(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_stack (kernel language)"""
+
+
+def tile_stack_clear(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_stack_clear (kernel language)"""
+
+
+def tile_stack_count(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_stack_count (kernel language)"""
+
+
+def tile_stack_pop(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_stack_pop (kernel language)"""
+
+
+def tile_stack_push(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_stack_push (kernel language)"""
 
 
 def tile_store(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_store (kernel language)"""
 
 
+def tile_store_indexed(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_store_indexed (kernel language)"""
+
+
 def tile_sum(*args: _Any, **kwargs: _Any) -> _Any:
-    """tile_sum(t) -> a tile of one element"""
+    """wp.tile_sum (kernel language)"""
 
 
 def tile_transpose(*args: _Any, **kwargs: _Any) -> _Any:
     """tile_transpose(t) -> the transposed 2-D tile"""
+
+
+def tile_upper_solve(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_upper_solve (kernel language)"""
+
+
+def tile_upper_solve_inplace(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_upper_solve_inplace (kernel language)"""
 
 
 def tile_view(*args: _Any, **kwargs: _Any) -> _Any:

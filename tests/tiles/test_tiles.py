@@ -221,3 +221,31 @@ def test_a_tile_kernel_for_cuda_is_refused_with_its_line():
 
     with pytest.raises(wp.KernelError, match="uses tiles, which weft runs on the CPU only"):
         on_gpu.source("forward", target="cuda")
+
+
+@wp.kernel
+def half_tiles(a: wp.array2d[wp.float16], b: wp.array2d[float], out: wp.array2d[wp.float16]):
+    t = wp.tile_load(a, shape=(2, 4))                 # float16: float32 values rounded to half
+    u = wp.tile_astype(wp.tile_load(b, shape=(4, 3)), wp.float16)
+    wp.tile_store(out, wp.tile_matmul(t, u) + t[:, 0:3])
+
+
+def test_float16_tiles_values_and_gradients():
+    rng = np.random.default_rng(7)
+    a_np = rng.random((2, 4)).astype(np.float16)
+    b_np = rng.random((4, 3)).astype(np.float32)
+    a = wp.array(a_np, dtype=wp.float16, requires_grad=True)
+    b = wp.array(b_np, requires_grad=True)
+    out = wp.zeros((2, 3), dtype=wp.float16, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(half_tiles, dim=[1], inputs=[a, b, out], block_dim=8)
+    u = b_np.astype(np.float16).astype(np.float32)
+    want = (a_np.astype(np.float32) @ u).astype(np.float16).astype(np.float32) + a_np[:, :3]
+    np.testing.assert_allclose(out.numpy().astype(np.float32), want, rtol=2e-3)
+    g = np.ones((2, 3), np.float16)
+    tape.backward(grads={out: g})
+    grad_a = np.ones((2, 3)) @ u.T
+    grad_a[:, :3] += 1.0
+    np.testing.assert_allclose(a.grad.numpy().astype(np.float32), grad_a, rtol=2e-3)
+    np.testing.assert_allclose(b.grad.numpy(), a_np.astype(np.float32).T @ np.ones((2, 3)),
+                               rtol=2e-3)

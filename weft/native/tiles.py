@@ -11,11 +11,14 @@ overhangs its array.
 """
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from ..core.diskcache import njit
+from . import _portable
 from . import tile_kernels as _tk
-from .atomics import atomic_add
+from .atomics import atomic_add, cas_half_bits  # noqa: F401 - cas_half_bits: see _composed
 
 _jit = njit(error_model="numpy", nogil=True)
 
@@ -311,6 +314,76 @@ def tile_load_indexed_adj2(adj, idx, axis, o0, o1, g):
                 c = _coord(o1, j, idx, axis, 1)
                 if 0 <= c < adj.shape[1]:
                     atomic_add(adj, (r, c), g[i, j])
+
+
+# float16: arrays hold half bits (uint16); a tile of float16 is float32 values rounded to half
+_h2f = _jit(_portable.h2f)
+_f2h = _jit(_portable.f2h)
+h2f, f2h = _h2f, _f2h  # the names the composed helpers below call
+
+
+def _composed(fn):
+    """A helper of ``_portable.COMPOSED`` compiled with its calls resolved in this module
+    (as ``helpers`` binds them; this module does not import ``helpers``)."""
+    return _jit(types.FunctionType(fn.__code__, globals(), fn.__name__, fn.__defaults__))
+
+
+half_rmw = _composed(_portable.half_rmw)
+_atomic_add_f16 = _composed(_portable.atomic_add_f16)
+
+
+@_jit
+def tile_h2f(bits):
+    """A float16 tile read from an array's half bits: float32 values."""
+    out = np.empty(bits.shape, np.float32)
+    fo = out.reshape(-1)
+    fb = np.ascontiguousarray(bits).reshape(-1)
+    for k in range(fb.shape[0]):
+        fo[k] = _h2f(fb[k])
+    return out
+
+
+@_jit
+def tile_f2h(t):
+    """The half bits of a float16 tile (to store into an array)."""
+    out = np.empty(t.shape, np.uint16)
+    fo = out.reshape(-1)
+    ft = np.ascontiguousarray(t).reshape(-1)
+    for k in range(ft.shape[0]):
+        fo[k] = _f2h(ft[k])
+    return out
+
+
+@_jit
+def tile_round_f16(t):
+    """Every element rounded to the nearest float16 (a float16 tile's operations round, as
+    each operation on Warp's half does)."""
+    out = np.empty(t.shape, np.float32)
+    fo = out.reshape(-1)
+    ft = np.ascontiguousarray(t).reshape(-1)
+    for k in range(ft.shape[0]):
+        fo[k] = _h2f(_f2h(ft[k]))
+    return out
+
+
+@_jit
+def tile_load_adj_h1(adj, o0, g):
+    """The adjoint of a load from a float16 array: added into its half bits (atomically)."""
+    for i in range(g.shape[0]):
+        r = o0 + i
+        if 0 <= r < adj.shape[0]:
+            _atomic_add_f16(adj, r, g[i])
+
+
+@_jit
+def tile_load_adj_h2(adj, o0, o1, g):
+    for i in range(g.shape[0]):
+        r = o0 + i
+        if 0 <= r < adj.shape[0]:
+            for j in range(g.shape[1]):
+                c = o1 + j
+                if 0 <= c < adj.shape[1]:
+                    _atomic_add_f16(adj, (r, c), g[i, j])
 
 
 # ------------------------------------------------------------------------------ elements

@@ -1,6 +1,9 @@
 """``@wp.kernel`` and ``@wp.func``: user functions, compiled lazily through the transpiler."""
 from __future__ import annotations
 
+import os
+import traceback
+
 import functools
 import operator
 import re
@@ -174,9 +177,8 @@ class Kernel(UserFunction):
         except RecursionError:
             raise KernelError(f"kernel '{self.key}' is nested too deeply to compile") from None
         except Exception as exc:  # anything else is weft's bug: say so, and name the kernel
-            import os as _os, traceback as _tb
-            if _os.environ.get("WEFT_TRACE"):
-                _tb.print_exc()
+            if os.environ.get("WEFT_TRACE"):  # the compiler's own traceback, for weft's developers
+                traceback.print_exc()
             raise InternalError(f"while compiling kernel '{self.key}': "
                                 f"{type(exc).__name__}: {exc}") from exc
 

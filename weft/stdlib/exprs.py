@@ -346,7 +346,9 @@ def tile_const(value, type_):
     ``value`` when it is not zero."""
     shape = ast.Tuple([ast.Constant(d) for d in T.element_shape(type_)], ast.Load())
     st = T.scalar_of(type_)
-    dt = ast.Attribute(name("np"), "bool_" if st is T.bool else st.__name__, ast.Load())
+    # float16 tiles hold float32 values rounded to half (numba has no half arithmetic)
+    dt = ast.Attribute(name("np"), "bool_" if st is T.bool else
+                       "float32" if st is T.float16 else st.__name__, ast.Load())
     node = ast.Call(attr_path("np.zeros"), [shape, dt], [])
     if value != 0:
         node = ast.BinOp(node, ast.Add(), const(value, st).node)

@@ -62,6 +62,16 @@ def _not_none(n):
     return ast.Compare(n, [ast.IsNot()], [ast.Constant(None)])
 
 
+def _np_dtype(st):
+    """``np.<type>`` of the arrays holding tiles of scalar type ``st`` (float16: float32)."""
+    return attr_path("np.float32" if st is T.float16 else
+                     "np.bool_" if st is T.bool else f"np.{st.__name__}")
+
+
+def _half(dtype):
+    return not T.is_composite(dtype) and dtype is T.float16
+
+
 def _elem_len(dtype):
     n = 1
     for d in T.element_shape(dtype):
@@ -279,7 +289,7 @@ class _tile_arange:
         type holds them."""
         st = T.scalar_of(type)
         n = type.shape[0]
-        dt = attr_path(f"np.{st.__name__}")
+        dt = _np_dtype(st)
         node = ast.Call(attr_path("np.arange"), [_int(n)], [])
         node = ast.Call(ast.Attribute(node, "astype", ast.Load()), [dt], [])
         return Ex(ast.BinOp(ast.BinOp(node, ast.Mult(), const(step, st).node), ast.Add(),
@@ -375,8 +385,9 @@ class _tile_load:
 
     def primal(a, *offs, shape):
         t = T.TileType(a.type.dtype, shape)
-        return Ex(_wk(f"tile_load{len(shape)}", a.node, *[o.node for o in offs],
-                      *[_int(d) for d in shape]), t)
+        node = _wk(f"tile_load{len(shape)}", a.node, *[o.node for o in offs],
+                   *[_int(d) for d in shape])
+        return Ex(_wk("tile_h2f", node) if _half(a.type.dtype) else node, t)
 
     def adjoint(a, *offs, ret, adj, shape, adj_arrays=()):
         arr = adj_arrays[0] if adj_arrays else None
@@ -391,8 +402,7 @@ class _tile_load:
         if arr is None:
             return tile_const(0, t)
         out = _let(tile_const(0, t).node, "tt")
-        load = _wk(f"tile_load{len(shape)}", arr.node, *[o.node for o in offs],
-                   *[_int(d) for d in shape])
+        load = _tile_load.primal(Ex(arr.node, a.type), *offs, shape=shape).node
         _emit(ast.If(_not_none(arr.node), [ast.Assign([ast.Name(out.id, ast.Store())], load,
                                                       lineno=0)], []))
         return Ex(out, t)
@@ -402,7 +412,11 @@ def _load_adjoint(arr, offs, g, dtype):
     """``adj_a[region] += g`` (atomically), per component for vector and matrix arrays."""
     nd = len(offs)
     calls = []
-    if not T.is_composite(dtype):
+    if _half(dtype):
+        if nd > 2:
+            raise NotImplementedError("gradients of float16 tile loads of more than 2 dimensions")
+        calls.append(_wk(f"tile_load_adj_h{nd}", arr.node, *[o.node for o in offs], g.node))
+    elif not T.is_composite(dtype):
         calls.append(_wk(f"tile_load_adj{nd}", arr.node, *[o.node for o in offs], g.node))
     else:
         for extra in itertools.product(*[range(d) for d in T.element_shape(dtype)]):
@@ -441,7 +455,8 @@ def tile_load(ctx, node):
 @builtin("tile_store_b", ["tile_store(a, t, offset)"], lambda ts, a=None: None, public=False)
 class _tile_store:
     def primal(a, t, *offs):
-        return Ex(_wk(f"tile_store{len(offs)}", a.node, *[o.node for o in offs], t.node), VOID)
+        value = _wk("tile_f2h", t.node) if _half(a.type.dtype) else t.node
+        return Ex(_wk(f"tile_store{len(offs)}", a.node, *[o.node for o in offs], value), VOID)
 
     def adjoint(a, t, *offs, adj_arrays=()):
         """``adj_t += adj_a[region]`` (Warp's adjoint store reads the array's adjoint)."""
@@ -450,8 +465,7 @@ class _tile_store:
             return [None] * (2 + len(offs))
         shape = t.type.shape
         g = _let(tile_const(0, t.type).node, "ga")
-        load = _wk(f"tile_load{len(shape)}", arr.node, *[o.node for o in offs],
-                   *[_int(d) for d in shape])
+        load = _tile_load.primal(Ex(arr.node, a.type), *offs, shape=shape).node
         _emit(ast.If(_not_none(arr.node), [ast.Assign([ast.Name(g.id, ast.Store())], load,
                                                       lineno=0)], []))
         return [None, Ex(g, t.type)] + [None] * len(offs)
@@ -469,7 +483,7 @@ def _tile_store_tangent(args, tans, tan_arrays, **attrs):
     tt = tans[1]
     if arr is None or tt is None:
         return
-    call_ = _wk(f"tile_store{len(offs)}", arr.node, *[o.node for o in offs], tt.node)
+    call_ = _tile_store.primal(Ex(arr.node, a.type), tt, *offs).node
     _emit(ast.If(_not_none(arr.node), [ast.Expr(call_)], []))
 
 
@@ -825,8 +839,9 @@ class tile_transpose:
 class _tile_astype:
     def primal(t, dtype):
         st = T.scalar_of(dtype)
-        node = ast.Call(ast.Attribute(t.node, "astype", ast.Load()),
-                        [ast.Attribute(name("np"), st.__name__, ast.Load())], [])
+        node = ast.Call(ast.Attribute(t.node, "astype", ast.Load()), [_np_dtype(st)], [])
+        if st is T.float16:  # float32 values rounded to half
+            node = _wk("tile_round_f16", node)
         return Ex(node, T.TileType(dtype, t.type.shape))
 
     def adjoint(t, ret, adj, dtype):

@@ -100,6 +100,8 @@ def round_half(ex):
                 node.func.id == "float16":
             return c
         return Ex(ast.Call(name("float16"), [node], []), T.float16)
+    if T.is_tile_type(ex.type):
+        return Ex(wk_call("tile_round_f16", ex.node), ex.type)
     if T.is_composite(ex.type):
         from ..stdlib.exprs import tup
         return tup([one(c) for c in ex.atom().items()], ex.type)
