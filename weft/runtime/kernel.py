@@ -1,13 +1,12 @@
 """``@wp.kernel`` and ``@wp.func``: user functions, compiled lazily through the transpiler."""
 from __future__ import annotations
 
-import os
-import traceback
-
 import functools
 import operator
+import os
 import re
 import sys
+import traceback
 
 from ..stdlib.funcs import (COMPILE_LOCK, Function, UserFunction, func, func_grad, func_replay,  # noqa: F401
     func_tangent)
