@@ -12,7 +12,10 @@ compared (sum, sum of absolute values, first values) to ``--rtol``. Assets are W
 to weft with ``WEFT_ASSET_DIR``). An example without an ``Example`` class (``core/example_work_queue``,
 ``core/example_spin_lock``: test functions) runs its ``test_*(device="cpu")`` functions, which
 check their own results; they take numpy from ``warp.tests.unittest_utils``, which weft's copy
-imports instead. ``--mode debug`` runs weft's copy with every array access checked.
+imports instead. A script (no ``Example``, and test functions, if any, that need more than a
+device: ``tile/example_tile_matmul``) runs as a program; the numbers it prints are compared.
+``Example`` arguments without defaults get ``seed=42``, ``train_iters=3``. ``--mode debug``
+runs weft's copy with every array access checked.
 """
 from __future__ import annotations
 
@@ -40,20 +43,41 @@ m = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(m)
 t0 = time.perf_counter()
 if hasattr(m, "Example"):
-    kw = {"stage_path": None} if "stage_path" in inspect.signature(m.Example.__init__).parameters \
-        else {}
+    params = inspect.signature(m.Example.__init__).parameters
+    kw = {"stage_path": None} if "stage_path" in params else {}
+    kw.update({n: v for n, v in (("seed", 42), ("train_iters", 3))
+               if n in params and params[n].default is inspect.Parameter.empty})
     ex = m.Example(**kw)
     t0 = time.perf_counter()
     advance = getattr(ex, "step", None) or ex.render  # (example_raycast renders only)
     indexed = bool(inspect.signature(advance).parameters)  # step(step_index): the checkpoints
     for i in range(frames):
         advance(i) if indexed else advance()
-else:  # test functions, which check their results themselves
-    for fname in sorted(n for n in vars(m) if n.startswith("test_")
-                        and inspect.isfunction(getattr(m, n))):  # (not kernels named test_*)
-        getattr(m, fname)(device="cpu")
+else:
+    tests = [getattr(m, n) for n in sorted(vars(m)) if n.startswith("test_")
+             and inspect.isfunction(getattr(m, n))]  # (not kernels named test_*)
+    plain = tests and all(set(inspect.signature(f).parameters) <= {"device"} for f in tests)
+    if plain:  # test functions, which check their results themselves
+        for f in tests:
+            f(device="cpu")
+    else:  # a script: run as a program; the numbers it prints are its state
+        import contextlib, io, re, runpy
+        buf = io.StringIO()
+        sys.argv = [path]
+        with contextlib.redirect_stdout(buf):
+            try:
+                runpy.run_path(path, run_name="__main__")
+            except SystemExit as e:
+                if e.code not in (None, 0):
+                    raise
+        text = "\n".join(line for line in buf.getvalue().splitlines()
+                         if not line.startswith(("Module ", "Warp ", "   ", "weft:")))
+        printed = [float(v) for v in re.findall(r"[-+]?\d+\.?\d*(?:[eE][-+]?\d+)?", text)]
 seconds = time.perf_counter() - t0
 out = {"seconds": seconds}
+if "printed" in dir():
+    x = np.asarray(printed, dtype=np.float64)
+    out["printed"] = [float(x.sum()), float(np.abs(x).sum()), [float(v) for v in x[:8]]]
 for a in attrs:
     obj = ex
     for part in a.split("."):
@@ -118,7 +142,8 @@ def main(argv=None):
                 failures += 1
                 print(f"{name:40s} {'-':>10s} {'-':>10s}  FAILED: {err or err2}")
                 continue
-            same = all(close(x, y, args.rtol) for a in attrs.split(",") if a
+            keys = [a for a in attrs.split(",") if a] + (["printed"] if "printed" in mine else [])
+            same = all(close(x, y, args.rtol) for a in keys
                        for x, y in zip(mine[a][:2] + mine[a][2], theirs[a][:2] + theirs[a][2]))
             failures += not same
             print(f"{name:40s} {mine['seconds']:9.2f}s {theirs['seconds']:9.2f}s  "

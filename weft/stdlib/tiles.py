@@ -165,11 +165,13 @@ def _operands(ctx, node, n):
     return [ctx.expr(a) for a in node.args[:n]]
 
 
-def _offsets(ctx, node, ndim):
-    """The offset operands of a tile load or store: ``offset=(i, j)`` (int32), zeros when not
-    given."""
+def _offsets(ctx, node, ndim, pos=None):
+    """The offset operands of a tile load or store: ``offset=(i, j)`` (or positional argument
+    ``pos``; int32), zeros when not given."""
     kw = _kw(node)
     off = kw.get("offset")
+    if off is None and pos is not None and len(node.args) > pos:
+        off = node.args[pos]
     if off is None:
         return [ir.Const(0, T.int32)] * ndim
     items = off.elts if isinstance(off, ast.Tuple) else [off]
@@ -432,9 +434,10 @@ _tile_load.array_args = True
 @special_form("tile_load", "tile_load(a, shape, offset=0, storage='register', "
               "bounds_check=True): a tile read from array a (zeros outside it)")
 def tile_load(ctx, node):
-    if not node.args:
+    kw0 = _kw(node)
+    if not node.args and "a" not in kw0:
         raise ctx.fail(node, "tile_load(a, shape, offset) needs an array")
-    a = ctx.expr(node.args[0])
+    a = ctx.expr(node.args[0] if node.args else kw0["a"])
     if not isinstance(getattr(a, "type", None), T.ArrayType):
         raise ctx.fail(node.args[0], "tile_load reads an array", KernelTypeError)
     kw = _kw(node)
@@ -447,7 +450,7 @@ def tile_load(ctx, node):
                        f"{a.type.ndim}: give a shape per array dimension")
     if len(shape) > 4:
         raise ctx.fail(node, "tiles have at most 4 dimensions")
-    offs = _offsets(ctx, node, len(shape))
+    offs = _offsets(ctx, node, len(shape), pos=2)
     t = T.TileType(a.type.dtype, shape)
     return ctx.emit(ir.Prim(lookup("tile_load_b"), [a] + offs, {"shape": shape}), t, node)
 
@@ -493,18 +496,21 @@ _tile_store.effect_tangent = _tile_store_tangent
 @special_form("tile_store", "tile_store(a, t, offset=0): writes tile t into array a (elements "
               "outside it are skipped)")
 def tile_store(ctx, node):
-    if len(node.args) < 2:
+    kw0 = _kw(node)
+    a_node = node.args[0] if node.args else kw0.get("a")
+    t_node = node.args[1] if len(node.args) > 1 else kw0.get("t")
+    if a_node is None or t_node is None:
         raise ctx.fail(node, "tile_store(a, t, offset) needs an array and a tile")
-    a = ctx.expr(node.args[0])
+    a = ctx.expr(a_node)
     if not isinstance(getattr(a, "type", None), T.ArrayType):
-        raise ctx.fail(node.args[0], "tile_store writes an array", KernelTypeError)
-    t = _tile_arg(ctx, ctx.expr(node.args[1]), node.args[1], "tile_store's value")
+        raise ctx.fail(a_node, "tile_store writes an array", KernelTypeError)
+    t = _tile_arg(ctx, ctx.expr(t_node), t_node, "tile_store's value")
     if len(t.type.shape) != a.type.ndim:
         raise ctx.fail(node, f"a tile of {len(t.type.shape)} dimensions stored into an array "
                        f"of {a.type.ndim}")
     if t.type.dtype != a.type.dtype:
         t = ctx.apply("tile_astype_b", [t], node, attrs={"dtype": a.type.dtype})
-    offs = _offsets(ctx, node, a.type.ndim)
+    offs = _offsets(ctx, node, a.type.ndim, pos=2)
     ctx.add(ir.Effect(lookup("tile_store_b"), [a, t] + offs, ctx.loc(node)))
 
 
@@ -581,6 +587,10 @@ def lower_operator(ctx, b, args, node):
                 if lit else a for a, lit in zip(args, literal)]
         elems = [a.type.dtype if T.is_tile_type(a.type) else a.type for a in args]
     rtype = b.resolve(elems, {})
+    if b.name in ("mul", "div") and len(tiles) == 2 and not any(T.is_scalar(t) for t in elems):
+        raise ctx.fail(node, f"tile {_VERBS[b.name]}: the element type must be scalar for one "
+                       f"of two tile operands, got {_shown(args[0].type)} and "
+                       f"{_shown(args[1].type)}", KernelTypeError)
     if rtype is None or (b.name in ("mul", "div") and len(args) == 2 and
                          not any(T.is_scalar(t) for t in elems)):
         names = [_shown(a.type) for a in args]
@@ -1174,8 +1184,8 @@ def tile_squeeze(ctx, node):
         norm = []
         for ax in axes:
             if not -nd <= ax < nd:
-                raise ctx.fail(axis_node, f"tile_squeeze: axis {ax} is out of range for a tile "
-                               f"of {nd} dimensions", KernelValueError)
+                raise ctx.fail(axis_node, f"tile_squeeze() axis {ax} is out of bounds for tile "
+                               f"with {nd} dimensions", KernelValueError)
             ax = ax % nd
             if shape[ax] != 1:
                 raise ctx.fail(axis_node, f"tile_squeeze: axis {ax} has extent {shape[ax]}, "
@@ -1222,10 +1232,12 @@ def tile_broadcast(ctx, node):
     shape_node = node.args[1] if len(node.args) > 1 else kw.get("shape")
     shape = static_shape(ctx, shape_node, "tile_broadcast's shape")
     src = t.type.shape
-    if not 1 <= len(shape) <= 4 or len(shape) < len(src):
+    if not 1 <= len(shape) <= 4:
+        raise ctx.fail(shape_node, f"tile_broadcast() output must have between one and four "
+                       f"dimensions, got {len(shape)}", KernelValueError)
+    if len(shape) < len(src):
         raise ctx.fail(shape_node, f"tile_broadcast: a tile of shape {src} cannot be broadcast "
-                       f"to {shape} (the target needs 1 to 4 dimensions, at least as many as "
-                       "the tile's)", KernelValueError)
+                       f"to {shape} (fewer dimensions)", KernelValueError)
     for s, d in zip(reversed(src), reversed(shape)):
         if s != d and s != 1:
             raise ctx.fail(shape_node, f"tile_broadcast: a tile of shape {src} cannot be "
@@ -1282,11 +1294,28 @@ def tile_view(ctx, node):
     shape_node = node.args[2] if len(node.args) > 2 else kw.get("shape")
     items = [] if off_node is None else (off_node.elts if isinstance(off_node, ast.Tuple)
                                          else [off_node])
+    slices = [_as_slice(ctx, it) for it in items]
+    if any(sl is not None for sl in slices):  # offset=(slice(0, 2), i): a subscript view
+        if shape_node is not None:
+            raise ctx.fail(shape_node, "tile_view: give 'shape' together with a slice offset "
+                           "is not supported (the slices give the extents)", KernelValueError)
+        sub = [sl if sl is not None else it for sl, it in zip(slices, items)]
+        return subscript(ctx, t, ast.Tuple(sub, ast.Load()) if len(sub) > 1 else sub[0], node)
     offs = []
-    for it in items:
-        v = ctx.expr(it)
-        offs.append(ir.Const(int(v.value), T.int32) if isinstance(v, ir.Const) else v)
     src = t.type.shape
+    for k, it in enumerate(items):
+        v = ctx.expr(it)
+        if isinstance(v, ir.Const):
+            if isinstance(v.value, bool) or not isinstance(v.value, (int, np.integer)):
+                raise ctx.fail(it, "tile_view offsets must be integers or slices",
+                               KernelValueError)
+            if k < len(src) and not 0 <= int(v.value) < src[k]:
+                raise ctx.fail(it, f"tile_view offset {v.value} is out of bounds for axis {k} "
+                               f"of a tile of shape {src}", KernelValueError)
+            v = ir.Const(int(v.value), T.int32)
+        elif not T.is_int(getattr(v, "type", None)):
+            raise ctx.fail(it, "tile_view offsets must be integers or slices", KernelValueError)
+        offs.append(v)
     if shape_node is not None:
         shape = static_shape(ctx, shape_node, "tile_view's shape")
         offs += [ir.Const(0, T.int32)] * (len(src) - len(offs))
@@ -1295,6 +1324,24 @@ def tile_view(ctx, node):
     extents = [1] * len(offs) + list(src[len(offs):])
     offs += [ir.Const(0, T.int32)] * (len(src) - len(offs))
     return _emit_view(ctx, t, offs, extents, keep, node)
+
+
+def _as_slice(ctx, node):
+    """An ``ast.Slice`` for ``slice(a, b[, c])`` written as a call, else None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and
+            node.func.id == "slice" and ctx.resolve(node.func) is slice):
+        return None
+    parts = list(node.args) + [None] * (3 - len(node.args))
+    if len(node.args) == 1:
+        parts = [None, node.args[0], None]
+    for p in parts:
+        if p is not None:
+            try:
+                ctx.static_value(p, "a slice bound")
+            except Exception:  # noqa: BLE001 - a run-time bound
+                raise ctx.fail(p, "tile_view slice bounds must be compile-time constants",
+                               KernelValueError) from None
+    return ast.copy_location(ast.Slice(*parts), node)
 
 
 def _emit_view(ctx, t, offs, extents, keep, node):
@@ -2454,3 +2501,67 @@ def tile_atomic_add_indexed(ctx, node):
         t = ctx.apply("tile_astype_b", [t], node, attrs={"dtype": a.type.dtype})
     return ctx.emit(ir.Prim(lookup("tile_atomic_add_indexed_b"), [a, idx, t] + offs,
                             {"axis": axis}), t.type, node)
+
+
+# ----------------------------------------------------------------------------- random tiles
+@builtin("tile_rand_b", ["tile_randi/tile_randf(shape, rng, min, max)"], lambda ts, a=None: None,
+         differentiable=False, public=False)
+class _tile_rand:
+    """Each element drawn in turn from a copy of ``rng`` (as Warp's CPU tiles: the caller's
+    state is not advanced)."""
+
+    def primal(rng, *bounds, type, kind):
+        out = _let(tile_const(0, type).node, "rn")
+        ov = _flat_view(out, type)
+        st, e = _fresh("rs"), _fresh("e")
+        # Warp's CPU tiles draw from the state advanced once (the first element is the second
+        # value of the stream)
+        _emit(_assign_name(st, REGISTRY["rand_pcg"].primal(rng)))
+
+        def body():
+            s = REGISTRY["rand_pcg"].primal(Ex(name(st), T.uint32))
+            stmts = [_assign_name(st, s)]
+            cur = Ex(name(st), T.uint32)
+            if kind == "int":
+                v = REGISTRY["rand_int_range"].primal(cur, *bounds) if bounds else \
+                    REGISTRY["rand_int"].primal(cur)
+            else:
+                v = REGISTRY["rand_float"].primal(cur)
+                if bounds:
+                    lo, hi = bounds
+                    v = (hi - lo) * v + lo
+            return stmts + _write(ov, type, name(e), v)
+        _emit(_loop(e, _int(0), _int(type.size), _block(body)))
+        return Ex(out, type)
+
+
+def _rand_form(kind):
+    def lower(ctx, node):
+        kw = _kw(node)
+        shape = static_shape(ctx, node.args[0] if node.args else kw.get("shape"),
+                             "the tile's shape")
+        rng_node = node.args[1] if len(node.args) > 1 else kw.get("rng")
+        rng = ctx.adapt_literal(ctx.expr(rng_node), T.uint32)
+        if rng.type is not T.uint32:
+            raise ctx.fail(rng_node, "the rng must be a state made by wp.rand_init (a uint32)",
+                           KernelTypeError)
+        st = T.int32 if kind == "int" else T.float32
+        bounds = []
+        if "min" in kw or "max" in kw:
+            if not ("min" in kw and "max" in kw):
+                raise ctx.fail(node, "give both min and max", KernelTypeError)
+            for key in ("min", "max"):
+                v = ctx.adapt_literal(ctx.expr(kw[key]), st)
+                if v.type is not st:
+                    v = ctx.apply("cast", [v], node, attrs={"type": st})
+                bounds.append(v)
+        t = T.TileType(st, shape)
+        return ctx.emit(ir.Prim(lookup("tile_rand_b"), [rng] + bounds,
+                                {"type": t, "kind": kind}), t, node)
+    return lower
+
+
+special_form("tile_randi", "tile_randi(shape, rng, min=None, max=None): a tile of random "
+             "integers")(_rand_form("int"))
+special_form("tile_randf", "tile_randf(shape, rng, min=None, max=None): a tile of random "
+             "floats in [0, 1) (or [min, max))")(_rand_form("float"))
