@@ -49,7 +49,8 @@ if hasattr(m, "Example"):
                if n in params and params[n].default is inspect.Parameter.empty})
     ex = m.Example(**kw)
     t0 = time.perf_counter()
-    advance = getattr(ex, "step", None) or ex.render  # (example_raycast renders only)
+    # (example_raycast renders only; example_tile_mlp trains)
+    advance = getattr(ex, "step", None) or getattr(ex, "render", None) or ex.train_warp
     indexed = bool(inspect.signature(advance).parameters)  # step(step_index): the checkpoints
     for i in range(frames):
         advance(i) if indexed else advance()

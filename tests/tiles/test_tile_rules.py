@@ -47,6 +47,7 @@ CASES = [
     ("tile_astype_b", [tile(F, 3)], {"dtype": F}, {}),
     ("tile_const", [F], {"type": tile(F, 2, 2)}, {}),
     ("tile_from_value", [T.vec2d], {}, {}),
+    ("tile_from_vector", [T.vec3d], {}, {}),
     ("tile_reshape_b", [tile(F, 2, 3)], {"shape": (3, 2)}, {}),
     ("tile_broadcast_b", [tile(F, 3)], {"shape": (2, 3)}, {}),
     ("tile_broadcast_b", [tile(F, 2, 1)], {"shape": (2, 4)}, {}),

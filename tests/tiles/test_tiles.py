@@ -249,3 +249,21 @@ def test_float16_tiles_values_and_gradients():
     np.testing.assert_allclose(a.grad.numpy().astype(np.float32), grad_a, rtol=2e-3)
     np.testing.assert_allclose(b.grad.numpy(), a_np.astype(np.float32).T @ np.ones((2, 3)),
                                rtol=2e-3)
+
+
+@wp.kernel
+def tile_of_vectors(a: wp.array[wp.vec3], out: wp.array[wp.vec3]):
+    i = wp.tid()
+    t = wp.tile(a[i])                        # a column: shape (3, block_dim), block_dim 1
+    out[i] = wp.untile(t * 2.0) + wp.untile(wp.tile(a[i], preserve_type=True))
+
+
+def test_tile_of_a_vector_is_a_column_and_untile_gives_it_back():
+    a_np = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = wp.array(a_np, dtype=wp.vec3, requires_grad=True)
+    out = wp.zeros(2, dtype=wp.vec3, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch(tile_of_vectors, dim=2, inputs=[a, out])
+    np.testing.assert_allclose(out.numpy(), 3.0 * a_np)
+    tape.backward(grads={out: np.ones((2, 3), np.float32)})
+    np.testing.assert_allclose(a.grad.numpy(), np.full((2, 3), 3.0))

@@ -897,7 +897,32 @@ def tile_form(ctx, node):
     x = ctx.expr(node.args[0])
     if T.is_tile_type(getattr(x, "type", None)):
         return x
+    kw = _kw(node)
+    keep = bool(ctx.static_value(kw["preserve_type"], "preserve_type")) \
+        if "preserve_type" in kw else False
+    if T.is_vector(getattr(x, "type", None)) and not keep:
+        # Warp: a vector's components become a column per thread: shape (length, block_dim)
+        return ctx.apply("tile_from_vector", [x], node)
     return ctx.apply("tile_from_value", [x], node)
+
+
+@builtin("tile_from_vector", ["tile(v): the block's vectors as columns"],
+         lambda ts, a=None: T.TileType(T.scalar_of(ts[0]), (ts[0]._length_, 1))
+         if len(ts) == 1 and T.is_vector(ts[0]) else None, public=False)
+class tile_from_vector:
+    def primal(v):
+        t = T.TileType(T.scalar_of(v.type), (v.type._length_, 1))
+        arr = ast.Call(attr_path("np.array"), [v.node], [])
+        return Ex(ast.Call(ast.Attribute(arr, "reshape", ast.Load()),
+                           [_tuple([_int(v.type._length_), _int(1)])], []), t)
+
+    def adjoint(v, ret, adj):
+        g = adj.atom()
+        return [Ex(_tuple([ast.Subscript(g.node, _tuple([_int(k), _int(0)]), ast.Load())
+                           for k in range(v.type._length_)]), v.type)]
+
+    def tangent(v, tv, ret):
+        return tile_from_vector.primal(tv) if tv is not None else tile_const(0, ret.type)
 
 
 class TileForm(SpecialForm):
@@ -920,6 +945,12 @@ NAMESPACE["tile"] = TileForm("tile", "tile(x): a tile holding the value of x of 
 @special_form("untile", "untile(t): this thread's element of a 1-D tile of the block's length")
 def untile(ctx, node):
     t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "untile's operand")
+    if len(t.type.shape) == 2 and t.type.shape[1] == 1 and T.is_scalar(t.type.dtype):
+        # a column per thread (wp.tile of a vector): the thread's vector
+        comps = [ctx.apply("tile_extract", [t, ir.Const(k, T.int32), ir.Const(0, T.int32)], node)
+                 for k in range(t.type.shape[0])]
+        vt = T.vector(t.type.shape[0], t.type.dtype)
+        return ctx.apply("construct", comps, node, attrs={"type": vt})
     return ctx.apply("tile_extract", [t, ir.Const(0, T.int32)], node)
 
 
