@@ -267,3 +267,23 @@ def test_tile_of_a_vector_is_a_column_and_untile_gives_it_back():
     np.testing.assert_allclose(out.numpy(), 3.0 * a_np)
     tape.backward(grads={out: np.ones((2, 3), np.float32)})
     np.testing.assert_allclose(a.grad.numpy(), np.full((2, 3), 3.0))
+
+
+@wp.kernel
+def random_tiles(seed: int, x: wp.array2d[int], y: wp.array2d[float]):
+    i, j = wp.tid()
+    rng = wp.rand_init(seed, i * 2 + j)
+    wp.tile_store(x, wp.tile_randi(shape=(2, 2), rng=rng), offset=(i * 2, j * 2))
+    wp.tile_store(y, wp.tile_randf(shape=(2, 2), rng=rng, min=-5.0, max=5.0),
+                  offset=(i * 2, j * 2))
+
+
+def test_random_tiles_are_warps_cpu_streams():
+    x = wp.zeros((4, 4), dtype=int)
+    y = wp.zeros((4, 4), dtype=float)
+    wp.launch_tiled(random_tiles, dim=[2, 2], inputs=[42, x, y], block_dim=64)
+    # Warp 1.19's output on the CPU (block_dim resolved to 1)
+    np.testing.assert_array_equal(x.numpy()[0], [798497746, -1161279442, -955788638, -592663987])
+    np.testing.assert_array_equal(x.numpy()[3], [-1563301394, 647964157, 1659888992, -215603549])
+    u = np.array([0.1859147, 0.72961855, 0.7774631, 0.86200964], np.float32)
+    np.testing.assert_allclose(y.numpy()[0], 10.0 * u - 5.0, rtol=1e-5)
