@@ -1501,6 +1501,14 @@ def tile_ones(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_ones (kernel language)"""
 
 
+def tile_randf(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_randf (kernel language)"""
+
+
+def tile_randi(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_randi (kernel language)"""
+
+
 def tile_reduce(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_reduce (kernel language)"""
 

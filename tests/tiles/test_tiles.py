@@ -287,3 +287,16 @@ def test_random_tiles_are_warps_cpu_streams():
     np.testing.assert_array_equal(x.numpy()[3], [-1563301394, 647964157, 1659888992, -215603549])
     u = np.array([0.1859147, 0.72961855, 0.7774631, 0.86200964], np.float32)
     np.testing.assert_allclose(y.numpy()[0], 10.0 * u - 5.0, rtol=1e-5)
+
+
+def test_tile_matmul_of_complex_tiles_is_refused():
+    @wp.kernel(module="unique")
+    def complex_mm(A: wp.array2d[wp.vec2f], C: wp.array2d[wp.vec2f]):
+        a = wp.tile_load(A, shape=(2, 2))
+        c = wp.tile_zeros(shape=(2, 2), dtype=wp.vec2f)
+        wp.tile_matmul(a, a, c)
+        wp.tile_store(C, c)
+
+    A = wp.zeros((2, 2), dtype=wp.vec2f)
+    with pytest.raises(TypeError, match="does not support complex tiles"):
+        wp.launch_tiled(complex_mm, dim=[1], inputs=[A, A], block_dim=4)

@@ -1042,6 +1042,12 @@ def _matmul_assigned(node):
 def tile_matmul(ctx, node):
     a = _tile_arg(ctx, ctx.expr(node.args[0]), node.args[0], "tile_matmul's a")
     b = _tile_arg(ctx, ctx.expr(node.args[1]), node.args[1], "tile_matmul's b")
+    for x in (a, b):
+        if not T.is_scalar(x.type.dtype):
+            what = "complex tiles (vec2)" if T.is_vector(x.type.dtype) and \
+                x.type.dtype._length_ == 2 else f"tiles of {T.type_name(x.type.dtype)}"
+            raise ctx.fail(node, f"tile_matmul does not support {what}: its operands are "
+                           "tiles of float scalars", KernelTypeError)
     if _matmul_resolve([a.type, b.type]) is None:
         raise ctx.fail(node, f"tile_matmul of shapes {a.type.shape} and {b.type.shape}")
     if len(node.args) < 3:
