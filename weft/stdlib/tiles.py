@@ -160,11 +160,6 @@ def static_dtype(ctx, node, default=T.float32):
         raise ctx.fail(node, "dtype must be a scalar, vector or matrix type") from None
 
 
-def _operands(ctx, node, n):
-    """The lowered operands of ``node``'s argument list (positional ``n`` of them)."""
-    return [ctx.expr(a) for a in node.args[:n]]
-
-
 def _offsets(ctx, node, ndim, pos=None):
     """The offset operands of a tile load or store: ``offset=(i, j)`` (or positional argument
     ``pos``; int32), zeros when not given."""
@@ -376,10 +371,6 @@ def tile_arange(ctx, node):
 
 
 # ----------------------------------------------------------------------------- memory
-class _ArrayRule:
-    """Marks a builtin whose rules take ``adj_arrays`` / ``tan_arrays``."""
-
-
 @builtin("tile_load_b", ["tile_load(a, shape, offset)"], lambda ts, a=None: None,
          public=False)
 class _tile_load:
