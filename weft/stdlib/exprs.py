@@ -346,13 +346,17 @@ def tile_const(value, type_):
     ``value`` when it is not zero."""
     shape = ast.Tuple([ast.Constant(d) for d in T.element_shape(type_)], ast.Load())
     st = T.scalar_of(type_)
-    # float16 tiles hold float32 values rounded to half (numba has no half arithmetic)
-    dt = ast.Attribute(name("np"), "bool_" if st is T.bool else
-                       "float32" if st is T.float16 else st.__name__, ast.Load())
-    node = ast.Call(attr_path("np.zeros"), [shape, dt], [])
+    node = ast.Call(attr_path("np.zeros"), [shape, tile_dtype(st)], [])
     if value != 0:
         node = ast.BinOp(node, ast.Add(), const(value, st).node)
     return Ex(node, type_)
+
+
+def tile_dtype(st):
+    """``np.<type>`` of the arrays holding tiles of scalar type ``st``: float16 tiles hold
+    float32 values rounded to half (Numba has no half arithmetic)."""
+    return attr_path("np.bool_" if st is T.bool else "np.float32" if st is T.float16 else
+                     f"np.{st.__name__}")
 
 
 def zero(type_):
