@@ -418,21 +418,6 @@ def expr_subscript(ctx, node):
     return ctx.apply("extract", [base] + idx, node)
 
 
-def tile_indices(ctx, t, idx, node):
-    """The indices of an element of tile type ``t`` (int32; one per tile dimension)."""
-    if len(idx) != len(t.shape):
-        raise ctx.fail(node, f"a tile of shape {t.shape} takes {len(t.shape)} indices, got "
-                       f"{len(idx)}", KernelTypeError)
-    out = []
-    for i in idx:
-        if isinstance(i, ir.Const) and i.literal:
-            i = ir.Const(int(i.value), T.int32)
-        if not T.is_int(getattr(i, "type", None)):
-            raise ctx.fail(node, "tile indices must be integers", KernelTypeError)
-        out.append(i)
-    return out
-
-
 def padded_shape_axis(ctx, node):
     """``a.shape[k]`` for a constant ``k`` from ``a.ndim`` up to 3: 0, as Warp (whose arrays
     carry four extents); None for any other subscript."""
