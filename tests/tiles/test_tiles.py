@@ -300,3 +300,39 @@ def test_tile_matmul_of_complex_tiles_is_refused():
     A = wp.zeros((2, 2), dtype=wp.vec2f)
     with pytest.raises(TypeError, match="does not support complex tiles"):
         wp.launch_tiled(complex_mm, dim=[1], inputs=[A, A], block_dim=4)
+
+
+@wp.kernel
+def add_twice_and_sort(y: wp.array[float], old: wp.array[float], keys: wp.array[float],
+                       vals: wp.array[int], s: wp.array[int]):
+    t = wp.tile_load(keys, shape=TM)
+    first = wp.tile_atomic_add(y, t)               # the values it replaced: zeros
+    second = wp.tile_atomic_add(y, t)              # ... then t
+    wp.tile_store(old, first + second * 10.0)
+    k = wp.tile_load(keys, shape=TM)
+    v = wp.tile_arange(TM, dtype=int)
+    wp.tile_sort(k, v)
+    wp.tile_store(keys, k)
+    wp.tile_store(vals, v)
+    st = wp.tile_stack(capacity=3, dtype=int)
+    wp.tile_stack_push(st, 7)
+    wp.tile_stack_push(st, 8)
+    top, slot = wp.tile_stack_pop(st)
+    s[0] = top
+    s[1] = slot
+    s[2] = wp.tile_stack_count(st)
+
+
+def test_atomic_add_returns_the_replaced_values_and_sort_and_stack_give_theirs():
+    keys_np = np.array([3.0, -1.0, 2.0, 0.5], np.float32)
+    y = wp.zeros(4, dtype=float)
+    old = wp.zeros(4, dtype=float)
+    keys = wp.array(keys_np)
+    vals = wp.zeros(4, dtype=int)
+    s = wp.zeros(3, dtype=int)
+    wp.launch_tiled(add_twice_and_sort, dim=[1], inputs=[y, old, keys, vals, s], block_dim=4)
+    np.testing.assert_array_equal(y.numpy(), 2.0 * keys_np)
+    np.testing.assert_array_equal(old.numpy(), 10.0 * keys_np)
+    np.testing.assert_array_equal(keys.numpy(), np.sort(keys_np))
+    np.testing.assert_array_equal(vals.numpy(), np.argsort(keys_np))
+    np.testing.assert_array_equal(s.numpy(), [8, 1, 1])
