@@ -64,6 +64,14 @@ class Builtin:
         # the tangent rule whenever the result has a tangent, even with no derivative in
         # the arguments
         self.own_derivatives = getattr(rules, "own_derivatives", False)
+        # builtins that read or write whole arrays (the tile loads and stores): their rules take
+        # the adjoint/tangent arrays of their array arguments (``adj_arrays``, ``tan_arrays``),
+        # and the analysis records their accesses; ``array_access`` "accumulate" marks an add
+        # into an array (not replayed by the adjoint); an effect's tangent writes go through
+        # ``effect_tangent(args, tangents, tan_arrays, **attrs)``
+        self.array_args = getattr(rules, "array_args", False)
+        self.array_access = getattr(rules, "array_access", None)
+        self.effect_tangent = getattr(rules, "effect_tangent", None)
         self.doc = (rules.__doc__ or "").strip()
         if differentiable and (self.adjoint is None or self.tangent is None):
             raise TypeError(f"builtin {name}: differentiable builtins need adjoint and tangent")

@@ -403,6 +403,8 @@ def tile_arange(ctx, node):
 @builtin("tile_load_b", ["tile_load(a, shape, offset)"], lambda ts, a=None: None,
          public=False)
 class _tile_load:
+    array_args = True
+
     own_derivatives = True  # the derivative lives in the array's adjoint, not an argument
 
     def primal(a, *offs, shape):
@@ -448,9 +450,6 @@ def _load_adjoint(arr, offs, g, dtype):
     _emit(ast.If(_not_none(arr.node), [ast.Expr(c) for c in calls], []))
 
 
-_tile_load.array_args = True
-
-
 @special_form("tile_load", "tile_load(a, shape, offset=0, storage='register', "
               "bounds_check=True): a tile read from array a (zeros outside it)")
 def tile_load(ctx, node):
@@ -475,8 +474,21 @@ def tile_load(ctx, node):
     return ctx.emit(ir.Prim(lookup("tile_load_b"), [a] + offs, {"shape": shape}), t, node)
 
 
+def _tile_store_tangent(args, tans, tan_arrays, **attrs):
+    a, t, offs = args[0], args[1], args[2:]
+    arr = tan_arrays[0] if tan_arrays else None
+    tt = tans[1]
+    if arr is None or tt is None:
+        return
+    call_ = _tile_store.primal(Ex(arr.node, a.type), tt, *offs).node
+    _emit(ast.If(_not_none(arr.node), [ast.Expr(call_)], []))
+
+
 @builtin("tile_store_b", ["tile_store(a, t, offset)"], lambda ts, a=None: None, public=False)
 class _tile_store:
+    array_args = True
+    effect_tangent = _tile_store_tangent
+
     def primal(a, t, *offs):
         value = _wk("tile_f2h", t.node) if _half(a.type.dtype) else t.node
         return Ex(_wk(f"tile_store{len(offs)}", a.node, *[o.node for o in offs], value), VOID)
@@ -495,22 +507,6 @@ class _tile_store:
 
     def tangent(*args, **kw):  # an effect: see effect_tangent
         return None
-
-
-_tile_store.array_args = True
-
-
-def _tile_store_tangent(args, tans, tan_arrays, **attrs):
-    a, t, offs = args[0], args[1], args[2:]
-    arr = tan_arrays[0] if tan_arrays else None
-    tt = tans[1]
-    if arr is None or tt is None:
-        return
-    call_ = _tile_store.primal(Ex(arr.node, a.type), tt, *offs).node
-    _emit(ast.If(_not_none(arr.node), [ast.Expr(call_)], []))
-
-
-_tile_store.effect_tangent = _tile_store_tangent
 
 
 @special_form("tile_store", "tile_store(a, t, offset=0): writes tile t into array a (elements "
@@ -1005,6 +1001,9 @@ ARITHMETIC = frozenset({"add", "sub", "mul", "div", "neg", "pos", "mod", "floord
 @builtin("tile_atomic_add_b", ["tile_atomic_add(a, t, offset) -> the replaced values"],
          lambda ts, a=None: None, public=False)
 class _tile_atomic_add:
+    array_args = True
+    array_access = "accumulate"
+
     own_derivatives = False
 
     def primal(a, t, *offs):
@@ -1033,10 +1032,6 @@ class _tile_atomic_add:
             call_ = _tile_atomic_add.primal(Ex(arr.node, a.type), tt, *offs)
             _emit(ast.If(_not_none(arr.node), [ast.Expr(call_.node)], []))
         return tile_const(0, ret.type)
-
-
-_tile_atomic_add.array_args = True
-_tile_atomic_add.array_access = "accumulate"
 
 
 @special_form("tile_atomic_add", "tile_atomic_add(a, t, offset=0): adds tile t into array a "
@@ -1941,6 +1936,8 @@ def _ix_load(a, idx, offs, shape, axis, t):
 @builtin("tile_load_indexed_b", ["tile_load_indexed(a, indices, shape, offset, axis)"],
          lambda ts, a=None: None, public=False)
 class _tile_load_indexed:
+    array_args = True
+
     own_derivatives = True
 
     def primal(a, idx, *offs, shape, axis):
@@ -1966,12 +1963,23 @@ class _tile_load_indexed:
         return Ex(out, ret.type)
 
 
-_tile_load_indexed.array_args = True
+def _store_indexed_tangent(args, tans, tan_arrays, axis, add=False):
+    a, idx, t, offs = args[0], args[1], args[2], args[3:]
+    arr = tan_arrays[0] if tan_arrays else None
+    tt = tans[2]
+    if arr is None or tt is None:
+        return
+    call_ = _wk(f"tile_store_indexed{len(offs)}", *_ix_args(arr, idx, offs, axis), tt.node,
+                ast.Constant(bool(add)))
+    _emit(ast.If(_not_none(arr.node), [ast.Expr(call_)], []))
 
 
 @builtin("tile_store_indexed_b", ["tile_store_indexed(a, indices, t, offset, axis)"],
          lambda ts, a=None: None, public=False)
 class _tile_store_indexed:
+    array_args = True
+    effect_tangent = _store_indexed_tangent
+
     def primal(a, idx, t, *offs, axis, add=False):
         return Ex(_wk(f"tile_store_indexed{len(offs)}", *_ix_args(a, idx, offs, axis), t.node,
                       ast.Constant(bool(add))), t.type)
@@ -1989,24 +1997,12 @@ class _tile_store_indexed:
         return tile_const(0, kw["ret"].type) if kw.get("ret") is not None else None
 
 
-def _store_indexed_tangent(args, tans, tan_arrays, axis, add=False):
-    a, idx, t, offs = args[0], args[1], args[2], args[3:]
-    arr = tan_arrays[0] if tan_arrays else None
-    tt = tans[2]
-    if arr is None or tt is None:
-        return
-    call_ = _wk(f"tile_store_indexed{len(offs)}", *_ix_args(arr, idx, offs, axis), tt.node,
-                ast.Constant(bool(add)))
-    _emit(ast.If(_not_none(arr.node), [ast.Expr(call_)], []))
-
-
-_tile_store_indexed.array_args = True
-_tile_store_indexed.effect_tangent = _store_indexed_tangent
-
-
 @builtin("tile_atomic_add_indexed_b", ["tile_atomic_add_indexed(a, indices, t, offset, axis)"],
          lambda ts, a=None: None, public=False)
 class _tile_atomic_add_indexed:
+    array_args = True
+    array_access = "accumulate"
+
     def primal(a, idx, t, *offs, axis):
         return _tile_store_indexed.primal(a, idx, t, *offs, axis=axis, add=True)
 
@@ -2018,10 +2014,6 @@ class _tile_atomic_add_indexed:
         offs, tans = rest[:n], rest[n:]
         _store_indexed_tangent([a, idx, t] + list(offs), tans, tan_arrays, axis, add=True)
         return tile_const(0, ret.type)
-
-
-_tile_atomic_add_indexed.array_args = True
-_tile_atomic_add_indexed.array_access = "accumulate"
 
 
 def _indexed_parts(ctx, node, what, with_tile):
