@@ -52,6 +52,7 @@ from .runtime.matmul import matmul, batched_matmul  # noqa: E402
 from .runtime.graph import (Graph, ScopedCapture, capture_begin, capture_end,  # noqa: E402
                             capture_launch, capture_pause, is_capturing)
 from .runtime.command import Launch  # noqa: E402
+from .runtime.dlpack import from_dlpack, to_dlpack  # noqa: E402
 from .stdlib import namespace as _namespace  # noqa: E402
 from .runtime import host as _host  # noqa: E402
 
@@ -119,8 +120,11 @@ _alias_imported(_sys.modules[__name__])  # weft.types, ...: in sys.modules by th
 def __getattr__(name):
     """``wp.utils``, ``wp.optim``, ...: the libraries and integrations written on weft's public
     API, imported when first named (they import ``weft``; ``weft`` does not import them)."""
-    from .core.modpaths import PUBLIC
+    import importlib
+
+    from .core.modpaths import LAZY_NAMES, PUBLIC
     if name in PUBLIC:
-        import importlib
         return importlib.import_module(f"{__name__}.{name}")
+    if name in LAZY_NAMES:  # the JAX and PyTorch interop (docs/interop.md)
+        return getattr(importlib.import_module(f"{__name__}.{LAZY_NAMES[name]}"), name)
     raise AttributeError(f"module 'weft' has no attribute {name!r}")

@@ -29,6 +29,19 @@ PUBLIC = {
     "sim": "libs.sim", "sparse": "libs.sparse", "examples": "libs.examples",
     "serialize": "integrations.serialize", "distributed": "integrations.distributed",
     "cli": "integrations.cli",
+    "dlpack": "runtime.dlpack", "jax": "integrations.jax", "torch": "integrations.torch",
+}
+
+#: top-level names answered by an interop module, imported when first named, so that ``import
+#: weft`` imports neither JAX nor PyTorch nor the modules that speak to them
+LAZY_NAMES = {
+    **dict.fromkeys(("from_jax", "to_jax", "dtype_from_jax", "dtype_to_jax", "device_from_jax",
+                     "device_to_jax"), "integrations.jax"),
+    **dict.fromkeys(("jax_kernel", "jax_callable", "JaxCallableGraphMode", "JaxModulePreloadMode",
+                     "clear_jax_callable_graph_cache"), "integrations.jax.ffi"),
+    **dict.fromkeys(("from_torch", "to_torch", "dtype_from_torch", "dtype_to_torch",
+                     "device_from_torch", "device_to_torch", "stream_from_torch",
+                     "stream_to_torch"), "integrations.torch"),
 }
 
 

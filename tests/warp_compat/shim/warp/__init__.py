@@ -20,6 +20,7 @@ for _sub in ("types", "config"):
 import types as _types_mod  # noqa: E402
 
 _src = _types_mod.ModuleType(__name__ + "._src")
+_src.__path__ = []  # a package, so that warp._src.jax.ffi and the like import through _WeftAlias
 _src.types = _weft.types
 _sys.modules[__name__ + "._src"] = _src
 _sys.modules[__name__ + "._src.types"] = _weft.types
@@ -41,12 +42,28 @@ import importlib.abc as _abc  # noqa: E402
 import importlib.util as _util  # noqa: E402
 
 
+# Warp's interop modules, which its interop tests import by their internal paths
+_SRC = {"_src.dlpack": "weft.runtime.dlpack", "_src.jax": "weft.integrations.jax",
+        "_src.jax.ffi": "weft.integrations.jax.ffi", "_src.torch": "weft.integrations.torch"}
+
+
+def _src_getattr(name):  # wp._src.dlpack, ... without an import statement, as in Warp
+    if "_src." + name in _SRC:
+        return _importlib.import_module(__name__ + "._src." + name)
+    raise AttributeError(f"module 'warp._src' has no attribute {name!r}")
+
+
+_src.__getattr__ = _src_getattr
+
+
 class _WeftAlias(_abc.MetaPathFinder, _abc.Loader):
     def find_spec(self, fullname, path, target=None):
-        if not fullname.startswith(__name__ + ".") or fullname.startswith(
-                (__name__ + ".tests", __name__ + "._src")):
+        if not fullname.startswith(__name__ + "."):
             return None
-        weft_name = "weft" + fullname[len(__name__):]
+        weft_name = _SRC.get(fullname[len(__name__) + 1:])
+        if weft_name is None and fullname.startswith((__name__ + ".tests", __name__ + "._src")):
+            return None
+        weft_name = weft_name or "weft" + fullname[len(__name__):]
         try:
             found = _util.find_spec(weft_name)
         except ImportError:
@@ -56,7 +73,8 @@ class _WeftAlias(_abc.MetaPathFinder, _abc.Loader):
         return _util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
-        return _importlib.import_module("weft" + spec.name[len(__name__):])
+        return _importlib.import_module(_SRC.get(spec.name[len(__name__) + 1:]) or
+                                        "weft" + spec.name[len(__name__):])
 
     def exec_module(self, module):
         pass
@@ -66,3 +84,7 @@ if not any(isinstance(f, _WeftAlias) for f in _sys.meta_path):
     _sys.meta_path.insert(0, _WeftAlias())
 
 del _k, _v, _sub
+
+
+def __getattr__(name):  # weft's lazily imported names (wp.from_jax, wp.jax_kernel, ...)
+    return getattr(_weft, name)
