@@ -28,7 +28,7 @@ from . import device as D
 from . import hazards
 from .array_copy import clone, copy
 from .array_data import (ARRAY_MAX_DIMS, _as_dtype, _as_shape, _c_strides, _field_data,
-                         _from_ptr, _host_data)
+                         _from_ptr, _host_data, aligned_copy, aligned_zeros)
 from .array_views import ArrayViews
 from .matmul import matmul_operator
 
@@ -74,7 +74,7 @@ class array(ArrayViews):
                 dtype = type(data[0])
             src, self.dtype = _host_data(data, _as_dtype(dtype), shape)
             if copy and not self.device.is_cuda:
-                src = np.array(src, copy=True, order="C")
+                src = aligned_copy(np.asarray(src))
             elif not copy and isinstance(data, np.ndarray) and np.shares_memory(src, data):
                 self._ref = data  # aliases the caller's numpy memory (Warp keeps it in _ref)
                 self._exposed = True  # the caller may write it: tapes check what they read
@@ -88,7 +88,7 @@ class array(ArrayViews):
                                               "memory only")
                 self._data = _from_ptr(int(ptr), self.dtype, shape, strides, capacity)
             else:
-                self._data = np.zeros(shape + eshape, T.numpy_dtype(self.dtype))
+                self._data = aligned_zeros(shape + eshape, T.numpy_dtype(self.dtype))
                 if strides is not None:
                     self._data = self._restrided(shape, strides)
         self._ndim = self._data.ndim - len(T.element_shape(self.dtype))
@@ -217,6 +217,9 @@ class array(ArrayViews):
     def __len__(self):
         return self.shape[0]
 
+    # __dlpack__ and __dlpack_device__ (DLPack export) are given to this class by
+    # weft.runtime.dlpack, which stands above this module
+
     @property
     def requires_grad(self):
         return self._requires_grad
@@ -236,7 +239,7 @@ class array(ArrayViews):
         if self.device.is_cuda:
             from numba import cuda
             return cuda.to_device(np.zeros(self._data.shape, self._data.dtype))
-        out = np.zeros(self._data.shape, self._data.dtype)
+        out = aligned_zeros(self._data.shape, self._data.dtype)
         if self.is_contiguous:
             return out
         return self._restrided(self.shape, self.strides) if all(self.shape) else out

@@ -152,6 +152,26 @@ def _from_ptr(ptr, dtype, shape, strides, capacity):
                                            strides=(*strides, *inner))
 
 
+ALIGNMENT = 64  # bytes: what XLA's CPU client needs to share memory (jax.dlpack) without a copy
+
+
+def aligned_zeros(shape, dtype):
+    """Zeroed C-contiguous host storage whose first byte is ``ALIGNMENT``-aligned (numpy's own
+    allocations are 16-byte aligned)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.zeros(nbytes + ALIGNMENT, np.uint8)
+    start = -raw.__array_interface__["data"][0] % ALIGNMENT
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def aligned_copy(data):
+    """A C-contiguous, ``ALIGNMENT``-aligned copy of numpy array ``data``."""
+    out = aligned_zeros(data.shape, data.dtype)
+    out[...] = data
+    return out
+
+
 def _c_strides(shape, itemsize):
     out, step = [], itemsize
     for n in reversed(shape):
