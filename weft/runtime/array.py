@@ -83,16 +83,14 @@ class array(ArrayViews):
             self.dtype = _as_dtype(T.float32 if dtype is typing.Any else dtype)
             eshape = T.element_shape(self.dtype)
             if ptr is not None:
-                if self.device.is_cuda:
-                    raise NotImplementedError("weft: wp.array(ptr=...) is supported for CPU "
-                                              "memory only")
-                self._data = _from_ptr(int(ptr), self.dtype, shape, strides, capacity)
+                self._data = _from_ptr(int(ptr), self.dtype, shape, strides, capacity,
+                                       cuda=self.device.is_cuda)
             else:
                 self._data = aligned_zeros(shape + eshape, T.numpy_dtype(self.dtype))
                 if strides is not None:
                     self._data = self._restrided(shape, strides)
         self._ndim = self._data.ndim - len(T.element_shape(self.dtype))
-        if self.device.is_cuda:
+        if self.device.is_cuda and isinstance(self._data, np.ndarray):
             from numba import cuda
             self._data = cuda.to_device(np.ascontiguousarray(self._data))
         if grad is not None:
@@ -211,6 +209,8 @@ class array(ArrayViews):
         if self._data is None or self._data.size == 0:
             return None  # no memory (Warp: None for annotations and empty arrays)
         if self.device.is_cuda:
+            if hasattr(self._data, "_ary"):  # the CUDA simulator's device array wraps numpy
+                return int(self._data._ary.__array_interface__["data"][0])
             return int(self._data.__cuda_array_interface__["data"][0])
         return int(self._data.__array_interface__["data"][0])
 

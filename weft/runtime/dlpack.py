@@ -29,7 +29,7 @@ from ..core import types as T
 from . import device as D
 from .array import array
 from .array_copy import clone
-from .array_data import _as_dtype
+from .array_data import _as_dtype, device_view
 
 # ---------------------------------------------------------------------------- the C structures
 # (DLPack's dlpack.h, version 1.0; field order and widths are the ABI)
@@ -423,8 +423,7 @@ def _import(capsule, dtype=None):
                  "strides": strides if ndim else None, "version": 3}
     owner = _Owner(address, kind, interface)
     if device.is_cuda:
-        from numba import cuda
-        data = cuda.from_cuda_array_interface(interface, owner=owner, sync=False)
+        data = device_view(interface, owner)
     elif 0 in shape:
         data = np.empty(shape, np_dt)  # no memory to share (numpy wants a pointer all the same)
     else:
