@@ -163,9 +163,18 @@ class array(ArrayViews):
     # ------------------------------------------------------------------------- properties
     @property
     def shape(self):
-        if self._data is None:
-            return (0,)  # an annotation, as Warp's
+        if self._data is None:  # an annotation: (0,) as Warp's, or what a program set
+            return getattr(self, "_annotation_shape", (0,))
         return tuple(self._data.shape[:self._ndim])
+
+    @shape.setter
+    def shape(self, value):
+        """Only an annotation's shape may be set: metadata programs attach to it (MuJoCo Warp
+        records symbolic dimensions this way); an array's shape is its memory's."""
+        if self._data is not None:
+            raise AttributeError("the shape of an array with memory cannot be set (use "
+                                 "reshape())")
+        self._annotation_shape = value
 
     @property
     def ndim(self):
