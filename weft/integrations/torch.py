@@ -34,6 +34,7 @@ from ..core import types as T
 from ..runtime import device as D
 from ..runtime.array import array
 from ..runtime.array_data import ARRAY_MAX_DIMS
+from ..runtime.launch import launch
 
 __all__ = ["from_torch", "to_torch", "dtype_from_torch", "dtype_to_torch", "dtype_is_compatible",
            "device_from_torch", "device_to_torch", "stream_from_torch", "stream_to_torch",
@@ -210,6 +211,10 @@ def _check_tensor(t, what="from_torch"):
     if t.layout != torch.strided:
         raise TypeError(f"{what}: weft arrays are dense; a {t.layout} tensor needs .to_dense() "
                         "first")
+    if torch._C._functorch.is_functorch_wrapped_tensor(t):
+        raise TypeError(f"{what}: the tensor is a torch.func transform's wrapper, which has no "
+                        "memory to share; run weft kernels under torch.func through "
+                        "weft.torch.function (or a torch.autograd.Function with setup_context)")
     if t.is_conj() or t.is_neg():
         raise TypeError(f"{what}: a tensor with a lazy conjugate or negation bit needs "
                         ".resolve_conj() / .resolve_neg() first")
@@ -431,3 +436,250 @@ def to_torch(a, requires_grad=None):
         if a.grad is not None:
             t.grad = _tensor_of(a.grad)
     return t
+
+
+# ------------------------------------------------------------------------------------ function
+
+class _Param:
+    __slots__ = ("name", "type", "is_array", "dtype", "eshape", "differentiable")
+
+    def __init__(self, name, ptype):
+        self.name, self.type = name, ptype
+        self.is_array = isinstance(ptype, T.ArrayType)
+        dtype = ptype.dtype if self.is_array else ptype
+        self.dtype = None if dtype is None or not isinstance(dtype, type) or \
+            getattr(dtype, "_wp_generic_", False) else dtype
+        self.eshape = T.element_shape(self.dtype) if self.dtype is not None and \
+            not T.is_struct(self.dtype) else ()
+        self.differentiable = self.dtype is not None and T.is_differentiable(self.dtype)
+
+
+def function(kernel, dim=None, outputs=1, output_shapes=None):
+    """``kernel`` as a differentiable PyTorch function (weft's own; Warp has none).
+
+    The kernel's parameters are its inputs and ``outputs``: the number of trailing parameters
+    that are outputs, or their names. The returned callable takes the inputs in declaration
+    order (tensors for arrays, numbers for scalars), allocates the outputs zeroed, launches the
+    kernel, and returns the output tensor (a tuple of them for several)::
+
+        @wp.kernel
+        def saxpy(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64), a: float,
+                  out: wp.array(dtype=wp.float64)):
+            i = wp.tid()
+            out[i] = a * x[i] + y[i]
+
+        f = weft.torch.function(saxpy)
+        out = f(x, y, 2.0)                 # x, y: float64 tensors
+        out.sum().backward()               # x.grad, y.grad by weft's adjoint kernel
+        torch.func.jvp(lambda x: f(x, y, 2.0), (x,), (dx,))   # weft's tangent kernel
+
+    ``dim``: the launch grid (an int, a tuple, or a callable of the inputs returning one;
+    default: the shape of the first output). ``output_shapes``: a dict from output names to
+    shapes (tuples, or callables of the inputs); default: the shape of the first array input.
+    The outputs' dtypes are the kernel's annotations (a vec3 array output is a ``(n, 3)``
+    tensor), and input tensors are taken as the annotated dtype (``from_torch``'s rules).
+
+    Backward (``loss.backward()``, ``torch.autograd.grad``, ``torch.func.grad``) runs the
+    adjoint kernel; forward mode (``torch.func.jvp``, ``torch.autograd.forward_ad``) runs the
+    tangent kernel. Gradients flow to float array inputs; scalar parameters are constants (a
+    tensor requiring grad there is refused). ``torch.vmap`` is not supported.
+    """
+    torch = _torch()
+    declared = getattr(kernel, "declared", None)
+    if declared is None:
+        raise TypeError(f"weft.torch.function: expected a @wp.kernel, got "
+                        f"{type(kernel).__name__}")
+    params = [_Param(n, t) for n, t in declared]
+    if isinstance(outputs, int):
+        if not 1 <= outputs <= len(params) - 0:
+            raise ValueError(f"weft.torch.function: outputs={outputs}, but kernel "
+                             f"'{kernel.key}' has {len(params)} parameters")
+        out_names = [p.name for p in params[len(params) - outputs:]]
+    else:
+        out_names = [outputs] if isinstance(outputs, str) else list(outputs)
+        unknown = [n for n in out_names if n not in {p.name for p in params}]
+        if unknown:
+            raise ValueError(f"weft.torch.function: kernel '{kernel.key}' has no parameter "
+                             f"{unknown[0]!r}")
+    out_set = set(out_names)
+    outs = [p for p in params if p.name in out_set]
+    ins = [p for p in params if p.name not in out_set]
+    for p in outs:
+        if not p.is_array or p.dtype is None or T.is_struct(p.dtype):
+            raise TypeError(f"weft.torch.function: output '{p.name}' of kernel '{kernel.key}' "
+                            "must be an array of a concrete scalar, vector or matrix dtype")
+    shapes = dict(output_shapes or {})
+    unknown = set(shapes) - out_set
+    if unknown:
+        raise ValueError(f"weft.torch.function: output_shapes names {sorted(unknown)}, which "
+                         f"are not outputs ({out_names})")
+
+    def wrap_inputs(values):
+        """The weft arguments of the inputs (arrays over the tensors' memory, no gradient)."""
+        args = []
+        for p, v in zip(ins, values):
+            if p.is_array:
+                if not isinstance(v, torch.Tensor):
+                    raise TypeError(f"{kernel.key}: input '{p.name}' is an array: expected a "
+                                    f"torch.Tensor, got {type(v).__name__}")
+                args.append(from_torch(_plain(v), dtype=p.dtype, requires_grad=False))
+            else:
+                if isinstance(v, torch.Tensor):
+                    if v.requires_grad:
+                        raise ValueError(f"{kernel.key}: input '{p.name}' is a scalar "
+                                         "parameter, which weft gives no gradient; pass it as "
+                                         "a number or a tensor not requiring grad (or make it "
+                                         "a one-element array)")
+                    v = v.item()
+                args.append(v)
+        return args
+
+    def launch_shape(values):
+        first = next((v for p, v in zip(ins, values) if p.is_array), None)
+        out = []
+        for p in outs:
+            s = shapes.get(p.name)
+            if s is None:
+                if first is None:
+                    raise ValueError(f"{kernel.key}: give output_shapes (no array input to take "
+                                     "the outputs' shape from)")
+                s = _array_shape(first, next(q for q in ins if q.is_array))
+            elif callable(s):
+                s = s(*values)
+            out.append((s,) if isinstance(s, int) else tuple(int(n) for n in s))
+        d = dim(*values) if callable(dim) else dim
+        return out, (out[0] if d is None else d)
+
+    def all_args(in_args, out_args):
+        it_in, it_out = iter(in_args), iter(out_args)
+        return [next(it_out) if p.name in out_set else next(it_in) for p in params]
+
+    def device_of(values):
+        t = next((v for v in values if isinstance(v, torch.Tensor)), None)
+        return device_from_torch(t.device) if t is not None else D.get_device()
+
+    def new_outputs(out_shapes, device):
+        return [torch.zeros((*s, *p.eshape), dtype=dtype_to_torch(T.scalar_of(p.dtype)),
+                            device=device_to_torch(device)) for p, s in zip(outs, out_shapes)]
+
+    def wrap_outputs(tensors):
+        return [from_torch(t, dtype=p.dtype, requires_grad=False) for p, t in zip(outs, tensors)]
+
+    def _backward(ctx, values, grad_outputs):
+        """The adjoint launch (plain tensors)."""
+        device = device_of(values)
+        _, grid = launch_shape(values)
+        in_args = wrap_inputs(values)
+        # the adjoints: zeroed for the inputs wanting a gradient, the incoming gradients
+        # copied for the outputs (the adjoint of a store consumes the output's adjoint)
+        adj_in, grads = [], []
+        for k, (p, v) in enumerate(zip(ins, values)):
+            g = None
+            if p.is_array and p.differentiable and ctx.needs_input_grad[k]:
+                g = torch.zeros(v.shape, dtype=v.dtype, device=v.device)
+            grads.append(g)
+            adj_in.append(None if g is None else from_torch(g, dtype=p.dtype,
+                                                            requires_grad=False))
+        adj_out = []
+        for p, s, g in zip(outs, ctx.out_shapes, grad_outputs):
+            if g is None or not p.differentiable:
+                adj_out.append(None)
+                continue
+            g = g.clone(memory_format=torch.contiguous_format)
+            adj_out.append(from_torch(g, dtype=p.dtype, requires_grad=False))
+        scratch = wrap_outputs(new_outputs(ctx.out_shapes, device))
+        launch(kernel, grid, inputs=all_args(in_args, scratch),
+               adj_inputs=all_args(adj_in, adj_out), device=device, adjoint=True)
+        return tuple(grads)
+
+    def _jvp(ctx, values, tangents):
+        """The tangent launch (plain tensors)."""
+        device = device_of(values)
+        _, grid = launch_shape(values)
+        in_args = wrap_inputs(values)
+        tans = {}
+        for p, a, t in zip(ins, in_args, tangents):
+            if t is not None and p.is_array and p.differentiable:
+                tans[a] = from_torch(t, dtype=p.dtype, requires_grad=False)
+        out_tangents = new_outputs(ctx.out_shapes, device)
+        scratch = wrap_outputs(new_outputs(ctx.out_shapes, device))
+        for p, a, t in zip(outs, scratch, out_tangents):
+            if p.differentiable:
+                tans[a] = from_torch(t, dtype=p.dtype, requires_grad=False)
+        from ..autodiff.forward_mode import jvp  # (the autodiff layer, imported late)
+        jvp(kernel, grid, inputs=all_args(in_args, scratch), tangents=tans, device=device)
+        return out_tangents[0] if len(out_tangents) == 1 else tuple(out_tangents)
+
+    class WeftKernelFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(*values):
+            if len(values) != len(ins):
+                raise TypeError(f"{kernel.key}: expected {len(ins)} inputs "
+                                f"({', '.join(p.name for p in ins)}), got {len(values)}")
+            device = device_of(values)
+            out_shapes, grid = launch_shape(values)
+            result = new_outputs(out_shapes, device)
+            launch(kernel, grid, inputs=all_args(wrap_inputs(values), wrap_outputs(result)),
+                   device=device, record_tape=False)
+            return result[0] if len(result) == 1 else tuple(result)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            tensors = [v if isinstance(v, torch.Tensor) else None for v in inputs]
+            ctx.values = [None if isinstance(v, torch.Tensor) else v for v in inputs]
+            ctx.save_for_backward(*tensors)
+            ctx.save_for_forward(*tensors)
+            result = output if isinstance(output, tuple) else (output,)
+            ctx.out_shapes = [tuple(r.shape[:r.dim() - len(p.eshape)])
+                              for p, r in zip(outs, result)]
+            frozen = [r for p, r in zip(outs, result) if not p.differentiable]
+            if frozen:
+                ctx.mark_non_differentiable(*frozen)
+
+        @staticmethod
+        def backward(ctx, *grad_outputs):
+            values = [v if t is None else _plain(t)
+                      for v, t in zip(ctx.values, ctx.saved_tensors)]
+            grad_outputs = [None if g is None else _plain(g) for g in grad_outputs]
+            with torch._C._DisableFuncTorch():  # plain tensors from here (torch.func.grad, ...)
+                return _backward(ctx, values, grad_outputs)
+
+        @staticmethod
+        def jvp(ctx, *tangents):
+            values = [v if t is None else _plain(t)
+                      for v, t in zip(ctx.values, ctx.saved_tensors)]
+            tangents = [None if t is None else _plain(t) for t in tangents]
+            with torch._C._DisableFuncTorch():  # plain tensors from here (torch.func.jvp)
+                return _jvp(ctx, values, tangents)
+
+    WeftKernelFunction.__name__ = WeftKernelFunction.__qualname__ = f"{kernel.key}_function"
+
+    def apply(*inputs):
+        return WeftKernelFunction.apply(*inputs)
+
+    apply.__name__ = kernel.key
+    apply.__doc__ = f"weft kernel '{kernel.key}' as a torch function: inputs " \
+                    f"({', '.join(p.name for p in ins)}) -> ({', '.join(out_names)})"
+    apply.Function = WeftKernelFunction
+    return apply
+
+
+def _array_shape(t, p):
+    """The array shape of input tensor ``t`` for parameter ``p`` (element dimensions off)."""
+    shape = tuple(t.shape)
+    return shape[:len(shape) - len(p.eshape)] if p.eshape else shape
+
+
+def _plain(t):
+    """The plain tensor under ``torch.func``'s wrappers (a transform hands an autograd.Function
+    its wrapped tensors), detached."""
+    torch = _torch()
+    functorch = torch._C._functorch
+    while functorch.is_functorch_wrapped_tensor(t):
+        if functorch.is_batchedtensor(t):
+            raise NotImplementedError("weft kernels do not run under torch.vmap (nor jacrev, "
+                                      "jacfwd, hessian, which use it): use torch.func.grad/vjp/"
+                                      "jvp, or torch.autograd.functional.jacobian")
+        t = functorch.get_unwrapped(t)
+    with torch._C._DisableFuncTorch():
+        return t.detach()
