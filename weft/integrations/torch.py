@@ -36,6 +36,8 @@ from ..runtime.array import array
 from ..runtime.array_data import ARRAY_MAX_DIMS
 from ..runtime.launch import launch
 
+_CPU = D.get_device("cpu")
+
 __all__ = ["from_torch", "to_torch", "dtype_from_torch", "dtype_to_torch", "dtype_is_compatible",
            "device_from_torch", "device_to_torch", "stream_from_torch", "stream_to_torch",
            "function", "array_t"]
@@ -220,7 +222,22 @@ def _check_tensor(t, what="from_torch"):
                         ".resolve_conj() / .resolve_neg() first")
 
 
+_RESOLVED = {}
+
+
 def _resolve_dtype(t, dtype):
+    hit = _RESOLVED.get((t.dtype, dtype))
+    if hit is not None:
+        return hit
+    out = _resolve_dtype_uncached(t, dtype)
+    try:
+        _RESOLVED[(t.dtype, dtype)] = out
+    except TypeError:  # an unhashable dtype argument: checked each time
+        pass
+    return out
+
+
+def _resolve_dtype_uncached(t, dtype):
     if dtype is None:
         dtype = dtype_from_torch(t.dtype)
     else:
@@ -238,13 +255,27 @@ def _resolve_dtype(t, dtype):
     return dtype
 
 
+_INFO = {}
+
+
+def _dtype_info(dtype):
+    """``(numpy dtype, scalar bytes, element shape, element strides)`` of a weft dtype."""
+    info = _INFO.get(dtype)
+    if info is None:
+        np_dt = T.numpy_dtype(dtype)
+        eshape = tuple(T.element_shape(dtype))
+        inner = tuple(np_dt.itemsize * int(np.prod(eshape[j + 1:], dtype=np.int64))
+                      for j in range(len(eshape)))
+        info = _INFO[dtype] = (np_dt, np_dt.itemsize, eshape, inner)
+    return info
+
+
 def _layout(t, dtype):
     """Warp's shape and byte strides of the array that ``t`` becomes as an array of ``dtype``
     (element dimensions trimmed, checked to be dense)."""
-    esize = T.numpy_dtype(dtype).itemsize
+    _, esize, eshape, want = _dtype_info(dtype)
     shape = tuple(t.shape)
     strides = tuple(s * esize for s in t.stride())
-    eshape = T.element_shape(dtype)
     if eshape:
         k = len(eshape)
         if k > len(shape) or shape[-k:] != eshape:
@@ -252,12 +283,11 @@ def _layout(t, dtype):
                                    f"array with dtype={T.type_name(dtype)}, ensure that source "
                                    f"inner shape is {eshape}")
         inner = strides[-k:]
-        want = tuple(esize * int(np.prod(eshape[j + 1:], dtype=np.int64)) for j in range(k))
         if any(s != w for s, w, n in zip(inner, want, eshape) if n > 1):
             raise TorchLayoutError(f"Could not convert PyTorch tensor with shape {shape} to Warp "
                                    f"array with dtype={T.type_name(dtype)}, because the source "
                                    "inner strides are not contiguous")
-        shape, strides = shape[:-k] or (1,), strides[:-k] or (esize * int(np.prod(eshape)),)
+        shape, strides = shape[:-k] or (1,), strides[:-k] or (want[0] * eshape[0],)
     elif not shape:  # a 0-d tensor: a one-element array
         shape, strides = (1,), (esize,)
     if len(shape) > ARRAY_MAX_DIMS:
@@ -274,12 +304,9 @@ def _host_view(t, dtype, shape, strides):
     except (RuntimeError, TypeError) as exc:
         raise TypeError(f"from_torch: torch cannot share this tensor's memory with numpy: "
                         f"{exc}") from None
-    np_dt = T.numpy_dtype(dtype)
+    np_dt, _, eshape, inner = _dtype_info(dtype)
     if view.dtype != np_dt:  # int64 as uint64, bool as uint8, ...
         view = view.view(np_dt) if view.ndim else view.reshape(1).view(np_dt)
-    eshape = T.element_shape(dtype)
-    inner = tuple(np_dt.itemsize * int(np.prod(eshape[j + 1:], dtype=np.int64))
-                  for j in range(len(eshape)))
     full_shape, full_strides = (*shape, *eshape), (*strides, *inner)
     if view.shape != full_shape or view.strides != full_strides:
         view = np.lib.stride_tricks.as_strided(view, full_shape, full_strides)
@@ -295,10 +322,7 @@ def _device_view(t, dtype, shape, strides):
     except Exception as exc:  # noqa: BLE001 - any failure of the interface
         raise TypeError(f"from_torch: the CUDA tensor's memory cannot be shared with Numba: "
                         f"{exc}") from None
-    np_dt = T.numpy_dtype(dtype)
-    eshape = T.element_shape(dtype)
-    inner = tuple(np_dt.itemsize * int(np.prod(eshape[j + 1:], dtype=np.int64))
-                  for j in range(len(eshape)))
+    np_dt, _, eshape, inner = _dtype_info(dtype)
     return DeviceNDArray((*shape, *eshape), (*strides, *inner), np_dt, gpu_data=base.gpu_data,
                          stream=0)
 
@@ -340,7 +364,7 @@ def from_torch(t, dtype=None, requires_grad=None, grad=None, return_ctype=False,
     _check_tensor(t)
     dtype = _resolve_dtype(t, dtype)
     shape, strides = _layout(t, dtype)
-    device = device_from_torch(t.device)
+    device = _CPU if t.device.type == "cpu" else device_from_torch(t.device)
     requires_grad = t.requires_grad if requires_grad is None else bool(requires_grad)
 
     torch = _torch()
@@ -411,8 +435,6 @@ def _tensor_of(a):
     np_dt = np.dtype(torch.empty(0, dtype=torch_dtype).numpy().dtype)
     if data.dtype != np_dt:  # unsigned types wider than 8 bits: signed, as dtype_to_torch
         data = data.view(np_dt)
-    if not data.flags.writeable:  # torch.from_numpy warns on read-only memory
-        data = data.copy()
     t = torch.from_numpy(data)
     t._weft_array = a  # keeps the array (and whatever owns its memory) alive
     return t
