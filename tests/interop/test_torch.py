@@ -187,10 +187,16 @@ def test_return_ctype_descriptor():
     assert wp.from_torch(torch.zeros(4), return_ctype=True).grad == 0
 
 
-def test_tensors_passed_directly_to_launch():
+def test_tensors_and_descriptors_passed_directly_to_launch():
     v = torch.zeros((2, 2, 2), dtype=torch.float32)
     wp.launch(mat_inc, dim=2, inputs=[v])
     assert v[1].tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    wp.launch(mat_inc, dim=2, inputs=[wp.from_torch(v, dtype=wp.mat22, return_ctype=True)])
+    assert v[0].tolist() == [[2.0, 4.0], [6.0, 8.0]]
+    with pytest.raises(wp.LaunchError, match="requires grad"):
+        wp.launch(mat_inc, dim=2, inputs=[torch.zeros((2, 2, 2), requires_grad=True)])
+    with pytest.raises(wp.LaunchError, match="float32"):
+        wp.launch(mat_inc, dim=2, inputs=[torch.zeros((2, 2, 2), dtype=torch.float64)])
 
 
 def test_devices_and_streams():
