@@ -13,6 +13,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+# torch.func's first use scripts a helper with the deprecated torch.jit.script (torch's own)
+pytestmark = pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+
 import weft as wp  # noqa: E402
 import weft.torch as wt  # noqa: E402
 
@@ -225,6 +228,10 @@ def test_bad_input_is_a_clear_error():
         wp.from_torch(torch.zeros(3, dtype=torch.complex64))
     with pytest.raises(TypeError, match="bfloat16"):
         wp.from_torch(torch.zeros(3, dtype=torch.bfloat16))
+    with pytest.raises(TypeError, match="bfloat16"):
+        wp.from_torch(torch.zeros(2, 3, dtype=torch.bfloat16), dtype=wp.vector(3, wp.bfloat16))
+    with pytest.raises(TypeError, match="bfloat16"):
+        wp.zeros(2, dtype=wp.vector(3, wp.bfloat16))
     with pytest.raises(ValueError, match="inner shape"):
         wp.from_torch(torch.zeros(4, 2), dtype=wp.vec3)
     with pytest.raises(ValueError, match="not contiguous"):

@@ -240,18 +240,17 @@ def _resolve_dtype(t, dtype):
 def _resolve_dtype_uncached(t, dtype):
     if dtype is None:
         dtype = dtype_from_torch(t.dtype)
-    else:
-        try:
-            dtype = T.as_value_type(dtype) if dtype is not T.bfloat16 else dtype
-        except TypeError:
-            raise TorchDtypeError(f"Cannot convert Torch type {t.dtype} to Warp type "
-                                  f"{dtype}") from None
-        if not dtype_is_compatible(t.dtype, dtype):
-            raise TorchDtypeError(f"Cannot convert Torch type {t.dtype} to Warp type "
-                                  f"{T.type_name(dtype)}")
-    if T.scalar_of(dtype) is T.bfloat16:
+    if isinstance(dtype, type) and issubclass(dtype, T.bfloat16):  # vector(3, bfloat16) too
         raise TorchDtypeError("from_torch: weft has no bfloat16 arrays; convert the tensor first "
                               "(t.float() or t.half())")
+    try:
+        dtype = T.as_value_type(dtype)
+    except TypeError:
+        raise TorchDtypeError(f"Cannot convert Torch type {t.dtype} to Warp type "
+                              f"{dtype}") from None
+    if not dtype_is_compatible(t.dtype, dtype):
+        raise TorchDtypeError(f"Cannot convert Torch type {t.dtype} to Warp type "
+                              f"{T.type_name(dtype)}")
     return dtype
 
 
