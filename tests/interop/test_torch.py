@@ -367,3 +367,21 @@ def test_second_run_on_a_warm_cache(tmp_path):
     grads, transpiled, compiled = runs[1].stdout.strip().rsplit(" ", 2)
     assert grads.startswith("[2.0, 4.0]")
     assert (transpiled, compiled) == ("0", "0")
+
+
+def test_cuda_view_describes_the_tensor_memory_under_the_simulator():
+    """The CUDA path of from_torch describes the tensor's memory as a __cuda_array_interface__
+    (shape, byte strides, element dimensions); under Numba's CUDA simulator (on in the test
+    session) device memory is host memory, so a CPU tensor's view checks the description."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+        pytest.skip("needs Numba's CUDA simulator (with a real GPU the view would read host "
+                    "memory as device memory)")
+    from weft.integrations.torch import _device_view, _layout
+    base = torch.arange(60, dtype=torch.float32).reshape(10, 2, 3)
+    t = base[1:7:2, 1]
+    shape, strides = _layout(t, wp.vec3)
+    view = _device_view(t, wp.vec3, shape, strides)
+    host = view.copy_to_host()
+    np.testing.assert_array_equal(host, t.numpy())
+    view[1, 2] = -1.0
+    assert float(base[3, 1, 2]) == -1.0

@@ -313,17 +313,18 @@ def _host_view(t, dtype, shape, strides):
 
 
 def _device_view(t, dtype, shape, strides):
-    """The Numba device array over CUDA tensor ``t``'s memory (``__cuda_array_interface__``)."""
-    from numba import cuda
-    from numba.cuda.cudadrv.devicearray import DeviceNDArray
+    """The Numba device array over CUDA tensor ``t``'s memory (described as a
+    ``__cuda_array_interface__``; the array keeps ``t`` alive)."""
+    from ..runtime.array_data import device_view
+    np_dt, _, eshape, inner = _dtype_info(dtype)
+    ptr = t.data_ptr()
     try:
-        base = cuda.as_cuda_array(t.detach())
+        return device_view({"shape": (*shape, *eshape), "strides": (*strides, *inner),
+                            "typestr": np_dt.str, "data": (ptr, False), "version": 3},
+                           owner=t)
     except Exception as exc:  # noqa: BLE001 - any failure of the interface
         raise TypeError(f"from_torch: the CUDA tensor's memory cannot be shared with Numba: "
                         f"{exc}") from None
-    np_dt, _, eshape, inner = _dtype_info(dtype)
-    return DeviceNDArray((*shape, *eshape), (*strides, *inner), np_dt, gpu_data=base.gpu_data,
-                         stream=0)
 
 
 def _wrap(t, dtype, shape, strides, device):
