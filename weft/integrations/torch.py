@@ -26,8 +26,6 @@ This module imports torch when first used, not when imported.
 """
 from __future__ import annotations
 
-import ctypes
-
 import numpy as np
 
 from ..core import types as T
@@ -418,23 +416,27 @@ def from_torch(t, dtype=None, requires_grad=None, grad=None, return_ctype=False,
 
 # ------------------------------------------------------------------------------------ to_torch
 
+_SIGNED = {T.uint16: np.int16, T.uint32: np.int32, T.uint64: np.int64}
+
+
 def _tensor_of(a):
     """The tensor over weft array ``a``'s memory (element dimensions trailing)."""
     torch = _torch()
+    if not isinstance(a, array) or a.is_annotation:
+        raise TypeError(f"to_torch: expected a wp.array with data, got {type(a).__name__}")
     if T.is_struct(a.dtype):
         raise TorchDtypeError("Cannot convert structured Warp arrays to Torch.")
-    if not isinstance(a, array) or a.is_annotation:
-        raise TypeError(f"to_torch: expected a wp.array with data, got {a!r}")
-    torch_dtype = dtype_to_torch(T.scalar_of(a.dtype))
+    scalar = T.scalar_of(a.dtype)
+    torch_dtype = dtype_to_torch(scalar)
     if a.device.is_cuda:
         t = torch.as_tensor(a._data, device=device_to_torch(a.device))
         if t.dtype != torch_dtype:
             t = t.view(torch_dtype)
         return t
     data = a.numpy()
-    np_dt = np.dtype(torch.empty(0, dtype=torch_dtype).numpy().dtype)
-    if data.dtype != np_dt:  # unsigned types wider than 8 bits: signed, as dtype_to_torch
-        data = data.view(np_dt)
+    signed = _SIGNED.get(scalar)
+    if signed is not None:  # unsigned types wider than 8 bits: signed, as dtype_to_torch
+        data = data.view(signed)
     t = torch.from_numpy(data)
     t._weft_array = a  # keeps the array (and whatever owns its memory) alive
     return t
