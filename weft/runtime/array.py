@@ -43,6 +43,7 @@ class array(ArrayViews):
 
     _exposed = False     # handed to numpy (a view that may be written behind weft's back)
     _weft_array_ = True  # recognised by weft.typeinfo without importing this module
+    _capacity = None     # bytes from ptr in memory another library owns (from_torch), if known
 
     def __init__(self, data=None, dtype=typing.Any, shape=None, strides=None, ptr=None,
                  capacity=None, device=None, pinned=False, copy=True, deleter=None, ndim=None,
@@ -210,6 +211,8 @@ class array(ArrayViews):
         size in bytes of a contiguous array)."""
         if self._data is None:
             return 0
+        if self._capacity is not None:
+            return self._capacity
         return self.shape[0] * self.strides[0]
 
     @property

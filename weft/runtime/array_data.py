@@ -17,7 +17,7 @@ def _as_dtype(dtype):
     """A dtype given by a user as a weft type; ``typing.Any`` stays (generic annotation)."""
     if dtype is typing.Any or isinstance(dtype, typing.TypeVar):  # wp.Float, wp.Int
         return dtype
-    if dtype is T.bfloat16:
+    if isinstance(dtype, type) and issubclass(dtype, T.bfloat16):  # vector(3, bfloat16) too
         raise TypeError("weft does not support bfloat16 arrays (use float16 or float32)")
     return T.as_value_type(dtype)
 
