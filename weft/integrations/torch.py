@@ -498,7 +498,7 @@ def function(kernel, dim=None, outputs=1, output_shapes=None):
         torch.func.jvp(lambda x: f(x, y, 2.0), (x,), (dx,))   # weft's tangent kernel
 
     ``dim``: the launch grid (an int, a tuple, or a callable of the inputs returning one;
-    default: the shape of the first output). ``output_shapes``: a dict from output names to
+    default: the shape of the first output, as many leading dimensions as ``wp.tid()`` names). ``output_shapes``: a dict from output names to
     shapes (tuples, or callables of the inputs); default: the shape of the first array input.
     The outputs' dtypes are the kernel's annotations (a vec3 array output is a ``(n, 3)``
     tensor), and input tensors are taken as the annotated dtype (``from_torch``'s rules).
@@ -514,6 +514,7 @@ def function(kernel, dim=None, outputs=1, output_shapes=None):
         raise TypeError(f"weft.torch.function: expected a @wp.kernel, got "
                         f"{type(kernel).__name__}")
     params = [_Param(n, t) for n, t in declared]
+    tid_arity = _tid_arity(kernel)
     if isinstance(outputs, int):
         if not 1 <= outputs <= len(params) - 0:
             raise ValueError(f"weft.torch.function: outputs={outputs}, but kernel "
@@ -572,7 +573,9 @@ def function(kernel, dim=None, outputs=1, output_shapes=None):
                 s = s(*values)
             out.append((s,) if isinstance(s, int) else tuple(int(n) for n in s))
         d = dim(*values) if callable(dim) else dim
-        return out, (out[0] if d is None else d)
+        # by default one thread per element of the first output, over the dimensions the
+        # kernel's wp.tid() names (i = wp.tid() over an (n, 3) output: n threads, not 3n)
+        return out, (out[0][:tid_arity] if d is None else d)
 
     def all_args(in_args, out_args):
         it_in, it_out = iter(in_args), iter(out_args)
@@ -686,6 +689,17 @@ def function(kernel, dim=None, outputs=1, output_shapes=None):
                     f"({', '.join(p.name for p in ins)}) -> ({', '.join(out_names)})"
     apply.Function = WeftKernelFunction
     return apply
+
+
+def _tid_arity(kernel):
+    """How many indices the kernel unpacks ``wp.tid()`` into (1 when it does not call it)."""
+    import ast
+    for node in ast.walk(kernel.parsed().tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                getattr(node.value.func, "attr", getattr(node.value.func, "id", None)) == "tid":
+            target = node.targets[0]
+            return len(target.elts) if isinstance(target, ast.Tuple) else 1
+    return 1
 
 
 def _array_shape(t, p):
