@@ -83,6 +83,13 @@ class Kernel(UserFunction):
         self._compiled = {}
         self._fast = None
 
+    def add_overload(self, arg_types):
+        """Warp's ``kernel.add_overload(arg_types)``: declare an instance of this generic
+        kernel (``wp.overload``). weft returns the generic kernel itself: a launch picks the
+        instance for its arguments' types."""
+        from .declarations import overload
+        return overload(self, arg_types)
+
     @property
     def overloads(self):
         """The argument-type lists declared for this generic kernel with ``wp.overload``."""
