@@ -902,15 +902,19 @@ class _DiffKernel:
             else:
                 fake.append(_make_static(*s))
         ins, outs, _, st, types = self.ffi._resolve(fake)
-        if self.launch_dims is None:
-            first = self.ffi.first_array_arg
-            dims = get_warp_shape(ins[first], fake[first].shape)
-        else:
-            dims = self.launch_dims
+        first = self.ffi.first_array_arg
+        # outputs take the shape of the first array input (as Warp's differentiable wrapper),
+        # which launch_dims need not cover (a kernel may loop over an outer axis itself)
+        shape = get_warp_shape(ins[first], fake[first].shape) if first is not None else None
+        dims = shape if self.launch_dims is None else self.launch_dims
+        if dims is None:
+            raise RuntimeError("Unable to determine launch dimensions, at least one input array "
+                               "is required")
         _validate_ffi_kernel_launch_bounds(dims, self.ffi.kernel, self.block_dim, types)
         prefix = tuple(avals[0].shape[:nb]) if nb else ()
-        out_types = [jax.ShapeDtypeStruct((*prefix, *get_jax_output_type(a, dims).shape),
-                                          a.np_dtype) for a in outs]
+        out_types = [jax.ShapeDtypeStruct(
+            (*prefix, *get_jax_output_type(a, shape if shape is not None else dims).shape),
+            a.np_dtype) for a in outs]
         i = self.ffi._descs.intern(
             (tuple(ins_key(a) for a in ins), tuple(ins_key(a) for a in outs), tuple(st),
              self.launch_dims),
