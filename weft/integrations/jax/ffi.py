@@ -525,6 +525,11 @@ class _KernelDesc:
 class FfiKernel:
     """``wp.jax_kernel(kernel)`` without derivatives (see :func:`jax_kernel`)."""
 
+    # under vmap (broadcast_all) the batch folds into the first array dimension, and into the
+    # first of explicit launch dimensions (Warp's jax_kernel; its differentiable wrapper keeps
+    # explicit launch dimensions as given: the kernel covers the batch itself, if at all)
+    _roll_batch = True
+
     def __init__(self, kernel, num_outputs, vmap_method, launch_dims, block_dim, output_dims,
                  in_out_argnames, module_preload_mode, has_side_effect=False):
         self.kernel = kernel
@@ -673,7 +678,7 @@ class FfiKernel:
             dims = tuple(arr.shape)
         else:
             dims = desc.launch_dims
-            if batch[0] is not None:
+            if batch[0] is not None and self._roll_batch:
                 dims = (batch[0] * dims[0], *dims[1:])
         return _build_kernel_launch_bounds(dims, self.kernel, 1)
 
@@ -713,6 +718,8 @@ class _DiffFfiKernel(FfiKernel):
     tangent kernel (inputs: primal arrays, then tangents of the float arrays; outputs: the
     outputs' tangents), mode 2 its adjoint kernel (inputs: primal arrays, then the outputs'
     cotangents; outputs: the cotangents of the float array inputs)."""
+
+    _roll_batch = False
 
     def diff_inputs(self, desc):
         return [k for k, a in enumerate(a for a in desc.inputs if a.is_array)
@@ -1063,6 +1070,8 @@ def _annotations(func):
         if isinstance(t, str):
             hints = typing.get_type_hints(func)
             t = hints.get(p.name, t)
+        if getattr(t, "_weft_array_", False):  # wp.array(dtype=...): an annotation instance
+            t = t._weft_array_type_
         if not isinstance(t, T.ArrayType) and t is not typing.Any:
             try:
                 t = T.type_to_warp(t)
