@@ -38,6 +38,7 @@ from __future__ import annotations
 import collections
 import ctypes
 import inspect
+import math
 import operator
 import threading
 import typing
@@ -48,6 +49,7 @@ import numpy as np
 import weft as wp  # module attributes are looked up at call time (tests patch them)
 
 from ...core import types as T
+from ...runtime.array import array as _ARRAY
 from . import get_jax_device  # noqa: F401  (tests patch ffi.get_jax_device)
 from . import xla_ffi as X
 
@@ -254,11 +256,19 @@ def _same_type(a, b):
         return False
 
 
+_TID_DIMS = {}
+
+
 def _tid_dims(kernel, types):
-    try:
-        return kernel.compiled("cpu", types=types if kernel.is_generic else None).abi.tid_dims
-    except Exception:  # noqa: BLE001 - the launch reports the kernel's own errors
-        return None
+    key = (kernel, types if kernel.is_generic else None)
+    got = _TID_DIMS.get(key, _MISSING)
+    if got is _MISSING:
+        try:
+            got = kernel.compiled("cpu", types=key[1]).abi.tid_dims
+        except Exception:  # noqa: BLE001 - the launch reports the kernel's own errors
+            got = None
+        _TID_DIMS[key] = got
+    return got
 
 
 def _build_kernel_launch_bounds(dim, kernel, block_dim, types=None):
@@ -397,27 +407,34 @@ def get_jax_output_type(arg, dims, metadata=None):
 # ---------------------------------------------------------------------------------------------
 # the handler side: XLA buffers as weft arrays
 
+_CPU = None
+
+
+def _cpu():
+    global _CPU
+    if _CPU is None:
+        from ...runtime import device as D
+        _CPU = D.get_device("cpu")
+    return _CPU
+
+
 def _wrap(arg, buf, batch):
     """The weft array over an XLA buffer for parameter ``arg``: leading batch dimensions (from
     ``vmap_method="broadcast_all"``) are folded into the first dimension, as Warp does;
     ``batch[0]`` records their size."""
-    from ...runtime import device as D
-    from ...runtime.array import array
     shape = X.buffer_shape(buf)
     extra = len(shape) - arg.jax_ndim
-    if extra < 0:
-        raise X.FfiError(f"buffer of argument '{arg.name}' has rank {len(shape)}, expected "
-                         f"{arg.jax_ndim}")
     if extra:
+        if extra < 0:
+            raise X.FfiError(f"buffer of argument '{arg.name}' has rank {len(shape)}, expected "
+                             f"{arg.jax_ndim}")
         if batch[0] is None:
-            batch[0] = int(np.prod(shape[:extra]))
-        lead = shape[:extra + 1]
-        shape = (int(np.prod(lead)), *shape[extra + 1:])
-    view = X.buffer_view(buf, shape)
-    if view.dtype != arg.np_dtype:
-        raise X.FfiError(f"buffer of argument '{arg.name}' has dtype {view.dtype}, expected "
+            batch[0] = math.prod(shape[:extra])
+        shape = (math.prod(shape[:extra + 1]), *shape[extra + 1:])
+    if X.DTYPES.get(buf.dtype) is not arg.np_dtype.type:
+        raise X.FfiError(f"buffer of argument '{arg.name}' has XLA dtype {buf.dtype}, expected "
                          f"{arg.np_dtype}")
-    return array._wrap(view, arg.dtype, D.get_device("cpu"))
+    return _ARRAY._wrap(X.buffer_view(buf, shape, arg.np_dtype), arg.dtype, _CPU or _cpu())
 
 
 def _scratch(arg, like):

@@ -182,8 +182,7 @@ def buffers(lst):
 
 
 def buffer_shape(buf):
-    dims = buf.dims
-    return tuple(dims[i] for i in range(buf.rank))
+    return tuple(buf.dims[:buf.rank])
 
 
 class _Iface:
@@ -193,10 +192,10 @@ class _Iface:
         self.__array_interface__ = iface
 
 
-def buffer_view(buf, shape=None):
+def buffer_view(buf, shape=None, dtype=None):
     """A numpy view of an XLA buffer (no copy), of its own shape or ``shape`` (same size)."""
-    dt = np.dtype(DTYPES.get(buf.dtype) or _unknown(buf.dtype))
-    shape = buffer_shape(buf) if shape is None else tuple(shape)
+    dt = dtype if dtype is not None else np.dtype(DTYPES.get(buf.dtype) or _unknown(buf.dtype))
+    shape = buffer_shape(buf) if shape is None else shape
     if not buf.data or 0 in shape:
         return np.zeros(shape, dt)
     return np.asarray(_Iface({"version": 3, "shape": shape, "typestr": dt.str,
