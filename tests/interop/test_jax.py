@@ -159,6 +159,10 @@ def test_bad_input_is_a_clear_trace_time_error():
         jax.jit(k)(jnp.ones((2, 2), jnp.float32), f32)
     with pytest.raises(ValueError, match="Expected 2 inputs"):
         k(f32)
+    # arrays the thread index walks must cover the launch: refused when tracing, not at run time
+    with pytest.raises(wp.LaunchError if hasattr(wp, "LaunchError") else Exception,
+                       match="dimension 0 has 3 elements"):
+        jax.jit(k).lower(f32, jnp.ones(3, jnp.float32))
     g = wp.jax_kernel(poly, enable_backward=True)
     with pytest.raises(ValueError, match="must be a static value"):
         jax.jit(lambda s: g(jnp.ones(2), jnp.ones(2), s))(1.0)

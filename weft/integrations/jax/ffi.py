@@ -283,6 +283,29 @@ def _build_kernel_launch_bounds(dim, kernel, block_dim, types=None):
     return tuple(dim)
 
 
+def _check_shapes(kernel, types, dims, args, out_args, out_shapes):
+    """Trace-time check of the arrays' shapes against the launch (weft's own launch check:
+    arrays the thread index walks must be as large as the launch), on placeholders that own no
+    memory. ``args``: the kernel's inputs (JAX values and static values)."""
+    from ...runtime.checks import check_dims
+    try:
+        ck = kernel.compiled("cpu", types=types if kernel.is_generic else None)
+    except Exception:  # noqa: BLE001 - the launch reports the kernel's own errors
+        return
+    if ck.has_structs or not ck.thread_indexed:
+        return
+
+    def fake(a, shape):
+        data = np.lib.stride_tricks.as_strided(np.zeros(1, a.np_dtype), shape=tuple(shape),
+                                               strides=(0,) * len(shape))
+        return _ARRAY._wrap(data, a.dtype, _cpu())
+
+    values = [fake(a, v.shape) if a.is_array else v for a, v in args]
+    values += [fake(a, shape) for a, shape in zip(out_args, out_shapes)]
+    if len(values) == len(ck.params):
+        check_dims(ck, tuple(dims), values)
+
+
 def _validate_ffi_kernel_launch_bounds(dim, kernel, block_dim=None, types=None):
     """Trace-time checks of ``dim`` for every target the call may run on."""
     cuda_block_dim = 256 if block_dim is None else block_dim
@@ -661,6 +684,8 @@ class FfiKernel:
             od = dims if output_dims is None else output_dims
             for a in outs:
                 out_types.append(get_jax_output_type(a, od, meta))
+        _check_shapes(self.kernel, types, dims, list(zip(ins, args)), outs,
+                      [o.shape for o in out_types[self.num_in_out:]])
         call = jax.ffi.ffi_call(self.name, out_types, vmap_method=vmap_method,
                                 input_output_aliases=self.input_output_aliases,
                                 has_side_effect=self.has_side_effect)
@@ -935,6 +960,9 @@ class _DiffKernel:
             raise RuntimeError("Unable to determine launch dimensions, at least one input array "
                                "is required")
         _validate_ffi_kernel_launch_bounds(dims, self.ffi.kernel, self.block_dim, types)
+        _check_shapes(self.ffi.kernel, types, dims, list(zip(ins, fake)), outs,
+                      [get_jax_output_type(a, shape if shape is not None else dims).shape
+                       for a in outs])
         prefix = tuple(avals[0].shape[:nb]) if nb else ()
         out_types = [jax.ShapeDtypeStruct(
             (*prefix, *get_jax_output_type(a, shape if shape is not None else dims).shape),
