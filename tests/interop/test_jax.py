@@ -10,7 +10,15 @@ jnp = pytest.importorskip("jax.numpy")
 
 import weft as wp  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _x64():
+    """float64 JAX arrays for this module's checks (central differences); restored after."""
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", before)
 
 
 @wp.kernel
