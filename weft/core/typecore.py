@@ -224,6 +224,7 @@ def _composite(kind, shape, dtype, base_name):
         name = f"{base_name}{_SUFFIX[dtype]}"
         cls = type(name, (Composite,), {"_shape_": shape, "_length_": length,
                                          "_wp_scalar_type_": dtype, "_wp_kind_": kind,
+                                         "_type_": dtype._type_,  # Warp's: the ctypes scalar
                                          "_wp_generic_type_str_": _GENERIC_NAME[kind],
                                          "__module__": "weft.types"})
         if kind == "matrix" and max(shape) >= 10:  # mat123f: (12, 3) or (1, 23)? for pickle

@@ -28,7 +28,7 @@ from . import device as D
 from . import hazards
 from .array_copy import clone, copy
 from .array_data import (ARRAY_MAX_DIMS, _as_dtype, _as_shape, _c_strides, _field_data,
-                         _from_ptr, _host_data)
+                         _from_ptr, _host_data, aligned_copy, aligned_zeros)
 from .array_views import ArrayViews
 from .matmul import matmul_operator
 
@@ -74,7 +74,7 @@ class array(ArrayViews):
                 dtype = type(data[0])
             src, self.dtype = _host_data(data, _as_dtype(dtype), shape)
             if copy and not self.device.is_cuda:
-                src = np.array(src, copy=True, order="C")
+                src = aligned_copy(np.asarray(src))
             elif not copy and isinstance(data, np.ndarray) and np.shares_memory(src, data):
                 self._ref = data  # aliases the caller's numpy memory (Warp keeps it in _ref)
                 self._exposed = True  # the caller may write it: tapes check what they read
@@ -83,16 +83,14 @@ class array(ArrayViews):
             self.dtype = _as_dtype(T.float32 if dtype is typing.Any else dtype)
             eshape = T.element_shape(self.dtype)
             if ptr is not None:
-                if self.device.is_cuda:
-                    raise NotImplementedError("weft: wp.array(ptr=...) is supported for CPU "
-                                              "memory only")
-                self._data = _from_ptr(int(ptr), self.dtype, shape, strides, capacity)
+                self._data = _from_ptr(int(ptr), self.dtype, shape, strides, capacity,
+                                       cuda=self.device.is_cuda)
             else:
-                self._data = np.zeros(shape + eshape, T.numpy_dtype(self.dtype))
+                self._data = aligned_zeros(shape + eshape, T.numpy_dtype(self.dtype))
                 if strides is not None:
                     self._data = self._restrided(shape, strides)
         self._ndim = self._data.ndim - len(T.element_shape(self.dtype))
-        if self.device.is_cuda:
+        if self.device.is_cuda and isinstance(self._data, np.ndarray):
             from numba import cuda
             self._data = cuda.to_device(np.ascontiguousarray(self._data))
         if grad is not None:
@@ -165,9 +163,18 @@ class array(ArrayViews):
     # ------------------------------------------------------------------------- properties
     @property
     def shape(self):
-        if self._data is None:
-            return (0,)  # an annotation, as Warp's
+        if self._data is None:  # an annotation: (0,) as Warp's, or what a program set
+            return getattr(self, "_annotation_shape", (0,))
         return tuple(self._data.shape[:self._ndim])
+
+    @shape.setter
+    def shape(self, value):
+        """Only an annotation's shape may be set: metadata programs attach to it (MuJoCo Warp
+        records symbolic dimensions this way); an array's shape is its memory's."""
+        if self._data is not None:
+            raise AttributeError("the shape of an array with memory cannot be set (use "
+                                 "reshape())")
+        self._annotation_shape = value
 
     @property
     def ndim(self):
@@ -211,11 +218,16 @@ class array(ArrayViews):
         if self._data is None or self._data.size == 0:
             return None  # no memory (Warp: None for annotations and empty arrays)
         if self.device.is_cuda:
+            if hasattr(self._data, "_ary"):  # the CUDA simulator's device array wraps numpy
+                return int(self._data._ary.__array_interface__["data"][0])
             return int(self._data.__cuda_array_interface__["data"][0])
         return int(self._data.__array_interface__["data"][0])
 
     def __len__(self):
         return self.shape[0]
+
+    # __dlpack__ and __dlpack_device__ (DLPack export) are given to this class by
+    # weft.runtime.dlpack, which stands above this module
 
     @property
     def requires_grad(self):
@@ -236,7 +248,7 @@ class array(ArrayViews):
         if self.device.is_cuda:
             from numba import cuda
             return cuda.to_device(np.zeros(self._data.shape, self._data.dtype))
-        out = np.zeros(self._data.shape, self._data.dtype)
+        out = aligned_zeros(self._data.shape, self._data.dtype)
         if self.is_contiguous:
             return out
         return self._restrided(self.shape, self.strides) if all(self.shape) else out

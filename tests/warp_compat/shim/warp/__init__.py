@@ -42,9 +42,11 @@ import importlib.abc as _abc  # noqa: E402
 import importlib.util as _util  # noqa: E402
 
 
-# Warp's interop modules, which its interop tests import by their internal paths
+# Warp's modules that its interop, sparse and solver tests import by their internal paths
 _SRC = {"_src.dlpack": "weft.runtime.dlpack", "_src.jax": "weft.integrations.jax",
-        "_src.jax.ffi": "weft.integrations.jax.ffi", "_src.torch": "weft.integrations.torch"}
+        "_src.jax.ffi": "weft.integrations.jax.ffi", "_src.torch": "weft.integrations.torch",
+        "_src.sparse": "weft.libs.sparse", "_src.optim": "weft.libs.optim",
+        "_src.optim.linear": "weft.libs.optim.linear"}
 
 
 def _src_getattr(name):  # wp._src.dlpack, ... without an import statement, as in Warp
