@@ -17,7 +17,6 @@ import numpy as np
 import weft as _weft
 
 from ...core import types as T
-from ...runtime import device as D
 
 
 def _jax():
@@ -126,69 +125,21 @@ def dtype_from_jax(jax_dtype):
     return out
 
 
-def _host_view(x):
-    """A numpy view of a JAX array's CPU buffer (no copy)."""
-    try:
-        dev = next(iter(x.devices()))
-    except Exception:  # noqa: BLE001 - a tracer or an abstract value
-        raise TypeError(f"wp.from_jax() needs a concrete jax.Array, got {type(x).__name__} "
-                        "(inside jax.jit use wp.jax_kernel or wp.jax_callable)") from None
-    if dev.platform != "cpu":
-        raise NotImplementedError(f"weft: wp.from_jax() of an array on JAX device '{dev}': "
-                                  "weft shares CPU memory only (jax.device_put it to the CPU)")
-    if len(x.devices()) > 1:
-        raise ValueError("wp.from_jax() of an array sharded over several devices")
-    if x.dtype == np.dtype(bool):
-        return np.from_dlpack(x)
-    return np.from_dlpack(x)
-
-
 def from_jax(jax_array, dtype=None):
-    """A weft array over a JAX array's memory, without copying (CPU). ``dtype`` (a weft
-    scalar, vector or matrix type) reinterprets the trailing dimensions: ``from_jax(x,
-    wp.vec3)`` of a ``(n, 3)`` float32 array is an array of ``n`` vec3. The JAX array stays
-    alive while the weft array does."""
-    from ...runtime.array import array
-    view = _host_view(jax_array)
-    scalar = dtype_from_jax(jax_array.dtype)
-    if dtype is None:
-        dtype = scalar
-    else:
-        dtype = T.type_to_warp(dtype) if dtype in (float, int, bool) else dtype
-        want = T.type_scalar_type(dtype) if T.is_composite(dtype) else dtype
-        if np.dtype(T.numpy_dtype(want)) != view.dtype:
-            raise RuntimeError(f"wp.from_jax(): the JAX array's dtype {jax_array.dtype} does not "
-                               f"match the requested {T.type_name(dtype)}")
-        eshape = T.element_shape(dtype)
-        if eshape:
-            if view.shape[view.ndim - len(eshape):] != eshape:
-                n = int(np.prod(eshape))
-                if view.ndim and view.shape[-1] % n == 0 and len(eshape) >= 1 and \
-                        view.flags.c_contiguous:
-                    view = view.reshape((*view.shape[:-1], view.shape[-1] // n, *eshape))
-                else:
-                    raise RuntimeError(f"wp.from_jax(): the inner dimensions {view.shape} do not "
-                                       f"fit the requested type {T.type_name(dtype)}")
-    ndim = view.ndim - len(T.element_shape(dtype))
-    if ndim < 1:  # a scalar JAX array: an array of one element, as Warp
-        view = view.reshape((1, *view.shape))
-    if ndim > 4:
-        raise RuntimeError(f"wp.from_jax(): arrays have at most 4 dimensions, got {ndim}")
-    return array._wrap(view, dtype, D.get_device("cpu"), ref=jax_array)
+    """A weft array over a JAX array's memory, without copying (CPU), through DLPack
+    (``wp.from_dlpack``, whose rules it follows): ``dtype`` may read trailing dimensions as
+    vector or matrix components (``from_jax(x, wp.vec3)`` of an ``(n, 3)`` float32 array is an
+    array of ``n`` vec3). The JAX array stays alive while the weft array does."""
+    jax = _jax()
+    if isinstance(jax_array, jax.core.Tracer):
+        raise TypeError("wp.from_jax() needs a concrete jax.Array, got a tracer (inside jax.jit "
+                        "use wp.jax_kernel or wp.jax_callable)")
+    return _weft.from_dlpack(jax_array, dtype=dtype)
 
 
 def to_jax(warp_array):
-    """A JAX array over a weft array's memory, without copying (CPU, through DLPack). Vector
-    and matrix elements become trailing dimensions."""
-    jax = _jax()
-    if warp_array.device.is_cuda:
-        raise NotImplementedError("weft: wp.to_jax() of a CUDA array (weft shares CPU memory "
-                                  "only)")
-    host = warp_array.numpy()
-    if getattr(T, "bfloat16", None) is not None and warp_array.dtype is T.bfloat16:
-        raise TypeError("weft has no bfloat16 arrays to convert")
-    import jax.dlpack  # noqa: PLC0415,F401
-    try:
-        return jax.dlpack.from_dlpack(host)
-    except Exception:  # noqa: BLE001 - numpy storage JAX cannot alias (unaligned, strided)
-        return jax.numpy.asarray(np.ascontiguousarray(host))
+    """A JAX array over a weft array's memory, without copying (CPU, through DLPack; weft's
+    host arrays are 64-byte aligned, as XLA needs to alias them). Vector and matrix elements
+    become trailing dimensions."""
+    import jax.dlpack  # noqa: PLC0415
+    return jax.dlpack.from_dlpack(warp_array)
