@@ -40,6 +40,13 @@ def add_f32(a: wp.array(dtype=float), b: wp.array(dtype=float), out: wp.array(dt
     out[i] = a[i] + b[i]
 
 
+@wp.kernel
+def gather_sq(idx: wp.array(dtype=int), table: wp.array(dtype=wp.float64),
+              out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    out[i] = table[idx[i]] * table[idx[i]]
+
+
 def double_f32(a: wp.array(dtype=float), out: wp.array(dtype=float)):
     wp.launch(add_f32, dim=a.shape, inputs=[a, a], outputs=[out])
 
@@ -136,6 +143,19 @@ def test_grad_of_vector_array_kernel():
     ref = 2 * vn * vn[:, :1]
     ref[:, 0] += np.sum(vn * vn, axis=1)
     np.testing.assert_allclose(np.asarray(g), ref, rtol=1e-12)
+
+
+def test_integer_inputs_have_no_derivative_and_second_order_is_refused():
+    f = wp.jax_kernel(gather_sq, enable_backward=True)
+    idx = jnp.array([0, 2, 2, 4, 1, 1, 1, 3], dtype=jnp.int32)
+    table = jnp.arange(5.0)
+    g = jax.jit(jax.grad(lambda t: jnp.sum(f(idx, t)[0])))(table)  # scattered by the adjoint
+    np.testing.assert_allclose(np.asarray(g), np.bincount(np.asarray(idx), minlength=5) * 2 *
+                               np.arange(5.0))
+    _, t = jax.jvp(lambda t: f(idx, t)[0], (table,), (jnp.ones(5),))
+    np.testing.assert_allclose(np.asarray(t), 2 * np.asarray(table)[np.asarray(idx)])
+    with pytest.raises(NotImplementedError, match="second derivatives"):
+        jax.hessian(lambda t: jnp.sum(f(idx, t)[0]))(table)
 
 
 def test_jax_callable_and_vmap():

@@ -834,6 +834,8 @@ class _DiffFfiKernel(FfiKernel):
 
 
 _PRIMS = {}
+_SECOND_ORDER = ("weft: second derivatives through a jax_kernel (the derivative of its tangent or "
+                 "adjoint kernel) are not supported")
 
 
 def _prims():
@@ -881,8 +883,12 @@ def _prims():
         out = p.bind(*moved, wrapper=wrapper, statics=statics, nb=nb + 1)
         return out, [0] * len(out)
 
+    def no_jvp(primals, tangents, **params):
+        raise NotImplementedError(_SECOND_ORDER)
+
     p.def_impl(impl)
     p.def_abstract_eval(abstract)
+    ad.primitive_jvps[p] = no_jvp
     ad.primitive_transposes[p] = transpose
     batching.primitive_batchers[p] = batch
     mlir.register_lowering(p, mlir.lower_fun(impl, multiple_results=True))
@@ -996,7 +1002,16 @@ class _DiffKernel:
         desc = self.ffi._descs.items[i]
         diff = self.ffi.diff_inputs(desc)
         outs = [jax.ShapeDtypeStruct(primals[k].shape, primals[k].dtype) for k in diff]
-        return self.ffi.call(2, i, [*primals, *cts], outs, self.vmap_method)
+
+        @jax.custom_jvp
+        def adjoint(*arrays):
+            return tuple(self.ffi.call(2, i, list(arrays), outs, self.vmap_method))
+
+        @adjoint.defjvp
+        def _(primals_, tangents_):
+            raise NotImplementedError(_SECOND_ORDER)
+
+        return list(adjoint(*primals, *cts))
 
     def _make(self, statics):
         import jax  # noqa: PLC0415
