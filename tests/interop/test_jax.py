@@ -47,6 +47,16 @@ def gather_sq(idx: wp.array(dtype=int), table: wp.array(dtype=wp.float64),
     out[i] = table[idx[i]] * table[idx[i]]
 
 
+@wp.kernel
+def matmul(a: wp.array2d(dtype=wp.float64), b: wp.array2d(dtype=wp.float64),
+           c: wp.array2d(dtype=wp.float64)):
+    i, j = wp.tid()
+    s = wp.float64(0.0)
+    for k in range(a.shape[1]):
+        s += a[i, k] * b[k, j]
+    c[i, j] = s
+
+
 def double_f32(a: wp.array(dtype=float), out: wp.array(dtype=float)):
     wp.launch(add_f32, dim=a.shape, inputs=[a, a], outputs=[out])
 
@@ -156,6 +166,22 @@ def test_integer_inputs_have_no_derivative_and_second_order_is_refused():
     np.testing.assert_allclose(np.asarray(t), 2 * np.asarray(table)[np.asarray(idx)])
     with pytest.raises(NotImplementedError, match="second derivatives"):
         jax.hessian(lambda t: jnp.sum(f(idx, t)[0]))(table)
+
+
+def test_sequential_vmap_of_a_2d_kernel_and_its_derivatives():
+    # a 2-d launch the batch cannot fold into: vmap_method="sequential" runs one call per
+    # batch element, for the kernel and for its tangent and adjoint kernels
+    f = wp.jax_kernel(matmul, enable_backward=True, vmap_method="sequential")
+    rng = np.random.default_rng(0)
+    A, B = jnp.asarray(rng.random((3, 4, 4))), jnp.asarray(rng.random((3, 4, 4)))
+    mm = jax.vmap(lambda a, b: f(a, b)[0])
+    np.testing.assert_allclose(np.asarray(jax.jit(mm)(A, B)), np.asarray(A @ B), rtol=1e-12)
+    g = jax.jit(jax.grad(lambda A: jnp.sum(mm(A, B) ** 2)))(A)
+    np.testing.assert_allclose(np.asarray(g),
+                               np.asarray(jax.grad(lambda A: jnp.sum((A @ B) ** 2))(A)),
+                               rtol=1e-12)
+    _, t = jax.jvp(mm, (A, B), (B, A))
+    np.testing.assert_allclose(np.asarray(t), np.asarray(B @ B + A @ A), rtol=1e-12)
 
 
 def test_jax_callable_and_vmap():

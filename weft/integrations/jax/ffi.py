@@ -878,6 +878,11 @@ def _prims():
 
     def batch(args, dims, *, wrapper, statics, nb):
         size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
+        if wrapper.vmap_method == "sequential":  # one call per batch element, as the forward
+            outs = [p.bind(*(jnp.take(a, b, axis=d) if d is not None else a
+                             for a, d in zip(args, dims)),
+                           wrapper=wrapper, statics=statics, nb=nb) for b in range(size)]
+            return [jnp.stack(o) for o in zip(*outs)], [0] * len(outs[0])
         moved = [jnp.moveaxis(a, d, 0) if d is not None else
                  jnp.broadcast_to(a, (size, *a.shape)) for a, d in zip(args, dims)]
         out = p.bind(*moved, wrapper=wrapper, statics=statics, nb=nb + 1)
