@@ -20,7 +20,7 @@ Example::
 
 ``function`` is weft's own (Warp has none): it runs a kernel as a ``torch.autograd.Function``
 whose backward is weft's adjoint kernel and whose forward-mode derivative (``torch.func.jvp``,
-``torch.autograd.forward_ad``) is weft's tangent kernel. See ``docs/interop-torch.md``.
+``torch.autograd.forward_ad``) is weft's tangent kernel. See ``docs/interop.md``.
 
 This module imports torch when first used, not when imported.
 """
