@@ -759,7 +759,9 @@ class _DiffFfiKernel(FfiKernel):
     """The FFI kernel of a differentiable ``jax_kernel``: mode 0 runs the kernel, mode 1 its
     tangent kernel (inputs: primal arrays, then tangents of the float arrays; outputs: the
     outputs' tangents), mode 2 its adjoint kernel (inputs: primal arrays, then the outputs'
-    cotangents; outputs: the cotangents of the float array inputs)."""
+    cotangents; outputs: the cotangents of the float array inputs), mode 3 the tangent of the
+    adjoint along the primals (inputs: primal arrays, cotangents, tangents of the float array
+    inputs; outputs: the tangents of their cotangents), for forward over reverse."""
 
     _roll_batch = False
 
@@ -830,12 +832,56 @@ class _DiffFfiKernel(FfiKernel):
                       adj_inputs=adj_ins, adj_outputs=adj_outs, adjoint=True, device="cpu",
                       record_tape=False, block_dim=self.block_dim or 256)
             return
+        if mode == 3:  # second order: the tangent of the adjoint along the primal tangents
+            if len(ins) != n + len(desc.outputs) + len(diff) or len(rets) != len(diff):
+                raise X.FfiError("second-order call with unexpected buffer counts")
+            self._second_order(desc, ins, rets, inputs, arrays_in, diff, n, batch)
+            return
         raise X.FfiError(f"unknown weft FFI mode {mode}")
+
+    def _second_order(self, desc, ins, rets, inputs, arrays_in, diff, n, batch):
+        """``d/de adjoint(x + e dx, ct)``: the kernel recorded on a tape over copies of the
+        inputs, then ``tape.hvp`` seeded with the cotangents ``ct`` (forward over reverse:
+        weft's adjoint-tangent kernel)."""
+        from ...runtime.array import array
+        arr_args = [a for a in desc.inputs if a.is_array]
+        inputs = list(inputs)
+        owned = {}
+        for k in diff:  # copies that carry gradients (XLA's buffers stay untouched)
+            src = arrays_in[k]
+            c = array._wrap(np.array(src._data), src.dtype, src.device)
+            c.requires_grad = True
+            owned[k] = c
+        k = 0
+        for pos, a in enumerate(desc.inputs):
+            if a.is_array:
+                if k in owned:
+                    inputs[pos] = owned[k]
+                k += 1
+        outputs, seeds = [], {}
+        for j, a in enumerate(desc.outputs):
+            ct = _wrap(a, ins[n + j], batch)
+            o = _scratch(a, ct)
+            o.requires_grad = True
+            outputs.append(o)
+            seeds[o] = np.array(ct._data)
+        vectors = {owned[k]: np.array(_wrap(arr_args[k], ins[n + len(desc.outputs) + j],
+                                            batch)._data) for j, k in enumerate(diff)}
+        dims = self._dims(desc, inputs, batch)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(self.kernel, dim=dims, inputs=inputs, outputs=outputs, device="cpu",
+                      block_dim=self.block_dim or 256)
+        hv = tape.hvp(None, vectors, grads=seeds)
+        for j, k in enumerate(diff):
+            out = _wrap(arr_args[k], rets[j], batch)
+            out._data[...] = hv[owned[k]].numpy().reshape(out._data.shape)
 
 
 _PRIMS = {}
-_SECOND_ORDER = ("weft: second derivatives through a jax_kernel (the derivative of its tangent or "
-                 "adjoint kernel) are not supported")
+_SECOND_ORDER = ("weft: this derivative through a jax_kernel is not supported (forward over "
+                 "reverse is: jax.jvp of jax.grad, jax.hessian; reverse over reverse and third "
+                 "derivatives are not)")
 
 
 def _prims():
@@ -1012,9 +1058,30 @@ class _DiffKernel:
         def adjoint(*arrays):
             return tuple(self.ffi.call(2, i, list(arrays), outs, self.vmap_method))
 
-        @adjoint.defjvp
+        n_out = len(cts)
+        tangent_outs = outs
+
+        @jax.custom_jvp
+        def second(*arrays):  # (x, ct, dx) -> the second-order part of the adjoint's tangent
+            return tuple(self.ffi.call(3, i, list(arrays), tangent_outs, self.vmap_method))
+
+        @second.defjvp
         def _(primals_, tangents_):
             raise NotImplementedError(_SECOND_ORDER)
+
+        @adjoint.defjvp
+        def adjoint_jvp(primals_, tangents_):
+            """Forward over reverse: the adjoint is linear in the cotangents (their tangents
+            pass through the adjoint itself) and its derivative along the primals is weft's
+            adjoint-tangent kernel (``tape.hvp``)."""
+            n = len(primals_) - n_out
+            x, ct = primals_[:n], primals_[n:]
+            dx, dct = tangents_[:n], tangents_[n:]
+            out = adjoint(*primals_)
+            dx_diff = [dx[k] for k in diff]
+            curvature = second(*x, *ct, *dx_diff)
+            linear = adjoint(*x, *dct)
+            return out, tuple(a + b for a, b in zip(curvature, linear))
 
         return list(adjoint(*primals, *cts))
 
