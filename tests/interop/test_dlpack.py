@@ -196,3 +196,17 @@ def test_cuda_arrays_cross_through_the_native_exporter():
     np.testing.assert_array_equal(c.numpy(), [[0.0, 1.0], [2.0, 3.0]])
     with pytest.raises(TypeError, match="integer >= -1"):
         a.__dlpack__(stream=-2)
+
+
+def test_read_only_memory_wrapped_without_copy_is_written_by_kernels_and_exported():
+    """``wp.array(x, copy=False)`` over memory numpy holds read-only (``np.asarray`` of a JAX
+    array): kernels write it and it exports through DLPack, as under Warp."""
+    base = np.arange(4, dtype=np.float32)
+    frozen = base.view()
+    frozen.flags.writeable = False
+    a = wp.array(frozen, dtype=float, copy=False)
+    assert a.ptr == base.__array_interface__["data"][0]
+    wp.launch(add_one, dim=4, inputs=[a])
+    np.testing.assert_array_equal(base, [1.0, 2.0, 3.0, 4.0])
+    n = np.from_dlpack(a)
+    assert n.__array_interface__["data"][0] == a.ptr

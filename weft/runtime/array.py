@@ -28,7 +28,7 @@ from . import device as D
 from . import hazards
 from .array_copy import clone, copy
 from .array_data import (ARRAY_MAX_DIMS, _as_dtype, _as_shape, _c_strides, _field_data,
-                         _from_ptr, _host_data, aligned_copy, aligned_zeros)
+                         _from_ptr, _host_data, aligned_copy, aligned_zeros, writable_alias)
 from .array_views import ArrayViews
 from .matmul import matmul_operator
 
@@ -79,6 +79,8 @@ class array(ArrayViews):
             elif not copy and isinstance(data, np.ndarray) and np.shares_memory(src, data):
                 self._ref = data  # aliases the caller's numpy memory (Warp keeps it in _ref)
                 self._exposed = True  # the caller may write it: tapes check what they read
+                if not src.flags.writeable:  # memory numpy holds read-only (a JAX buffer):
+                    src = writable_alias(src)  # kernels write it all the same, as Warp's
             self._data = src
         else:
             self.dtype = _as_dtype(T.float32 if dtype is typing.Any else dtype)

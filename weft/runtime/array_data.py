@@ -187,6 +187,19 @@ def aligned_zeros(shape, dtype):
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 
 
+def writable_alias(data):
+    """A writable numpy view of the memory of read-only numpy array ``data`` (which it keeps
+    alive): ``wp.array(x, copy=False)`` over memory another library hands out read-only."""
+    iface = dict(data.__array_interface__)
+    iface["data"] = (iface["data"][0], False)
+
+    class _Alias:
+        __array_interface__ = iface
+        keep = data
+
+    return np.asarray(_Alias())
+
+
 def aligned_copy(data):
     """A C-contiguous, ``ALIGNMENT``-aligned copy of numpy array ``data``."""
     out = aligned_zeros(data.shape, data.dtype)

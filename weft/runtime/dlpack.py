@@ -264,7 +264,10 @@ def _export_native(a, versioned=False):
 
 
 def _export(a, versioned=False):
-    if a.device.is_cuda:
+    if a.device.is_cuda or not a._data.flags.writeable:
+        # numpy will not export memory it holds read-only (a JAX buffer wrapped with
+        # copy=False, say) without flagging it so; weft's arrays are writable (kernels write
+        # them), as Warp's are
         return _export_native(a, versioned)
     data = _exportable(a)
     dtype_to_dlpack(a.dtype)  # a TypeError for what DLPack cannot describe
