@@ -1,4 +1,1753 @@
-"""Stands for ``warp.sparse``, which weft does not provide: importing it raises ImportError."""
-from .unsupported import refuse
+"""Block-sparse (BSR) matrices: Warp 1.19's ``warp.sparse``, written on weft's public API.
 
-refuse("sparse")
+A :class:`BsrMatrix` stores ``nrow x ncol`` blocks (scalars for CSR, ``wp.types.matrix`` for
+BSR) as Warp does: ``offsets`` (row starts, ``nrow + 1``), optional ``row_counts`` (active blocks
+per row of a *padded* matrix), ``columns`` and ``values``, ``nnz`` a host-side upper bound on
+the stored slots. Every function of ``warp.sparse`` is here with Warp's signature, semantics and
+errors (see ``docs/sparse.md``).
+
+How it runs. Topology (which blocks exist and where they are stored) is computed on the host
+with numpy (CPU arrays are shared with numpy, so nothing is copied); values are always moved by
+weft kernels, so everything that produces values records on a ``wp.Tape`` and is
+differentiable: :func:`bsr_mv` (w.r.t. ``x``, ``y`` and the matrix values), :func:`bsr_mm`,
+:func:`bsr_axpy`, transposition, copies and triplet assembly. The kernels see every block array
+as a 2-d scalar array ``(blocks, rows * cols)``, so each is compiled once per scalar type, not
+once per block shape.
+
+Example::
+
+    import weft as wp
+    from weft.sparse import bsr_from_triplets, bsr_mv
+    A = bsr_from_triplets(3, 3, rows, cols, vals)        # duplicates summed
+    y = A @ x                                             # bsr_mv
+    C = A @ A.transpose() + 2.0 * A                       # bsr_mm, bsr_axpy
+"""
+# (no ``from __future__ import annotations``: kernel annotations name closure variables)
+
+import os
+import warnings
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+import weft as wp
+from weft.core.typeinfo import (is_array, type_is_matrix, type_repr, type_scalar_type,
+                                type_size, type_to_warp, types_equal)
+from weft.core.types import scalar_types
+
+__all__ = [
+    "BSR_STATUS_ROW_CAPACITY_EXCEEDED", "BSR_STATUS_SUCCESS", "BsrMatrix", "BsrTripletMap",
+    "bsr_assign", "bsr_axpy", "bsr_axpy_work_arrays", "bsr_block_index", "bsr_compress",
+    "bsr_copy", "bsr_diag", "bsr_from_triplets", "bsr_get_diag", "bsr_identity", "bsr_matrix_t",
+    "bsr_mm", "bsr_mm_work_arrays", "bsr_mv", "bsr_row_index", "bsr_scale", "bsr_set_diag",
+    "bsr_set_from_mapped_values", "bsr_set_from_triplets", "bsr_set_identity",
+    "bsr_set_transpose", "bsr_set_zero", "bsr_transposed", "bsr_zeros",
+]
+
+BSR_STATUS_SUCCESS = 0
+"""Status code: no error."""
+BSR_STATUS_ROW_CAPACITY_EXCEEDED = 1
+"""Status code: a padded operation needed more blocks in a row than its capacity."""
+
+_BlockType = TypeVar("_BlockType")
+
+
+def log_warning(message, category=None, stacklevel=1):
+    """Warp's ``log_warning``: a Python warning (``UserWarning`` unless ``category``)."""
+    warnings.warn(message, category or UserWarning, stacklevel=stacklevel + 1)
+
+
+# ----------------------------------------------------------------------------- host helpers
+
+def _np(a):
+    """The host data of an array (a view on the CPU)."""
+    return a.numpy()
+
+
+def _put(a, data, start=0):
+    """Write ``data`` into ``a[start:start + len(data)]`` (host-side topology)."""
+    data = np.asarray(data)
+    if data.size == 0:
+        return
+    if a.device.is_cpu:
+        a.numpy()[start:start + data.shape[0]] = data
+    else:
+        host = a.numpy()
+        host[start:start + data.shape[0]] = data
+        a.assign(host)
+
+
+def _int_array(data, device):
+    return wp.array(np.ascontiguousarray(data, dtype=np.int32), dtype=int, device=device)
+
+
+def _scalar_view(values, block_shape):
+    """``values`` (scalars or matrices) as a 2-d scalar array ``(n, rows * cols)`` sharing its
+    memory and gradient."""
+    n = values.shape[0]
+    if type_is_matrix(values.dtype):
+        v = values.view(type_scalar_type(values.dtype))
+    else:
+        v = values
+    return v.reshape((n, block_shape[0] * block_shape[1]))
+
+
+def _block_ndarray(values, count=None):
+    """Host view of ``values`` as ``(n, rows, cols)``."""
+    d = _np(values)
+    if count is not None:
+        d = d[:count]
+    if d.ndim == 1:
+        d = d.reshape(-1, 1, 1)
+    return d
+
+
+# ----------------------------------------------------------------------------- kernels
+
+_kernels = {}
+
+
+def _kernels_for(scalar):
+    """The value kernels for one scalar type (float32 or float64): compiled once each."""
+    k = _kernels.get(scalar)
+    if k is None:
+        k = _kernels[scalar] = _make_kernels(scalar)
+    return k
+
+
+def _make_kernels(scalar):
+    A2 = wp.array2d(dtype=scalar)
+    A1 = wp.array(dtype=scalar)
+    I1 = wp.array(dtype=int)
+
+    @wp.kernel
+    def sparse_gather(dest: A2, tgt: I1, a: A2, seg_a: I1, idx_a: I1, perm: I1, alpha: scalar,
+                      b: A2, seg_b: I1, idx_b: I1, beta: scalar):
+        # dest[tgt[d]] = alpha * sum(a[idx_a[seg_a[d]:seg_a[d+1]]]) (components permuted)
+        #              + beta * sum(b[idx_b[seg_b[d]:seg_b[d+1]]])
+        d, e = wp.tid()
+        s = scalar(-0.0)
+        for k in range(seg_a[d], seg_a[d + 1]):
+            s += a[idx_a[k], perm[e]]
+        t = scalar(-0.0)
+        for k in range(seg_b[d], seg_b[d + 1]):
+            t += b[idx_b[k], e]
+        dest[tgt[d], e] = alpha * s + beta * t
+
+    @wp.kernel
+    def sparse_csr_mv(starts: I1, ends: I1, columns: I1, values: A1, x: A1, alpha: scalar,
+                      beta: scalar, w: A1, y: A1):
+        i = wp.tid()
+        s = scalar(0.0)
+        for k in range(starts[i], ends[i]):
+            s += values[k] * x[columns[k]]
+        r = alpha * s
+        if beta != scalar(0.0):
+            r += beta * w[i]
+        y[i] = r
+
+    @wp.kernel
+    def sparse_bsr_mv(starts: I1, ends: I1, columns: I1, values: A2, x: A2, bc: int,
+                      alpha: scalar, beta: scalar, w: A2, y: A2):
+        i, r = wp.tid()
+        s = scalar(0.0)
+        for k in range(starts[i], ends[i]):
+            j = columns[k]
+            for c in range(bc):
+                s += values[k, r * bc + c] * x[j, c]
+        v = alpha * s
+        if beta != scalar(0.0):
+            v += beta * w[i, r]
+        y[i, r] = v
+
+    @wp.kernel
+    def sparse_mm_pairs(dest: A2, tgt: I1, seg: I1, px: I1, py: I1, x: A2, y: A2, bk: int,
+                        bc: int, alpha: scalar):
+        # dest[tgt[d]] += alpha * sum_p x[px[p]] @ y[py[p]] (blocks flattened row-major)
+        d, e = wp.tid()
+        r = e // bc
+        c = e - r * bc
+        s = scalar(0.0)
+        for p in range(seg[d], seg[d + 1]):
+            kx = px[p]
+            ky = py[p]
+            for m in range(bk):
+                s += x[kx, r * bk + m] * y[ky, m * bc + c]
+        wp.atomic_add(dest, tgt[d], e, alpha * s)
+
+    return {"gather": sparse_gather, "csr_mv": sparse_csr_mv, "bsr_mv": sparse_bsr_mv,
+            "mm_pairs": sparse_mm_pairs}
+
+
+_ZERO_I = {}
+
+
+def _zeros_i(n, device):
+    """A shared zero int32 array of length at least ``n`` (empty segments)."""
+    key = str(device)
+    z = _ZERO_I.get(key)
+    if z is None or z.shape[0] < n:
+        z = _ZERO_I[key] = wp.zeros(max(n, 1024), dtype=int, device=device)
+    return z
+
+
+def _perm(block_shape, transpose):
+    """Component permutation reading a block (transposed when asked)."""
+    r, c = block_shape
+    if not transpose:
+        return np.arange(r * c, dtype=np.int32)
+    # dest block shape (c, r): dest[i, j] = src[j, i]
+    i, j = np.divmod(np.arange(r * c), r)
+    return (j * c + i).astype(np.int32)
+
+
+_PERMS = {}
+
+
+def _perm_array(block_shape, transpose, device):
+    key = (block_shape, transpose, str(device))
+    p = _PERMS.get(key)
+    if p is None:
+        p = _PERMS[key] = _int_array(_perm(block_shape, transpose), device)
+    return p
+
+
+def _segments(blk, count):
+    """``(seg, order)``: for inputs assigned to blocks ``blk`` (-1: dropped), the start of each
+    block's run in ``order`` (length ``count + 1``) and the inputs in block order."""
+    keep = np.flatnonzero(blk >= 0)
+    b = blk[keep]
+    order = keep[np.argsort(b, kind="stable")]
+    seg = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(np.bincount(b, minlength=count), out=seg[1:])
+    return seg, order
+
+
+def _gather(dest_values, dest_shape, tgt, terms):
+    """Write ``dest_values[tgt[d]] = sum over terms of scale * sum of the term's source blocks
+    assigned to ``d``.
+
+    ``terms``: up to two ``(src_values, src_block_shape, blk, src_slots, scale, transpose)``:
+    input ``t`` reads block ``src_slots[t]`` of ``src_values`` into destination ``blk[t]``
+    (an index into ``tgt``; -1 drops it). Runs one weft kernel (recorded on a tape)."""
+    n = len(tgt)
+    if n == 0:
+        return
+    device = dest_values.device
+    scalar = type_scalar_type(dest_values.dtype)
+    k = _kernels_for(scalar)
+    bs = dest_shape[0] * dest_shape[1]
+    dest2 = _scalar_view(dest_values, dest_shape)
+    args = []
+    for term in terms:
+        src, src_shape, blk, slots, scale, transpose = term
+        seg, order = _segments(np.asarray(blk, dtype=np.int64), n)
+        idx = np.asarray(slots, dtype=np.int64)[order]
+        args.append((_term_view(src, src_shape), _int_array(seg, device),
+                     _int_array(idx if idx.size else np.zeros(1), device),
+                     _perm_array(src_shape, transpose, device), scalar(scale)))
+    if not args:
+        raise AssertionError("no term")
+    a = args[0]
+    if len(args) > 1:
+        b = args[1]
+    else:
+        b = (a[0], _zeros_i(n + 1, device), a[2], None, scalar(0.0))
+    wp.launch(k["gather"], dim=(n, bs), device=device,
+              inputs=[dest2, _int_array(tgt, device), a[0], a[1], a[2], a[3], a[4],
+                      b[0], b[1], b[2], b[4]])
+
+
+# ----------------------------------------------------------------------------- matrix
+
+class BsrTripletMap:
+    """Reusable mapping from COO triplets to an existing BSR topology (Warp's
+    ``BsrTripletMap``): built by :func:`bsr_set_from_triplets` with ``build_mapping``, used by
+    :func:`bsr_set_from_mapped_values` to update values without rebuilding the topology."""
+
+    def __init__(self, capacity: int = 0, device=None):
+        self.triplet_count = 0
+        self._storage = BsrTripletMap._allocate_storage(capacity, wp.get_device(device))
+        self._dest_key = None
+
+    @staticmethod
+    def _allocate_storage(capacity, device):
+        return tuple(wp.empty(shape=(capacity,), dtype=wp.int32, device=device) for _ in range(3))
+
+    @property
+    def device(self):
+        """Device on which the map storage is allocated."""
+        return self._storage[0].device
+
+    @property
+    def capacity(self) -> int:
+        """Number of triplets the map can be built for without reallocating its storage."""
+        return self._storage[0].shape[0]
+
+    @staticmethod
+    def _view(array, count):
+        if count == array.shape[0]:
+            return array
+        if count == 0:
+            return wp.empty(shape=(0,), dtype=array.dtype, device=array.device)
+        return array[:count]
+
+    @property
+    def _block_ends(self):
+        return BsrTripletMap._view(self._storage[0], self.triplet_count)
+
+    @property
+    def _triplet_indices(self):
+        return BsrTripletMap._view(self._storage[1], self.triplet_count)
+
+    @property
+    def _triplet_blocks(self):
+        return BsrTripletMap._view(self._storage[2], self.triplet_count)
+
+    def _reserve(self, triplet_count):
+        if triplet_count > self.capacity:
+            self._storage = BsrTripletMap._allocate_storage(triplet_count, self.device)
+
+    @staticmethod
+    def _key_of(dest):
+        return (dest.nrow, dest.ncol, id(dest.offsets), id(dest.columns),
+                None if dest.row_counts is None else id(dest.row_counts))
+
+    def _bind(self, dest, triplet_count):
+        self.triplet_count = triplet_count
+        self._dest_key = BsrTripletMap._key_of(dest)
+
+    def validate(self, dest) -> None:
+        """Raise if ``dest``'s dimensions or topology arrays differ from those the map was
+        built for (identities only: topology modified in place is not detected)."""
+        if self._dest_key is None:
+            raise ValueError("The triplet map has not been built; pass it to "
+                             "bsr_set_from_triplets() first")
+        if BsrTripletMap._key_of(dest) != self._dest_key:
+            raise ValueError("Destination BSR topology storage differs from that used to build "
+                             "the triplet map")
+
+
+class BsrMatrix(Generic[_BlockType]):
+    """A BSR (or CSR, 1x1 blocks) matrix; made by :func:`bsr_zeros` and the other constructors.
+
+    Attributes:
+        nrow, ncol: numbers of rows and columns of blocks.
+        nnz: host-side upper bound on the stored block slots (call :meth:`nnz_sync` for the
+          exact count of a compact matrix).
+        offsets: int array of at least ``nrow + 1``: row ``r`` is stored in
+          ``offsets[r]:offsets[r+1]``.
+        row_counts: None (compact), or int array of the active blocks of each row (padded:
+          row ``r``'s active blocks are ``offsets[r]:offsets[r] + row_counts[r]``).
+        columns, values: block columns and values, at least ``nnz`` long.
+    """
+
+    @property
+    def scalar_type(self):
+        """Scalar type of the block coefficients."""
+        return type_scalar_type(self.values.dtype)
+
+    @property
+    def block_shape(self):
+        """Shape of the blocks."""
+        return getattr(self.values.dtype, "_shape_", (1, 1))
+
+    @property
+    def block_size(self):
+        """Number of coefficients of a block."""
+        return type_size(self.values.dtype)
+
+    @property
+    def shape(self):
+        """Shape of the matrix in coefficients."""
+        bs = self.block_shape
+        return (self.nrow * bs[0], self.ncol * bs[1])
+
+    @property
+    def dtype(self):
+        """Block type."""
+        return self.values.dtype
+
+    @property
+    def device(self):
+        """Device of the matrix arrays."""
+        return self.offsets.device
+
+    @property
+    def requires_grad(self):
+        """Whether the values have a gradient."""
+        return self.values.requires_grad
+
+    @property
+    def scalar_values(self):
+        """The values as a 3-d scalar array ``(n, rows, cols)`` (same memory and gradient)."""
+        n = self.values.shape[0]
+        return _scalar_view(self.values, self.block_shape).reshape((n, *self.block_shape))
+
+    def uncompress_rows(self, out=None):
+        """The row of each of the first ``nnz`` stored slots (-1 outside active rows)."""
+        if out is None:
+            out = wp.empty(self.nnz, dtype=int, device=self.device)
+        rows = np.full(self.nnz, -1, dtype=np.int32)
+        r, slots = _active(self)
+        keep = slots < self.nnz
+        rows[slots[keep]] = r[keep]
+        _put(out, rows)
+        return out
+
+    def nnz_sync(self) -> int:
+        """Read ``offsets[nrow]`` back into ``nnz`` and return it."""
+        buf = self._nnz_transfer_if_pending()
+        if buf is None:
+            buf = self._setup_nnz_transfer()
+            self._start_nnz_transfer(buf)
+        self.nnz = int(buf.numpy()[0])
+        BsrMatrix.__setattr__(self, "_nnz_transfer_pending", False)
+        return self.nnz
+
+    def status_sync(self) -> int:
+        """The sticky status code of padded operations (``BSR_STATUS_*``)."""
+        status = getattr(self, "_status", None)
+        if status is None:
+            return BSR_STATUS_SUCCESS
+        return int(status.numpy()[0])
+
+    def status_message(self) -> str:
+        """A message for :meth:`status_sync`."""
+        return _status_message(self.status_sync())
+
+    def clear_status(self) -> None:
+        """Clear the status code."""
+        status = getattr(self, "_status", None)
+        if status is not None:
+            status.zero_()
+
+    def notify_nnz_changed(self, nnz=None, nnz_capacity=None) -> None:
+        """Tell the matrix that ``offsets`` or ``nnz`` changed outside this module (``nnz``:
+        the new upper bound, read from ``offsets[nrow]`` when omitted and no ``nnz_capacity``
+        is given; storage grown to ``nnz_capacity`` or ``nnz``)."""
+        self._refresh_nnz_transfer_if_pending()
+        if nnz is None:
+            if nnz_capacity is None:
+                self.nnz_sync()
+            else:
+                self.nnz = nnz_capacity
+        _ensure_fits(self, nnz=nnz, capacity=nnz_capacity)
+
+    def copy_nnz_async(self) -> None:
+        """Deprecated (Warp 1.10): start a transfer of ``offsets[nrow]`` that a later
+        :meth:`nnz_sync` uses."""
+        log_warning("The `copy_nnz_async` method is deprecated and will be removed in a future "
+                    "version; call `nnz_sync` to synchronously update the host-side block "
+                    "count.", category=DeprecationWarning, stacklevel=2)
+        self._copy_nnz_async()
+
+    def _copy_nnz_async(self):
+        buf = self._setup_nnz_transfer()
+        self._start_nnz_transfer(buf)
+        BsrMatrix.__setattr__(self, "_nnz_transfer_pending", True)
+        return buf
+
+    def _start_nnz_transfer(self, buf):
+        wp.copy(src=self.offsets, dest=buf, src_offset=self.nrow, count=1)
+
+    def _setup_nnz_transfer(self):
+        buf = getattr(self, "_nnz_transfer", None)
+        if buf is None:
+            buf = wp.empty(1, dtype=int, device="cpu")
+            BsrMatrix.__setattr__(self, "_nnz_transfer", buf)
+        return buf
+
+    def _nnz_transfer_if_pending(self):
+        if getattr(self, "_nnz_transfer_pending", False):
+            return getattr(self, "_nnz_transfer", None)
+        return None
+
+    def _refresh_nnz_transfer_if_pending(self):
+        if getattr(self, "_nnz_transfer_pending", False):
+            self._copy_nnz_async()
+
+    def _ensure_status(self):
+        status = getattr(self, "_status", None)
+        if status is None or status.device != self.device:
+            status = wp.zeros(shape=(1,), dtype=int, device=self.device)
+            BsrMatrix.__setattr__(self, "_status", status)
+        return status
+
+    def _set_status(self, code):
+        if code:
+            s = self._ensure_status()
+            _put(s, [max(int(s.numpy()[0]), code)])
+
+    # operators (Warp's)
+    def __add__(self, y):
+        return bsr_axpy(y, bsr_copy(self))
+
+    def __iadd__(self, y):
+        return bsr_axpy(y, self)
+
+    def __radd__(self, x):
+        return bsr_axpy(x, bsr_copy(self))
+
+    def __sub__(self, y):
+        return bsr_axpy(y, bsr_copy(self), alpha=-1.0)
+
+    def __rsub__(self, x):
+        return bsr_axpy(x, bsr_copy(self), beta=-1.0)
+
+    def __isub__(self, y):
+        return bsr_axpy(y, self, alpha=-1.0)
+
+    def __mul__(self, y):
+        return _BsrScalingExpression(self, y)
+
+    def __rmul__(self, x):
+        return _BsrScalingExpression(self, x)
+
+    def __imul__(self, y):
+        return bsr_scale(self, y)
+
+    def __matmul__(self, y):
+        if is_array(y):
+            return bsr_mv(self, y)
+        return bsr_mm(self, y)
+
+    def __rmatmul__(self, x):
+        if is_array(x):
+            return bsr_mv(self, x, transpose=True)
+        return bsr_mm(x, self)
+
+    def __imatmul__(self, y):
+        return bsr_mm(self, y, self)
+
+    def __truediv__(self, y):
+        return _BsrScalingExpression(self, 1.0 / y)
+
+    def __neg__(self):
+        return _BsrScalingExpression(self, -1.0)
+
+    def transpose(self):
+        """A transposed copy of this matrix."""
+        return bsr_transposed(self)
+
+
+def _status_message(status):
+    if status == BSR_STATUS_SUCCESS:
+        return "success"
+    if status == BSR_STATUS_ROW_CAPACITY_EXCEEDED:
+        return "row capacity exceeded"
+    return f"unknown status {status}"
+
+
+_typed = {}
+
+
+def bsr_matrix_t(dtype):
+    """The :class:`BsrMatrix` subclass for blocks of ``dtype`` (a scalar or matrix type)."""
+    dtype = type_to_warp(dtype)
+    if not type_is_matrix(dtype) and dtype not in scalar_types:
+        raise ValueError(f"BsrMatrix block type must be either warp matrix or scalar; got "
+                         f"{type_repr(dtype)}")
+    key = (type_scalar_type(dtype), getattr(dtype, "_shape_", None))
+    cls = _typed.get(key)
+    if cls is None:
+        if type_is_matrix(dtype):
+            name = f"BsrMatrix_{type_scalar_type(dtype).__name__}_{dtype._shape_[0]}_" \
+                   f"{dtype._shape_[1]}"
+        else:
+            name = f"BsrMatrix_{dtype.__name__}"
+        cls = _typed[key] = type(name, (BsrMatrix,), {"__module__": __name__})
+    return cls
+
+
+class _BsrExpression(Generic[_BlockType]):
+    pass
+
+
+class _BsrScalingExpression(_BsrExpression):
+    """``scale * mat``, evaluated lazily by the functions that take it."""
+
+    def __init__(self, mat, scale):
+        self.mat = mat
+        self.scale = scale
+
+    def eval(self):
+        return bsr_copy(self)
+
+    nrow = property(lambda self: self.mat.nrow)
+    ncol = property(lambda self: self.mat.ncol)
+    nnz = property(lambda self: self.mat.nnz)
+    offsets = property(lambda self: self.mat.offsets)
+    row_counts = property(lambda self: self.mat.row_counts)
+    columns = property(lambda self: self.mat.columns)
+    scalar_type = property(lambda self: self.mat.scalar_type)
+    block_shape = property(lambda self: self.mat.block_shape)
+    block_size = property(lambda self: self.mat.block_size)
+    shape = property(lambda self: self.mat.shape)
+    dtype = property(lambda self: self.mat.dtype)
+    requires_grad = property(lambda self: self.mat.requires_grad)
+    device = property(lambda self: self.mat.device)
+
+    def __add__(self, y):
+        return bsr_axpy(y, bsr_copy(self))
+
+    def __radd__(self, x):
+        return bsr_axpy(x, bsr_copy(self))
+
+    def __sub__(self, y):
+        return bsr_axpy(y, bsr_copy(self), alpha=-1.0)
+
+    def __rsub__(self, x):
+        return bsr_axpy(x, bsr_copy(self), beta=-1.0)
+
+    def __mul__(self, y):
+        return _BsrScalingExpression(self.mat, y * self.scale)
+
+    def __rmul__(self, x):
+        return _BsrScalingExpression(self.mat, x * self.scale)
+
+    def __matmul__(self, y):
+        if is_array(y):
+            return bsr_mv(self, y)
+        return bsr_mm(self, y)
+
+    def __rmatmul__(self, x):
+        if is_array(x):
+            return bsr_mv(self, x, transpose=True)
+        return bsr_mm(x, self)
+
+    def __truediv__(self, y):
+        return _BsrScalingExpression(self.mat, self.scale / y)
+
+    def __neg__(self):
+        return _BsrScalingExpression(self.mat, -self.scale)
+
+    def transpose(self):
+        return _BsrScalingExpression(bsr_transposed(self.mat), self.scale)
+
+
+def _extract_matrix_and_scale(bsr):
+    if isinstance(bsr, BsrMatrix):
+        return bsr, 1.0
+    if isinstance(bsr, _BsrScalingExpression):
+        return bsr.mat, bsr.scale
+    raise ValueError("Argument cannot be interpreted as a BsrMatrix")
+
+
+# ----------------------------------------------------------------------------- topology
+
+def _active(A):
+    """``(rows, slots)`` of the active blocks of ``A`` (int64, storage order)."""
+    nrow = A.nrow
+    if nrow == 0:
+        e = np.zeros(0, dtype=np.int64)
+        return e, e
+    off = _np(A.offsets)[:nrow + 1].astype(np.int64)
+    starts = off[:-1]
+    if A.row_counts is None:
+        cnt = np.maximum(off[1:] - starts, 0)
+    else:
+        cnt = np.maximum(_np(A.row_counts)[:nrow].astype(np.int64), 0)
+    total = int(cnt.sum())
+    rows = np.repeat(np.arange(nrow, dtype=np.int64), cnt)
+    first = np.zeros(nrow, dtype=np.int64)
+    np.cumsum(cnt[:-1], out=first[1:])
+    slots = np.arange(total, dtype=np.int64) + np.repeat(starts - first, cnt)
+    return rows, slots
+
+
+def _active_coo(A):
+    """``(rows, cols, slots)`` of the active blocks of ``A``."""
+    rows, slots = _active(A)
+    cols = _np(A.columns)[slots].astype(np.int64) if slots.size else slots
+    return rows, cols, slots
+
+
+def _row_ranges(A):
+    """``(starts, ends)`` of the active range of each row, as int arrays (kernels)."""
+    nrow = A.nrow
+    if A.row_counts is None:
+        return A.offsets[:nrow], A.offsets[1:nrow + 1]
+    off = _np(A.offsets)[:nrow + 1]
+    ends = off[:-1] + _np(A.row_counts)[:nrow]
+    return A.offsets[:nrow], _int_array(ends, A.device)
+
+
+def _ensure_fits(bsr, nnz=None, capacity=None):
+    if nnz is None:
+        nnz = bsr.nnz
+    else:
+        bsr.nnz = int(nnz)
+    if capacity is None:
+        capacity = nnz
+    elif capacity < nnz:
+        raise ValueError(f"capacity must be at least nnz, got {capacity} and {nnz}")
+    if bsr.columns.size < capacity:
+        bsr.columns = wp.empty(shape=(capacity,), dtype=int, device=bsr.columns.device)
+    if bsr.values.size < capacity:
+        bsr.values = wp.empty(shape=(capacity,), dtype=bsr.values.dtype,
+                              device=bsr.values.device, requires_grad=bsr.values.requires_grad)
+
+
+def _resize(bsr, rows_of_blocks=None, cols_of_blocks=None, preserve_offsets=False):
+    old_nrow = bsr.nrow
+    old = _np(bsr.offsets)[:old_nrow + 1].copy()
+    if rows_of_blocks is not None:
+        bsr.nrow = int(rows_of_blocks)
+    if cols_of_blocks is not None:
+        bsr.ncol = int(cols_of_blocks)
+    if bsr.offsets.size < bsr.nrow + 1:
+        bsr.offsets = wp.empty(shape=(bsr.nrow + 1,), dtype=int, device=bsr.offsets.device)
+    if preserve_offsets and bsr.nrow > old_nrow:
+        new = np.full(bsr.nrow + 1, old[-1], dtype=np.int32)
+        new[:old_nrow + 1] = old
+        _put(bsr.offsets, new)
+
+
+def _independent_row_counts(bsr, preserve=True):
+    """Give a padded matrix its own ``row_counts`` (zeros unless ``preserve``)."""
+    old = bsr.row_counts
+    if old is not None and old.size >= bsr.nrow:
+        if not preserve:
+            old.zero_()
+        return
+    counts = np.zeros(bsr.nrow, dtype=np.int32)
+    if preserve:
+        off = _np(bsr.offsets)[:bsr.nrow + 1]
+        counts = (off[1:] - off[:-1]).astype(np.int32)
+    bsr.row_counts = _int_array(counts, bsr.device)
+
+
+def _set_zero_topology(bsr, topology, row_capacity, nnz_capacity, preserve_row_capacity=False):
+    if nnz_capacity is not None:
+        nnz_capacity = int(nnz_capacity)
+        if nnz_capacity < 0:
+            raise ValueError("nnz_capacity must be nonnegative")
+    if row_capacity is not None:
+        if topology != "padded":
+            raise ValueError("row_capacity requires topology='padded'")
+        if is_array(row_capacity):
+            if row_capacity.ndim != 1 or row_capacity.shape[0] != bsr.nrow:
+                raise ValueError(f"row_capacity array must have shape ({bsr.nrow},), got "
+                                 f"{row_capacity.shape}")
+            if row_capacity.dtype != wp.int32:
+                raise TypeError("row_capacity array must have dtype int32")
+            if bsr.device != row_capacity.device:
+                raise ValueError(f"row_capacity array must reside on the destination matrix "
+                                 f"device, got {row_capacity.device} and {bsr.device}")
+        else:
+            row_capacity = int(row_capacity)
+            if row_capacity < 0:
+                raise ValueError("row_capacity must be nonnegative")
+    nnz = 0
+    if topology == "padded":
+        if row_capacity is not None:
+            if is_array(row_capacity):
+                caps = _np(row_capacity).astype(np.int64)
+            else:
+                caps = np.full(bsr.nrow, row_capacity, dtype=np.int64)
+            off = np.zeros(bsr.nrow + 1, dtype=np.int64)
+            np.cumsum(caps, out=off[1:])
+            _put(bsr.offsets, off.astype(np.int32))
+            nnz = int(off[-1])
+            if is_array(row_capacity) and nnz_capacity is not None:
+                nnz = None
+        elif preserve_row_capacity:
+            nnz = int(_np(bsr.offsets)[bsr.nrow])
+        else:
+            bsr.offsets.zero_()
+        _independent_row_counts(bsr, preserve=False)
+        bsr._ensure_status()
+    else:
+        bsr.offsets.zero_()
+        bsr.row_counts = None
+    bsr.notify_nnz_changed(nnz=nnz, nnz_capacity=nnz_capacity)
+
+
+def bsr_zeros(rows_of_blocks, cols_of_blocks, block_type, device=None, *, topology=None,
+              row_capacity=None, nnz_capacity=None):
+    """An empty ``rows_of_blocks x cols_of_blocks`` matrix of blocks of ``block_type`` (a
+    scalar type for CSR, a ``wp.types.matrix`` type for BSR). ``row_capacity`` (an int, or an
+    int array per row) makes a padded matrix with that much storage per row (``topology``
+    defaults to ``"padded"`` then); ``nnz_capacity`` preallocates ``columns``/``values``."""
+    if topology is None:
+        topology = "padded" if row_capacity is not None else "compact"
+    elif topology not in ("compact", "padded"):
+        raise ValueError(f"Unsupported topology policy: {topology}")
+    bsr = bsr_matrix_t(block_type)()
+    bsr.nrow = int(rows_of_blocks)
+    bsr.ncol = int(cols_of_blocks)
+    bsr.nnz = 0
+    bsr.row_counts = None
+    bsr.offsets = wp.zeros(shape=(bsr.nrow + 1,), dtype=int, device=device)
+    bsr.columns = wp.empty(shape=(0,), dtype=int, device=device)
+    bsr.values = wp.empty(shape=(0,), dtype=block_type, device=device)
+    _set_zero_topology(bsr, topology, row_capacity, nnz_capacity)
+    return bsr
+
+
+def bsr_set_zero(bsr, rows_of_blocks=None, cols_of_blocks=None, *, topology="compact",
+                 row_capacity=None, nnz_capacity=None):
+    """Make ``bsr`` the zero matrix, optionally resized. ``topology``: ``"compact"`` drops all
+    storage topology, ``"padded"`` keeps (or sets, ``row_capacity``) the row capacity with every
+    row empty, ``"masked"`` keeps the topology and zeroes the values."""
+    if topology not in ("compact", "padded", "masked"):
+        raise ValueError(f"Unsupported topology policy: {topology}")
+    if row_capacity is not None and topology != "padded":
+        raise ValueError("row_capacity requires topology='padded'")
+    if topology == "masked":
+        if rows_of_blocks is not None or cols_of_blocks is not None:
+            raise ValueError("Cannot resize a matrix with topology='masked'")
+        bsr.values.zero_()
+        return
+    preserve = topology == "padded" and row_capacity is None
+    _resize(bsr, rows_of_blocks, cols_of_blocks, preserve_offsets=preserve)
+    _set_zero_topology(bsr, topology, row_capacity, nnz_capacity, preserve_row_capacity=preserve)
+
+
+def _write_layout(dest, topology, urows, ucols):
+    """Store the sorted unique blocks ``(urows, ucols)`` as ``dest``'s topology under the
+    ``topology`` policy. Returns ``(tgt, kept)``: the storage slot of each stored block and the
+    index (into the unique blocks) of each, or for ``masked`` the slots of all of ``dest``'s
+    active blocks and, per unique block, its position among them (-1: not in ``dest``)."""
+    nrow, ncol = dest.nrow, dest.ncol
+    nb = urows.shape[0]
+    if topology == "masked":
+        drows, dcols, dslots = _active_coo(dest)
+        dkeys = drows * max(ncol, 1) + dcols
+        order = np.argsort(dkeys, kind="stable")
+        skeys = dkeys[order]
+        ukeys = urows * max(ncol, 1) + ucols
+        pos = np.searchsorted(skeys, ukeys)
+        pos = np.minimum(pos, max(len(skeys) - 1, 0))
+        found = (len(skeys) > 0) & (skeys[pos] == ukeys) if len(skeys) else \
+            np.zeros(nb, dtype=bool)
+        where = np.where(found, order[pos] if len(skeys) else -1, -1)
+        return dslots, where
+    counts = np.bincount(urows, minlength=nrow).astype(np.int64) if nrow else \
+        np.zeros(0, np.int64)
+    first = np.zeros(nrow + 1, dtype=np.int64)
+    np.cumsum(counts, out=first[1:])
+    if topology == "padded":
+        _independent_row_counts(dest, preserve=False)
+        off = _np(dest.offsets)[:nrow + 1].astype(np.int64)
+        cap = off[1:] - off[:-1]
+        over = counts > cap
+        if over.any():
+            dest._set_status(BSR_STATUS_ROW_CAPACITY_EXCEEDED)
+        rc = np.where(over, 0, counts)
+        _put(dest.row_counts, rc.astype(np.int32))
+        rank = np.arange(nb, dtype=np.int64) - first[urows]
+        keep = ~over[urows]
+        slots = off[urows] + rank
+        where = np.where(keep, np.arange(nb), -1)
+        # blocks kept, by position in the list of stored slots
+        kept_idx = np.flatnonzero(keep)
+        _put_at(dest.columns, slots[kept_idx], ucols[kept_idx])
+        pos = np.full(nb, -1, dtype=np.int64)
+        pos[kept_idx] = np.arange(kept_idx.size)
+        return slots[kept_idx], pos
+    # compact
+    if dest.columns.size < nb or dest.values.size < nb:
+        _ensure_fits(dest, nnz=nb)
+    _put(dest.offsets, first.astype(np.int32))
+    _put(dest.columns, ucols.astype(np.int32))
+    dest.row_counts = None
+    return np.arange(nb, dtype=np.int64), np.arange(nb, dtype=np.int64)
+
+
+def _put_at(a, slots, data):
+    if len(slots) == 0:
+        return
+    host = a.numpy()
+    host[slots] = data
+    if not a.device.is_cpu:
+        a.assign(host)
+
+
+def _unique_blocks(rows, cols, ncol):
+    """Sorted unique ``(rows, cols)`` and the unique index of each input."""
+    key = rows * max(ncol, 1) + cols
+    uniq, inv = np.unique(key, return_inverse=True)
+    return uniq // max(ncol, 1), uniq % max(ncol, 1), inv.reshape(-1)
+
+
+def _assemble(dest, topology, rows, cols, terms, nnz_hint=None):
+    """Set ``dest`` (topology per ``topology``) to the sum of the input blocks at ``(rows,
+    cols)``. ``terms``: ``(src_values, src_block_shape, first, last, src_slots, scale,
+    transpose)`` naming inputs ``first:last`` and where each reads its block. Returns
+    ``(tgt, blk)``: the slot of each written block and each input's index into ``tgt``."""
+    nrow, ncol = dest.nrow, dest.ncol
+    valid = (rows >= 0) & (rows < nrow) & (cols >= 0) & (cols < ncol)
+    vi = np.flatnonzero(valid)
+    urows, ucols, inv = _unique_blocks(rows[vi], cols[vi], ncol)
+    if nnz_hint is not None and topology == "compact":
+        _ensure_fits(dest, nnz=max(nnz_hint, urows.shape[0]))
+    tgt, where = _write_layout(dest, topology, urows, ucols)
+    blk = np.full(rows.shape[0], -1, dtype=np.int64)
+    blk[vi] = where[inv]
+    if topology == "compact":
+        dest.nnz = max(nnz_hint or 0, len(tgt))
+    elif topology == "padded":
+        dest.nnz = int(_np(dest.offsets)[nrow]) if nrow else 0
+    dest._refresh_nnz_transfer_if_pending()
+    gterms = []
+    for src, shape, first, last, slots, scale, transpose in terms:
+        gterms.append((src, shape, blk[first:last], slots, scale, transpose))
+    if gterms:
+        _gather(dest.values, dest.block_shape, tgt, gterms)
+    return tgt, blk
+
+
+# ----------------------------------------------------------------------------- triplets
+
+def _values_blocks(values, dest):
+    """``values`` (1-d of the block type, or 3-d of the scalar type) checked against ``dest``,
+    as a 1-d array of blocks (same memory)."""
+    if values.ndim == 1:
+        if not types_equal(values.dtype, dest.values.dtype):
+            raise ValueError(f"Values array type must correspond to that of the dest matrix, got "
+                             f"{type_repr(values.dtype)} and {type_repr(dest.values.dtype)}")
+        return values
+    if values.ndim == 3:
+        if values.shape[1:] != dest.block_shape:
+            raise ValueError(f"Last two dimensions in values array ({values.shape[1:]}) should "
+                             f"correspond to matrix block shape {(dest.block_shape)})")
+        if type_scalar_type(values.dtype) != dest.scalar_type:
+            raise ValueError(f"Scalar type of values array ({type_repr(values.dtype)}) should "
+                             f"correspond to that of matrix ({type_repr(dest.scalar_type)})")
+        return values
+    raise ValueError(f"Number of dimension for values array should be 1 or 3, got {values.ndim}")
+
+
+def _values2d(values, block_shape):
+    """A values array (1-d of blocks or 3-d of scalars) as 2-d scalars ``(n, bs)``."""
+    if values.ndim == 3:
+        return values.reshape((values.shape[0], block_shape[0] * block_shape[1]))
+    return _scalar_view(values, block_shape)
+
+
+class _Src2d:
+    """A source already seen as 2-d scalars (for :func:`_gather`)."""
+
+
+def _nonzero_blocks(values, n):
+    d = _np(values)[:n].reshape(n, -1)
+    return np.any(d != 0, axis=1)
+
+
+def bsr_set_from_triplets(dest, rows, columns, values=None, count=None,
+                          prune_numerical_zeros=True, topology=None, build_mapping=None):
+    """Fill ``dest`` from COO triplets (duplicates summed; out-of-range coordinates dropped;
+    zero blocks dropped with ``prune_numerical_zeros``). ``topology``: ``"compact"`` (rebuild),
+    ``"masked"`` (only ``dest``'s existing blocks), ``"padded"`` (into ``dest``'s row
+    capacity, overflow reported by ``status_sync``). ``count``: a 1-element int array, the
+    number of triplets to read. ``build_mapping``: True or a :class:`BsrTripletMap` to build
+    and return."""
+    if topology is None:
+        topology = "compact"
+    elif topology not in ("compact", "masked", "padded"):
+        raise ValueError(f"Unsupported topology policy: {topology}")
+    if build_mapping is None or build_mapping is False:
+        mapping = None
+    elif build_mapping is True:
+        mapping = BsrTripletMap(device=dest.device)
+    elif isinstance(build_mapping, BsrTripletMap):
+        mapping = build_mapping
+        if mapping.device != dest.device:
+            raise ValueError(f"Mapping and destination must reside on the same device, got "
+                             f"{mapping.device} and {dest.device}")
+    else:
+        raise TypeError(f"build_mapping must be None, a bool or a BsrTripletMap, got "
+                        f"{type(build_mapping)}")
+    if mapping is not None and topology != "compact":
+        raise ValueError('build_mapping requires topology="compact"')
+    if mapping is not None and prune_numerical_zeros:
+        raise ValueError("build_mapping requires prune_numerical_zeros=False")
+    if rows.device != columns.device or rows.device != dest.device:
+        raise ValueError(f"Rows and columns must reside on the destination matrix device, got "
+                         f"{rows.device}, {columns.device} and {dest.device}")
+    if rows.shape[0] != columns.shape[0]:
+        raise ValueError(f"Rows and columns arrays must have the same length, got "
+                         f"{rows.shape[0]} and {columns.shape[0]}")
+    if rows.dtype != wp.int32 or columns.dtype != wp.int32:
+        raise TypeError("Rows and columns arrays must be of type int32")
+    if count is not None:
+        if count.device != rows.device:
+            raise ValueError(f"Count and rows must reside on the same device, got "
+                             f"{count.device} and {rows.device}")
+        if count.shape != (1,):
+            raise ValueError(f"Count array must be a single-element array, got {count.shape}")
+        if count.dtype != wp.int32:
+            raise TypeError("Count array must be of type int32")
+    if values is not None:
+        if values.device != rows.device:
+            raise ValueError(f"Values and rows must reside on the same device, got "
+                             f"{values.device} and {rows.device}")
+        if values.shape[0] != rows.shape[0]:
+            raise ValueError(f"Values and rows arrays must have the same length, got "
+                             f"{values.shape[0]} and {rows.shape[0]}")
+        _values_blocks(values, dest)
+        if not values.is_contiguous:
+            raise ValueError("Values array must be contiguous")
+
+    nnz = rows.shape[0]
+    if nnz == 0:
+        bsr_set_zero(dest, topology=topology)
+        if mapping is not None:
+            mapping._bind(dest, 0)
+        return mapping
+
+    n = nnz if count is None else max(0, min(nnz, int(_np(count)[0])))
+    r = _np(rows)[:n].astype(np.int64)
+    c = _np(columns)[:n].astype(np.int64)
+    if prune_numerical_zeros and values is not None:
+        keep = _nonzero_blocks(values, n)
+        r = np.where(keep, r, -1)
+    terms = []
+    if values is not None:
+        terms.append((_Values2d(values, dest.block_shape), dest.block_shape, 0, n,
+                      np.arange(n), 1.0, False))
+    if topology == "masked":
+        tgt, blk = _assemble(dest, "masked", r, c, terms)
+        if values is None:
+            pass
+        return None
+    if topology == "padded":
+        if values is not None:
+            dest.values.zero_()
+        _assemble(dest, "padded", r, c, terms)
+        return None
+    tgt, blk = _assemble(dest, "compact", r, c, terms, nnz_hint=nnz)
+    if mapping is not None:
+        mapping._reserve(nnz)
+        ends_a, idx_a, blocks_a = (BsrTripletMap._view(a, nnz) for a in mapping._storage)
+        blocks = np.full(nnz, -1, dtype=np.int32)
+        blocks[:n] = blk
+        nb = len(tgt)
+        seg, order = _segments(blk, nb)
+        ends = np.zeros(nnz, dtype=np.int32)
+        ends[:nb] = seg[1:]
+        idx = np.zeros(nnz, dtype=np.int32)
+        idx[:order.size] = order
+        _put(blocks_a, blocks)
+        _put(ends_a, ends)
+        _put(idx_a, idx)
+        mapping._bind(dest, nnz)
+    return mapping
+
+
+class _Values2d:
+    """A triplet values array, seen by :func:`_gather` as 2-d scalars."""
+
+    def __init__(self, values, block_shape):
+        self.values = values
+        self.block_shape = block_shape
+
+
+def bsr_set_from_mapped_values(dest, mapping, values, reduction="gather"):
+    """Set ``dest``'s values from new triplet ``values`` through a :class:`BsrTripletMap` built
+    for ``dest`` (``reduction``: ``"gather"`` or ``"atomic"``, same result)."""
+    if reduction not in ("gather", "atomic"):
+        raise ValueError(f"Unsupported reduction: {reduction}")
+    if not isinstance(mapping, BsrTripletMap):
+        raise TypeError("mapping must be a BsrTripletMap")
+    mapping.validate(dest)
+    if values.shape[0] != mapping.triplet_count:
+        raise ValueError(f"Values array must have {mapping.triplet_count} entries, got "
+                         f"{values.shape[0]}")
+    _values_blocks(values, dest)
+    if not values.is_contiguous:
+        raise ValueError("Values array must be contiguous")
+    n = mapping.triplet_count
+    if n == 0:
+        return
+    rows, slots = _active(dest)
+    blk = _np(mapping._triplet_blocks)[:n].astype(np.int64)
+    nb = len(slots)
+    blk = np.where(blk < nb, blk, -1)
+    _gather(dest.values, dest.block_shape, slots,
+            [(_Values2d(values, dest.block_shape), dest.block_shape, blk, np.arange(n), 1.0,
+              False)])
+
+
+def bsr_from_triplets(rows_of_blocks, cols_of_blocks, rows, columns, values,
+                      prune_numerical_zeros=True):
+    """A new compact matrix from COO triplets (duplicates summed; ``nnz`` stays the triplet
+    count until :meth:`BsrMatrix.nnz_sync`)."""
+    if values.ndim == 3:
+        block_type = wp.types.matrix(shape=values.shape[1:], dtype=values.dtype)
+    else:
+        block_type = values.dtype
+    A = bsr_zeros(rows_of_blocks, cols_of_blocks, block_type=block_type, device=values.device)
+    A.values.requires_grad = values.requires_grad
+    bsr_set_from_triplets(A, rows, columns, values, prune_numerical_zeros=prune_numerical_zeros)
+    return A
+
+
+def bsr_compress(src, prune_numerical_zeros=True, inplace=False, topology=None,
+                 structure_only=False):
+    """Sort and merge the active blocks of each row of ``src`` (dropping out-of-range columns
+    and, with ``prune_numerical_zeros``, zero blocks) and return ``src``. ``topology``:
+    ``"compact"`` (default: packed storage, ``row_counts`` None) or ``"padded"`` (rows keep
+    their capacity). ``structure_only`` merges columns only, leaving the values untouched."""
+    if not isinstance(src, BsrMatrix):
+        raise ValueError("bsr_compress() requires a concrete BsrMatrix")
+    if topology is None:
+        topology = "compact"
+    elif topology not in ("compact", "padded"):
+        raise ValueError(f"Unsupported topology policy: {topology}")
+    rows, cols, slots = _active_coo(src)
+    if structure_only:
+        if topology == "padded":
+            _independent_row_counts(src)
+        _assemble(src, topology, rows, cols, [])
+        if topology == "compact":
+            src.nnz = int(_np(src.offsets)[src.nrow])
+        return src
+    old_values = wp.clone(src.values[:max(src.nnz, int(slots.max()) + 1 if slots.size else 0)]) \
+        if src.values.shape[0] else src.values
+    if prune_numerical_zeros and slots.size:
+        keep = _nonzero_blocks(old_values, old_values.shape[0])[slots]
+        rows = np.where(keep, rows, -1)
+    if topology == "padded":
+        _independent_row_counts(src)
+    _assemble(src, topology, rows, cols,
+              [(old_values, src.block_shape, 0, rows.shape[0], slots, 1.0, False)])
+    if topology == "compact":
+        src.nnz = int(_np(src.offsets)[src.nrow])
+    return src
+
+
+# ----------------------------------------------------------------------------- gather terms
+
+def _term_view(src, shape):
+    if isinstance(src, _Values2d):
+        return _values2d(src.values, src.block_shape)
+    return _scalar_view(src, shape)
+
+
+def _host_assemble(dest, topology, rows, cols, blocks):
+    """Like :func:`_assemble` with values computed on the host: ``blocks[t]`` (numpy, of
+    ``dest``'s block shape) summed into its block. Not recorded on a tape."""
+    tgt, blk = _assemble(dest, topology, rows, cols, [])
+    if blocks is None:
+        return tgt
+    bs = dest.block_shape
+    acc = np.zeros((len(tgt), bs[0] * bs[1]), dtype=dest.scalar_type._np_
+                   if hasattr(dest.scalar_type, "_np_") else np.float64)
+    keep = blk >= 0
+    if keep.any():
+        np.add.at(acc, blk[keep], blocks[keep].reshape(-1, bs[0] * bs[1]).astype(acc.dtype))
+    vals = _np(dest.values)
+    flat = vals.reshape(vals.shape[0], -1)
+    if len(tgt):
+        flat[tgt] = acc
+    return tgt
+
+
+# ----------------------------------------------------------------------------- assign / copy
+
+def _reblock_check(dest_shape, src):
+    if not (dest_shape[0] % src.block_shape[0] == 0 or src.block_shape[0] % dest_shape[0] == 0):
+        raise ValueError(f"Incompatible dest and src block shapes; block rows must evenly divide "
+                         f"one another (Got {dest_shape[0]}, {src.block_shape[0]})")
+    if not (dest_shape[1] % src.block_shape[1] == 0 or src.block_shape[1] % dest_shape[1] == 0):
+        raise ValueError(f"Incompatible dest and src block shapes; block columns must evenly "
+                         f"divide one another (Got {dest_shape[1]}, {src.block_shape[1]})")
+    if src.shape[0] % dest_shape[0] or src.shape[1] % dest_shape[1]:
+        raise ValueError(f"The requested block shape {tuple(dest_shape)} does not evenly divide "
+                         f"the source matrix of total size {src.shape}")
+
+
+def _coefficients(src, scale):
+    """The active coefficients of ``src`` as ``(rows, cols, values)`` in scalar coordinates."""
+    rows, cols, slots = _active_coo(src)
+    br, bc = src.block_shape
+    vals = _block_ndarray(src.values)[slots].astype(np.float64) * scale
+    a, b = np.meshgrid(np.arange(br), np.arange(bc), indexing="ij")
+    r = (rows[:, None, None] * br + a[None]).reshape(-1)
+    c = (cols[:, None, None] * bc + b[None]).reshape(-1)
+    return r, c, vals.reshape(-1), rows.shape[0]
+
+
+def bsr_assign(dest, src, structure_only=False, topology=None):
+    """Copy ``src`` (a matrix or a scaled expression) into ``dest``, converting the scalar type
+    and re-blocking when their block shapes divide one another. ``topology``: ``"compact"``
+    (default), ``"masked"`` (keep ``dest``'s blocks) or ``"padded"`` (into ``dest``'s row
+    capacity)."""
+    src, src_scale = _extract_matrix_and_scale(src)
+    if dest.values.device != src.values.device:
+        raise ValueError("Source and destination matrices must reside on the same device")
+    if topology is None:
+        topology = "compact"
+    elif topology not in ("compact", "masked", "padded"):
+        raise ValueError(f"Unsupported topology policy: {topology}")
+    _reblock_check(dest.block_shape, src)
+    dest_nrow = src.shape[0] // dest.block_shape[0]
+    dest_ncol = src.shape[1] // dest.block_shape[1]
+    if topology == "compact":
+        dest.nrow, dest.ncol = dest_nrow, dest_ncol
+        if dest.offsets.size < dest.nrow + 1:
+            dest.offsets = wp.empty(shape=(dest.nrow + 1,), dtype=int, device=dest.device)
+    elif (dest.nrow, dest.ncol) != (dest_nrow, dest_ncol):
+        raise ValueError(f"Incompatible destination matrix size, expected ({dest_nrow}, "
+                         f"{dest_ncol}), got ({dest.nrow}, {dest.ncol})")
+    same = dest.block_shape == src.block_shape
+    if same and (structure_only or dest.scalar_type == src.scalar_type):
+        rows, cols, slots = _active_coo(src)
+        source = src.values
+        if source is dest.values and not structure_only:
+            source = wp.clone(source)
+        terms = [] if structure_only else \
+            [(source, src.block_shape, 0, rows.shape[0], slots, src_scale, False)]
+        _assemble(dest, topology, rows, cols, terms)
+        return
+    r, c, v, nsrc = _coefficients(src, 1.0 if structure_only else src_scale)
+    dbr, dbc = dest.block_shape
+    brow, bcol = r // dbr, c // dbc
+    if structure_only:
+        _host_assemble(dest, topology, brow, bcol, None)
+        return
+    blocks = np.zeros((r.shape[0], dbr * dbc))
+    blocks[np.arange(r.shape[0]), (r % dbr) * dbc + (c % dbc)] = v
+    _host_assemble(dest, topology, brow, bcol, blocks)
+
+
+def bsr_copy(A, scalar_type=None, block_shape=None, structure_only=False, topology="compact"):
+    """A copy of ``A`` (a matrix or a scaled expression), optionally with another scalar type
+    or block shape (dividing or divided by ``A``'s). ``topology``: ``"compact"`` or
+    ``"padded"`` (keeps ``A``'s row capacity)."""
+    src, src_scale = _extract_matrix_and_scale(A)
+    if topology not in ("compact", "padded"):
+        raise ValueError(f"Unsupported topology policy: {topology}")
+    if scalar_type is None:
+        scalar_type = src.scalar_type
+    if block_shape is None:
+        block_shape = src.block_shape
+    block_shape = tuple(block_shape)
+    if block_shape == (1, 1):
+        block_type = scalar_type
+    else:
+        block_type = wp.types.matrix(shape=block_shape, dtype=scalar_type)
+    if topology == "padded":
+        _reblock_check(block_shape, src)
+        nrow = src.shape[0] // block_shape[0]
+        ncol = src.shape[1] // block_shape[1]
+        if block_shape == src.block_shape:
+            off = _np(src.offsets)[:src.nrow + 1]
+            copy = bsr_zeros(nrow, ncol, block_type, device=src.device,
+                             row_capacity=_int_array(off[1:] - off[:-1], src.device))
+            copy.values.requires_grad = src.requires_grad
+            _ensure_fits(copy, nnz=int(off[-1]))
+        else:
+            # row capacity: what the re-blocked rows can hold
+            rows, cols, _ = _active_coo(src)
+            sub_r = max(1, src.block_shape[0] // block_shape[0])
+            sub_c = max(1, src.block_shape[1] // block_shape[1])
+            caps = np.zeros(nrow, dtype=np.int64)
+            if rows.size:
+                per = np.bincount(rows, minlength=src.nrow) * sub_c
+                dr = (np.arange(src.nrow * sub_r) * src.block_shape[0] // sub_r) // block_shape[0]
+                np.add.at(caps, dr, np.repeat(per, sub_r))
+            copy = bsr_zeros(nrow, ncol, block_type, device=src.device,
+                             row_capacity=_int_array(caps, src.device))
+            copy.values.requires_grad = src.requires_grad
+        bsr_assign(copy, A, structure_only=structure_only, topology="padded")
+        return copy
+    copy = bsr_zeros(src.nrow, src.ncol, block_type, device=src.device)
+    copy.values.requires_grad = src.requires_grad
+    bsr_assign(dest=copy, src=A, structure_only=structure_only, topology=topology)
+    return copy
+
+
+# ----------------------------------------------------------------------------- transpose
+
+def bsr_set_transpose(dest, src, topology=None):
+    """``dest := src^T`` (``src`` a matrix or a scaled expression; ``topology`` as
+    :func:`bsr_assign`)."""
+    src, src_scale = _extract_matrix_and_scale(src)
+    if topology is None:
+        topology = "compact"
+    elif topology not in ("compact", "masked", "padded"):
+        raise ValueError(f"Unsupported topology policy: {topology}")
+    if dest.values.device != src.values.device:
+        raise ValueError(f"All arguments must reside on the same device, got "
+                         f"{dest.values.device} and {src.values.device}")
+    if dest.scalar_type != src.scalar_type:
+        raise ValueError(f"All arguments must have the same scalar type, got "
+                         f"{dest.scalar_type} and {src.scalar_type}")
+    tshape = (src.block_shape[1], src.block_shape[0])
+    if dest.block_shape != tshape:
+        raise ValueError(f"Destination block shape must be {tshape}, got {dest.block_shape}")
+    if topology == "compact":
+        dest.nrow, dest.ncol = src.ncol, src.nrow
+        if dest.offsets.size < dest.nrow + 1:
+            dest.offsets = wp.empty(shape=(dest.nrow + 1,), dtype=int, device=dest.device)
+    elif (dest.nrow, dest.ncol) != (src.ncol, src.nrow):
+        raise ValueError(f"Destination matrix must have {src.ncol} rows and {src.nrow} columns, "
+                         f"got {dest.nrow} and {dest.ncol}")
+    rows, cols, slots = _active_coo(src)
+    source = src.values
+    if source is dest.values:
+        source = wp.clone(source)
+    _assemble(dest, topology, cols, rows,
+              [(source, src.block_shape, 0, rows.shape[0], slots, src_scale, True)])
+
+
+def bsr_transposed(A):
+    """A new matrix, the transpose of ``A`` (a matrix or a scaled expression)."""
+    src, _ = _extract_matrix_and_scale(A)
+    if src.block_shape == (1, 1):
+        block_type = src.values.dtype
+    else:
+        block_type = wp.types.matrix(shape=(src.block_shape[1], src.block_shape[0]),
+                                     dtype=src.scalar_type)
+    T = bsr_zeros(src.ncol, src.nrow, block_type=block_type, device=src.device)
+    T.values.requires_grad = src.requires_grad
+    bsr_set_transpose(dest=T, src=A)
+    return T
+
+
+# ----------------------------------------------------------------------------- diagonal
+
+def bsr_get_diag(A, out=None):
+    """The diagonal blocks of ``A`` (zero where absent), into ``out`` when given."""
+    A, scale = _extract_matrix_and_scale(A)
+    dim = min(A.nrow, A.ncol)
+    if out is None:
+        out = wp.zeros(shape=(dim,), dtype=A.values.dtype, device=A.values.device,
+                       requires_grad=A.requires_grad)
+    else:
+        if not types_equal(out.dtype, A.values.dtype):
+            raise ValueError(f"Output array must have type {A.values.dtype}, got {out.dtype}")
+        if out.device != A.values.device:
+            raise ValueError(f"Output array must reside on device {A.values.device}, got "
+                             f"{out.device}")
+        if out.shape[0] < dim:
+            raise ValueError(f"Output array must be of length at least {dim}, got "
+                             f"{out.shape[0]}")
+    if dim == 0:
+        return out
+    rows, cols, slots = _active_coo(A)
+    blk = np.where(rows == cols, rows, -1)
+    _gather(out, A.block_shape, np.arange(dim),
+            [(A.values, A.block_shape, blk, slots, scale, False)])
+    return out
+
+
+def bsr_set_diag(A, diag, rows_of_blocks=None, cols_of_blocks=None):
+    """Make ``A`` block-diagonal with blocks ``diag`` (an array of blocks, one block for all,
+    or None to leave the values uninitialized), optionally resized."""
+    if rows_of_blocks is None and cols_of_blocks is not None:
+        rows_of_blocks = cols_of_blocks
+    if cols_of_blocks is None and rows_of_blocks is not None:
+        cols_of_blocks = rows_of_blocks
+    if is_array(diag) and rows_of_blocks is None:
+        rows_of_blocks = cols_of_blocks = diag.shape[0]
+    if rows_of_blocks is not None:
+        _resize(A, rows_of_blocks, cols_of_blocks)
+    nnz = min(A.nrow, A.ncol)
+    _ensure_fits(A, nnz=nnz)
+    _put(A.offsets, np.minimum(np.arange(A.nrow + 1), nnz).astype(np.int32))
+    _put(A.columns, np.arange(nnz, dtype=np.int32))
+    A.row_counts = None
+    A.notify_nnz_changed(nnz=nnz)
+    if is_array(diag):
+        if nnz:
+            wp.copy(src=diag, dest=A.values, count=nnz)
+    elif diag is not None and nnz:
+        v = np.asarray(diag, dtype=np.float64) if not np.isscalar(diag) else diag
+        if np.ndim(v) == 0:
+            A.values[:nnz].fill_(v if A.block_shape == (1, 1) else
+                                  A.values.dtype(*([float(v)] * A.block_size)))
+        else:
+            host = _block_ndarray(A.values)
+            host[:nnz] = np.asarray(v).reshape(A.block_shape)
+
+
+def bsr_diag(diag=None, rows_of_blocks=None, cols_of_blocks=None, block_type=None, device=None):
+    """A new block-diagonal matrix (see :func:`bsr_set_diag`); its size from the arguments or
+    the length of ``diag``."""
+    if rows_of_blocks is None and cols_of_blocks is not None:
+        rows_of_blocks = cols_of_blocks
+    if cols_of_blocks is None and rows_of_blocks is not None:
+        cols_of_blocks = rows_of_blocks
+    if is_array(diag):
+        if rows_of_blocks is None:
+            rows_of_blocks = cols_of_blocks = diag.shape[0]
+        block_type = diag.dtype
+        device = diag.device
+    elif rows_of_blocks is None:
+        raise ValueError("rows_of_blocks and/or cols_of_blocks must be provided for constructing "
+                         "a diagonal matrix with uniform diagonal")
+    if block_type is None:
+        if diag is None:
+            raise ValueError("Either `diag` or `block_type` needs to be provided")
+        block_type = type(diag)
+        if not type_is_matrix(block_type) and len(getattr(diag, "shape", ())) == 2:
+            block_type = wp.types.matrix(shape=diag.shape, dtype=diag.dtype)
+    A = bsr_zeros(rows_of_blocks, cols_of_blocks, block_type=block_type, device=device)
+    if is_array(diag):
+        A.values.requires_grad = diag.requires_grad
+    bsr_set_diag(A, diag)
+    return A
+
+
+def bsr_set_identity(A, rows_of_blocks=None):
+    """Make ``A`` the identity (square, resized when ``rows_of_blocks`` is given)."""
+    identity = 1.0 if A.block_shape == (1, 1) else np.eye(A.block_shape[0])
+    bsr_set_diag(A, diag=identity, rows_of_blocks=rows_of_blocks, cols_of_blocks=rows_of_blocks)
+
+
+def bsr_identity(rows_of_blocks, block_type, device=None):
+    """A new square identity matrix of ``rows_of_blocks`` blocks of ``block_type``."""
+    A = bsr_zeros(rows_of_blocks, rows_of_blocks, block_type=block_type, device=device)
+    bsr_set_identity(A)
+    return A
+
+
+# ----------------------------------------------------------------------------- scale / axpy
+
+def bsr_scale(x, alpha):
+    """``x := alpha * x`` in place; returns ``x``."""
+    x, scale = _extract_matrix_and_scale(x)
+    alpha = alpha * scale
+    if alpha != 1.0 and x.nnz > 0:
+        rows, slots = _active(x)
+        _gather(x.values, x.block_shape, slots,
+                [(x.values, x.block_shape, np.arange(slots.size), slots, alpha, False)])
+    return x
+
+
+class bsr_axpy_work_arrays:
+    """Temporary storage reused by :func:`bsr_axpy` (kept for Warp's API; weft needs none)."""
+
+    def __init__(self):
+        self._reset(None)
+
+    def _reset(self, device):
+        self.device = device
+
+
+def bsr_axpy(x, y=None, alpha=1.0, beta=1.0, work_arrays=None, topology=None):
+    """``y := alpha * x + beta * y`` and return ``y`` (allocated, as zero, when None).
+    ``topology``: ``"compact"`` (union of both topologies), ``"masked"`` (``y``'s) or
+    ``"padded"`` (into ``y``'s row capacity)."""
+    x, x_scale = _extract_matrix_and_scale(x)
+    alpha = alpha * x_scale
+    if topology is None:
+        topology = "compact"
+    elif topology not in ("compact", "masked", "padded"):
+        raise ValueError(f"Unsupported topology policy: {topology}")
+    if y is None:
+        if topology != "compact":
+            raise ValueError("Left-hand-side 'y' matrix must be provided for this topology "
+                             "policy")
+        y = bsr_zeros(x.nrow, x.ncol, block_type=x.values.dtype, device=x.values.device)
+        y.values.requires_grad = x.requires_grad
+        beta = 0.0
+    if x.values.device != y.values.device:
+        raise ValueError(f"All arguments must reside on the same device, got "
+                         f"{x.values.device} and {y.values.device}")
+    if x.scalar_type != y.scalar_type or x.block_shape != y.block_shape:
+        raise ValueError(f"Matrices must have the same block type, got ({x.block_shape}, "
+                         f"{x.scalar_type}) and ({y.block_shape}, {y.scalar_type})")
+    if x.nrow != y.nrow or x.ncol != y.ncol:
+        raise ValueError(f"Matrices must have the same number of rows and columns, got "
+                         f"({x.nrow}, {x.ncol}) and ({y.nrow}, {y.ncol})")
+    xr, xc, xs = _active_coo(x)
+    yr, yc, ys = _active_coo(y)
+    nx = xr.shape[0]
+    y_old = wp.clone(y.values) if (beta != 0.0 and ys.size) else None
+    x_values = y_old if (x.values is y.values and y_old is not None) else x.values
+    if x.values is y.values and y_old is None:
+        x_values = wp.clone(x.values)
+    rows = np.concatenate([xr, yr])
+    cols = np.concatenate([xc, yc])
+    terms = [(x_values, x.block_shape, 0, nx, xs, alpha, False)]
+    if y_old is not None:
+        terms.append((y_old, y.block_shape, nx, rows.shape[0], ys, beta, False))
+    if topology == "padded":
+        y.values.zero_()
+    _assemble(y, topology, rows, cols, terms)
+    return y
+
+
+# ----------------------------------------------------------------------------- mm
+
+class bsr_mm_work_arrays:
+    """Storage reused across :func:`bsr_mm` calls: with ``reuse_topology=True`` the product
+    topology of the previous call is reused."""
+
+    def __init__(self):
+        self._reset(None)
+
+    def _reset(self, device):
+        self.device = device
+        self._topology = None
+
+
+def _row_lists(A):
+    """Per row of ``A``: the start and count of its active blocks in ``_active_coo`` order,
+    with the columns and slots of that order."""
+    rows, cols, slots = _active_coo(A)
+    counts = np.bincount(rows, minlength=A.nrow).astype(np.int64) if A.nrow else \
+        np.zeros(0, np.int64)
+    starts = np.zeros(A.nrow + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    return rows, cols, slots, starts, counts
+
+
+def _product_pairs(x, y):
+    """Every pair ``(x block, y block)`` of ``x @ y``: its output row and column and the two
+    storage slots."""
+    xr, xc, xs = _active_coo(x)
+    _, yc, ys, ystart, ycount = _row_lists(y)
+    reps = ycount[xc] if xc.size else np.zeros(0, np.int64)
+    total = int(reps.sum())
+    first = np.zeros(xr.shape[0] + 1, dtype=np.int64)
+    np.cumsum(reps, out=first[1:])
+    rank = np.arange(total, dtype=np.int64) - np.repeat(first[:-1], reps)
+    yidx = np.repeat(ystart[xc] if xc.size else xc, reps) + rank
+    return np.repeat(xr, reps), yc[yidx], np.repeat(xs, reps), ys[yidx]
+
+
+def bsr_mm(x, y, z=None, alpha=1.0, beta=0.0, work_arrays=None, reuse_topology=False,
+           tile_size=0, max_new_nnz=None, topology=None):
+    """``z := alpha * x @ y + beta * z`` and return ``z`` (allocated, as zero, when None).
+    ``x``, ``y`` and ``z`` may alias. ``topology``: ``"compact"`` (rebuild), ``"masked"``
+    (``z``'s blocks only) or ``"padded"`` (into ``z``'s row capacity); ``max_new_nnz`` bounds
+    the new blocks of the product (a warning when exceeded)."""
+    x, x_scale = _extract_matrix_and_scale(x)
+    alpha = alpha * x_scale
+    y, y_scale = _extract_matrix_and_scale(y)
+    alpha = alpha * y_scale
+    if topology is None:
+        topology = "compact"
+    elif topology not in ("compact", "masked", "padded"):
+        raise ValueError(f"Unsupported topology policy: {topology}")
+    if topology == "padded" and reuse_topology:
+        raise ValueError("reuse_topology is only supported with topology='compact'")
+    if z is None:
+        if topology != "compact":
+            raise ValueError("Left-hand-side 'z' matrix must be provided for this topology "
+                             "policy")
+        zshape = (x.block_shape[0], y.block_shape[1])
+        ztype = x.scalar_type if zshape == (1, 1) else \
+            wp.types.matrix(shape=zshape, dtype=x.scalar_type)
+        z = bsr_zeros(x.nrow, y.ncol, block_type=ztype, device=x.values.device)
+        z.values.requires_grad = x.requires_grad or y.requires_grad
+        beta = 0.0
+    if x.values.device != y.values.device or x.values.device != z.values.device:
+        raise ValueError(f"All arguments must reside on the same device, got "
+                         f"{x.values.device}, {y.values.device} and {z.values.device}")
+    if x.scalar_type != y.scalar_type or x.scalar_type != z.scalar_type:
+        raise ValueError(f"Matrices must have the same scalar type, got {x.scalar_type}, "
+                         f"{y.scalar_type} and {z.scalar_type}")
+    if x.block_shape[0] != z.block_shape[0] or y.block_shape[1] != z.block_shape[1] or \
+            x.block_shape[1] != y.block_shape[0]:
+        raise ValueError(f"Incompatible block sizes for matrix multiplication, got "
+                         f"({x.block_shape}, {y.block_shape}) and ({z.block_shape})")
+    if x.nrow != z.nrow or z.ncol != y.ncol or x.ncol != y.nrow:
+        raise ValueError(f"Incompatible number of rows/columns for matrix multiplication, got "
+                         f"({x.nrow}, {x.ncol}) and ({y.nrow}, {y.ncol})")
+    if reuse_topology and work_arrays is None:
+        raise ValueError("`work_arrays` must not be ``None`` in order to reuse matrix-matrix "
+                         "product topology")
+
+    # sources that z's new values would overwrite are read from copies
+    x_values = x.values
+    y_values = y.values
+    if x_values is z.values:
+        x_values = wp.clone(x_values)
+    if y_values is z.values:
+        y_values = x_values if y.values is x.values else wp.clone(y_values)
+    zr, zc, zs = _active_coo(z)
+    z_old = wp.clone(z.values) if (beta != 0.0 and zs.size) else None
+
+    pr, pc, px, py = _product_pairs(x, y)
+    if max_new_nnz is not None and topology == "compact":
+        keys = pr * max(z.ncol, 1) + pc
+        ukeys = np.unique(keys)
+        if z_old is not None:
+            ukeys = np.setdiff1d(ukeys, zr * max(z.ncol, 1) + zc, assume_unique=False)
+        if ukeys.size > max_new_nnz:
+            print(f"Number of potential `bsr_mm` blocks ({ukeys.size}) exceeded `max_nnz` "
+                  f"({max_new_nnz})", flush=True)
+            allowed = np.concatenate([ukeys[:max_new_nnz], zr * max(z.ncol, 1) + zc]) \
+                if z_old is not None else ukeys[:max_new_nnz]
+            keep = np.isin(keys, allowed)
+            pr, pc, px, py = pr[keep], pc[keep], px[keep], py[keep]
+    npairs = pr.shape[0]
+    if z_old is not None:
+        rows = np.concatenate([pr, zr])
+        cols = np.concatenate([pc, zc])
+    else:
+        rows, cols = pr, pc
+    if topology == "padded":
+        _independent_row_counts(z, preserve=False)
+    # topology, and z's old values scaled by beta (every written block set)
+    terms = []
+    if z_old is not None:
+        terms.append((z_old, z.block_shape, npairs, rows.shape[0], zs, beta, False))
+    tgt, blk = _assemble(z, topology, rows, cols, [])
+    if len(tgt):
+        if terms:
+            src, shape, first, last, slots, scale, tr = terms[0]
+            _gather(z.values, z.block_shape, tgt, [(src, shape, blk[first:last], slots, scale,
+                                                    tr)])
+        else:
+            _zero_blocks(z, tgt)
+    if work_arrays is not None:
+        work_arrays._topology = True
+    if npairs and alpha != 0.0 and len(tgt):
+        pblk = blk[:npairs]
+        seg, order = _segments(pblk, len(tgt))
+        device = z.device
+        k = _kernels_for(z.scalar_type)
+        bs = z.block_shape[0] * z.block_shape[1]
+        wp.launch(k["mm_pairs"], dim=(len(tgt), bs), device=device,
+                  inputs=[_scalar_view(z.values, z.block_shape), _int_array(tgt, device),
+                          _int_array(seg, device), _int_array(px[order], device),
+                          _int_array(py[order], device),
+                          _scalar_view(x_values, x.block_shape),
+                          _scalar_view(y_values, y.block_shape), x.block_shape[1],
+                          z.block_shape[1], z.scalar_type(alpha)])
+    return z
+
+
+def _zero_blocks(A, slots):
+    """Set the blocks at ``slots`` to zero (a kernel, so a tape sees the overwrite)."""
+    _gather(A.values, A.block_shape, slots,
+            [(A.values, A.block_shape, np.full(len(slots), -1), np.zeros(len(slots)), 0.0,
+              False)])
+
+
+# ----------------------------------------------------------------------------- mv
+
+def _vec_view(array, scalar, expected):
+    """``array`` as a 2-d scalar array ``(n, length)`` checked to hold ``expected`` scalars."""
+    count = array.size * type_size(array.dtype)
+    if count != expected:
+        raise ValueError(f"Invalid array scalar size, expected {expected}, got {count}")
+    if type_scalar_type(array.dtype) != scalar:
+        raise ValueError(f"Incompatible scalar types, expected {type_repr(array.dtype)}, got "
+                         f"{type_repr(scalar)}")
+    if array.ndim > 2:
+        raise ValueError(f"Incompatible array number of dimensions, expected 1 or 2, got "
+                         f"{array.ndim}")
+    if not array.is_contiguous:
+        raise ValueError("Array must be contiguous")
+    a = array.view(scalar) if array.dtype is not scalar else array
+    return a
+
+
+def bsr_mv(A, x, y=None, alpha=1.0, beta=0.0, transpose=False, work_buffer=None, tile_size=0):
+    """``y := alpha * A @ x + beta * y`` (``A^T`` with ``transpose``) and return ``y``
+    (allocated, as zero, when None). ``x`` and ``y`` are arrays of scalars or of vectors of the
+    block dimensions; they may alias (``work_buffer``: the temporary copy)."""
+    A, A_scale = _extract_matrix_and_scale(A)
+    alpha = alpha * A_scale
+    if transpose:
+        block_shape = A.block_shape[1], A.block_shape[0]
+        nrow, ncol = A.ncol, A.nrow
+    else:
+        block_shape = A.block_shape
+        nrow, ncol = A.nrow, A.ncol
+    scalar = A.scalar_type
+    if y is None:
+        ylen = block_shape[0]
+        ytype = scalar if ylen == 1 else wp.types.vector(length=ylen, dtype=scalar)
+        y = wp.empty(shape=(nrow,), device=A.values.device, dtype=ytype,
+                     requires_grad=x.requires_grad or A.requires_grad)
+        beta = 0.0
+    if A.values.device != x.device or A.values.device != y.device:
+        raise ValueError(f"A, x, and y must reside on the same device, got {A.values.device}, "
+                         f"{x.device} and {y.device}")
+    if x.ptr == y.ptr:
+        if work_buffer is None:
+            work_buffer = wp.empty_like(y)
+        elif work_buffer.size < y.size:
+            raise ValueError(f"Work buffer size is insufficient, needs to be at least {y.size}, "
+                             f"got {work_buffer.size}")
+        elif not types_equal(work_buffer.dtype, y.dtype):
+            raise ValueError(f"Work buffer must have same data type as y, {type_repr(y.dtype)} "
+                             f"vs {type_repr(work_buffer.dtype)}")
+        wp.copy(dest=work_buffer, src=y, count=y.size)
+        x = work_buffer
+    try:
+        xv = _vec_view(x, scalar, ncol * block_shape[1])
+    except ValueError as err:
+        raise ValueError("Incompatible 'x' vector for bsr_mv") from err
+    try:
+        yv = _vec_view(y, scalar, nrow * block_shape[0])
+    except ValueError as err:
+        raise ValueError("Incompatible 'y' vector for bsr_mv") from err
+    if transpose:
+        At = bsr_transposed(A)
+        bsr_mv(At, x, y, alpha, beta)
+        return y
+    if nrow == 0:
+        return y
+    w = yv
+    if beta != 0.0:
+        # y is overwritten while read: read the old values from a copy
+        w = wp.clone(y)
+        w = _vec_view(w, scalar, nrow * block_shape[0])
+    k = _kernels_for(scalar)
+    starts, ends = _row_ranges(A)
+    device = A.values.device
+    if block_shape == (1, 1):
+        wp.launch(k["csr_mv"], dim=nrow, device=device,
+                  inputs=[starts, ends, A.columns, _scalar_view(A.values, (1, 1)).flatten()
+                          if A.values.ndim != 1 or type_is_matrix(A.values.dtype) else A.values,
+                          xv.reshape((ncol,)), scalar(alpha), scalar(beta), w.reshape((nrow,)),
+                          yv.reshape((nrow,))])
+    else:
+        wp.launch(k["bsr_mv"], dim=(nrow, block_shape[0]), device=device,
+                  inputs=[starts, ends, A.columns, _scalar_view(A.values, block_shape),
+                          xv.reshape((ncol, block_shape[1])), block_shape[1], scalar(alpha),
+                          scalar(beta), w.reshape((nrow, block_shape[0])),
+                          yv.reshape((nrow, block_shape[0]))])
+    return y
+
+
+# ----------------------------------------------------------------------------- kernel API
+
+@wp.func
+def bsr_row_index(offsets: wp.array(dtype=int), row_count: int, block_index: int) -> int:
+    """Index of the row containing block ``block_index``, or -1 (binary search in
+    ``offsets``)."""
+    lo = int(0)
+    hi = row_count
+    res = int(-1)
+    if block_index >= 0 and block_index < offsets[row_count]:
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if offsets[mid] <= block_index:
+                lo = mid
+            else:
+                hi = mid
+        res = lo
+    return res
+
+
+@wp.func
+def bsr_block_index(row: int, col: int, bsr_offsets: wp.array(dtype=int),
+                    bsr_columns: wp.array(dtype=int)) -> int:
+    """Index of the block at ``(row, col)`` of a compact matrix with sorted columns, or -1."""
+    res = int(-1)
+    if row >= 0:
+        lo = bsr_offsets[row]
+        hi = bsr_offsets[row + 1]
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if bsr_columns[mid] < col:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < bsr_offsets[row + 1]:
+            if bsr_columns[lo] == col:
+                res = lo
+    return res
