@@ -121,18 +121,21 @@ def _make_kernels(scalar):
     I1 = wp.array(dtype=int)
 
     @wp.kernel
-    def sparse_gather(dest: A2, tgt: I1, a: A2, seg_a: I1, idx_a: I1, perm: I1, alpha: scalar,
+    def sparse_gather(dest: A2, on: I1, a: A2, seg_a: I1, idx_a: I1, perm: I1, alpha: scalar,
                       b: A2, seg_b: I1, idx_b: I1, beta: scalar):
-        # dest[tgt[d]] = alpha * sum(a[idx_a[seg_a[d]:seg_a[d+1]]]) (components permuted)
-        #              + beta * sum(b[idx_b[seg_b[d]:seg_b[d+1]]])
+        # where on[d]: dest[d] = alpha * sum(a[idx_a[seg_a[d]:seg_a[d+1]]]) (components
+        # permuted) + beta * sum(b[idx_b[seg_b[d]:seg_b[d+1]]]). dest is written at the
+        # thread's own element only, so a tape's backward restarts its adjoint there (Warp's
+        # store semantics)
         d, e = wp.tid()
-        s = scalar(-0.0)
-        for k in range(seg_a[d], seg_a[d + 1]):
-            s += a[idx_a[k], perm[e]]
-        t = scalar(-0.0)
-        for k in range(seg_b[d], seg_b[d + 1]):
-            t += b[idx_b[k], e]
-        dest[tgt[d], e] = alpha * s + beta * t
+        if on[d] != 0:
+            s = scalar(-0.0)
+            for k in range(seg_a[d], seg_a[d + 1]):
+                s += a[idx_a[k], perm[e]]
+            t = scalar(-0.0)
+            for k in range(seg_b[d], seg_b[d + 1]):
+                t += b[idx_b[k], e]
+            dest[d, e] = alpha * s + beta * t
 
     @wp.kernel
     def sparse_csr_mv(starts: I1, ends: I1, columns: I1, values: A1, x: A1, alpha: scalar,
@@ -224,37 +227,42 @@ def _segments(blk, count):
 
 
 def _gather(dest_values, dest_shape, tgt, terms):
-    """Write ``dest_values[tgt[d]] = sum over terms of scale * sum of the term's source blocks
-    assigned to ``d``.
+    """Write ``dest_values[tgt[j]] = sum over terms of scale * sum of the term's source blocks
+    assigned to ``j``.
 
     ``terms``: up to two ``(src_values, src_block_shape, blk, src_slots, scale, transpose)``:
     input ``t`` reads block ``src_slots[t]`` of ``src_values`` into destination ``blk[t]``
-    (an index into ``tgt``; -1 drops it). Runs one weft kernel (recorded on a tape)."""
-    n = len(tgt)
-    if n == 0:
+    (an index into ``tgt``; -1 drops it). Runs one weft kernel (recorded on a tape) over the
+    range of slots ``tgt`` spans."""
+    tgt = np.asarray(tgt, dtype=np.int64)
+    if tgt.size == 0:
         return
+    lo, hi = int(tgt.min()), int(tgt.max()) + 1
+    m = hi - lo
     device = dest_values.device
     scalar = type_scalar_type(dest_values.dtype)
     k = _kernels_for(scalar)
     bs = dest_shape[0] * dest_shape[1]
-    dest2 = _scalar_view(dest_values, dest_shape)
+    dest2 = _scalar_view(dest_values, dest_shape)[lo:hi]
+    on = np.zeros(m, dtype=np.int32)
+    on[tgt - lo] = 1
     args = []
     for term in terms:
         src, src_shape, blk, slots, scale, transpose = term
-        seg, order = _segments(np.asarray(blk, dtype=np.int64), n)
+        blk = np.asarray(blk, dtype=np.int64)
+        pos = np.where(blk >= 0, tgt[np.maximum(blk, 0)] - lo, -1)
+        seg, order = _segments(pos, m)
         idx = np.asarray(slots, dtype=np.int64)[order]
         args.append((_term_view(src, src_shape), _int_array(seg, device),
                      _int_array(idx if idx.size else np.zeros(1), device),
                      _perm_array(src_shape, transpose, device), scalar(scale)))
-    if not args:
-        raise AssertionError("no term")
     a = args[0]
     if len(args) > 1:
         b = args[1]
     else:
-        b = (a[0], _zeros_i(n + 1, device), a[2], None, scalar(0.0))
-    wp.launch(k["gather"], dim=(n, bs), device=device,
-              inputs=[dest2, _int_array(tgt, device), a[0], a[1], a[2], a[3], a[4],
+        b = (a[0], _zeros_i(m + 1, device), a[2], None, scalar(0.0))
+    wp.launch(k["gather"], dim=(m, bs), device=device,
+              inputs=[dest2, _int_array(on, device), a[0], a[1], a[2], a[3], a[4],
                       b[0], b[1], b[2], b[4]])
 
 
@@ -888,8 +896,6 @@ def _assemble(dest, topology, rows, cols, terms, nnz_hint=None):
     blk[vi] = where[inv]
     if topology == "compact":
         dest.nnz = max(nnz_hint or 0, len(tgt))
-    elif topology == "padded":
-        dest.nnz = int(_np(dest.offsets)[nrow]) if nrow else 0
     dest._refresh_nnz_transfer_if_pending()
     gterms = []
     for src, shape, first, last, slots, scale, transpose in terms:
