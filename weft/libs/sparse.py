@@ -1682,14 +1682,24 @@ def bsr_mv(A, x, y=None, alpha=1.0, beta=0.0, transpose=False, work_buffer=None,
                              f"vs {type_repr(work_buffer.dtype)}")
         wp.copy(dest=work_buffer, src=y, count=y.size)
         x = work_buffer
-    try:
-        xv = _vec_view(x, scalar, ncol * block_shape[1])
-    except ValueError as err:
-        raise ValueError("Incompatible 'x' vector for bsr_mv") from err
-    try:
-        yv = _vec_view(y, scalar, nrow * block_shape[0])
-    except ValueError as err:
-        raise ValueError("Incompatible 'y' vector for bsr_mv") from err
+    scalar_xy = block_shape == (1, 1) and x.ndim == 1 and y.ndim == 1 and \
+        x.dtype is scalar and y.dtype is scalar
+    if scalar_xy and x.shape[0] == ncol and y.shape[0] == nrow and \
+            x.strides[0] == y.strides[0] == np.dtype(scalar._np_).itemsize:
+        xv, yv = x, y   # the common CSR case, without views
+    else:
+        try:
+            xv = _vec_view(x, scalar, ncol * block_shape[1])
+        except ValueError as err:
+            raise ValueError("Incompatible 'x' vector for bsr_mv") from err
+        try:
+            yv = _vec_view(y, scalar, nrow * block_shape[0])
+        except ValueError as err:
+            raise ValueError("Incompatible 'y' vector for bsr_mv") from err
+        xv = xv.reshape((ncol, block_shape[1])) if block_shape != (1, 1) else \
+            xv.reshape((ncol,))
+        yv = yv.reshape((nrow, block_shape[0])) if block_shape != (1, 1) else \
+            yv.reshape((nrow,))
     if transpose:
         At = bsr_transposed(A)
         bsr_mv(At, x, y, alpha, beta)
@@ -1699,24 +1709,38 @@ def bsr_mv(A, x, y=None, alpha=1.0, beta=0.0, transpose=False, work_buffer=None,
     w = yv
     if beta != 0.0:
         # y is overwritten while read: read the old values from a copy
-        w = wp.clone(y)
-        w = _vec_view(w, scalar, nrow * block_shape[0])
+        w = wp.clone(yv)
     k = _kernels_for(scalar)
-    starts, ends = _row_ranges(A)
+    starts, ends, columns, values = _mv_operands(A)
     device = A.values.device
     if block_shape == (1, 1):
         wp.launch(k["csr_mv"], dim=nrow, device=device,
-                  inputs=[starts, ends, A.columns, _scalar_view(A.values, (1, 1)).flatten()
-                          if A.values.ndim != 1 or type_is_matrix(A.values.dtype) else A.values,
-                          xv.reshape((ncol,)), scalar(alpha), scalar(beta), w.reshape((nrow,)),
-                          yv.reshape((nrow,))])
+                  inputs=[starts, ends, columns, values, xv, scalar(alpha), scalar(beta), w, yv])
     else:
         wp.launch(k["bsr_mv"], dim=(nrow, block_shape[0]), device=device,
-                  inputs=[starts, ends, A.columns, _scalar_view(A.values, block_shape),
-                          xv.reshape((ncol, block_shape[1])), block_shape[1], scalar(alpha),
-                          scalar(beta), w.reshape((nrow, block_shape[0])),
-                          yv.reshape((nrow, block_shape[0]))])
+                  inputs=[starts, ends, columns, values, xv, block_shape[1], scalar(alpha),
+                          scalar(beta), w, yv])
     return y
+
+
+def _mv_operands(A):
+    """``(starts, ends, columns, values)`` of ``A`` as the product kernels take them (values:
+    1-d scalars for CSR, 2-d ``(nnz, rows * cols)`` scalars for BSR), cached on the matrix for
+    compact matrices while its arrays stay the same objects (they may change in place)."""
+    key = (A.nrow, id(A.offsets), id(A.columns), id(A.values), A.row_counts is None)
+    cached = getattr(A, "_mv_cache", None)
+    if cached is not None and cached[0] == key and A.row_counts is None:
+        return cached[1]
+    starts, ends = _row_ranges(A)
+    if A.block_shape == (1, 1) and not type_is_matrix(A.values.dtype):
+        values = A.values
+    else:
+        values = _scalar_view(A.values, A.block_shape)
+        if A.block_shape == (1, 1):
+            values = values.reshape((values.shape[0],))
+    ops = (starts, ends, A.columns, values)
+    BsrMatrix.__setattr__(A, "_mv_cache", (key, ops))
+    return ops
 
 
 # ----------------------------------------------------------------------------- kernel API
