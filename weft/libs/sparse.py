@@ -178,8 +178,122 @@ def _make_kernels(scalar):
                 s += x[kx, r * bk + m] * y[ky, m * bc + c]
         wp.atomic_add(dest, tgt[d], e, alpha * s)
 
+    @wp.kernel
+    def sparse_mm_rows(x_starts: I1, x_ends: I1, x_cols: I1, x: A2, y_starts: I1, y_ends: I1,
+                       y_cols: I1, y: A2, z_offsets: I1, z_cols: I1, z: A2, bk: int, bc: int,
+                       alpha: scalar):
+        # z[row i] += alpha * x[row i] @ y, the blocks of z found by binary search in its
+        # (sorted) row; one thread per row
+        i = wp.tid()
+        zb = z_offsets[i]
+        ze = z_offsets[i + 1]
+        br = z.shape[1] // bc
+        for k in range(x_starts[i], x_ends[i]):
+            j = x_cols[k]
+            for kk in range(y_starts[j], y_ends[j]):
+                col = y_cols[kk]
+                lo = zb
+                hi = ze
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if z_cols[mid] < col:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < ze:
+                    if z_cols[lo] == col:
+                        for r in range(br):
+                            for c in range(bc):
+                                s = scalar(0.0)
+                                for m in range(bk):
+                                    s += x[k, r * bk + m] * y[kk, m * bc + c]
+                                wp.atomic_add(z, lo, r * bc + c, alpha * s)
+
+    @wp.kernel
+    def sparse_csr_mm_rows(x_starts: I1, x_ends: I1, x_cols: I1, x: A1, y_starts: I1,
+                           y_ends: I1, y_cols: I1, y: A1, z_offsets: I1, z_cols: I1, z: A1,
+                           alpha: scalar):
+        # mm_rows for scalar blocks
+        i = wp.tid()
+        zb = z_offsets[i]
+        ze = z_offsets[i + 1]
+        for k in range(x_starts[i], x_ends[i]):
+            j = x_cols[k]
+            a = alpha * x[k]
+            for kk in range(y_starts[j], y_ends[j]):
+                col = y_cols[kk]
+                lo = zb
+                hi = ze
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if z_cols[mid] < col:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                if lo < ze:
+                    if z_cols[lo] == col:
+                        wp.atomic_add(z, lo, a * y[kk])
+
+    @wp.kernel
+    def sparse_zero(dest: A2):
+        d, e = wp.tid()
+        dest[d, e] = scalar(0.0)
+
     return {"gather": sparse_gather, "csr_mv": sparse_csr_mv, "bsr_mv": sparse_bsr_mv,
-            "mm_pairs": sparse_mm_pairs}
+            "mm_pairs": sparse_mm_pairs, "mm_rows": sparse_mm_rows,
+            "csr_mm_rows": sparse_csr_mm_rows, "zero": sparse_zero}
+
+
+_topo = {}
+
+
+def _topology_kernels():
+    """The integer kernels of the product topology (compiled once, no adjoint)."""
+    if _topo:
+        return _topo
+    I1 = wp.array(dtype=int)
+    I2 = wp.array2d(dtype=int)
+
+    @wp.kernel(enable_backward=False)
+    def sparse_mm_topology(workers: int, nrow: int, x_starts: I1, x_ends: I1, x_cols: I1,
+                           y_starts: I1, y_ends: I1, y_cols: I1, marker: I2, stamp: int,
+                           fill: int, counts: I1, offsets: I1, z_cols: I1):
+        # worker w takes rows [w * nrow / workers, (w + 1) * nrow / workers) and marks the
+        # columns each row reaches in its own row of ``marker``: counts them (fill 0), or
+        # writes them at offsets[i] and sorts them (fill 1)
+        w = wp.tid()
+        first = (w * nrow) // workers
+        last = ((w + 1) * nrow) // workers
+        for i in range(first, last):
+            n = int(0)
+            base = int(0)
+            if fill != 0:
+                base = offsets[i]
+            tag = i + stamp
+            for k in range(x_starts[i], x_ends[i]):
+                j = x_cols[k]
+                for kk in range(y_starts[j], y_ends[j]):
+                    c = y_cols[kk]
+                    if marker[w, c] != tag:
+                        marker[w, c] = tag
+                        if fill != 0:
+                            z_cols[base + n] = c
+                        n += 1
+            if fill == 0:
+                counts[i] = n
+            else:
+                for a in range(base + 1, base + n):
+                    v = z_cols[a]
+                    b = a - 1
+                    while b >= base:
+                        if z_cols[b] <= v:
+                            break
+                        z_cols[b + 1] = z_cols[b]
+                        b -= 1
+                    z_cols[b + 1] = v
+
+    _topo["mm"] = sparse_mm_topology
+    return _topo
 
 
 _ZERO_I = {}
@@ -1562,6 +1676,10 @@ def bsr_mm(x, y, z=None, alpha=1.0, beta=0.0, work_arrays=None, reuse_topology=F
         raise ValueError("`work_arrays` must not be ``None`` in order to reuse matrix-matrix "
                          "product topology")
 
+    if topology == "compact" and max_new_nnz is None and (beta == 0.0 or z.nnz == 0) and \
+            x.row_counts is None and y.row_counts is None and x.nrow > 0:
+        return _mm_compact(x, y, z, alpha, work_arrays, reuse_topology)
+
     # sources that z's new values would overwrite are read from copies
     x_values = x.values
     y_values = y.values
@@ -1619,6 +1737,86 @@ def bsr_mm(x, y, z=None, alpha=1.0, beta=0.0, work_arrays=None, reuse_topology=F
                           _int_array(py[order], device),
                           _scalar_view(x_values, x.block_shape),
                           _scalar_view(y_values, y.block_shape), x.block_shape[1],
+                          z.block_shape[1], z.scalar_type(alpha)])
+    return z
+
+
+def _threaded(kernel, dim, device, inputs):
+    """Launch ``kernel`` over ``dim`` threads on every core even when ``dim`` is below
+    ``wp.config.serial_threshold`` (each thread here is a large piece of work)."""
+    saved = wp.config.serial_threshold
+    wp.config.serial_threshold = min(saved, dim)
+    try:
+        wp.launch(kernel, dim=dim, device=device, inputs=inputs)
+    finally:
+        wp.config.serial_threshold = saved
+
+
+def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
+    """``z := alpha * x @ y`` of compact matrices: the product topology by the marker kernel
+    (two passes over the rows, every core), the values by ``mm_rows``."""
+    device = z.device
+    nrow, ncol = x.nrow, y.ncol
+    xs, xe = _row_ranges(x)
+    ys, ye = _row_ranges(y)
+    x_values, y_values = x.values, y.values
+    if x_values is z.values:
+        x_values = wp.clone(x_values)
+    if y_values is z.values:
+        y_values = x_values if y.values is x.values else wp.clone(y_values)
+    cached = None if work_arrays is None else work_arrays._topology
+    if reuse_topology and isinstance(cached, tuple) and cached[0] == (nrow, ncol):
+        offsets_np, nnz = cached[1], cached[2]
+        z.nrow, z.ncol = nrow, ncol
+        if z.offsets.size < nrow + 1:
+            z.offsets = wp.empty(shape=(nrow + 1,), dtype=int, device=device)
+        _ensure_fits(z, nnz=nnz)
+        _put(z.offsets, offsets_np)
+        _put(z.columns, cached[3])
+        z.row_counts = None
+    else:
+        k = _topology_kernels()["mm"]
+        workers = max(1, min(nrow, 4 * (os.cpu_count() or 1), (1 << 26) // max(ncol, 1)))
+        marker = wp.full((workers, max(ncol, 1)), -1, dtype=int, device=device)
+        counts = wp.empty(nrow, dtype=int, device=device)
+        dummy = _zeros_i(1, device)
+        _threaded(k, workers, device,
+                  [workers, nrow, xs, xe, x.columns, ys, ye, y.columns, marker, 0, 0, counts,
+                   dummy, dummy])
+        offsets_np = np.zeros(nrow + 1, dtype=np.int64)
+        np.cumsum(_np(counts), out=offsets_np[1:])
+        nnz = int(offsets_np[-1])
+        z.nrow, z.ncol = nrow, ncol
+        if z.offsets.size < nrow + 1:
+            z.offsets = wp.empty(shape=(nrow + 1,), dtype=int, device=device)
+        _ensure_fits(z, nnz=nnz)
+        _put(z.offsets, offsets_np.astype(np.int32))
+        z.row_counts = None
+        if nnz:
+            _threaded(k, workers, device,
+                      [workers, nrow, xs, xe, x.columns, ys, ye, y.columns, marker, nrow, 1,
+                       counts, z.offsets, z.columns])
+        if work_arrays is not None:
+            work_arrays._topology = ((nrow, ncol), offsets_np.astype(np.int32), nnz,
+                                     _np(z.columns)[:nnz].copy())
+    z.nnz = nnz
+    z._refresh_nnz_transfer_if_pending()
+    if nnz == 0:
+        return z
+    kv = _kernels_for(z.scalar_type)
+    bs = z.block_shape[0] * z.block_shape[1]
+    wp.launch(kv["zero"], dim=(nnz, bs), device=device,
+              inputs=[_scalar_view(z.values, z.block_shape)[:nnz]])
+    if alpha != 0.0 and z.block_shape == (1, 1) and x.block_shape == (1, 1) and \
+            not type_is_matrix(z.values.dtype):
+        wp.launch(kv["csr_mm_rows"], dim=nrow, device=device,
+                  inputs=[xs, xe, x.columns, x_values, ys, ye, y.columns, y_values, z.offsets,
+                          z.columns, z.values, z.scalar_type(alpha)])
+    elif alpha != 0.0:
+        wp.launch(kv["mm_rows"], dim=nrow, device=device,
+                  inputs=[xs, xe, x.columns, _scalar_view(x_values, x.block_shape), ys, ye,
+                          y.columns, _scalar_view(y_values, y.block_shape), z.offsets,
+                          z.columns, _scalar_view(z.values, z.block_shape), x.block_shape[1],
                           z.block_shape[1], z.scalar_type(alpha)])
     return z
 
