@@ -244,6 +244,38 @@ def _make_kernels(scalar):
             "csr_mm_rows": sparse_csr_mm_rows, "zero": sparse_zero}
 
 
+_mv_blocks = {}
+
+
+def _block_mv_kernel(scalar, br, bc):
+    """The product kernel for ``br x bc`` blocks: blocks and vectors as weft matrices and
+    vectors (kept in registers), compiled once per block shape."""
+    key = (scalar, br, bc)
+    k = _mv_blocks.get(key)
+    if k is not None:
+        return k
+    M = wp.types.matrix(shape=(br, bc), dtype=scalar)
+    VX = wp.types.vector(length=bc, dtype=scalar)
+    VY = wp.types.vector(length=br, dtype=scalar)
+    I1 = wp.array(dtype=int)
+
+    @wp.kernel
+    def sparse_block_mv(starts: I1, ends: I1, columns: I1, values: wp.array(dtype=M),
+                        x: wp.array(dtype=VX), alpha: scalar, beta: scalar,
+                        w: wp.array(dtype=VY), y: wp.array(dtype=VY)):
+        i = wp.tid()
+        s = VY()
+        for k in range(starts[i], ends[i]):
+            s += values[k] * x[columns[k]]
+        r = alpha * s
+        if beta != scalar(0.0):
+            r += beta * w[i]
+        y[i] = r
+
+    _mv_blocks[key] = sparse_block_mv
+    return sparse_block_mv
+
+
 _topo = {}
 
 
@@ -1914,11 +1946,25 @@ def bsr_mv(A, x, y=None, alpha=1.0, beta=0.0, transpose=False, work_buffer=None,
     if block_shape == (1, 1):
         wp.launch(k["csr_mv"], dim=nrow, device=device,
                   inputs=[starts, ends, columns, values, xv, scalar(alpha), scalar(beta), w, yv])
+    elif type_is_matrix(A.values.dtype) and not transpose and max(block_shape) <= 6:
+        kb = _block_mv_kernel(scalar, *block_shape)
+        VX = wp.types.vector(length=block_shape[1], dtype=scalar)
+        VY = wp.types.vector(length=block_shape[0], dtype=scalar)
+        wp.launch(kb, dim=nrow, device=device,
+                  inputs=[starts, ends, columns, A.values, _as_vec(xv, VX), scalar(alpha),
+                          scalar(beta), _as_vec(w, VY), _as_vec(yv, VY)])
     else:
         wp.launch(k["bsr_mv"], dim=(nrow, block_shape[0]), device=device,
                   inputs=[starts, ends, columns, values, xv, block_shape[1], scalar(alpha),
                           scalar(beta), w, yv])
     return y
+
+
+def _as_vec(a, V):
+    """A 2-d scalar array ``(n, L)`` (or a 1-d array for ``L = 1``) as an array of ``V``."""
+    if a.ndim == 1:
+        a = a.reshape((a.shape[0], 1))
+    return a.view(V)
 
 
 def _mv_operands(A):
