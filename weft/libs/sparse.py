@@ -1839,11 +1839,11 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
     bs = z.block_shape[0] * z.block_shape[1]
     wp.launch(kv["zero"], dim=(nnz, bs), device=device,
               inputs=[_scalar_view(z.values, z.block_shape)[:nnz]])
-    if alpha != 0.0 and z.block_shape == (1, 1) and x.block_shape == (1, 1) and \
-            not type_is_matrix(z.values.dtype):
+    if alpha != 0.0 and z.block_shape == (1, 1) and x.block_shape == (1, 1):
         wp.launch(kv["csr_mm_rows"], dim=nrow, device=device,
-                  inputs=[xs, xe, x.columns, x_values, ys, ye, y.columns, y_values, z.offsets,
-                          z.columns, z.values, z.scalar_type(alpha)])
+                  inputs=[xs, xe, x.columns, _flat1(x_values), ys, ye, y.columns,
+                          _flat1(y_values), z.offsets, z.columns, _flat1(z.values),
+                          z.scalar_type(alpha)])
     elif alpha != 0.0:
         wp.launch(kv["mm_rows"], dim=nrow, device=device,
                   inputs=[xs, xe, x.columns, _scalar_view(x_values, x.block_shape), ys, ye,
@@ -1962,9 +1962,19 @@ def bsr_mv(A, x, y=None, alpha=1.0, beta=0.0, transpose=False, work_buffer=None,
 
 def _as_vec(a, V):
     """A 2-d scalar array ``(n, L)`` (or a 1-d array for ``L = 1``) as an array of ``V``."""
-    if a.ndim == 1:
-        a = a.reshape((a.shape[0], 1))
+    if V._length_ == 1:
+        if a.ndim != 1:
+            a = a.reshape((a.shape[0],))
+    elif a.ndim == 1:
+        a = a.reshape((a.shape[0] // V._length_, V._length_))
     return a.view(V)
+
+
+def _flat1(values):
+    """A values array of 1x1 blocks as a 1-d scalar array (same memory and gradient)."""
+    if type_is_matrix(values.dtype):
+        return _scalar_view(values, (1, 1)).reshape((values.shape[0],))
+    return values
 
 
 def _mv_operands(A):
