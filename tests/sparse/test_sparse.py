@@ -196,7 +196,8 @@ def test_mv_adjoint_wrt_x_y_and_values(shape):
     _fd_check(make, run)
 
 
-def test_mm_and_transpose_adjoints():
+@pytest.mark.parametrize("beta", [0.0, 2.0])   # 0: the compact product's kernels
+def test_mm_and_transpose_adjoints(beta):
     rng = np.random.default_rng(6)
     rx, cx = rng.integers(0, 3, 6).astype(np.int32), rng.integers(0, 4, 6).astype(np.int32)
     ry, cy = rng.integers(0, 4, 7).astype(np.int32), rng.integers(0, 3, 7).astype(np.int32)
@@ -213,7 +214,9 @@ def test_mm_and_transpose_adjoints():
         X = bsr_from_triplets(3, 4, wp.array(rx, dtype=int), wp.array(cx, dtype=int), a["xv"])
         Y = bsr_from_triplets(4, 3, wp.array(ry, dtype=int), wp.array(cy, dtype=int), a["yv"])
         Z = bsr_from_triplets(3, 3, wp.array(zr, dtype=int), wp.array(zc, dtype=int), a["zv"])
-        bsr_mm(X, bsr_transposed(bsr_transposed(Y)), Z, alpha=0.5, beta=2.0)
+        if beta == 0.0:
+            return bsr_mm(X, bsr_transposed(bsr_transposed(Y)), alpha=0.5).values
+        bsr_mm(X, bsr_transposed(bsr_transposed(Y)), Z, alpha=0.5, beta=beta)
         return Z.values
 
     _fd_check(make, run)

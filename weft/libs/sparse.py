@@ -143,7 +143,10 @@ def _make_kernels(scalar):
         i = wp.tid()
         s = scalar(0.0)
         for k in range(starts[i], ends[i]):
-            s += values[k] * x[columns[k]]
+            # unsigned indices: Numba then drops its negative-index test, which kept this
+            # loop 2-3x slower (the indices come from a valid matrix: never negative)
+            u = wp.uint32(k)
+            s += values[u] * x[wp.uint32(columns[u])]
         r = alpha * s
         if beta != scalar(0.0):
             r += beta * w[i]
@@ -180,59 +183,38 @@ def _make_kernels(scalar):
 
     @wp.kernel
     def sparse_mm_rows(x_starts: I1, x_ends: I1, x_cols: I1, x: A2, y_starts: I1, y_ends: I1,
-                       y_cols: I1, y: A2, z_offsets: I1, z_cols: I1, z: A2, bk: int, bc: int,
+                       y: A2, pair_offsets: I1, pos: I1, z: A2, bk: int, bc: int,
                        alpha: scalar):
-        # z[row i] += alpha * x[row i] @ y, the blocks of z found by binary search in its
-        # (sorted) row; one thread per row
+        # z[pos[p]] += alpha * x[k] @ y[kk] for the products p of row i, in the order the
+        # topology kernel numbered them; one thread per row
         i = wp.tid()
-        zb = z_offsets[i]
-        ze = z_offsets[i + 1]
         br = z.shape[1] // bc
+        p = pair_offsets[i]
         for k in range(x_starts[i], x_ends[i]):
             j = x_cols[k]
             for kk in range(y_starts[j], y_ends[j]):
-                col = y_cols[kk]
-                lo = zb
-                hi = ze
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if z_cols[mid] < col:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                if lo < ze:
-                    if z_cols[lo] == col:
-                        for r in range(br):
-                            for c in range(bc):
-                                s = scalar(0.0)
-                                for m in range(bk):
-                                    s += x[k, r * bk + m] * y[kk, m * bc + c]
-                                wp.atomic_add(z, lo, r * bc + c, alpha * s)
+                q = pos[wp.uint32(p)]
+                for r in range(br):
+                    for c in range(bc):
+                        s = scalar(0.0)
+                        for m in range(bk):
+                            s += x[k, r * bk + m] * y[kk, m * bc + c]
+                        wp.atomic_add(z, q, r * bc + c, alpha * s)
+                p += 1
 
     @wp.kernel
     def sparse_csr_mm_rows(x_starts: I1, x_ends: I1, x_cols: I1, x: A1, y_starts: I1,
-                           y_ends: I1, y_cols: I1, y: A1, z_offsets: I1, z_cols: I1, z: A1,
-                           alpha: scalar):
+                           y_ends: I1, y: A1, pair_offsets: I1, pos: I1, z: A1, alpha: scalar):
         # mm_rows for scalar blocks
         i = wp.tid()
-        zb = z_offsets[i]
-        ze = z_offsets[i + 1]
+        p = pair_offsets[i]
         for k in range(x_starts[i], x_ends[i]):
-            j = x_cols[k]
-            a = alpha * x[k]
+            uk = wp.uint32(k)
+            j = wp.uint32(x_cols[uk])
+            a = alpha * x[uk]
             for kk in range(y_starts[j], y_ends[j]):
-                col = y_cols[kk]
-                lo = zb
-                hi = ze
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if z_cols[mid] < col:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                if lo < ze:
-                    if z_cols[lo] == col:
-                        wp.atomic_add(z, lo, a * y[kk])
+                wp.atomic_add(z, wp.uint32(pos[wp.uint32(p)]), a * y[wp.uint32(kk)])
+                p += 1
 
     @wp.kernel
     def sparse_zero(dest: A2):
@@ -266,7 +248,10 @@ def _block_mv_kernel(scalar, br, bc):
         i = wp.tid()
         s = VY()
         for k in range(starts[i], ends[i]):
-            s += values[k] * x[columns[k]]
+            # unsigned indices: Numba then drops its negative-index test, which kept this
+            # loop 2-3x slower (the indices come from a valid matrix: never negative)
+            u = wp.uint32(k)
+            s += values[u] * x[wp.uint32(columns[u])]
         r = alpha * s
         if beta != scalar(0.0):
             r += beta * w[i]
@@ -289,10 +274,13 @@ def _topology_kernels():
     @wp.kernel(enable_backward=False)
     def sparse_mm_topology(workers: int, nrow: int, x_starts: I1, x_ends: I1, x_cols: I1,
                            y_starts: I1, y_ends: I1, y_cols: I1, marker: I2, stamp: int,
-                           fill: int, counts: I1, offsets: I1, z_cols: I1):
+                           fill: int, counts: I1, offsets: I1, z_cols: I1, pair_offsets: I1,
+                           pos: I1):
         # worker w takes rows [w * nrow / workers, (w + 1) * nrow / workers) and marks the
         # columns each row reaches in its own row of ``marker``: counts them (fill 0), or
-        # writes them at offsets[i] and sorts them (fill 1)
+        # writes them at offsets[i], sorts them and numbers the row's products (fill 1: pos[p]
+        # is the slot of product p, the products counted from pair_offsets[i] in row order;
+        # marker then holds -2 - slot, never a row's tag)
         w = wp.tid()
         first = (w * nrow) // workers
         last = ((w + 1) * nrow) // workers
@@ -303,13 +291,13 @@ def _topology_kernels():
                 base = offsets[i]
             tag = i + stamp
             for k in range(x_starts[i], x_ends[i]):
-                j = x_cols[k]
+                j = wp.uint32(x_cols[wp.uint32(k)])
                 for kk in range(y_starts[j], y_ends[j]):
-                    c = y_cols[kk]
+                    c = wp.uint32(y_cols[wp.uint32(kk)])
                     if marker[w, c] != tag:
                         marker[w, c] = tag
                         if fill != 0:
-                            z_cols[base + n] = c
+                            z_cols[wp.uint32(base + n)] = int(c)
                         n += 1
             if fill == 0:
                 counts[i] = n
@@ -323,6 +311,16 @@ def _topology_kernels():
                         z_cols[b + 1] = z_cols[b]
                         b -= 1
                     z_cols[b + 1] = v
+                # number the products of the row: pos[p] is the slot of product p's column
+                for a in range(base, base + n):
+                    marker[w, wp.uint32(z_cols[a])] = -2 - a
+                p = pair_offsets[i]
+                for k in range(x_starts[i], x_ends[i]):
+                    j = wp.uint32(x_cols[wp.uint32(k)])
+                    for kk in range(y_starts[j], y_ends[j]):
+                        c = wp.uint32(y_cols[wp.uint32(kk)])
+                        pos[wp.uint32(p)] = -2 - marker[w, c]
+                        p += 1
 
     _topo["mm"] = sparse_mm_topology
     return _topo
@@ -1798,7 +1796,7 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
         y_values = x_values if y.values is x.values else wp.clone(y_values)
     cached = None if work_arrays is None else work_arrays._topology
     if reuse_topology and isinstance(cached, tuple) and cached[0] == (nrow, ncol):
-        offsets_np, nnz = cached[1], cached[2]
+        offsets_np, nnz, pair_offsets, pos = cached[1], cached[2], cached[4], cached[5]
         z.nrow, z.ncol = nrow, ncol
         if z.offsets.size < nrow + 1:
             z.offsets = wp.empty(shape=(nrow + 1,), dtype=int, device=device)
@@ -1807,6 +1805,18 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
         _put(z.columns, cached[3])
         z.row_counts = None
     else:
+        # products of each row (x's blocks times the lengths of y's rows they meet)
+        xr, xc, _ = _active_coo(x)
+        yl = (_np(ye).astype(np.int64) - _np(ys)) if y.nrow else np.zeros(0, np.int64)
+        per_row = np.bincount(xr, weights=yl[xc], minlength=nrow).astype(np.int64) \
+            if xr.size else np.zeros(nrow, np.int64)
+        pair_offsets = np.zeros(nrow + 1, dtype=np.int64)
+        np.cumsum(per_row, out=pair_offsets[1:])
+        npairs = int(pair_offsets[-1])
+        if npairs >= 2 ** 31:
+            raise ValueError("bsr_mm: more than 2^31 block products")
+        pair_offsets = _int_array(pair_offsets, device)
+        pos = wp.empty(max(npairs, 1), dtype=int, device=device)
         k = _topology_kernels()["mm"]
         workers = max(1, min(nrow, 4 * (os.cpu_count() or 1), (1 << 26) // max(ncol, 1)))
         marker = wp.full((workers, max(ncol, 1)), -1, dtype=int, device=device)
@@ -1814,7 +1824,7 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
         dummy = _zeros_i(1, device)
         _threaded(k, workers, device,
                   [workers, nrow, xs, xe, x.columns, ys, ye, y.columns, marker, 0, 0, counts,
-                   dummy, dummy])
+                   dummy, dummy, dummy, dummy])
         offsets_np = np.zeros(nrow + 1, dtype=np.int64)
         np.cumsum(_np(counts), out=offsets_np[1:])
         nnz = int(offsets_np[-1])
@@ -1827,10 +1837,10 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
         if nnz:
             _threaded(k, workers, device,
                       [workers, nrow, xs, xe, x.columns, ys, ye, y.columns, marker, nrow, 1,
-                       counts, z.offsets, z.columns])
+                       counts, z.offsets, z.columns, pair_offsets, pos])
         if work_arrays is not None:
             work_arrays._topology = ((nrow, ncol), offsets_np.astype(np.int32), nnz,
-                                     _np(z.columns)[:nnz].copy())
+                                     _np(z.columns)[:nnz].copy(), pair_offsets, pos)
     z.nnz = nnz
     z._refresh_nnz_transfer_if_pending()
     if nnz == 0:
@@ -1841,14 +1851,13 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
               inputs=[_scalar_view(z.values, z.block_shape)[:nnz]])
     if alpha != 0.0 and z.block_shape == (1, 1) and x.block_shape == (1, 1):
         wp.launch(kv["csr_mm_rows"], dim=nrow, device=device,
-                  inputs=[xs, xe, x.columns, _flat1(x_values), ys, ye, y.columns,
-                          _flat1(y_values), z.offsets, z.columns, _flat1(z.values),
-                          z.scalar_type(alpha)])
+                  inputs=[xs, xe, x.columns, _flat1(x_values), ys, ye, _flat1(y_values),
+                          pair_offsets, pos, _flat1(z.values), z.scalar_type(alpha)])
     elif alpha != 0.0:
         wp.launch(kv["mm_rows"], dim=nrow, device=device,
                   inputs=[xs, xe, x.columns, _scalar_view(x_values, x.block_shape), ys, ye,
-                          y.columns, _scalar_view(y_values, y.block_shape), z.offsets,
-                          z.columns, _scalar_view(z.values, z.block_shape), x.block_shape[1],
+                          _scalar_view(y_values, y.block_shape), pair_offsets, pos,
+                          _scalar_view(z.values, z.block_shape), x.block_shape[1],
                           z.block_shape[1], z.scalar_type(alpha)])
     return z
 
