@@ -33,12 +33,12 @@ def _dense(A):
 
 
 def _scipy(A):
-    """The same matrix as a scipy BSR matrix (from the arrays, not through _dense)."""
+    """The same matrix as a scipy BSR matrix (copied from the arrays, not through _dense)."""
     n = A.nnz_sync()
     br, bc = A.block_shape
-    data = np.asarray(A.values.numpy()[:n], dtype=np.float64).reshape(n, br, bc)
-    return sp.bsr_matrix((data, A.columns.numpy()[:n], A.offsets.numpy()[:A.nrow + 1]),
-                         shape=A.shape)
+    data = np.array(A.values.numpy()[:n], dtype=np.float64).reshape(n, br, bc)
+    return sp.bsr_matrix((data, A.columns.numpy()[:n].copy(),
+                          A.offsets.numpy()[:A.nrow + 1].copy()), shape=A.shape)
 
 
 def _random(rng, nrow, ncol, shape, n, dtype=wp.float64, requires_grad=False):
@@ -232,3 +232,15 @@ def test_from_triplets_values_adjoint_warp_semantics():
     A.values.grad[2:3].fill_(1.0)
     tape.backward()
     np.testing.assert_array_equal(vals.grad.numpy(), [1.0, 0.0, 0.0, 1.0])
+
+
+def test_mm_result_aliasing_its_operands():
+    rng = np.random.default_rng(8)
+    A, *_ = _random(rng, 5, 5, (2, 2), 12)
+    B, *_ = _random(rng, 5, 5, (2, 2), 12)
+    ref = (_scipy(A) @ _scipy(B)).toarray()
+    bsr_mm(A, B, A)                   # A := A @ B, A's own topology rewritten
+    np.testing.assert_allclose(_dense(A), ref, rtol=1e-12, atol=1e-12)
+    ref = (_scipy(A) @ _scipy(A)).toarray()
+    bsr_mm(A, A, A)
+    np.testing.assert_allclose(_dense(A), ref, rtol=1e-12, atol=1e-12)

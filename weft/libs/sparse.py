@@ -1771,6 +1771,24 @@ def bsr_mm(x, y, z=None, alpha=1.0, beta=0.0, work_arrays=None, reuse_topology=F
     return z
 
 
+_markers = {}
+
+
+def _marker(workers, ncol, nrow, device):
+    """The marker array of the product topology kernel, kept between products, and the stamp
+    this product's tags start from (tags only grow, so old marks never match; the array is
+    refilled when they would overflow)."""
+    key = (str(device), workers, ncol)
+    m = _markers.get(key)
+    if m is None or m[1] + 2 * nrow >= 2 ** 31 - 1:
+        _markers.clear()
+        m = [wp.full((workers, max(ncol, 1)), -1, dtype=int, device=device), 0]
+        _markers[key] = m
+    stamp = m[1]
+    m[1] += 2 * nrow
+    return m[0], stamp
+
+
 def _threaded(kernel, dim, device, inputs):
     """Launch ``kernel`` over ``dim`` threads on every core even when ``dim`` is below
     ``wp.config.serial_threshold`` (each thread here is a large piece of work)."""
@@ -1789,6 +1807,13 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
     nrow, ncol = x.nrow, y.ncol
     xs, xe = _row_ranges(x)
     ys, ye = _row_ranges(y)
+    x_columns, y_columns = x.columns, y.columns
+    # z's topology is rewritten while x's and y's are read: read them from copies if shared
+    z_arrays = (id(z.offsets), id(z.columns))
+    if id(x.offsets) in z_arrays or id(x.columns) in z_arrays:
+        xs, xe, x_columns = wp.clone(xs), wp.clone(xe), wp.clone(x.columns)
+    if id(y.offsets) in z_arrays or id(y.columns) in z_arrays:
+        ys, ye, y_columns = wp.clone(ys), wp.clone(ye), wp.clone(y.columns)
     x_values, y_values = x.values, y.values
     if x_values is z.values:
         x_values = wp.clone(x_values)
@@ -1806,7 +1831,7 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
         z.row_counts = None
     else:
         # products of each row (x's blocks times the lengths of y's rows they meet)
-        xr, xc, _ = _active_coo(x)
+        xr, xc, _ = _active_coo(x)  # before z's topology changes
         yl = (_np(ye).astype(np.int64) - _np(ys)) if y.nrow else np.zeros(0, np.int64)
         per_row = np.bincount(xr, weights=yl[xc], minlength=nrow).astype(np.int64) \
             if xr.size else np.zeros(nrow, np.int64)
@@ -1819,12 +1844,12 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
         pos = wp.empty(max(npairs, 1), dtype=int, device=device)
         k = _topology_kernels()["mm"]
         workers = max(1, min(nrow, 4 * (os.cpu_count() or 1), (1 << 26) // max(ncol, 1)))
-        marker = wp.full((workers, max(ncol, 1)), -1, dtype=int, device=device)
+        marker, stamp = _marker(workers, ncol, nrow, device)
         counts = wp.empty(nrow, dtype=int, device=device)
         dummy = _zeros_i(1, device)
         _threaded(k, workers, device,
-                  [workers, nrow, xs, xe, x.columns, ys, ye, y.columns, marker, 0, 0, counts,
-                   dummy, dummy, dummy, dummy])
+                  [workers, nrow, xs, xe, x_columns, ys, ye, y_columns, marker, stamp, 0,
+                   counts, dummy, dummy, dummy, dummy])
         offsets_np = np.zeros(nrow + 1, dtype=np.int64)
         np.cumsum(_np(counts), out=offsets_np[1:])
         nnz = int(offsets_np[-1])
@@ -1836,8 +1861,8 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
         z.row_counts = None
         if nnz:
             _threaded(k, workers, device,
-                      [workers, nrow, xs, xe, x.columns, ys, ye, y.columns, marker, nrow, 1,
-                       counts, z.offsets, z.columns, pair_offsets, pos])
+                      [workers, nrow, xs, xe, x_columns, ys, ye, y_columns, marker,
+                       stamp + nrow, 1, counts, z.offsets, z.columns, pair_offsets, pos])
         if work_arrays is not None:
             work_arrays._topology = ((nrow, ncol), offsets_np.astype(np.int32), nnz,
                                      _np(z.columns)[:nnz].copy(), pair_offsets, pos)
@@ -1846,16 +1871,14 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
     if nnz == 0:
         return z
     kv = _kernels_for(z.scalar_type)
-    bs = z.block_shape[0] * z.block_shape[1]
-    wp.launch(kv["zero"], dim=(nnz, bs), device=device,
-              inputs=[_scalar_view(z.values, z.block_shape)[:nnz]])
+    z.values.zero_()   # as Warp (not a taped store)
     if alpha != 0.0 and z.block_shape == (1, 1) and x.block_shape == (1, 1):
         wp.launch(kv["csr_mm_rows"], dim=nrow, device=device,
-                  inputs=[xs, xe, x.columns, _flat1(x_values), ys, ye, _flat1(y_values),
+                  inputs=[xs, xe, x_columns, _flat1(x_values), ys, ye, _flat1(y_values),
                           pair_offsets, pos, _flat1(z.values), z.scalar_type(alpha)])
     elif alpha != 0.0:
         wp.launch(kv["mm_rows"], dim=nrow, device=device,
-                  inputs=[xs, xe, x.columns, _scalar_view(x_values, x.block_shape), ys, ye,
+                  inputs=[xs, xe, x_columns, _scalar_view(x_values, x.block_shape), ys, ye,
                           _scalar_view(y_values, y.block_shape), pair_offsets, pos,
                           _scalar_view(z.values, z.block_shape), x.block_shape[1],
                           z.block_shape[1], z.scalar_type(alpha)])
