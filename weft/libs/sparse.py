@@ -1159,9 +1159,10 @@ def bsr_set_from_triplets(dest, rows, columns, values=None, count=None,
         terms.append((_Values2d(values, dest.block_shape), dest.block_shape, 0, n,
                       np.arange(n), 1.0, False))
     if topology == "masked":
-        tgt, blk = _assemble(dest, "masked", r, c, terms)
         if values is None:
-            pass
+            dest.values.zero_()
+            return None
+        _assemble(dest, "masked", r, c, terms)
         return None
     if topology == "padded":
         if values is not None:
@@ -1968,10 +1969,9 @@ def bsr_mv(A, x, y=None, alpha=1.0, beta=0.0, transpose=False, work_buffer=None,
         return y
     if nrow == 0:
         return y
+    # y read (beta) and written in place: each thread reads and writes its own row only, which
+    # a tape reverses exactly (the row's adjoint is read, restarted, then fed to the old y)
     w = yv
-    if beta != 0.0:
-        # y is overwritten while read: read the old values from a copy
-        w = wp.clone(yv)
     k = _kernels_for(scalar)
     starts, ends, columns, values = _mv_operands(A)
     device = A.values.device
