@@ -183,17 +183,21 @@ def _make_kernels(scalar):
 
     @wp.kernel
     def sparse_mm_rows(x_starts: I1, x_ends: I1, x_cols: I1, x: A2, y_starts: I1, y_ends: I1,
-                       y: A2, pair_offsets: I1, pos: I1, z: A2, bk: int, bc: int,
-                       alpha: scalar):
-        # z[pos[p]] += alpha * x[k] @ y[kk] for the products p of row i, in the order the
+                       y: A2, pair_offsets: I1, pos: I1, scratch: I1, z_offsets: I1,
+                       z_cols: I1, z: A2, bk: int, bc: int, alpha: scalar):
+        # row i of z: its columns copied from the topology kernel's scratch, then
+        # z[pos[p]] += alpha * x[k] @ y[kk] for the products p of the row, in the order the
         # topology kernel numbered them; one thread per row
         i = wp.tid()
         br = z.shape[1] // bc
         p = pair_offsets[i]
+        zb = z_offsets[i]
+        for a in range(z_offsets[i + 1] - zb):
+            z_cols[wp.uint32(zb + a)] = scratch[wp.uint32(p + a)]
         for k in range(x_starts[i], x_ends[i]):
             j = x_cols[k]
             for kk in range(y_starts[j], y_ends[j]):
-                q = pos[wp.uint32(p)]
+                q = zb + pos[wp.uint32(p)]
                 for r in range(br):
                     for c in range(bc):
                         s = scalar(0.0)
@@ -204,16 +208,20 @@ def _make_kernels(scalar):
 
     @wp.kernel
     def sparse_csr_mm_rows(x_starts: I1, x_ends: I1, x_cols: I1, x: A1, y_starts: I1,
-                           y_ends: I1, y: A1, pair_offsets: I1, pos: I1, z: A1, alpha: scalar):
+                           y_ends: I1, y: A1, pair_offsets: I1, pos: I1, scratch: I1,
+                           z_offsets: I1, z_cols: I1, z: A1, alpha: scalar):
         # mm_rows for scalar blocks
         i = wp.tid()
         p = pair_offsets[i]
+        zb = z_offsets[i]
+        for a in range(z_offsets[i + 1] - zb):
+            z_cols[wp.uint32(zb + a)] = scratch[wp.uint32(p + a)]
         for k in range(x_starts[i], x_ends[i]):
             uk = wp.uint32(k)
             j = wp.uint32(x_cols[uk])
             a = alpha * x[uk]
             for kk in range(y_starts[j], y_ends[j]):
-                wp.atomic_add(z, wp.uint32(pos[wp.uint32(p)]), a * y[wp.uint32(kk)])
+                wp.atomic_add(z, wp.uint32(zb + pos[wp.uint32(p)]), a * y[wp.uint32(kk)])
                 p += 1
 
     @wp.kernel
@@ -274,21 +282,19 @@ def _topology_kernels():
     @wp.kernel(enable_backward=False)
     def sparse_mm_topology(workers: int, nrow: int, x_starts: I1, x_ends: I1, x_cols: I1,
                            y_starts: I1, y_ends: I1, y_cols: I1, marker: I2, stamp: int,
-                           fill: int, counts: I1, offsets: I1, z_cols: I1, pair_offsets: I1,
-                           pos: I1):
-        # worker w takes rows [w * nrow / workers, (w + 1) * nrow / workers) and marks the
-        # columns each row reaches in its own row of ``marker``: counts them (fill 0), or
-        # writes them at offsets[i], sorts them and numbers the row's products (fill 1: pos[p]
-        # is the slot of product p, the products counted from pair_offsets[i] in row order;
-        # marker then holds -2 - slot, never a row's tag)
+                           pair_offsets: I1, scratch: I1, counts: I1, pos: I1):
+        # worker w takes rows [w * nrow / workers, (w + 1) * nrow / workers); for each row it
+        # marks the columns the row's products reach in its own row of ``marker``, writes
+        # them (once each) to scratch[pair_offsets[i]:], sorts them, counts them, and numbers
+        # the row's products: pos[p] is the index in the row of product p's column (the
+        # products counted from pair_offsets[i] in row order). marker then holds -2 - index,
+        # never a tag (tags are stamp + row >= 0)
         w = wp.tid()
         first = (w * nrow) // workers
         last = ((w + 1) * nrow) // workers
         for i in range(first, last):
             n = int(0)
-            base = int(0)
-            if fill != 0:
-                base = offsets[i]
+            base = pair_offsets[i]
             tag = i + stamp
             for k in range(x_starts[i], x_ends[i]):
                 j = wp.uint32(x_cols[wp.uint32(k)])
@@ -296,31 +302,27 @@ def _topology_kernels():
                     c = wp.uint32(y_cols[wp.uint32(kk)])
                     if marker[w, c] != tag:
                         marker[w, c] = tag
-                        if fill != 0:
-                            z_cols[wp.uint32(base + n)] = int(c)
+                        scratch[wp.uint32(base + n)] = int(c)
                         n += 1
-            if fill == 0:
-                counts[i] = n
-            else:
-                for a in range(base + 1, base + n):
-                    v = z_cols[a]
-                    b = a - 1
-                    while b >= base:
-                        if z_cols[b] <= v:
-                            break
-                        z_cols[b + 1] = z_cols[b]
-                        b -= 1
-                    z_cols[b + 1] = v
-                # number the products of the row: pos[p] is the slot of product p's column
-                for a in range(base, base + n):
-                    marker[w, wp.uint32(z_cols[a])] = -2 - a
-                p = pair_offsets[i]
-                for k in range(x_starts[i], x_ends[i]):
-                    j = wp.uint32(x_cols[wp.uint32(k)])
-                    for kk in range(y_starts[j], y_ends[j]):
-                        c = wp.uint32(y_cols[wp.uint32(kk)])
-                        pos[wp.uint32(p)] = -2 - marker[w, c]
-                        p += 1
+            counts[i] = n
+            for a in range(base + 1, base + n):
+                v = scratch[a]
+                b = a - 1
+                while b >= base:
+                    if scratch[b] <= v:
+                        break
+                    scratch[b + 1] = scratch[b]
+                    b -= 1
+                scratch[b + 1] = v
+            for a in range(n):
+                marker[w, wp.uint32(scratch[wp.uint32(base + a)])] = -2 - a
+            p = base
+            for k in range(x_starts[i], x_ends[i]):
+                j = wp.uint32(x_cols[wp.uint32(k)])
+                for kk in range(y_starts[j], y_ends[j]):
+                    c = wp.uint32(y_cols[wp.uint32(kk)])
+                    pos[wp.uint32(p)] = -2 - marker[w, c]
+                    p += 1
 
     _topo["mm"] = sparse_mm_topology
     return _topo
@@ -1803,7 +1805,8 @@ def _threaded(kernel, dim, device, inputs):
 
 def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
     """``z := alpha * x @ y`` of compact matrices: the product topology by the marker kernel
-    (two passes over the rows, every core), the values by ``mm_rows``."""
+    (one pass over the rows, every core), the values (and the columns, from the topology
+    kernel's scratch) by ``mm_rows``."""
     device = z.device
     nrow, ncol = x.nrow, y.ncol
     xs, xe = _row_ranges(x)
@@ -1822,17 +1825,10 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
         y_values = x_values if y.values is x.values else wp.clone(y_values)
     cached = None if work_arrays is None else work_arrays._topology
     if reuse_topology and isinstance(cached, tuple) and cached[0] == (nrow, ncol):
-        offsets_np, nnz, pair_offsets, pos = cached[1], cached[2], cached[4], cached[5]
-        z.nrow, z.ncol = nrow, ncol
-        if z.offsets.size < nrow + 1:
-            z.offsets = wp.empty(shape=(nrow + 1,), dtype=int, device=device)
-        _ensure_fits(z, nnz=nnz)
-        _put(z.offsets, offsets_np)
-        _put(z.columns, cached[3])
-        z.row_counts = None
+        offsets_np, nnz, pair_offsets, pos, scratch = cached[1:]
     else:
         # products of each row (x's blocks times the lengths of y's rows they meet)
-        xr, xc, _ = _active_coo(x)  # before z's topology changes
+        xr, xc, _ = _active_coo(x)
         yl = (_np(ye).astype(np.int64) - _np(ys)) if y.nrow else np.zeros(0, np.int64)
         per_row = np.bincount(xr, weights=yl[xc], minlength=nrow).astype(np.int64) \
             if xr.size else np.zeros(nrow, np.int64)
@@ -1843,46 +1839,43 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
             raise ValueError("bsr_mm: more than 2^31 block products")
         pair_offsets = _int_array(pair_offsets, device)
         pos = wp.empty(max(npairs, 1), dtype=int, device=device)
-        k = _topology_kernels()["mm"]
+        scratch = wp.empty(max(npairs, 1), dtype=int, device=device)
+        counts = wp.empty(nrow, dtype=int, device=device)
         workers = max(1, min(nrow, 4 * (os.cpu_count() or 1), (1 << 26) // max(ncol, 1)))
         marker, stamp = _marker(workers, ncol, nrow, device)
-        counts = wp.empty(nrow, dtype=int, device=device)
-        dummy = _zeros_i(1, device)
-        _threaded(k, workers, device,
-                  [workers, nrow, xs, xe, x_columns, ys, ye, y_columns, marker, stamp, 0,
-                   counts, dummy, dummy, dummy, dummy])
+        _threaded(_topology_kernels()["mm"], workers, device,
+                  [workers, nrow, xs, xe, x_columns, ys, ye, y_columns, marker, stamp,
+                   pair_offsets, scratch, counts, pos])
         offsets_np = np.zeros(nrow + 1, dtype=np.int64)
         np.cumsum(_np(counts), out=offsets_np[1:])
+        offsets_np = offsets_np.astype(np.int32)
         nnz = int(offsets_np[-1])
-        z.nrow, z.ncol = nrow, ncol
-        if z.offsets.size < nrow + 1:
-            z.offsets = wp.empty(shape=(nrow + 1,), dtype=int, device=device)
-        _ensure_fits(z, nnz=nnz)
-        _put(z.offsets, offsets_np.astype(np.int32))
-        z.row_counts = None
-        if nnz:
-            _threaded(k, workers, device,
-                      [workers, nrow, xs, xe, x_columns, ys, ye, y_columns, marker,
-                       stamp + nrow, 1, counts, z.offsets, z.columns, pair_offsets, pos])
         if work_arrays is not None:
-            work_arrays._topology = ((nrow, ncol), offsets_np.astype(np.int32), nnz,
-                                     _np(z.columns)[:nnz].copy(), pair_offsets, pos)
+            work_arrays._topology = ((nrow, ncol), offsets_np, nnz, pair_offsets, pos, scratch)
+    z.nrow, z.ncol = nrow, ncol
+    if z.offsets.size < nrow + 1:
+        z.offsets = wp.empty(shape=(nrow + 1,), dtype=int, device=device)
+    _ensure_fits(z, nnz=nnz)
+    _put(z.offsets, offsets_np)
+    z.row_counts = None
     z.nnz = nnz
     z._refresh_nnz_transfer_if_pending()
     if nnz == 0:
         return z
     kv = _kernels_for(z.scalar_type)
     z.values.zero_()   # as Warp (not a taped store)
-    if alpha != 0.0 and z.block_shape == (1, 1) and x.block_shape == (1, 1):
+    # the value kernels also copy each row's columns from the scratch
+    if z.block_shape == (1, 1) and x.block_shape == (1, 1):
         wp.launch(kv["csr_mm_rows"], dim=nrow, device=device,
                   inputs=[xs, xe, x_columns, _flat1(x_values), ys, ye, _flat1(y_values),
-                          pair_offsets, pos, _flat1(z.values), z.scalar_type(alpha)])
-    elif alpha != 0.0:
+                          pair_offsets, pos, scratch, z.offsets, z.columns, _flat1(z.values),
+                          z.scalar_type(alpha)])
+    else:
         wp.launch(kv["mm_rows"], dim=nrow, device=device,
                   inputs=[xs, xe, x_columns, _scalar_view(x_values, x.block_shape), ys, ye,
-                          _scalar_view(y_values, y.block_shape), pair_offsets, pos,
-                          _scalar_view(z.values, z.block_shape), x.block_shape[1],
-                          z.block_shape[1], z.scalar_type(alpha)])
+                          _scalar_view(y_values, y.block_shape), pair_offsets, pos, scratch,
+                          z.offsets, z.columns, _scalar_view(z.values, z.block_shape),
+                          x.block_shape[1], z.block_shape[1], z.scalar_type(alpha)])
     return z
 
 
