@@ -1828,12 +1828,12 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
         offsets_np, nnz, pair_offsets, pos, scratch = cached[1:]
     else:
         # products of each row (x's blocks times the lengths of y's rows they meet)
-        xr, xc, _ = _active_coo(x)
+        xoff = _np(x.offsets)[:nrow + 1].astype(np.int64)   # compact: rows are contiguous
         yl = (_np(ye).astype(np.int64) - _np(ys)) if y.nrow else np.zeros(0, np.int64)
-        per_row = np.bincount(xr, weights=yl[xc], minlength=nrow).astype(np.int64) \
-            if xr.size else np.zeros(nrow, np.int64)
-        pair_offsets = np.zeros(nrow + 1, dtype=np.int64)
-        np.cumsum(per_row, out=pair_offsets[1:])
+        xcols = _np(x_columns)[xoff[0]:xoff[-1]]
+        reach = np.zeros(xcols.shape[0] + 1, dtype=np.int64)
+        np.cumsum(yl[xcols], out=reach[1:])
+        pair_offsets = reach[xoff - xoff[0]]
         npairs = int(pair_offsets[-1])
         if npairs >= 2 ** 31:
             raise ValueError("bsr_mm: more than 2^31 block products")
