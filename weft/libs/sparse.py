@@ -65,16 +65,15 @@ def _np(a):
 
 
 def _put(a, data, start=0):
-    """Write ``data`` into ``a[start:start + len(data)]`` (host-side topology)."""
+    """Write ``data`` into ``a[start:start + len(data)]`` through ``wp.copy``, so that weft's
+    tapes see the write (they snapshot what recorded launches will read again)."""
     data = np.asarray(data)
-    if data.size == 0:
+    if data.shape[0] == 0:
         return
-    if a.device.is_cpu:
-        a.numpy()[start:start + data.shape[0]] = data
-    else:
-        host = a.numpy()
-        host[start:start + data.shape[0]] = data
-        a.assign(host)
+    if not type_is_matrix(a.dtype):
+        data = data.reshape(data.shape[0])
+    tmp = wp.array(data, dtype=a.dtype, device=a.device)
+    wp.copy(a, tmp, dest_offset=start, count=tmp.shape[0])
 
 
 def _int_array(data, device):
@@ -1011,12 +1010,13 @@ def _write_layout(dest, topology, urows, ucols):
 
 
 def _put_at(a, slots, data):
+    """Write ``data`` at the elements ``slots`` of ``a`` (as :func:`_put`)."""
     if len(slots) == 0:
         return
-    host = a.numpy()
-    host[slots] = data
-    if not a.device.is_cpu:
-        a.assign(host)
+    lo, hi = int(np.min(slots)), int(np.max(slots)) + 1
+    host = np.array(a.numpy()[lo:hi])
+    host[np.asarray(slots) - lo] = data
+    _put(a, host, lo)
 
 
 def _unique_blocks(rows, cols, ncol):
@@ -1292,10 +1292,8 @@ def _host_assemble(dest, topology, rows, cols, blocks):
     keep = blk >= 0
     if keep.any():
         np.add.at(acc, blk[keep], blocks[keep].reshape(-1, bs[0] * bs[1]).astype(acc.dtype))
-    vals = _np(dest.values)
-    flat = vals.reshape(vals.shape[0], -1)
     if len(tgt):
-        flat[tgt] = acc
+        _put_at(dest.values, tgt, acc.reshape((len(tgt), *np.shape(_np(dest.values))[1:])))
     return tgt
 
 
@@ -1515,8 +1513,8 @@ def bsr_set_diag(A, diag, rows_of_blocks=None, cols_of_blocks=None):
             A.values[:nnz].fill_(v if A.block_shape == (1, 1) else
                                   A.values.dtype(*([float(v)] * A.block_size)))
         else:
-            host = _block_ndarray(A.values)
-            host[:nnz] = np.asarray(v).reshape(A.block_shape)
+            _put(A.values, np.broadcast_to(np.asarray(v).reshape(A.block_shape),
+                                           (nnz, *A.block_shape)))
 
 
 def bsr_diag(diag=None, rows_of_blocks=None, cols_of_blocks=None, block_type=None, device=None):
