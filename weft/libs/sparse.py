@@ -305,14 +305,15 @@ def _topology_kernels():
                         n += 1
             counts[i] = n
             for a in range(base + 1, base + n):
-                v = scratch[a]
+                v = scratch[wp.uint32(a)]
                 b = a - 1
                 while b >= base:
-                    if scratch[b] <= v:
+                    t = scratch[wp.uint32(b)]
+                    if t <= v:
                         break
-                    scratch[b + 1] = scratch[b]
+                    scratch[wp.uint32(b + 1)] = t
                     b -= 1
-                scratch[b + 1] = v
+                scratch[wp.uint32(b + 1)] = v
             for a in range(n):
                 marker[w, wp.uint32(scratch[wp.uint32(base + a)])] = -2 - a
             p = base
