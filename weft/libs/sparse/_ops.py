@@ -879,6 +879,15 @@ def bsr_mv(A, x, y=None, alpha=1.0, beta=0.0, transpose=False, work_buffer=None,
                              f"vs {type_repr(work_buffer.dtype)}")
         wp.copy(dest=work_buffer, src=y, count=y.size)
         x = work_buffer
+    if not transpose and nrow > 0 and block_shape != (1, 1) and type_is_matrix(A.values.dtype) and max(block_shape) <= 6 and \
+            _is_vec_array(x, block_shape[1], scalar, ncol) and \
+            _is_vec_array(y, block_shape[0], scalar, nrow):
+        # vector arrays of the block's dimensions (block Krylov solvers): no views
+        starts, ends, columns, _ = _mv_operands(A)
+        wp.launch(_block_mv_kernel(scalar, *block_shape), dim=nrow, device=A.values.device,
+                  inputs=[starts, ends, columns, A.values, x, scalar(alpha), scalar(beta), y,
+                          y])
+        return y
     scalar_xy = block_shape == (1, 1) and x.ndim == 1 and y.ndim == 1 and \
         x.dtype is scalar and y.dtype is scalar
     if scalar_xy and x.shape[0] == ncol and y.shape[0] == nrow and \
@@ -924,6 +933,14 @@ def bsr_mv(A, x, y=None, alpha=1.0, beta=0.0, transpose=False, work_buffer=None,
                   inputs=[starts, ends, columns, values, xv, block_shape[1], scalar(alpha),
                           scalar(beta), w, yv])
     return y
+
+
+def _is_vec_array(a, length, scalar, count):
+    """Whether ``a`` is a contiguous 1-d array of ``count`` vectors of ``length`` ``scalar``."""
+    dt = a.dtype
+    return a.ndim == 1 and a.shape[0] == count and getattr(dt, "_length_", 0) == length and \
+        getattr(dt, "_shape_", None) == (length,) and type_scalar_type(dt) is scalar and \
+        a.strides[0] == length * np.dtype(scalar._np_).itemsize
 
 
 def _as_vec(a, V):
