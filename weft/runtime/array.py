@@ -445,6 +445,8 @@ class array(ArrayViews):
     def __matmul__(self, other):
         """``a @ b`` between 2-D float arrays: a new array, recorded on an active tape
         (``weft.runtime.matmul``; Warp 1.19 has no array product)."""
+        if not isinstance(other, array):
+            return NotImplemented  # other operands answer with __rmatmul__ (weft.sparse)
         out = matmul_operator(self, other)
         if out is NotImplemented:
             raise TypeError("@ between wp.arrays takes two 2-D float arrays")
