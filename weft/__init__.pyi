@@ -162,6 +162,7 @@ import weft.libs.optim as optim
 import weft.core.pytree as pytree
 import weft.libs.render as render
 import weft.integrations.serialize as serialize
+import weft.libs.sparse as sparse
 import weft.core.timing as timing
 import weft.integrations.torch as torch
 import weft.autodiff.tree as tree
