@@ -46,7 +46,10 @@ def _expected():
     return json.loads(EXPECTED.read_text()) if EXPECTED.exists() else {}
 
 
-@pytest.mark.parametrize("module", harness.SELECTED)
+# the selection, and the files outside it whose passing tests were recorded too (tiles,
+# interop, sparse and solvers: run on their own with run.py -k =name)
+@pytest.mark.parametrize("module", harness.SELECTED + sorted(set(_expected()) -
+                                                           set(harness.SELECTED)))
 def test_no_regression(module, warp_tests_dir):
     rec = harness.run_file(sys.executable, "weft", module, warp_tests_dir, timeout=900,
                            test_timeout=300)
