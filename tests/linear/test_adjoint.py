@@ -1,6 +1,7 @@
 """Implicit differentiation of solves recorded on a tape: the adjoint solves the transposed
 system once (no unrolled iterations); gradients of the right-hand side and of the matrix (dense,
-diagonal, BSR values) against float64 central differences."""
+diagonal, BSR values) against float64 central differences; forward mode and tape.hvp through a
+solve."""
 import numpy as np
 import pytest
 
@@ -116,3 +117,41 @@ def test_bsr_values(monkeypatch):
             E[2 * i + r, 2 * j + c] = 1.0
             fd = _fd(lambda A_np: _program(gmres, bsr(A_np), th, False), masked, [E])[0]
             np.testing.assert_allclose(g_v[k, r, c], fd, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", [cg, gmres], ids=lambda s: s.__name__)
+def test_forward_mode_and_hvp_through_a_solve(solver):
+    """tape.forward and tape.hvp through a recorded solve (tangents of b and of A): each one
+    or two more solves, against central differences of the loss and of its gradients."""
+    A0 = (spd if solver is cg else nonsymmetric)(N, seed=8)[0]
+    rng = np.random.default_rng(9)
+    v, VA = rng.uniform(-1, 1, N), rng.uniform(-1, 1, (N, N))
+    if solver is cg:
+        VA = VA + VA.T
+
+    def record(A_np, th):
+        A = wp.array(A_np, dtype=wp.float64, requires_grad=True)
+        t = wp.array(th, dtype=wp.float64, requires_grad=True)
+        b = wp.zeros(N, dtype=wp.float64, requires_grad=True)
+        x = wp.zeros(N, dtype=wp.float64, requires_grad=True)
+        loss = wp.zeros(1, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(_square, dim=N, inputs=[t, b])
+            solver(A, b, x, tol=1e-14, maxiter=300)
+            wp.launch(_loss, dim=N, inputs=[x, wp.array(W[:N], dtype=wp.float64), loss])
+        return tape, A, t, loss
+
+    def grads(s):
+        tape, A, t, loss = record(A0 + s * VA, TH + s * v)
+        tape.backward(loss)
+        return loss.numpy()[0], t.grad.numpy().copy(), A.grad.numpy().copy()
+    h = 1e-5
+    (lp, gtp, gAp), (lm, gtm, gAm) = grads(h), grads(-h)
+    tape, A, t, loss = record(A0, TH)
+    tangent = tape.forward({t: v, A: VA})[loss].numpy()[0]
+    np.testing.assert_allclose(tangent, (lp - lm) / (2 * h), rtol=1e-7)
+    tape, A, t, loss = record(A0, TH)
+    hv = tape.hvp(loss, {t: v, A: VA})
+    np.testing.assert_allclose(hv[t].numpy(), (gtp - gtm) / (2 * h), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(hv[A].numpy(), (gAp - gAm) / (2 * h), rtol=1e-6, atol=1e-9)

@@ -153,7 +153,7 @@ class LinearOperator:
         self._batch_offsets = batch_offsets
         self._max_batch_length = max_batch_length
         self._rmatvec = rmatvec if rmatvec is not None else (matvec if symmetric else None)
-        self._grad_target = None  # (grad array (k, br, bc), rows, cols) for implicit adjoints
+        self._grad_target = None  # see _grad_target (implicit adjoints)
 
     @property
     def shape(self):
@@ -215,8 +215,9 @@ def aslinearoperator(A, batch_offsets=None, max_batch_length=None) -> LinearOper
             return mv
         op = LinearOperator(A.shape, A.dtype, A.device, dense(False), batch_offsets,
                             max_batch_length, rmatvec=dense(True))
+        op._source = A
         if A.grad is not None:
-            op._grad_target = (A.grad.reshape((1, *A.shape)), [0], [0])
+            op._grad_target = (A.grad, [0], [0], tuple(A.shape))
         return op
 
     if isinstance(A, array) and A.ndim == 1:
@@ -229,8 +230,9 @@ def aslinearoperator(A, batch_offsets=None, max_batch_length=None) -> LinearOper
             _csr_mv(csr, x, y, z, alpha, beta)
         op = LinearOperator(A.shape, A.dtype, A.device, diag_mv, batch_offsets,
                             max_batch_length, symmetric=True)
-        if A.grad is not None:
-            op._grad_target = (_flat(A.grad).reshape((n, 1, 1)), idx[:-1], idx[:-1])
+        op._source = A
+        if A.grad is not None and not T.is_composite(A.dtype):
+            op._grad_target = (A.grad, idx[:-1], idx[:-1], (1, 1))
         return op
 
     if _is_bsr(A):
@@ -1123,7 +1125,8 @@ for _f in (cg, cr, bicgstab, gmres):
 
 # ----------------------------------------------------------------------------- implicit adjoint
 def _grad_target(A_op):
-    """(grad (k, br, bc), rows, cols) where ``-lam x^T`` goes for operator ``A_op``, or None."""
+    """Where ``-lam x^T`` goes for operator ``A_op``: ``(gradient array, block rows, block
+    columns, block shape)``, or None when the matrix has no gradient."""
     if A_op._grad_target is not None:
         return A_op._grad_target
     A = getattr(A_op, "_bsr", None)
@@ -1131,70 +1134,143 @@ def _grad_target(A_op):
         return None
     offsets, columns, _ = _bsr_host(A)
     rows = np.repeat(np.arange(A.nrow), np.diff(offsets))
-    br, bc = A.block_shape
-    g = A.values.grad
-    nnz = len(columns)
-    g3 = _flat(g)[: nnz * br * bc].reshape((nnz, br, bc))
-    return g3, rows, columns
+    return A.values.grad, rows, columns, tuple(A.block_shape)
+
+
+def _blocks(data, target):
+    """The numpy gradient buffer ``data`` of ``target`` as (blocks, br, bc)."""
+    _, rows, _, (br, bc) = target
+    k = len(rows)
+    return data.reshape(-1)[: k * br * bc].reshape(k, br, bc)
 
 
 def _record_solve(tapes, state, A_op, b, x, M_op):
     """Record the implicit adjoint of the solve that just ran on every recording tape."""
-    target = _grad_target(A_op)
-    x_sol = None
-    if target is not None:
-        from ...runtime.array_copy import clone
-        x_sol = clone(x, requires_grad=False)
-    kind = state._kind
-    opts = dict(tol=state._tol, atol=state._atol, maxiter=state._maxiter,
-                check_every=max(state._check_every, 1))
-    if kind == "gmres":
-        opts.update(restart=state._restart, is_left_preconditioner=state._is_left_preconditioner)
-    if kind == "bicgstab":
-        opts.update(is_left_preconditioner=state._is_left_preconditioner)
-
-    def backward():
-        from ...autodiff.custom import paused_tapes
-        xbar = x.grad
-        if xbar is None:
-            return
-        if kind in ("cg", "cr"):
-            AT = A_op
-        else:
-            if A_op.rmatvec is None:
-                raise RuntimeError(f"weft: the adjoint of a {kind} solve needs A^T: give the "
-                                   "LinearOperator an rmatvec= (or symmetric=True)")
-            AT = LinearOperator(A_op.shape, A_op.dtype, A_op.device, A_op.rmatvec,
-                                A_op.batch_offsets, A_op.max_batch_length,
-                                rmatvec=A_op.matvec)
-        rhs = zeros(b.shape, dtype=b.dtype, device=b.device)
-        rhs.assign(xbar)
-        lam = zeros(b.shape, dtype=b.dtype, device=b.device)
-        with paused_tapes():
-            solver = {"cg": cg, "cr": cr, "bicgstab": bicgstab, "gmres": gmres}[kind]
-            solver(AT, rhs, lam, M=M_op, **opts)
-            if b.grad is not None:
-                _AdjOps(b, A_op).update(b.grad, 1.0, lam, 1.0)
-            if target is not None:
-                g3, rows, cols = target
-                k = kernels_for(_scalar_type(g3.dtype)).outer_acc
-                launch(k, dim=g3.shape, inputs=[g3, _to_array(np.asarray(rows, np.int32),
-                                                              T.int32, g3.device),
-                                                _to_array(np.asarray(cols, np.int32),
-                                                          T.int32, g3.device),
-                                                _flat(lam), _flat(x_sol), -1.0],
-                       device=g3.device)
-            x.grad.zero_()
-
-    arrays = [a for a in (b, x) if isinstance(a, array)]
+    rec = _SolveRecord(state, A_op, b, x, M_op)
     for tape in tapes:
-        tape.record_func(backward, arrays)
+        tape.record_func(rec.backward, rec.arrays, forward=rec.forward, hvp=rec.hvp_backward)
+
+
+class _SolveRecord:
+    """A recorded solve ``x = A^-1 b``: its adjoint (``backward``), forward mode (``forward``)
+    and step of ``tape.hvp`` (``hvp_backward``), each one or two solves of the same kind."""
+
+    def __init__(self, state, A_op, b, x, M_op):
+        from ...runtime.array_copy import clone
+        self.kind, self.A_op, self.M_op, self.b, self.x = state._kind, A_op, M_op, b, x
+        self.target = _grad_target(A_op)
+        self.x_sol = clone(x, requires_grad=False)  # x as the solve left it
+        opts = dict(tol=state._tol, atol=state._atol, maxiter=state._maxiter,
+                    check_every=max(state._check_every, 1))
+        if self.kind == "gmres":
+            opts.update(restart=state._restart)
+        if self.kind in ("gmres", "bicgstab"):
+            opts.update(is_left_preconditioner=state._is_left_preconditioner)
+        self.opts = opts
+        self.arrays = [a for a in (b, x, getattr(A_op, "_source", None)) if isinstance(a, array)]
+
+    def _solve(self, rhs, transpose=False):
+        """``A^-1 rhs`` (``A^-T`` with ``transpose``) as a new array; ``rhs`` an array or numpy."""
+        from ...autodiff.custom import paused_tapes
+        A = self.A_op
+        if transpose and self.kind not in ("cg", "cr"):
+            if A.rmatvec is None:
+                raise RuntimeError(f"weft: the adjoint of a {self.kind} solve needs A^T: give "
+                                   "the LinearOperator an rmatvec= (or symmetric=True)")
+            A = LinearOperator(A.shape, A.dtype, A.device, A.rmatvec, A.batch_offsets,
+                               A.max_batch_length, rmatvec=A.matvec)
+        b = self.b
+        r = zeros(b.shape, dtype=b.dtype, device=b.device)
+        if isinstance(rhs, array):
+            r.assign(rhs)
+        else:
+            _put(r, np.asarray(rhs).reshape(_host(r).shape))
+        out = zeros(b.shape, dtype=b.dtype, device=b.device)
+        with paused_tapes():
+            {"cg": cg, "cr": cr, "bicgstab": bicgstab, "gmres": gmres}[self.kind](
+                A, r, out, M=self.M_op, **self.opts)
+        return out
+
+    def _tangent_of_A(self, tangents):
+        bsr = getattr(self.A_op, "_bsr", None)
+        if bsr is not None and tangents.get(bsr.values) is not None:
+            raise RuntimeError("weft: forward mode through a solve with a BSR matrix whose "
+                               "values have a tangent is not supported")
+        src = getattr(self.A_op, "_source", None)
+        t = tangents.get(src) if src is not None else None
+        return aslinearoperator(t) if t is not None else None
+
+    def _tangent_x(self, tangents):
+        """The tangent of the solution: ``A^-1 (tb - tA x)``."""
+        rhs = zeros(self.b.shape, dtype=self.b.dtype, device=self.b.device)
+        tb = tangents.get(self.b)
+        if tb is not None:
+            rhs.assign(tb)
+        tA = self._tangent_of_A(tangents)
+        if tA is not None:
+            tA.matvec(self.x_sol, rhs, rhs, -1.0, 1.0)
+        return self._solve(rhs)
+
+    def _add_outer(self, data, lam, xs, scale):
+        """``data[k] += scale * lam[rows_k] xs[cols_k]^T`` on the host (numpy buffers)."""
+        _, rows, cols, (br, bc) = self.target
+        G = _blocks(data, self.target)
+        L = np.asarray(lam, np.float64).reshape(-1, br)[rows]
+        X = np.asarray(xs, np.float64).reshape(-1, bc)[cols]
+        G += (scale * L[:, :, None] * X[:, None, :]).astype(G.dtype)
+
+    def backward(self):
+        x, b = self.x, self.b
+        if x.grad is None:
+            return
+        lam = self._solve(x.grad, transpose=True)
+        ops = _AdjOps(b)
+        if b.grad is not None:
+            ops.update(b.grad, 1.0, lam, 1.0)
+        if self.target is not None:
+            g, rows, cols, (br, bc) = self.target
+            g3 = _flat(g)[: len(rows) * br * bc].reshape((len(rows), br, bc))
+            k = kernels_for(_scalar_type(g3.dtype)).outer_acc
+            launch(k, dim=g3.shape, inputs=[
+                g3, _to_array(np.asarray(rows, np.int32), T.int32, g3.device),
+                _to_array(np.asarray(cols, np.int32), T.int32, g3.device),
+                _flat(lam), _flat(self.x_sol), -1.0], device=g3.device)
+        x.grad.zero_()
+
+    def forward(self, tangents):
+        tangents[self.x] = self._tangent_x(tangents)
+
+    def hvp_backward(self, tangents, adjs, tadjs):
+        x, b = self.x, self.b
+        xbar, txbar = adjs.of(x.grad._data), tadjs.of(x.grad._data)
+        lam = self._solve(np.array(xbar), transpose=True)
+        # A^T lam = xbar differentiated: A^T tlam = txbar - tA^T lam
+        rhs = np.array(txbar, dtype=np.float64)
+        tA = self._tangent_of_A(tangents)
+        if tA is not None:
+            t = zeros(b.shape, dtype=b.dtype, device=b.device)
+            tA.rmatvec(lam, t, t, 1.0, 0.0)
+            rhs = rhs - np.asarray(_host(t), np.float64).reshape(rhs.shape)
+        tlam = self._solve(rhs, transpose=True)
+        lam_np, tlam_np = _host(lam), _host(tlam)
+        if b.grad is not None:
+            adjs.of(b.grad._data)[...] += lam_np
+            tadjs.of(b.grad._data)[...] += tlam_np
+        if self.target is not None:
+            g = self.target[0]
+            xs = _host(self.x_sol)
+            self._add_outer(adjs.of(g._data), lam_np, xs, -1.0)
+            tx = _host(self._tangent_x(tangents))
+            self._add_outer(tadjs.of(g._data), tlam_np, xs, -1.0)
+            self._add_outer(tadjs.of(g._data), lam_np, tx, -1.0)
+        xbar[...] = 0
+        txbar[...] = 0
 
 
 class _AdjOps:
     """The update kernel outside a solver state (unbatched)."""
 
-    def __init__(self, b, A_op):
+    def __init__(self, b):
         self.bid = zeros(1, dtype=T.int32, device=b.device)
         self.coef = zeros((1, 1), dtype=T.float64, device=b.device)
 
@@ -1213,7 +1289,7 @@ def hessian_operator(tape, loss, param, damping=0.0):
     -grad, dx)`` is a Newton-Krylov step. ``damping`` adds ``damping * I`` (Levenberg). The
     operator reads the tape as it is when a product runs: record the program anew after
     ``param`` changes."""
-    ops = _AdjOps(param, None)
+    ops = _AdjOps(param)
     n = _scalar_dof_count(param) if param.ndim == 1 else param.size * _dofs_per_entry(param.dtype)
 
     def mv(x, y, z, alpha, beta):
