@@ -66,11 +66,12 @@ def test_dense_matrix_and_rhs(solver):
         return make
     _, g_t, g_A, g_x = _program(solver, dense(A0), TH, True)
     assert not g_x.any()  # the initial guess does not matter
-    fd_t = _fd(lambda th: _program(solver, dense(A0), th, False), TH, np.eye(N))
-    np.testing.assert_allclose(g_t, fd_t, rtol=1e-6, atol=1e-8)
-    # the matrix: symmetric directions for the symmetric solvers (they assume A^T = A)
     rng = np.random.default_rng(4)
-    dirs = [rng.standard_normal((N, N)) for _ in range(3)]
+    dirs_t = [rng.standard_normal(N) for _ in range(2)]
+    fd_t = _fd(lambda th: _program(solver, dense(A0), th, False), TH, dirs_t)
+    np.testing.assert_allclose([g_t @ d for d in dirs_t], fd_t, rtol=1e-6, atol=1e-8)
+    # the matrix: symmetric directions for the symmetric solvers (they assume A^T = A)
+    dirs = [rng.standard_normal((N, N)) for _ in range(2)]
     if symmetric:
         dirs = [d + d.T for d in dirs]
     fd_A = _fd(lambda A_np: _program(solver, dense(A_np), TH, False), A0, dirs)
@@ -86,10 +87,11 @@ def test_diagonal_matrix():
             return A, (lambda: A.grad.numpy().copy())
         return make
     _, g_t, g_d, _ = _program(cg, diag(d0), TH, True)
-    np.testing.assert_allclose(g_t, _fd(lambda th: _program(cg, diag(d0), th, False), TH,
-                                        np.eye(N)), rtol=1e-6)
-    np.testing.assert_allclose(g_d, _fd(lambda d: _program(cg, diag(d), TH, False), d0,
-                                        np.eye(N)), rtol=1e-6)
+    dirs = list(np.random.default_rng(7).standard_normal((2, N)))
+    np.testing.assert_allclose([g_t @ e for e in dirs], _fd(
+        lambda th: _program(cg, diag(d0), th, False), TH, dirs), rtol=1e-6)
+    np.testing.assert_allclose([g_d @ e for e in dirs], _fd(
+        lambda d: _program(cg, diag(d), TH, False), d0, dirs), rtol=1e-6)
 
 
 def test_bsr_values(monkeypatch):
@@ -108,15 +110,15 @@ def test_bsr_values(monkeypatch):
     masked = np.zeros_like(A0)
     for i, j in pattern:
         masked[2 * i:2 * i + 2, 2 * j:2 * j + 2] = A0[2 * i:2 * i + 2, 2 * j:2 * j + 2]
-    fd_t = _fd(lambda t: _program(gmres, bsr(masked), t, False), th, np.eye(N + 1))
-    np.testing.assert_allclose(g_t, fd_t, rtol=1e-6)
-    for k in (0, 3, 7):
+    dirs = list(np.random.default_rng(8).standard_normal((2, N + 1)))
+    fd_t = _fd(lambda t: _program(gmres, bsr(masked), t, False), th, dirs)
+    np.testing.assert_allclose([g_t @ e for e in dirs], fd_t, rtol=1e-6)
+    for k, (r, c) in ((0, (0, 0)), (3, (1, 0)), (7, (0, 1))):
         i, j = pattern[k]
-        for r, c in ((0, 0), (1, 0)):
-            E = np.zeros_like(A0)
-            E[2 * i + r, 2 * j + c] = 1.0
-            fd = _fd(lambda A_np: _program(gmres, bsr(A_np), th, False), masked, [E])[0]
-            np.testing.assert_allclose(g_v[k, r, c], fd, rtol=1e-6, atol=1e-9)
+        E = np.zeros_like(A0)
+        E[2 * i + r, 2 * j + c] = 1.0
+        fd = _fd(lambda A_np: _program(gmres, bsr(A_np), th, False), masked, [E])[0]
+        np.testing.assert_allclose(g_v[k, r, c], fd, rtol=1e-6, atol=1e-9)
 
 
 @pytest.mark.parametrize("solver", [cg, gmres], ids=lambda s: s.__name__)
