@@ -50,9 +50,10 @@ def _make_update(dtype):
     from ...runtime.array import array
 
     @kernel
-    def linear_update(y: array(dtype=dtype), x: array(dtype=dtype), coef: array(dtype=f64, ndim=2),
-                      ky: int, sy: f64, kx: int, sx: f64,
-                      bid: array(dtype=i32), batched: int):
+    def linear_update(y: array(dtype=dtype), x: array(dtype=dtype), ky: int, sy: f64, kx: int,
+                      sx: f64, y2: array(dtype=dtype), x2: array(dtype=dtype), ky2: int,
+                      sy2: f64, kx2: int, sx2: f64, two: int,
+                      coef: array(dtype=f64, ndim=2), bid: array(dtype=i32), batched: int):
         i = tid()
         b = int(0)
         if batched != 0:
@@ -70,6 +71,19 @@ def _make_update(dtype):
             if ax != f64(0.0):
                 s = s + ax * f64(x[i])
             y[i] = dtype(s)
+            if two != 0:
+                ay2 = sy2
+                if ky2 >= 0:
+                    ay2 = ay2 * coef[ky2, b]
+                ax2 = sx2
+                if kx2 >= 0:
+                    ax2 = ax2 * coef[kx2, b]
+                s2 = f64(0.0)
+                if ay2 != f64(0.0):
+                    s2 = ay2 * f64(y2[i])
+                if ax2 != f64(0.0):
+                    s2 = s2 + ax2 * f64(x2[i])
+                y2[i] = dtype(s2)
     return linear_update
 
 
@@ -78,15 +92,35 @@ def _make_dot(dtype):
     from ...runtime.array import array
 
     @kernel
-    def linear_dot(a: array(dtype=dtype), c: array(dtype=dtype), out: array(dtype=f64, ndim=2),
-                   k: int, bid: array(dtype=i32), batched: int):
+    def linear_dot(a: array(dtype=dtype), c: array(dtype=dtype), a2: array(dtype=dtype),
+                   c2: array(dtype=dtype), two: int, out: array(dtype=f64, ndim=2), k: int,
+                   bid: array(dtype=i32), batched: int):
         i = tid()
         b = int(0)
         if batched != 0:
             b = int(bid[i])
         if b >= 0:
             atomic_add(out, k, b, f64(a[i]) * f64(c[i]))
+            if two != 0:
+                atomic_add(out, k + 1, b, f64(a2[i]) * f64(c2[i]))
     return linear_dot
+
+
+def _make_diag_mv(dtype):
+    from ... import tid
+    from ...runtime.array import array
+
+    @kernel
+    def linear_diag_mv(d: array(dtype=dtype), x: array(dtype=dtype), y: array(dtype=dtype),
+                       z: array(dtype=dtype), alpha: f64, beta: f64):
+        i = tid()
+        s = f64(0.0)
+        if alpha != f64(0.0):
+            s = alpha * f64(d[i]) * f64(x[i])
+        if beta != f64(0.0):
+            s = s + beta * f64(y[i])
+        z[i] = dtype(s)
+    return linear_diag_mv
 
 
 def _make_dense_mv(dtype):

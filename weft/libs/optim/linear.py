@@ -223,16 +223,17 @@ def aslinearoperator(A, batch_offsets=None, max_batch_length=None) -> LinearOper
     if isinstance(A, array) and A.ndim == 1:
         d = _flat(A)
         n = d.shape[0]
-        idx = np.arange(n + 1, dtype=np.int32)
-        csr = (_to_array(idx, T.int32, A.device), _to_array(idx[:-1], T.int32, A.device), d)
+        idx = np.arange(n, dtype=np.int32)
+        kd = kernels_for(d.dtype).diag_mv
 
         def diag_mv(x, y, z, alpha, beta):
-            _csr_mv(csr, x, y, z, alpha, beta)
+            launch(kd, dim=n, inputs=[d, _flat(x), _flat(y), _flat(z), float(alpha),
+                                      float(beta)], device=A.device)
         op = LinearOperator(A.shape, A.dtype, A.device, diag_mv, batch_offsets,
                             max_batch_length, symmetric=True)
         op._source = A
         if A.grad is not None and not T.is_composite(A.dtype):
-            op._grad_target = (A.grad, idx[:-1], idx[:-1], (1, 1))
+            op._grad_target = (A.grad, idx, idx, (1, 1))
         return op
 
     if _is_bsr(A):
@@ -537,14 +538,19 @@ class _Batches:
 
 
 def _dots(acc, batches, pairs):
-    """Per-batch dot products of the (a, b) pairs: a (len(pairs), batch_count) float64 numpy
-    array."""
+    """Per-batch dot products of the (a, b) pairs (two per pass): a (len(pairs), batch_count)
+    float64 numpy array."""
     m = len(pairs)
-    _put(acc[:m], 0.0) if acc.device.is_cuda else acc._data[:m].fill(0.0)
-    for k, (a, b) in enumerate(pairs):
-        af, bf = _flat(a), _flat(b)
-        kern = kernels_for(af.dtype).dot
-        launch(kern, dim=af.shape[0], inputs=[af, bf, acc, k, batches.bid, batches.batched],
+    if acc.device.is_cuda:
+        _put(acc[:m], 0.0)
+    else:
+        acc._data[:m].fill(0.0)
+    for k in range(0, m, 2):
+        af, bf = _flat(pairs[k][0]), _flat(pairs[k][1])
+        two = k + 1 < m
+        a2, b2 = (_flat(pairs[k + 1][0]), _flat(pairs[k + 1][1])) if two else (af, bf)
+        launch(kernels_for(af.dtype).dot, dim=af.shape[0],
+               inputs=[af, bf, a2, b2, int(two), acc, k, batches.bid, batches.batched],
                device=af.device)
     return np.array(_host(acc)[:m], dtype=np.float64)
 
@@ -648,11 +654,12 @@ class LinearSolverState:
     def _dot(self, *pairs):
         return _dots(self._acc, self._batches, pairs)
 
-    def _update(self, y, ay, x, ax):
-        """``y = ay * y + ax * x`` on the active entries; ``ay``/``ax`` numbers or per-batch
-        numpy arrays."""
+    def _update(self, y, ay, x, ax, y2=None, ay2=0.0, x2=None, ax2=0.0):
+        """``y = ay * y + ax * x`` on the active entries (and ``y2 = ay2 * y2 + ax2 * x2`` in
+        the same pass when ``y2`` is given); coefficients are numbers or per-batch numpy
+        arrays."""
         args = []
-        for slot, a in enumerate((ay, ax)):
+        for slot, a in enumerate((ay, ax, ay2, ax2)):
             if np.ndim(a) == 0:
                 args += [-1, float(a)]
             elif self._batch_count == 1:
@@ -664,10 +671,11 @@ class LinearSolverState:
                     self._coef._data[slot] = a
                 args += [slot, 1.0]
         yf, xf = _flat(y), _flat(x)
-        kern = kernels_for(yf.dtype).update
-        launch(kern, dim=yf.shape[0], inputs=[yf, xf, self._coef, args[0], args[1], args[2],
-                                              args[3], self._batches.bid,
-                                              self._batches.batched], device=yf.device)
+        two = y2 is not None
+        y2f, x2f = (_flat(y2), _flat(x2)) if two else (yf, xf)
+        launch(kernels_for(yf.dtype).update, dim=yf.shape[0],
+               inputs=[yf, xf, *args[:4], y2f, x2f, *args[4:], int(two), self._coef,
+                       self._batches.bid, self._batches.batched], device=yf.device)
 
     def _copy(self, dst, src):
         self._update(dst, 0.0, src, 1.0)
@@ -840,8 +848,7 @@ class CG(_RestartableState):
             A.matvec(p, Ap, Ap, 1.0, 0.0)
             pAp = self._dot((p, Ap))[0]
             alpha = _safe_div(rz_old, pAp, rr_old > self._atol_host)
-            self._update(x, 1.0, p, alpha)
-            self._update(r, 1.0, Ap, -alpha)
+            self._update(x, 1.0, p, alpha, r, 1.0, Ap, -alpha)
             if update_direction:
                 precondition()
                 beta = _safe_div(st["rz"], rz_old, st["rr"] > self._atol_host)
@@ -881,8 +888,7 @@ class CR(_RestartableState):
             if M is not None:
                 M.matvec(r, z, z, 1.0, 0.0)
             refresh()
-            self._copy(p, z)
-            self._copy(Ap, Az)
+            self._update(p, 0.0, z, 1.0, Ap, 0.0, Az, 1.0)
 
         def do_iteration(update_direction=True):
             zAz_old, rr_old = st["zAz"], st["rr"]
@@ -890,16 +896,14 @@ class CR(_RestartableState):
                 M.matvec(Ap, y, y, 1.0, 0.0)
             yAp = self._dot((Ap, y))[0]
             alpha = _safe_div(zAz_old, yAp, (rr_old > self._atol_host) & (yAp > 0.0))
-            self._update(x, 1.0, p, alpha)
-            self._update(r, 1.0, Ap, -alpha)
+            self._update(x, 1.0, p, alpha, r, 1.0, Ap, -alpha)
             if M is not None:
                 self._update(z, 1.0, y, -alpha)
             if update_direction:
                 refresh()
                 beta = _safe_div(st["zAz"], zAz_old, (st["rr"] > self._atol_host) &
                                  (zAz_old > 0.0))
-                self._update(p, beta, z, 1.0)
-                self._update(Ap, beta, Az, 1.0)
+                self._update(p, beta, z, 1.0, Ap, beta, Az, 1.0)
 
         residual()
         do_cycle, size = self._cycle(do_iteration, residual)
@@ -938,8 +942,7 @@ class BiCGSTAB(LinearSolverState):
         A.matvec(x, b, r, -1.0, 1.0)
         rr = self._dot((r, r))[0]
         self._set_r2(rr)
-        self._copy(p, r)
-        self._copy(r0, r)
+        self._update(p, 0.0, r, 1.0, r0, 0.0, r, 1.0)
         st = {"rho": rr.copy(), "rr": rr}
 
         def do_iteration():
@@ -949,8 +952,7 @@ class BiCGSTAB(LinearSolverState):
             A.matvec(y, v, v, 1.0, 0.0)
             r0v = self._dot((r0, v))[0]
             alpha = _safe_div(st["rho"], r0v, st["rr"] > tol2)
-            self._update(x, 1.0, y, alpha)
-            self._update(r, 1.0, v, -alpha)
+            self._update(x, 1.0, y, alpha, r, 1.0, v, -alpha)
             rr = self._dot((r, r))[0]
             if M is not None:
                 M.matvec(r, z, z, 1.0, 0.0)
@@ -961,15 +963,13 @@ class BiCGSTAB(LinearSolverState):
             else:
                 s_t, t_t = self._dot((r, t), (t, t))
             omega = _safe_div(s_t, t_t, rr > tol2)
-            self._update(x, 1.0, z, omega)
-            self._update(r, 1.0, t, -omega)
+            self._update(x, 1.0, z, omega, r, 1.0, t, -omega)
             rr, rho = self._dot((r, r), (r0, r))
             self._set_r2(rr)
             active = rr > tol2
             beta = _safe_div(rho * t_t, r0v * s_t, active)
             beta_omega = _safe_div(rho, r0v, active)
-            self._update(p, beta, r, 1.0)
-            self._update(p, 1.0, v, -beta_omega)
+            self._update(p, beta, r, 1.0, p, 1.0, v, -beta_omega)  # in order, per entry
             st["rho"], st["rr"] = rho, rr
 
         return self._loop(do_iteration, 1)
@@ -1277,8 +1277,8 @@ class _AdjOps:
     def update(self, y, ay, x, ax):
         yf, xf = _flat(y), _flat(x)
         launch(kernels_for(yf.dtype).update, dim=yf.shape[0],
-               inputs=[yf, xf, self.coef, -1, float(ay), -1, float(ax), self.bid, 0],
-               device=yf.device)
+               inputs=[yf, xf, -1, float(ay), -1, float(ax), yf, xf, -1, 0.0, -1, 0.0, 0,
+                       self.coef, self.bid, 0], device=yf.device)
 
 
 # ----------------------------------------------------------------------------- Hessian operator
