@@ -92,7 +92,7 @@ def weft_solver(n, tol, dtype_name, operator):
 
     def solve():
         x = wp.zeros(N, dtype=dtype)
-        niter, _, _ = cg(A, b, x, tol=tol, atol=0.0, M=M, maxiter=10 * n)
+        niter, _, _ = cg(A, b, x, tol=tol, atol=0.0, M=M, maxiter=10 * n, check_every=1)
         return int(niter), x.numpy().astype(np.float64)
     return label, solve
 
@@ -131,7 +131,7 @@ def warp_solver(n, tol, dtype_name):
     def solve():
         with wp.ScopedDevice("cpu"):
             x = wp.zeros(N, dtype=dtype)
-            niter, _, _ = cg(A, b, x, tol=tol, atol=0.0, M=M, maxiter=10 * n,
+            niter, _, _ = cg(A, b, x, tol=tol, atol=0.0, M=M, maxiter=10 * n, check_every=1,
                              use_cuda_graph=False)
             return int(niter), x.numpy().astype(np.float64)
     return "Warp cg (BSR, CPU)", solve
