@@ -1167,7 +1167,9 @@ class _SolveRecord:
         if self.kind in ("gmres", "bicgstab"):
             opts.update(is_left_preconditioner=state._is_left_preconditioner)
         self.opts = opts
-        self.arrays = [a for a in (b, x, getattr(A_op, "_source", None)) if isinstance(a, array)]
+        bsr = getattr(A_op, "_bsr", None)
+        self.arrays = [a for a in (b, x, getattr(A_op, "_source", None),
+                                   None if bsr is None else bsr.values) if isinstance(a, array)]
 
     def _solve(self, rhs, transpose=False):
         """``A^-1 rhs`` (``A^-T`` with ``transpose``) as a new array; ``rhs`` an array or numpy."""
