@@ -18,7 +18,8 @@ run instead, marked ``*``). The table prints iterations, seconds, milliseconds p
 iteration and the true relative residual.
 
     python benchmarks/bench_linear.py [--n 100] [--tol 1e-6] [--dtype float64]
-                                      [--operator auto|bsr|stencil] [--repeat 2]
+                                      [--operator auto|bsr|stencil] [--repeat 2] [--threads N]
+                                      [--no-warp]
 """
 from __future__ import annotations
 
@@ -145,7 +146,12 @@ def main(argv=None):
     ap.add_argument("--operator", default="auto", choices=["auto", "bsr", "stencil"])
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--no-warp", action="store_true")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="threads for weft's CPU launches (numba.set_num_threads; 0: all)")
     a = ap.parse_args(argv)
+    if a.threads:
+        import numba
+        numba.set_num_threads(a.threads)
 
     A_check = poisson_csr(a.n)
     b_check = np.ones(a.n ** 3)
