@@ -283,15 +283,25 @@ def _import_submodules(wp):
             pass
 
 
+def _resolves(module, name):
+    try:
+        getattr(module, name)
+        return True
+    except AttributeError:
+        return False
+
+
 def generate():
     import weft as wp
     _import_submodules(wp)
     from weft.core import types as T
     from weft.stdlib.registry import Builtin, SpecialForm
     from weft.stdlib.funcs import Function
-    from weft.core.modpaths import PUBLIC
+    from weft.core.modpaths import LAZY_NAMES, PUBLIC
 
-    names = sorted(n for n in dir(wp) if not n.startswith("_") and n not in HAND)
+    # the interop names are imported when first named (weft.core.modpaths.LAZY_NAMES)
+    lazy = [n for n in LAZY_NAMES if _resolves(wp, n)]
+    names = sorted({n for n in dir(wp) if not n.startswith("_") and n not in HAND} | set(lazy))
     values, scalars, classes, modules, consts, funcs, kernel_names, aliases = \
         [], [], [], [], [], [], [], []
     seen_types = {}

@@ -85,7 +85,7 @@ for a in attrs:
         obj = getattr(obj, part)
     x = np.asarray(obj.numpy() if hasattr(obj, "numpy") else obj, dtype=np.float64)
     out[a] = [float(x.sum()), float(np.abs(x).sum()), [float(v) for v in x.ravel()[:8]]]
-print("RESULT " + json.dumps(out))
+print("\nRESULT " + json.dumps(out))  # (on a line of its own: examples print "\r..." lines)
 '''
 
 

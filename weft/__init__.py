@@ -126,5 +126,7 @@ def __getattr__(name):
     if name in PUBLIC:
         return importlib.import_module(f"{__name__}.{name}")
     if name in LAZY_NAMES:  # the JAX and PyTorch interop (docs/interop.md)
-        return getattr(importlib.import_module(f"{__name__}.{LAZY_NAMES[name]}"), name)
+        value = getattr(importlib.import_module(f"{__name__}.{LAZY_NAMES[name]}"), name)
+        globals()[name] = value  # found directly from now on
+        return value
     raise AttributeError(f"module 'weft' has no attribute {name!r}")

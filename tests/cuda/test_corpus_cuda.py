@@ -60,6 +60,7 @@ print("compiled", count)
 """
 
 
+@pytest.mark.ptx
 def test_every_corpus_kernel_compiles_to_ptx():
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env["PYTHONPATH"] = ROOT

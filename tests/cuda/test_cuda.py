@@ -109,6 +109,7 @@ for name, (k, args) in cases.items():
 """
 
 
+@pytest.mark.ptx
 def test_every_cuda_function_compiles_to_ptx_for_hopper():
     pytest.importorskip("numba.cuda")
     r = _subprocess(PTX)
@@ -170,6 +171,7 @@ for dt in (wp.float16, wp.float32, wp.float64):
 """
 
 
+@pytest.mark.ptx
 def test_float_cas_and_exchange_compile_to_cuda_atomics_on_bits():
     """Float atomic_cas/atomic_exch on the CUDA target work on the elements' bits (numba-cuda's
     own take integers only); float16 swaps the 32-bit word holding the element."""

@@ -142,6 +142,7 @@ with _assume_compute_capability((9, 0)):
 '''
 
 
+@pytest.mark.ptx
 def test_cores_compile_to_ptx():
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env["PYTHONPATH"] = ROOT

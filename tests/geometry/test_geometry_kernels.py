@@ -278,6 +278,7 @@ def test_cuda_target_under_the_simulator_equals_the_cpu(torus):
     np.testing.assert_array_equal(outs["cpu"], outs["cuda"])
 
 
+@pytest.mark.ptx
 def test_geometry_kernels_compile_to_ptx_for_hopper():
     import os
     import subprocess

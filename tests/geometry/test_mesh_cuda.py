@@ -232,6 +232,7 @@ print("mesh_kernel", len(ptx), "mesh_kernel2", len(ptx2))
 '''
 
 
+@pytest.mark.ptx
 def test_cores_compile_to_ptx():
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env["PYTHONPATH"] = ROOT

@@ -179,3 +179,34 @@ def test_jax_shares_memory_both_ways():
     y = jax.dlpack.from_dlpack(w)
     assert y.unsafe_buffer_pointer() == w.ptr
     np.testing.assert_array_equal(np.asarray(y), [0.0, 1.0, 2.0])
+
+
+@pytest.mark.cudasim
+def test_cuda_arrays_cross_through_the_native_exporter():
+    """CUDA memory (Numba's CUDA simulator in CI): exported with the compiled deleters, imported
+    as a device array over the same memory, and ``wp.array(ptr=...)`` on CUDA."""
+    if not wp.is_cuda_available():
+        pytest.skip("no CUDA device and no CUDA simulator")
+    a = wp.array(np.arange(4, dtype=np.float32), device="cuda")
+    assert a.__dlpack_device__() == (2, 0)
+    b = wp.from_dlpack(wp.to_dlpack(a))
+    assert b.device.is_cuda and b.ptr == a.ptr
+    np.testing.assert_array_equal(b.numpy(), [0.0, 1.0, 2.0, 3.0])
+    c = wp.array(ptr=a.ptr, shape=(2, 2), dtype=float, device="cuda")
+    np.testing.assert_array_equal(c.numpy(), [[0.0, 1.0], [2.0, 3.0]])
+    with pytest.raises(TypeError, match="integer >= -1"):
+        a.__dlpack__(stream=-2)
+
+
+def test_read_only_memory_wrapped_without_copy_is_written_by_kernels_and_exported():
+    """``wp.array(x, copy=False)`` over memory numpy holds read-only (``np.asarray`` of a JAX
+    array): kernels write it and it exports through DLPack, as under Warp."""
+    base = np.arange(4, dtype=np.float32)
+    frozen = base.view()
+    frozen.flags.writeable = False
+    a = wp.array(frozen, dtype=float, copy=False)
+    assert a.ptr == base.__array_interface__["data"][0]
+    wp.launch(add_one, dim=4, inputs=[a])
+    np.testing.assert_array_equal(base, [1.0, 2.0, 3.0, 4.0])
+    n = np.from_dlpack(a)
+    assert n.__array_interface__["data"][0] == a.ptr

@@ -112,3 +112,15 @@ def test_value_types_at_python_scope():
     assert wp.float32(1.5) == np.float32(1.5)
     assert wp.types.vector(3, wp.float64) is wp.vec3d
     assert wp.types.matrix((3, 3), wp.float32) is wp.mat33
+
+
+def test_an_annotation_carries_a_shape_set_on_it_and_an_array_refuses_one():
+    """MuJoCo Warp attaches symbolic dimensions to its annotations (``arr.shape = ("*", 3)``);
+    the shape of an array with memory is its memory's."""
+    ann = wp.array(ndim=2, dtype=float)
+    assert ann.shape == (0,)
+    ann.shape = ("nworld", 3)
+    assert ann.shape == ("nworld", 3) and ann.is_annotation
+    a = wp.zeros(3)
+    with pytest.raises(AttributeError, match="cannot be set"):
+        a.shape = (1, 3)

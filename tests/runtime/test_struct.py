@@ -222,3 +222,35 @@ def test_kernel_errors():
 
     with pytest.raises(KernelError, match=r"member 'y' of Inner has type float64, got vec3d"):
         bad_member_type.compiled()
+
+
+@wp.struct
+class KeyValue:
+    key: wp.int32
+    value: wp.float32
+
+
+@wp.func
+def larger(a: KeyValue, b: KeyValue) -> KeyValue:
+    return wp.where(a.value < b.value, b, a)
+
+
+@wp.kernel
+def select_structs(x: wp.array(dtype=float), out: wp.array(dtype=KeyValue)):
+    i = wp.tid()
+    a = KeyValue(i, x[i])
+    b = KeyValue(-i, 2.0)
+    out[i] = larger(a, b)
+    c = b if x[i] > 2.0 else a
+    out[i].key = out[i].key + c.key * 100
+
+
+def test_where_and_conditional_expressions_select_whole_structs():
+    """``wp.where(c, s1, s2)`` and ``s1 if c else s2`` of struct values (Warp's tile argmax
+    reduces with such a func)."""
+    out = wp.zeros(3, dtype=KeyValue)
+    wp.launch(select_structs, 3, inputs=[wp.array([1.0, 3.0, 0.5], dtype=float), out])
+    got = out.numpy()
+    # larger(): (0, 2.0), (1, 3.0), (-2, 2.0); the conditional: a, b, a -> keys 0, -1, 2
+    assert got["key"].tolist() == [0 + 0, 1 - 100, -2 + 200]
+    assert got["value"].tolist() == [2.0, 3.0, 2.0]

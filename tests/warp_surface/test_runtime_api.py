@@ -170,7 +170,7 @@ def test_kernel_constructor_as_warp():
     assert isinstance(decorated, wp.Kernel)
 
 
-@pytest.mark.parametrize("name", ["sim", "fem", "sparse"])
+@pytest.mark.parametrize("name", ["sim", "fem"])
 def test_unsupported_packages_raise_clear_import_errors(name):
     with pytest.raises(ImportError, match=f"weft.{name}: "):
         importlib.import_module(f"weft.{name}")

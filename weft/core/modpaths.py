@@ -42,6 +42,7 @@ LAZY_NAMES = {
     **dict.fromkeys(("from_torch", "to_torch", "dtype_from_torch", "dtype_to_torch",
                      "device_from_torch", "device_to_torch", "stream_from_torch",
                      "stream_to_torch"), "integrations.torch"),
+    "ScopedStream": "runtime.device",  # Warp's stream scope (None only): what interop code opens
 }
 
 

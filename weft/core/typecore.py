@@ -214,6 +214,8 @@ _GENERIC_NAME = {"vector": "vec_t", "matrix": "mat_t", "quaternion": "quat_t",
 
 
 def _composite(kind, shape, dtype, base_name):
+    if dtype is bfloat16:
+        return _bfloat16_composite(kind, shape, base_name)
     dtype = as_scalar_type(dtype)
     key = (kind, shape, dtype)
     cls = _COMPOSITES.get(key)
@@ -230,6 +232,18 @@ def _composite(kind, shape, dtype, base_name):
         if kind == "matrix" and max(shape) >= 10:  # mat123f: (12, 3) or (1, 23)? for pickle
             cls.__qualname__ = f"mat{shape[0]}x{shape[1]}{_SUFFIX[dtype]}"
         _COMPOSITES[key] = cls
+    return cls
+
+
+def _bfloat16_composite(kind, shape, base_name):
+    """``wp.types.vector(3, wp.bfloat16)`` and the like: a name only, as :class:`bfloat16`
+    (a program may declare one; its values and arrays are refused)."""
+    key = (kind, shape, bfloat16)
+    cls = _COMPOSITES.get(key)
+    if cls is None:
+        cls = _COMPOSITES[key] = type(f"{base_name}bf16", (bfloat16,), {
+            "_shape_": shape, "_length_": int(np.prod(shape)), "_wp_scalar_type_": bfloat16,
+            "_wp_kind_": kind, "__module__": "weft.types"})
     return cls
 
 

@@ -7,7 +7,6 @@ REASONS = {
     "sim": "warp.sim is not part of weft (it left Warp itself in 1.10 for the Newton physics "
            "engine)",
     "fem": "weft does not include warp.fem (Warp's finite-element library)",
-    "sparse": "weft does not include warp.sparse (Warp's block-sparse matrices)",
 }
 
 

@@ -100,6 +100,8 @@ def convert_arg(where, ptype, value, device):
         if not isinstance(value, array) and isinstance(value, np.ndarray) and \
                 not device.is_cuda:
             value = _numpy_argument(where, ptype, value, device)
+        elif not isinstance(value, (array, np.ndarray)) and _foreign_array(value, device):
+            value = _numpy_argument(where, ptype, _foreign_data(where, value, device), device)
         if not isinstance(value, array):
             raise LaunchError(f"{where}: expected a wp.array of {T.type_name(ptype.dtype)}, got "
                               f"{type(value).__name__}")
@@ -126,6 +128,27 @@ def convert_arg(where, ptype, value, device):
     raise LaunchError(f"{where}: unsupported parameter type {T.type_name(ptype)}")
 
 
+def _foreign_array(value, device):
+    """Whether ``value`` is another library's array weft can run a kernel on in place (as
+    Warp: a torch tensor, ...): ``__cuda_array_interface__`` on CUDA, ``__array_interface__``
+    or ``__array__`` on the CPU."""
+    if device.is_cuda:
+        return hasattr(value, "__cuda_array_interface__")
+    return hasattr(value, "__array_interface__") or hasattr(value, "__array__")
+
+
+def _foreign_data(where, value, device):
+    """The NumPy (or Numba device) view of a foreign array's memory."""
+    try:
+        if device.is_cuda:
+            from numba import cuda
+            return cuda.as_cuda_array(value)
+        return np.asarray(value)
+    except Exception as e:  # noqa: BLE001 - whatever the other library raises
+        raise LaunchError(f"{where}: cannot use the {type(value).__name__}'s memory: {e}") \
+            from None
+
+
 def _numpy_argument(where, ptype, value, device):
     """A NumPy array passed for an array parameter on the CPU: the kernel works on its memory
     (as Warp does), when its dtype and trailing shape are the elements'."""
@@ -136,6 +159,8 @@ def _numpy_argument(where, ptype, value, device):
         raise LaunchError(f"{where}: expected a wp.array of {T.type_name(ptype.dtype)} (or, on "
                           f"the CPU, a NumPy array of {T.numpy_dtype(ptype.dtype)}{trailing}), "
                           f"got a NumPy array of {value.dtype} with shape {value.shape}")
+    if device.is_cuda:  # a foreign CUDA array's memory, in place
+        return array._wrap(value, ptype.dtype, device, ref=value)
     return array(value, dtype=ptype.dtype, copy=False, device=device)
 
 
@@ -225,9 +250,21 @@ def explicit_adjoints(ck, args, given):
     return out
 
 
-def retain_grads(ck, args, adj_values):
+def given_adjoints(ck, args, given):
+    """The names of the parameters whose adjoint ``launch(adjoint=True)`` was given explicitly as
+    an array other than the argument's own ``.grad``: Warp 1.19 leaves those unchanged (the
+    adjoint of a store zeroes the stored array's own gradient only)."""
+    out = set()
+    for p, a, g in zip(ck.abi.params, args, given):
+        if p.adjoint is not None and isinstance(g, array) and g is not getattr(a, "grad", None):
+            out.add(p.name)
+    return out
+
+
+def retain_grads(ck, args, adj_values, keep=()):
     """Warp's ``retain_grad``: the adjoint of a store zeroes the stored elements' gradient,
-    except for arrays made with ``retain_grad=True``, whose adjoint then works on a copy."""
+    except for arrays made with ``retain_grad=True`` and the parameters named in ``keep``
+    (adjoints given explicitly), whose adjoint then works on a copy."""
     if not ck.abi.stores:
         return adj_values
     slots = {p.name: k for k, p in enumerate(p for p in ck.abi.params if p.adjoint is not None)}
@@ -235,8 +272,11 @@ def retain_grads(ck, args, adj_values):
     for name, accumulated in ck.abi.stores:
         a = args[ck.param_index(name)]
         k = slots.get(name)
-        if k is None or out[k] is None or not getattr(a, "retain_grad", False):
+        if k is None or out[k] is None or not (getattr(a, "retain_grad", False) or
+                                               name in keep):
             continue
+        if accumulated and not getattr(a, "retain_grad", False):
+            continue  # weft cannot keep it and add the reads' gradient: consumed, as before
         if accumulated:
             raise LaunchError(f"kernel '{ck.key}' both stores into and reads array '{name}', "
                               "which has retain_grad=True: weft cannot keep the gradient of the "

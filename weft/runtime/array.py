@@ -28,7 +28,7 @@ from . import device as D
 from . import hazards
 from .array_copy import clone, copy
 from .array_data import (ARRAY_MAX_DIMS, _as_dtype, _as_shape, _c_strides, _field_data,
-                         _from_ptr, _host_data, aligned_copy, aligned_zeros)
+                         _from_ptr, _host_data, aligned_copy, aligned_zeros, writable_alias)
 from .array_views import ArrayViews
 from .matmul import matmul_operator
 
@@ -43,6 +43,7 @@ class array(ArrayViews):
 
     _exposed = False     # handed to numpy (a view that may be written behind weft's back)
     _weft_array_ = True  # recognised by weft.typeinfo without importing this module
+    _capacity = None     # bytes from ptr in memory another library owns (from_torch), if known
 
     def __init__(self, data=None, dtype=typing.Any, shape=None, strides=None, ptr=None,
                  capacity=None, device=None, pinned=False, copy=True, deleter=None, ndim=None,
@@ -78,21 +79,21 @@ class array(ArrayViews):
             elif not copy and isinstance(data, np.ndarray) and np.shares_memory(src, data):
                 self._ref = data  # aliases the caller's numpy memory (Warp keeps it in _ref)
                 self._exposed = True  # the caller may write it: tapes check what they read
+                if not src.flags.writeable:  # memory numpy holds read-only (a JAX buffer):
+                    src = writable_alias(src)  # kernels write it all the same, as Warp's
             self._data = src
         else:
             self.dtype = _as_dtype(T.float32 if dtype is typing.Any else dtype)
             eshape = T.element_shape(self.dtype)
             if ptr is not None:
-                if self.device.is_cuda:
-                    raise NotImplementedError("weft: wp.array(ptr=...) is supported for CPU "
-                                              "memory only")
-                self._data = _from_ptr(int(ptr), self.dtype, shape, strides, capacity)
+                self._data = _from_ptr(int(ptr), self.dtype, shape, strides, capacity,
+                                       cuda=self.device.is_cuda)
             else:
                 self._data = aligned_zeros(shape + eshape, T.numpy_dtype(self.dtype))
                 if strides is not None:
                     self._data = self._restrided(shape, strides)
         self._ndim = self._data.ndim - len(T.element_shape(self.dtype))
-        if self.device.is_cuda:
+        if self.device.is_cuda and isinstance(self._data, np.ndarray):
             from numba import cuda
             self._data = cuda.to_device(np.ascontiguousarray(self._data))
         if grad is not None:
@@ -165,9 +166,18 @@ class array(ArrayViews):
     # ------------------------------------------------------------------------- properties
     @property
     def shape(self):
-        if self._data is None:
-            return (0,)  # an annotation, as Warp's
+        if self._data is None:  # an annotation: (0,) as Warp's, or what a program set
+            return getattr(self, "_annotation_shape", (0,))
         return tuple(self._data.shape[:self._ndim])
+
+    @shape.setter
+    def shape(self, value):
+        """Only an annotation's shape may be set: metadata programs attach to it (MuJoCo Warp
+        records symbolic dimensions this way); an array's shape is its memory's."""
+        if self._data is not None:
+            raise AttributeError("the shape of an array with memory cannot be set (use "
+                                 "reshape())")
+        self._annotation_shape = value
 
     @property
     def ndim(self):
@@ -203,6 +213,8 @@ class array(ArrayViews):
         size in bytes of a contiguous array)."""
         if self._data is None:
             return 0
+        if self._capacity is not None:
+            return self._capacity
         return self.shape[0] * self.strides[0]
 
     @property
@@ -211,6 +223,8 @@ class array(ArrayViews):
         if self._data is None or self._data.size == 0:
             return None  # no memory (Warp: None for annotations and empty arrays)
         if self.device.is_cuda:
+            if hasattr(self._data, "_ary"):  # the CUDA simulator's device array wraps numpy
+                return int(self._data._ary.__array_interface__["data"][0])
             return int(self._data.__cuda_array_interface__["data"][0])
         return int(self._data.__array_interface__["data"][0])
 
@@ -431,6 +445,8 @@ class array(ArrayViews):
     def __matmul__(self, other):
         """``a @ b`` between 2-D float arrays: a new array, recorded on an active tape
         (``weft.runtime.matmul``; Warp 1.19 has no array product)."""
+        if not isinstance(other, array):
+            return NotImplemented  # other operands answer with __rmatmul__ (weft.sparse)
         out = matmul_operator(self, other)
         if out is NotImplemented:
             raise TypeError("@ between wp.arrays takes two 2-D float arrays")

@@ -17,7 +17,7 @@ def _as_dtype(dtype):
     """A dtype given by a user as a weft type; ``typing.Any`` stays (generic annotation)."""
     if dtype is typing.Any or isinstance(dtype, typing.TypeVar):  # wp.Float, wp.Int
         return dtype
-    if dtype is T.bfloat16:
+    if isinstance(dtype, type) and issubclass(dtype, T.bfloat16):  # vector(3, bfloat16) too
         raise TypeError("weft does not support bfloat16 arrays (use float16 or float32)")
     return T.as_value_type(dtype)
 
@@ -132,13 +132,19 @@ def _host_data(data, dtype, shape):
     return arr, dtype
 
 
-def _from_ptr(ptr, dtype, shape, strides, capacity):
-    """A numpy view of host memory at address ``ptr`` (Warp's ``wp.array(ptr=...)``)."""
+def _from_ptr(ptr, dtype, shape, strides, capacity, cuda=False):
+    """A numpy view of host memory at address ``ptr`` (Warp's ``wp.array(ptr=...)``), or with
+    ``cuda`` a numba-cuda device array over device memory there (not owned: the caller keeps it
+    alive, as in Warp)."""
     eshape = T.element_shape(dtype)
     np_dt = T.numpy_dtype(dtype)
     esize = np_dt.itemsize * int(np.prod(eshape, dtype=np.int64))
     if strides is None:
         strides = _c_strides(shape, esize)
+    if cuda:
+        inner = _c_strides(eshape, np_dt.itemsize)
+        return device_view({"shape": (*shape, *eshape), "strides": (*strides, *inner),
+                            "typestr": np_dt.str, "data": (ptr, False), "version": 3})
     extent = (max(0, sum((n - 1) * s for n, s in zip(shape, strides) if n > 0)) + esize
               if all(n > 0 for n in shape) else 0)
     capacity = max(extent, capacity or 0)
@@ -152,6 +158,22 @@ def _from_ptr(ptr, dtype, shape, strides, capacity):
                                            strides=(*strides, *inner))
 
 
+def device_view(interface, owner=None):
+    """A numba-cuda device array over the device memory ``interface`` describes (a
+    ``__cuda_array_interface__`` dict), kept alive by ``owner``; not copied. Under Numba's CUDA
+    simulator device memory is host memory: the simulator's array over a numpy view of it."""
+    from numba import cuda
+    if hasattr(cuda, "from_cuda_array_interface"):
+        return cuda.from_cuda_array_interface(interface, owner=owner, sync=False)
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    class _Host:
+        __array_interface__ = interface
+        keep = owner
+
+    return FakeCUDAArray(np.asarray(_Host()))
+
+
 ALIGNMENT = 64  # bytes: what XLA's CPU client needs to share memory (jax.dlpack) without a copy
 
 
@@ -163,6 +185,19 @@ def aligned_zeros(shape, dtype):
     raw = np.zeros(nbytes + ALIGNMENT, np.uint8)
     start = -raw.__array_interface__["data"][0] % ALIGNMENT
     return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def writable_alias(data):
+    """A writable numpy view of the memory of read-only numpy array ``data`` (which it keeps
+    alive): ``wp.array(x, copy=False)`` over memory another library hands out read-only."""
+    iface = dict(data.__array_interface__)
+    iface["data"] = (iface["data"][0], False)
+
+    class _Alias:
+        __array_interface__ = iface
+        keep = data
+
+    return np.asarray(_Alias())
 
 
 def aligned_copy(data):

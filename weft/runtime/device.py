@@ -126,6 +126,17 @@ def ScopedDevice(ident):  # noqa: N802 - Warp's name
         _current.pop()
 
 
+@contextlib.contextmanager
+def ScopedStream(stream, sync_enter=True, sync_exit=False):  # noqa: N802 - Warp's name
+    """Warp's ``with wp.ScopedStream(stream):``. weft has no stream objects (CPU launches are
+    synchronous, CUDA launches run on the default stream), so the scope takes ``None`` only,
+    and does nothing (as Warp's with ``None``)."""
+    if stream is not None:
+        raise NotImplementedError("wp.ScopedStream: weft has no CUDA stream objects (its CUDA "
+                                  "launches run on the default stream); only None is accepted")
+    yield None
+
+
 def synchronize(device=None):
     """Wait until all launched work has finished (CPU launches are synchronous)."""
     if _CUDA:

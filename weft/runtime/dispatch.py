@@ -9,7 +9,8 @@ from __future__ import annotations
 from ..core import config
 from ..core.errors import LaunchError
 from . import background, hazards
-from .args import adjoint_arrays, explicit_adjoints, has_null_arrays, retain_grads
+from .args import (adjoint_arrays, explicit_adjoints, given_adjoints, has_null_arrays,
+                   retain_grads)
 from .captured import capture_launch
 from .checks import check_constant_indices, check_dims, check_geometry_ids, _size
 from .entries import run, run_derivative
@@ -66,7 +67,8 @@ def launch_now(kernel, dims, args, device, adjoint, adj_inputs, adj_outputs, rec
     if adjoint:
         given = list(adj_inputs) + list(adj_outputs)
         adj = explicit_adjoints(ck, args, given) if given else adjoint_arrays(ck, args)
-        values = values + retain_grads(ck, args, adj)
+        values = values + retain_grads(ck, args, adj,
+                                       given_adjoints(ck, args, given) if given else ())
         graph = capturing()
         if graph is not None:
             graph.record(lambda: run_derivative(ck, "adjoint", dims, values, device, args),

@@ -29,7 +29,7 @@ from ..core import types as T
 from . import device as D
 from .array import array
 from .array_copy import clone
-from .array_data import _as_dtype
+from .array_data import _as_dtype, device_view
 
 # ---------------------------------------------------------------------------- the C structures
 # (DLPack's dlpack.h, version 1.0; field order and widths are the ABI)
@@ -264,7 +264,10 @@ def _export_native(a, versioned=False):
 
 
 def _export(a, versioned=False):
-    if a.device.is_cuda:
+    if a.device.is_cuda or not a._data.flags.writeable:
+        # numpy will not export memory it holds read-only (a JAX buffer wrapped with
+        # copy=False, say) without flagging it so; weft's arrays are writable (kernels write
+        # them), as Warp's are
         return _export_native(a, versioned)
     data = _exportable(a)
     dtype_to_dlpack(a.dtype)  # a TypeError for what DLPack cannot describe
@@ -423,8 +426,7 @@ def _import(capsule, dtype=None):
                  "strides": strides if ndim else None, "version": 3}
     owner = _Owner(address, kind, interface)
     if device.is_cuda:
-        from numba import cuda
-        data = cuda.from_cuda_array_interface(interface, owner=owner, sync=False)
+        data = device_view(interface, owner)
     elif 0 in shape:
         data = np.empty(shape, np_dt)  # no memory to share (numpy wants a pointer all the same)
     else:

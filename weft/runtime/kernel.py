@@ -83,6 +83,20 @@ class Kernel(UserFunction):
         self._compiled = {}
         self._fast = None
 
+    def add_overload(self, arg_types):
+        """Warp's ``kernel.add_overload(arg_types)``: declare an instance of this generic
+        kernel (as ``wp.overload(kernel, arg_types)``, a list of every parameter's type). weft
+        returns the generic kernel itself: a launch picks the instance for its arguments'
+        types."""
+        if not self.is_generic:
+            raise RuntimeError(f"Only generic kernels can be overloaded.  Kernel {self.key} is "
+                               "not generic")
+        if not isinstance(arg_types, (list, tuple)) or len(arg_types) != len(self.declared):
+            raise RuntimeError(f"Kernel {self.key} takes {len(self.declared)} arguments: "
+                               "add_overload needs a list of as many types")
+        _overloads.setdefault(self, []).append(list(arg_types))
+        return self
+
     @property
     def overloads(self):
         """The argument-type lists declared for this generic kernel with ``wp.overload``."""

@@ -322,15 +322,28 @@ class _tile_arange:
                             const(start, st).node), type)
 
 
+def _round_int(v, npt):
+    """Integer ``v`` rounded once, to nearest even, to float type ``npt`` (``np.float32(v)``
+    goes through float64 and can round twice)."""
+    bits = np.finfo(npt).nmant + 1
+    shift = abs(v).bit_length() - bits
+    if shift > 0:
+        q, r = divmod(abs(v), 1 << shift)
+        half = 1 << (shift - 1)
+        q += 1 if r > half or (r == half and q & 1) else 0
+        v = (q << shift) * (1 if v >= 0 else -1)
+    return float(npt(float(v)))
+
+
 def _arange_count(start, stop, step, st):
     """The number of elements of Warp's ``tile_arange(start, stop, step)`` at scalar type
-    ``st``: ``ceil((stop - start) / step)``, exact for integers, in double precision from the
-    values as ``st`` holds them for floats (None: not countable)."""
+    ``st``: ``ceil((stop - start) / step)``, exact for integers; for floats in double precision,
+    from float bounds as given and integer bounds rounded to ``st`` (None: not countable)."""
     if T.is_int(st):
         q, r = divmod(stop - start, step)
         return q + (1 if r else 0)
-    npt = st._np_
-    a, b, c = (float(npt(v)) for v in (start, stop, step))
+    a, b, c = (_round_int(v, st._np_) if isinstance(v, int) else float(v)
+               for v in (start, stop, step))
     q = (b - a) / c
     if not np.isfinite(q):
         return None
@@ -381,6 +394,10 @@ def tile_arange(ctx, node):
     else:
         finfo = np.finfo(st._np_)
         for n_, v in named:
+            if isinstance(v, int) and not -(1 << 63) <= v < 1 << 64:
+                raise ctx.fail(node, f"tile_arange() {n_}={v} is too wide to use as an integer "
+                               f"bound (no integer type holds it); write the bounds as floats, "
+                               f"e.g. wp.{T.type_name(st)}({float(v)!r})", KernelValueError)
             if not np.isfinite(float(v)) or abs(float(v)) > finfo.max:
                 raise ctx.fail(node, f"tile_arange(): {n_}={v} is out of range for "
                                f"{T.type_name(st)}", KernelValueError)
@@ -395,6 +412,8 @@ def tile_arange(ctx, node):
         raise ctx.fail(node, f"tile_arange({start}, {stop}, {step}) spans no elements: "
                        "zero-length tiles are not supported", KernelValueError)
     t = T.TileType(dtype, (int(n),))
+    if not T.is_int(st):  # integer bounds rounded once to the element type
+        start, step = (_round_int(v, st._np_) if isinstance(v, int) else v for v in (start, step))
     return ctx.emit(ir.Prim(lookup("tile_arange_b"), [], {"type": t, "start": start,
                                                           "step": step}), t, node)
 

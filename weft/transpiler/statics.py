@@ -3,7 +3,7 @@ declared (:mod:`weft.stdlib.static_exprs`), and the value of every ``wp.static``
 
 An expression that names a loop variable is evaluated while the loop is unrolled
 (:func:`evaluate_deferred`), with the static expressions inside it already replaced by their
-values; ``len(v)`` of a local vector, matrix, quaternion or transform is its length there. A
+values; ``len(v)`` of a local vector, matrix, quaternion, transform or tile is its length there. A
 name not defined yet when the kernel is declared defers the evaluation to the build as well.
 """
 from __future__ import annotations
@@ -88,4 +88,6 @@ def _local_length(ctx, name):
     if T.is_composite(t):
         from ..core.typeinfo import type_length
         return int(type_length(t))
+    if isinstance(t, T.TileType):
+        return int(t.shape[0])
     return None

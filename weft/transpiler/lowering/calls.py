@@ -15,6 +15,7 @@ from ...stdlib.constructors import declaration_of
 from ...stdlib.tiles import tile_operator
 from ...stdlib import ir
 from . import literals, structs
+from .structs import StructVal
 
 
 def expr_call(ctx, node):
@@ -54,6 +55,8 @@ def apply_builtin(ctx, b, args, node, attrs=None):
     if folded is not None:
         return folded
     attrs = attrs or {}
+    if b.name == "where" and len(args) == 3 and any(isinstance(a, StructVal) for a in args[1:]):
+        return _where_structs(ctx, b, args, node)
     tile_op = tile_operator(b.name, [getattr(a, "type", None) for a in args])
     if tile_op is not None and not isinstance(tile_op, registry.Builtin):
         return tile_op(ctx, b, args, node)
@@ -81,6 +84,22 @@ def apply_builtin(ctx, b, args, node, attrs=None):
                        f"accepts ({given}); signatures:\n{sigs}", KernelTypeError)
     args = [literals.typed(a) for a in args]
     return ctx.emit(ir.Prim(b, args, dict(attrs)), rtype, node)
+
+
+def _where_structs(ctx, b, args, node):
+    """``wp.where(c, s1, s2)`` of two struct values: the select member by member."""
+    c, x, y = args
+    if not (isinstance(x, StructVal) and isinstance(y, StructVal)) or x.type is not y.type:
+        raise ctx.fail(node, f"where(): both values must be of the same type, got "
+                       f"{T.type_name(x.type)} and {T.type_name(y.type)}", KernelTypeError)
+    members = {}
+    for name, mx in x.members.items():
+        my = y.members[name]
+        if mx is None or my is None:  # an unset array member on either side
+            members[name] = mx if mx is my else None
+            continue
+        members[name] = apply_builtin(ctx, b, [c, mx, my], node)
+    return StructVal(x.type, members)
 
 
 # ---------------------------------------------------------------------------- funcs

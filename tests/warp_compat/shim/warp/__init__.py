@@ -90,3 +90,21 @@ del _k, _v, _sub
 
 def __getattr__(name):  # weft's lazily imported names (wp.from_jax, wp.jax_kernel, ...)
     return getattr(_weft, name)
+
+
+class _Forwarding(_types_mod.ModuleType):
+    """Warp's tests patch ``warp.X`` (``mock.patch.object(wp, "get_device", ...)``) for Warp's
+    own internals to see: setting or deleting a name weft has sets or deletes it on weft too."""
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if not name.startswith("_"):
+            setattr(_weft, name, value)
+
+    def __delattr__(self, name):
+        super().__delattr__(name)
+        if not name.startswith("_") and name in vars(_weft):
+            delattr(_weft, name)
+
+
+_sys.modules[__name__].__class__ = _Forwarding

@@ -1,0 +1,1 @@
+"""weft.sparse (Warp's warp.sparse) against scipy.sparse and finite differences."""
