@@ -76,7 +76,9 @@ def _host(a):
 def _put(a, values):
     """Write numpy ``values`` into array ``a`` (in place on the CPU)."""
     if a.device.is_cuda:
-        a.assign(np.asarray(values, dtype=_host(a).dtype).reshape(a.shape))
+        host = np.empty(_host(a).shape, dtype=_host(a).dtype)
+        host[...] = values
+        a.assign(host)
     else:
         a._data[...] = values
 
