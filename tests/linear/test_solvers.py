@@ -207,6 +207,9 @@ def test_preconditioners():
     G = _apply(preconditioner(B, "fsai"), 12)  # G^T G: symmetric positive-definite
     np.testing.assert_allclose(G, G.T, atol=1e-12)
     assert np.linalg.cond(G @ D) < np.linalg.cond(D)
+    from weft.optim.linear import FSAI
+    np.testing.assert_allclose(_apply(FSAI(B, max_row_size=1), 12), np.diag(1 / np.diag(D)),
+                               rtol=1e-12)  # one entry per row: Jacobi
     # a singular diagonal block acts as the identity
     S = DuckBsr(2, 2, {(0, 0): np.zeros((2, 2)), (1, 1): 2 * np.eye(2)})
     np.testing.assert_allclose(_apply(preconditioner(S, "block_jacobi_direct"), 4),

@@ -412,18 +412,57 @@ def _block_diag_operator(inv, scalar, device, dtype):
 
 class FSAI(LinearOperator):
     """Factorized sparse approximate inverse of an SPD BSR matrix: ``M = G^T G`` with ``G``
-    lower triangular on the (scalar) lower-triangular pattern of ``A``, each row ``i`` of
-    ``G`` the solution of ``A[P, P] g = e_i`` on its pattern ``P``, scaled to
-    ``g_i = 1/sqrt(...)`` (static pattern; Warp's FSAI adapts its pattern). A row whose small
-    system is singular or not positive is the identity's. Built on the host."""
+    lower triangular, each scalar row ``i`` of ``G`` the solution of ``A[P, P] g = e_i`` on its
+    support ``P`` scaled to ``g_i = 1 / sqrt(...)``. The support is the lower-triangular
+    pattern of ``A`` in that row, limited to the ``max_row_size`` entries of largest magnitude
+    (the diagonal always kept): a static pattern, where Warp's FSAI grows each row's support
+    adaptively. A row whose small system is singular or not positive is the identity's.
+    Built on the host (numpy); applying it is two CSR products.
 
-    def __init__(self, A):
+    Warp's other options (``kap_tolerance``, ``pivot_floor``, ``factor_dtype``,
+    ``reuse_pattern``, ``max_step_size``, ``regularize_refit``, ``validate_topology``,
+    ``defer_pattern``) are accepted and ignored; :meth:`update` rebuilds from ``A``'s current
+    values."""
+
+    _IGNORED = ("kap_tolerance", "pivot_floor", "factor_dtype", "reuse_pattern",
+                "max_step_size", "regularize_refit", "validate_topology", "defer_pattern")
+
+    def __init__(self, A, max_row_size=64, **options):
+        unknown = set(options) - set(self._IGNORED)
+        if unknown:
+            raise TypeError(f"FSAI() got unexpected keyword arguments {sorted(unknown)}")
         if not _is_bsr(A):
             raise ValueError("FSAI requires a BSR matrix (weft.sparse.BsrMatrix)")
         bs = _check_square_bsr(A, "FSAI")
         scalar = A.scalar_type
         if scalar not in (T.float16, T.float32, T.float64):
             raise TypeError(f"FSAI: unsupported scalar type {T.type_name(scalar)}")
+        if not 1 <= int(max_row_size) <= 64:
+            raise ValueError(f"FSAI: max_row_size must be in [1, 64], got {max_row_size}")
+        self._A, self._bs, self._max_row_size = A, bs, int(max_row_size)
+        n = A.nrow * bs
+        self._tmp = None
+        self._build()
+
+        def mv(x, y, z, alpha, beta):
+            if self._tmp is None or self._tmp.shape != _flat(x).shape:
+                self._tmp = zeros(_flat(x).shape[0], dtype=scalar, device=A.device)
+            _csr_mv(self._G, x, self._tmp, self._tmp, 1.0, 0.0)
+            _csr_mv(self._GT, self._tmp, y, z, alpha, beta)
+        super().__init__((n, n), A.dtype, A.device, mv, symmetric=True)
+
+    def update(self, A=None):
+        """Rebuild the factor from ``A`` (default: the matrix given at construction), which
+        must have the same shape; returns ``self``."""
+        if A is not None:
+            if A.shape != self._A.shape:
+                raise ValueError(f"FSAI.update: expected shape {self._A.shape}, got {A.shape}")
+            self._A = A
+        self._build()
+        return self
+
+    def _build(self):
+        A, bs = self._A, self._bs
         offsets, columns, values = _bsr_host(A)
         n = A.nrow * bs
         rows = [dict() for _ in range(n)]
@@ -436,16 +475,15 @@ class FSAI(LinearOperator):
                         row[c0 + c] = row.get(c0 + c, 0.0) + values[k, r, c]
         g_rows, g_cols, g_vals = [], [], []
         for i in range(n):
-            P = sorted(j for j in rows[i] if j <= i)
-            if i not in P:
-                P.append(i)
-            P = np.array(P)
+            lower = [j for j in rows[i] if j < i and rows[i][j] != 0.0]
+            lower.sort(key=lambda j: -abs(rows[i][j]))
+            P = np.array(sorted(lower[: self._max_row_size - 1]) + [i])
             S = np.array([[rows[p].get(q, 0.0) for q in P] for p in P])
             e = (P == i).astype(np.float64)
             try:
                 g = np.linalg.solve(S, e)
-                gi = g[P == i][0]
-                ok = np.all(np.isfinite(g)) and gi > 0.0
+                gi = g[-1]
+                ok = bool(np.all(np.isfinite(g)) and gi > 0.0)
             except np.linalg.LinAlgError:
                 ok = False
             if ok:
@@ -456,16 +494,8 @@ class FSAI(LinearOperator):
             g_cols += list(P)
             g_vals += list(g)
         g_rows, g_cols, g_vals = map(np.asarray, (g_rows, g_cols, g_vals))
-        self._G = _csr_from_coo(g_rows, g_cols, g_vals, n, scalar, A.device)
-        self._GT = _csr_from_coo(g_cols, g_rows, g_vals, n, scalar, A.device)
-        self._tmp = None
-
-        def mv(x, y, z, alpha, beta):
-            if self._tmp is None or self._tmp.shape != _flat(x).shape:
-                self._tmp = zeros(_flat(x).shape[0], dtype=scalar, device=A.device)
-            _csr_mv(self._G, x, self._tmp, self._tmp, 1.0, 0.0)
-            _csr_mv(self._GT, self._tmp, y, z, alpha, beta)
-        super().__init__((n, n), A.dtype, A.device, mv, symmetric=True)
+        self._G = _csr_from_coo(g_rows, g_cols, g_vals, n, A.scalar_type, A.device)
+        self._GT = _csr_from_coo(g_cols, g_rows, g_vals, n, A.scalar_type, A.device)
 
 
 def _csr_from_coo(rows, cols, vals, n, scalar, device):
