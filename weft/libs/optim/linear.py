@@ -657,6 +657,11 @@ class LinearSolverState:
 
     def __init__(self, A, b, x, tol=None, atol=None, maxiter=0, M=None, callback=None,
                  check_every=10, use_cuda_graph=True):
+        if callback is not None and _is_kernel(callback):
+            raise NotImplementedError(
+                "weft: a kernel as callback (Warp's device-side callback for check_every=0) is "
+                "not supported; weft's solvers check residuals on the host: pass a Python "
+                "function callback(iteration, residual, tolerance)")
         self._A = aslinearoperator(A)
         self._M = aslinearoperator(M)
         self._b = b
@@ -734,7 +739,7 @@ class LinearSolverState:
             do_cycle()
             it += cycle_size
         _put(self._cur_iter_and_condition, np.array([it, 0], np.int32))
-        if self._callback is not None and not _is_kernel(self._callback):
+        if self._callback is not None:
             self._callback(it, math.sqrt(float(_host(self._r_norm_sq).max())),
                            math.sqrt(float(self._atol_host.max())))
         return self._cur_iter_and_condition[0:1], self._r_norm_sq, self._atol_sq
