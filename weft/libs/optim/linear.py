@@ -1327,12 +1327,14 @@ def hessian_operator(tape, loss, param, damping=0.0):
     Hessian-vector products, forward over reverse): ``cg(hessian_operator(tape, loss, x),
     -grad, dx)`` is a Newton-Krylov step. ``damping`` adds ``damping * I`` (Levenberg). The
     operator reads the tape as it is when a product runs: record the program anew after
-    ``param`` changes."""
+    ``param`` changes. The solver's vectors have ``param``'s dtype, of its shape or flattened
+    (``param.flatten()``'s: the solvers take 1-d arrays)."""
     ops = _AdjOps(param)
-    n = _scalar_dof_count(param) if param.ndim == 1 else param.size * _dofs_per_entry(param.dtype)
+    n = param.size * _dofs_per_entry(param.dtype)
 
     def mv(x, y, z, alpha, beta):
-        hv = tape.hvp(loss, {param: x})[param]
+        v = x if x.shape == param.shape else x.reshape(param.shape)
+        hv = tape.hvp(loss, {param: v})[param]
         if z is not y and beta != 0.0:
             ops.update(z, 0.0, y, 1.0)
         ops.update(z, beta, hv, alpha)
