@@ -124,3 +124,17 @@ def test_an_annotation_carries_a_shape_set_on_it_and_an_array_refuses_one():
     a = wp.zeros(3)
     with pytest.raises(AttributeError, match="cannot be set"):
         a.shape = (1, 3)
+
+
+@pytest.mark.cudasim
+def test_views_of_cuda_arrays_share_device_memory():
+    """array.view() on CUDA (Numba's CUDA simulator in CI): vectors as scalars, back, and a
+    same-size reinterpretation, all over the same device memory."""
+    if not wp.is_cuda_available():
+        pytest.skip("no CUDA device and no CUDA simulator")
+    a = wp.array(np.arange(12, dtype=np.float32).reshape(4, 3), dtype=wp.vec3, device="cuda")
+    s = a.view(float)
+    assert s.shape == (4, 3) and s.strides == (12, 4) and s.ptr == a.ptr and s.device.is_cuda
+    np.testing.assert_array_equal(s.view(wp.vec3).numpy(), a.numpy())
+    i = wp.array(np.array([-1, 2], dtype=np.int32), device="cuda").view(wp.uint32)
+    assert i.numpy().tolist() == [2**32 - 1, 2]

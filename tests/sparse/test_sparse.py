@@ -259,3 +259,23 @@ def test_rebuilding_a_matrix_after_a_taped_product_keeps_the_gradient_exact():
     tape.backward(grads={y: wp.array([1.0, 1.0, 1.0], dtype=wp.float64)})
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 2.0, 3.0])
     np.testing.assert_array_equal(vals.grad.numpy(), [1.0, 1.0, 1.0])
+
+
+@pytest.mark.cudasim
+def test_cuda_matrices_under_the_simulator_match_scipy():
+    """The same code on a CUDA device (Numba's CUDA simulator in CI): assembly from triplets,
+    mv with vector blocks (array views of device memory), mm and transpose against SciPy."""
+    if not wp.is_cuda_available():
+        pytest.skip("no CUDA device and no CUDA simulator")
+    rng = np.random.default_rng(9)
+    with wp.ScopedDevice("cuda"):
+        A, *_ = _random(rng, 4, 3, (2, 2), 9)
+        B, *_ = _random(rng, 3, 4, (2, 2), 7)
+        assert A.values.device.is_cuda
+        Sa, Sb = _scipy(A), _scipy(B)
+        xv = rng.standard_normal(6)
+        x = wp.array(xv.reshape(3, 2), dtype=wp.vec2d)
+        np.testing.assert_allclose(bsr_mv(A, x).numpy().ravel(), Sa @ xv, rtol=1e-12)
+        np.testing.assert_allclose(_dense(bsr_mm(A, B)), (Sa @ Sb).toarray(), rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(_dense(bsr_transposed(A)), Sa.T.toarray(), rtol=1e-12)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import types as T
-from .array_data import ARRAY_MAX_DIMS, _as_dtype, _c_strides
+from .array_data import ARRAY_MAX_DIMS, _as_dtype, _c_strides, device_view
 
 
 class ArrayViews:
@@ -141,8 +141,18 @@ class ArrayViews:
                             f"{size_old} bytes, but target dtype has size {size_new} bytes")
         if T.is_struct(dtype) or T.is_struct(self.dtype):
             raise TypeError("weft: array views to or from struct dtypes are not supported")
-        if self.device.is_cuda:
-            raise NotImplementedError("weft: array.view() of CUDA arrays is not supported yet")
+        if self.device.is_cuda:  # a device array over the same memory, strides worked out
+            es_new, es_old = T.element_shape(dtype), T.element_shape(self.dtype)
+            if size_new == size_old:
+                strides = self.strides + _c_strides(es_new, item_new)
+            elif T.is_scalar(dtype):
+                strides = self.strides + _c_strides(es_old, item_old)
+            else:
+                strides = (self.strides[:keep] or (size_new,)) + _c_strides(es_new, item_new)
+            data = device_view({"shape": shape + es_new, "strides": strides,
+                                "typestr": T.numpy_dtype(dtype).str,
+                                "data": (self.ptr or 0, False), "version": 3}, owner=self._data)
+            return self._view(data, lambda g: g.view(dtype), cls=dtype)
         inner = self._data.reshape(self._data.shape[:keep] + (-1,), copy=False)
         data = inner.view(T.numpy_dtype(dtype))
         data = data.reshape(shape + T.element_shape(dtype), copy=False)
