@@ -22,6 +22,7 @@ _install_module_paths()  # weft.types, weft.utils, weft.optim, ...: the public m
 
 from .core.errors import InternalError, KernelError, KernelNameError, KernelSyntaxError  # noqa: E402
 from .core.errors import KernelTypeError, LaunchError, KernelIndexError, KernelFloatError  # noqa: E402,E501
+from .core.errors import KernelAssertionError  # noqa: E402
 from .core import config, types  # noqa: E402
 from .core.types import (bool, int8, uint8, int16, uint16, int32, uint32, int64, uint64,  # noqa: E402,A004
                          float16, float32, float64, vec2, vec3, vec4, vec2h, vec3h, vec4h, vec2f,

@@ -450,6 +450,9 @@ vec4f = vec4
 class InternalError(RuntimeError): ...
 
 
+class KernelAssertionError(AssertionError): ...
+
+
 class WarpCodegenError(RuntimeError): ...
 
 

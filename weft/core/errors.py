@@ -131,6 +131,11 @@ class KernelIndexError(IndexError):
     """An array index out of range (or negative) in a kernel compiled in debug mode."""
 
 
+class KernelAssertionError(AssertionError):
+    """An ``assert`` in a kernel that failed, in a kernel compiled in debug mode (in release
+    mode kernels' asserts are not checked, as Warp's)."""
+
+
 class KernelFloatError(FloatingPointError):
     """A NaN or Inf written by a launch while ``wp.config.verify_fp`` is on."""
 

@@ -98,9 +98,12 @@ def check_dims(ck, dims, args):
 
 
 def index_error(ck, kind, dims, report, values):
-    from ..core.errors import KernelIndexError
+    from ..core.errors import KernelAssertionError, KernelIndexError
     array, where, text, pass_kind = ck.abi.debug_sites[int(report[0]) - 1]
     index, axis, n = (int(v) for v in report[1:4])
+    if axis == -1:  # a failed assert (see weft.transpiler.forward: kernel_assert)
+        return KernelAssertionError(f"kernel '{ck.key}' ({pass_kind} pass, launch dim={dims}): "
+                                    f"assertion failed\n    at {where}: {text}")
     why = "negative" if index < 0 else "out of bounds"
     base = array.split(" of ")[-1].replace(".", "__")  # the adjoint of s.x -> s__x
     shape = ""

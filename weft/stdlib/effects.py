@@ -59,6 +59,22 @@ def _lower_print(ctx, node):
 
 print_form = special_form("print", "print(values...): prints from every thread")(_lower_print)
 
+
+@builtin("kernel_assert", ["assert condition"], _void, differentiable=False, public=False)
+class kernel_assert:
+    """``assert cond`` in a kernel: checked in debug builds (the code generator reports a failure
+    through the debug error word, :class:`weft.KernelAssertionError` after the launch); nothing
+    in release builds, as Warp (whose asserts compile away without debug)."""
+
+    def primal(cond):
+        return Ex(ast.Constant(None), VOID)
+
+
+def lower_assert(ctx, s):
+    """The IR of ``assert test[, message]``: the condition, then the effect that checks it."""
+    cond = ctx.condition(s.test)
+    _effect(ctx, s, kernel_assert, [cond])
+
 _SPEC = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z)?[diouxXfFeEgGcsp%]")
 
 

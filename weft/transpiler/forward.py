@@ -11,7 +11,8 @@ import ast
 
 from ..core import types as T
 from ..stdlib import ir
-from .codegen import Gen, assign, is_half, located, not_none, round_half, storage_dtype_node, tag
+from .codegen import (Gen, assign, is_half, located, not_none, round_half, storage_dtype_node,
+                      tag, wk_call)
 from ..stdlib.exprs import const, name, zero
 
 
@@ -169,9 +170,24 @@ class Forward(Gen):
         """A side effect (print, expect_*): not replayed by the adjoint."""
         if self.replay:
             return []
+        if s.builtin.name == "kernel_assert":
+            return self.kernel_assert(s)
         args = [self.ex(a) for a in s.args]
         stmts, result = self.build(lambda: s.builtin.primal(*args, **s.attrs), s.loc)
         return stmts + [located(ast.Expr(result.node), s.loc)]
+
+    def kernel_assert(self, s):
+        """``assert``: in debug builds a failed condition is reported through the error word
+        (the index check's report with axis -1: :func:`weft.runtime.checks.index_error`);
+        release builds check nothing, as Warp's."""
+        if not getattr(self.target, "debug", False):
+            return []
+        site = self.target.site("assert", s.loc, self.pass_kind)
+        # the index check of index 0 on an axis of length 0 (it fails), axis -1 marking it
+        report = ast.Expr(wk_call("chk", ast.Constant(0), ast.Constant(0), ast.Constant(site),
+                                  ast.Constant(-1), name("_dbg")))
+        test = ast.UnaryOp(ast.Not(), self.ex(s.args[0]).node)
+        return [located(ast.If(test, [report], []), s.loc)]
 
     # --------------------------------------------------------------------------------- control
     def s_If(self, s):

@@ -187,6 +187,11 @@ def stmt_pass(ctx, s):
     pass
 
 
+def stmt_assert(ctx, s):
+    from ...stdlib.effects import lower_assert
+    lower_assert(ctx, s)
+
+
 def stmt_expr(ctx, s):
     if isinstance(s.value, ast.Constant):
         return  # docstring or bare constant
@@ -580,6 +585,6 @@ def loop_return_slots(ctx, exits, s):
     return slots
 
 
-STATEMENTS = {ast.Pass: stmt_pass, ast.Expr: stmt_expr, ast.If: stmt_if, ast.Assign: stmt_assign,
-              ast.AnnAssign: stmt_ann_assign, ast.AugAssign: stmt_aug_assign, ast.For: stmt_for,
+STATEMENTS = {ast.Pass: stmt_pass, ast.Expr: stmt_expr, ast.Assert: stmt_assert, ast.If: stmt_if,
+              ast.Assign: stmt_assign, ast.AnnAssign: stmt_ann_assign, ast.AugAssign: stmt_aug_assign, ast.For: stmt_for,
               ast.While: stmt_while}
