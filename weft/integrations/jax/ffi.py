@@ -466,6 +466,19 @@ def _scratch(arg, like):
     return array._wrap(np.zeros(like._data.shape, like._data.dtype), arg.dtype, like.device)
 
 
+def _register(call, func):
+    """The parts a ``jax_kernel`` and a ``jax_callable`` set up alike once their arguments are
+    known: the first array input, which inputs alias outputs (``in_out``), the descriptor
+    table, and the FFI target (named after ``func``) whose handler is ``call._handle``."""
+    call.first_array_arg = next((i for i, a in enumerate(call.input_args) if a.is_array), None)
+    arrays = [a for a in call.input_args if a.is_array]
+    call.input_output_aliases = {i: k for k, i in enumerate(
+        i for i, a in enumerate(arrays) if a.in_out)}
+    call._descs = _Descriptors()
+    call.name = generate_unique_name(func)
+    call.callback_func = _target(call.name, call._handle)
+
+
 def _check_cpu():
     if not wp.is_cpu_available():
         raise X.FfiError("This Warp build does not include CPU support",
@@ -595,17 +608,7 @@ class FfiKernel:
         for a in self.input_args:
             if a.in_out and not a.is_array:
                 raise TypeError(f"in-out argument '{a.name}' must be an array")
-        self.first_array_arg = next((i for i, a in enumerate(self.input_args) if a.is_array),
-                                    None)
-        self.input_output_aliases = {}
-        k = 0
-        for i, a in enumerate(a for a in self.input_args if a.is_array):
-            if a.in_out:
-                self.input_output_aliases[i] = k
-                k += 1
-        self._descs = _Descriptors()
-        self.name = generate_unique_name(kernel.func)
-        self.callback_func = _target(self.name, self._handle)
+        _register(self, kernel.func)
 
     # ----------------------------------------------------------------------- trace time
     def _resolve(self, args):
@@ -1248,17 +1251,7 @@ class FfiCallable:
         for a in self.output_args:
             if not a.is_array:
                 raise TypeError("All output arguments must be arrays")
-        self.first_array_arg = next((i for i, a in enumerate(self.input_args) if a.is_array),
-                                    None)
-        self.input_output_aliases = {}
-        k = 0
-        for i, a in enumerate(a for a in self.input_args if a.is_array):
-            if a.in_out:
-                self.input_output_aliases[i] = k
-                k += 1
-        self._descs = _Descriptors()
-        self.name = generate_unique_name(func)
-        self.callback_func = _target(self.name, self._handle)
+        _register(self, func)
 
     @property
     def graph_cache_max(self):
