@@ -327,14 +327,16 @@ class Texture:
                              f"{what.lower()} channels={c}")
 
     def _check_texture(self, other, verb):
+        """``verb``: this texture's part in the copy (destination or source)."""
+        them = "source" if verb == "destination" else "destination"
         if (other.width, other.height, other.depth) != (self.width, self.height, self.depth):
             raise ValueError(f"Incompatible texture shapes for copy: {verb} shape="
-                             f"{self._get_shape()}, other shape={other._get_shape()}")
+                             f"{self._get_shape()}, {them} shape={other._get_shape()}")
         if other.dtype is not self.dtype or other.num_channels != self.num_channels:
-            raise ValueError(f"Incompatible texture data types for copy: dtype="
-                             f"{T.type_name(self.dtype)}, other dtype="
-                             f"{T.type_name(other.dtype)}, channels={self.num_channels}, "
-                             f"other channels={other.num_channels}")
+            raise ValueError(f"Incompatible texture data types for copy: {verb} dtype="
+                             f"{T.type_name(self.dtype)}, {them} dtype="
+                             f"{T.type_name(other.dtype)}, {verb} channels="
+                             f"{self.num_channels}, {them} channels={other.num_channels}")
 
     def copy_from(self, src):
         """Copy data into the texture (level 0) from a NumPy array, a ``wp.array`` or another
@@ -370,6 +372,28 @@ class Texture:
                 level.reshape(-1).view(view.dtype)
             if getattr(dst, "_exposed", None) is not None:
                 dst._data.reshape(-1)[...] = view.reshape(-1)
+
+    def _generate_mipmap_chain(self, data_np):
+        """The raw data of every mip level made from level 0's ``data_np`` (Warp's name)."""
+        return mip_chain(np.ascontiguousarray(data_np), self._ndim, self._mip_shapes)
+
+    def __del__(self):
+        key = self.__dict__.get("_key")
+        if key:
+            _LIVE.pop(key, None)
+
+    def __ctype__(self):
+        """The texture's descriptor fields (Warp's ctypes struct; here a plain record)."""
+        from types import SimpleNamespace
+        return SimpleNamespace(tex=self._tex_handle, width=self._width, height=self._height,
+                               depth=self._depth, num_channels=self._num_channels,
+                               dtype=self._dtype, filter_mode=int(self._filter_mode),
+                               mip_filter_mode=int(self._mip_filter_mode),
+                               num_mip_levels=len(self._mip_shapes),
+                               use_normalized_coords=int(self._normalized_coords),
+                               address_mode_u=int(self._address_modes[0]),
+                               address_mode_v=int(self._address_modes[1]),
+                               address_mode_w=int(self._address_modes[2]))
 
     def numpy(self):
         """Level 0's raw values, shaped as the data given (weft's own addition)."""

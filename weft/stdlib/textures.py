@@ -20,7 +20,11 @@ import ast
 from ..core import types as T
 from ..core.errors import KernelTypeError
 from . import kernel_scope as wp
-from .registry import special_form
+from .registry import REGISTRY, special_form
+
+# a value differentiated as another (weft.stdlib.mesh): the sample's value, its residual's
+# derivatives
+_value_grad_of = REGISTRY["_value_grad_of"]
 
 # address modes (weft.runtime.texture.TextureAddressMode)
 WRAP, CLAMP, MIRROR, BORDER = 0, 1, 2, 3
@@ -131,6 +135,12 @@ def tex_axis_cell(coord: wp.float32, normalized: int, base: int, size: int, mode
     return tex_index(i0, size, mode), tex_index(i0 + 1, size, mode), t - f0
 
 
+# Each ``tex*_at`` returns (value, anchor, residual) of one level: the value as Warp's sampler
+# computes it, and the same sample as its first texel (the anchor, constant in the
+# coordinates) plus the interpolated differences to it (the residual), whose derivatives are
+# the sample's, free of the cancellation of differentiating the value's products of large
+# texels (Warp's adjoint works from the same differences).
+
 @wp.func
 def tex1_at(tex, level: int, u: wp.float32):
     row = (tex.k_slot * 16 + level) * 4
@@ -138,11 +148,12 @@ def tex1_at(tex, level: int, u: wp.float32):
     w = tex.k_levels[row + 1]
     if tex.k_filter == 0:
         x = tex_nearest(u, tex.k_normalized, tex.width, w, tex.k_address_u)
-        return tex_fetch(tex.k_texels, tex.k_channels, off, w, 1, 1, x, 0, 0)
+        v = tex_fetch(tex.k_texels, tex.k_channels, off, w, 1, 1, x, 0, 0)
+        return v, v, wp.vec4f(0.0, 0.0, 0.0, 0.0)
     x0, x1, fx = tex_axis_cell(u, tex.k_normalized, tex.width, w, tex.k_address_u)
     v0 = tex_fetch(tex.k_texels, tex.k_channels, off, w, 1, 1, x0, 0, 0)
     v1 = tex_fetch(tex.k_texels, tex.k_channels, off, w, 1, 1, x1, 0, 0)
-    return v0 * (wp.float32(1.0) - fx) + v1 * fx
+    return v0 * (wp.float32(1.0) - fx) + v1 * fx, v0, (v1 - v0) * fx
 
 
 @wp.func
@@ -154,7 +165,8 @@ def tex2_at(tex, level: int, u: wp.float32, v: wp.float32):
     if tex.k_filter == 0:
         x = tex_nearest(u, tex.k_normalized, tex.width, w, tex.k_address_u)
         y = tex_nearest(v, tex.k_normalized, tex.height, h, tex.k_address_v)
-        return tex_fetch(tex.k_texels, tex.k_channels, off, w, h, 1, x, y, 0)
+        r = tex_fetch(tex.k_texels, tex.k_channels, off, w, h, 1, x, y, 0)
+        return r, r, wp.vec4f(0.0, 0.0, 0.0, 0.0)
     x0, x1, fx = tex_axis_cell(u, tex.k_normalized, tex.width, w, tex.k_address_u)
     y0, y1, fy = tex_axis_cell(v, tex.k_normalized, tex.height, h, tex.k_address_v)
     v00 = tex_fetch(tex.k_texels, tex.k_channels, off, w, h, 1, x0, y0, 0)
@@ -162,9 +174,12 @@ def tex2_at(tex, level: int, u: wp.float32, v: wp.float32):
     v01 = tex_fetch(tex.k_texels, tex.k_channels, off, w, h, 1, x0, y1, 0)
     v11 = tex_fetch(tex.k_texels, tex.k_channels, off, w, h, 1, x1, y1, 0)
     gx = wp.float32(1.0) - fx
+    gy = wp.float32(1.0) - fy
     a = v00 * gx + v10 * fx
     b = v01 * gx + v11 * fx
-    return a * (wp.float32(1.0) - fy) + b * fy
+    d10 = v10 - v00
+    rb = (v01 - v00) * gx + (v11 - v00) * fx
+    return a * gy + b * fy, v00, (d10 * fx) * gy + rb * fy
 
 
 @wp.func
@@ -178,7 +193,8 @@ def tex3_at(tex, level: int, u: wp.float32, v: wp.float32, s: wp.float32):
         x = tex_nearest(u, tex.k_normalized, tex.width, w, tex.k_address_u)
         y = tex_nearest(v, tex.k_normalized, tex.height, h, tex.k_address_v)
         z = tex_nearest(s, tex.k_normalized, tex.depth, d, tex.k_address_w)
-        return tex_fetch(tex.k_texels, tex.k_channels, off, w, h, d, x, y, z)
+        r = tex_fetch(tex.k_texels, tex.k_channels, off, w, h, d, x, y, z)
+        return r, r, wp.vec4f(0.0, 0.0, 0.0, 0.0)
     x0, x1, fx = tex_axis_cell(u, tex.k_normalized, tex.width, w, tex.k_address_u)
     y0, y1, fy = tex_axis_cell(v, tex.k_normalized, tex.height, h, tex.k_address_v)
     z0, z1, fz = tex_axis_cell(s, tex.k_normalized, tex.depth, d, tex.k_address_w)
@@ -193,13 +209,17 @@ def tex3_at(tex, level: int, u: wp.float32, v: wp.float32, s: wp.float32):
     v111 = tex_fetch(tex.k_texels, c, off, w, h, d, x1, y1, z1)
     gx = wp.float32(1.0) - fx
     gy = wp.float32(1.0) - fy
+    gz = wp.float32(1.0) - fz
     a0 = v000 * gx + v100 * fx
     b0 = v010 * gx + v110 * fx
     a1 = v001 * gx + v101 * fx
     b1 = v011 * gx + v111 * fx
     p = a0 * gy + b0 * fy
     q = a1 * gy + b1 * fy
-    return p * (wp.float32(1.0) - fz) + q * fz
+    lower = ((v100 - v000) * fx) * gy + ((v010 - v000) * gx + (v110 - v000) * fx) * fy
+    upper = ((v001 - v000) * gx + (v101 - v000) * fx) * gy + \
+        ((v011 - v000) * gx + (v111 - v000) * fx) * fy
+    return p * gz + q * fz, v000, lower * gz + upper * fz
 
 
 @wp.func
@@ -224,14 +244,24 @@ def tex_levels(n: int, mip_filter: int, lod: wp.float32):
 
 
 @wp.func
+def tex_blend(r0: wp.vec4f, a0: wp.vec4f, e0: wp.vec4f, r1: wp.vec4f, a1: wp.vec4f,
+              e1: wp.vec4f, fl: wp.float32):
+    """Two levels blended: the value as Warp's sampler, differentiated as
+    ``e0 + ((a1 - a0) + (e1 - e0)) * fl`` (the blend of the residuals)."""
+    value = r0 * (wp.float32(1.0) - fl) + r1 * fl
+    return _value_grad_of(value, e0 + ((a1 - a0) + (e1 - e0)) * fl)
+
+
+@wp.func
 def tex1_sample(tex, u: wp.float32, lod: wp.float32):
     if tex.width == 0:
         return wp.vec4f(0.0, 0.0, 0.0, 0.0)
     l0, l1, fl = tex_levels(tex.k_num_levels, tex.k_mip_filter, lod)
-    r = tex1_at(tex, l0, u)
-    if l1 >= 0:
-        r = r * (wp.float32(1.0) - fl) + tex1_at(tex, l1, u) * fl
-    return r
+    r0, a0, e0 = tex1_at(tex, l0, u)
+    if l1 < 0:
+        return _value_grad_of(r0, e0)
+    r1, a1, e1 = tex1_at(tex, l1, u)
+    return tex_blend(r0, a0, e0, r1, a1, e1, fl)
 
 
 @wp.func
@@ -239,22 +269,23 @@ def tex2_sample(tex, u: wp.float32, v: wp.float32, lod: wp.float32):
     if tex.width == 0:
         return wp.vec4f(0.0, 0.0, 0.0, 0.0)
     l0, l1, fl = tex_levels(tex.k_num_levels, tex.k_mip_filter, lod)
-    r = tex2_at(tex, l0, u, v)
-    if l1 >= 0:
-        r = r * (wp.float32(1.0) - fl) + tex2_at(tex, l1, u, v) * fl
-    return r
+    r0, a0, e0 = tex2_at(tex, l0, u, v)
+    if l1 < 0:
+        return _value_grad_of(r0, e0)
+    r1, a1, e1 = tex2_at(tex, l1, u, v)
+    return tex_blend(r0, a0, e0, r1, a1, e1, fl)
 
 
 @wp.func
-def tex3_sample(tex, u: wp.float32, v: wp.float32, s: wp.float32,
-                lod: wp.float32):
+def tex3_sample(tex, u: wp.float32, v: wp.float32, s: wp.float32, lod: wp.float32):
     if tex.width == 0:
         return wp.vec4f(0.0, 0.0, 0.0, 0.0)
     l0, l1, fl = tex_levels(tex.k_num_levels, tex.k_mip_filter, lod)
-    r = tex3_at(tex, l0, u, v, s)
-    if l1 >= 0:
-        r = r * (wp.float32(1.0) - fl) + tex3_at(tex, l1, u, v, s) * fl
-    return r
+    r0, a0, e0 = tex3_at(tex, l0, u, v, s)
+    if l1 < 0:
+        return _value_grad_of(r0, e0)
+    r1, a1, e1 = tex3_at(tex, l1, u, v, s)
+    return tex_blend(r0, a0, e0, r1, a1, e1, fl)
 
 
 @wp.func
