@@ -362,7 +362,7 @@ def texture_sample(ctx, node):
         value = ctx.expr(n_)
         coord_nodes.append(n_)
         if ndim > 1 and not coords and T.is_vector(getattr(value, "type", None)):
-            if value.type._length_ != ndim or not T.is_float(T.scalar_of(value.type)):
+            if value.type is not _COORD_TYPES[ndim]:
                 raise ctx.fail(n_, f"wp.texture_sample of a {ndim}D texture takes "
                                f"{_NAMES[ndim]} as a vec{ndim}f, got "
                                f"{T.type_name(value.type)}", KernelTypeError)
