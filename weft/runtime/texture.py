@@ -562,7 +562,7 @@ def _shared_value(a, name):
     keys = [int(k) for k in np.asarray(recs["k_key"]).reshape(-1)]
     texs = [_LIVE.get(k) or a.dtype._wp_default_() for k in keys]
     unique = list(dict.fromkeys(texs))
-    sig = tuple((id(t), t._version) for t in unique)
+    sig = tuple((t._key, t._version) for t in unique)
     cached = _SHARED_CACHE.get(id(a))
     if cached is None or cached[0] != sig:
         texels, levels, base = [], [], 0
@@ -576,8 +576,9 @@ def _shared_value(a, name):
         lv = np.concatenate(levels) if levels else np.zeros(0, np.int32)
         cached = (sig, array(tx, dtype=T.float32, device="cpu"),
                   array(lv.astype(np.int32), dtype=T.int32, device="cpu"))
+        if id(a) not in _SHARED_CACHE:
+            weakref.finalize(a, _SHARED_CACHE.pop, id(a), None)
         _SHARED_CACHE[id(a)] = cached
-        weakref.finalize(a, _SHARED_CACHE.pop, id(a), None)
     slots = {t: k for k, t in enumerate(unique)}
     slot_view = a.field("k_slot").numpy()
     slot_view.reshape(-1)[...] = [slots[t] for t in texs]
