@@ -247,9 +247,16 @@ def tex_levels(n: int, mip_filter: int, lod: wp.float32):
 def tex_blend(r0: wp.vec4f, a0: wp.vec4f, e0: wp.vec4f, r1: wp.vec4f, a1: wp.vec4f,
               e1: wp.vec4f, fl: wp.float32):
     """Two levels blended: the value as Warp's sampler, differentiated as
-    ``e0 + ((a1 - a0) + (e1 - e0)) * fl`` (the blend of the residuals)."""
+    ``e0 + ((a1 - a0) + (e1 - e0)) * fl`` (the blend of the residuals); a channel whose
+    difference of levels is not finite that way (texels near the float32 range) takes the
+    difference of the two samples instead (as Warp)."""
     value = r0 * (wp.float32(1.0) - fl) + r1 * fl
-    return _value_grad_of(value, e0 + ((a1 - a0) + (e1 - e0)) * fl)
+    step = (a1 - a0) + (e1 - e0)
+    sampled = r1 - r0
+    for c in range(4):
+        if not wp.isfinite(step[c]):
+            step[c] = sampled[c]
+    return _value_grad_of(value, e0 + step * fl)
 
 
 @wp.func
