@@ -135,6 +135,32 @@ def tex_axis_cell(coord: wp.float32, normalized: int, base: int, size: int, mode
     return tex_index(i0, size, mode), tex_index(i0 + 1, size, mode), t - f0
 
 
+@wp.func
+def tex_scale(d: wp.vec4f, s: wp.float32):
+    """``d * s``, whose adjoint in ``s`` skips the channels whose adjoint is zero (Warp's
+    ``texture_grad_dot``): an unused channel with an overflowing difference of texels adds
+    nothing, not NaN."""
+    return d * s
+
+
+@wp.func_grad(tex_scale)
+def _tex_scale_grad(d, s, ret, adj_ret):
+    g = wp.float32(0.0)
+    for c in range(4):
+        if adj_ret[c] != wp.float32(0.0):
+            g = g + adj_ret[c] * d[c]
+    wp.adjoint[d] += adj_ret * s
+    wp.adjoint[s] += g
+
+
+@wp.func_tangent(tex_scale)
+def _tex_scale_tangent(d, s, ret, dd, ds):
+    t = dd * s
+    if ds != wp.float32(0.0):
+        t = t + d * ds
+    return t
+
+
 # Each ``tex*_at`` returns (value, anchor, residual) of one level: the value as Warp's sampler
 # computes it, and the same sample as its first texel (the anchor, constant in the
 # coordinates) plus the interpolated differences to it (the residual), whose derivatives are
@@ -153,7 +179,7 @@ def tex1_at(tex, level: int, u: wp.float32):
     x0, x1, fx = tex_axis_cell(u, tex.k_normalized, tex.width, w, tex.k_address_u)
     v0 = tex_fetch(tex.k_texels, tex.k_channels, off, w, 1, 1, x0, 0, 0)
     v1 = tex_fetch(tex.k_texels, tex.k_channels, off, w, 1, 1, x1, 0, 0)
-    return v0 * (wp.float32(1.0) - fx) + v1 * fx, v0, (v1 - v0) * fx
+    return v0 * (wp.float32(1.0) - fx) + v1 * fx, v0, tex_scale(v1 - v0, fx)
 
 
 @wp.func
@@ -177,9 +203,8 @@ def tex2_at(tex, level: int, u: wp.float32, v: wp.float32):
     gy = wp.float32(1.0) - fy
     a = v00 * gx + v10 * fx
     b = v01 * gx + v11 * fx
-    d10 = v10 - v00
-    rb = (v01 - v00) * gx + (v11 - v00) * fx
-    return a * gy + b * fy, v00, (d10 * fx) * gy + rb * fy
+    rb = tex_scale(v01 - v00, gx) + tex_scale(v11 - v00, fx)
+    return a * gy + b * fy, v00, tex_scale(tex_scale(v10 - v00, fx), gy) + tex_scale(rb, fy)
 
 
 @wp.func
@@ -216,10 +241,11 @@ def tex3_at(tex, level: int, u: wp.float32, v: wp.float32, s: wp.float32):
     b1 = v011 * gx + v111 * fx
     p = a0 * gy + b0 * fy
     q = a1 * gy + b1 * fy
-    lower = ((v100 - v000) * fx) * gy + ((v010 - v000) * gx + (v110 - v000) * fx) * fy
-    upper = ((v001 - v000) * gx + (v101 - v000) * fx) * gy + \
-        ((v011 - v000) * gx + (v111 - v000) * fx) * fy
-    return p * gz + q * fz, v000, lower * gz + upper * fz
+    lower = tex_scale(tex_scale(v100 - v000, fx), gy) + \
+        tex_scale(tex_scale(v010 - v000, gx) + tex_scale(v110 - v000, fx), fy)
+    upper = tex_scale(tex_scale(v001 - v000, gx) + tex_scale(v101 - v000, fx), gy) + \
+        tex_scale(tex_scale(v011 - v000, gx) + tex_scale(v111 - v000, fx), fy)
+    return p * gz + q * fz, v000, tex_scale(lower, gz) + tex_scale(upper, fz)
 
 
 @wp.func
@@ -256,7 +282,7 @@ def tex_blend(r0: wp.vec4f, a0: wp.vec4f, e0: wp.vec4f, r1: wp.vec4f, a1: wp.vec
     for c in range(4):
         if not wp.isfinite(step[c]):
             step[c] = sampled[c]
-    return _value_grad_of(value, e0 + step * fl)
+    return _value_grad_of(value, e0 + tex_scale(step, fl))
 
 
 @wp.func
