@@ -120,7 +120,7 @@ def test_mip_levels():
 
 
 @wp.kernel
-def sample_many(texs: wp.array(dtype=wp.Texture2D), uv: wp.vec2,
+def sample_many(texs: wp.array[wp.Texture2D], uv: wp.vec2,
                 out: wp.array(dtype=wp.vec2)):
     i = wp.tid()
     t = texs[i]
@@ -152,7 +152,7 @@ class Material:
 
 @wp.kernel
 def shade(m: Material, u: float, v: float, out: wp.array(dtype=float)):
-    out[0] = wp.texture_sample(m.albedo, u, v, dtype=float) * m.gain
+    out[0] = wp.texture_sample(m.albedo, u, v, float) * m.gain  # dtype given positionally
 
 
 def test_struct_member_and_null_texture():
