@@ -46,6 +46,8 @@ from .runtime.launch import launch, launch_tiled  # noqa: E402
 from .autodiff.tape import Tape  # noqa: E402
 from .runtime.struct import struct  # noqa: E402
 from .runtime.geometry import Volume, HashGrid, Mesh, Bvh, is_cubql_available  # noqa: E402
+from .runtime.texture import (Texture, Texture1D, Texture2D, Texture3D,  # noqa: E402
+                              TextureAddressMode, TextureFilterMode)
 from .runtime.geometry_types import (MeshQueryPoint, MeshQueryRay, MeshQueryAABB,  # noqa: E402
                                      MeshQuery, BvhQuery)
 from .stdlib.geometry import HASH_GRID_QUERY as HashGridQuery  # noqa: E402

@@ -57,7 +57,11 @@ def flatten_value(where, t, a, out):
                 type(a).__name__
             raise LaunchError(f"{where}: expected an array of {t.dtype.__name__} with {t.ndim} "
                               f"dimension(s), got {got}")
+        info = t.dtype._wp_struct_
         for f, ft in T.struct_fields(t.dtype).items():
+            if f in info.shared:  # one array for every element (textures' texels)
+                out.append(info.shared_value(a, f))
+                continue
             flatten_value(f"{where}.{f}", T.ArrayType(ft, t.ndim), a.field(f), out)
         return
     out.append(a)

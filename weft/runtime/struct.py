@@ -41,6 +41,10 @@ class StructInfo:
     def __init__(self, cls, fields):
         self.cls = cls
         self.fields = fields  # name -> weft type (value type, struct class or ArrayType)
+        # array members that an array of this struct shares (one array for every element,
+        # given by shared_value(array, name)): textures' texels (weft/runtime/texture.py)
+        self.shared = frozenset()
+        self.shared_value = None
 
     def signature(self):
         parts = []
@@ -58,6 +62,8 @@ class StructInfo:
         """The structured dtype of one element in an array of this struct (C layout)."""
         spec = []
         for name, t in self.fields.items():
+            if name in self.shared:
+                continue
             if isinstance(t, T.ArrayType):
                 raise TypeError(f"struct {self.cls.__name__} has an array member '{name}' and "
                                 "cannot be an array dtype")
@@ -88,6 +94,8 @@ def _member_type(cls, name, value):
 def _default(t):
     if isinstance(t, T.ArrayType):
         return None
+    if hasattr(t, "_wp_default_"):  # a texture member: Warp's null texture
+        return t._wp_default_()
     if T.is_struct(t):
         return t()
     if T.is_composite(t):

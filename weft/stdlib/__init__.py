@@ -15,6 +15,7 @@ from . import registry  # noqa: F401
 from . import arith, arrays, effects, geometry, lang, mesh, random, scalar, vector  # noqa: F401
 from . import geometry_volume  # noqa: F401,E402 - after geometry (the builtins' order)
 from . import tiles, tiles_algebra  # noqa: F401,E402
+from . import textures  # noqa: F401,E402
 
 
 def namespace():

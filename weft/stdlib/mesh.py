@@ -88,7 +88,8 @@ def _root(root):
 
 
 @builtin("_value_grad_of", ["_value_grad_of(value, other)"],
-         lambda ts, attrs=None: ts[0] if len(ts) == 2 and (_f(ts[0]) or _v3(ts[0])) and
+         lambda ts, attrs=None: ts[0] if len(ts) == 2 and (_f(ts[0]) or _v3(ts[0]) or
+                                                  ts[0] is T.vec4f) and
          ts[1] == ts[0] else None, public=False)
 class _value_grad_of:
     """``value``, differentiated as ``other`` (a query core's exact result with the

@@ -138,6 +138,9 @@ def flat_leaves(t, prefix):
     if is_struct_array(t):
         out = []
         for f, ft in T.struct_fields(t.dtype).items():
+            if f in t.dtype._wp_struct_.shared:  # one array for every element
+                out.append((f"{prefix}__{f}", ft))
+                continue
             if isinstance(ft, T.ArrayType):
                 raise TypeError(f"struct {t.dtype.__name__} has an array member '{f}' and cannot "
                                 "be an array dtype")

@@ -82,9 +82,10 @@ def read_struct(ctx, key, t, node):
     """The StructVal/StructArr of the variable (or member path) ``key`` of type ``t``."""
     members = {}
     fields = T.struct_fields(t.dtype if is_struct_array(t) else t)
+    shared = (t.dtype if is_struct_array(t) else t)._wp_struct_.shared
     for f, ft in fields.items():
         sub = f"{key}__{f}"
-        if is_struct_array(t):
+        if is_struct_array(t) and f not in shared:
             ft = T.ArrayType(ft, t.ndim)
         if T.is_struct(ft) or is_struct_array(ft):
             members[f] = read_struct(ctx, sub, ft, node)
@@ -208,7 +209,9 @@ def struct_element(ctx, node):
 
 def load_element(ctx, arr, idx):
     """``a[i]`` of an array of structs: a StructVal whose members load on first use."""
-    members = {f: (load_element(ctx, m, idx) if isinstance(m, StructArr) else _Lazy(m, idx))
+    shared = arr.type.dtype._wp_struct_.shared  # one array for every element
+    members = {f: (load_element(ctx, m, idx) if isinstance(m, StructArr) else
+                   m if f in shared else _Lazy(m, idx))
                for f, m in arr.members.items()}
     return StructVal(arr.type.dtype, members)
 
