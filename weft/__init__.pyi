@@ -571,6 +571,34 @@ class Tape:
     def __getattr__(self, name: _b.str) -> _Any: ...
 
 
+class Texture:
+    def __init__(self: _Any, ndim: _Any = ..., data: _Any = ..., width: _Any = ..., height: _Any = ..., depth: _Any = ..., num_channels: _Any = ..., dtype: _Any = ..., filter_mode: _Any = ..., address_mode: _Any = ..., address_mode_u: _Any = ..., address_mode_v: _Any = ..., address_mode_w: _Any = ..., normalized_coords: _Any = ..., num_mip_levels: _Any = ..., mip_filter_mode: _Any = ..., device: _Any = ..., surface_access: _Any = ..., cuda_array: _Any = ...) -> None: ...
+    def __getattr__(self, name: _b.str) -> _Any: ...
+
+
+class Texture1D:
+    def __init__(self: _Any, data: _Any = ..., width: _Any = ..., num_channels: _Any = ..., dtype: _Any = ..., filter_mode: _Any = ..., address_mode: _Any = ..., address_mode_u: _Any = ..., normalized_coords: _Any = ..., num_mip_levels: _Any = ..., mip_filter_mode: _Any = ..., device: _Any = ..., surface_access: _Any = ..., cuda_array: _Any = ...) -> None: ...
+    def __getattr__(self, name: _b.str) -> _Any: ...
+
+
+class Texture2D:
+    def __init__(self: _Any, data: _Any = ..., width: _Any = ..., height: _Any = ..., num_channels: _Any = ..., dtype: _Any = ..., filter_mode: _Any = ..., address_mode: _Any = ..., address_mode_u: _Any = ..., address_mode_v: _Any = ..., normalized_coords: _Any = ..., num_mip_levels: _Any = ..., mip_filter_mode: _Any = ..., device: _Any = ..., surface_access: _Any = ..., cuda_array: _Any = ...) -> None: ...
+    def __getattr__(self, name: _b.str) -> _Any: ...
+
+
+class Texture3D:
+    def __init__(self: _Any, data: _Any = ..., width: _Any = ..., height: _Any = ..., depth: _Any = ..., num_channels: _Any = ..., dtype: _Any = ..., filter_mode: _Any = ..., address_mode: _Any = ..., address_mode_u: _Any = ..., address_mode_v: _Any = ..., address_mode_w: _Any = ..., normalized_coords: _Any = ..., num_mip_levels: _Any = ..., mip_filter_mode: _Any = ..., device: _Any = ..., surface_access: _Any = ..., cuda_array: _Any = ...) -> None: ...
+    def __getattr__(self, name: _b.str) -> _Any: ...
+
+
+class TextureAddressMode:
+    def __getattr__(self, name: _b.str) -> _Any: ...
+
+
+class TextureFilterMode:
+    def __getattr__(self, name: _b.str) -> _Any: ...
+
+
 class Volume:
     def __init__(self: _Any, data: _Any = ..., copy: _Any = ..., device: _Any = ..., *, next_grids: _Any = ...) -> None: ...
     def __getattr__(self, name: _b.str) -> _Any: ...
@@ -1406,6 +1434,10 @@ def tan(*args: _Any, **kwargs: _Any) -> _Any:
 
 def tanh(*args: _Any, **kwargs: _Any) -> _Any:
     """tanh(x: Float) -> Float"""
+
+
+def texture_sample(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.texture_sample (kernel language)"""
 
 
 def tid(*args: _Any, **kwargs: _Any) -> _Any:
