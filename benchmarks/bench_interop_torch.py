@@ -17,7 +17,6 @@ difference to the plain launch.
 """
 import argparse
 import os
-import statistics
 import sys
 import time
 
@@ -39,40 +38,29 @@ def affine(x: wp.array(dtype=float), a: float, b: float, y: wp.array(dtype=float
     y[i] = x[i] * a + b
 
 
-def per_call(fn, repeat):
-    fn()
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
 def weft_rows(n, repeat):
     x = torch.rand(n, requires_grad=True)
     y = torch.zeros(n)
     wx, wy = wp.from_torch(x.detach()), wp.from_torch(y)
     f = wt.function(affine)
     rows = {}
-    rows["wp.launch"] = per_call(lambda: wp.launch(affine, n, inputs=[wx, 2.0, 1.0],
+    rows["wp.launch"] = machine.median(lambda: wp.launch(affine, n, inputs=[wx, 2.0, 1.0],
                                                    outputs=[wy]), repeat)
-    rows["from_torch + launch"] = per_call(
+    rows["from_torch + launch"] = machine.median(
         lambda: wp.launch(affine, n, inputs=[wp.from_torch(x.detach(), requires_grad=False),
                                              2.0, 1.0],
                           outputs=[wp.from_torch(y, requires_grad=False)]), repeat)
     with torch.no_grad():
-        rows["torch forward (no_grad)"] = per_call(lambda: f(x, 2.0, 1.0), repeat)
-    rows["torch forward"] = per_call(lambda: f(x, 2.0, 1.0), repeat)
+        rows["torch forward (no_grad)"] = machine.median(lambda: f(x, 2.0, 1.0), repeat)
+    rows["torch forward"] = machine.median(lambda: f(x, 2.0, 1.0), repeat)
 
     def fwd_bwd():
         x.grad = None
         f(x, 2.0, 1.0).sum().backward()
-    rows["torch forward + backward"] = per_call(fwd_bwd, repeat)
+    rows["torch forward + backward"] = machine.median(fwd_bwd, repeat)
     np.testing.assert_allclose(x.grad.numpy(), 2.0)
     with torch.no_grad():
-        rows["torch eager x * a + b"] = per_call(lambda: x * 2.0 + 1.0, repeat)
+        rows["torch eager x * a + b"] = machine.median(lambda: x * 2.0 + 1.0, repeat)
     return rows
 
 
@@ -114,13 +102,13 @@ def warp_rows(n, repeat):
     x = torch.rand(n, requires_grad=True)
     wx = warp.from_torch(x.detach(), requires_grad=False)
     wy = warp.zeros(n, dtype=float)
-    rows = {"Warp wp.launch": per_call(lambda: warp.launch(waffine, n, inputs=[wx, 2.0, 1.0],
+    rows = {"Warp wp.launch": machine.median(lambda: warp.launch(waffine, n, inputs=[wx, 2.0, 1.0],
                                                            outputs=[wy]), repeat)}
 
     def fwd_bwd():
         x.grad = None
         Fn.apply(x).sum().backward()
-    rows["Warp torch forward + backward"] = per_call(fwd_bwd, repeat)
+    rows["Warp torch forward + backward"] = machine.median(fwd_bwd, repeat)
     return rows
 
 

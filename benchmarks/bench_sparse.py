@@ -18,11 +18,13 @@ Warp's time and at most 1x SciPy's.
 """
 import argparse
 import os
-import time
+import sys
 
 import numpy as np
 
 os.environ.setdefault("WEFT_TIERED_COMPILE", "0")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import machine  # noqa: E402
 
 
 def poisson(n):
@@ -34,16 +36,6 @@ def poisson(n):
          sp.kron(sp.kron(eye, eye), one)).tocsr().astype(np.float32)
     A.sort_indices()
     return A
-
-
-def best(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def as_bsr(mod, S, block=None):
@@ -97,14 +89,14 @@ def main():
 
     def case(label, S, block, make_x, run_scipy, run_impl, check):
         ref = run_scipy()
-        times = {"scipy": best(run_scipy, args.repeat)}
+        times = {"scipy": machine.best(run_scipy, args.repeat)}
         for im in impls:
             with im.wp.ScopedDevice("cpu"):
                 A = as_bsr(im.sparse, S, block)
                 state = run_impl(im, A)
                 out = state()
                 check(out, ref, im.name)
-                times[im.name] = best(state, args.repeat)
+                times[im.name] = machine.best(state, args.repeat)
         rows.append((label, times))
 
     # mv, CSR

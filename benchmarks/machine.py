@@ -39,6 +39,20 @@ def best(fn, repeat):
     return fastest
 
 
+def median(fn, repeat, warmup=2):
+    """Median of ``repeat`` timed calls of ``fn`` (seconds), after ``warmup`` untimed calls:
+    per-call costs of microseconds, where the best of many is an outlier."""
+    import statistics
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 def bandwidth(threads=None, mb=128, repeat=7):
     """Best-of-``repeat`` copy and triad bandwidth in GB/s (bytes read + written, arrays of
     ``mb`` MB each, far beyond the caches), on ``threads`` Numba threads (default: all)."""
