@@ -17,6 +17,7 @@ storage; the residual recursions lose less).
 # (no ``from __future__ import annotations``: the kernels' annotations name closure variables)
 from ...core import types as T
 from ...runtime.kernel import kernel
+from ...stdlib.funcs import func
 
 f64 = T.float64
 i32 = T.int32
@@ -59,32 +60,28 @@ def _make_update(dtype):
         if batched != 0:
             b = int(bid[i])
         if b >= 0:
-            ay = sy
-            if ky >= 0:
-                ay = ay * coef[ky, b]
-            ax = sx
-            if kx >= 0:
-                ax = ax * coef[kx, b]
-            s = f64(0.0)
-            if ay != f64(0.0):
-                s = ay * f64(y[i])
-            if ax != f64(0.0):
-                s = s + ax * f64(x[i])
-            y[i] = dtype(s)
+            y[i] = dtype(_combine(f64(y[i]), sy, ky, f64(x[i]), sx, kx, coef, b))
             if two != 0:
-                ay2 = sy2
-                if ky2 >= 0:
-                    ay2 = ay2 * coef[ky2, b]
-                ax2 = sx2
-                if kx2 >= 0:
-                    ax2 = ax2 * coef[kx2, b]
-                s2 = f64(0.0)
-                if ay2 != f64(0.0):
-                    s2 = ay2 * f64(y2[i])
-                if ax2 != f64(0.0):
-                    s2 = s2 + ax2 * f64(x2[i])
-                y2[i] = dtype(s2)
+                y2[i] = dtype(_combine(f64(y2[i]), sy2, ky2, f64(x2[i]), sx2, kx2, coef, b))
     return linear_update
+
+
+@func
+def _combine(yv: f64, sy: f64, ky: int, xv: f64, sx: f64, kx: int, coef, b: int):
+    """``ay * y + ax * x``, each coefficient a constant times, for ``k >= 0``, the batch's
+    ``coef[k, b]``; a zero coefficient drops its term (so a NaN there does not spread)."""
+    ay = sy
+    if ky >= 0:
+        ay = ay * coef[ky, b]
+    ax = sx
+    if kx >= 0:
+        ax = ax * coef[kx, b]
+    s = f64(0.0)
+    if ay != f64(0.0):
+        s = ay * yv
+    if ax != f64(0.0):
+        s = s + ax * xv
+    return s
 
 
 def _make_dot(dtype):
