@@ -99,6 +99,7 @@ from .core.errors import (WarpCodegenError, WarpCodegenTypeError, WarpCodegenAtt
 from .core.types import bfloat16, dtype_from_numpy, dtype_to_numpy  # noqa: E402,F401
 from .core.config import DeterministicMode  # noqa: E402,F401
 from .runtime.array import array1d  # noqa: E402,F401
+from .runtime.device import get_suggested_block_size, is_conditional_graph_supported  # noqa: E402,F401,E501
 from .runtime.device import (get_devices, get_cuda_devices, get_cuda_device,  # noqa: E402,F401
                              get_preferred_device, is_cpu_available, is_device_available,
                              synchronize_device, map_cuda_device, unmap_cuda_device)

@@ -2,6 +2,7 @@
 1.19's messages)."""
 from typing import Any
 
+import numpy as np
 import pytest
 
 import weft as wp
@@ -83,8 +84,32 @@ def test_func_native_is_declared_not_run():
         i = wp.tid()
         a[i] = add_two_native(a[i])
 
-    with pytest.raises(wp.KernelError):
+    with pytest.raises(wp.KernelError, match=r"wp.func_native C\+\+/CUDA snippet \('return a "
+                       r"\+ 2.0;'.*weft supplies: WP_TILE_SYNC"):
         wp.launch(uses_native, dim=1, inputs=[wp.zeros(1)])
+
+
+@wp.func_native(snippet="WP_TILE_SYNC();")
+def tile_barrier():
+    pass
+
+
+@wp.kernel
+def twice_around_a_barrier(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = a[i] + 1.0
+    tile_barrier()
+    a[i] = a[i] * 2.0
+
+
+def test_the_tile_barrier_snippet_is_supplied():
+    """MuJoCo Warp's ``WP_TILE_SYNC();`` snippet: the tile barrier, nothing to wait for on the
+    CPU (a block is one thread there); refused for CUDA (no cooperative blocks there yet)."""
+    a = wp.zeros(3)
+    wp.launch(twice_around_a_barrier, dim=3, inputs=[a])
+    np.testing.assert_array_equal(a.numpy(), [2.0, 2.0, 2.0])
+    assert wp.get_suggested_block_size(twice_around_a_barrier) == (1, 1)
+    assert wp.is_conditional_graph_supported() is False
 
 
 def test_generic_scalar_typevars():

@@ -17,7 +17,8 @@ launching generic kernels is the compiler's part (typing.Any in kernels).
 ``wp.func_native(snippet, adj_snippet=...)`` declares a function written as C++/CUDA source.
 weft compiles Python, not C++: the declaration is accepted so a module that has one still
 imports, and the function raises NotImplementedError when called (a kernel that calls it fails
-to compile with a KernelError).
+to compile with a KernelError naming the snippet). The snippets whose meaning weft can supply
+work: ``WP_TILE_SYNC();``, the tile barrier (MuJoCo Warp's), is nothing to wait for on the CPU.
 """
 from __future__ import annotations
 
@@ -152,7 +153,12 @@ class NativeFunction:
 
 def func_native(snippet, adj_snippet=None, replay_snippet=None):
     """Warp's decorator for a function written as a C++/CUDA snippet (see the module
-    docstring: accepted, not runnable in weft)."""
+    docstring: accepted, not runnable in weft), except the snippets whose meaning weft supplies:
+    ``WP_TILE_SYNC();`` (the tile barrier) is callable in kernels."""
     def deco(f):
+        from ..stdlib.effects import native_snippet_form
+        form = native_snippet_form(f.__name__, snippet)
+        if form is not None and adj_snippet is None and replay_snippet is None:
+            return form
         return NativeFunction(f, snippet, adj_snippet, replay_snippet)
     return deco

@@ -216,3 +216,28 @@ def map_cuda_device(alias, context=None):
 
 def unmap_cuda_device(alias):
     """A no-op kept for Warp compatibility (see :func:`map_cuda_device`)."""
+
+
+def get_suggested_block_size(kernel, device=None):
+    """Warp's ``(block_size, min_grid_size)`` for launching ``kernel``: ``(1, 1)`` on the CPU
+    (a block is one thread there, as Warp's). On CUDA, 256 threads and enough blocks to fill
+    every multiprocessor at full residency (weft's CUDA kernels use no shared memory, so the
+    occupancy is bounded by threads per multiprocessor only; an estimate, not the driver's
+    occupancy query)."""
+    if not hasattr(kernel, "declared") or not callable(getattr(kernel, "compiled", None)):
+        raise TypeError(f"get_suggested_block_size() expects a kernel, got "
+                        f"{type(kernel).__name__}")
+    dev = get_device(device)
+    if not dev.is_cuda:
+        return (1, 1)
+    from numba import cuda
+    props = cuda.get_current_device()
+    per_sm = int(getattr(props, "MAX_THREADS_PER_MULTI_PROCESSOR", 2048))
+    sms = int(getattr(props, "MULTIPROCESSOR_COUNT", 1))
+    return (256, sms * max(1, per_sm // 256))
+
+
+def is_conditional_graph_supported():
+    """Whether graphs can hold conditional nodes (Warp's ``capture_if``/``capture_while``):
+    False, weft's captured graphs replay straight-line launch sequences."""
+    return False

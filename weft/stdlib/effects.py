@@ -60,6 +60,32 @@ def _lower_print(ctx, node):
 print_form = special_form("print", "print(values...): prints from every thread")(_lower_print)
 
 
+@builtin("tile_sync", ["WP_TILE_SYNC()"], _void, differentiable=False, public=False)
+class tile_sync:
+    """Warp's tile barrier, the snippet of ``wp.func_native(snippet="WP_TILE_SYNC();")``: on
+    the CPU a tile block is one thread, so nothing waits; weft's CUDA target (no cooperative
+    blocks yet) refuses a kernel that calls it."""
+
+    def primal():
+        return Ex(ast.Constant(None), VOID)
+
+
+def _lower_tile_sync(ctx, node):
+    if node.args or node.keywords:
+        raise ctx.fail(node, "a WP_TILE_SYNC() snippet takes no arguments")
+    _effect(ctx, node, tile_sync, [])
+
+
+def native_snippet_form(name_, snippet):
+    """The kernel-language meaning of a ``wp.func_native`` snippet weft can supply (None for
+    any other): ``WP_TILE_SYNC();``, the tile barrier."""
+    from .registry import SpecialForm
+    if "".join(snippet.split()) == "WP_TILE_SYNC();":
+        return SpecialForm(name_, "WP_TILE_SYNC(): the tile barrier", _lower_tile_sync, None,
+                           None, False)
+    return None
+
+
 @builtin("kernel_assert", ["assert condition"], _void, differentiable=False, public=False)
 class kernel_assert:
     """``assert cond`` in a kernel: checked in debug builds (the code generator reports a failure

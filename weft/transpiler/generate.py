@@ -253,7 +253,8 @@ def _no_cuda_tiles(funcs):
     for fir in funcs:
         for s in ir.walk(fir.body):
             v = getattr(s, "dst", None)
-            if v is not None and isinstance(v.type, (T.TileType, T.TileStackType)):
+            if v is not None and isinstance(v.type, (T.TileType, T.TileStackType)) or \
+                    isinstance(s, ir.Effect) and s.builtin.name == "tile_sync":
                 raise KernelError(f"{s.loc.filename}:{s.loc.lineno}: {fir.kind} '{fir.name}' "
                                   "uses tiles, which weft runs on the CPU only for now "
                                   "(launch it with device='cpu')")

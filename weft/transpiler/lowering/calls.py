@@ -33,6 +33,11 @@ def expr_call(ctx, node):
         raise ctx.fail(node.func, f"'{ast.unparse(node.func)}' is not callable in kernels",
                        KernelTypeError)
     decl = declaration_of(callee)
+    if decl is None and isinstance(getattr(callee, "snippet", None), str):  # wp.func_native
+        first = next((ln.strip() for ln in callee.snippet.splitlines() if ln.strip()), "")
+        raise ctx.fail(node.func, f"'{ast.unparse(node.func)}' is a wp.func_native C++/CUDA "
+                       f"snippet ({first[:60]!r}...), which weft cannot compile; the snippets "
+                       "weft supplies: WP_TILE_SYNC();", KernelTypeError)
     if decl is None:
         raise ctx.fail(node.func, f"'{ast.unparse(node.func)}' ({type(callee).__name__}) "
                        "cannot be called in kernels", KernelTypeError)
