@@ -460,6 +460,29 @@ def _wrap(arg, buf, batch):
     return _ARRAY._wrap(X.buffer_view(buf, shape, arg.np_dtype), arg.dtype, _CPU or _cpu())
 
 
+def _input_values(args, statics, bufs, batch):
+    """A call's inputs: weft arrays over the array arguments' buffers (in order), the static
+    values for the others."""
+    values, k = [], 0
+    for a, s in zip(args, statics):
+        if a.is_array:
+            values.append(_wrap(a, bufs[k], batch))
+            k += 1
+        else:
+            values.append(_make_static(*s))
+    return values
+
+
+def _zeroed_outputs(args, bufs, batch):
+    """Weft arrays over the output buffers, zeroed (XLA hands them uninitialised)."""
+    out = []
+    for a, buf in zip(args, bufs):
+        arr = _wrap(a, buf, batch)
+        arr._data.fill(0)
+        out.append(arr)
+    return out
+
+
 def _scratch(arg, like):
     """A zeroed weft array of the shape of array ``like`` (for outputs the handler discards)."""
     from ...runtime.array import array
@@ -703,19 +726,8 @@ class FfiKernel:
     # ----------------------------------------------------------------------- run time
     def _arrays(self, desc, ins_bufs, out_bufs, batch):
         """The kernel's inputs and outputs as weft arrays over the buffers (outputs zeroed)."""
-        inputs, k = [], 0
-        for a, s in zip(desc.inputs, desc.statics):
-            if a.is_array:
-                inputs.append(_wrap(a, ins_bufs[k], batch))
-                k += 1
-            else:
-                inputs.append(_make_static(*s))
-        outputs = []
-        for a, buf in zip(desc.outputs, out_bufs):
-            arr = _wrap(a, buf, batch)
-            arr._data.fill(0)
-            outputs.append(arr)
-        return inputs, outputs
+        return (_input_values(desc.inputs, desc.statics, ins_bufs, batch),
+                _zeroed_outputs(desc.outputs, out_bufs, batch))
 
     def _dims(self, desc, inputs, batch):
         if desc.launch_dims is None:
@@ -782,13 +794,7 @@ class _DiffFfiKernel(FfiKernel):
         arr_args = [a for a in desc.inputs if a.is_array]
         n = len(arr_args)
         batch = [None]
-        inputs, k = [], 0
-        for a, s in zip(desc.inputs, desc.statics):
-            if a.is_array:
-                inputs.append(_wrap(a, ins[k], batch))
-                k += 1
-            else:
-                inputs.append(_make_static(*s))
+        inputs = _input_values(desc.inputs, desc.statics, ins, batch)
         arrays_in = [x for x, a in zip(inputs, desc.inputs) if a.is_array]
         diff = self.diff_inputs(desc)
         if mode == 1:  # tangent
@@ -1323,17 +1329,8 @@ class FfiCallable:
                                  "for JAX CPU FFI calls (it captures CUDA graphs)")
             _check_cpu()
             batch = [None]
-            values, k = [], 0
-            for a, s in zip(self.input_args, desc.statics):
-                if a.is_array:
-                    values.append(_wrap(a, ins[k], batch))
-                    k += 1
-                else:
-                    values.append(_make_static(*s))
-            for a, buf in zip(self.output_args, rets[self.num_in_out:]):
-                arr = _wrap(a, buf, batch)
-                arr._data.fill(0)
-                values.append(arr)
+            values = _input_values(self.input_args, desc.statics, ins, batch) + \
+                _zeroed_outputs(self.output_args, rets[self.num_in_out:], batch)
             with wp.ScopedDevice("cpu"):
                 self.func(*values)
 
