@@ -21,13 +21,13 @@ Workloads (``--grid`` g: a g x g torus, 2 g^2 triangles, radii 1 and 0.35, 2% ra
   distance ``|mesh_eval_position - p|``: faces identical, distances within 1e-5.
 """
 import argparse
-import time
 
 import numba
 import numpy as np
 from numba import prange
 
 from mesh_scene import queries, torus
+import machine  # noqa: E402
 from weft.native.geometry import mesh_query as MQ
 from weft.native.geometry.mesh import Bvh, Mesh
 
@@ -61,16 +61,6 @@ def weft_points(bounds, links, prims, tris, points, indices, q, d_out, face_out)
         else:
             d_out[i] = np.float32(-1.0)
             face_out[i] = -1
-
-
-def best_time(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def with_threads(n, fn):
@@ -205,7 +195,7 @@ def run(grid, n_rays, n_points, repeat, rounds):
             for col, f in (("all", fn), ("one", with_threads(1, fn)), ("warp", warp.get(label))):
                 if f is None:
                     continue
-                t = best_time(f, repeat)
+                t = machine.best(f, repeat)
                 best[label, col] = min(best.get((label, col), t), t)
     for k in ("rays", "closest points"):
         weft[k]()

@@ -15,9 +15,10 @@ weft's time over the other's (below 1: weft is faster).
 """
 import argparse
 import os
-import time
 
 import numpy as np
+
+import machine  # the benchmarks folder (run as a script)
 
 os.environ.setdefault("WEFT_TIERED_COMPILE", "0")
 
@@ -71,16 +72,6 @@ def kernels(wp):
         wp.tile_store(Y, y, offset=(0, i * BATCH))
     out["mlp"] = mlp
     return out
-
-
-def best_of(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def cases(wp, ks, rng):
@@ -151,7 +142,7 @@ def measure(wp, repeat):
     for name, (run, result, np_run, _) in cases(wp, ks, rng).items():
         run()
         ok = close(result(), np_run())
-        rows[name] = (best_of(run, repeat), best_of(np_run, repeat), ok)
+        rows[name] = (machine.best(run, repeat), machine.best(np_run, repeat), ok)
     return rows
 
 
