@@ -94,16 +94,16 @@ def cases(wp, ks, rng):
     y = rng.random((batch, s), dtype=np.float32)
     A, Yv, X = wp.array(spd), wp.array(y), wp.zeros((batch, s), dtype=float)
     out[f"cholesky+solve {s}x{s} x{batch}"] = (
-        lambda: (wp.launch_tiled(ks["cholesky"], dim=[batch], inputs=[A, Yv, X], block_dim=64),
-                 wp.synchronize()),
+        lambda batch=batch: (wp.launch_tiled(ks["cholesky"], dim=[batch], inputs=[A, Yv, X],
+                                             block_dim=64), wp.synchronize()),
         lambda: X.numpy(),
         lambda: np.linalg.solve(spd, y[..., None])[..., 0], None)
     batch = 4096
     v = rng.random((batch, 256), dtype=np.float32)
     V, Sm = wp.array(v), wp.zeros(batch, dtype=float)
-    out[f"tile_sum 256 x{batch}"] = (
-        lambda: (wp.launch_tiled(ks["reduce"], dim=[batch], inputs=[V, Sm], block_dim=64),
-                 wp.synchronize()),
+    out[f"tile_sum 256 x{batch}"] = (  # batch bound now: the name is reused below
+        lambda batch=batch: (wp.launch_tiled(ks["reduce"], dim=[batch], inputs=[V, Sm],
+                                             block_dim=64), wp.synchronize()),
         lambda: Sm.numpy(), lambda: v.sum(axis=1), None)
     h, nb, batch = 32, 64, 256
     w = (rng.random((h, h), dtype=np.float32) - 0.5) * 0.3
