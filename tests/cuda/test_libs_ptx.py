@@ -50,7 +50,9 @@ for dtype in (wp.float32, wp.float64):
                      dtype=dtype if shape == (1, 1) else wp.types.vector(shape[0], dtype))
         y = sp.bsr_mv(A, x)
         sp.bsr_mv(A, y, transpose=True)
-        sp.bsr_mm(A, A)
+        sp.bsr_mm(A, A)              # off a tape: the one-pass product
+        with wp.Tape():
+            sp.bsr_mm(A, A)          # on a tape: topology, then the value kernel
         sp.bsr_axpy(A, sp.bsr_copy(A), alpha=2.0)
         sp.bsr_scale(sp.bsr_transposed(A), 0.5)
         sp.bsr_get_diag(A)

@@ -126,6 +126,34 @@ def test_mm_axpy_transpose_as_scipy(shape):
     np.testing.assert_allclose(_dense((X * 2.0).transpose().eval()), 2.0 * Sx.T.toarray(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+def test_mm_off_a_tape_one_pass_matches_the_taped_product_and_reused_topology(shape):
+    # off a tape bsr_mm sums the values in its topology pass (columns sorted with their blocks
+    # moved along); on a tape it numbers the products first. Both give scipy's product, and a
+    # topology kept in work arrays by the one-pass product serves a later product
+    from weft.sparse import bsr_mm_work_arrays
+    rng = np.random.default_rng(11)
+    br, bc = shape
+    X, *_ = _random(rng, 40, 30, shape, 300)      # about 10 blocks a row: many repeats
+    Y, *_ = _random(rng, 30, 35, (bc, br), 260)
+    ref = (_scipy(X) @ _scipy(Y)).toarray()
+    P = bsr_mm(X, Y, alpha=1.5)
+    np.testing.assert_allclose(_dense(P), 1.5 * ref, rtol=1e-12, atol=1e-12)
+    assert _scipy(P).has_sorted_indices
+    with wp.Tape():
+        Q = bsr_mm(X, Y, alpha=1.5)
+    n = P.nnz_sync()
+    assert Q.nnz_sync() == n
+    np.testing.assert_array_equal(P.offsets.numpy()[:P.nrow + 1], Q.offsets.numpy()[:Q.nrow + 1])
+    np.testing.assert_array_equal(P.columns.numpy()[:n], Q.columns.numpy()[:n])
+    np.testing.assert_allclose(P.values.numpy()[:n], Q.values.numpy()[:n], rtol=1e-13)
+    work = bsr_mm_work_arrays()
+    Z = bsr_mm(X, Y, work_arrays=work)
+    X.values.assign(2.0 * X.values.numpy())
+    bsr_mm(X, Y, Z, work_arrays=work, reuse_topology=True)
+    np.testing.assert_allclose(_dense(Z), 2.0 * ref, rtol=1e-12, atol=1e-12)
+
+
 def test_diag_identity_copy_float32():
     rng = np.random.default_rng(4)
     A, *_ = _random(rng, 4, 4, (2, 2), 10, dtype=wp.float32)

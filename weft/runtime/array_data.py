@@ -177,12 +177,14 @@ def device_view(interface, owner=None):
 ALIGNMENT = 64  # bytes: what XLA's CPU client needs to share memory (jax.dlpack) without a copy
 
 
-def aligned_zeros(shape, dtype):
+def aligned_zeros(shape, dtype, zeroed=True):
     """Zeroed C-contiguous host storage whose first byte is ``ALIGNMENT``-aligned (numpy's own
-    allocations are 16-byte aligned)."""
+    allocations are 16-byte aligned); with ``zeroed=False`` its contents are not set (for a
+    caller that writes every element next: reused heap memory, where fresh zeroed pages cost
+    a page fault each on first write)."""
     dtype = np.dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    raw = np.zeros(nbytes + ALIGNMENT, np.uint8)
+    raw = (np.zeros if zeroed else np.empty)(nbytes + ALIGNMENT, np.uint8)
     start = -raw.__array_interface__["data"][0] % ALIGNMENT
     return raw[start:start + nbytes].view(dtype).reshape(shape)
 

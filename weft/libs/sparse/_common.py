@@ -3,7 +3,9 @@ scalar views of block arrays."""
 import numpy as np
 
 import weft as wp
+from weft.core import types as T
 from weft.core.typeinfo import type_is_matrix, type_scalar_type
+from weft.runtime.array_data import _as_dtype, aligned_zeros
 
 def _np(a):
     """The host data of an array (a view on the CPU)."""
@@ -54,3 +56,16 @@ def _put_at(a, slots, data):
     host = np.array(a.numpy()[lo:hi])
     host[np.asarray(slots) - lo] = data
     _put(a, host, lo)
+
+
+def _unset(n, dtype, device, requires_grad=False):
+    """An array of ``n`` elements of ``dtype`` whose contents are not set, for a kernel that
+    writes every element next (on the CPU; zeroed elsewhere)."""
+    device = wp.get_device(device)
+    if not device.is_cpu:
+        return wp.empty(n, dtype=dtype, device=device, requires_grad=requires_grad)
+    t = _as_dtype(dtype)
+    buf = aligned_zeros((n,) + T.element_shape(t), T.numpy_dtype(t), zeroed=False)
+    a = wp.array(buf, dtype=dtype, device=device, copy=False, requires_grad=requires_grad)
+    a._exposed = False   # the buffer is this array's alone (no numpy view was handed out)
+    return a

@@ -9,6 +9,56 @@ from weft.core.typeinfo import type_scalar_type
 
 from ._common import _int_array, _scalar_view
 
+I1_ = wp.array(dtype=int)
+I2_ = wp.array2d(dtype=int)
+
+
+@wp.func
+def sparse_mm_row_columns(w: int, i: int, tag: int, base: int, x_starts: I1_, x_ends: I1_,
+                          x_cols: I1_, y_starts: I1_, y_ends: I1_, y_cols: I1_, marker: I2_,
+                          scratch: I1_):
+    # the columns row i of x @ y reaches: marked in row w of ``marker`` (tag: stamp + i,
+    # never met before), written once each to scratch[base:] and sorted. Returns their count
+    n = int(0)
+    for k in range(x_starts[i], x_ends[i]):
+        j = wp.uint32(x_cols[wp.uint32(k)])
+        for kk in range(y_starts[j], y_ends[j]):
+            c = wp.uint32(y_cols[wp.uint32(kk)])
+            if marker[w, c] != tag:
+                marker[w, c] = tag
+                scratch[wp.uint32(base + n)] = int(c)
+                n += 1
+    for a in range(base + 1, base + n):
+        v = scratch[wp.uint32(a)]
+        b = a - 1
+        while b >= base:
+            t = scratch[wp.uint32(b)]
+            if t <= v:
+                break
+            scratch[wp.uint32(b + 1)] = t
+            b -= 1
+        scratch[wp.uint32(b + 1)] = v
+    return n
+
+
+@wp.func
+def sparse_mm_number(w: int, i: int, base: int, n: int, x_starts: I1_, x_ends: I1_,
+                     x_cols: I1_, y_starts: I1_, y_ends: I1_, y_cols: I1_, marker: I2_,
+                     scratch: I1_, pos: I1_):
+    # the products of row i numbered by their column's index in the row's sorted columns
+    # scratch[base:base + n]: pos[p] for the products p counted from base in row order
+    # (marker[w, column] is left holding -2 - that index, never a tag: tags are >= 0)
+    for a in range(n):
+        marker[w, wp.uint32(scratch[wp.uint32(base + a)])] = -2 - a
+    p = base
+    for k in range(x_starts[i], x_ends[i]):
+        j = wp.uint32(x_cols[wp.uint32(k)])
+        for kk in range(y_starts[j], y_ends[j]):
+            pos[wp.uint32(p)] = -2 - marker[w, wp.uint32(y_cols[wp.uint32(kk)])]
+            p += 1
+    return p
+
+
 _kernels = {}
 
 
@@ -129,6 +179,131 @@ def _make_kernels(scalar):
                 wp.atomic_add(z, wp.uint32(zb + pos[wp.uint32(p)]), a * y[wp.uint32(kk)])
                 p += 1
 
+    I2 = wp.array2d(dtype=int)
+
+    @wp.kernel(enable_backward=False)
+    def sparse_mm_fused(workers: int, nrow: int, x_starts: I1, x_ends: I1, x_cols: I1, x: A2,
+                        y_starts: I1, y_ends: I1, y_cols: I1, y: A2, marker: I2, slot: I2,
+                        stamp: int, pair_offsets: I1, scratch: I1, counts: I1, vals: A2,
+                        want_pos: int, pos: I1, bk: int, bc: int, alpha: scalar):
+        # z = alpha * x @ y off any tape, in one pass over the products: worker w takes rows
+        # [w * nrow / workers, (w + 1) * nrow / workers); a row's columns go to scratch[base:]
+        # in the order met (row w of ``marker`` tags them with stamp + i, ``slot`` keeps their
+        # place) and each product's block is added to vals[base + place]; then the columns
+        # are sorted, their blocks moved along. With want_pos, the products are numbered as
+        # the value kernels of a reused topology read them (sparse_mm_number).
+        # sparse_mm_compact then moves each row into z
+        w = wp.tid()
+        br = vals.shape[1] // bc
+        for i in range((w * nrow) // workers, ((w + 1) * nrow) // workers):
+            base = pair_offsets[i]
+            tag = i + stamp
+            n = int(0)
+            for k in range(x_starts[i], x_ends[i]):
+                uk = wp.uint32(k)
+                j = wp.uint32(x_cols[uk])
+                for kk in range(y_starts[j], y_ends[j]):
+                    ukk = wp.uint32(kk)
+                    c = wp.uint32(y_cols[ukk])
+                    first = marker[w, c] != tag
+                    if first:
+                        marker[w, c] = tag
+                        slot[w, c] = n
+                        scratch[wp.uint32(base + n)] = int(c)
+                        n += 1
+                    q = wp.uint32(base + slot[w, c])
+                    for r in range(br):
+                        for cc in range(bc):
+                            s = scalar(0.0)
+                            for m in range(bk):
+                                s += x[uk, wp.uint32(r * bk + m)] * y[ukk, wp.uint32(m * bc + cc)]
+                            e = wp.uint32(r * bc + cc)
+                            if first:
+                                vals[q, e] = alpha * s
+                            else:
+                                vals[q, e] = vals[q, e] + alpha * s
+            counts[i] = n
+            for a in range(base + 1, base + n):
+                v = scratch[wp.uint32(a)]
+                b = a - 1
+                while b >= base:
+                    t = scratch[wp.uint32(b)]
+                    if t <= v:
+                        break
+                    b -= 1
+                if b + 1 < a:
+                    # rotate entries b + 1 .. a one place up, entry a into b + 1
+                    for e in range(vals.shape[1]):
+                        held = vals[wp.uint32(a), e]
+                        for d in range(a, b + 1, -1):
+                            vals[wp.uint32(d), e] = vals[wp.uint32(d - 1), e]
+                        vals[wp.uint32(b + 1), e] = held
+                    for d in range(a, b + 1, -1):
+                        scratch[wp.uint32(d)] = scratch[wp.uint32(d - 1)]
+                    scratch[wp.uint32(b + 1)] = v
+            if want_pos != 0:
+                sparse_mm_number(w, i, base, n, x_starts, x_ends, x_cols, y_starts, y_ends,
+                                 y_cols, marker, scratch, pos)
+
+    @wp.kernel(enable_backward=False)
+    def sparse_csr_mm_fused(workers: int, nrow: int, x_starts: I1, x_ends: I1, x_cols: I1,
+                            x: A1, y_starts: I1, y_ends: I1, y_cols: I1, y: A1, marker: I2,
+                            slot: I2, stamp: int, pair_offsets: I1, scratch: I1, counts: I1,
+                            vals: A1, want_pos: int, pos: I1, alpha: scalar):
+        # sparse_mm_fused for scalar blocks
+        w = wp.tid()
+        for i in range((w * nrow) // workers, ((w + 1) * nrow) // workers):
+            base = pair_offsets[i]
+            tag = i + stamp
+            n = int(0)
+            for k in range(x_starts[i], x_ends[i]):
+                uk = wp.uint32(k)
+                j = wp.uint32(x_cols[uk])
+                xa = alpha * x[uk]
+                for kk in range(y_starts[j], y_ends[j]):
+                    ukk = wp.uint32(kk)
+                    c = wp.uint32(y_cols[ukk])
+                    v = xa * y[ukk]
+                    if marker[w, c] != tag:
+                        marker[w, c] = tag
+                        slot[w, c] = n
+                        scratch[wp.uint32(base + n)] = int(c)
+                        vals[wp.uint32(base + n)] = v
+                        n += 1
+                    else:
+                        q = wp.uint32(base + slot[w, c])
+                        vals[q] = vals[q] + v
+            counts[i] = n
+            for a in range(base + 1, base + n):
+                cv = scratch[wp.uint32(a)]
+                vv = vals[wp.uint32(a)]
+                b = a - 1
+                while b >= base:
+                    t = scratch[wp.uint32(b)]
+                    if t <= cv:
+                        break
+                    scratch[wp.uint32(b + 1)] = t
+                    vals[wp.uint32(b + 1)] = vals[wp.uint32(b)]
+                    b -= 1
+                scratch[wp.uint32(b + 1)] = cv
+                vals[wp.uint32(b + 1)] = vv
+            if want_pos != 0:
+                sparse_mm_number(w, i, base, n, x_starts, x_ends, x_cols, y_starts, y_ends,
+                                 y_cols, marker, scratch, pos)
+
+    @wp.kernel(enable_backward=False)
+    def sparse_mm_compact(pair_offsets: I1, scratch: I1, vals: A2, z_offsets: I1, z_cols: I1,
+                          z: A2):
+        # row i of the product: its columns and values moved from the scratch of
+        # sparse_mm_fused to their place in z
+        i = wp.tid()
+        base = pair_offsets[i]
+        zb = z_offsets[i]
+        for a in range(z_offsets[i + 1] - zb):
+            z_cols[wp.uint32(zb + a)] = scratch[wp.uint32(base + a)]
+            for e in range(z.shape[1]):
+                z[wp.uint32(zb + a), e] = vals[wp.uint32(base + a), e]
+
     @wp.kernel
     def sparse_zero(dest: A2):
         d, e = wp.tid()
@@ -136,7 +311,9 @@ def _make_kernels(scalar):
 
     return {"gather": sparse_gather, "csr_mv": sparse_csr_mv, "bsr_mv": sparse_bsr_mv,
             "mm_pairs": sparse_mm_pairs, "mm_rows": sparse_mm_rows,
-            "csr_mm_rows": sparse_csr_mm_rows, "zero": sparse_zero}
+            "csr_mm_rows": sparse_csr_mm_rows, "mm_fused": sparse_mm_fused,
+            "csr_mm_fused": sparse_csr_mm_fused,
+            "mm_compact": sparse_mm_compact, "zero": sparse_zero}
 
 
 _mv_blocks = {}
@@ -190,49 +367,32 @@ def _topology_kernels():
     def sparse_mm_topology(workers: int, nrow: int, x_starts: I1, x_ends: I1, x_cols: I1,
                            y_starts: I1, y_ends: I1, y_cols: I1, marker: I2, stamp: int,
                            pair_offsets: I1, scratch: I1, counts: I1, pos: I1):
-        # worker w takes rows [w * nrow / workers, (w + 1) * nrow / workers); for each row it
-        # marks the columns the row's products reach in its own row of ``marker``, writes
-        # them (once each) to scratch[pair_offsets[i]:], sorts them, counts them, and numbers
-        # the row's products: pos[p] is the index in the row of product p's column (the
-        # products counted from pair_offsets[i] in row order). marker then holds -2 - index,
-        # never a tag (tags are stamp + row >= 0)
+        # worker w takes rows [w * nrow / workers, (w + 1) * nrow / workers); for each row
+        # the sorted columns its products reach (sparse_mm_row_columns) and the products
+        # numbered by them (sparse_mm_number)
         w = wp.tid()
-        first = (w * nrow) // workers
-        last = ((w + 1) * nrow) // workers
-        for i in range(first, last):
-            n = int(0)
+        for i in range((w * nrow) // workers, ((w + 1) * nrow) // workers):
             base = pair_offsets[i]
-            tag = i + stamp
-            for k in range(x_starts[i], x_ends[i]):
-                j = wp.uint32(x_cols[wp.uint32(k)])
-                for kk in range(y_starts[j], y_ends[j]):
-                    c = wp.uint32(y_cols[wp.uint32(kk)])
-                    if marker[w, c] != tag:
-                        marker[w, c] = tag
-                        scratch[wp.uint32(base + n)] = int(c)
-                        n += 1
+            n = sparse_mm_row_columns(w, i, i + stamp, base, x_starts, x_ends, x_cols,
+                                      y_starts, y_ends, y_cols, marker, scratch)
             counts[i] = n
-            for a in range(base + 1, base + n):
-                v = scratch[wp.uint32(a)]
-                b = a - 1
-                while b >= base:
-                    t = scratch[wp.uint32(b)]
-                    if t <= v:
-                        break
-                    scratch[wp.uint32(b + 1)] = t
-                    b -= 1
-                scratch[wp.uint32(b + 1)] = v
-            for a in range(n):
-                marker[w, wp.uint32(scratch[wp.uint32(base + a)])] = -2 - a
-            p = base
-            for k in range(x_starts[i], x_ends[i]):
-                j = wp.uint32(x_cols[wp.uint32(k)])
-                for kk in range(y_starts[j], y_ends[j]):
-                    c = wp.uint32(y_cols[wp.uint32(kk)])
-                    pos[wp.uint32(p)] = -2 - marker[w, c]
-                    p += 1
+            sparse_mm_number(w, i, base, n, x_starts, x_ends, x_cols, y_starts, y_ends,
+                             y_cols, marker, scratch, pos)
+
+    @wp.kernel(enable_backward=False)
+    def sparse_mm_row_pairs(x_starts: I1, x_ends: I1, x_cols: I1, y_starts: I1, y_ends: I1,
+                            pairs: wp.array(dtype=wp.int64)):
+        # pairs[i + 1]: the block products of row i of x @ y (x's blocks times the lengths of
+        # the rows of y they meet)
+        i = wp.tid()
+        n = wp.int64(0)
+        for k in range(x_starts[i], x_ends[i]):
+            j = wp.uint32(x_cols[wp.uint32(k)])
+            n += wp.int64(y_ends[j] - y_starts[j])
+        pairs[i + 1] = n
 
     _topo["mm"] = sparse_mm_topology
+    _topo["row_pairs"] = sparse_mm_row_pairs
     return _topo
 
 

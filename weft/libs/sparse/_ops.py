@@ -6,10 +6,11 @@ import os
 import numpy as np
 
 import weft as wp
+from weft.runtime.hooks import active_tape
 from weft.core.typeinfo import (is_array, type_is_matrix, type_repr, type_scalar_type,
                                 type_size, types_equal)
 
-from ._common import _block_ndarray, _int_array, _np, _put, _put_at, _scalar_view
+from ._common import _block_ndarray, _int_array, _np, _put, _put_at, _scalar_view, _unset
 from ._kernels import (_Values2d, _block_mv_kernel, _gather, _kernels_for, _segments,
                        _topology_kernels)
 from ._matrix import (BsrMatrix, BsrTripletMap,
@@ -719,18 +720,19 @@ _markers = {}
 
 
 def _marker(workers, ncol, nrow, device):
-    """The marker array of the product topology kernel, kept between products, and the stamp
+    """The marker array of the product topology kernels, kept between products, the stamp
     this product's tags start from (tags only grow, so old marks never match; the array is
-    refilled when they would overflow)."""
+    refilled when they would overflow) and the array of the columns' places in their row."""
     key = (str(device), workers, ncol)
     m = _markers.get(key)
     if m is None or m[1] + 2 * nrow >= 2 ** 31 - 1:
         _markers.clear()
-        m = [wp.full((workers, max(ncol, 1)), -1, dtype=int, device=device), 0]
+        m = [wp.full((workers, max(ncol, 1)), -1, dtype=int, device=device), 0,
+             wp.empty((workers, max(ncol, 1)), dtype=int, device=device)]
         _markers[key] = m
     stamp = m[1]
     m[1] += 2 * nrow
-    return m[0], stamp
+    return m[0], stamp, m[2]
 
 
 def _threaded(kernel, dim, device, inputs):
@@ -765,37 +767,68 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
     if y_values is z.values:
         y_values = x_values if y.values is x.values else wp.clone(y_values)
     cached = None if work_arrays is None else work_arrays._topology
+    kv = _kernels_for(z.scalar_type)
+    bs = z.block_shape[0] * z.block_shape[1]
+    vals = None
     if reuse_topology and isinstance(cached, tuple) and cached[0] == (nrow, ncol):
         offsets_np, nnz, pair_offsets, pos, scratch = cached[1:]
     else:
-        # products of each row (x's blocks times the lengths of y's rows they meet)
-        xoff = _np(x.offsets)[:nrow + 1].astype(np.int64)   # compact: rows are contiguous
-        yl = (_np(ye).astype(np.int64) - _np(ys)) if y.nrow else np.zeros(0, np.int64)
-        xcols = _np(x_columns)[xoff[0]:xoff[-1]]
-        reach = np.zeros(xcols.shape[0] + 1, dtype=np.int64)
-        np.cumsum(yl[xcols], out=reach[1:])
-        pair_offsets = reach[xoff - xoff[0]]
+        # the first product of each row
+        pairs = wp.zeros(nrow + 1, dtype=wp.int64, device=device)
+        wp.launch(_topology_kernels()["row_pairs"], dim=nrow, device=device,
+                  inputs=[xs, xe, x_columns, ys, ye, pairs])
+        pair_offsets = np.cumsum(_np(pairs))
         npairs = int(pair_offsets[-1])
         if npairs >= 2 ** 31:
             raise ValueError("bsr_mm: more than 2^31 block products")
         pair_offsets = _int_array(pair_offsets, device)
-        pos = wp.empty(max(npairs, 1), dtype=int, device=device)
-        scratch = wp.empty(max(npairs, 1), dtype=int, device=device)
-        counts = wp.empty(nrow, dtype=int, device=device)
+        keep = work_arrays is not None
+        # a later product may reuse the topology: its arrays are the product's own, else
+        # scratch arrays shared by every product (grown as needed)
+        if keep:
+            pos = wp.empty(max(npairs, 1), dtype=int, device=device)
+            scratch = wp.empty(max(npairs, 1), dtype=int, device=device)
+        else:
+            pos = _pooled(device, "pos", int, npairs)
+            scratch = _pooled(device, "scratch", int, npairs)
+        counts = _pooled(device, "counts", int, nrow)
         workers = max(1, min(nrow, 4 * (os.cpu_count() or 1), (1 << 26) // max(ncol, 1)))
-        marker, stamp = _marker(workers, ncol, nrow, device)
-        _threaded(_topology_kernels()["mm"], workers, device,
-                  [workers, nrow, xs, xe, x_columns, ys, ye, y_columns, marker, stamp,
-                   pair_offsets, scratch, counts, pos])
+        marker, stamp, slot = _marker(workers, ncol, nrow, device)
+        if active_tape() is None:
+            # off a tape: one pass sums the values with the topology, into scratch rows that
+            # sparse_mm_compact moves into z
+            vals = _pooled(device, "vals", z.scalar_type, npairs * bs)
+            common = [marker, slot, stamp, pair_offsets, scratch, counts]
+            if bs == 1 and x.block_shape == (1, 1):
+                _threaded(kv["csr_mm_fused"], workers, device,
+                          [workers, nrow, xs, xe, x_columns, _flat1(x_values), ys, ye,
+                           y_columns, _flat1(y_values)] + common +
+                          [vals, int(keep), pos, z.scalar_type(alpha)])
+            vals = vals.reshape((max(npairs, 1), bs))
+            if bs != 1 or x.block_shape != (1, 1):
+                _threaded(kv["mm_fused"], workers, device,
+                          [workers, nrow, xs, xe, x_columns,
+                           _scalar_view(x_values, x.block_shape), ys, ye, y_columns,
+                           _scalar_view(y_values, y.block_shape)] + common +
+                          [vals, int(keep), pos, x.block_shape[1], z.block_shape[1],
+                           z.scalar_type(alpha)])
+        else:
+            _threaded(_topology_kernels()["mm"], workers, device,
+                      [workers, nrow, xs, xe, x_columns, ys, ye, y_columns, marker, stamp,
+                       pair_offsets, scratch, counts, pos])
         offsets_np = np.zeros(nrow + 1, dtype=np.int64)
-        np.cumsum(_np(counts), out=offsets_np[1:])
+        np.cumsum(_np(counts)[:nrow], out=offsets_np[1:])
         offsets_np = offsets_np.astype(np.int32)
         nnz = int(offsets_np[-1])
-        if work_arrays is not None:
+        if keep:
             work_arrays._topology = ((nrow, ncol), offsets_np, nnz, pair_offsets, pos, scratch)
     z.nrow, z.ncol = nrow, ncol
     if z.offsets.size < nrow + 1:
         z.offsets = wp.empty(shape=(nrow + 1,), dtype=int, device=device)
+    if vals is not None and z.values.size < nnz:
+        # every element is written by sparse_mm_compact
+        z.columns = _unset(nnz, int, device)
+        z.values = _unset(nnz, z.values.dtype, device, z.values.requires_grad)
     _ensure_fits(z, nnz=nnz)
     _put(z.offsets, offsets_np)
     z.row_counts = None
@@ -803,7 +836,11 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
     z._refresh_nnz_transfer_if_pending()
     if nnz == 0:
         return z
-    kv = _kernels_for(z.scalar_type)
+    if vals is not None:
+        wp.launch(kv["mm_compact"], dim=nrow, device=device,
+                  inputs=[pair_offsets, scratch, vals, z.offsets, z.columns,
+                          _scalar_view(z.values, z.block_shape)])
+        return z
     z.values.zero_()   # as Warp (not a taped store)
     # the value kernels also copy each row's columns from the scratch
     if z.block_shape == (1, 1) and x.block_shape == (1, 1):
@@ -818,6 +855,19 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
                           z.offsets, z.columns, _scalar_view(z.values, z.block_shape),
                           x.block_shape[1], z.block_shape[1], z.scalar_type(alpha)])
     return z
+
+
+_pool = {}
+
+
+def _pooled(device, name, dtype, n):
+    """A scratch array of at least ``n`` elements (``n`` of them returned) shared by the
+    products off a tape, grown as needed."""
+    key = (str(device), name, dtype)
+    a = _pool.get(key)
+    if a is None or a.shape[0] < max(n, 1):
+        a = _pool[key] = wp.empty(max(n, 1), dtype=dtype, device=device)
+    return a[:max(n, 1)]
 
 
 def _zero_blocks(A, slots):
