@@ -26,7 +26,11 @@ os.environ.setdefault("WEFT_TIERED_COMPILE", "0")
 def kernels(wp):
     """The benchmark kernels, written once, declared for the module ``wp`` (weft or Warp)."""
     out = {}
-    for n in (16, 64, 128):
+
+    def make_matmul(n):
+        # a scope of its own per size: a kernel reads its closure's N when it is built (at
+        # its first launch, in weft as in Warp), so kernels defined in one loop over the sizes
+        # would all multiply 128x128 tiles (the 16 and 64 rows' figures before this fix)
         N = wp.constant(n)
 
         @wp.kernel(module="unique")
@@ -38,7 +42,10 @@ def kernels(wp):
             c = wp.tile_zeros(shape=(N, N), dtype=float)
             wp.tile_matmul(a, b, c)
             wp.tile_store(C[i], c)
-        out[f"matmul{n}"] = matmul
+        return matmul
+
+    for n in (16, 64, 128):
+        out[f"matmul{n}"] = make_matmul(n)
 
     S = wp.constant(32)
 
