@@ -114,6 +114,7 @@ from .libs import utils  # noqa: E402,F401
 # the layers below learn of this namespace through hooks (it stands above all of them)
 import sys as _sys  # noqa: E402
 from .core.modpaths import alias_imported as _alias_imported  # noqa: E402
+from .core.modpaths import as_warp  # noqa: E402,F401
 from .stdlib import func_pickle as _func_pickle  # noqa: E402
 
 # a kernel's scope sends weft's public names by name (wp.sin imported as sin): this namespace's

@@ -29,6 +29,14 @@ background_compile = True
 #: (or ``WEFT_TIERED_COMPILE=0``): the first launch compiles the threaded entry here.
 tiered_compile = True
 
+#: What a tape's ``backward`` (and ``hvp``) does with a recorded launch of a kernel declared
+#: ``enable_backward=False`` (its own option or its module's): ``False`` (default), as Warp:
+#: warn and skip its adjoint (the gradient then lacks that kernel's part); ``True``, a weft
+#: extension: differentiate it anyway (weft generates every kernel's adjoint), so programs
+#: that turn Warp's backward off everywhere, as MuJoCo Warp does, get exact gradients.
+#: ``WEFT_FORCE_BACKWARD=1`` sets it at import.
+force_backward = __import__("os").environ.get("WEFT_FORCE_BACKWARD", "") not in ("", "0")
+
 #: ``"release"``: kernels as fast as they compile; ``"debug"``: every array access of the
 #: forward, adjoint and tangent kernels is checked (an out-of-range or negative index raises
 #: ``weft.KernelIndexError`` naming the kernel, pass, array, index, shape and source line).

@@ -91,3 +91,45 @@ def alias_imported(package):
         module = vars(package).get(name)
         if getattr(module, "__name__", None) == f"weft.{target}":
             sys.modules.setdefault(f"{package.__name__}.{name}", module)
+
+
+class _AsWarp(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """After :func:`as_warp`: ``import warp.X`` answered by ``weft.X`` (the same module)."""
+
+    def __init__(self):
+        self._own_spec = {}
+
+    def find_spec(self, fullname, path, target=None):
+        if not fullname.startswith("warp."):
+            return None
+        try:
+            found = importlib.util.find_spec("weft" + fullname[4:])
+        except ImportError:
+            found = None
+        return None if found is None else importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        module = importlib.import_module("weft" + spec.name[4:])
+        self._own_spec[module.__name__] = module.__spec__
+        return module
+
+    def exec_module(self, module):
+        module.__spec__ = self._own_spec.pop(module.__name__, module.__spec__)
+
+
+def as_warp():
+    """Make ``import warp`` (and ``import warp.sparse``, ``warp.types``, ...) give weft, for
+    programs and libraries written for Warp (MuJoCo Warp: ``import weft; weft.as_warp()``,
+    then ``import mujoco_warp``). Returns weft. Call it before anything imports Warp: when
+    the real ``warp`` is already imported, a module that imported it keeps it, so this
+    raises ``ImportError``."""
+    weft = importlib.import_module("weft")
+    current = sys.modules.get("warp")
+    if current is not None and current is not weft:
+        raise ImportError(f"weft.as_warp(): the module 'warp' is already imported (from "
+                          f"{getattr(current, '__file__', current)!r}); call weft.as_warp() "
+                          f"before anything imports warp")
+    sys.modules["warp"] = weft
+    if not any(isinstance(f, _AsWarp) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AsWarp())
+    return weft

@@ -259,6 +259,8 @@ def kernel(f=None, *, enable_backward=None, module=None, module_options=None, na
     if f is None:
         return functools.partial(kernel, enable_backward=enable_backward, module=module,
                                  module_options=module_options, name=name, **options)
+    if enable_backward is not None:
+        options["enable_backward"] = enable_backward   # as Warp: the kernel's own option
     return Kernel(f, key=name, module=module, options=options, module_options=module_options)
 
 

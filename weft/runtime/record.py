@@ -6,6 +6,8 @@ only calls it.
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..core import config
@@ -99,7 +101,30 @@ class Launch:
         return [(i, args[i]) for i in self.compiled.read_indices
                 if i not in snaps and isinstance(args[i], array)]
 
+    def backward_off(self):
+        """Whether the adjoint is to be skipped: the kernel is declared
+        ``enable_backward=False`` and ``wp.config.force_backward`` is off (Warp then warns and
+        skips it; a kernel with nothing differentiable is skipped without a word)."""
+        ck = self.compiled
+        kernel = getattr(ck, "kernel", None)
+        if kernel is None or config.force_backward:
+            return False
+        off = kernel.options.get("enable_backward")
+        if off is None:
+            off = kernel._module.options.get("enable_backward")
+        if off is not False:
+            return False
+        if any(a.requires_grad for a in self.arrays):
+            warnings.warn(
+                f"Running the tape backwards may produce incorrect gradients because recorded "
+                f"kernel {kernel.key} is configured with the option 'enable_backward=False' "
+                f"(weft: set wp.config.force_backward = True, or WEFT_FORCE_BACKWARD=1, to "
+                f"differentiate it anyway)", stacklevel=3)
+        return True
+
     def backward(self):
+        if self.backward_off():
+            return
         ck = self.compiled
         values = ck.bind(self.args, self.device)
         for i, crc in self.checks.items():
@@ -119,6 +144,8 @@ class Launch:
         :meth:`backward` into scratch gradients ``adjs``, and its tangent along ``tangents``
         (the tangents of the arrays as this launch saw them; missing: zero) into ``tadjs``
         (both :class:`weft.autodiff.hvp.Shadows` of the arrays' gradients)."""
+        if self.backward_off():
+            return
         ck = self.compiled
         values = ck.bind(self.args, self.device)
         for i, data in self.snapshots.items():
