@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core import types as T
 from ..core.errors import KernelTypeError, KernelValueError
-from . import ir
+from . import ir, lanes
 from .exprs import Builder, Ex, _builder, attr_path, const, name, tile_const, tile_dtype
 from .registry import NAMESPACE, REGISTRY, SpecialForm, builtin, lookup, special_form
 
@@ -935,6 +935,18 @@ def tile_form(ctx, node):
     kw = _kw(node)
     keep = bool(ctx.static_value(kw["preserve_type"], "preserve_type")) \
         if "preserve_type" in kw else False
+    mode = lanes.current()
+    if mode is not None and (T.is_scalar(getattr(x, "type", None)) or
+                             T.is_composite(getattr(x, "type", None))):
+        # cooperative CPU blocks: every lane's value (replaced by the lane rewrite)
+        mode.coupled.append("tile")
+        if isinstance(x, ir.Const) and x.literal:
+            x = ir.Const(x.value, x.type)
+        if T.is_vector(x.type) and not keep:
+            t = T.TileType(T.scalar_of(x.type), (x.type._length_, mode.block_dim))
+            return ctx.emit(ir.Prim(lookup("lane_gather_vec"), [x], {"type": t}), t, node)
+        t = T.TileType(x.type, (mode.block_dim,))
+        return ctx.emit(ir.Prim(lookup("lane_gather"), [x], {"type": t}), t, node)
     if T.is_vector(getattr(x, "type", None)) and not keep:
         # Warp: a vector's components become a column per thread: shape (length, block_dim)
         return ctx.apply("tile_from_vector", [x], node)
@@ -980,6 +992,19 @@ NAMESPACE["tile"] = TileForm("tile", "tile(x): a tile holding the value of x of 
 @special_form("untile", "untile(t): this thread's element of a 1-D tile of the block's length")
 def untile(ctx, node):
     t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "untile's operand")
+    mode = lanes.current()
+    if mode is not None:
+        mode.coupled.append("untile")
+        if len(t.type.shape) == 2 and T.is_scalar(t.type.dtype) and \
+                t.type.shape[1] == mode.block_dim:
+            rt = T.vector(t.type.shape[0], t.type.dtype)
+        elif len(t.type.shape) == 1 and t.type.shape[0] == mode.block_dim:
+            rt = t.type.dtype
+        else:
+            raise ctx.fail(node, f"untile takes a tile of shape ({mode.block_dim},) or (n, "
+                           f"{mode.block_dim}) (the block's {mode.block_dim} lanes), got "
+                           f"{t.type.shape}", KernelValueError)
+        return ctx.emit(ir.Prim(lookup("lane_untile"), [t], {"type": rt}), rt, node)
     if len(t.type.shape) == 2 and t.type.shape[1] == 1 and T.is_scalar(t.type.dtype):
         # a column per thread (wp.tile of a vector): the thread's vector
         comps = [ctx.apply("tile_extract", [t, ir.Const(k, T.int32), ir.Const(0, T.int32)], node)
@@ -1383,11 +1408,24 @@ def tile_from_thread(ctx, node):
     if isinstance(value, ir.Const) and value.literal:
         value = ir.Const(value.value, value.type)
     t = T.TileType(value.type, shape)
+    mode = lanes.current()
+    if mode is not None:  # cooperative CPU blocks: lane thread_idx's value
+        mode.coupled.append("tile_from_thread")
+        idx_node = node.args[2] if len(node.args) > 2 else kw.get("thread_idx")
+        idx = ctx.expr(idx_node) if idx_node is not None else ir.Const(0, T.int32)
+        if isinstance(idx, ir.Const):
+            idx = ir.Const(int(idx.value), T.int32)
+        return ctx.emit(ir.Prim(lookup("lane_from_thread"), [value, idx], {"type": t}), t, node)
     return ctx.emit(ir.Prim(lookup("tile_const"), [value], {"type": t}), t, node)
 
 
-@special_form("block_dim", "block_dim(): the number of threads of a tile block (1 on the CPU)")
+@special_form("block_dim", "block_dim(): the number of threads of a tile block (1 on the CPU, "
+              "block_dim with wp.config.enable_cpu_blocks)")
 def block_dim(ctx, node):
+    mode = lanes.current()
+    if mode is not None:
+        mode.coupled.append("block_dim")
+        return ir.Const(mode.block_dim, T.int32)
     return ir.Const(1, T.int32)
 
 

@@ -1,0 +1,145 @@
+"""Cooperative CPU blocks (``wp.config.enable_cpu_blocks``): the builtins of the lane loops.
+
+When a tile kernel is launched on the CPU with ``block_dim > 1`` and
+``wp.config.enable_cpu_blocks``, Warp runs ``block_dim`` lanes per block (as fibers that switch
+at the tile operations' barriers). weft compiles such a kernel once more with the block size
+known (:data:`ACTIVE` holds it while the kernel is lowered) and, where the kernel's lanes
+interact (``wp.tile(x)``, ``wp.untile``, tile stacks, ``wp.block_dim()``, lanes writing one
+tile), rewrites it into loops over the lanes between those barriers
+(:mod:`weft.transpiler.lanes`). The builtins here are what that rewrite emits; the
+placeholders (``lane_gather``, ...) are what the lowering emits in place of the per-thread
+builtins while :data:`ACTIVE` is set, for the rewrite to replace.
+
+In generated code, ``_tid`` is the block's index (the kernel's loop runs over blocks) and the
+flat launch index of lane ``l`` is ``_tid * block_dim + l``.
+"""
+from __future__ import annotations
+
+import ast
+import contextlib
+import contextvars
+from dataclasses import dataclass, field
+
+from ..core import types as T
+from .exprs import Ex, name
+from .registry import builtin
+
+VOID = T.TupleType(())
+
+
+@dataclass
+class LaneMode:
+    """The block size of a kernel compiled with cooperative CPU blocks, whether the launch is
+    tiled (``wp.launch_tiled``: the lanes are the last launch dimension) and what the lowering
+    saw that couples the lanes (``coupled``: reasons, for the rewrite's decision)."""
+
+    block_dim: int
+    tiled: bool
+    ndim: int = 1
+    coupled: list = field(default_factory=list)
+
+
+ACTIVE: contextvars.ContextVar = contextvars.ContextVar("weft_lanes", default=None)
+
+
+def current():
+    """The :class:`LaneMode` of the kernel being lowered, or None (one lane per block)."""
+    return ACTIVE.get()
+
+
+@contextlib.contextmanager
+def active(mode):
+    token = ACTIVE.set(mode)
+    try:
+        yield mode
+    finally:
+        ACTIVE.reset(token)
+
+
+def _int(v):
+    return ast.Constant(int(v))
+
+
+def _flat(lane, block_dim):
+    """``_tid * block_dim + lane``: the flat launch index of a lane of this block."""
+    return ast.BinOp(ast.BinOp(name("_tid"), ast.Mult(), _int(block_dim)), ast.Add(), lane.node)
+
+
+def _dim(k):
+    return ast.Subscript(name("_dim"), _int(k), ast.Load())
+
+
+@builtin("lane_tid", ["lane_tid(lane): a launch index of a lane"], lambda ts, a=None: T.int32,
+         differentiable=False, public=False)
+class lane_tid:
+    def primal(lane, axis, tid_dims, block_dim, tiled, ndim):
+        if not tiled and axis is None:  # the first launch index of the lane's flat index
+            return Ex(ast.Call(ast.Attribute(name("_wk"), "first_index", ast.Load()),
+                               [_flat(lane, block_dim), name("_dim")], []), T.int32)
+        if tiled:  # the block's indices from _tid over the grid _dim[:ndim]; then the lane
+            if axis is not None and axis >= ndim:
+                return Ex(lane.node, T.int32)
+            node, dims = name("_tid"), ndim
+        else:
+            node, dims = _flat(lane, block_dim), tid_dims
+        a = 0 if axis is None else axis
+        stride = None
+        for d in range(a + 1, dims):
+            stride = _dim(d) if stride is None else ast.BinOp(stride, ast.Mult(), _dim(d))
+        if stride is not None:
+            node = ast.BinOp(node, ast.FloorDiv(), stride)
+        if a > 0:
+            node = ast.BinOp(node, ast.Mod(), _dim(a))
+        return Ex(node, T.int32)
+
+
+@builtin("lane_active", ["lane_active(lane): the lane is inside the launch"],
+         lambda ts, a=None: T.bool, differentiable=False, public=False)
+class lane_active:
+    def primal(lane, block_dim):
+        size = ast.Call(ast.Attribute(name("_wk"), "launch_size", ast.Load()), [name("_dim")], [])
+        return Ex(ast.Compare(_flat(lane, block_dim), [ast.Lt()], [size]), T.bool)
+
+
+@builtin("lane_set", ["lane_set(buf, lane, x): buf[lane] = x in place"],
+         lambda ts, a=None: VOID, differentiable=False, public=False)
+class lane_set:
+    """Element ``lane`` of the per-lane buffer ``buf`` (a 1-D tile) set in place (the buffer
+    is the rewrite's own: no tile operation sees it change)."""
+
+    def primal(buf, lane, x):
+        from .tiles import _write
+        from .exprs import _builder
+        _builder.get().stmts.extend(_write(buf.node, buf.type, lane.node, x))
+        return Ex(ast.Constant(None), VOID)
+
+
+@builtin("lane_set_col", ["lane_set_col(buf, lane, v): buf[:, lane] = v in place"],
+         lambda ts, a=None: VOID, differentiable=False, public=False)
+class lane_set_col:
+    def primal(buf, lane, v):
+        from .exprs import _builder
+        v = v.atom()
+        for c in range(v.type._length_):
+            tgt = ast.Subscript(buf.node, ast.Tuple([_int(c), lane.node], ast.Load()),
+                                ast.Store())
+            _builder.get().stmts.append(ast.Assign([tgt], v.comp(c).node, lineno=0))
+        return Ex(ast.Constant(None), VOID)
+
+
+def _placeholder(bname, doc):
+    """A builtin only the lowering emits in lane mode and the lane rewrite replaces."""
+
+    @builtin(bname, [doc], lambda ts, a=None: a.get("type") if a else None,
+             differentiable=False, public=False)
+    class _p:
+        def primal(*args, **attrs):
+            raise AssertionError(f"{bname} is replaced by the lane rewrite")
+
+    return _p
+
+
+lane_gather = _placeholder("lane_gather", "wp.tile(x) in a cooperative block")
+lane_gather_vec = _placeholder("lane_gather_vec", "wp.tile(v) of vectors in a cooperative block")
+lane_untile = _placeholder("lane_untile", "wp.untile(t) in a cooperative block")
+lane_from_thread = _placeholder("lane_from_thread", "tile_from_thread in a cooperative block")
