@@ -156,9 +156,13 @@ def merge(ctx, exits, node):
     """Join fall-through exits: variables that differ get a merged version."""
     envs = [e.env for e in exits]
     merged = {}
-    for name in envs[0]:
+    names = list(envs[0])
+    for env in envs[1:]:
+        names += [n for n in env if n not in names]
+    for name in names:
         if not all(name in env for env in envs):
-            continue
+            if not _default_tile(ctx, exits, name, node):
+                continue
         vs = [env[name] for env in envs]
         if all(v is vs[0] for v in vs):
             merged[name] = vs[0]
@@ -171,6 +175,28 @@ def merge(ctx, exits, node):
             e.block.append(ir.Assign(m, ir.Copy(v), ctx.loc(node)))
         merged[name] = m
     return merged
+
+
+def _default_tile(ctx, exits, name, node):
+    """A tile assigned on some branches only (Warp declares every tile variable at the top of
+    the function): the other branches get a tile of zeros of its type, so it is defined after
+    the join. Other values stay undefined there. Returns whether the name now has a value on
+    every branch."""
+    types = [e.env[name].type for e in exits if name in e.env]
+    t = types[0]
+    if any(u != t for u in types):
+        return False
+    if not T.is_tile_type(t):
+        return False
+    from ...stdlib.registry import lookup
+    for e in exits:
+        if name not in e.env:
+            z = ctx.new_version(name, t)
+            e.block.append(ir.Assign(z, ir.Prim(lookup("tile_const"), [], {"type": t,
+                                                                             "value": 0}),
+                                     ctx.loc(node)))
+            e.env[name] = z
+    return True
 
 
 # ---------------------------------------------------------------------------- statements
