@@ -2141,17 +2141,30 @@ class _tile_rand:
     """Each element drawn in turn from a copy of ``rng`` (as Warp's CPU tiles: the caller's
     state is not advanced)."""
 
-    def primal(rng, *bounds, type, kind):
+    def primal(rng, *bounds, type, kind, block_dim=1):
         out = _let(tile_const(0, type).node, "rn")
         ov = _flat_view(out, type)
         st, e = _fresh("rs"), _fresh("e")
         # Warp's CPU tiles draw from the state advanced once (the first element is the second
         # value of the stream)
-        _emit(_assign_name(st, REGISTRY["rand_pcg"].primal(rng)))
+        if block_dim == 1:
+            _emit(_assign_name(st, REGISTRY["rand_pcg"].primal(rng)))
 
         def body():
+            stmts = []
+            if block_dim > 1:
+                # cooperative CPU blocks: element e is lane e % B's draw number e // B + 1 from
+                # its own stream, rand_pcg(lane + rng) (Warp's register layout)
+                lane_seed = ast.Call(attr_path("_wk.u32"), [ast.BinOp(ast.BinOp(
+                    name(e), ast.Mod(), _int(block_dim)), ast.Add(), rng.node)], [])
+                stmts.append(_assign_name(st, REGISTRY["rand_pcg"].primal(
+                    Ex(lane_seed, T.uint32))))
+                k = _fresh("k")
+                stmts.append(_loop(k, _int(0), ast.BinOp(name(e), ast.FloorDiv(),
+                                                         _int(block_dim)), [_assign_name(
+                    st, REGISTRY["rand_pcg"].primal(Ex(name(st), T.uint32)))]))
             s = REGISTRY["rand_pcg"].primal(Ex(name(st), T.uint32))
-            stmts = [_assign_name(st, s)]
+            stmts.append(_assign_name(st, s))
             cur = Ex(name(st), T.uint32)
             if kind == "int":
                 v = REGISTRY["rand_int_range"].primal(cur, *bounds) if bounds else \
@@ -2187,8 +2200,12 @@ def _rand_form(kind):
                     v = ctx.apply("cast", [v], node, attrs={"type": st})
                 bounds.append(v)
         t = T.TileType(st, shape)
-        return ctx.emit(ir.Prim(lookup("tile_rand_b"), [rng] + bounds,
-                                {"type": t, "kind": kind}), t, node)
+        attrs = {"type": t, "kind": kind}
+        mode = lanes.current()
+        if mode is not None:  # cooperative CPU blocks: each lane draws its elements
+            mode.coupled.append("tile_rand")
+            attrs["block_dim"] = mode.block_dim
+        return ctx.emit(ir.Prim(lookup("tile_rand_b"), [rng] + bounds, attrs), t, node)
     return lower
 
 
