@@ -35,7 +35,7 @@ def launch_lanes(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, 
     ck = kernel.compiled("cpu", types=types, lanes=(int(block_dim), bool(tiled), len(dims)))
     if getattr(ck, "lanes", None) is None:
         return False
-    if adjoint:
+    if adjoint and ck.abi.no_derivative:
         src = kernel.parsed()
         raise KernelError(ck.abi.no_derivative, src.filename, src.first_line, 0,
                           src.lines[src.first_line - 1], ck.key)
@@ -48,6 +48,22 @@ def launch_lanes(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, 
     if ck.abi.const_indices and _size(run_dims):
         check_constant_indices(ck, args)
     check_dims(ck, dims + (1,) if tiled else dims, args)
+    if adjoint:
+        from .args import adjoint_arrays, explicit_adjoints, given_adjoints, retain_grads
+        from .entries import run_derivative
+        given = list(adj_inputs) + list(adj_outputs)
+        adj = explicit_adjoints(ck, args, given) if given else adjoint_arrays(ck, args)
+        values = values + retain_grads(ck, args, adj,
+                                       given_adjoints(ck, args, given) if given else ())
+        run_derivative(ck, "adjoint", run_dims, values, device, args)
+        return True
+    from .graph import capturing
+    graph = capturing()
+    if graph is not None:  # recorded in the graph (run at its replays), as any launch
+        from .captured import capture_launch
+        capture_launch(graph, ck, run_dims, values, args, device,
+                       _tapes[-1] if record_tape and _tapes else None, {})
+        return True
     if record_tape and _tapes:
         from .record import Launch
         _tapes[-1].record(Launch(ck, run_dims, args, device, {}))

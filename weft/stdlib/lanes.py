@@ -127,6 +127,45 @@ class lane_set_col:
         return Ex(ast.Constant(None), VOID)
 
 
+@builtin("lane_put_col", ["lane_put_col(t, lane, v): t with column lane set to vector v"],
+         lambda ts, a=None: ts[0], public=False)
+class lane_put_col:
+    """``wp.tile(v)`` of vectors: lane ``lane``'s vector as column ``lane`` of an ``(n, B)``
+    tile (a new tile, as every tile operation)."""
+
+    def primal(t, lane, v):
+        from .exprs import _builder
+        from .tiles import _let
+        c = _let(ast.Call(ast.Attribute(t.node, "copy", ast.Load()), [], []), "pc")
+        v = v.atom()
+        for k in range(v.type._length_):
+            tgt = ast.Subscript(c, ast.Tuple([_int(k), lane.node], ast.Load()), ast.Store())
+            _builder.get().stmts.append(ast.Assign([tgt], v.comp(k).node, lineno=0))
+        return Ex(c, t.type)
+
+    def adjoint(t, lane, v, ret, adj):
+        from .exprs import tup
+        from .tiles import _let
+        g = _let(ast.Call(ast.Attribute(adj.node, "copy", ast.Load()), [], []), "pg")
+        comps = [Ex(ast.Subscript(adj.node, ast.Tuple([_int(k), lane.node], ast.Load()),
+                                  ast.Load()), T.scalar_of(v.type))
+                 for k in range(v.type._length_)]
+        gv = tup(comps, v.type)
+        from .exprs import _builder
+        for k in range(v.type._length_):
+            tgt = ast.Subscript(g, ast.Tuple([_int(k), lane.node], ast.Load()), ast.Store())
+            _builder.get().stmts.append(ast.Assign([tgt], ast.Constant(0.0), lineno=0))
+        return [Ex(g, t.type), None, gv]
+
+    def tangent(t, lane, v, tt, tl, tv, ret):
+        from .exprs import const, tile_const
+        if tt is None and tv is None:
+            return tile_const(0, t.type)
+        tt = tt if tt is not None else tile_const(0, t.type)
+        tv = tv if tv is not None else const(0, v.type)
+        return lane_put_col.primal(tt, lane, tv)
+
+
 def _placeholder(bname, doc):
     """A builtin only the lowering emits in lane mode and the lane rewrite replaces."""
 

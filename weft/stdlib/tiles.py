@@ -1396,6 +1396,86 @@ def tile_assign(ctx, node):
     store_back(ctx, dst_node, new)
 
 
+# ----------------------------------------------------------------------------- scatter-add
+def _scatter_target(c, idx, k=None):
+    items = [i.node for i in idx] + ([_int(k)] if k is not None else [])
+    return ast.Subscript(c, _tuple(items), ast.Store())
+
+
+@builtin("tile_scatter_add_b", ["tile_scatter_add(t, i, ..., value, has_value)"],
+         lambda ts, a=None: ts[0] if T.is_tile_type(ts[0]) else None, public=False)
+class _tile_scatter_add:
+    """``t`` with ``value`` added at the index when ``has_value`` (a lane's add: on the CPU
+    without cooperative blocks, the block's one lane)."""
+
+    def primal(t, *rest):
+        idx, value, has = rest[:-2], rest[-2], rest[-1]
+        c = _let(ast.Call(ast.Attribute(t.node, "copy", ast.Load()), [], []), "sc")
+        if T.is_composite(t.type.dtype):
+            v = value.atom()
+            adds = [ast.AugAssign(_scatter_target(c, idx, k), ast.Add(), v.comp(k).node)
+                    for k in range(v.length)]
+        else:
+            adds = [ast.AugAssign(_scatter_target(c, idx), ast.Add(), value.node)]
+        _emit(ast.If(has.node, adds, []))
+        return Ex(c, t.type)
+
+    def adjoint(t, *rest, ret, adj):
+        idx, value, has = rest[:-2], rest[-2], rest[-1]
+        g = tile_extract.primal(adj, *idx)
+        g = Ex(ast.IfExp(has.node, g.node, const(0, value.type).node), value.type)
+        return [adj] + [None] * len(idx) + [g, None]
+
+    def tangent(t, *rest, ret):
+        n = len(rest) // 2
+        idx, value, has = rest[:n - 2], rest[n - 2], rest[n - 1]
+        tt, tv = rest[n], rest[n + len(idx) + 1]
+        if tt is None and tv is None:
+            return tile_const(0, t.type)
+        tt = tt if tt is not None else tile_const(0, t.type)
+        tv = tv if tv is not None else const(0, value.type)
+        return _tile_scatter_add.primal(tt, *idx, tv, has)
+
+
+@special_form("tile_scatter_add", "tile_scatter_add(t, i, ..., value, has_value, atomic=True): "
+              "adds each lane's value into tile t at its index (t a local name)")
+def tile_scatter_add(ctx, node):
+    kw = _kw(node)
+    if not node.args or not isinstance(node.args[0], ast.Name):
+        raise ctx.fail(node, "tile_scatter_add's tile must be a local name")
+    t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "tile_scatter_add's tile")
+    nd = len(t.type.shape)
+    rest = list(node.args[1:])
+    for key in ("value", "has_value", "atomic"):
+        if key in kw:
+            rest.append(kw[key])
+    if len(rest) not in (nd + 2, nd + 3):
+        raise ctx.fail(node, f"tile_scatter_add(t, {', '.join('ijk'[:nd])}, value, has_value) "
+                       f"takes {nd} indices for a tile of shape {t.type.shape}", KernelTypeError)
+    idx = [ctx.expr(a) for a in rest[:nd]]
+    idx = [ir.Const(int(i.value), T.int32) if isinstance(i, ir.Const) else i for i in idx]
+    for a, i in zip(rest[:nd], idx):
+        if not T.is_int(i.type):
+            raise ctx.fail(a, "tile_scatter_add's indices must be integers", KernelTypeError)
+    value = ctx.adapt_literal(ctx.expr(rest[nd]), t.type.dtype)
+    if value.type != t.type.dtype:
+        raise ctx.fail(rest[nd], f"tile_scatter_add: the value's type "
+                       f"{T.type_name(value.type)} does not match the tile's "
+                       f"{T.type_name(t.type.dtype)}", KernelTypeError)
+    has = ctx.expr(rest[nd + 1])
+    if isinstance(has, ir.Const):
+        has = ir.Const(bool(has.value), T.bool)
+    if has.type is not T.bool:
+        raise ctx.fail(rest[nd + 1], "tile_scatter_add's has_value must be a bool",
+                       KernelTypeError)
+    mode = lanes.current()
+    if mode is not None:
+        mode.coupled.append("tile_scatter_add")
+    new = ctx.emit(ir.Prim(lookup("tile_scatter_add_b"), [t] + idx + [value, has]), t.type,
+                   node)
+    store_back(ctx, node.args[0], new)
+
+
 # ----------------------------------------------------------------------------- per thread
 @special_form("tile_from_thread", "tile_from_thread(shape, value, thread_idx=0): a tile "
               "filled with one thread's value")

@@ -83,6 +83,7 @@ def kernel_functions(fir, facts, target, shared=None):
     entry = {kind: f"{fir.name}{SUFFIX[kind]}{target.entry_suffix}" for kind in SUFFIX}
 
     lanes = getattr(fir, "lanes", None)  # cooperative CPU blocks: the body runs per block
+    no_adj = getattr(fir, "lanes_no_adjoint", False)
     shapes = {p.name: T.element_shape(p.type.dtype) for p in fir.params
               if isinstance(p.type, T.ArrayType) and not p.type.local}
 
@@ -122,7 +123,7 @@ def kernel_functions(fir, facts, target, shared=None):
         adj.private = {a for a in private_adj if a in atomic}
         adj_names = {p.name: adj.adj(p) for p in fir.params
                      if isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type)}
-        adj_body, adj_private = adj.body() if not lanes else _no_derivative(fir), \
+        adj_body, adj_private = adj.body() if not no_adj else _no_derivative(fir), \
             sorted(adj.private)
     else:
         adj_names, adj_body, adj_private = shared["adj_names"], clone(shared["adjoint"]), []
@@ -135,7 +136,7 @@ def kernel_functions(fir, facts, target, shared=None):
     if shared is None:
         tan = Tangent(fir, names_for(fir), facts, target)
         tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
-        tan_body = tan.block(fir.body) if not lanes else _no_derivative(fir)
+        tan_body = tan.block(fir.body) if not no_adj else _no_derivative(fir)
     else:
         tan_names, tan_body = shared["tan_names"], clone(shared["tangent"])
     tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
@@ -148,8 +149,9 @@ def kernel_functions(fir, facts, target, shared=None):
     return out, entry, adj_names, tan_names, made
 
 
-_LANES_NO_DERIVATIVE = ("the kernel runs cooperative CPU blocks (wp.config.enable_cpu_blocks "
-                        "with lanes that interact): weft builds no adjoint or tangent for it")
+_LANES_NO_DERIVATIVE = ("the kernel runs cooperative CPU blocks (wp.config.enable_cpu_blocks) "
+                        "keeping lane values across tile operations in per-lane buffers: weft "
+                        "builds no adjoint or tangent for it")
 
 
 def _no_derivative(fir):
@@ -308,7 +310,7 @@ def run(state):
             entries=entries, overwrites=tuple(facts.overwritten()),
             stores=tuple(facts.stored()),
             no_derivative=facts.no_derivative or (_LANES_NO_DERIVATIVE if getattr(
-                fir, "lanes", None) else None),
+                fir, "lanes_no_adjoint", False) else None),
             thread_indexed=tuple(facts.thread_indexed),
             reads=facts.array_params(("load", "view", "read_old")),
             writes=facts.array_params(("store", "accumulate", "atomic")),

@@ -26,8 +26,10 @@ rewrites the kernel's body so that:
 A kernel whose lanes never interact (no ``wp.tile`` of lane values, ``untile``, stacks,
 ``wp.block_dim()``, lane writes into tiles, nor the lane index of a tiled launch) is left as
 it was: :class:`Uncoupled` tells the runtime to run it one lane per block, as without
-cooperative blocks (the result is the same, the code is the usual one). The rewritten kernel
-has no adjoint (its generated adjoint raises; the launch refuses it first).
+cooperative blocks (the result is the same, the code is the usual one). The lane loops are
+ordinary IR loops (the tiles lanes fill or write carried by them), so the adjoint and tangent
+generators differentiate the rewritten kernel as any other; a kernel that needs per-lane buffers
+(written in place) has none (the launch refuses it with a KernelError).
 """
 from __future__ import annotations
 
@@ -46,7 +48,9 @@ class Uncoupled(Exception):
 #: builtins through which lanes change a shared stack (run per lane, a barrier before)
 STACK_OPS = {"tile_stack_push_b", "tile_stack_pop_b"}
 #: builtins that write one element of a tile: lanes writing it couple the block
-ELEMENT_WRITES = {"tile_insert", "tile_insert_add", "tile_assign_b"}
+ELEMENT_WRITES = {"tile_insert", "tile_assign_b", "tile_scatter_add_b"}
+#: tile writes every lane makes, its operands uniform or not
+PER_LANE_WRITES = {"tile_scatter_add_b"}
 
 
 def run(state):
@@ -114,6 +118,9 @@ class Segment:
         self.writes = []     # (dst, src): lanes updating tile src into dst in turn
         self.gathers = []    # statements whose tile every lane fills
         self.posts = []      # statements after the loop (tile_from_thread's broadcast)
+        self.pre = []        # statements before the loop (the tiles the lanes fill)
+        self.hoisted = []    # uniform pure statements met while the segment was open
+        self.carried = []    # (header, value at the end of a lane's turn)
 
 
 class Rewrite:
@@ -127,6 +134,8 @@ class Rewrite:
         self.sentinel = ir.Var("_lane_sentinel", T.int32)
         self.V.add(id(self.sentinel))
         self.reads = set()       # ids of the buffer reads made (not written back)
+        self.lane_writes = False  # lanes write elements of a tile
+        self.buffered = False     # per-lane buffers (written in place: no adjoint)
         self.loops = []          # (Loop, lane Var) of every lane loop made
         self.counter = 0
         self.coupled = list(mode.coupled)
@@ -181,7 +190,8 @@ class Rewrite:
             if isinstance(s.expr, ir.Call) and any(_is_tile(o.type) for o in ops):
                 return "S" if varying else "U"
             if _is_tile(dt):
-                if any(id(o) in V for o in ops):
+                if any(id(o) in V for o in ops) or b in PER_LANE_WRITES or \
+                        (ctrl and b in ELEMENT_WRITES):
                     return "W"
                 return "U"
             if any(id(o) in self.contested for o in ops):
@@ -219,6 +229,8 @@ class Rewrite:
             else:
                 k = self.classify_simple(s, ctrl)
                 if k == "W":
+                    if _bname(s) in ELEMENT_WRITES:
+                        self.lane_writes = True
                     src = s.expr.args[0] if isinstance(s.expr, ir.Prim) and s.expr.args else None
                     if isinstance(src, ir.Var) and id(src) not in self.contested:
                         self.contested.add(id(src))
@@ -259,9 +271,7 @@ class Rewrite:
         self.rewrite_tids(fir.body)
         while self.find_varying(fir.body):
             pass
-        if any(isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and
-               s.expr.builtin.name in ELEMENT_WRITES and self.classify_simple(s, False) == "W"
-               for s in ir.walk(fir.body)):
+        if self.lane_writes:
             self.coupled.append("lanes write a tile")
         if any(_bname(s) in STACK_OPS or _bname(s) == "tile_stack_b" for s in ir.walk(fir.body)):
             self.coupled.append("tile stack")
@@ -273,6 +283,7 @@ class Rewrite:
         fir.body = body
         fir.tid_vars = {}
         fir.lanes = self.B
+        fir.lanes_no_adjoint = self.buffered
         return fir
 
     # ------------------------------------------------------------------------ segmentation
@@ -304,7 +315,7 @@ class Rewrite:
                     continue
                 if inner <= {"F", "U", "IfU"} and not cv:
                     if inner <= {"F", "IfU"} and cur[0] is not None:
-                        cur[0].body.append(s)
+                        cur[0].hoisted.append(s)
                     else:
                         close()
                         out.append(s)
@@ -343,8 +354,8 @@ class Rewrite:
             if k == "F" and preds and not isinstance(s, ir.Assign):
                 k = "L"
             if k == "F":
-                if cur[0] is not None:
-                    cur[0].body.append(s)
+                if cur[0] is not None:  # uniform and pure: before the lane loop
+                    cur[0].hoisted.append(s)
                 else:
                     out.append(s)
             elif k == "L":
@@ -366,6 +377,12 @@ class Rewrite:
                 seg = open_()
                 self.gather(seg, s)
                 close()
+            elif cur[0] is not None and isinstance(s, ir.Assign) and \
+                    isinstance(s.expr, (ir.Prim, ir.Copy)) and \
+                    not any(isinstance(o.type, (T.ArrayType, T.TileStackType))
+                            for o in _operands(s)):
+                # the block's, on tiles only (nothing the open loop's lanes change): before it
+                cur[0].hoisted.append(s)
             else:  # U: the block's
                 close()
                 if preds and not (isinstance(s, ir.Assign) and
@@ -388,63 +405,81 @@ class Rewrite:
                                 "that take different branches")
 
     def gather(self, seg, s):
+        """``wp.tile(x)`` (``tile_from_thread``): each lane's turn puts its value into the tile
+        the loop carries; the tile is whole after the loop."""
         e = s.expr
         t = s.dst.type
         b = e.builtin.name
         seg.gathers.append(s)
-        if b == "lane_gather":
-            seg.pre = getattr(seg, "pre", []) + [
-                ir.Assign(s.dst, ir.Prim(lookup("tile_const"), [], {"type": t, "value": 0}),
-                          s.loc)]
-            seg.body.append(ir.Effect(lookup("lane_set"), [s.dst, self.sentinel, e.args[0]],
+        zeros = {"value": 0}
+        if b in ("lane_gather", "lane_gather_vec"):
+            h, new = self.fresh("tile", t), self.fresh("tile", t)
+            seg.pre.append(ir.Assign(h, ir.Prim(lookup("tile_const"), [], {"type": t, **zeros}),
+                                     s.loc))
+            put = "tile_insert" if b == "lane_gather" else "lane_put_col"
+            seg.body.append(ir.Assign(new, ir.Prim(lookup(put), [h, self.sentinel, e.args[0]]),
                                       s.loc))
-        elif b == "lane_gather_vec":
-            seg.pre = getattr(seg, "pre", []) + [
-                ir.Assign(s.dst, ir.Prim(lookup("tile_const"), [], {"type": t, "value": 0}),
-                          s.loc)]
-            seg.body.append(ir.Effect(lookup("lane_set_col"), [s.dst, self.sentinel,
-                                                                e.args[0]], s.loc))
+            seg.carried.append((h, new))
+            seg.posts.append(ir.Assign(s.dst, ir.Copy(h), s.loc))
         else:  # lane_from_thread: lane idx's value, in every element
             value, idx = e.args
             bt = T.TileType(value.type, (self.B,))
-            buf = self.fresh("from", bt)
+            h, new = self.fresh("from", bt), self.fresh("from", bt)
             elem = self.fresh("elem", value.type)
-            seg.pre = getattr(seg, "pre", []) + [
-                ir.Assign(buf, ir.Prim(lookup("tile_const"), [], {"type": bt, "value": 0}),
-                          s.loc)]
-            seg.body.append(ir.Effect(lookup("lane_set"), [buf, self.sentinel, value], s.loc))
-            seg.posts.append(ir.Assign(elem, ir.Prim(lookup("tile_extract"), [buf, idx]),
-                                       s.loc))
+            seg.pre.append(ir.Assign(h, ir.Prim(lookup("tile_const"), [], {"type": bt, **zeros}),
+                                     s.loc))
+            seg.body.append(ir.Assign(new, ir.Prim(lookup("tile_insert"),
+                                                   [h, self.sentinel, value]), s.loc))
+            seg.carried.append((h, new))
+            seg.posts.append(ir.Assign(elem, ir.Prim(lookup("tile_extract"), [h, idx]), s.loc))
             seg.posts.append(ir.Assign(s.dst, ir.Prim(lookup("tile_const"), [elem],
                                                       {"type": t}), s.loc))
 
     def make_loop(self, seg):
-        """The lane loop of a segment: the tiles its lanes write in turn carried in place
-        (a copy before the loop, every read in the segment of the tile written), the lanes
-        outside the launch or the segment's predicates skipped."""
-        pre = list(getattr(seg, "pre", []))
+        """The lane loop of a segment: a tile its lanes write in turn is carried by the loop
+        (its reads in the segment read the carried value; its name is bound after the loop),
+        the lanes outside the launch or the segment's predicates skipped."""
         body = seg.body
         for s in seg.writes:
-            src = s.expr.args[0]
-            pre.append(ir.Assign(s.dst, ir.Copy(src), s.loc))
-            body = _rename(body, src, s.dst)
+            src, dst = s.expr.args[0], s.dst
+            h, new = self.fresh("acc", dst.type), self.fresh("acc", dst.type)
+            seg.pre.append(ir.Assign(h, ir.Copy(src), s.loc))
+            body = _rename(body, src, h)
+            s.dst = new
+            seg.carried.append((h, new))
+            seg.posts.append(ir.Assign(dst, ir.Copy(h), s.loc))
         loc = next((x.loc for x in body if hasattr(x, "loc")), None) or \
             ir.Loc(self.fir.source.filename if self.fir.source else "?", 0)
         lane = self.fresh("lane", T.int32)
         body = _rename(body, self.sentinel, lane)
         body = self.untiles(body, lane)
-        guarded = body
-        for c, want in reversed(seg.preds):
-            guarded = [ir.If(c, guarded, [], loc) if want else ir.If(c, [], guarded, loc)]
+        pairs = list(seg.carried)   # (header, value after the lane's turn)
+        conds = list(seg.preds)
+        pre_guard = []
         if not self.mode.tiled:
             act = self.fresh("active", T.bool)
-            guarded = [ir.Assign(act, ir.Prim(lookup("lane_active"), [lane],
-                                              {"block_dim": self.B}), loc),
-                       ir.If(act, guarded, [], loc)]
+            pre_guard.append(ir.Assign(act, ir.Prim(lookup("lane_active"), [lane],
+                                                    {"block_dim": self.B}), loc))
+            conds = [(act, True)] + conds
+        for c, want in reversed(conds):
+            merged = []
+            arm_in, arm_out = list(body), []
+            for h, v in pairs:
+                m = self.fresh("m", h.type)
+                arm_in.append(ir.Assign(m, ir.Copy(v), loc))
+                arm_out.append(ir.Assign(m, ir.Copy(h), loc))
+                merged.append((h, m))
+            body = [ir.If(c, arm_in, arm_out, loc) if want else ir.If(c, arm_out, arm_in, loc)]
+            pairs = merged
+        ends = []
+        for h, v in pairs:
+            e = self.fresh("end", h.type)
+            ends.append(ir.Assign(e, ir.Copy(v), loc))
         loop = ir.Loop("for", lane, ir.Const(0, T.int32), ir.Const(self.B, T.int32),
-                       ir.Const(1, T.int32), guarded, [], None, loc)
+                       ir.Const(1, T.int32), pre_guard + body + ends,
+                       [(h, e.dst) for (h, _), e in zip(pairs, ends)], None, loc)
         self.loops.append((loop, lane))
-        return pre + [loop] + seg.posts
+        return seg.hoisted + seg.pre + [loop] + seg.posts
 
     def untiles(self, stmts, lane):
         """``wp.untile(t)``: the lane's element (or column) of ``t``."""
@@ -479,8 +514,10 @@ class Rewrite:
     # ------------------------------------------------------------------------------ buffers
     def buffers(self):
         """Per-lane buffers of the lane-varying values one lane loop makes and another
-        reads: written where the value is made, read at the top of the loop that reads it
-        (a lane's launch index is recomputed). Returns the buffers' allocations."""
+        reads: written where the value is made, read (into a variable of the loop's own) at
+        the top of the loop that reads it; a lane's launch index is recomputed instead.
+        Returns the buffers' allocations. The buffers are written in place: a kernel that
+        needs one has no adjoint (``self.buffered``)."""
         defs, uses = {}, {}
         for k, (loop, lane) in enumerate(self.loops):
             for v in ir.defined_vars(loop.body):
@@ -493,27 +530,31 @@ class Rewrite:
             for vid, (v, where) in defs.items():
                 if vid not in uses[k] or where == {k} or vid not in self.V:
                     continue
+                mine = self.fresh(v.name, v.type)
                 if vid in self.remat:
-                    reads.append(ir.Assign(v, ir.Prim(lookup("lane_tid"), [lane],
-                                                      self.remat[vid]), loop.loc))
-                    continue
-                if not (T.is_scalar(v.type) or T.is_composite(v.type)):
-                    raise _fail(self.fir, loop.loc, f"the value '{v.name}' (a "
-                                f"{T.type_name(v.type)}) differs between lanes and lives "
-                                "across a tile operation")
-                if vid not in bufs:
-                    buf = self.fresh(f"buf_{v.name}", T.TileType(v.type, (self.B,)))
-                    bufs[vid] = buf
-                    allocs.append(ir.Assign(buf, ir.Prim(lookup("tile_const"), [], {
-                        "type": buf.type, "value": 0}), loop.loc))
-                rd = ir.Assign(v, ir.Prim(lookup("tile_extract"), [bufs[vid], lane]), loop.loc)
-                self.reads.add(id(rd))
-                reads.append(rd)
+                    reads.append(ir.Assign(mine, ir.Prim(lookup("lane_tid"), [lane],
+                                                         self.remat[vid]), loop.loc))
+                else:
+                    if not (T.is_scalar(v.type) or T.is_composite(v.type)):
+                        raise _fail(self.fir, loop.loc, f"the value '{v.name}' (a "
+                                    f"{T.type_name(v.type)}) differs between lanes and lives "
+                                    "across a tile operation")
+                    if vid not in bufs:
+                        buf = self.fresh(f"buf_{v.name}", T.TileType(v.type, (self.B,)))
+                        bufs[vid] = buf
+                        allocs.append(ir.Assign(buf, ir.Prim(lookup("tile_const"), [], {
+                            "type": buf.type, "value": 0}), loop.loc))
+                    rd = ir.Assign(mine, ir.Prim(lookup("tile_extract"), [bufs[vid], lane]),
+                                   loop.loc)
+                    self.reads.add(id(rd))
+                    reads.append(rd)
+                loop.body = _rename(loop.body, v, mine)
             loop.body = reads + loop.body
         # the writes, where each buffered value is made
         for k, (loop, lane) in enumerate(self.loops):
             loop.body = _after_defs(loop.body, {vid: b for vid, b in bufs.items()
                                                 if vid not in self.remat}, lane, self.reads)
+        self.buffered = bool(bufs)
         return allocs
 
 
