@@ -93,6 +93,7 @@ def tile_matmul(ctx, node):
                            "tiles of float scalars", KernelTypeError)
     if _matmul_resolve([a.type, b.type]) is None:
         raise ctx.fail(node, f"tile_matmul of shapes {a.type.shape} and {b.type.shape}")
+    _matmul_precision(ctx, node, a, b)
     if len(node.args) < 3:
         if a.type.dtype != b.type.dtype:
             raise ctx.fail(node, "tile_matmul's tiles must have one dtype")
@@ -121,6 +122,25 @@ def tile_matmul(ctx, node):
         raise ctx.fail(out_node, "tile_matmul's out must be a local name")
     store_back(ctx, out_node, new)
     return None
+
+
+def _matmul_precision(ctx, node, a, b):
+    """Warp's ``precision=`` of ``tile_matmul``: the string literal ``"default"`` or ``"tf32"``
+    (float32 tiles only). On the CPU, as Warp's scalar GEMM, the product is computed in float32
+    either way."""
+    pnode = _kw(node).get("precision")
+    if pnode is None:
+        return
+    if not (isinstance(pnode, ast.Constant) and isinstance(pnode.value, str)):
+        raise ctx.fail(pnode, "tile_matmul: precision must be the string literal 'default' or "
+                       "'tf32', got a non-literal argument", KernelValueError)
+    if pnode.value not in ("default", "tf32"):
+        raise ctx.fail(pnode, f"tile_matmul: precision must be the string literal 'default' or "
+                       f"'tf32', got {pnode.value!r}", KernelValueError)
+    if pnode.value == "tf32" and not (a.type.dtype is T.float32 and b.type.dtype is T.float32):
+        raise ctx.fail(pnode, "tile_matmul: precision='tf32' requires float32 tiles, got "
+                       f"{T.type_name(a.type.dtype)} and {T.type_name(b.type.dtype)}",
+                       KernelTypeError)
 
 
 # ----------------------------------------------------------------------------- dense algebra
