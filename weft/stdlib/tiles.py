@@ -1078,6 +1078,19 @@ class _tile_atomic_add:
         return tile_const(0, ret.type)
 
 
+_ATOMIC_SCALARS = (T.int32, T.uint32, T.int64, T.uint64, T.float16, T.float32, T.float64)
+
+
+def _atomic_dtype(ctx, node, dtype, what):
+    """Warp's dtypes of tile atomics (those with a CUDA atomicAdd): [u]int32, [u]int64 and
+    floats (structs elsewhere); a narrow integer or a bool is refused, as Warp."""
+    if T.is_scalar(dtype) or T.is_composite(dtype):
+        if T.scalar_of(dtype) not in _ATOMIC_SCALARS:
+            raise ctx.fail(node, f"{what}() only supports tiles with [u]int32, [u]int64, "
+                           f"float16, bfloat16, float32, or float64 as the underlying scalar "
+                           f"type, but got {T.type_name(dtype)}", KernelTypeError)
+
+
 @special_form("tile_atomic_add", "tile_atomic_add(a, t, offset=0): adds tile t into array a "
               "atomically; returns the values it replaced")
 def tile_atomic_add(ctx, node):
@@ -1087,6 +1100,7 @@ def tile_atomic_add(ctx, node):
     if not isinstance(getattr(a, "type", None), T.ArrayType):
         raise ctx.fail(node.args[0], "tile_atomic_add adds into an array", KernelTypeError)
     t = _tile_arg(ctx, ctx.expr(node.args[1]), node.args[1], "tile_atomic_add's value")
+    _atomic_dtype(ctx, node, a.type.dtype, "tile_atomic_add")
     if len(t.type.shape) != a.type.ndim:
         raise ctx.fail(node, f"a tile of {len(t.type.shape)} dimensions added into an array "
                        f"of {a.type.ndim}")
