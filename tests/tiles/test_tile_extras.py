@@ -75,3 +75,36 @@ def test_scatter_add_one_lane_values_and_gradient():
     fd = np.array([(np.dot(w, f(x64 + h * e)) - np.dot(w, f(x64 - h * e))) / (2 * h)
                    for e in np.eye(8)])
     np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-5)
+
+
+@wp.kernel
+def axpy_into_broadcast(bias: wp.array(dtype=float), src: wp.array2d(dtype=float),
+                        out: wp.array2d(dtype=float), out_bias: wp.array(dtype=float)):
+    b = wp.tile_load(bias, shape=3)
+    dest = wp.tile_broadcast(b, shape=(4, 3))      # every row aliases b's elements
+    s = wp.tile_load(src, shape=(4, 3))
+    wp.tile_axpy(2.0, s, dest)                      # each element of b takes its 4 adds
+    wp.tile_store(out, dest)
+    wp.tile_store(out_bias, b)
+
+
+def test_axpy_into_a_broadcast_view_values_and_gradient():
+    rng = np.random.default_rng(9)
+    bias_np = rng.random(3).astype(np.float32)
+    src_np = rng.random((4, 3)).astype(np.float32)
+    bias = wp.array(bias_np, requires_grad=True)
+    src = wp.array(src_np, requires_grad=True)
+    out = wp.zeros((4, 3), dtype=float, requires_grad=True)
+    out_bias = wp.zeros(3, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(axpy_into_broadcast, dim=[1], inputs=[bias, src, out, out_bias],
+                        block_dim=4)
+    new_bias = bias_np + 2.0 * src_np.sum(axis=0)
+    np.testing.assert_allclose(out.numpy(), np.broadcast_to(new_bias, (4, 3)), rtol=1e-6)
+    np.testing.assert_allclose(out_bias.numpy(), new_bias, rtol=1e-6)
+    w = rng.random((4, 3))
+    tape.backward(grads={out: wp.array(w.astype(np.float32))})
+    # d/dbias = column sums of w; d/dsrc[i, j] = 2 * sum_i' w[i', j]
+    np.testing.assert_allclose(bias.grad.numpy(), w.sum(axis=0), rtol=1e-5)
+    np.testing.assert_allclose(src.grad.numpy(), np.broadcast_to(2.0 * w.sum(axis=0), (4, 3)),
+                               rtol=1e-5)

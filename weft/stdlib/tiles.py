@@ -1240,7 +1240,33 @@ def tile_broadcast(ctx, node):
         if s != d and s != 1:
             raise ctx.fail(shape_node, f"tile_broadcast: a tile of shape {src} cannot be "
                            f"broadcast to {shape}", KernelValueError)
-    return ctx.apply("tile_broadcast_b", [t], node, attrs={"shape": shape})
+    out = ctx.apply("tile_broadcast_b", [t], node, attrs={"shape": shape})
+    if tuple(shape) != tuple(src):  # a view whose broadcast elements alias t's (tile_axpy)
+        ctx.__dict__.setdefault("tile_broadcasts", {})[id(out)] = (out, t, tuple(shape))
+    return out
+
+
+@builtin("tile_unbroadcast_b", ["the sum of a tile over the axes broadcast from shape"],
+         lambda ts, a=None: a["type"] if a else None, public=False)
+class _tile_unbroadcast:
+    def primal(t, type):
+        return Ex(_wk("tile_unbroadcast", t.node, _padded(type, t.type.shape),
+                      _tuple([_int(d) for d in T.element_shape(type)])), type)
+
+    def adjoint(t, ret, adj, type):
+        return [_tile_broadcast.primal(adj, t.type.shape)]
+
+    def tangent(t, tt, ret, type):
+        return _tile_unbroadcast.primal(tt, type) if tt is not None else tile_const(0, ret.type)
+
+
+def broadcast_view(ctx, y):
+    """``(base, shape)`` when tile ``y`` is ``wp.tile_broadcast(base, shape)`` (its broadcast
+    elements are base's, as Warp's views), else None."""
+    got = ctx.__dict__.get("tile_broadcasts", {}).get(id(y))
+    if got is None or got[0] is not y:
+        return None
+    return got[1], got[2]
 
 
 # ----------------------------------------------------------------------------- sub-tiles

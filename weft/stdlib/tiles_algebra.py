@@ -11,7 +11,7 @@ from . import ir
 from .exprs import Ex, attr_path, const, tile_const
 from .registry import builtin, lookup, special_form
 from .tiles import (_int, _kw, _let, _rebind, _shown, _tile_arg, _tile_astype, _tsum, _wk,
-                    store_back)
+                    broadcast_view, store_back)
 
 
 # ----------------------------------------------------------------------------- linear algebra
@@ -347,6 +347,23 @@ def tile_axpy(ctx, node):
         alpha = ir.Const(float(alpha.value) if T.is_float(st) else int(alpha.value), st)
     elif alpha.type != st:
         alpha = ctx.apply("cast", [alpha], node, attrs={"type": st})
+    view = broadcast_view(ctx, y)
+    if view is not None and isinstance(node.args[2], ast.Name):
+        # y broadcasts base: each of base's elements takes the adds of all its aliases
+        base, shape = view
+        zeros = ctx.emit(ir.Prim(lookup("tile_const"), [], {"type": y.type, "value": 0}),
+                         y.type, node)
+        added = ctx.apply("tile_axpy_b", [alpha, x, zeros], node)
+        summed = ctx.apply("tile_unbroadcast_b", [added], node, attrs={"type": base.type})
+        new_base = ctx.apply("tile_axpy_b", [ir.Const(1.0 if T.is_float(st) else 1, st), summed,
+                                             base], node)
+        owner = next((n for n, v in ctx.env.items() if v is base), None)
+        if owner is not None:
+            store_back(ctx, ast.copy_location(ast.Name(owner, ast.Load()), node), new_base)
+        new_y = ctx.apply("tile_broadcast_b", [new_base], node, attrs={"shape": shape})
+        ctx.tile_broadcasts[id(new_y)] = (new_y, new_base, shape)
+        store_back(ctx, node.args[2], new_y)
+        return
     _rebind(ctx, node.args[2], ctx.apply("tile_axpy_b", [alpha, x, y], node), "tile_axpy")
 
 
