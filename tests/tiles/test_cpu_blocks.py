@@ -298,3 +298,22 @@ def test_print_of_a_tile_has_warps_suffix(capfd):
                     block_dim=4)
     wp.synchronize()
     assert "[1 2 3 4] = tile(shape=(4), storage=register)" in capfd.readouterr().out
+
+
+m33 = wp.types.matrix(shape=(3, 3), dtype=wp.float32)
+
+
+@wp.kernel
+def matrix_lane_values(x: wp.array(dtype=m33), out: wp.array(dtype=m33)):
+    _b, lane = wp.tid()
+    m = x[lane] * 2.0                   # kept in a per-lane buffer across the gather
+    s = wp.tile_sum(wp.tile(m, preserve_type=True))
+    out[lane] = m + s[0]
+
+
+def test_matrix_values_kept_per_lane(cpu_blocks):
+    xs = np.random.default_rng(10).random((B, 3, 3)).astype(np.float32)
+    out = wp.zeros(B, dtype=m33)
+    wp.launch_tiled(matrix_lane_values, dim=[1], inputs=[wp.array(xs, dtype=m33), out],
+                    block_dim=B)
+    np.testing.assert_allclose(out.numpy(), 2 * xs + (2 * xs).sum(axis=0), rtol=1e-6)

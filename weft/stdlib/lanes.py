@@ -108,23 +108,35 @@ class lane_set:
     is the rewrite's own: no tile operation sees it change)."""
 
     def primal(buf, lane, x):
-        from .tiles import _write
-        from .exprs import _builder
-        _builder.get().stmts.extend(_write(buf.node, buf.type, lane.node, x))
+        dt = buf.type.dtype
+        if not T.is_composite(dt):
+            _emit(ast.Assign([ast.Subscript(buf.node, lane.node, ast.Store())], x.node,
+                             lineno=0))
+            return Ex(ast.Constant(None), VOID)
+        k = 1
+        for d in T.element_shape(dt):
+            k *= d
+        flat = _let(ast.Call(ast.Attribute(buf.node, "reshape", ast.Load()),
+                             [ast.Tuple([_int(buf.type.shape[0]), _int(k)], ast.Load())], []),
+                    "lb")
+        x = x.atom()
+        for c in range(k):
+            tgt = ast.Subscript(flat, ast.Tuple([lane.node, _int(c)], ast.Load()), ast.Store())
+            _emit(ast.Assign([tgt], x.comp(c).node, lineno=0))
         return Ex(ast.Constant(None), VOID)
 
 
-@builtin("lane_set_col", ["lane_set_col(buf, lane, v): buf[:, lane] = v in place"],
-         lambda ts, a=None: VOID, differentiable=False, public=False)
-class lane_set_col:
-    def primal(buf, lane, v):
-        from .exprs import _builder
-        v = v.atom()
-        for c in range(v.type._length_):
-            tgt = ast.Subscript(buf.node, ast.Tuple([_int(c), lane.node], ast.Load()),
-                                ast.Store())
-            _builder.get().stmts.append(ast.Assign([tgt], v.comp(c).node, lineno=0))
-        return Ex(ast.Constant(None), VOID)
+def _emit(stmt):
+    from .exprs import _builder
+    _builder.get().stmts.append(stmt)
+
+
+def _let(node, hint):
+    from .exprs import _builder
+    b = _builder.get()
+    n = b.names.fresh(hint)
+    b.stmts.append(ast.Assign([ast.Name(n, ast.Store())], node, lineno=0))
+    return name(n)
 
 
 @builtin("lane_put_col", ["lane_put_col(t, lane, v): t with column lane set to vector v"],
@@ -134,8 +146,6 @@ class lane_put_col:
     tile (a new tile, as every tile operation)."""
 
     def primal(t, lane, v):
-        from .exprs import _builder
-        from .tiles import _let
         c = _let(ast.Call(ast.Attribute(t.node, "copy", ast.Load()), [], []), "pc")
         v = v.atom()
         for k in range(v.type._length_):
@@ -145,7 +155,6 @@ class lane_put_col:
 
     def adjoint(t, lane, v, ret, adj):
         from .exprs import tup
-        from .tiles import _let
         g = _let(ast.Call(ast.Attribute(adj.node, "copy", ast.Load()), [], []), "pg")
         comps = [Ex(ast.Subscript(adj.node, ast.Tuple([_int(k), lane.node], ast.Load()),
                                   ast.Load()), T.scalar_of(v.type))
