@@ -317,3 +317,32 @@ def test_matrix_values_kept_per_lane(cpu_blocks):
     wp.launch_tiled(matrix_lane_values, dim=[1], inputs=[wp.array(xs, dtype=m33), out],
                     block_dim=B)
     np.testing.assert_allclose(out.numpy(), 2 * xs + (2 * xs).sum(axis=0), rtol=1e-6)
+
+
+@wp.kernel
+def vector_gather(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    _b, lane = wp.tid()
+    v = wp.vec3(x[lane], 2.0 * x[lane] * x[lane], 1.0)
+    t = wp.tile(v)                      # shape (3, B): a column per lane
+    back = wp.untile(t * 3.0)           # this lane's column, as a vec3
+    s = wp.tile_sum(t, axis=1)          # (3,)
+    out[lane] = back[1] + s[0] * s[1]
+
+
+def test_vector_gather_untile_and_gradient(cpu_blocks):
+    rng = np.random.default_rng(11)
+    x_np = rng.random(B).astype(np.float32)
+    x = wp.array(x_np, requires_grad=True)
+    out = wp.zeros(B, dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(vector_gather, dim=[1], inputs=[x, out], block_dim=B)
+
+    def f(xv):
+        return 6.0 * xv ** 2 + xv.sum() * np.sum(2.0 * xv ** 2)
+
+    np.testing.assert_allclose(out.numpy(), f(x_np.astype(np.float64)), rtol=1e-5)
+    w = rng.random(B)
+    tape.backward(grads={out: wp.array(w.astype(np.float32))})
+    np.testing.assert_allclose(x.grad.numpy(),
+                               _central(lambda xv: np.dot(w, f(xv)), x_np.astype(np.float64)),
+                               rtol=1e-4)

@@ -139,9 +139,9 @@ def _let(node, hint):
     return name(n)
 
 
-@builtin("lane_put_col", ["lane_put_col(t, lane, v): t with column lane set to vector v"],
+@builtin("tile_lane_put_col", ["lane_put_col(t, lane, v): t with column lane set to vector v"],
          lambda ts, a=None: ts[0], public=False)
-class lane_put_col:
+class tile_lane_put_col:
     """``wp.tile(v)`` of vectors: lane ``lane``'s vector as column ``lane`` of an ``(n, B)``
     tile (a new tile, as every tile operation)."""
 
@@ -150,7 +150,7 @@ class lane_put_col:
         v = v.atom()
         for k in range(v.type._length_):
             tgt = ast.Subscript(c, ast.Tuple([_int(k), lane.node], ast.Load()), ast.Store())
-            _builder.get().stmts.append(ast.Assign([tgt], v.comp(k).node, lineno=0))
+            _emit(ast.Assign([tgt], v.comp(k).node, lineno=0))
         return Ex(c, t.type)
 
     def adjoint(t, lane, v, ret, adj):
@@ -160,10 +160,9 @@ class lane_put_col:
                                   ast.Load()), T.scalar_of(v.type))
                  for k in range(v.type._length_)]
         gv = tup(comps, v.type)
-        from .exprs import _builder
         for k in range(v.type._length_):
             tgt = ast.Subscript(g, ast.Tuple([_int(k), lane.node], ast.Load()), ast.Store())
-            _builder.get().stmts.append(ast.Assign([tgt], ast.Constant(0.0), lineno=0))
+            _emit(ast.Assign([tgt], ast.Constant(0.0), lineno=0))
         return [Ex(g, t.type), None, gv]
 
     def tangent(t, lane, v, tt, tl, tv, ret):
@@ -172,7 +171,7 @@ class lane_put_col:
             return tile_const(0, t.type)
         tt = tt if tt is not None else tile_const(0, t.type)
         tv = tv if tv is not None else const(0, v.type)
-        return lane_put_col.primal(tt, lane, tv)
+        return tile_lane_put_col.primal(tt, lane, tv)
 
 
 def _placeholder(bname, doc):

@@ -416,7 +416,7 @@ class Rewrite:
             h, new = self.fresh("tile", t), self.fresh("tile", t)
             seg.pre.append(ir.Assign(h, ir.Prim(lookup("tile_const"), [], {"type": t, **zeros}),
                                      s.loc))
-            put = "tile_insert" if b == "lane_gather" else "lane_put_col"
+            put = "tile_insert" if b == "lane_gather" else "tile_lane_put_col"
             seg.body.append(ir.Assign(new, ir.Prim(lookup(put), [h, self.sentinel, e.args[0]]),
                                       s.loc))
             seg.carried.append((h, new))
