@@ -55,7 +55,40 @@ def lower_function(ctx, params, prebound=None, epilogue=()):
     body = list(ctx.src.tree.body) + list(epilogue)
     exits = lower_block(ctx, body)
     finish_function(ctx, exits)
+    _drop_unused_default_tiles(ctx)
     return ctx.block
+
+
+def _drop_unused_default_tiles(ctx):
+    """The zeros :func:`_default_tile` gave a tile missing on some branches, and its merged
+    version, removed when nothing reads the merged version (the usual branch-local tile: the
+    code is what it was without them)."""
+    pending = ctx.__dict__.pop("default_tiles", None)
+    if not pending:
+        return
+    used = ir.used_vars(ctx.block)
+    drop = set()
+    for m, zs in pending:
+        if id(m) not in used:
+            drop.add(id(m))
+            drop.update(id(z) for z in zs)
+    if not drop:
+        return
+
+    def clean(stmts):
+        out = []
+        for st in stmts:
+            if isinstance(st, ir.Assign) and id(st.dst) in drop:
+                continue
+            if isinstance(st, ir.If):
+                st.body[:] = clean(st.body)
+                st.orelse[:] = clean(st.orelse)
+            elif isinstance(st, ir.Loop):
+                st.body[:] = clean(st.body)
+            out.append(st)
+        return out
+
+    ctx.block[:] = clean(ctx.block)
 
 
 def finish_function(ctx, exits):
@@ -160,8 +193,10 @@ def merge(ctx, exits, node):
     for env in envs[1:]:
         names += [n for n in env if n not in names]
     for name in names:
+        zs = None
         if not all(name in env for env in envs):
-            if not _default_tile(ctx, exits, name, node):
+            zs = _default_tile(ctx, exits, name, node)
+            if zs is None:
                 continue
         vs = [env[name] for env in envs]
         if all(v is vs[0] for v in vs):
@@ -174,21 +209,24 @@ def merge(ctx, exits, node):
         for e, v in zip(exits, vs):
             e.block.append(ir.Assign(m, ir.Copy(v), ctx.loc(node)))
         merged[name] = m
+        if zs is not None:
+            ctx.__dict__.setdefault("default_tiles", []).append((m, zs))
     return merged
 
 
 def _default_tile(ctx, exits, name, node):
     """A tile assigned on some branches only (Warp declares every tile variable at the top of
     the function): the other branches get a tile of zeros of its type, so it is defined after
-    the join. Other values stay undefined there. Returns whether the name now has a value on
-    every branch."""
+    the join (:func:`_drop_unused_default_tiles` removes them again when nothing reads it).
+    Other values stay undefined there. Returns the zero tiles made, or None (not a tile)."""
     types = [e.env[name].type for e in exits if name in e.env]
     t = types[0]
     if any(u != t for u in types):
-        return False
+        return None
     if not T.is_tile_type(t):
-        return False
+        return None
     from ...stdlib.registry import lookup
+    zs = []
     for e in exits:
         if name not in e.env:
             z = ctx.new_version(name, t)
@@ -196,7 +234,8 @@ def _default_tile(ctx, exits, name, node):
                                                                              "value": 0}),
                                      ctx.loc(node)))
             e.env[name] = z
-    return True
+            zs.append(z)
+    return zs
 
 
 # ---------------------------------------------------------------------------- statements
