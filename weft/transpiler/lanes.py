@@ -1,8 +1,13 @@
-"""The lane rewrite: a kernel of cooperative CPU blocks (``wp.config.enable_cpu_blocks``) as
+"""Pass ``lanes``: a kernel of cooperative CPU blocks (``wp.config.enable_cpu_blocks``) as
 loops over the block's lanes between barriers.
 
-Runs after ``verify`` when the module is compiled for cooperative blocks
-(``CompileOptions.lanes``). Warp runs the ``block_dim`` lanes of a CPU block as fibers: each
+Invariant after it: a module compiled for cooperative blocks (``CompileOptions.lanes``; any
+other module is untouched) has kernels whose body runs once per block, every lane-varying
+statement inside a ``for lane in range(block_dim)`` loop of the IR, every tile operation of
+the block outside them (or the pass raised :class:`Uncoupled`: the usual kernel is used).
+
+Runs after ``verify`` (the loops it makes reassign the per-lane buffers' reads, which the SSA
+checks of ``verify`` would not expect). Warp runs the ``block_dim`` lanes of a CPU block as fibers: each
 lane runs until a tile operation's barrier, then the next lane; the tile operations themselves
 (a load, a matmul, a reduction) are the block's. weft keeps one generated thread per block and
 rewrites the kernel's body so that:
