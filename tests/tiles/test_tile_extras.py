@@ -108,3 +108,31 @@ def test_axpy_into_a_broadcast_view_values_and_gradient():
     np.testing.assert_allclose(bias.grad.numpy(), w.sum(axis=0), rtol=1e-5)
     np.testing.assert_allclose(src.grad.numpy(), np.broadcast_to(2.0 * w.sum(axis=0), (4, 3)),
                                rtol=1e-5)
+
+
+HALF = wp.constant(4)
+
+
+@wp.kernel
+def reshape_arith(a: wp.array(dtype=float), out: wp.array2d(dtype=float)):
+    t = wp.tile_load(a, shape=HALF * 2)
+    wp.tile_store(out, wp.tile_reshape(t, shape=(HALF // 2, (HALF + 4) // 2)))
+
+
+def test_reshape_shape_of_constant_arithmetic():
+    a_np = np.arange(8, dtype=np.float32)
+    out = wp.zeros((2, 4), dtype=float)
+    wp.launch_tiled(reshape_arith, dim=[1], inputs=[wp.array(a_np), out], block_dim=4)
+    np.testing.assert_array_equal(out.numpy(), a_np.reshape(2, 4))
+
+
+@wp.kernel
+def reshape_strided(out: wp.array(dtype=float)):
+    t = wp.tile_ones(shape=(4, 4), dtype=float)
+    wp.tile_store(out, wp.tile_reshape(t[::2, ::2], shape=(4,)))
+
+
+def test_reshape_of_a_strided_view_is_refused():
+    with pytest.raises(wp.KernelError, match="requires a contiguous tile"):
+        wp.launch_tiled(reshape_strided, dim=[1], inputs=[wp.zeros(4, dtype=float)],
+                        block_dim=4)

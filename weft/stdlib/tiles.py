@@ -1164,6 +1164,11 @@ def _new_shape(ctx, t, shape, node):
 @special_form("tile_reshape", "tile_reshape(t, shape): the tile's elements in a new shape")
 def tile_reshape(ctx, node):
     t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "tile_reshape's tile")
+    how = ctx.tile_views.get(id(t))
+    if how is not None and any(sp.kind == "slice" and sp.step != 1 for sp in how[1]):
+        raise ctx.fail(node.args[0], "tile_reshape requires a contiguous tile: a strided or "
+                       "reversed view (a slice with a step other than 1) cannot be reshaped",
+                       KernelValueError)
     kw = _kw(node)
     shape_node = node.args[1] if len(node.args) > 1 else kw.get("shape")
     v = ctx.static_value(shape_node, "tile_reshape's shape")
