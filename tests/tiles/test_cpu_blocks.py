@@ -346,3 +346,15 @@ def test_vector_gather_untile_and_gradient(cpu_blocks):
     np.testing.assert_allclose(x.grad.numpy(),
                                _central(lambda xv: np.dot(w, f(xv)), x_np.astype(np.float64)),
                                rtol=1e-4)
+
+
+def test_many_blocks_run_on_the_threads(cpu_blocks):
+    """Enough blocks for the threaded entry (one block per iteration of its loop)."""
+    n = 600
+    x_np = np.random.default_rng(12).random(n * B).astype(np.float32)
+    out = wp.zeros(n * B, dtype=float)
+    lanes = wp.zeros(n, dtype=int)
+    wp.launch_tiled(gather_sum, dim=[n], inputs=[wp.array(x_np), out, lanes], block_dim=B)
+    sums = (2.0 * x_np).reshape(n, B).sum(axis=1)
+    np.testing.assert_allclose(out.numpy(), np.repeat(sums, B) + np.tile(np.arange(B), n),
+                               rtol=1e-5)

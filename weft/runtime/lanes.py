@@ -69,5 +69,8 @@ def launch_lanes(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, 
         _tapes[-1].record(Launch(ck, run_dims, args, device, {}))
     if _size(run_dims) == 0:
         return True
-    _call(ck, "forward", ck.entry("forward", "serial"), run_dims, values)
+    from ..core import config
+    blocks = (_size(run_dims) + block_dim - 1) // block_dim
+    target = "serial" if blocks < config.serial_threshold else "cpu"  # blocks over the cores
+    _call(ck, "forward", ck.entry("forward", target), run_dims, values)
     return True
