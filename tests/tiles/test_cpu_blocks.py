@@ -358,3 +358,20 @@ def test_many_blocks_run_on_the_threads(cpu_blocks):
     sums = (2.0 * x_np).reshape(n, B).sum(axis=1)
     np.testing.assert_allclose(out.numpy(), np.repeat(sums, B) + np.tile(np.arange(B), n),
                                rtol=1e-5)
+
+
+@wp.func
+def gather_in_func(v: float):
+    return wp.tile_sum(wp.tile(v))[0]
+
+
+@wp.kernel
+def calls_gathering_func(out: wp.array(dtype=float)):
+    _b, lane = wp.tid()
+    out[lane] = gather_in_func(float(lane))
+
+
+def test_gather_inside_a_func_is_refused(cpu_blocks):
+    with pytest.raises(wp.KernelError, match="not in a @wp.func"):
+        wp.launch_tiled(calls_gathering_func, dim=[1], inputs=[wp.zeros(B, dtype=float)],
+                        block_dim=B)

@@ -64,18 +64,28 @@ def run(state):
         return state
     from ..stdlib.lanes import LaneMode
     lm = state.lane_mode if getattr(state, "lane_mode", None) is not None else \
-        LaneMode(mode[0], mode[1])
+        LaneMode(*mode)
+    for fir in state.funcs:
+        if fir.kind != "kernel":
+            for s in ir.walk(fir.body):
+                if _bname(s) in PLACEHOLDERS:
+                    raise _fail(fir, getattr(s, "loc", None), "wp.tile, wp.untile and "
+                                "tile_from_thread gather or scatter the block's lanes: write "
+                                "them in the kernel, not in a @wp.func", kind="func")
     for fir in state.funcs:
         if fir.kind == "kernel":
             Rewrite(fir, lm).run()
     return state
 
 
-def _fail(fir, loc, msg):
+PLACEHOLDERS = {"lane_gather", "lane_gather_vec", "lane_untile", "lane_from_thread"}
+
+
+def _fail(fir, loc, msg, kind="kernel"):
     line = linecache.getline(loc.filename, loc.lineno) if loc is not None else None
     return KernelError(f"cooperative CPU blocks (wp.config.enable_cpu_blocks): {msg}",
                        loc.filename if loc else None, loc.lineno if loc else None,
-                       loc.col if loc else None, line or None, fir.name)
+                       loc.col if loc else None, line or None, fir.name, kind)
 
 
 def _operands(s):
