@@ -119,7 +119,7 @@ class Kernel(UserFunction):
             self._generic = any(is_generic(t) for _, t in self.declared)
         return self._generic
 
-    def compiled(self, device_kind="cpu", mode=None, types=None):
+    def compiled(self, device_kind="cpu", mode=None, types=None, lanes=None):
         """The kernel compiled for ``"cpu"`` or ``"cuda"`` in ``mode`` (``"release"`` or
         ``"debug"``; default: the kernel's ``mode`` option, else ``wp.config.mode``), for
         parameter ``types`` (a generic kernel's concrete types; see
@@ -131,6 +131,8 @@ class Kernel(UserFunction):
         if types is None and self.is_generic:
             raise TypeError(f"kernel '{self.key}' is generic: it is compiled for the types of "
                             "the arguments it is launched with (or wp.overload's)")
+        if lanes:
+            return self._compiled_lanes(device_kind, mode, types, tuple(lanes))
         ck = self._compiled.get((device_kind, mode, types))
         if ck is None:
             with COMPILE_LOCK:  # threads of one process (a Dask worker's) compile one at a time
@@ -139,30 +141,59 @@ class Kernel(UserFunction):
                     ck = self._compile(device_kind, mode, types)
         return ck
 
-    def _compile(self, device_kind, mode, types):
+    def _compiled_lanes(self, device_kind, mode, types, lanes):
+        """The kernel compiled for cooperative CPU blocks ``lanes`` = ``(block_dim, tiled,
+        launch dimensions)`` (:mod:`weft.transpiler.lanes`): its ``lanes`` attribute is the
+        block size, or None when its lanes never interact and it is the usual compiled kernel
+        (one lane per block)."""
+        key = (device_kind, mode, types, lanes)
+        ck = self._compiled.get(key)
+        if ck is not None:
+            return ck
+        from ..transpiler.lanes import Uncoupled
+        with COMPILE_LOCK:
+            ck = self._compiled.get(key)
+            if ck is not None:
+                return ck
+            try:
+                ck = self._compile(device_kind, mode, types, lanes)
+                ck.lanes = lanes[0]
+            except Uncoupled:
+                ck = None
+        if ck is None:
+            ck = self.compiled(device_kind, mode, types)
+        self._compiled[key] = ck
+        return ck
+
+    def _compile(self, device_kind, mode, types, lanes=()):
         import time
 
         from ..core import config
         from .compiled import CompiledKernel
         t0 = time.perf_counter()
-        module = self._load_module(device_kind, mode, types)
+        module = self._load_module(device_kind, mode, types, lanes)
         took = time.perf_counter() - t0
         if took > config.compile_message_seconds and not config.quiet:
             print(f"Module {self.key} load on device '{device_kind}' took "
                   f"{took * 1e3:.0f} ms (weft: {mode} module transpiled and loaded; "
                   f"{self.statement_count()} statements)",
                   file=sys.stderr, flush=True)
-        ck = self._compiled[(device_kind, mode, types)] = CompiledKernel(
-            self, device_kind, module, types)
+        ck = CompiledKernel(self, device_kind, module, types)
+        if not lanes:
+            self._compiled[(device_kind, mode, types)] = ck
         return ck
 
-    def _load_module(self, device_kind, mode, types=None):
+    def _load_module(self, device_kind, mode, types=None, lanes=()):
         from ..transpiler.state import CompileOptions
         if mode not in ("release", "debug"):
             raise ValueError(f"kernel '{self.key}': mode must be 'release' or 'debug', got "
                              f"{mode!r}")
         options = CompileOptions.for_device(device_kind, mode, self.fast_math)
         extra = repr(options)
+        if lanes:  # cooperative CPU blocks (not in repr(options): other keys unchanged)
+            import dataclasses
+            options = dataclasses.replace(options, lanes=tuple(lanes))
+            extra += f" lanes={tuple(lanes)}"
         if device_kind == "cuda":
             from ..transpiler.targets import CUDA_STACK
             extra += f" stack={CUDA_STACK}"
@@ -173,7 +204,7 @@ class Kernel(UserFunction):
         key = cache.key_of(self, extra)
         modname = self.key + ("" if device_kind == "cpu" else "_cuda") + \
             ("_debug" if mode == "debug" else "") + ("_fastmath" if options.fast_math else "") + \
-            f"_{key}"
+            (f"_lanes{lanes[0]}" if lanes else "") + f"_{key}"
         return cache.load_or_build(modname, lambda: self._build_source(options, types),
                                    cpu=device_kind != "cuda")
 
@@ -181,11 +212,16 @@ class Kernel(UserFunction):
         from ..core.errors import InternalError, KernelError
         from ..transpiler import pipeline
         from ..transpiler.state import CompileState
+        from ..stdlib import lanes as lanes_mod
+        from ..transpiler.lanes import Uncoupled
         state = CompileState(roots=[self], options=options,
                              kernel_types={self: types} if types is not None else {})
+        mode = lanes_mod.LaneMode(*options.lanes) if options.lanes else None
+        state.lane_mode = mode
         try:
-            return pipeline.run(state).source
-        except (KernelError, InternalError):
+            with lanes_mod.active(mode):
+                return pipeline.run(state).source
+        except (KernelError, InternalError, Uncoupled):
             raise
         except RecursionError:
             raise KernelError(f"kernel '{self.key}' is nested too deeply to compile") from None

@@ -6,6 +6,7 @@ calls it). Small CPU launches with nothing to record take :mod:`.fastlaunch`; th
 """
 from __future__ import annotations
 
+from ..core import config as _config
 from . import device as D
 from .checks import argument_list, launch_dims
 from .command import Launch as Command
@@ -14,13 +15,22 @@ from .dispatch import launch_now
 
 def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), device=None,
            stream=None, adjoint=False, record_tape=True, record_cmd=False, max_blocks=0,
-           block_dim=256):
+           block_dim=None):
     """Run ``kernel`` over ``dim`` threads (an int or a tuple of up to 4 ints).
 
     ``inputs`` and ``outputs`` are the kernel's arguments in order. With ``adjoint=True`` the
     adjoint kernel runs instead, accumulating into ``adj_inputs``/``adj_outputs`` (default: the
     arrays' ``.grad``). Inside ``with wp.Tape()`` the launch is recorded for ``backward``.
+    With ``wp.config.enable_cpu_blocks`` and ``block_dim > 1`` a CPU launch runs cooperative
+    blocks of ``block_dim`` lanes (:func:`weft.runtime.lanes.launch_lanes`).
     """
+    if block_dim is not None and block_dim > 1 and _config.enable_cpu_blocks and \
+            not record_cmd:
+        from .lanes import launch_lanes
+        done = launch_lanes(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device,
+                            adjoint, record_tape, block_dim, False)
+        if done:
+            return None
     fast = getattr(kernel, "_fast", None)
     if fast is not None and not adjoint and not record_cmd and \
             fast.run(dim, inputs, outputs, device):
@@ -56,5 +66,11 @@ def launch_tiled(kernel, dim=None, inputs=(), outputs=(), adj_inputs=(), adj_out
     dims = launch_dims(dim, "launch_tiled")
     if len(dims) > 3:
         raise RuntimeError("wp.launch_tiled() requires a grid with fewer than 4 dimensions")
+    if block_dim is not None and block_dim > 1 and _config.enable_cpu_blocks and \
+            not record_cmd:
+        from .lanes import launch_lanes
+        if launch_lanes(kernel, dims, inputs, outputs, adj_inputs, adj_outputs, device,
+                        adjoint, record_tape, block_dim, True):
+            return None
     return launch(kernel, dims + (1,), inputs, outputs, adj_inputs, adj_outputs, device,
-                  stream, adjoint, record_tape, record_cmd, max_blocks, block_dim)
+                  stream, adjoint, record_tape, record_cmd, max_blocks, None)

@@ -47,6 +47,10 @@ def _printed(ctx, nodes):
             v = ctx.expr(n)
             args.append(ir.Const(v.value, v.type) if isinstance(v, ir.Const) else v)
             texts.append(None)
+            if T.is_tile_type(getattr(v, "type", None)):
+                # Warp's suffix (weft's tiles have no storage kind: Warp's default, register)
+                shape = ",".join(str(d) for d in v.type.shape)
+                texts.append(f"= tile(shape=({shape}), storage=register)")
     return args, tuple(texts)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core import types as T
 from ..core.errors import KernelTypeError, KernelValueError
-from . import ir
+from . import ir, lanes
 from .exprs import Builder, Ex, _builder, attr_path, const, name, tile_const, tile_dtype
 from .registry import NAMESPACE, REGISTRY, SpecialForm, builtin, lookup, special_form
 
@@ -935,6 +935,18 @@ def tile_form(ctx, node):
     kw = _kw(node)
     keep = bool(ctx.static_value(kw["preserve_type"], "preserve_type")) \
         if "preserve_type" in kw else False
+    mode = lanes.current()
+    if mode is not None and (T.is_scalar(getattr(x, "type", None)) or
+                             T.is_composite(getattr(x, "type", None))):
+        # cooperative CPU blocks: every lane's value (replaced by the lane rewrite)
+        mode.coupled.append("tile")
+        if isinstance(x, ir.Const) and x.literal:
+            x = ir.Const(x.value, x.type)
+        if T.is_vector(x.type) and not keep:
+            t = T.TileType(T.scalar_of(x.type), (x.type._length_, mode.block_dim))
+            return ctx.emit(ir.Prim(lookup("lane_gather_vec"), [x], {"type": t}), t, node)
+        t = T.TileType(x.type, (mode.block_dim,))
+        return ctx.emit(ir.Prim(lookup("lane_gather"), [x], {"type": t}), t, node)
     if T.is_vector(getattr(x, "type", None)) and not keep:
         # Warp: a vector's components become a column per thread: shape (length, block_dim)
         return ctx.apply("tile_from_vector", [x], node)
@@ -980,6 +992,19 @@ NAMESPACE["tile"] = TileForm("tile", "tile(x): a tile holding the value of x of 
 @special_form("untile", "untile(t): this thread's element of a 1-D tile of the block's length")
 def untile(ctx, node):
     t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "untile's operand")
+    mode = lanes.current()
+    if mode is not None:
+        mode.coupled.append("untile")
+        if len(t.type.shape) == 2 and T.is_scalar(t.type.dtype) and \
+                t.type.shape[1] == mode.block_dim:
+            rt = T.vector(t.type.shape[0], t.type.dtype)
+        elif len(t.type.shape) == 1 and t.type.shape[0] == mode.block_dim:
+            rt = t.type.dtype
+        else:
+            raise ctx.fail(node, f"untile takes a tile of shape ({mode.block_dim},) or (n, "
+                           f"{mode.block_dim}) (the block's {mode.block_dim} lanes), got "
+                           f"{t.type.shape}", KernelValueError)
+        return ctx.emit(ir.Prim(lookup("lane_untile"), [t], {"type": rt}), rt, node)
     if len(t.type.shape) == 2 and t.type.shape[1] == 1 and T.is_scalar(t.type.dtype):
         # a column per thread (wp.tile of a vector): the thread's vector
         comps = [ctx.apply("tile_extract", [t, ir.Const(k, T.int32), ir.Const(0, T.int32)], node)
@@ -1053,6 +1078,19 @@ class _tile_atomic_add:
         return tile_const(0, ret.type)
 
 
+_ATOMIC_SCALARS = (T.int32, T.uint32, T.int64, T.uint64, T.float16, T.float32, T.float64)
+
+
+def _atomic_dtype(ctx, node, dtype, what):
+    """Warp's dtypes of tile atomics (those with a CUDA atomicAdd): [u]int32, [u]int64 and
+    floats (structs elsewhere); a narrow integer or a bool is refused, as Warp."""
+    if T.is_scalar(dtype) or T.is_composite(dtype):
+        if T.scalar_of(dtype) not in _ATOMIC_SCALARS:
+            raise ctx.fail(node, f"{what}() only supports tiles with [u]int32, [u]int64, "
+                           f"float16, bfloat16, float32, or float64 as the underlying scalar "
+                           f"type, but got {T.type_name(dtype)}", KernelTypeError)
+
+
 @special_form("tile_atomic_add", "tile_atomic_add(a, t, offset=0): adds tile t into array a "
               "atomically; returns the values it replaced")
 def tile_atomic_add(ctx, node):
@@ -1062,6 +1100,7 @@ def tile_atomic_add(ctx, node):
     if not isinstance(getattr(a, "type", None), T.ArrayType):
         raise ctx.fail(node.args[0], "tile_atomic_add adds into an array", KernelTypeError)
     t = _tile_arg(ctx, ctx.expr(node.args[1]), node.args[1], "tile_atomic_add's value")
+    _atomic_dtype(ctx, node, a.type.dtype, "tile_atomic_add")
     if len(t.type.shape) != a.type.ndim:
         raise ctx.fail(node, f"a tile of {len(t.type.shape)} dimensions added into an array "
                        f"of {a.type.ndim}")
@@ -1125,6 +1164,11 @@ def _new_shape(ctx, t, shape, node):
 @special_form("tile_reshape", "tile_reshape(t, shape): the tile's elements in a new shape")
 def tile_reshape(ctx, node):
     t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "tile_reshape's tile")
+    how = ctx.tile_views.get(id(t))
+    if how is not None and any(sp.kind == "slice" and sp.step != 1 for sp in how[1]):
+        raise ctx.fail(node.args[0], "tile_reshape requires a contiguous tile: a strided or "
+                       "reversed view (a slice with a step other than 1) cannot be reshaped",
+                       KernelValueError)
     kw = _kw(node)
     shape_node = node.args[1] if len(node.args) > 1 else kw.get("shape")
     v = ctx.static_value(shape_node, "tile_reshape's shape")
@@ -1201,7 +1245,33 @@ def tile_broadcast(ctx, node):
         if s != d and s != 1:
             raise ctx.fail(shape_node, f"tile_broadcast: a tile of shape {src} cannot be "
                            f"broadcast to {shape}", KernelValueError)
-    return ctx.apply("tile_broadcast_b", [t], node, attrs={"shape": shape})
+    out = ctx.apply("tile_broadcast_b", [t], node, attrs={"shape": shape})
+    if tuple(shape) != tuple(src):  # a view whose broadcast elements alias t's (tile_axpy)
+        ctx.__dict__.setdefault("tile_broadcasts", {})[id(out)] = (out, t, tuple(shape))
+    return out
+
+
+@builtin("tile_unbroadcast_b", ["the sum of a tile over the axes broadcast from shape"],
+         lambda ts, a=None: a["type"] if a else None, public=False)
+class _tile_unbroadcast:
+    def primal(t, type):
+        return Ex(_wk("tile_unbroadcast", t.node, _padded(type, t.type.shape),
+                      _tuple([_int(d) for d in T.element_shape(type)])), type)
+
+    def adjoint(t, ret, adj, type):
+        return [_tile_broadcast.primal(adj, t.type.shape)]
+
+    def tangent(t, tt, ret, type):
+        return _tile_unbroadcast.primal(tt, type) if tt is not None else tile_const(0, ret.type)
+
+
+def broadcast_view(ctx, y):
+    """``(base, shape)`` when tile ``y`` is ``wp.tile_broadcast(base, shape)`` (its broadcast
+    elements are base's, as Warp's views), else None."""
+    got = ctx.__dict__.get("tile_broadcasts", {}).get(id(y))
+    if got is None or got[0] is not y:
+        return None
+    return got[1], got[2]
 
 
 # ----------------------------------------------------------------------------- sub-tiles
@@ -1371,6 +1441,86 @@ def tile_assign(ctx, node):
     store_back(ctx, dst_node, new)
 
 
+# ----------------------------------------------------------------------------- scatter-add
+def _scatter_target(c, idx, k=None):
+    items = [i.node for i in idx] + ([_int(k)] if k is not None else [])
+    return ast.Subscript(c, _tuple(items), ast.Store())
+
+
+@builtin("tile_scatter_add_b", ["tile_scatter_add(t, i, ..., value, has_value)"],
+         lambda ts, a=None: ts[0] if T.is_tile_type(ts[0]) else None, public=False)
+class _tile_scatter_add:
+    """``t`` with ``value`` added at the index when ``has_value`` (a lane's add: on the CPU
+    without cooperative blocks, the block's one lane)."""
+
+    def primal(t, *rest):
+        idx, value, has = rest[:-2], rest[-2], rest[-1]
+        c = _let(ast.Call(ast.Attribute(t.node, "copy", ast.Load()), [], []), "sc")
+        if T.is_composite(t.type.dtype):
+            v = value.atom()
+            adds = [ast.AugAssign(_scatter_target(c, idx, k), ast.Add(), v.comp(k).node)
+                    for k in range(v.length)]
+        else:
+            adds = [ast.AugAssign(_scatter_target(c, idx), ast.Add(), value.node)]
+        _emit(ast.If(has.node, adds, []))
+        return Ex(c, t.type)
+
+    def adjoint(t, *rest, ret, adj):
+        idx, value, has = rest[:-2], rest[-2], rest[-1]
+        g = tile_extract.primal(adj, *idx)
+        g = Ex(ast.IfExp(has.node, g.node, const(0, value.type).node), value.type)
+        return [adj] + [None] * len(idx) + [g, None]
+
+    def tangent(t, *rest, ret):
+        n = len(rest) // 2
+        idx, value, has = rest[:n - 2], rest[n - 2], rest[n - 1]
+        tt, tv = rest[n], rest[n + len(idx) + 1]
+        if tt is None and tv is None:
+            return tile_const(0, t.type)
+        tt = tt if tt is not None else tile_const(0, t.type)
+        tv = tv if tv is not None else const(0, value.type)
+        return _tile_scatter_add.primal(tt, *idx, tv, has)
+
+
+@special_form("tile_scatter_add", "tile_scatter_add(t, i, ..., value, has_value, atomic=True): "
+              "adds each lane's value into tile t at its index (t a local name)")
+def tile_scatter_add(ctx, node):
+    kw = _kw(node)
+    if not node.args or not isinstance(node.args[0], ast.Name):
+        raise ctx.fail(node, "tile_scatter_add's tile must be a local name")
+    t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "tile_scatter_add's tile")
+    nd = len(t.type.shape)
+    rest = list(node.args[1:])
+    for key in ("value", "has_value", "atomic"):
+        if key in kw:
+            rest.append(kw[key])
+    if len(rest) not in (nd + 2, nd + 3):
+        raise ctx.fail(node, f"tile_scatter_add(t, {', '.join('ijk'[:nd])}, value, has_value) "
+                       f"takes {nd} indices for a tile of shape {t.type.shape}", KernelTypeError)
+    idx = [ctx.expr(a) for a in rest[:nd]]
+    idx = [ir.Const(int(i.value), T.int32) if isinstance(i, ir.Const) else i for i in idx]
+    for a, i in zip(rest[:nd], idx):
+        if not T.is_int(i.type):
+            raise ctx.fail(a, "tile_scatter_add's indices must be integers", KernelTypeError)
+    value = ctx.adapt_literal(ctx.expr(rest[nd]), t.type.dtype)
+    if value.type != t.type.dtype:
+        raise ctx.fail(rest[nd], f"tile_scatter_add: the value's type "
+                       f"{T.type_name(value.type)} does not match the tile's "
+                       f"{T.type_name(t.type.dtype)}", KernelTypeError)
+    has = ctx.expr(rest[nd + 1])
+    if isinstance(has, ir.Const):
+        has = ir.Const(bool(has.value), T.bool)
+    if has.type is not T.bool:
+        raise ctx.fail(rest[nd + 1], "tile_scatter_add's has_value must be a bool",
+                       KernelTypeError)
+    mode = lanes.current()
+    if mode is not None:
+        mode.coupled.append("tile_scatter_add")
+    new = ctx.emit(ir.Prim(lookup("tile_scatter_add_b"), [t] + idx + [value, has]), t.type,
+                   node)
+    store_back(ctx, node.args[0], new)
+
+
 # ----------------------------------------------------------------------------- per thread
 @special_form("tile_from_thread", "tile_from_thread(shape, value, thread_idx=0): a tile "
               "filled with one thread's value")
@@ -1383,11 +1533,24 @@ def tile_from_thread(ctx, node):
     if isinstance(value, ir.Const) and value.literal:
         value = ir.Const(value.value, value.type)
     t = T.TileType(value.type, shape)
+    mode = lanes.current()
+    if mode is not None:  # cooperative CPU blocks: lane thread_idx's value
+        mode.coupled.append("tile_from_thread")
+        idx_node = node.args[2] if len(node.args) > 2 else kw.get("thread_idx")
+        idx = ctx.expr(idx_node) if idx_node is not None else ir.Const(0, T.int32)
+        if isinstance(idx, ir.Const):
+            idx = ir.Const(int(idx.value), T.int32)
+        return ctx.emit(ir.Prim(lookup("lane_from_thread"), [value, idx], {"type": t}), t, node)
     return ctx.emit(ir.Prim(lookup("tile_const"), [value], {"type": t}), t, node)
 
 
-@special_form("block_dim", "block_dim(): the number of threads of a tile block (1 on the CPU)")
+@special_form("block_dim", "block_dim(): the number of threads of a tile block (1 on the CPU, "
+              "block_dim with wp.config.enable_cpu_blocks)")
 def block_dim(ctx, node):
+    mode = lanes.current()
+    if mode is not None:
+        mode.coupled.append("block_dim")
+        return ir.Const(mode.block_dim, T.int32)
     return ir.Const(1, T.int32)
 
 
@@ -2103,17 +2266,30 @@ class _tile_rand:
     """Each element drawn in turn from a copy of ``rng`` (as Warp's CPU tiles: the caller's
     state is not advanced)."""
 
-    def primal(rng, *bounds, type, kind):
+    def primal(rng, *bounds, type, kind, block_dim=1):
         out = _let(tile_const(0, type).node, "rn")
         ov = _flat_view(out, type)
         st, e = _fresh("rs"), _fresh("e")
         # Warp's CPU tiles draw from the state advanced once (the first element is the second
         # value of the stream)
-        _emit(_assign_name(st, REGISTRY["rand_pcg"].primal(rng)))
+        if block_dim == 1:
+            _emit(_assign_name(st, REGISTRY["rand_pcg"].primal(rng)))
 
         def body():
+            stmts = []
+            if block_dim > 1:
+                # cooperative CPU blocks: element e is lane e % B's draw number e // B + 1 from
+                # its own stream, rand_pcg(lane + rng) (Warp's register layout)
+                lane_seed = ast.Call(attr_path("_wk.u32"), [ast.BinOp(ast.BinOp(
+                    name(e), ast.Mod(), _int(block_dim)), ast.Add(), rng.node)], [])
+                stmts.append(_assign_name(st, REGISTRY["rand_pcg"].primal(
+                    Ex(lane_seed, T.uint32))))
+                k = _fresh("k")
+                stmts.append(_loop(k, _int(0), ast.BinOp(name(e), ast.FloorDiv(),
+                                                         _int(block_dim)), [_assign_name(
+                    st, REGISTRY["rand_pcg"].primal(Ex(name(st), T.uint32)))]))
             s = REGISTRY["rand_pcg"].primal(Ex(name(st), T.uint32))
-            stmts = [_assign_name(st, s)]
+            stmts.append(_assign_name(st, s))
             cur = Ex(name(st), T.uint32)
             if kind == "int":
                 v = REGISTRY["rand_int_range"].primal(cur, *bounds) if bounds else \
@@ -2149,8 +2325,12 @@ def _rand_form(kind):
                     v = ctx.apply("cast", [v], node, attrs={"type": st})
                 bounds.append(v)
         t = T.TileType(st, shape)
-        return ctx.emit(ir.Prim(lookup("tile_rand_b"), [rng] + bounds,
-                                {"type": t, "kind": kind}), t, node)
+        attrs = {"type": t, "kind": kind}
+        mode = lanes.current()
+        if mode is not None:  # cooperative CPU blocks: each lane draws its elements
+            mode.coupled.append("tile_rand")
+            attrs["block_dim"] = mode.block_dim
+        return ctx.emit(ir.Prim(lookup("tile_rand_b"), [rng] + bounds, attrs), t, node)
     return lower
 
 

@@ -11,7 +11,7 @@ from . import ir
 from .exprs import Ex, attr_path, const, tile_const
 from .registry import builtin, lookup, special_form
 from .tiles import (_int, _kw, _let, _rebind, _shown, _tile_arg, _tile_astype, _tsum, _wk,
-                    store_back)
+                    broadcast_view, store_back)
 
 
 # ----------------------------------------------------------------------------- linear algebra
@@ -93,6 +93,7 @@ def tile_matmul(ctx, node):
                            "tiles of float scalars", KernelTypeError)
     if _matmul_resolve([a.type, b.type]) is None:
         raise ctx.fail(node, f"tile_matmul of shapes {a.type.shape} and {b.type.shape}")
+    _matmul_precision(ctx, node, a, b)
     if len(node.args) < 3:
         if a.type.dtype != b.type.dtype:
             raise ctx.fail(node, "tile_matmul's tiles must have one dtype")
@@ -121,6 +122,25 @@ def tile_matmul(ctx, node):
         raise ctx.fail(out_node, "tile_matmul's out must be a local name")
     store_back(ctx, out_node, new)
     return None
+
+
+def _matmul_precision(ctx, node, a, b):
+    """Warp's ``precision=`` of ``tile_matmul``: the string literal ``"default"`` or ``"tf32"``
+    (float32 tiles only). On the CPU, as Warp's scalar GEMM, the product is computed in float32
+    either way."""
+    pnode = _kw(node).get("precision")
+    if pnode is None:
+        return
+    if not (isinstance(pnode, ast.Constant) and isinstance(pnode.value, str)):
+        raise ctx.fail(pnode, "tile_matmul: precision must be the string literal 'default' or "
+                       "'tf32', got a non-literal argument", KernelValueError)
+    if pnode.value not in ("default", "tf32"):
+        raise ctx.fail(pnode, f"tile_matmul: precision must be the string literal 'default' or "
+                       f"'tf32', got {pnode.value!r}", KernelValueError)
+    if pnode.value == "tf32" and not (a.type.dtype is T.float32 and b.type.dtype is T.float32):
+        raise ctx.fail(pnode, "tile_matmul: precision='tf32' requires float32 tiles, got "
+                       f"{T.type_name(a.type.dtype)} and {T.type_name(b.type.dtype)}",
+                       KernelTypeError)
 
 
 # ----------------------------------------------------------------------------- dense algebra
@@ -327,6 +347,23 @@ def tile_axpy(ctx, node):
         alpha = ir.Const(float(alpha.value) if T.is_float(st) else int(alpha.value), st)
     elif alpha.type != st:
         alpha = ctx.apply("cast", [alpha], node, attrs={"type": st})
+    view = broadcast_view(ctx, y)
+    if view is not None and isinstance(node.args[2], ast.Name):
+        # y broadcasts base: each of base's elements takes the adds of all its aliases
+        base, shape = view
+        zeros = ctx.emit(ir.Prim(lookup("tile_const"), [], {"type": y.type, "value": 0}),
+                         y.type, node)
+        added = ctx.apply("tile_axpy_b", [alpha, x, zeros], node)
+        summed = ctx.apply("tile_unbroadcast_b", [added], node, attrs={"type": base.type})
+        new_base = ctx.apply("tile_axpy_b", [ir.Const(1.0 if T.is_float(st) else 1, st), summed,
+                                             base], node)
+        owner = next((n for n, v in ctx.env.items() if v is base), None)
+        if owner is not None:
+            store_back(ctx, ast.copy_location(ast.Name(owner, ast.Load()), node), new_base)
+        new_y = ctx.apply("tile_broadcast_b", [new_base], node, attrs={"shape": shape})
+        ctx.tile_broadcasts[id(new_y)] = (new_y, new_base, shape)
+        store_back(ctx, node.args[2], new_y)
+        return
     _rebind(ctx, node.args[2], ctx.apply("tile_axpy_b", [alpha, x, y], node), "tile_axpy")
 
 

@@ -82,6 +82,8 @@ def kernel_functions(fir, facts, target, shared=None):
     deco = target.decorator(kernel=True)
     entry = {kind: f"{fir.name}{SUFFIX[kind]}{target.entry_suffix}" for kind in SUFFIX}
 
+    lanes = getattr(fir, "lanes", None)  # cooperative CPU blocks: the body runs per block
+    no_adj = getattr(fir, "lanes_no_adjoint", False)
     shapes = {p.name: T.element_shape(p.type.dtype) for p in fir.params
               if isinstance(p.type, T.ArrayType) and not p.type.local}
 
@@ -89,7 +91,8 @@ def kernel_functions(fir, facts, target, shared=None):
         params = ["_dim"] + fparams + target.extra_params(kind)
         arrays = dict(shapes)
         arrays.update({s: shapes[p] for p, s in (shadows or {}).items() if p in shapes})
-        loop = target.array_facts(arrays) + target.thread_loop(prologue(fir), body, private)
+        loop = target.array_facts(arrays) + target.thread_loop(prologue(fir), body, private,
+                                                               blocks=lanes)
         if not target.chunked:
             out.append(function_def(entry[kind], params, loop, deco, doc, kind))
             return
@@ -100,7 +103,8 @@ def kernel_functions(fir, facts, target, shared=None):
                             f"Launch indices [_lo, _hi) of {entry[kind]}.", kind)
         fdef.decorator_list.insert(0, ast.Attribute(name("_wk"), "chunk", ast.Load()))
         out.append(fdef)
-        out.append(function_def(entry[kind], params, target.launch(chunk, params, private),
+        out.append(function_def(entry[kind], params,
+                                target.launch(chunk, params, private, blocks=lanes),
                                 deco, doc, kind))
 
     if shared is None:
@@ -119,7 +123,8 @@ def kernel_functions(fir, facts, target, shared=None):
         adj.private = {a for a in private_adj if a in atomic}
         adj_names = {p.name: adj.adj(p) for p in fir.params
                      if isinstance(p.type, T.ArrayType) and T.is_differentiable(p.type)}
-        adj_body, adj_private = adj.body(), sorted(adj.private)
+        adj_body, adj_private = adj.body() if not no_adj else _no_derivative(fir), \
+            sorted(adj.private)
     else:
         adj_names, adj_body, adj_private = shared["adj_names"], clone(shared["adjoint"]), []
     ties = [f"_ties{k}" for k in range(len(facts.tie_sites))]
@@ -131,7 +136,7 @@ def kernel_functions(fir, facts, target, shared=None):
     if shared is None:
         tan = Tangent(fir, names_for(fir), facts, target)
         tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
-        tan_body = tan.block(fir.body)
+        tan_body = tan.block(fir.body) if not no_adj else _no_derivative(fir)
     else:
         tan_names, tan_body = shared["tan_names"], clone(shared["tangent"])
     tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
@@ -142,6 +147,19 @@ def kernel_functions(fir, facts, target, shared=None):
         made = {"family": target.body_family, "forward": fwd_body, "adjoint": adj_body,
                 "tangent": tan_body, "adj_names": adj_names, "tan_names": tan_names}
     return out, entry, adj_names, tan_names, made
+
+
+_LANES_NO_DERIVATIVE = ("the kernel runs cooperative CPU blocks (wp.config.enable_cpu_blocks) "
+                        "keeping lane values across tile operations in per-lane buffers: weft "
+                        "builds no adjoint or tangent for it")
+
+
+def _no_derivative(fir):
+    """The body of the adjoint and tangent of a kernel of cooperative CPU blocks: refused
+    (the launch refuses first, with a KernelError)."""
+    msg = (f"kernel '{fir.name}' runs cooperative CPU blocks (wp.config.enable_cpu_blocks): "
+           "weft builds no adjoint or tangent for it")
+    return [ast.Raise(ast.Call(name("RuntimeError"), [ast.Constant(msg)], []), None)]
 
 
 def _shareable(target):
@@ -290,7 +308,9 @@ def run(state):
             params=tuple(ParamABI(p.name, adj_names.get(p.name), tan_names.get(p.name))
                          for p in fir.params),
             entries=entries, overwrites=tuple(facts.overwritten()),
-            stores=tuple(facts.stored()), no_derivative=facts.no_derivative,
+            stores=tuple(facts.stored()),
+            no_derivative=facts.no_derivative or (_LANES_NO_DERIVATIVE if getattr(
+                fir, "lanes_no_adjoint", False) else None),
             thread_indexed=tuple(facts.thread_indexed),
             reads=facts.array_params(("load", "view", "read_old")),
             writes=facts.array_params(("store", "accumulate", "atomic")),

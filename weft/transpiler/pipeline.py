@@ -10,6 +10,8 @@ pass         module                  after it
 lower        ``specialize``,         the kernels and every func they call (once per argument
              ``lowering/``           types) as typed, structured IR; user errors reported
 verify       ``verify``              the IR keeps its invariants (else weft's bug is reported)
+lanes        ``lanes``               cooperative CPU blocks only: the kernel as loops over its
+                                     lanes between the block's barriers
 analyze      ``analyze``             per-function facts: accesses, own-element reads, hazards
 generate     ``generate`` (with      forward, adjoint and tangent functions per target, and the
              ``forward``,            kernels' ABI
@@ -46,8 +48,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from . import (analyze, assemble, generate, index_wraps, prune, second_order, specialize,
-               verify)
+from . import (analyze, assemble, generate, index_wraps, lanes, prune, second_order,
+               specialize, verify)
 from ..stdlib.ir import Assign, If, Loop
 from .state import CompileState
 
@@ -112,6 +114,7 @@ class Pass:
 PIPELINE = [
     Pass("lower", specialize.run, _dump_ir, host=specialize.run_host),
     Pass("verify", verify.run, lambda state: "IR verified", host=verify.run),
+    Pass("lanes", lanes.run, _dump_ir),
     Pass("analyze", analyze.run, _dump_facts, host=analyze.run),
     Pass("generate", generate.run, _dump_defs, host=generate.run),
     Pass("prune", prune.run, _dump_defs, host=prune.run),

@@ -39,6 +39,9 @@ class CompileOptions:
     targets: tuple = ("cpu", "serial")
     mode: str = "release"
     fast_math: bool = False
+    # cooperative CPU blocks: (block_dim, tiled, launch dimensions) or () (one lane per
+    # block); out of repr, which keys the cache of every other module
+    lanes: tuple = field(default=(), repr=False)
 
     @classmethod
     def for_device(cls, device_kind, mode="release", fast_math=False):

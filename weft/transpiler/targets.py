@@ -108,10 +108,12 @@ class Target:
         return wk_call("inb", index, _axis_len(arr, k), ast.Constant(site), ast.Constant(k),
                        name("_dbg"))
 
-    def thread_loop(self, prologue, body, private=()):
+    def thread_loop(self, prologue, body, private=(), blocks=None):
         """The kernel body run once per launch index, one after the other: ``prologue``
-        computes the indices from the flat ``_tid`` (``private``: see :class:`CpuParallel`)."""
-        rng = ast.Call(name("range"), [wk_call("launch_size", name("_dim"))], [])
+        computes the indices from the flat ``_tid`` (``private``: see :class:`CpuParallel`;
+        ``blocks``: the block size of a kernel of cooperative CPU blocks, whose body runs
+        once per block: :func:`launch_count`)."""
+        rng = ast.Call(name("range"), [launch_count(blocks)], [])
         head = [_assign("_tid", self.launch_index())]
         return [ast.For(ast.Name("_p", ast.Store()), rng,
                         head + prologue + (body or [ast.Pass()]), [])]
@@ -187,7 +189,7 @@ class CpuParallel(CpuTarget):
     private_accumulators = True
     chunked = True
 
-    def thread_loop(self, prologue, body, private=()):
+    def thread_loop(self, prologue, body, private=(), blocks=None):
         """The chunk's body: the launch indices ``[_lo, _hi)``; the per-thread buffers
         (``_pv_a``, ``_acc_a``) are its parameters, the thread's index read once."""
         head = [_assign("_tid", self.launch_index())]
@@ -200,7 +202,7 @@ class CpuParallel(CpuTarget):
     def chunk_params(private):
         return [f"_pv_{a}" for a in private] + [f"_acc_{a}" for a in private]
 
-    def launch(self, chunk, params, private):
+    def launch(self, chunk, params, private, blocks=None):
         """The entry's body: the buffers of the ``private`` arrays made, ``chunk`` run over
         the launch by the threads with ``params`` (the entry's own) and the buffers, the
         buffers summed."""
@@ -211,8 +213,7 @@ class CpuParallel(CpuTarget):
             after.append(ast.If(name(f"_pv_{a}"), [ast.Expr(wk_call(
                 "reduce_private", name(a), name(f"_acc_{a}")))], []))
         args = ast.Tuple([name(p) for p in params + self.chunk_params(private)], ast.Load())
-        run = ast.Expr(wk_call("parallel_for", name(chunk),
-                               wk_call("launch_size", name("_dim")), args))
+        run = ast.Expr(wk_call("parallel_for", name(chunk), launch_count(blocks), args))
         return before + [run] + after
 
 
@@ -238,7 +239,7 @@ class Cuda(Target):
     def extra_params(self, pass_kind):
         return (["_err"] if pass_kind == "adjoint" else []) + super().extra_params(pass_kind)
 
-    def thread_loop(self, prologue, body, private=()):
+    def thread_loop(self, prologue, body, private=(), blocks=None):
         guard = ast.If(ast.Compare(name("_p"), [ast.Lt()], [wk_call("launch_size", name("_dim"))]),
                        [_assign("_tid", ast.Call(name("int64"), [name("_p")], []))] + prologue +
                        (body or [ast.Pass()]), [])
@@ -275,6 +276,16 @@ class Host(Target):
 
     def decorator(self, kernel):
         return None
+
+
+def launch_count(blocks=None):
+    """How many times a kernel's body runs: once per launch index, or with cooperative CPU
+    blocks of ``blocks`` lanes once per block (the last one perhaps partial)."""
+    size = wk_call("launch_size", name("_dim"))
+    if not blocks:
+        return size
+    return ast.BinOp(ast.BinOp(size, ast.Add(), ast.Constant(blocks - 1)), ast.FloorDiv(),
+                     ast.Constant(blocks))
 
 
 def _axis_len(arr, k):

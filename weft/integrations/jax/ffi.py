@@ -757,7 +757,7 @@ class FfiKernel:
             dims = self._dims(desc, inputs, batch)
             wp.launch(self.kernel, dim=dims[0] if len(dims) == 1 else dims, inputs=inputs,
                       outputs=outputs, device="cpu", record_tape=False,
-                      block_dim=self.block_dim or 256)
+                      block_dim=self.block_dim)
 
     def _derivative(self, mode, desc, ins, rets):
         raise X.FfiError("this jax_kernel has no derivatives (enable_backward=False)")
@@ -839,7 +839,7 @@ class _DiffFfiKernel(FfiKernel):
             dims = self._dims(desc, inputs, batch)
             wp.launch(self.kernel, dim=dims, inputs=inputs, outputs=outputs,
                       adj_inputs=adj_ins, adj_outputs=adj_outs, adjoint=True, device="cpu",
-                      record_tape=False, block_dim=self.block_dim or 256)
+                      record_tape=False, block_dim=self.block_dim)
             return
         if mode == 3:  # second order: the tangent of the adjoint along the primal tangents
             if len(ins) != n + len(desc.outputs) + len(diff) or len(rets) != len(diff):
@@ -880,7 +880,7 @@ class _DiffFfiKernel(FfiKernel):
         tape = wp.Tape()
         with tape:
             wp.launch(self.kernel, dim=dims, inputs=inputs, outputs=outputs, device="cpu",
-                      block_dim=self.block_dim or 256)
+                      block_dim=self.block_dim)
         hv = tape.hvp(None, vectors, grads=seeds)
         for j, k in enumerate(diff):
             out = _wrap(arr_args[k], rets[j], batch)

@@ -178,6 +178,11 @@ def _struct_constant(ctx, value, node):
     return ctx.struct_value(type(value), members)
 
 
+_STATIC_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+               ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
+               ast.Mod: lambda a, b: a % b}
+
+
 def static_value(ctx, node, what):
     """The compile-time value of ``node``: a literal (``3``, ``(3, 3)``, ``-1.0``) or a name
     outside the kernel (``wp.float64``, a global constant)."""
@@ -187,6 +192,19 @@ def static_value(ctx, node, what):
         pass
     if isinstance(node, ast.Tuple):  # (ROWS, COLS) of constants
         return tuple(static_value(ctx, e, what) for e in node.elts)
+    if isinstance(node, ast.BinOp) and type(node.op) in _STATIC_OPS:  # (M // 2) * N
+        a, b = static_value(ctx, node.left, what), static_value(ctx, node.right, what)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and \
+                not isinstance(a, bool) and not isinstance(b, bool):
+            try:
+                return _STATIC_OPS[type(node.op)](a, b)
+            except (ZeroDivisionError, OverflowError, ValueError):
+                raise ctx.fail(node, f"{what}: {ast.unparse(node)} has no value") from None
+        raise ctx.fail(node, f"{what} must be a constant")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = static_value(ctx, node.operand, what)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return -v
     if isinstance(node, ast.Name) and node.id in ctx.env:  # ``n = 3`` above, not rebound
         v = ctx.env[node.id]
         c = ctx.const_vars.get(id(v))

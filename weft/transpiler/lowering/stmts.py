@@ -55,7 +55,40 @@ def lower_function(ctx, params, prebound=None, epilogue=()):
     body = list(ctx.src.tree.body) + list(epilogue)
     exits = lower_block(ctx, body)
     finish_function(ctx, exits)
+    _drop_unused_default_tiles(ctx)
     return ctx.block
+
+
+def _drop_unused_default_tiles(ctx):
+    """The zeros :func:`_default_tile` gave a tile missing on some branches, and its merged
+    version, removed when nothing reads the merged version (the usual branch-local tile: the
+    code is what it was without them)."""
+    pending = ctx.__dict__.pop("default_tiles", None)
+    if not pending:
+        return
+    used = ir.used_vars(ctx.block)
+    drop = set()
+    for m, zs in pending:
+        if id(m) not in used:
+            drop.add(id(m))
+            drop.update(id(z) for z in zs)
+    if not drop:
+        return
+
+    def clean(stmts):
+        out = []
+        for st in stmts:
+            if isinstance(st, ir.Assign) and id(st.dst) in drop:
+                continue
+            if isinstance(st, ir.If):
+                st.body[:] = clean(st.body)
+                st.orelse[:] = clean(st.orelse)
+            elif isinstance(st, ir.Loop):
+                st.body[:] = clean(st.body)
+            out.append(st)
+        return out
+
+    ctx.block[:] = clean(ctx.block)
 
 
 def finish_function(ctx, exits):
@@ -156,9 +189,15 @@ def merge(ctx, exits, node):
     """Join fall-through exits: variables that differ get a merged version."""
     envs = [e.env for e in exits]
     merged = {}
-    for name in envs[0]:
+    names = list(envs[0])
+    for env in envs[1:]:
+        names += [n for n in env if n not in names]
+    for name in names:
+        zs = None
         if not all(name in env for env in envs):
-            continue
+            zs = _default_tile(ctx, exits, name, node)
+            if zs is None:
+                continue
         vs = [env[name] for env in envs]
         if all(v is vs[0] for v in vs):
             merged[name] = vs[0]
@@ -170,7 +209,33 @@ def merge(ctx, exits, node):
         for e, v in zip(exits, vs):
             e.block.append(ir.Assign(m, ir.Copy(v), ctx.loc(node)))
         merged[name] = m
+        if zs is not None:
+            ctx.__dict__.setdefault("default_tiles", []).append((m, zs))
     return merged
+
+
+def _default_tile(ctx, exits, name, node):
+    """A tile assigned on some branches only (Warp declares every tile variable at the top of
+    the function): the other branches get a tile of zeros of its type, so it is defined after
+    the join (:func:`_drop_unused_default_tiles` removes them again when nothing reads it).
+    Other values stay undefined there. Returns the zero tiles made, or None (not a tile)."""
+    types = [e.env[name].type for e in exits if name in e.env]
+    t = types[0]
+    if any(u != t for u in types):
+        return None
+    if not T.is_tile_type(t):
+        return None
+    from ...stdlib.registry import lookup
+    zs = []
+    for e in exits:
+        if name not in e.env:
+            z = ctx.new_version(name, t)
+            e.block.append(ir.Assign(z, ir.Prim(lookup("tile_const"), [], {"type": t,
+                                                                             "value": 0}),
+                                     ctx.loc(node)))
+            e.env[name] = z
+            zs.append(z)
+    return zs
 
 
 # ---------------------------------------------------------------------------- statements
