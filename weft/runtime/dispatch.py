@@ -40,8 +40,8 @@ def prepare(kernel, dims, args, device):
     """``(compiled kernel, arguments, bound values)`` of a launch of ``kernel`` over ``dims``
     with user arguments ``args``, after every launch-time check (nothing runs)."""
     ck = compiled_of(kernel, device, args)
-    if ck.abi.debug_sites is None and (has_null_arrays(args) if ck.has_structs else
-                                       any(a is None for a in args)):
+    if ck.abi.debug_sites is None and (ck.abi.null_arrays or (
+            has_null_arrays(args) if ck.has_structs else any(a is None for a in args))):
         # Warp's null arrays (None, unset struct members) have no elements: the launch runs the
         # bounds-checked build, so an unguarded access is an error, never a stray read or write
         ck = kernel.compiled("cuda" if device.is_cuda else "cpu", mode="debug",

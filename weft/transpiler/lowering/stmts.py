@@ -156,8 +156,17 @@ def merge(ctx, exits, node):
     """Join fall-through exits: variables that differ get a merged version."""
     envs = [e.env for e in exits]
     merged = {}
-    for name in envs[0]:
+    for name in dict.fromkeys(n for env in envs for n in env):
         if not all(name in env for env in envs):
+            have = [env[name] for env in envs if name in env]
+            root = next((env[name.split("__")[0]] for env in envs
+                         if name.split("__")[0] in env), None)
+            if isinstance(root, (structs.StructRef, structs.TupleRef)) and \
+                    isinstance(have[0], ir.Var) and \
+                    isinstance(have[0].type, T.ArrayType) and all(v is have[0] for v in have):
+                # an array member of a struct set on some paths only (Warp: null on the
+                # others, where a valid program never reads it): the array set
+                merged[name] = have[0]
             continue
         vs = [env[name] for env in envs]
         if all(v is vs[0] for v in vs):
