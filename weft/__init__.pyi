@@ -1604,6 +1604,10 @@ def tile_scan_min_inclusive(*args: _Any, **kwargs: _Any) -> _Any:
     """tile_scan_min_inclusive(a) -> a tile"""
 
 
+def tile_scatter_masked(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_scatter_masked (kernel language)"""
+
+
 def tile_sort(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_sort (kernel language)"""
 

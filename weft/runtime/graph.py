@@ -144,13 +144,13 @@ def capture_launch(graph, stream=None):
 
 def _condition(condition, who):
     """The first element of ``condition`` (a wp.array of int32) read now, as a bool."""
-    from .array import array
     from ..core import types as T
-    if not isinstance(condition, array) or condition.dtype is not T.int32:
+    from ..core.typeinfo import is_array
+    is_array = is_array(condition) and not isinstance(condition, T.ArrayType)
+    if not is_array or condition.dtype is not T.int32:
         raise TypeError(f"{who}(): the condition must be a Warp array of int32 with a single "
                         f"element, got {type(condition).__name__}"
-                        + (f" of {T.type_name(condition.dtype)}"
-                           if isinstance(condition, array) else ""))
+                        + (f" of {T.type_name(condition.dtype)}" if is_array else ""))
     if condition.size < 1:
         raise TypeError(f"{who}(): the condition array is empty")
     return lambda: bool(condition.numpy().flat[0])
