@@ -172,3 +172,56 @@ def test_reading_an_unset_member_is_an_error():
     out = wp.zeros(1, dtype=wp.vec3d)
     with pytest.raises(KernelIndexError, match="out of bounds for axis 0 of array 'g.vert'"):
         wp.launch(null_read, 1, inputs=[out])
+
+
+@wp.struct
+class Pair:
+    x: wp.float64
+    y: wp.vec3d
+
+
+@wp.func
+def two(a: wp.float64) -> Tuple[Pair, wp.float64]:
+    p = Pair()
+    p.x = a
+    p.y = wp.vec3d(a, wp.float64(2.0) * a, wp.float64(3.0))
+    return p, a * a
+
+
+@wp.func
+def early(a: wp.float64):
+    p = Pair()
+    p.x = a
+    if a > wp.float64(1.0):
+        return p, wp.float64(1.0)  # an early return of a tuple holding a struct
+    p.x = wp.float64(2.0) * a
+    return p, a
+
+
+@wp.kernel
+def carried(x: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    t = two(x[i])
+    s = wp.float64(0.0)
+    for j in range(3):  # a tuple variable holding a struct, carried through a loop
+        t = two(t[0].x * wp.float64(0.5) + wp.float64(1.0))
+        s += t[1]
+    q, w = early(x[i])
+    out[i] = s + t[0].y[1] + q.x * w
+
+
+def carried_reference(x):
+    out = []
+    for a in x:
+        t, s = a, 0.0
+        for _ in range(3):
+            t = 0.5 * t + 1.0
+            s += t * t
+        q, w = (a, 1.0) if a > 1 else (2 * a, a)
+        out.append(s + 2 * t + q * w)
+    return np.array(out)
+
+
+def test_tuples_of_structs_in_loops_and_early_returns():
+    check(carried, 3, [Arr(np.array([0.5, 2.0, -0.7]), wp.float64)],
+          [Arr(np.zeros(3), wp.float64)], reference=carried_reference)

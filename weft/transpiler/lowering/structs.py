@@ -211,6 +211,8 @@ def expand_struct_names(ctx, names):
                 continue
             out.extend(k for k, t in flat_leaves(v.type, n)
                        if not isinstance(t, T.ArrayType) and k in ctx.env)
+        elif isinstance(v, TupleRef):  # a tuple holding structs: its items
+            out.extend(expand_struct_names(ctx, [f"{n}__{k}" for k in range(v.n)]))
         else:
             out.append(n)
     return out
