@@ -226,7 +226,8 @@ def _zero_missing(ctx, env0, exits, node):
     for name in sorted(names):
         have = [e.env[name] for e in exits if name in e.env]
         t = have[0].type
-        if not isinstance(have[0], ir.Var) or not (T.is_scalar(t) or T.is_composite(t)) or \
+        if not isinstance(have[0], ir.Var) or not (T.is_scalar(t) or T.is_composite(t) or
+                                                   isinstance(t, T.TileType)) or \
                 any(v.type != t for v in have):
             continue
         for e in exits:
