@@ -322,6 +322,8 @@ def run(state):
             geometry_ids=tuple((p.name, k) for p, k in facts.geometry_ids.items()),
             const_indices=tuple((p.name, axis, lo, hi, line) for (p, axis), (lo, hi, line)
                                 in facts.const_indices.items()),
+            guarded_indices=tuple((p.name, axis, lo, hi, line) for (p, axis), (lo, hi, line)
+                                  in facts.guarded_indices.items()),
             null_arrays=_makes_null_arrays(fir))
     if state.options.mode == "debug":  # every kernel of the module shares the site table
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
