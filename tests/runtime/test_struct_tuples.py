@@ -225,3 +225,40 @@ def carried_reference(x):
 def test_tuples_of_structs_in_loops_and_early_returns():
     check(carried, 3, [Arr(np.array([0.5, 2.0, -0.7]), wp.float64)],
           [Arr(np.zeros(3), wp.float64)], reference=carried_reference)
+
+
+@wp.func
+def pick(a: wp.array(dtype=wp.vec3d), b: wp.array(dtype=wp.vec3d), t: int, i: int):
+    # MuJoCo Warp's multicontact: an array bound on some branches only (null on the others)
+    if t == 0:
+        arr = a
+    elif t == 1:
+        arr = b
+    r = wp.vec3d()
+    if t < 2:
+        r = arr[i] * arr[i][1]
+    else:
+        r = wp.vec3d(wp.float64(arr.shape[0]))  # the null array has no elements
+    return r
+
+
+@wp.kernel
+def picked(a: wp.array(dtype=wp.vec3d), b: wp.array(dtype=wp.vec3d),
+           out: wp.array(dtype=wp.vec3d)):
+    i = wp.tid()
+    out[i] = pick(a, b, i % 3, i)
+
+
+def picked_reference(a, b):
+    out = np.zeros((6, 3))
+    for i in range(6):
+        src = a if i % 3 == 0 else b if i % 3 == 1 else None
+        out[i] = src[i] * src[i][1] if src is not None else 0.0
+    return out
+
+
+def test_arrays_bound_on_some_branches_merge():
+    rng = np.random.default_rng(4)
+    check(picked, 6, [Arr(rng.normal(size=(6, 3)), wp.vec3d), Arr(rng.normal(size=(6, 3)), wp.vec3d)],
+          [Arr(np.zeros((6, 3)), wp.vec3d)], reference=picked_reference,
+          second_order=False)  # tape.hvp of a kernel making null arrays: not yet

@@ -159,20 +159,33 @@ def merge(ctx, exits, node):
     for name in dict.fromkeys(n for env in envs for n in env):
         if not all(name in env for env in envs):
             have = [env[name] for env in envs if name in env]
+            if not (isinstance(have[0], ir.Var) and _mergeable_array(have[0].type)) or \
+                    any(v.type != have[0].type for v in have):
+                continue
             root = next((env[name.split("__")[0]] for env in envs
                          if name.split("__")[0] in env), None)
             if isinstance(root, (structs.StructRef, structs.TupleRef)) and \
-                    isinstance(have[0], ir.Var) and \
-                    isinstance(have[0].type, T.ArrayType) and all(v is have[0] for v in have):
+                    all(v is have[0] for v in have):
                 # an array member of a struct set on some paths only (Warp: null on the
-                # others, where a valid program never reads it): the array set
+                # others, where a valid program never reads it): the array set, so that a
+                # func can return the struct (its arrays are its parameters)
                 merged[name] = have[0]
-            continue
+                continue
+            # an array bound on some paths only: Warp's null array on the others
+            vs = [env.get(name) for env in envs]
+            for e, v in zip(exits, vs):
+                if v is None:
+                    null = ctx.new_temp(have[0].type, "null")
+                    e.block.append(ir.Assign(null, ir.Prim(registry.lookup("null_array"), [],
+                                                           {"type": have[0].type}),
+                                             ctx.loc(node)))
+                    e.env[name] = null
         vs = [env[name] for env in envs]
         if all(v is vs[0] for v in vs):
             merged[name] = vs[0]
             continue
-        if any(v.type != vs[0].type for v in vs) or isinstance(vs[0].type, T.ArrayType):
+        if any(v.type != vs[0].type for v in vs) or (
+                isinstance(vs[0].type, T.ArrayType) and not _mergeable_array(vs[0].type)):
             raise ctx.fail(node, f"variable '{name}' has different types on the branches of "
                            "this statement", KernelTypeError)
         m = ctx.new_version(name, vs[0].type)
@@ -180,6 +193,12 @@ def merge(ctx, exits, node):
             e.block.append(ir.Assign(m, ir.Copy(v), ctx.loc(node)))
         merged[name] = m
     return merged
+
+
+def _mergeable_array(t):
+    """Arrays that joins merge (a copy of the array each path has, Warp's null array where a
+    path has none): user arrays, not thread-local buffers or arrays of structs."""
+    return isinstance(t, T.ArrayType) and not t.local and not T.is_struct(t.dtype)
 
 
 # ---------------------------------------------------------------------------- statements
