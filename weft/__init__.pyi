@@ -1036,7 +1036,8 @@ def matrix_from_rows(*args: _Any, **kwargs: _Any) -> _Any:
 
 def max(*args: _Any, **kwargs: _Any) -> _Any:
     """max(a: Scalar, b: Scalar) -> Scalar
-max(a: Vector, b: Vector) -> Vector (componentwise)"""
+max(a: Vector, b: Vector) -> Vector (componentwise)
+max(a: Vector) -> Scalar (its maximum component)"""
 
 
 def mesh_eval_face_normal(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1121,7 +1122,8 @@ def mesh_query_sphere(*args: _Any, **kwargs: _Any) -> _Any:
 
 def min(*args: _Any, **kwargs: _Any) -> _Any:
     """min(a: Scalar, b: Scalar) -> Scalar
-min(a: Vector, b: Vector) -> Vector (componentwise)"""
+min(a: Vector, b: Vector) -> Vector (componentwise)
+min(a: Vector) -> Scalar (its minimum component)"""
 
 
 def mod(*args: _Any, **kwargs: _Any) -> _Any:
