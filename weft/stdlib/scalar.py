@@ -122,8 +122,16 @@ def _mod_types(ts, attrs=None):
     return None
 
 
+def _int_result(ex, t):
+    """``t(ex)``: the integer helpers compute in 64 bits (Numba's integers), so a result of a
+    narrower type is cast back (a vec4i built of ``(d + 1) % n`` keeps int32 components)."""
+    return Ex(ast.Call(ast.Name(t.__name__, ast.Load()), [ex.node], []), t)
+
+
 def _mod1(a, b):
-    return cast(call("_wk.int_mod" if T.is_int(a.type) else "np.fmod", a, b), a.type)
+    if T.is_int(a.type):
+        return _int_result(call("_wk.int_mod", a, b), a.type)
+    return cast(call("np.fmod", a, b), a.type)
 
 
 @builtin("mod", ["mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)",
@@ -148,7 +156,7 @@ class mod:
 class floordiv:
     def primal(a, b):
         if T.is_int(a.type):
-            return cast(call("_wk.int_floor_div", a, b), a.type)
+            return _int_result(call("_wk.int_floor_div", a, b), a.type)
         return cast(call("np.floor", a / b), a.type)
 
 
