@@ -53,7 +53,8 @@ from .runtime.geometry_types import (MeshQueryPoint, MeshQueryRay, MeshQueryAABB
 from .stdlib.geometry import HASH_GRID_QUERY as HashGridQuery  # noqa: E402
 from .runtime.matmul import matmul, batched_matmul  # noqa: E402
 from .runtime.graph import (Graph, ScopedCapture, capture_begin, capture_end,  # noqa: E402
-                            capture_launch, capture_pause, is_capturing)
+                            capture_if, capture_launch, capture_pause, capture_while,
+                            is_capturing)
 from .runtime.command import Launch  # noqa: E402
 from .runtime.dlpack import from_dlpack, to_dlpack  # noqa: E402
 from .stdlib import namespace as _namespace  # noqa: E402

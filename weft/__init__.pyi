@@ -614,8 +614,10 @@ def as_warp() -> _Any: ...
 def batched_matmul(a: _Any, b: _Any, c: _Any, d: _Any, alpha: _Any = ..., beta: _Any = ..., allow_ntf32: _Any = ..., device: _Any = ...) -> _Any: ...
 def capture_begin(device: _Any = ..., stream: _Any = ..., force_module_load: _Any = ..., external: _Any = ..., capture_mode: _Any = ..., apic: _Any = ...) -> _Any: ...
 def capture_end(device: _Any = ..., stream: _Any = ...) -> _Any: ...
+def capture_if(condition: _Any, on_true: _Any = ..., on_false: _Any = ..., stream: _Any = ..., **kwargs: _Any) -> _Any: ...
 def capture_launch(graph: _Any, stream: _Any = ...) -> _Any: ...
 def capture_pause(*args: _Any, **kwargs: _Any) -> _Any: ...
+def capture_while(condition: _Any, while_body: _Any, stream: _Any = ..., **kwargs: _Any) -> _Any: ...
 def clear_jax_callable_graph_cache(callable: _Any = ...) -> _Any: ...
 def clear_kernel_cache() -> _Any: ...
 def clone(src: _Any, device: _Any = ..., requires_grad: _Any = ..., pinned: _Any = ..., **kw: _Any) -> _Any: ...
@@ -1035,7 +1037,8 @@ def matrix_from_rows(*args: _Any, **kwargs: _Any) -> _Any:
 
 def max(*args: _Any, **kwargs: _Any) -> _Any:
     """max(a: Scalar, b: Scalar) -> Scalar
-max(a: Vector, b: Vector) -> Vector (componentwise)"""
+max(a: Vector, b: Vector) -> Vector (componentwise)
+max(a: Vector) -> Scalar (its maximum component)"""
 
 
 def mesh_eval_face_normal(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1120,7 +1123,8 @@ def mesh_query_sphere(*args: _Any, **kwargs: _Any) -> _Any:
 
 def min(*args: _Any, **kwargs: _Any) -> _Any:
     """min(a: Scalar, b: Scalar) -> Scalar
-min(a: Vector, b: Vector) -> Vector (componentwise)"""
+min(a: Vector, b: Vector) -> Vector (componentwise)
+min(a: Vector) -> Scalar (its minimum component)"""
 
 
 def mod(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1605,6 +1609,10 @@ def tile_scan_min_inclusive(*args: _Any, **kwargs: _Any) -> _Any:
 
 def tile_scatter_add(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_scatter_add (kernel language)"""
+
+
+def tile_scatter_masked(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_scatter_masked (kernel language)"""
 
 
 def tile_sort(*args: _Any, **kwargs: _Any) -> _Any:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.core.errors import KernelError, LaunchError
+from weft.core.errors import KernelError, KernelIndexError, LaunchError
 
 
 def test_a_module_as_an_annotation_is_a_located_error():
@@ -80,3 +80,23 @@ def test_constant_indices_into_views_are_checked_on_the_right_axis():
     assert out.numpy().tolist() == [1.0, 1.0]
     with pytest.raises(LaunchError, match=r"constant 5 on axis 1 .*shape \(2, 3\)"):
         wp.launch(view_index, 2, inputs=[wp.zeros((2, 3), dtype=float), out])  # was SIGSEGV
+
+
+@wp.kernel
+def guarded_constant_index(sparse: int, colind: wp.array2d(dtype=int), out: wp.array(dtype=int)):
+    i = wp.tid()
+    if sparse:  # MuJoCo Warp: colind is empty unless the model is sparse
+        out[i] = colind[i, 0]
+    else:
+        out[i] = -i
+
+
+def test_constant_indices_on_accesses_that_may_not_run_are_checked_when_they_run():
+    out = wp.zeros(3, dtype=int)
+    empty = wp.zeros((3, 0), dtype=int)  # the constant 0 is outside axis 1
+    wp.launch(guarded_constant_index, 3, inputs=[0, empty, out])  # never read: runs
+    assert out.numpy().tolist() == [0, -1, -2]
+    wp.launch(guarded_constant_index, 3, inputs=[1, wp.array([[4], [5], [6]], dtype=int), out])
+    assert out.numpy().tolist() == [4, 5, 6]
+    with pytest.raises(KernelIndexError, match="out of bounds"):  # read: reported, no stray read
+        wp.launch(guarded_constant_index, 3, inputs=[1, empty, out])

@@ -96,3 +96,86 @@ def test_a_replay_is_one_generated_function_calling_the_bound_entries():
     wp.capture_launch(cap.graph)
     np.testing.assert_array_equal(a.numpy(), 2.0)
     np.testing.assert_array_equal(b.numpy(), 2.5)
+
+
+@wp.kernel
+def countdown(n: wp.array(dtype=int), total: wp.array(dtype=float), x: wp.array(dtype=float)):
+    # one loop iteration: total += x[0]; x[0] *= 0.5; n -= 1 (the loop's condition)
+    total[0] = total[0] + x[0]
+    x[0] = x[0] * 0.5
+    n[0] = n[0] - 1
+
+
+@wp.kernel
+def add_one(a: wp.array(dtype=float)):
+    a[0] = a[0] + 1.0
+
+
+def _loop(n, total, x, outer):
+    """A while loop over ``countdown`` that also runs a nested capture_if on ``outer``."""
+    wp.capture_while(n, countdown_step, n=n, total=total, x=x, outer=outer)
+
+
+def countdown_step(n, total, x, outer):
+    wp.launch(countdown, 1, inputs=[n, total, x])
+    wp.capture_if(outer, on_true=lambda: wp.launch(add_one, 1, inputs=[total]),
+                  on_false=lambda: wp.launch(add_one, 1, inputs=[x]))
+
+
+def _expected(count, x0, flag):
+    total, x = 0.0, x0
+    for _ in range(count):
+        total += x
+        x *= 0.5
+        if flag:
+            total += 1.0
+        else:
+            x += 1.0
+    return total, x
+
+
+@pytest.mark.parametrize("count, flag", [(3, 1), (0, 1), (4, 0)])
+def test_capture_while_and_if_replay_as_eager_runs(count, flag):
+    def arrays():
+        return (wp.array([count], dtype=wp.int32), wp.zeros(1, dtype=float),
+                wp.array([2.0], dtype=float), wp.array([flag], dtype=wp.int32))
+    # eager (no capture): runs at once
+    n, total, x, outer = arrays()
+    _loop(n, total, x, outer)
+    want = _expected(count, 2.0, flag)
+    np.testing.assert_allclose([total.numpy()[0], x.numpy()[0]], want, rtol=1e-6)
+    assert n.numpy()[0] == 0
+    # captured: nothing runs at capture; each replay reads the conditions then
+    n, total, x, outer = arrays()
+    with wp.ScopedCapture() as cap:
+        _loop(n, total, x, outer)
+    assert (n.numpy()[0], total.numpy()[0], x.numpy()[0]) == (count, 0.0, 2.0)
+    wp.capture_launch(cap.graph)
+    np.testing.assert_allclose([total.numpy()[0], x.numpy()[0]], want, rtol=1e-6)
+    # replayed again with new conditions: the loop count and the branch follow them
+    n.assign(np.array([2], np.int32))
+    outer.assign(np.array([1 - flag], np.int32))
+    total.zero_()
+    x.assign(np.array([2.0], np.float32))
+    wp.capture_launch(cap.graph)
+    np.testing.assert_allclose([total.numpy()[0], x.numpy()[0]], _expected(2, 2.0, 1 - flag),
+                               rtol=1e-6)
+
+
+def test_capture_while_body_may_be_a_graph():
+    a = wp.zeros(1, dtype=float)
+    n = wp.array([3], dtype=wp.int32)
+    with wp.ScopedCapture() as body:
+        wp.launch(add_one, 1, inputs=[a])
+        wp.launch(countdown, 1, inputs=[n, wp.zeros(1, dtype=float), wp.zeros(1, dtype=float)])
+    wp.capture_while(n, body.graph)
+    assert a.numpy()[0] == 3.0 and n.numpy()[0] == 0
+
+
+def test_capture_conditions_must_be_int32_arrays():
+    with pytest.raises(TypeError, match="int32"):
+        wp.capture_while(wp.zeros(1, dtype=float), lambda: None)
+    with pytest.raises(TypeError, match="int32"):
+        wp.capture_if(np.ones(1, np.int32), on_true=lambda: None)
+    with pytest.raises(TypeError, match="callable or a Graph"):
+        wp.capture_while(wp.zeros(1, dtype=wp.int32), 3)

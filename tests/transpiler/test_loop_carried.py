@@ -279,3 +279,32 @@ def test_liveness_after_a_loop():
             isinstance(t, ast.Assign) and t.targets[0].id == "d" for t in n.body))
         ctx = types.SimpleNamespace(src=types.SimpleNamespace(tree=fn))
         assert live_after(ctx, loop, "d") is want, body
+
+
+@wp.kernel
+def cached_in_loop(a: wp.array(dtype=wp.float64), out: wp.array(dtype=wp.float64)):
+    # MuJoCo Warp's constraint kernels: values (and tiles) first bound in a branch taken on
+    # some iterations only, read on every iteration: the others read what an earlier one bound
+    i = wp.tid()
+    prev = int(-1)
+    for k in range(5):
+        key = k // 2
+        if key != prev:
+            prev = key
+            c = a[i] * wp.float64(key + 1)
+            t = wp.tile_full(shape=(2,), value=c * c, dtype=wp.float64)
+        out[i * 5 + k] = c + t[1] * wp.float64(k)
+
+
+def cached_in_loop_reference(a):
+    out = []
+    for x in a:
+        for k in range(5):
+            c = x * (k // 2 + 1)
+            out.append(c + c * c * k)
+    return np.array(out)
+
+
+def test_names_first_bound_on_some_iterations_keep_their_value():
+    check(cached_in_loop, 2, [Arr(np.array([0.3, -1.2]), F64)], [Arr(np.zeros(10), F64)],
+          reference=cached_in_loop_reference, second_order=False)

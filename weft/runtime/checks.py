@@ -37,6 +37,17 @@ def launch_dims(dim, who="launch"):
     return dims
 
 
+def outside_guarded_indices(ck, args):
+    """Whether a constant index of an access that may not run (``ck.abi.guarded_indices``)
+    lies outside the array the kernel is launched with: then the launch runs the debug build,
+    whose checks report the access only if it runs."""
+    for name, axis, lo, hi, line in ck.abi.guarded_indices:
+        shape = getattr(args[ck.param_index(name)], "shape", None)
+        if shape is not None and axis < len(shape) and (lo < 0 or hi >= shape[axis]):
+            return True
+    return False
+
+
 def check_constant_indices(ck, args):
     """Constant indices the kernel writes in its source (``a[5]``) must lie inside the shapes
     of the arrays it is launched with (release kernels do not check their indices)."""

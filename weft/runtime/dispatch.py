@@ -12,7 +12,8 @@ from . import background, hazards
 from .args import (adjoint_arrays, explicit_adjoints, given_adjoints, has_null_arrays,
                    retain_grads)
 from .captured import capture_launch
-from .checks import check_constant_indices, check_dims, check_geometry_ids, _size
+from .checks import (check_constant_indices, check_dims, check_geometry_ids,
+                     outside_guarded_indices, _size)
 from .entries import run, run_derivative
 from .graph import capturing
 from .hooks import tapes as _tapes  # the live list of recording tapes
@@ -40,8 +41,8 @@ def prepare(kernel, dims, args, device):
     """``(compiled kernel, arguments, bound values)`` of a launch of ``kernel`` over ``dims``
     with user arguments ``args``, after every launch-time check (nothing runs)."""
     ck = compiled_of(kernel, device, args)
-    if ck.abi.debug_sites is None and (has_null_arrays(args) if ck.has_structs else
-                                       any(a is None for a in args)):
+    if ck.abi.debug_sites is None and (ck.abi.null_arrays or (
+            has_null_arrays(args) if ck.has_structs else any(a is None for a in args))):
         # Warp's null arrays (None, unset struct members) have no elements: the launch runs the
         # bounds-checked build, so an unguarded access is an error, never a stray read or write
         ck = kernel.compiled("cuda" if device.is_cuda else "cpu", mode="debug",
@@ -49,6 +50,13 @@ def prepare(kernel, dims, args, device):
                              else None)
     if ck.has_structs:
         args = ck.flatten(args)
+    if ck.abi.debug_sites is None and ck.abi.guarded_indices and _size(dims) and \
+            outside_guarded_indices(ck, args):
+        # a constant index outside its array on an access that may not run (``if sparse:
+        # colind[0, k]`` with colind empty): the bounds-checked build reports it if it runs
+        ck = kernel.compiled("cuda" if device.is_cuda else "cpu", mode="debug",
+                             types=tuple(t for _, t in ck.user_params) if kernel.is_generic
+                             else None)
     values = ck.bind(args, device)
     if ck.abi.geometry_ids:
         check_geometry_ids(ck, args, device)

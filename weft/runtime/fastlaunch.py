@@ -30,7 +30,8 @@ class FastLaunch:
     def enable(ck, fn):
         abi = ck.abi
         if (not ck.kernel.is_generic and not ck.has_structs and not abi.geometry_ids and
-                not abi.const_indices and abi.tid_dims <= 1 and abi.debug_sites is None):
+                not abi.const_indices and not abi.guarded_indices and abi.tid_dims <= 1 and
+                abi.debug_sites is None):
             ck.kernel._fast = FastLaunch(ck, fn)  # release builds only: no error word passed
 
     def run(self, dim, inputs, outputs, device):

@@ -23,6 +23,11 @@ the arguments bound at capture, in order: one call per replay, no per-launch Pyt
 Numba's own dispatch. The argument checks, binding and dispatch choices of a launch happened at
 capture (``wp.config.verify_fp`` and debug builds keep their checks: such launches replay
 through the general path).
+
+``wp.capture_while(cond, body)`` and ``wp.capture_if(cond, on_true, on_false)`` (Warp's
+conditional nodes) run at once outside a capture; inside one, each body is captured into a graph
+of its own and the op recorded reads ``cond[0]`` at every replay (so a captured solver loop runs
+as many iterations as the replay's data asks). A Tape records a body's launches once, at capture.
 """
 from __future__ import annotations
 
@@ -135,6 +140,91 @@ def capture_launch(graph, stream=None):
         capturing().record(graph.replay)
         return
     graph.replay()
+
+
+def _condition(condition, who):
+    """The first element of ``condition`` (a wp.array of int32) read now, as a bool."""
+    from ..core import types as T
+    from ..core.typeinfo import is_array
+    is_array = is_array(condition) and not isinstance(condition, T.ArrayType)
+    if not is_array or condition.dtype is not T.int32:
+        raise TypeError(f"{who}(): the condition must be a Warp array of int32 with a single "
+                        f"element, got {type(condition).__name__}"
+                        + (f" of {T.type_name(condition.dtype)}" if is_array else ""))
+    if condition.size < 1:
+        raise TypeError(f"{who}(): the condition array is empty")
+    return lambda: bool(condition.numpy().flat[0])
+
+
+def _body(body, who, kwargs):
+    """``body`` (a callable taking ``kwargs``, or a Graph) as a function of no arguments."""
+    if isinstance(body, Graph):
+        return body.replay
+    if callable(body):
+        return lambda: body(**kwargs)
+    raise TypeError(f"{who}(): the body must be a callable or a Graph, got "
+                    f"{type(body).__name__}")
+
+
+def _captured(run, device):
+    """``run()`` captured into a graph of its own (nothing runs), to replay as one op."""
+    g = Graph(device, capturing().apic)
+    _stack().append(g)
+    _open[0] += 1
+    try:
+        run()
+    finally:
+        _stack().pop()
+        _open[0] -= 1
+    return g
+
+
+def capture_if(condition, on_true=None, on_false=None, stream=None, **kwargs):
+    """Warp's dynamic branch: run ``on_true`` when ``condition[0]`` is nonzero, else
+    ``on_false`` (callables given ``kwargs``, or Graphs). Outside a capture the branch runs at
+    once; during a capture each branch is captured into a graph of its own (nothing runs) and
+    every replay reads ``condition`` then and runs the branch it picks (Warp's conditional
+    graph node)."""
+    if on_true is None and on_false is None:
+        return
+    read = _condition(condition, "capture_if")
+    yes = _body(on_true, "capture_if", kwargs) if on_true is not None else None
+    no = _body(on_false, "capture_if", kwargs) if on_false is not None else None
+    g = capturing()
+    if g is None:
+        run = yes if read() else no
+        if run is not None:
+            run()
+        return
+    yes = _captured(yes, g.device).replay if yes is not None else None
+    no = _captured(no, g.device).replay if no is not None else None
+
+    def branch():
+        run = yes if read() else no
+        if run is not None:
+            run()
+    g.record(branch)
+
+
+def capture_while(condition, while_body, stream=None, **kwargs):
+    """Warp's dynamic loop: run ``while_body`` (a callable given ``kwargs``, or a Graph) while
+    ``condition[0]`` is nonzero; the body updates the condition. Outside a capture the loop
+    runs at once; during a capture the body is captured once into a graph of its own (nothing
+    runs) and every replay loops over it, reading ``condition`` before each iteration (Warp's
+    conditional graph node)."""
+    read = _condition(condition, "capture_while")
+    body = _body(while_body, "capture_while", kwargs)
+    g = capturing()
+    if g is None:
+        while read():
+            body()
+        return
+    body = _captured(body, g.device).replay
+
+    def loop():
+        while read():
+            body()
+    g.record(loop)
 
 
 def capture_pause(*args, **kwargs):

@@ -6,7 +6,7 @@ import ast
 from ..core import types as T
 from ..core.errors import KernelSyntaxError
 from . import ir
-from .exprs import Ex, tup
+from .exprs import Ex, attr_path, tup
 from .registry import builtin, lookup, special_form
 
 
@@ -68,6 +68,20 @@ class array_shape:
     def primal(a):
         return Ex(ast.Attribute(a.node, "shape", ast.Load()),
                   T.TupleType((T.int32,) * a.type.ndim))
+
+
+@builtin("null_array", ["(an unset array member of a struct, passed to a func)"],
+         lambda ts, type=None: type, differentiable=False, public=False)
+class null_array:
+    def primal(type):
+        """Warp's null array, as a kernel receives ``None`` for an array: an empty array of
+        the type (no element can be read or written; in-bounds checks see its zero extents)."""
+        st = T.scalar_of(type.dtype)
+        dt = "uint16" if st is T.float16 else "bool_" if st is T.bool else st.__name__
+        shape = [ast.Constant(0)] * type.ndim + [ast.Constant(d)
+                                                 for d in T.element_shape(type.dtype)]
+        return Ex(ast.Call(attr_path("np.empty"), [ast.Tuple(shape, ast.Load()),
+                                                   attr_path(f"np.{dt}")], []), type)
 
 
 @builtin("make_slice", ["a[start:stop:step] (in an array subscript)"],

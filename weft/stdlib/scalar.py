@@ -9,7 +9,7 @@ import ast
 
 from ..core import types as T
 from . import derivatives
-from .exprs import Ex, call, cast, const, mapc, select, wrap_int, zero
+from .exprs import Ex, call, cast, const, mapc, select, tup, wrap_int, zero
 from .registry import all_same, builtin, float_scalar, numeric_scalar, same_float
 
 # ----------------------------------------------------------------------------- comparisons
@@ -122,8 +122,16 @@ def _mod_types(ts, attrs=None):
     return None
 
 
+def _int_result(ex, t):
+    """``t(ex)``: the integer helpers compute in 64 bits (Numba's integers), so a result of a
+    narrower type is cast back (a vec4i built of ``(d + 1) % n`` keeps int32 components)."""
+    return Ex(ast.Call(ast.Name(t.__name__, ast.Load()), [ex.node], []), t)
+
+
 def _mod1(a, b):
-    return cast(call("_wk.int_mod" if T.is_int(a.type) else "np.fmod", a, b), a.type)
+    if T.is_int(a.type):
+        return _int_result(call("_wk.int_mod", a, b), a.type)
+    return cast(call("np.fmod", a, b), a.type)
 
 
 @builtin("mod", ["mod(a: Scalar, b: Scalar) -> Scalar  (C fmod semantics: sign of a)",
@@ -148,7 +156,7 @@ class mod:
 class floordiv:
     def primal(a, b):
         if T.is_int(a.type):
-            return cast(call("_wk.int_floor_div", a, b), a.type)
+            return _int_result(call("_wk.int_floor_div", a, b), a.type)
         return cast(call("np.floor", a / b), a.type)
 
 
@@ -247,27 +255,66 @@ def _minmax(name, op):
         if len(types) == 2 and types[0] == types[1] and (
                 numeric_scalar(types[0]) or T.is_vector(types[0])):
             return types[0]
+        if len(types) == 1 and T.is_vector(types[0]):  # Warp: the extreme component
+            return T.scalar_of(types[0])
         return None
 
     def pick(a, b):  # True where ``a`` is the result
         return Ex(ast.Compare(a.node, [op()], [b.node]), T.bool)
 
+    def first_extreme(v):
+        """(the extreme component of vector ``v``, its index: the first, as Warp)."""
+        v = v.atom()
+        best, idx = v.comp(0), Ex(ast.Constant(0), T.int32)
+        for i in range(1, v.type._length_):
+            c = v.comp(i)
+            better = Ex(ast.Compare(c.node, [{ast.GtE: ast.Gt, ast.LtE: ast.Lt}[op]()],
+                                    [best.node]), T.bool)
+            best = select(better, c, best).atom()
+            idx = select(better, Ex(ast.Constant(i), T.int32), idx).atom()
+        return best, idx
+
+    def at_extreme(v, g):
+        """The vector of ``v``'s type holding ``g`` at ``v``'s extreme component, else 0."""
+        _, idx = first_extreme(v)
+        st = T.scalar_of(v.type)
+        comps = [select(Ex(ast.Compare(idx.node, [ast.Eq()], [ast.Constant(i)]), T.bool),
+                        g, zero(st)) for i in range(v.type._length_)]
+        return tup(comps, v.type)
+
     class rules:
-        def primal(a, b):
+        def primal(a, b=None):
+            if b is None:
+                return first_extreme(a)[0]
             return mapc(lambda x, y: select(pick(x, y), x, y), a.atom(), b.atom())
 
-        def adjoint(a, b, ret, adj):
+        def adjoint(a, b=None, ret=None, adj=None):
             if not T.is_float(T.scalar_of(a.type)):
-                return [None, None]
+                return [None] * (1 if b is None else 2)
+            if b is None:
+                return [at_extreme(a, adj.atom())]
             return derivatives.adjoint(name, [a, b], ret, adj)
 
-        def tangent(a, b, ta, tb, ret):
+        def tangent(*args, ret):
+            if len(args) == 2:  # (a, ta): the tangent of the extreme component
+                a, ta = args
+                if ta is None:
+                    return None
+                _, idx = first_extreme(a)
+                ta = ta.atom()
+                out = ta.comp(0)
+                for i in range(1, a.type._length_):
+                    out = select(Ex(ast.Compare(idx.node, [ast.Eq()], [ast.Constant(i)]),
+                                    T.bool), ta.comp(i), out).atom()
+                return out
+            a, b, ta, tb = args
             if ta is None:
                 return None
             return derivatives.tangent(name, [a, b], [ta, tb], ret)
 
     builtin(name, [f"{name}(a: Scalar, b: Scalar) -> Scalar", f"{name}(a: Vector, b: Vector)"
-                   " -> Vector (componentwise)"], resolve)(rules)
+                   f" -> Vector (componentwise)", f"{name}(a: Vector) -> Scalar (its "
+                   f"{name}imum component)"], resolve)(rules)
 
 
 _minmax("min", ast.LtE)

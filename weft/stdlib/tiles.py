@@ -1521,6 +1521,56 @@ def tile_scatter_add(ctx, node):
     store_back(ctx, node.args[0], new)
 
 
+@special_form("tile_scatter_masked", "tile_scatter_masked(t, i, ..., value, has_value): "
+              "t[i, ...] = value where has_value (each thread's write; one lane on the CPU)",
+              assigned=_assign_assigned)
+def tile_scatter_masked(ctx, node):
+    """Warp's ``tile_scatter_masked``: ``if has_value: t[i, ...] = value``, the tile's name
+    rebound (weft's tiles are values). Every argument is evaluated, as Warp; the indices are
+    used only where ``has_value`` holds. Its adjoint is the write's: ``value`` takes the tile's
+    adjoint at the index, which is then cleared."""
+    if node.keywords or len(node.args) < 4:
+        raise ctx.fail(node, "tile_scatter_masked(t, i, ..., value, has_value) takes the tile, "
+                       "one index per dimension, the value and has_value, by position",
+                       KernelTypeError)
+    dst_node = node.args[0]
+    t = _tile_arg(ctx, ctx.expr(dst_node), dst_node, "tile_scatter_masked's 'a' argument")
+    n = len(node.args) - 3
+    if n != len(t.type.shape):
+        raise ctx.fail(node, f"tile_scatter_masked() incorrect number of indices ({n}) for "
+                       f"tile shape {tuple(t.type.shape)}", KernelTypeError)
+    if not isinstance(dst_node, ast.Name):
+        raise ctx.fail(dst_node, "tile_scatter_masked's tile must be a local name (weft's "
+                       "tiles are values: the name is given the result)", KernelTypeError)
+    idx = [ctx.adapt_literal(ctx.expr(a), T.int32) for a in node.args[1:1 + n]]
+    for a, i in zip(node.args[1:1 + n], idx):
+        if not T.is_int(i.type):
+            raise ctx.fail(a, f"tile_scatter_masked()'s indices must be integers, got "
+                           f"{T.type_name(i.type)}", KernelTypeError)
+    value = ctx.adapt_literal(ctx.expr(node.args[-2]), t.type.dtype)
+    if value.type != t.type.dtype:
+        raise ctx.fail(node.args[-2], f"tile_scatter_masked() 'value' type must match tile "
+                       f"dtype, got {T.type_name(value.type)} and tile dtype "
+                       f"{T.type_name(t.type.dtype)}", KernelTypeError)
+    has = ctx.expr(node.args[-1])
+    tmp = f"_scatter{node.lineno}_{node.col_offset}_"
+    names = [f"{tmp}i{k}" for k in range(n)] + [f"{tmp}v", f"{tmp}m"]
+    for nm, v in zip(names, idx + [value, has]):
+        ctx.bind(nm, v, node)
+    load = [ast.Name(nm, ast.Load()) for nm in names]
+    target = ast.Subscript(ast.Name(dst_node.id, ast.Load()),
+                           load[0] if n == 1 else ast.Tuple(load[:n], ast.Load()), ast.Store())
+    stmt = ast.Assign([target], load[-2])
+    if isinstance(has, ir.Const):  # known at compile time: the write, or nothing
+        if not has.value:
+            return
+    else:
+        stmt = ast.If(load[-1], [stmt], [])
+    for sub in ast.walk(stmt):
+        ast.copy_location(sub, node)
+    ctx.lower_stmt(stmt)
+
+
 # ----------------------------------------------------------------------------- per thread
 @special_form("tile_from_thread", "tile_from_thread(shape, value, thread_idx=0): a tile "
               "filled with one thread's value")

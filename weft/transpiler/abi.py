@@ -184,7 +184,12 @@ class KernelABI:
     sum / count where the count is not zero. ``geometry_ids`` lists (parameter, kind) of the
     ``uint64`` parameters used as ids of geometry objects (checked live at launch);
     ``const_indices`` (parameter, axis, lowest, highest, line) the constant indices the kernel
-    uses on its array parameters (checked against the shapes at launch)."""
+    uses on its array parameters (checked against the shapes at launch), ``guarded_indices``
+    those of accesses that may not run (under a branch, in a loop): one outside its array makes
+    the launch run the debug build, which reports the access only if it runs. ``null_arrays``: the
+    kernel (or a func it calls) makes Warp's null arrays (an unset array member of a struct
+    passed to a func), so it launches its debug build, as a launch given ``None`` for an array
+    does: a read of one is then an error, never a stray read."""
 
     kernel: str
     tid_dims: int
@@ -200,6 +205,8 @@ class KernelABI:
     tie_arrays: tuple = ()
     geometry_ids: tuple = ()
     const_indices: tuple = ()
+    null_arrays: bool = False
+    guarded_indices: tuple = ()
 
     @property
     def adjoint_params(self):

@@ -48,6 +48,7 @@ class FuncFacts:
     tie_sites: list = field(default_factory=list)    # kernels: see atomic_tie_sites
     geometry_ids: dict = field(default_factory=dict)  # param Var -> geometry kind it is an id of
     const_indices: dict = field(default_factory=dict)  # (param Var, axis) -> (lo, hi, line)
+    guarded_indices: dict = field(default_factory=dict)  # the same, for accesses that may not run
 
     def tie_index(self, stmt):
         """The index of atomic min/max ``stmt`` among the kernel's tie sites, or None."""
@@ -206,7 +207,7 @@ def analyze(fir, facts_of):
                     record(a, "call", s.loc.lineno, effects=sorted(callee.kinds(cp)))
     facts.view_roots = {v.name: p.name for v, p in root.items() if v is not p}
     facts.geometry_ids = geometry_ids(fir, facts, facts_of)
-    facts.const_indices = constant_indices(fir, facts_of)
+    facts.const_indices, facts.guarded_indices = constant_indices(fir, facts_of)
     facts.needed = adjoint_needed(fir)
     facts.varied = tangent_varied(fir)
     if fir.kind == "kernel":
@@ -258,47 +259,61 @@ def geometry_ids(fir, facts, facts_of):
 
 def constant_indices(fir, facts_of):
     """The constant indices ``fir`` uses on its array parameters (directly or through funcs):
-    ``{(param, axis): (lowest, highest, line)}``. Release kernels do not bounds-check, so the
-    launch checks these against the arguments' shapes (``a[5]`` on a 4-element array, or
-    ``a[-1]``, is a LaunchError rather than a write outside the array)."""
+    ``({(param, axis): (lowest, highest, line)}, the same for guarded ones)``. Release kernels
+    do not bounds-check, so the launch checks these against the arguments' shapes (``a[5]`` on
+    a 4-element array, or ``a[-1]``, is a LaunchError rather than a write outside the array).
+    An access under a branch or in a loop (which may run no iteration) is *guarded*: it may
+    never run (``if sparse: colind[0, k]`` with an empty ``colind``, as MuJoCo Warp), so one
+    outside its array makes the launch run the bounds-checked build instead of failing."""
     params = {p for p in fir.params if isinstance(p.type, T.ArrayType) and not p.type.local}
-    out = {}
+    out, guarded = {}, {}
     root = {p: (p, 0) for p in params}  # array Var -> (the param it views, axes indexed away)
 
-    def note(arr, index, line):
+    def note(arr, index, line, into):
         if arr not in root:
             return
         param, depth = root[arr]
         for axis, ix in enumerate(index):
             if isinstance(ix, ir.Const) and T.is_int(ix.type):
-                merge((param, depth + axis), (int(ix.value), int(ix.value), line))
+                merge(into, (param, depth + axis), (int(ix.value), int(ix.value), line))
 
-    def merge(key, new):
-        lo, hi, line = out.get(key, new)
-        out[key] = (min(lo, new[0]), max(hi, new[1]),
-                    new[2] if new[0] < lo or new[1] > hi else line)
+    def merge(into, key, new):
+        lo, hi, line = into.get(key, new)
+        into[key] = (min(lo, new[0]), max(hi, new[1]),
+                     new[2] if new[0] < lo or new[1] > hi else line)
 
-    for s in ir.walk(fir.body):
-        if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load):
-            sliced = any(isinstance(i.type, T.SliceType) for i in s.expr.index)
-            if sliced:  # a view a[1:3, j]: NumPy's indexing (negative j counts from the end)
-                continue
-            note(s.expr.array, s.expr.index, s.loc.lineno)
-            if isinstance(s.dst.type, T.ArrayType) and s.expr.array in root:  # a view a[i]
-                p, depth = root[s.expr.array]
-                root[s.dst] = (p, depth + len(s.expr.index))
-        elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Copy) and \
-                s.expr.src in root and isinstance(s.dst.type, T.ArrayType):
-            root[s.dst] = root[s.expr.src]
-        elif isinstance(s, (ir.Store, ir.AtomicRMW)):
-            note(s.array, s.index, s.loc.lineno)
-        elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Call):
-            callee = facts_of(s.expr.func)
-            for (cp, axis), v in callee.const_indices.items():
-                a = s.expr.args[s.expr.func.params.index(cp)]
-                if a in root:
-                    merge((root[a][0], root[a][1] + axis), (v[0], v[1], s.loc.lineno))
-    return out
+    def visit(stmts, cond):
+        into = guarded if cond else out
+        for s in stmts:
+            if isinstance(s, ir.If):
+                visit(s.body, True)
+                visit(s.orelse, True)
+            elif isinstance(s, ir.Loop):
+                visit(s.body, True)
+            elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load):
+                sliced = any(isinstance(i.type, T.SliceType) for i in s.expr.index)
+                if sliced:  # a view a[1:3, j]: NumPy's indexing (negative j counts from the end)
+                    continue
+                note(s.expr.array, s.expr.index, s.loc.lineno, into)
+                if isinstance(s.dst.type, T.ArrayType) and s.expr.array in root:  # a view a[i]
+                    p, depth = root[s.expr.array]
+                    root[s.dst] = (p, depth + len(s.expr.index))
+            elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Copy) and \
+                    s.expr.src in root and isinstance(s.dst.type, T.ArrayType):
+                root[s.dst] = root[s.expr.src]
+            elif isinstance(s, (ir.Store, ir.AtomicRMW)):
+                note(s.array, s.index, s.loc.lineno, into)
+            elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Call):
+                callee = facts_of(s.expr.func)
+                for found, target in ((callee.const_indices, into),
+                                      (callee.guarded_indices, guarded)):
+                    for (cp, axis), v in found.items():
+                        a = s.expr.args[s.expr.func.params.index(cp)]
+                        if a in root:
+                            merge(target, (root[a][0], root[a][1] + axis),
+                                  (v[0], v[1], s.loc.lineno))
+    visit(fir.body, False)
+    return out, guarded
 
 
 def atomic_tie_sites(fir):

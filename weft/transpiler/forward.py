@@ -54,6 +54,14 @@ class Forward(Gen):
             return out
         if isinstance(e, ir.Prim) and e.builtin.name == "alloc_local":
             return self.alloc_local(s)
+        if isinstance(e, ir.Prim) and e.builtin.name == "null_array":
+            out = [assign(s.dst.name, self.primal(e, [], s.dst.type).node, s.loc)]
+            if (self.replay or self.shadow_prefix == "tan") and T.is_differentiable(s.dst.type):
+                # its shadow: none (the CPU) or another empty array (CUDA takes arrays)
+                shadow = ast.Constant(None) if self.target.optional_shadows else \
+                    self.primal(e, [], s.dst.type).node
+                out.append(assign(self.shadow(self.shadow_prefix, s.dst), shadow, s.loc))
+            return out
         if isinstance(e, ir.Prim) and self.replay and \
                 getattr(e.builtin, "array_access", None) == "accumulate":
             # the adjoint's replay adds nothing into arrays (the forward pass did); the values

@@ -278,6 +278,29 @@ def _no_cuda_tiles(funcs):
                                   "(launch it with device='cpu')")
 
 
+def _no_cuda_null_arrays(funcs):
+    """Null arrays made in a kernel (numpy's empty arrays) exist on the CPU only for now."""
+    for fir in funcs:
+        for s in ir.walk(fir.body):
+            if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and \
+                    s.expr.builtin.name == "null_array":
+                raise KernelError(f"{s.loc.filename}:{s.loc.lineno}: {fir.kind} '{fir.name}' "
+                                  "passes a struct whose array member is unset to a func, "
+                                  "which weft runs on the CPU only for now (launch it with "
+                                  "device='cpu')")
+
+
+def _makes_null_arrays(fir, seen=None):
+    """Whether ``fir`` or a func it calls makes a null array (``null_array``)."""
+    seen = set() if seen is None else seen
+    if id(fir) in seen:
+        return False
+    seen.add(id(fir))
+    return any(isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and
+               s.expr.builtin.name == "null_array" for s in ir.walk(fir.body)) or \
+        any(_makes_null_arrays(f, seen) for f in fir.callees)
+
+
 def run(state):
     sites = []  # debug mode: the checked accesses of the module, shared by its targets
     targets = [TARGETS[t].configured(state.options.mode, sites, state.options.fast_math)
@@ -285,6 +308,7 @@ def run(state):
     defs, abis = [], {}
     if any(t.name == "cuda" for t in targets):
         _no_cuda_tiles(state.funcs)
+        _no_cuda_null_arrays(state.funcs)
     for fir in state.funcs:
         facts = state.facts[fir]
         if fir.kind != "kernel":
@@ -317,7 +341,10 @@ def run(state):
             debug_sites=None, tie_arrays=tuple(t.array.name for t in facts.tie_sites),
             geometry_ids=tuple((p.name, k) for p, k in facts.geometry_ids.items()),
             const_indices=tuple((p.name, axis, lo, hi, line) for (p, axis), (lo, hi, line)
-                                in facts.const_indices.items()))
+                                in facts.const_indices.items()),
+            guarded_indices=tuple((p.name, axis, lo, hi, line) for (p, axis), (lo, hi, line)
+                                  in facts.guarded_indices.items()),
+            null_arrays=_makes_null_arrays(fir))
     if state.options.mode == "debug":  # every kernel of the module shares the site table
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
     state.defs = defs  # the adjoint and tangent ones lose their dead assignments in ``prune``

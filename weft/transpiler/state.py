@@ -22,7 +22,8 @@ class FuncIR:
     tid_vars: dict = field(default_factory=dict)  # kernels: Var -> launch axis (None: first)
     source: Optional[Source] = None
     custom: dict = field(default_factory=dict)    # custom adjoint/tangent FuncIRs (func_grad)
-    ret_struct: Any = None    # the struct class when the func returns one (as a member tuple)
+    ret_struct: Any = None    # the layout of a returned struct or tuple holding one, returned
+    #                           as the tuple of its plain leaves (lowering/structs.py)
     takes_ret: bool = False   # custom grad/tangent rules: given the func's result as ``ret``
 
     def __repr__(self):

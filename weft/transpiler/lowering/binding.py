@@ -8,13 +8,18 @@ from ...core import types as T
 from ...core.errors import KernelSyntaxError, KernelTypeError
 from ...stdlib import ir, tiles
 from . import exprs, literals, structs
-from .structs import STRUCTISH, StructArr, StructRef
+from .structs import STRUCTISH, StructArr, StructRef, TupleRef, TupleVal
 
 
 def assign(ctx, target, value, stmt):
     if isinstance(target, ast.Name):
         if isinstance(value, STRUCTISH):
             return structs.bind_struct(ctx, target.id, value, target)
+        if isinstance(value, TupleVal):
+            return structs.bind_tuple(ctx, target.id, value, target)
+        if isinstance(ctx.env.get(target.id), TupleRef):
+            raise ctx.fail(target, f"cannot assign a value of type {T.type_name(value.type)} "
+                           f"to '{target.id}', which holds a tuple", KernelTypeError)
         if isinstance(ctx.env.get(target.id), StructRef):
             raise ctx.fail(target, f"cannot assign a value of type {T.type_name(value.type)} "
                            f"to struct '{target.id}'", KernelTypeError)
@@ -22,6 +27,13 @@ def assign(ctx, target, value, stmt):
     if isinstance(target, ast.Attribute) and structs.assign_struct_attr(ctx, target, value, stmt):
         return
     if isinstance(target, (ast.Tuple, ast.List)):
+        if isinstance(value, TupleVal):
+            if len(value.items) != len(target.elts):
+                raise ctx.fail(target, f"cannot unpack {len(value.items)} values into "
+                               f"{len(target.elts)} names", KernelTypeError)
+            for t, item in zip(target.elts, value.items):
+                assign(ctx, t, item, stmt)
+            return
         if not isinstance(value.type, T.TupleType):
             raise ctx.fail(target, f"cannot unpack a value of type {T.type_name(value.type)}",
                            KernelTypeError)

@@ -123,8 +123,11 @@ def call_func(ctx, func, node, args=None, n_given=None):
                          [isinstance(a, ir.Const) and a.literal for a in shown])
         if msg:
             raise ctx.fail(node, msg, KernelTypeError)
+    if any(isinstance(a, structs.TupleVal) for a in args):
+        raise ctx.fail(node, f"a tuple holding a struct cannot be passed to "
+                       f"{func.__name__}(); pass its items", KernelTypeError)
     fir = ctx.specializer.specialize(func, args, node, ctx)
-    args = structs.flatten_call_args(ctx, args, node)
+    args = structs.flatten_call_args(ctx, args, node, func.__name__)
     args = [literals.typed(literals.adapt_literal(a, p.type)) for a, p in zip(args, fir.params)]
     if fir not in ctx.callees:
         ctx.callees.append(fir)
@@ -134,7 +137,7 @@ def call_func(ctx, func, node, args=None, n_given=None):
         return None
     out = ctx.emit(ir.Call(fir, args), fir.ret_type, node)
     if fir.ret_struct is not None:
-        return structs.unpack_struct_return(ctx, fir.ret_struct, out, node)
+        return structs.unpack_struct_return(ctx, fir.ret_struct, out, node, args)
     return out
 
 

@@ -40,7 +40,8 @@ class Lowering:
         self.params = []                 # parameter Vars (struct members split out)
         self.callees = []                # FuncIR called, in first-call order
         self.ret_type = None             # funcs: the returned type (None: returns nothing)
-        self.ret_struct = None           # funcs returning a struct: its class
+        self.ret_struct = None           # funcs returning a struct (or a tuple holding one):
+        #                                  its layout (lowering/structs.pack_struct_return)
         self.tid_dims = 0                # kernels: how many indices wp.tid() was unpacked into
         self.tid_vars = {}               # Var -> launch axis (None: the first launch index)
         self.last_temp = None            # the temporary emitted last (renamed when bound)

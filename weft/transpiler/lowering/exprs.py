@@ -8,7 +8,7 @@ from ...core.errors import KernelNameError, KernelSyntaxError, KernelTypeError, 
 from ...stdlib import registry
 from ...stdlib import ir, tiles
 from . import calls, literals, structs
-from .structs import STRUCTISH, StructArr, StructRef, StructVal
+from .structs import StructArr, StructRef, StructVal, TupleRef, TupleVal
 
 BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul",
@@ -48,6 +48,8 @@ def expr_name(ctx, node):
     v = ctx.env.get(node.id)
     if isinstance(v, StructRef):
         return structs.read_struct(ctx, node.id, v.type, node)
+    if isinstance(v, TupleRef):
+        return structs.read_tuple(ctx, node.id, v, node)
     if v is not None:
         if id(v) in ctx.literal_vars and ctx.const_vars[id(v)][0] is v:
             # a name bound to a literal is that literal (weakly typed, exact) until rebound,
@@ -295,8 +297,10 @@ def _branch_zero(ctx, node):
 def expr_tuple(ctx, node):
     items = [lower_expr(ctx, e) for e in node.elts]
     for e, i in zip(node.elts, items):
-        if isinstance(i, STRUCTISH):
-            raise ctx.fail(e, "structs cannot be put in tuples; return or pass them alone")
+        if isinstance(i, StructArr):
+            raise ctx.fail(e, "arrays of structs cannot be put in tuples", KernelTypeError)
+    if any(isinstance(i, (StructVal, TupleVal)) for i in items):
+        return TupleVal(items)  # kept item by item (lowering/structs.py)
     items = [literals.typed(i) for i in items]
     return ctx.emit(ir.Prim(registry.lookup("make_tuple"), items),
                     T.TupleType(tuple(i.type for i in items)), node)
@@ -304,7 +308,7 @@ def expr_tuple(ctx, node):
 
 def lower_return_value(ctx, node):
     v = lower_expr(ctx, node)
-    if isinstance(v, STRUCTISH):
+    if isinstance(v, (StructVal, StructArr, TupleVal)):
         return structs.pack_struct_return(ctx, v, node)
     return literals.typed(v)
 
@@ -408,6 +412,12 @@ def expr_subscript(ctx, node):
     if T.is_composite(base.type) and has_slice(node.slice):
         return read_components(ctx, base, node.slice, node)
     idx = lower_indices(ctx, node.slice)
+    if isinstance(base, TupleVal):
+        if len(idx) != 1 or not isinstance(idx[0], ir.Const) or \
+                not -len(base.items) <= idx[0].value < len(base.items):
+            raise ctx.fail(node, f"tuples of {len(base.items)} values can only be indexed "
+                           "with a constant", KernelTypeError)
+        return base.items[idx[0].value]
     if isinstance(base.type, T.TupleType):
         if len(idx) != 1 or not isinstance(idx[0], ir.Const) or \
                 not 0 <= idx[0].value < len(base.type.types):

@@ -1,5 +1,7 @@
 """Names first bound inside a loop body and read after the loop, as Python and Warp allow
-(``for ...: d = sdf(p)`` then ``if d < eps:``).
+(``for ...: d = sdf(p)`` then ``if d < eps:``), or read in the body where an iteration may not
+have bound them yet (``if k == 0: v = ...`` then ``out[k] = v``: Warp reads what an earlier
+iteration bound).
 
 Such a name is declared before the loop with the zero of its type, then the loop carries it as
 any variable it rebinds: after the loop it holds the value of its last binding, as in Python, and
@@ -10,15 +12,19 @@ restored afterwards); nested loops find theirs the same way.
 from __future__ import annotations
 
 from ...core import types as T
-from ...stdlib import ir
+from ...stdlib import ir, registry
 from ...stdlib.exprs import SetOverlay
 from ..abi import flat_leaves, is_struct_array
-from .astscan import assigned_names, live_after
+from .astscan import _first_use, assigned_names, live_after
 from .structs import StructRef, struct_marker
 
 
 def zero_value(ctx, t, node):
-    """The zero of value type ``t`` (scalar, vector or matrix, tuple of those) as an operand."""
+    """The zero of value type ``t`` (scalar, vector or matrix, tuple of those, tile) as an
+    operand."""
+    if isinstance(t, T.TileType):
+        return ctx.emit(ir.Prim(registry.lookup("tile_const"), [zero_value(ctx, t.dtype, node)],
+                                {"type": t}), t, node)
     if T.is_composite(t):
         return ctx.apply("construct", [], node, {"type": t})
     return ir.Const(0, t)
@@ -27,8 +33,11 @@ def zero_value(ctx, t, node):
 def declare_loop_locals(ctx, s, body_stmts, loop_env):
     """Bind, before loop ``s``, the zero of each name its body binds first and the function
     reads after it. ``loop_env`` adds the loop variable to the body's environment."""
+    # (read after the loop, or in the body before an iteration binds it: the value an
+    # earlier iteration bound, as Warp: ``if k == 0: v = ...`` then ``out[k] = v``)
     wanted = [n for n in assigned_names(ctx, body_stmts)
-              if n not in ctx.env and n not in loop_env and live_after(ctx, s, n)]
+              if n not in ctx.env and n not in loop_env and
+              (live_after(ctx, s, n) or _first_use(body_stmts, n))]
     if not wanted:
         return
     for n, t in _trial_types(ctx, body_stmts, loop_env, wanted).items():
@@ -78,7 +87,7 @@ def _carriable(v):
 def _value_type(t):
     if isinstance(t, T.TupleType):
         return all(_value_type(x) for x in t.types)
-    return T.is_scalar(t) or T.is_composite(t)
+    return T.is_scalar(t) or T.is_composite(t) or isinstance(t, T.TileType)
 
 
 def snapshot(ctx):

@@ -189,20 +189,22 @@ def merge(ctx, exits, node):
     """Join fall-through exits: variables that differ get a merged version."""
     envs = [e.env for e in exits]
     merged = {}
-    names = list(envs[0])
-    for env in envs[1:]:
-        names += [n for n in env if n not in names]
-    for name in names:
+    for name in dict.fromkeys(n for env in envs for n in env):
         zs = None
         if not all(name in env for env in envs):
             zs = _default_tile(ctx, exits, name, node)
             if zs is None:
-                continue
+                done = _partial_array(ctx, exits, name, node)
+                if done is not None:
+                    merged[name] = done
+                if done is not False:
+                    continue
         vs = [env[name] for env in envs]
         if all(v is vs[0] for v in vs):
             merged[name] = vs[0]
             continue
-        if any(v.type != vs[0].type for v in vs) or isinstance(vs[0].type, T.ArrayType):
+        if any(v.type != vs[0].type for v in vs) or (
+                isinstance(vs[0].type, T.ArrayType) and not _mergeable_array(vs[0].type)):
             raise ctx.fail(node, f"variable '{name}' has different types on the branches of "
                            "this statement", KernelTypeError)
         m = ctx.new_version(name, vs[0].type)
@@ -212,6 +214,39 @@ def merge(ctx, exits, node):
         if zs is not None:
             ctx.__dict__.setdefault("default_tiles", []).append((m, zs))
     return merged
+
+
+def _partial_array(ctx, exits, name, node):
+    """An array bound on some paths only. Returns None: not one (the name stays undefined
+    after the join); the value to merge as it is (an array member of a struct set on some
+    paths only); False: Warp's null array was bound on the other paths, merge as usual."""
+    envs = [e.env for e in exits]
+    have = [env[name] for env in envs if name in env]
+    if not (isinstance(have[0], ir.Var) and _mergeable_array(have[0].type)) or \
+            any(v.type != have[0].type for v in have):
+        return None
+    root = next((env[name.split("__")[0]] for env in envs
+                 if name.split("__")[0] in env), None)
+    if isinstance(root, (structs.StructRef, structs.TupleRef)) and \
+            all(v is have[0] for v in have):
+        # an array member of a struct set on some paths only (Warp: null on the others,
+        # where a valid program never reads it): the array set, so that a func can return
+        # the struct (its arrays are its parameters)
+        return have[0]
+    # an array bound on some paths only: Warp's null array on the others
+    for e in exits:
+        if name not in e.env:
+            null = ctx.new_temp(have[0].type, "null")
+            e.block.append(ir.Assign(null, ir.Prim(registry.lookup("null_array"), [],
+                                                   {"type": have[0].type}), ctx.loc(node)))
+            e.env[name] = null
+    return False
+
+
+def _mergeable_array(t):
+    """Arrays that joins merge (a copy of the array each path has, Warp's null array where a
+    path has none): user arrays, not thread-local buffers or arrays of structs."""
+    return isinstance(t, T.ArrayType) and not t.local and not T.is_struct(t.dtype)
 
 
 def _default_tile(ctx, exits, name, node):
@@ -282,7 +317,8 @@ def _zero_missing(ctx, env0, exits, node):
     for name in sorted(names):
         have = [e.env[name] for e in exits if name in e.env]
         t = have[0].type
-        if not isinstance(have[0], ir.Var) or not (T.is_scalar(t) or T.is_composite(t)) or \
+        if not isinstance(have[0], ir.Var) or not (T.is_scalar(t) or T.is_composite(t) or
+                                                   isinstance(t, T.TileType)) or \
                 any(v.type != t for v in have):
             continue
         for e in exits:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 
 from ...core import types as T
-from ...core.errors import KernelNameError
+from ...core.errors import KernelNameError, KernelTypeError
 from ...stdlib import registry
 from ...stdlib import ir
 from ..abi import flat_leaves, is_struct_array
@@ -58,6 +58,25 @@ class StructArr:
         self.members = members
 
 
+class TupleVal:
+    """A tuple holding a struct while lowering (``geom1, geom2``, what a func returning
+    ``Tuple[Geom, Geom]`` gives): its items, each an operand, a StructVal or a TupleVal. A tuple
+    of plain values is an ordinary IR value instead (``make_tuple``)."""
+
+    def __init__(self, items):
+        self.items = list(items)
+        self.type = T.TupleType(tuple(i.type for i in self.items))
+
+
+class TupleRef:
+    """Environment marker of a variable holding a :class:`TupleVal`; its items live in the
+    environment under ``key__0``, ``key__1``, ... (a struct item as a struct variable)."""
+
+    def __init__(self, n, key):
+        self.n, self.key = n, key
+        self.type = ("tuple", n)
+
+
 STRUCTISH = (StructVal, StructArr)
 
 
@@ -67,6 +86,45 @@ def struct_marker(ctx, name, t):
     if m is None:
         m = ctx.struct_markers[(name, t)] = StructRef(t, name)
     return m
+
+def bind_tuple(ctx, name, value, node):
+    """``name = <tuple holding a struct>``: every item under ``name__k``."""
+    old = ctx.env.get(name)
+    if old is not None and not (isinstance(old, TupleRef) and old.n == len(value.items)):
+        raise ctx.fail(node, f"cannot assign a tuple of {len(value.items)} values to "
+                       f"'{name}', which holds another kind of value", KernelTypeError)
+    key = ("tuple", name, len(value.items))
+    m = ctx.struct_markers.get(key)
+    if m is None:
+        m = ctx.struct_markers[key] = TupleRef(len(value.items), name)
+    ctx.env[name] = m
+    for k, item in enumerate(value.items):
+        sub = f"{name}__{k}"
+        if isinstance(item, StructVal):
+            bind_struct(ctx, sub, item, node)
+        elif isinstance(item, TupleVal):
+            bind_tuple(ctx, sub, item, node)
+        elif isinstance(item, StructArr):
+            raise ctx.fail(node, "arrays of structs cannot be put in tuples")
+        else:
+            ctx.bind(sub, item, node)
+
+def read_tuple(ctx, key, ref, node):
+    """The TupleVal of tuple variable ``key``."""
+    items = []
+    for k in range(ref.n):
+        sub = f"{key}__{k}"
+        v = ctx.env.get(sub)
+        if isinstance(v, StructRef):
+            items.append(read_struct(ctx, sub, v.type, node))
+        elif isinstance(v, TupleRef):
+            items.append(read_tuple(ctx, sub, v, node))
+        elif v is None:
+            raise ctx.fail(node, f"'{key}' is not defined on every path to here",
+                           KernelNameError)
+        else:
+            items.append(v)
+    return TupleVal(items)
 
 def bind_struct_param(ctx, name, t):
     """A struct parameter: one parameter Var per member, and the marker."""
@@ -123,14 +181,22 @@ def force(ctx, m, node):
     return m
 
 def struct_leaves(ctx, value, node, what):
-    """The member operands of a struct value, in :func:`flat_leaves` order."""
+    """The member operands of a struct value, in :func:`flat_leaves` order. An array member
+    never set is Warp's null array (an empty array: a func may be passed it, and read it only
+    where it tests first, as Warp)."""
     out = []
+    fields = T.struct_fields(value.type.dtype if is_struct_array(value.type) else value.type)
     for f, m in value.members.items():
         if isinstance(m, STRUCTISH):
             out.extend(struct_leaves(ctx, m, node, what))
         elif m is None:
-            raise ctx.fail(node, f"array member '{f}' of this {T.type_name(value.type)} is "
-                            f"not set, so it cannot be {what}")
+            ft = fields[f]
+            if not isinstance(ft, T.ArrayType) or T.is_struct(ft.dtype) or \
+                    getattr(ft, "local", False):
+                raise ctx.fail(node, f"array member '{f}' of this {T.type_name(value.type)} "
+                               f"is not set, so it cannot be {what}")
+            out.append(ctx.emit(ir.Prim(registry.lookup("null_array"), [], {"type": ft}),
+                                ft, node))
         else:
             out.append(force(ctx, m, node))
     return out
@@ -145,6 +211,8 @@ def expand_struct_names(ctx, names):
                 continue
             out.extend(k for k, t in flat_leaves(v.type, n)
                        if not isinstance(t, T.ArrayType) and k in ctx.env)
+        elif isinstance(v, TupleRef):  # a tuple holding structs: its items
+            out.extend(expand_struct_names(ctx, [f"{n}__{k}" for k in range(v.n)]))
         else:
             out.append(n)
     return out
@@ -299,36 +367,82 @@ def assign_struct_attr(ctx, target, value, stmt):
     return True
 
 # ------------------------------------------------------------------------- funcs
+# A func returning a struct, or a tuple holding one, returns the tuple of its plain leaves (in
+# flat_leaves order, items in order); its *layout* (``ctx.ret_struct``) says how the caller
+# builds the value back:
+#   ("value",)                 the next leaf of the returned tuple
+#   ("param", k)               an array member: the func's k-th (flattened) parameter, which
+#                              the caller passes and so already holds (arrays are aliased,
+#                              never copied, so none is returned)
+#   ("unset",)                 an array member never set
+#   ("struct", cls, {f: ...})  a struct, member by member
+#   ("tuple", [...])           a tuple, item by item
+
 def pack_struct_return(ctx, value, node):
-    """A func returning a struct returns the tuple of its members."""
-    if isinstance(value, StructArr):
-        raise ctx.fail(node, "funcs cannot return arrays of structs")
-    leaves = struct_leaves(ctx, value, node, "returned")
-    if any(isinstance(v.type, T.ArrayType) for v in leaves):
-        raise ctx.fail(node, "funcs cannot return structs with array members yet; pass "
-                        "the struct in and read its arrays there")
-    ctx.ret_struct = value.type
+    """The returned IR tuple of struct (or tuple) ``value``; sets ``ctx.ret_struct``."""
+    leaves = []
+    layout = _return_layout(ctx, value, node, leaves)
+    if ctx.ret_struct is not None and ctx.ret_struct != layout:
+        raise ctx.fail(node, "this func returns a struct whose array members differ between "
+                       "its returns (or values of other types); return the same arrays on "
+                       "every path", KernelTypeError)
+    ctx.ret_struct = layout
     leaves = [typed(v) for v in leaves]
     return ctx.emit(ir.Prim(registry.lookup("make_tuple"), leaves),
-                     T.TupleType(tuple(v.type for v in leaves)), node)
+                    T.TupleType(tuple(v.type for v in leaves)), node)
 
-def unpack_struct_return(ctx, t, packed, node):
+def _return_layout(ctx, value, node, leaves):
+    if isinstance(value, StructArr):
+        raise ctx.fail(node, "funcs cannot return arrays of structs")
+    if isinstance(value, TupleVal):
+        return ("tuple", tuple(_return_layout(ctx, i, node, leaves) for i in value.items))
+    if isinstance(value, StructVal):
+        members = []
+        for f, m in value.members.items():
+            if isinstance(m, STRUCTISH):
+                members.append((f, _return_layout(ctx, m, node, leaves)))
+            elif m is None:
+                members.append((f, ("unset",)))
+            elif not isinstance(m, _Lazy) and isinstance(m.type, T.ArrayType):
+                k = next((k for k, p in enumerate(ctx.params) if p is m), None)
+                if k is None:
+                    raise ctx.fail(node, f"member '{f}' of the returned "
+                                   f"{T.type_name(value.type)} is an array that is not one of "
+                                   "the func's array parameters (a view or a local array): "
+                                   "funcs can return only arrays passed to them",
+                                   KernelTypeError)
+                members.append((f, ("param", k)))
+            else:
+                leaves.append(force(ctx, m, node))
+                members.append((f, ("value",)))
+        return ("struct", value.type, tuple(members))
+    leaves.append(typed(value))
+    return ("value",)
+
+def unpack_struct_return(ctx, layout, packed, node, args=()):
+    """The value a call returning ``layout`` (see above) gives: ``packed``, the IR tuple the
+    call returned, and ``args``, the call's flattened arguments."""
     counter = iter(range(len(packed.type.types)))
 
-    def build(tt):
-        members = {}
-        for f, ft in T.struct_fields(tt).items():
-            if T.is_struct(ft):
-                members[f] = build(ft)
-            else:
-                members[f] = ctx.apply("tuple_get", [packed], node,
-                                                attrs={"index": next(counter)})
-        return StructVal(tt, members)
-    return build(t)
+    def build(lay):
+        kind = lay[0]
+        if kind == "value":
+            return ctx.apply("tuple_get", [packed], node, attrs={"index": next(counter)})
+        if kind == "param":
+            return args[lay[1]]
+        if kind == "unset":
+            return None
+        if kind == "struct":
+            return StructVal(lay[1], {f: build(m) for f, m in lay[2]})
+        return TupleVal([build(i) for i in lay[1]])
+    return build(layout)
 
-def flatten_call_args(ctx, args, node):
+def flatten_call_args(ctx, args, node, fname="a func"):
     out = []
     for a in args:
+        if isinstance(a, TupleVal):
+            raise ctx.fail(node, f"a tuple holding a struct cannot be passed to {fname}(); "
+                           "pass its items", KernelTypeError)
         if isinstance(a, STRUCTISH):
             out.extend(struct_leaves(ctx, a, node, "passed to a func"))
         else:
