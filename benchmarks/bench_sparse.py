@@ -1,7 +1,8 @@
 """Sparse matrix products: weft.sparse against SciPy and Warp's CPU backend (warp.sparse),
 results checked equal first.
 
-    python benchmarks/bench_sparse.py [--n 100] [--mm-n 40] [--repeat 5] [--no-warp]
+    python benchmarks/bench_sparse.py [--n 100] [--mm-n 40] [--repeat 5] [--no-warp] [--no-cg]
+                                      [--cg-warp]
 
 The matrix is the 3D 7-point Poisson operator on an ``n^3`` grid (CSR, float32; default
 ``n = 100``: 1M unknowns, 6.9M nonzeros):
@@ -10,7 +11,10 @@ The matrix is the 3D 7-point Poisson operator on an ``n^3`` grid (CSR, float32; 
 - ``bsr_mv`` (3x3 blocks): the same operator with ``mat33`` blocks (``kron(A, ones(3,3))``, as
   an elasticity-like system) on ``n/2`` (SciPy: a ``bsr_matrix`` product);
 - ``bsr_mm``: ``C = A @ A`` on an ``mm-n^3`` grid (default 40: 64k unknowns), the product
-  topology rebuilt on each call (SciPy: ``A @ A``).
+  topology rebuilt on each call (SciPy: ``A @ A``);
+- ``cg``: Jacobi-preconditioned conjugate gradients on the ``n^3`` problem, float64, relative
+  tolerance 1e-6 (the solvers of ``bench_linear.py``; Warp's only with ``--cg-warp``: its CPU
+  solver is slow at this size).
 
 Times are the best of ``--repeat`` runs after a warm-up (compiles excluded); the ratio columns
 are weft's time over the other's (below 1: weft is faster). The issue's targets: at most 0.5x
@@ -69,6 +73,8 @@ def main():
     ap.add_argument("--mm-n", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--no-warp", action="store_true")
+    ap.add_argument("--no-cg", action="store_true")
+    ap.add_argument("--cg-warp", action="store_true")
     args = ap.parse_args()
 
     import weft
@@ -147,13 +153,31 @@ def main():
     case(f"bsr_mm A@A, {M.shape[0] / 1e3:.3g}k rows", M, None, None, lambda: M @ M, mm_impl,
          mm_check)
 
+    # preconditioned cg on the n^3 problem (bench_linear.py's solvers: Jacobi, tol 1e-6,
+    # float64; Warp's CPU cg takes about 1 s per iteration at 125k unknowns: run with
+    # --cg-warp only)
+    if not args.no_cg:
+        import bench_linear
+        _, solve_w = bench_linear.weft_solver(args.n, 1e-6, "float64", "bsr")
+        solvers = {"weft": solve_w, "scipy": bench_linear.scipy_solver(args.n, 1e-6,
+                                                                        "float64")[1]}
+        if args.cg_warp and any(im.name == "warp" for im in impls):
+            solvers["warp"] = bench_linear.warp_solver(args.n, 1e-6, "float64")[1]
+        ref = solvers["scipy"]()[1]
+        times = {}
+        for name, solve in solvers.items():
+            x = solve()[1]
+            assert np.linalg.norm(x - ref) <= 1e-5 * np.linalg.norm(ref), name
+            times[name] = machine.best(lambda solve=solve: solve(), max(1, args.repeat // 5))
+        rows.append((f"cg + Jacobi, {S.shape[0] / 1e6:.2g}M unknowns, float64", times))
+
     names = [im.name for im in impls]
     head = f"{'case':44s} {'scipy ms':>9s}" + "".join(f" {n + ' ms':>9s}" for n in names)
     head += f" {'weft/scipy':>10s}" + (" weft/warp" if "warp" in names else "")
     print(head)
     for label, t in rows:
         line = f"{label:44s} {t['scipy'] * 1e3:9.2f}" + \
-            "".join(f" {t[n] * 1e3:9.2f}" for n in names)
+            "".join(f" {t.get(n, float('nan')) * 1e3:9.2f}" for n in names)
         line += f" {t['weft'] / t['scipy']:10.2f}"
         if "warp" in t:
             line += f" {t['weft'] / t['warp']:9.2f}"
