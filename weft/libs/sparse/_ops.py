@@ -783,18 +783,20 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
             raise ValueError("bsr_mm: more than 2^31 block products")
         pair_offsets = _int_array(pair_offsets, device)
         keep = work_arrays is not None
+        fused = active_tape() is None
         # a later product may reuse the topology: its arrays are the product's own, else
-        # scratch arrays shared by every product (grown as needed)
+        # scratch arrays shared by every product (grown as needed); the one-pass product
+        # numbers its products (pos) only for such a later product
         if keep:
             pos = wp.empty(max(npairs, 1), dtype=int, device=device)
             scratch = wp.empty(max(npairs, 1), dtype=int, device=device)
         else:
-            pos = _pooled(device, "pos", int, npairs)
+            pos = _pooled(device, "pos", int, 1 if fused else npairs)
             scratch = _pooled(device, "scratch", int, npairs)
         counts = _pooled(device, "counts", int, nrow)
         workers = max(1, min(nrow, 4 * (os.cpu_count() or 1), (1 << 26) // max(ncol, 1)))
         marker, stamp, slot = _marker(workers, ncol, nrow, device)
-        if active_tape() is None:
+        if fused:
             # off a tape: one pass sums the values with the topology, into scratch rows that
             # sparse_mm_compact moves into z
             vals = _pooled(device, "vals", z.scalar_type, npairs * bs)
@@ -804,8 +806,9 @@ def _mm_compact(x, y, z, alpha, work_arrays, reuse_topology):
                           [workers, nrow, xs, xe, x_columns, _flat1(x_values), ys, ye,
                            y_columns, _flat1(y_values)] + common +
                           [vals, int(keep), pos, z.scalar_type(alpha)])
-            vals = vals.reshape((max(npairs, 1), bs))
-            if bs != 1 or x.block_shape != (1, 1):
+                vals = vals.reshape((max(npairs, 1), 1))
+            else:
+                vals = vals.reshape((max(npairs, 1), bs))
                 _threaded(kv["mm_fused"], workers, device,
                           [workers, nrow, xs, xe, x_columns,
                            _scalar_view(x_values, x.block_shape), ys, ye, y_columns,
