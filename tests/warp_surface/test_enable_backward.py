@@ -68,8 +68,8 @@ def test_force_backward_differentiates_the_kernel_exactly():
     assert caught == []
 
 
-def test_module_option_and_integer_kernels():
-    # a kernel without a differentiable argument that needs a gradient is skipped silently
+def test_a_kernel_with_no_gradient_to_give_is_skipped_silently():
+    # no differentiable argument that needs a gradient: no warning (the option is kept)
     a = wp.array([1.0, -2.0, 0.5], dtype=float)
     n = wp.zeros(1, dtype=int)
     tape = wp.Tape()
