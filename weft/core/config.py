@@ -35,7 +35,9 @@ tiered_compile = True
 #: extension: differentiate it anyway (weft generates every kernel's adjoint), so programs
 #: that turn Warp's backward off everywhere, as MuJoCo Warp does, get exact gradients.
 #: ``WEFT_FORCE_BACKWARD=1`` sets it at import.
-force_backward = __import__("os").environ.get("WEFT_FORCE_BACKWARD", "") not in ("", "0")
+import os as _os  # noqa: E402
+
+force_backward = _os.environ.get("WEFT_FORCE_BACKWARD", "") not in ("", "0")
 
 #: ``"release"``: kernels as fast as they compile; ``"debug"``: every array access of the
 #: forward, adjoint and tangent kernels is checked (an out-of-range or negative index raises
