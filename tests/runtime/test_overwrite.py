@@ -57,12 +57,96 @@ def test_warn_mode(monkeypatch):
         _run(square_in_place, np.ones(3), times=1)
 
 
-def test_overwrites_at_other_threads_elements_are_an_error_even_with_snapshots():
-    with pytest.raises(wp.KernelError, match="a snapshot cannot make exact"):
-        _run(copy_first, np.array([1.0, 2.0, 3.0]), times=1)
+@wp.kernel
+def accumulate_into_next(x: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    if i == 0:
+        x[1] = x[1] + x[0]  # reads element 1 before overwriting it, at another thread's element
+
+
+@wp.kernel
+def walk_tree(parent: wp.array(dtype=int), x0: wp.array(dtype=wp.float64),
+              x: wp.array(dtype=wp.float64)):
+    # one thread per tree, parents first (MuJoCo Warp's kinematics): each element from its
+    # parent's, which the same thread wrote earlier in the launch
+    for b in range(x.shape[0]):
+        p = parent[b]
+        v = x0[b]
+        if p >= 0:
+            v = v * x[p] + x0[b] * x0[b]
+        x[b] = v
+
+
+def test_reads_of_elements_written_earlier_in_the_launch_replay_exactly():
+    """Writes at other threads' elements that are only read after the launch wrote them (or
+    never written): the adjoint replays from the values after the launch (checked at launch),
+    and the stores reset the gradient, so launching twice into one buffer is exact too."""
+    parent = wp.array(np.array([-1, 0, 1, 1], dtype=np.int32))
+    a = np.array([0.5, 1.5, 0.7, 1.2])
+
+    def f(a):
+        x = np.zeros(4)
+        for b in range(4):
+            p = parent.numpy()[b]
+            x[b] = a[b] * x[p] + a[b] ** 2 if p >= 0 else a[b]
+        return (x ** 2).sum()
+
+    for times in (1, 2):
+        x0 = wp.array(a, dtype=wp.float64, requires_grad=True)
+        x = wp.zeros(4, dtype=wp.float64, requires_grad=True)
+        loss = wp.zeros(1, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            for _ in range(times):
+                wp.launch(walk_tree, 1, inputs=[parent, x0], outputs=[x])
+            wp.launch(square_sum, 4, inputs=[x, loss])
+        tape.backward(loss)
+        fd = [(f(a + 1e-6 * e) - f(a - 1e-6 * e)) / 2e-6 for e in np.eye(4)]
+        np.testing.assert_allclose(loss.numpy()[0], f(a))
+        np.testing.assert_allclose(x0.grad.numpy(), fd, rtol=1e-7)
+
+
+@wp.kernel
+def square_sum(x: wp.array(dtype=wp.float64), loss: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    wp.atomic_add(loss, 0, x[i] * x[i])
+
+
+def test_copy_at_another_threads_element_of_an_unchanged_value_is_exact():
+    x, loss = _run(copy_first, np.array([1.0, 5.0, 3.0]), times=2)
+    np.testing.assert_allclose(x.numpy(), [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 0.0, 1.0])  # loss = x0 + 2 x0 + x2
+
+
+def test_reads_before_overwrites_at_other_threads_elements_are_an_error_even_with_snapshots():
+    with pytest.raises(wp.KernelError, match="a snapshot cannot make exact") as info:
+        _run(accumulate_into_next, np.array([1.0, 2.0, 3.0]), times=1)
+    assert "x[1] = x[1] + x[0]" in str(info.value)
 
 
 def test_forward_only_use_is_not_affected():
     x = wp.array(np.array([2.0, 3.0]), dtype=wp.float64)
     wp.launch(square_in_place, 2, inputs=[x])
     np.testing.assert_allclose(x.numpy(), [4.0, 9.0])
+
+
+@wp.kernel
+def maybe_copy(x: wp.array(dtype=wp.float64), y: wp.array(dtype=wp.float64),
+               z: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    if y:
+        y[i] = x[i]
+    z[i] = x[i] * wp.float64(2.0)
+
+
+def test_null_output_arrays_on_a_tape_with_reads_to_protect():
+    """Warp's null array (None) as an output of a launch while the tape protects earlier reads:
+    nothing to protect in it (this crashed), and ``z`` written twice counts once."""
+    x = wp.array(np.ones(3), dtype=wp.float64, requires_grad=True)
+    z = wp.zeros(3, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        for _ in range(2):
+            wp.launch(maybe_copy, 3, inputs=[x, None, z])
+    tape.backward(grads={z: np.ones(3)})
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 2.0, 2.0])

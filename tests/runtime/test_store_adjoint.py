@@ -39,6 +39,26 @@ def test_overwritten_element_gets_no_gradient():
     np.testing.assert_allclose(out.grad.numpy(), [0.0, 0.0])  # consumed, as in Warp
 
 
+@wp.kernel
+def write_all_in_one_thread(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+    for b in range(out.shape[0]):
+        out[b] = x[b] * x[b]  # stores at other threads' elements: reset all the same
+
+
+def test_stores_at_any_index_reset_the_gradient():
+    """Warp 1.19 resets at every store; weft used to only at the thread's own element, and a
+    buffer written twice from a loop had its gradient counted twice."""
+    x = wp.array([0.5, 1.5], dtype=float, requires_grad=True)
+    out = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        for _ in range(2):
+            wp.launch(write_all_in_one_thread, 1, inputs=[x], outputs=[out])
+    tape.backward(grads={out: np.ones(2)})
+    np.testing.assert_allclose(x.grad.numpy(), [1.0, 3.0])
+    np.testing.assert_allclose(out.grad.numpy(), [0.0, 0.0])
+
+
 def test_reused_buffer_across_launches():
     # y = 2x; z = 3y; y = 5z (the buffer y written again); loss = sum(y) = 30 sum(x)
     x = wp.array([1.0, -1.0, 0.5], dtype=float, requires_grad=True)

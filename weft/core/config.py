@@ -39,6 +39,14 @@ import os as _os  # noqa: E402
 
 force_backward = _os.environ.get("WEFT_FORCE_BACKWARD", "") not in ("", "0")
 
+#: A weft extension for differentiating programs not written for it: ``True`` makes every
+#: launch recorded on a tape (and every ``wp.copy`` under one) give a gradient to each array
+#: argument of a differentiable dtype that has none (``requires_grad`` set, zeroed), so the
+#: adjoint flows through the program's own temporaries and buffers instead of stopping there.
+#: As Warp, ``False`` (default) treats an array without a gradient as a constant.
+#: ``WEFT_GRAD_ALL_ARRAYS=1`` sets it at import.
+grad_all_arrays = _os.environ.get("WEFT_GRAD_ALL_ARRAYS", "") not in ("", "0")
+
 #: ``"release"``: kernels as fast as they compile; ``"debug"``: every array access of the
 #: forward, adjoint and tangent kernels is checked (an out-of-range or negative index raises
 #: ``weft.KernelIndexError`` naming the kernel, pass, array, index, shape and source line).

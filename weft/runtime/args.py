@@ -230,6 +230,14 @@ def adjoint_arrays(ck, args):
     return out
 
 
+def grant_gradients(ck, args):
+    """``wp.config.grad_all_arrays``: give each array argument of a differentiable parameter
+    that has no gradient a zeroed one, before the launch is recorded on a tape."""
+    for p, a in zip(ck.abi.params, args):
+        if p.adjoint is not None and isinstance(a, array) and a.grad is None:
+            a.requires_grad = True
+
+
 def explicit_adjoints(ck, args, given):
     """``adj_inputs + adj_outputs`` of ``launch(adjoint=True)``: one entry per argument, arrays
     of the argument's shape and dtype, or None: the argument's own ``.grad`` (as Warp)."""

@@ -12,7 +12,8 @@ import operator
 
 import numpy as np
 
-from ..core import pytree
+from ..core import config, pytree
+from ..core.typecore import is_differentiable
 from ..core import types as T
 from .array_views import ArrayViews as _Array  # every wp.array (the base of its one class)
 from .hooks import active_tape
@@ -96,6 +97,11 @@ def copy(dest, src, dest_offset=0, src_offset=0, count=0, stream=None):
 
 def _copy_now(dest, src, dest_offset, src_offset, count):
     _copy_region(dest, src, dest_offset, src_offset, count)
+    if config.grad_all_arrays and active_tape() is not None and \
+            is_differentiable(src.dtype) and is_differentiable(dest.dtype):
+        for a in (src, dest):  # see wp.config.grad_all_arrays
+            if a.grad is None:
+                a.requires_grad = True
     if src.grad is not None and dest.grad is not None:
         _copy_region(dest.grad, src.grad, dest_offset, src_offset, count)
         tape = active_tape()

@@ -9,15 +9,16 @@ from __future__ import annotations
 from ..core import config
 from ..core.errors import LaunchError
 from . import background, hazards
-from .args import (adjoint_arrays, explicit_adjoints, given_adjoints, has_null_arrays,
-                   retain_grads)
+from .args import (adjoint_arrays, explicit_adjoints, given_adjoints, grant_gradients,
+                   has_null_arrays, retain_grads)
 from .captured import capture_launch
 from .checks import (check_constant_indices, check_dims, check_geometry_ids,
                      outside_guarded_indices, _size)
 from .entries import run, run_derivative
 from .graph import capturing
 from .hooks import tapes as _tapes  # the live list of recording tapes
-from .record import Launch, alias_snapshots, overwrite_snapshots
+from .record import (Launch, alias_snapshots, check_replay, overwrite_snapshots,
+                     replay_start)
 
 
 def compiled_of(kernel, device, args=None):
@@ -86,14 +87,16 @@ def launch_now(kernel, dims, args, device, adjoint, adj_inputs, adj_outputs, rec
         return
     tapes = _tapes
     recording = record_tape and tapes
-    snapshots = {}
+    snapshots, deferred = {}, {}
+    if recording and config.grad_all_arrays:
+        grant_gradients(ck, args)
+    graph = capturing()
     if recording and ck.abi.overwrites:
-        snapshots = overwrite_snapshots(ck, args, values)
+        snapshots = overwrite_snapshots(ck, args, values, None if graph is not None else deferred)
     if recording:
         snapshots.update(alias_snapshots(ck, args, values))
     if recording and not device.is_cuda:  # backward will need the adjoint: compiled meanwhile
         background.request_adjoint(ck, dims, values, args)
-    graph = capturing()
     if graph is not None:  # recorded for capture_launch; nothing runs now (as Warp)
         return capture_launch(graph, ck, dims, values, args, device,
                               tapes[-1] if recording else None, snapshots)
@@ -101,6 +104,9 @@ def launch_now(kernel, dims, args, device, adjoint, adj_inputs, adj_outputs, rec
         for name in ck.abi.writes:  # protect what recorded launches will read again
             a = args[ck.param_index(name)]
             hazards.before_write(a, f"a launch of kernel '{ck.key}'")
+    before = replay_start(ck, values, deferred) if deferred else None
     run(ck, "forward", dims, values, device)
+    if deferred:
+        check_replay(ck, dims, values, device, deferred, before)
     if recording:
         tapes[-1].record(Launch(ck, dims, args, device, snapshots))

@@ -164,7 +164,7 @@ def unwatch(tape):
 def before_write(array, writer):
     """``array`` (a wp.array) is about to be written by ``writer`` (a description): protect
     the records of every live tape that will read its memory."""
-    if not _LIVE:
+    if not _LIVE or array is None:  # (Warp's null array: no memory)
         return
     rng = memory_range(array._data)
     for ref in list(_LIVE.values()):

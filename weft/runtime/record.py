@@ -19,33 +19,102 @@ from .array import array
 from .entries import adjoint_tangent, run_derivative
 
 
-def overwrite_snapshots(ck, args, values):
-    """Copies of the arrays the kernel reads and then overwrites (see ``weft.config``)."""
+def overwrite_snapshots(ck, args, values, deferred=None):
+    """Copies of the arrays the kernel reads and then overwrites (see ``weft.config``).
+
+    An array it also writes at other threads' elements (a tree walk writing each body and
+    reading its parent's, written earlier by the same thread) cannot be made exact by a copy
+    from before the launch: its adjoint replays from the values after it, which is exact when
+    every element read was written before it was read, or not written at all. Given a dict
+    ``deferred`` (the launch runs now, not in a capture), such an array is copied into it and
+    :func:`check_replay` tests that after the launch; otherwise it is refused."""
     import warnings
     mode = config.overwrite_gradients
     snaps = {}
     for name, read_line, write_line, own in ck.abi.overwrites:
-        if mode == "snapshot" and own:
+        if mode == "snapshot":
             i = ck.param_index(name)
-            data = values[i]
-            snaps[i] = data.copy() if isinstance(data, np.ndarray) else \
-                kernel_data(args[i].to("cpu").to(args[i].device))
-            continue
+            if own or deferred is not None:
+                data = values[i]
+                (snaps if own else deferred)[i] = data.copy() if isinstance(data, np.ndarray) \
+                    else kernel_data(args[i].to("cpu").to(args[i].device))
+                continue
         why = ("" if mode != "snapshot" else " with writes at other threads' elements, which a "
                "snapshot cannot make exact;")
         msg = (f"array '{name}' is read (line {read_line}) and then overwritten (line "
                f"{write_line}) by this kernel;{why} the adjoint would replay from the "
                "overwritten values. Write to another array, or set "
                "wp.config.overwrite_gradients = 'snapshot'.")
-        src = ck.kernel.parsed()
-        line = src.lines[write_line - 1] if write_line <= len(src.lines) else None
-        err = KernelError(msg, src.filename, write_line, len(line) - len(line.lstrip()) if line
-                          else 0, line, ck.key)
-        if mode == "warn":
-            warnings.warn(str(err), stacklevel=3)
-        else:
-            raise err
+        raise_or_warn(ck, msg, write_line, mode)
     return snaps
+
+
+def raise_or_warn(ck, msg, line_no, mode):
+    src = ck.kernel.parsed()
+    line = src.lines[line_no - 1] if line_no <= len(src.lines) else None
+    err = KernelError(msg, src.filename, line_no, len(line) - len(line.lstrip()) if line
+                      else 0, line, ck.key)
+    if mode == "warn":
+        warnings.warn(str(err), stacklevel=4)
+    else:
+        raise err
+
+
+def _host(data):
+    return data if isinstance(data, np.ndarray) else data.copy_to_host()
+
+
+def _device_like(host, data):
+    if isinstance(data, np.ndarray):
+        return host
+    from numba import cuda
+    return cuda.to_device(host)
+
+
+def replay_start(ck, values, deferred):
+    """Copies of the other arrays a launch with ``deferred`` arrays writes, taken before it runs,
+    for :func:`check_replay`."""
+    return {j: hazards.copy_of(values[j]) for j in (ck.param_index(n) for n in ck.abi.writes)
+            if j not in deferred}
+
+
+def check_replay(ck, dims, values, device, deferred, before):
+    """After a launch that read and overwrote arrays at other threads' elements (``deferred``:
+    parameter index -> copy from before it), test that its adjoint may replay from the values
+    after it. The launch runs again from copies of what it wrote as they were before it
+    (``before``, from :func:`replay_start`), the float elements of the deferred arrays that it
+    changed set to NaN (integers start from their values after it), so that a read of one
+    before the launch wrote it makes NaN where the launch made a number: then it read values
+    it overwrote later, and it is refused (integer arrays must come out equal)."""
+    from .entries import run
+    trial = list(values)
+    written = [ck.param_index(n) for n in ck.abi.writes]
+    for j in written:
+        if j not in deferred:
+            trial[j] = before[j]
+            continue
+        old, new = _host(deferred[j]), _host(values[j])
+        if old.dtype.kind not in "fc":
+            trial[j] = _device_like(new.copy(), values[j])
+            continue
+        start = old.copy()
+        start[~((old == new) | (np.isnan(old) & np.isnan(new)))] = np.nan
+        trial[j] = _device_like(start, values[j])
+    run(ck, "forward", dims, trial, device)
+    for j in written:
+        got, want = _host(trial[j]), _host(values[j])
+        bad = (np.isnan(got) & ~np.isnan(want)) if got.dtype.kind in "fc" else \
+            (got != want if j in deferred else np.zeros(1, bool))
+        if bad.any():
+            name = ck.params[j][0]
+            names = {ck.params[i][0] for i in deferred}
+            entry = next((o for o in ck.abi.overwrites if o[0] in names), None)
+            line_no = entry[2] if entry else ck.kernel.parsed().first_line
+            raise_or_warn(ck, f"array '{name}' came out different when the kernel ran again with "
+                          "the elements it overwrote unknown (NaN): it read elements of an array "
+                          "before overwriting them, at other threads' elements, which a snapshot "
+                          "cannot make exact, so its adjoint would replay from the overwritten "
+                          "values. Write to another array.", line_no, "error")
 
 
 def alias_snapshots(ck, args, values):

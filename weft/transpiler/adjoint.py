@@ -357,13 +357,13 @@ class Adjoint(Gen):
 
     def r_Store(self, s):
         """``a[i] = v`` reversed: ``adj_v += adj_a[i]``, then the element's adjoint restarts
-        from zero (the value it held before the store has no influence past it, as Warp's
-        adj_array_store): exact for an array written twice, by a loop or by two launches, and
-        for read-then-overwrite. The reset only where every access to the array is at the
-        thread's own element: else another thread may still need that adjoint (Warp races
-        there). Read and reset are one block under one test of the adjoint array."""
+        from zero (the value it held before the store has no influence past it, as Warp
+        1.19's adj_array_store, at any index): exact for an array written twice, by a loop or
+        by two launches, and for read-then-overwrite. (Where two threads of one launch access
+        one element and one of them stores, the order of their adjoints decides, as in Warp.)
+        Read and reset are one block under one test of the adjoint array."""
         out = self.from_array(s.array, s.index, s.value, s.loc)
-        if T.is_differentiable(s.array.type) and s.array not in self.facts.shared_arrays:
+        if T.is_differentiable(s.array.type):
             reset = self.store_element(self.adj(s.array), self.idx_nodes(s.index),
                                        zero(s.array.type.dtype), s.loc)
             if out:

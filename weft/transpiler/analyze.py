@@ -97,11 +97,6 @@ class FuncFacts:
                 if any(a.kind in ("view", "call") or (a.kind == "load" and not a.own)
                        for a in acc)}
 
-    @property
-    def shared_arrays(self):
-        """Params accessed somewhere at an element that may be another thread's."""
-        return {p for p, acc in self.accesses.items() if any(not a.own for a in acc)}
-
     def private_accumulators(self):
         """``(forward, adjoint)`` name lists of arrays a CPU kernel only accumulates into, which
         may get per-thread buffers: params only ``atomic_add``/``atomic_sub``-ed (old value

@@ -1,0 +1,50 @@
+"""MuJoCo Warp's ``step`` differentiated by weft (``examples/mjwarp_gradients.py``): the gradients
+of a cart-pole rollout against central differences of MuJoCo's own float64 steps and against
+MuJoCo's one-step derivatives (``mjd_transitionFD``) chained along the trajectory.
+
+Needs ``mujoco`` and ``mujoco-warp`` (installed as the README says, without Warp): skipped
+without them. It runs in a subprocess, where ``weft.as_warp()`` gives MuJoCo Warp's
+``import warp`` to weft. Marked ``mjwarp``: MuJoCo Warp's kernels take minutes to compile cold,
+so CI (which does not install it) never runs it; ``python -m pytest -m mjwarp`` does."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.mjwarp
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_rollout_gradients_match_finite_differences_and_mjd_transition_fd(request):
+    expr = request.config.getoption("markexpr") or ""
+    if "mjwarp" not in expr or "not mjwarp" in expr:
+        pytest.skip("MuJoCo Warp's gradients run only with -m mjwarp")
+    pytest.importorskip("mujoco")
+    pytest.importorskip("mujoco_warp")
+    code = ("import json, sys; sys.path.insert(0, 'examples'); import mjwarp_gradients as g; "
+            "loss, grads, final = g.weft_gradients(); "
+            "print(json.dumps([loss, [x.tolist() for x in grads], [x.tolist() for x in final]]))")
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=3600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    loss, grads, final = json.loads(out.stdout.strip().splitlines()[-1])
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    try:
+        import mjwarp_gradients as g
+    finally:
+        sys.path.pop(0)
+    qpos, qvel, loss64 = g.mujoco_rollout(g.QPOS0, g.QVEL0, g.CTRL)
+    np.testing.assert_allclose(final[0], qpos, rtol=0, atol=2e-5)  # float32 steps
+    np.testing.assert_allclose(final[1], qvel, rtol=0, atol=2e-4)
+    np.testing.assert_allclose(loss, loss64, rtol=0, atol=2e-4)
+    fd = g.finite_differences()
+    chained = g.transition_gradients()
+    for got, want, other in zip(grads, fd, chained):
+        np.testing.assert_allclose(want, other, rtol=1e-5, atol=1e-7)  # MuJoCo's two agree
+        np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-4)
