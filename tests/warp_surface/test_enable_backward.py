@@ -82,6 +82,28 @@ def test_a_kernel_with_no_gradient_to_give_is_skipped_silently():
     assert count_positive.options["enable_backward"] is False
 
 
+@pytest.mark.parametrize("everywhere", [False, True])
+def test_grad_all_arrays_carries_the_adjoint_through_arrays_without_gradients(
+        monkeypatch, everywhere):
+    """As Warp, a temporary made without ``requires_grad`` stops the adjoint (a constant);
+    ``wp.config.grad_all_arrays`` gives it a gradient when a taped launch touches it, and a
+    ``wp.copy`` under the tape too."""
+    monkeypatch.setattr(wp.config, "grad_all_arrays", everywhere)
+    a = wp.array([1.0, -2.0, 0.5], dtype=float, requires_grad=True)
+    tmp = wp.zeros(3, dtype=float)            # the library's own buffer
+    tmp2 = wp.zeros(3, dtype=float)
+    c = wp.zeros(3, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(triple, 3, inputs=[a], outputs=[tmp])
+        wp.copy(tmp2, tmp)
+        wp.launch(triple, 3, inputs=[tmp2], outputs=[c])
+    tape.backward(grads={c: wp.array(np.ones(3, np.float32))})
+    np.testing.assert_allclose(c.numpy(), 9.0 * a.numpy())
+    np.testing.assert_allclose(a.grad.numpy(), [9.0] * 3 if everywhere else [0.0] * 3)
+    assert (tmp.grad is not None) is everywhere and (tmp2.grad is not None) is everywhere
+
+
 def test_as_warp_gives_weft_for_import_warp():
     code = (
         "import sys, types\n"
