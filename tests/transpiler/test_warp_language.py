@@ -329,6 +329,42 @@ def unguarded(arr: wp.array(dtype=int), out: wp.array(dtype=int)):
 
 
 @wp.kernel
+def row_in_one_branch(kind: wp.array(dtype=int), q: wp.array2d(dtype=float),
+                      out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = 1.0
+    if kind[i] == 0:
+        row = q[i]  # a view bound on this path only, read only here
+        out[i] = row[0] + row[1]
+
+
+@wp.kernel
+def row_after_join(kind: wp.array(dtype=int), q: wp.array2d(dtype=float),
+                   out: wp.array(dtype=float)):
+    i = wp.tid()
+    if kind[i] == 0:
+        row = q[i]
+    out[i] = 1.0
+    if kind[i] == 0:
+        out[i] = row[0] * 2.0  # the merged name: Warp's null array on the other path
+
+
+def test_arrays_bound_on_some_paths_only():
+    """A join gives such an array Warp's null array on the other paths; the kernel then runs
+    its bounds-checked build only if something after the join reads the merged name (MuJoCo
+    Warp's ``qpos = qpos_in[worldid]`` under a branch compiled in debug mode, 153 s)."""
+    kind = wp.array([0, 1, 0], dtype=int)
+    q = wp.array(np.arange(6.0).reshape(3, 2), dtype=float)
+    out = wp.zeros(3, dtype=float)
+    wp.launch(row_in_one_branch, 3, inputs=[kind, q, out])
+    np.testing.assert_allclose(out.numpy(), [1.0, 1.0, 9.0])
+    assert not row_in_one_branch.compiled("cpu").abi.null_arrays
+    wp.launch(row_after_join, 3, inputs=[kind, q, out])
+    np.testing.assert_allclose(out.numpy(), [0.0, 1.0, 8.0])
+    assert row_after_join.compiled("cpu").abi.null_arrays
+
+
+@wp.kernel
 def loop_variable_after(gates: wp.array(dtype=int), n: int, out: wp.array(dtype=int)):
     total = int(0)
     for i in range(4):

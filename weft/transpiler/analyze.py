@@ -32,6 +32,8 @@ class Access:
     own: bool
     line: int
     effects: tuple = ()   # for "call": the kinds of access the callee makes
+    seq: int = 0          # position in the function's statements (depth first)
+    loops: tuple = ()     # ids of the dynamic loops around it
 
 
 @dataclass
@@ -138,9 +140,23 @@ class FuncFacts:
                 own = all(a.own for a in self.accesses[p] if a.kind == "store") and not any(
                     a.kind in ("accumulate", "atomic") or (a.kind == "call" and set(a.effects) &
                                                           {"store", "accumulate", "atomic"})
-                    for a in self.accesses[p])
+                    for a in self.accesses[p]) and self.reads_before_writes(p)
                 found.append((p.name, read, write, own))
         return found
+
+    def reads_before_writes(self, p):
+        """Whether every read of array param ``p`` comes before its first write in each
+        thread: all reads precede all writes in the function's statements, and no loop holds
+        both (a later iteration would read what an earlier one wrote). Only then does a copy
+        from before the launch replay its reads exactly."""
+        acc = self.accesses[p]
+        reads = [a for a in acc if a.kind in ("load", "view") or
+                 (a.kind == "call" and set(a.effects) & {"load", "view", "read_old"})]
+        writes = [a for a in acc if a.kind == "store"]
+        if not reads or not writes:
+            return True
+        return max(a.seq for a in reads) < min(a.seq for a in writes) and not any(
+            set(r.loops) & set(w.loops) for r in reads for w in writes)
 
     def stored(self):
         """Differentiable array params with plain stores ``a[i] = v``: ``[(name, the gradient
@@ -166,10 +182,26 @@ def analyze(fir, facts_of):
     facts.accesses = {p: [] for p in params}
     root = {p: p for p in params}   # view Var -> the param it views
 
+    where = {}  # id(statement) -> (position, the loops around it)
+
+    def number(stmts, loops):
+        for st in stmts:
+            where[id(st)] = (len(where), loops)
+            if isinstance(st, ir.If):
+                number(st.body, loops)
+                number(st.orelse, loops)
+            elif isinstance(st, ir.Loop):
+                number(st.body, loops + (id(st),))
+
+    number(fir.body, ())
+    s = None
+
     def record(arr, kind, line, own=False, effects=()):
         p = root.get(arr)
         if p is not None:
-            facts.accesses[p].append(Access(kind, own and arr is p, line, tuple(effects)))
+            seq, loops = where.get(id(s), (0, ()))
+            facts.accesses[p].append(Access(kind, own and arr is p, line, tuple(effects), seq,
+                                            loops))
 
     for s in ir.walk(fir.body):
         if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Load):

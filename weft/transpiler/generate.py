@@ -278,27 +278,55 @@ def _no_cuda_tiles(funcs):
                                   "(launch it with device='cpu')")
 
 
+def _live_nulls(fir):
+    """The ``null_array`` assignments of ``fir`` whose value may be read: a join gives an array
+    bound on some paths only Warp's null array on the others, then copies each path's array
+    into the merged name; when nothing after the join reads that name (the array is read only
+    where it was bound, ``if jnt: qpos = qpos_in[w]``), the null array is never read."""
+    stmts = list(ir.walk(fir.body))
+    nulls = [s for s in stmts if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and
+             s.expr.builtin.name == "null_array"]
+    if not nulls:
+        return []
+    sources, live = {}, set()
+    for s in stmts:
+        if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Copy):
+            if isinstance(s.expr.src, ir.Var):
+                sources.setdefault(id(s.dst), []).append(id(s.expr.src))
+        elif isinstance(s, ir.If):
+            if isinstance(s.cond, ir.Var):
+                live.add(id(s.cond))
+        elif isinstance(s, ir.Loop):
+            live |= ir.used_vars([dataclasses.replace(s, body=[])])
+        else:
+            live |= ir.used_vars([s])
+    todo = list(live)
+    while todo:
+        for src in sources.get(todo.pop(), ()):
+            if src not in live:
+                live.add(src)
+                todo.append(src)
+    return [s for s in nulls if id(s.dst) in live]
+
+
 def _no_cuda_null_arrays(funcs):
     """Null arrays made in a kernel (numpy's empty arrays) exist on the CPU only for now."""
     for fir in funcs:
-        for s in ir.walk(fir.body):
-            if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and \
-                    s.expr.builtin.name == "null_array":
-                raise KernelError(f"{s.loc.filename}:{s.loc.lineno}: {fir.kind} '{fir.name}' "
-                                  "passes a struct whose array member is unset to a func, "
-                                  "which weft runs on the CPU only for now (launch it with "
-                                  "device='cpu')")
+        for s in _live_nulls(fir):
+            raise KernelError(f"{s.loc.filename}:{s.loc.lineno}: {fir.kind} '{fir.name}' "
+                              "passes a struct whose array member is unset to a func, "
+                              "which weft runs on the CPU only for now (launch it with "
+                              "device='cpu')")
 
 
 def _makes_null_arrays(fir, seen=None):
-    """Whether ``fir`` or a func it calls makes a null array (``null_array``)."""
+    """Whether ``fir`` or a func it calls makes a null array (``null_array``) that may be
+    read (see :func:`_live_nulls`)."""
     seen = set() if seen is None else seen
     if id(fir) in seen:
         return False
     seen.add(id(fir))
-    return any(isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and
-               s.expr.builtin.name == "null_array" for s in ir.walk(fir.body)) or \
-        any(_makes_null_arrays(f, seen) for f in fir.callees)
+    return bool(_live_nulls(fir)) or any(_makes_null_arrays(f, seen) for f in fir.callees)
 
 
 def run(state):
