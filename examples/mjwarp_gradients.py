@@ -70,10 +70,7 @@ def weft_gradients(steps=STEPS):
     wp.config.grad_all_arrays = True
     mjm, mjd = model()
     m = mjw.put_model(mjm)
-    # no constraint rows: the model has none (contacts off, no limits), and MuJoCo Warp then
-    # skips its constraint solver (weft refuses to differentiate the solver's line search, which
-    # updates elements in place in a loop: see docs/mujoco-warp.md)
-    d = mjw.put_data(mjm, mjd, nconmax=0, njmax=0)
+    d = mjw.put_data(mjm, mjd)
     for a in (d.qpos, d.qvel, d.ctrl):
         a.requires_grad = True
     loss = wp.zeros(1, dtype=float, requires_grad=True)

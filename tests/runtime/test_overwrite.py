@@ -118,9 +118,26 @@ def test_copy_at_another_threads_element_of_an_unchanged_value_is_exact():
     np.testing.assert_allclose(x.grad.numpy(), [3.0, 0.0, 1.0])  # loss = x0 + 2 x0 + x2
 
 
-def test_reads_before_overwrites_at_other_threads_elements_are_an_error_even_with_snapshots():
+def test_reads_before_overwrites_at_other_threads_elements_replay_the_stores():
+    """x[1] = x[1] + x[0] by thread 0: neither a copy from before the launch nor the values
+    after it replay it alone; the CPU adjoint replays the store into a copy and puts the old
+    element back as its reverse sweep passes it."""
+    x, loss = _run(accumulate_into_next, np.array([1.0, 2.0, 3.0]), times=2)
+    np.testing.assert_allclose(x.numpy(), [1.0, 4.0, 3.0])
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 1.0, 1.0])  # loss = 3 x0 + x1 + x2
+
+
+@wp.kernel
+def accumulate_with_atomic(x: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    if i == 0:
+        x[1] = x[1] + x[0]
+    wp.atomic_add(x, 2, x[0])  # an atomic on the array: its stores are not replayed
+
+
+def test_reads_before_overwrites_that_are_not_replayed_are_an_error():
     with pytest.raises(wp.KernelError, match="a snapshot cannot make exact") as info:
-        _run(accumulate_into_next, np.array([1.0, 2.0, 3.0]), times=1)
+        _run(accumulate_with_atomic, np.array([1.0, 2.0, 3.0]), times=1)
     assert "x[1] = x[1] + x[0]" in str(info.value)
 
 
@@ -181,8 +198,60 @@ def test_own_element_read_after_write_replays_the_written_value():
     np.testing.assert_allclose(x0.grad.numpy(), [8.0, 24.0])   # d (2 x0)^2
 
 
-def test_reads_of_earlier_iterations_writes_are_refused():
-    """A loop reading what its earlier iterations wrote to the array: neither a copy from
-    before the launch nor the values after it replays it (weft gave 10.6 for 15.6 here)."""
-    with pytest.raises(wp.KernelError, match="a snapshot cannot make exact"):
-        _run(square_thrice, np.array([1.1, 0.9]), times=1)
+def test_reads_of_earlier_iterations_writes_replay_exactly():
+    """A loop reading what its earlier iterations wrote to the array (weft gave 10.6 for 15.6
+    here before stop 47): the adjoint undoes each iteration's stores before recomputing it."""
+    x0 = np.array([1.1, 0.9])
+    x, loss = _run(square_thrice, x0, times=2)
+    np.testing.assert_allclose(loss.numpy()[0], (x0 ** 64).sum())
+    np.testing.assert_allclose(x.grad.numpy(), 64 * x0 ** 63, rtol=1e-12)
+
+
+@wp.kernel
+def accumulate_down_tree(parent: wp.array(dtype=int), x: wp.array2d(dtype=wp.vec3d)):
+    w = wp.tid()
+    for b in range(x.shape[1]):
+        p = parent[b]
+        if p >= 0:  # reads its own old value and its parent's new one
+            x[w, b] = x[w, b] + wp.cw_mul(x[w, p], x[w, b])
+
+
+@wp.kernel
+def vec_loss(x: wp.array2d(dtype=wp.vec3d), loss: wp.array(dtype=wp.float64)):
+    w, b = wp.tid()
+    wp.atomic_add(loss, 0, wp.dot(x[w, b], wp.vec3d(1.0, 2.0, 3.0)))
+
+
+def test_vectors_in_place_down_a_tree_per_world():
+    """MuJoCo Warp's pattern: one thread per world walks the bodies, parents first, updating
+    each body from its old value and its parent's new one (both copies would be wrong);
+    checked against central differences, launched twice in place."""
+    parent = np.array([-1, 0, 1, 1], dtype=np.int32)
+    x0 = np.random.default_rng(3).uniform(0.5, 1.5, (2, 4, 3))
+
+    def f(a):
+        a = a.copy()
+        for _ in range(2):
+            for w in range(2):
+                for b in range(4):
+                    if parent[b] >= 0:
+                        a[w, b] = a[w, b] + a[w, parent[b]] * a[w, b]
+        return float((a * [1.0, 2.0, 3.0]).sum())
+
+    x = wp.array(x0, dtype=wp.vec3d, requires_grad=True)
+    loss = wp.zeros(1, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        for _ in range(2):
+            wp.launch(accumulate_down_tree, 2, inputs=[wp.array(parent), x])
+        wp.launch(vec_loss, (2, 4), inputs=[x, loss])
+    tape.backward(loss)
+    np.testing.assert_allclose(loss.numpy()[0], f(x0))
+    fd = np.zeros_like(x0)
+    for k in np.ndindex(*x0.shape):
+        e = np.zeros_like(x0)
+        e[k] = 1e-6
+        fd[k] = (f(x0 + e) - f(x0 - e)) / 2e-6
+    np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-6)
+    with pytest.raises(wp.LaunchError, match="no second-order rule"):
+        tape.hvp(loss, {x: np.ones_like(x0)})

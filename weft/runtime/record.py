@@ -32,6 +32,10 @@ def overwrite_snapshots(ck, args, values, deferred=None):
     mode = config.overwrite_gradients
     snaps = {}
     for name, read_line, write_line, own in ck.abi.overwrites:
+        i = ck.param_index(name)
+        if name in ck.abi.replayed and isinstance(values[i], np.ndarray):
+            snaps[i] = values[i].copy()  # the CPU adjoint replays its stores: exact
+            continue
         if mode == "snapshot":
             i = ck.param_index(name)
             if own or deferred is not None:
@@ -203,8 +207,11 @@ class Launch:
                     "numpy after the launch, before backward: its adjoint cannot replay the "
                     "launch, so the gradient would be wrong. Modify a copy, or call backward "
                     "first.")
+        replayed = ck.abi.replayed
         for i, data in self.snapshots.items():
-            values[i] = data  # replay from the values before they were overwritten
+            # replay from the values before they were overwritten (a copy where the adjoint
+            # replays the kernel's stores into it)
+            values[i] = data.copy() if ck.params[i][0] in replayed else data
         adj = retain_grads(ck, self.args, adjoint_arrays(ck, self.args))
         run_derivative(ck, "adjoint", self.dims, values + adj, self.device, self.args)
 
@@ -216,6 +223,10 @@ class Launch:
         if self.backward_off():
             return
         ck = self.compiled
+        if any(ck.params[i][0] in ck.abi.replayed for i in self.snapshots):
+            raise LaunchError(f"tape.hvp: {self.describe()} reads array elements it overwrites "
+                              "(replayed by its adjoint, see docs/loops.md), which has no "
+                              "second-order rule yet")
         values = ck.bind(self.args, self.device)
         for i, data in self.snapshots.items():
             values[i] = data

@@ -189,7 +189,9 @@ class KernelABI:
     the launch run the debug build, which reports the access only if it runs. ``null_arrays``: the
     kernel (or a func it calls) makes Warp's null arrays (an unset array member of a struct
     passed to a func), so it launches its debug build, as a launch given ``None`` for an array
-    does: a read of one is then an error, never a stray read."""
+    does: a read of one is then an error, never a stray read. ``replayed``: the arrays whose
+    stores the CPU adjoint replays, restoring what they overwrote as its reverse sweep passes
+    them (it takes a private copy of each, as it was before the launch)."""
 
     kernel: str
     tid_dims: int
@@ -206,6 +208,7 @@ class KernelABI:
     geometry_ids: tuple = ()
     const_indices: tuple = ()
     null_arrays: bool = False
+    replayed: tuple = ()
     guarded_indices: tuple = ()
 
     @property

@@ -44,6 +44,16 @@ class Adjoint(Gen):
         self.needed = facts.needed & facts.varied
         self.pass_kind = "adjoint"
         self.hoisted = {}  # id(ir.Assign of a Prim) -> {dump of a math call: its variable}
+        # arrays whose stores the replay performs, each saving the element it overwrites on
+        # an undo stack that the reverse sweep pops (CPU kernels; see replayed_arrays)
+        self.undo = {}
+        if target.name != "cuda":
+            for p in facts.replayed_arrays():
+                self.undo[p] = (self.names.fresh("un"), self.names.fresh("uv"),
+                                self.names.fresh("ui"))
+        self.plain_buffers.update(n for _c, v, i in self.undo.values() for n in (v, i))
+        if self.undo:
+            self.fwd.replayed, self.fwd.replay_store = set(self.undo), self.replay_store
 
     # ------------------------------------------------------------------------------ entry
     def body(self, tail=()):
@@ -51,7 +61,7 @@ class Adjoint(Gen):
         ``tail``: statements after the sweep (a func's ``return`` of its adjoints)."""
         stmts = [s for s in self.fir.body if not isinstance(s, ir.Return)]
         rets = [s for s in self.fir.body if isinstance(s, ir.Return)]
-        out = self.record(stmts)
+        out = self.undo_alloc() + self.record(stmts)
         sweep = []
         for r in rets:
             if has_adjoint(r.value):
@@ -119,6 +129,64 @@ class Adjoint(Gen):
         self.hoisted[id(s)] = {key: self.names.fresh("d") for key in found}
         return [assign(self.hoisted[id(s)][key], node, s.loc) for key, node in found.items()]
 
+    # ------------------------------------------------------------------- replayed stores
+    def undo_alloc(self):
+        """Each replayed array's undo stack: the elements its stores overwrote (values, and
+        their indices as int64 rows), and the count of entries."""
+        out = []
+        for p, (count, vals, idxs) in self.undo.items():
+            out += [ast.Assign([ast.Name(count, ast.Store())], ast.Constant(0)),
+                    ast.Assign([ast.Name(vals, ast.Store())], self.target.stack_alloc(
+                        ast.Constant(16), T.element_shape(p.type.dtype),
+                        storage_dtype_node(p.type.dtype))),
+                    ast.Assign([ast.Name(idxs, ast.Store())], self.target.stack_alloc(
+                        ast.Constant(16), (len(self.fir_index_axes(p)),),
+                        ast.Name("int64", ast.Load())))]
+        return [ast.fix_missing_locations(n) for n in out]
+
+    def fir_index_axes(self, p):
+        return range(p.type.ndim)
+
+    def _element(self, arr, idx):
+        return ast.Subscript(name(arr), index_node(idx), ast.Load())
+
+    def replay_store(self, s):
+        """The replay of ``p[idx] = v`` for a replayed array: save the element, then store."""
+        count, vals, idxs = self.undo[s.array]
+        idx = self.idx_nodes(s.index)
+        grow = ast.If(ast.Compare(name(count), [ast.GtE()], [ast.Subscript(
+            ast.Attribute(name(vals), "shape", ast.Load()), ast.Constant(0), ast.Load())]),
+            [assign(vals, wk_call("grow", name(vals)), s.loc),
+             assign(idxs, wk_call("grow", name(idxs)), s.loc)], [])
+        out = [grow, ast.Assign([ast.Subscript(name(vals), name(count), ast.Store())],
+                                self._element(s.array.name, idx))]
+        for axis, i in enumerate(idx):
+            out.append(ast.Assign([ast.Subscript(name(idxs), ast.Tuple(
+                [name(count), ast.Constant(axis)], ast.Load()), ast.Store())], i))
+        out.append(ast.AugAssign(ast.Name(count, ast.Store()), ast.Add(), ast.Constant(1)))
+        out = [located(n, s.loc) for n in out]
+        return out + self.store_element(s.array.name, idx, self.ex(s.value), s.loc)
+
+    def restore_store(self, s):
+        """The reverse of a replayed store: the element it overwrote back in place."""
+        count, vals, _ = self.undo[s.array]
+        idx = self.idx_nodes(s.index)
+        out = [ast.AugAssign(ast.Name(count, ast.Store()), ast.Sub(), ast.Constant(1)),
+               ast.Assign([ast.Subscript(name(s.array.name), index_node(idx), ast.Store())],
+                          ast.Subscript(name(vals), name(count), ast.Load()))]
+        return [located(n, s.loc) for n in out]
+
+    def undo_to(self, p, height, loc):
+        """Pop ``p``'s undo stack down to ``height``, putting each element back."""
+        count, vals, idxs = self.undo[p]
+        target = ast.Subscript(name(p.name), index_node([
+            ast.Subscript(name(idxs), ast.Tuple([name(count), ast.Constant(a)], ast.Load()),
+                          ast.Load()) for a in self.fir_index_axes(p)]), ast.Store())
+        body = [ast.AugAssign(ast.Name(count, ast.Store()), ast.Sub(), ast.Constant(1)),
+                ast.Assign([target], ast.Subscript(name(vals), name(count), ast.Load()))]
+        loop = ast.While(ast.Compare(name(count), [ast.Gt()], [height]), body, [])
+        return [located(loop, loc)]
+
     def names_of(self, loop):
         key = id(loop)
         if key not in self.loop_names:
@@ -126,6 +194,8 @@ class Adjoint(Gen):
             # one stack per carried value; a tuple gets one per element (nested: per leaf)
             stacks = {id(h): [self.names.fresh("stk") for _ in _leaves(h.type)]
                       for h, _ in loop.carried}
+            for p in self.undo:  # the undo stack's height at the start of each iteration
+                stacks[id(p)] = [self.names.fresh("stkh")]
             self.plain_buffers.update(n for names in stacks.values() for n in names)
             self.loop_names[key] = (n, stacks)
         return self.loop_names[key]
@@ -169,13 +239,20 @@ class Adjoint(Gen):
         for h, _ in s.carried:
             for stk, (_, t) in zip(stacks[id(h)], _leaves(h.type)):
                 out.append(assign(stk, self.stack_alloc(t, cap), s.loc))
+        for p in self.undo:
+            out.append(assign(stacks[id(p)][0], self.stack_alloc(T.int64, cap), s.loc))
         body = []
         if s.kind == "while":
             for h, _ in s.carried:
                 for stk in stacks[id(h)]:
                     body += self.target.stack_grow(stk, n)
+            for p in self.undo:
+                body += self.target.stack_grow(stacks[id(p)][0], n)
         for h, _ in s.carried:
             body += self.push(h, stacks[id(h)], self.target.stack_row(name(n)), s.loc)
+        for p, (count, _v, _i) in self.undo.items():
+            body += self.store_element(stacks[id(p)][0], [self.target.stack_row(name(n))],
+                                       Ex(name(count), T.int64), s.loc, checked=False)
         body.append(ast.AugAssign(ast.Name(n, ast.Store()), ast.Add(), ast.Constant(1)))
         body += self.fwd.block(s.body) + self.fwd.loop_tail(s)
         out.append(self.fwd.loop_header(s, tag(body, s.loc)))
@@ -370,6 +447,8 @@ class Adjoint(Gen):
                 out[0].body += reset
             else:
                 out = [located(ast.If(not_none(self.adj(s.array)), reset, []), s.loc)]
+        if s.array in self.undo:
+            out += self.restore_store(s)
         return out
 
     def r_AtomicRMW(self, s):
@@ -475,6 +554,10 @@ class Adjoint(Gen):
             if not (isinstance(s.start, ir.Const) and s.start.value == 0):
                 i = ast.BinOp(self.ex(s.start).node, ast.Add(), i)
             body.append(assign(s.var.name, i, s.loc))
+        for p in self.undo:  # back to the arrays as iteration k found them
+            height = self.load_element(stacks[id(p)][0], [self.target.stack_row(name(k))],
+                                       T.int64).node
+            body += self.undo_to(p, height, s.loc)
         self.depth += 1
         body += self.record(s.body)
         for h, e in s.carried:

@@ -155,7 +155,12 @@ class Forward(Gen):
         return tag([st], loc)[0]
 
     # --------------------------------------------------------------------------------- arrays
+    # arrays whose stores the adjoint's replay performs, and how (Adjoint.replay_store)
+    replayed, replay_store = (), None
+
     def s_Store(self, s):
+        if self.replay and s.array in self.replayed:
+            return self.replay_store(s)
         if self.replay and not s.array.type.local:  # thread-local buffers must be replayed
             return []
         return self.store_element(s.array.name, self.idx_nodes(s.index), self.ex(s.value), s.loc)

@@ -372,7 +372,8 @@ def run(state):
                                 in facts.const_indices.items()),
             guarded_indices=tuple((p.name, axis, lo, hi, line) for (p, axis), (lo, hi, line)
                                   in facts.guarded_indices.items()),
-            null_arrays=_makes_null_arrays(fir))
+            null_arrays=_makes_null_arrays(fir),
+            replayed=tuple(p.name for p in facts.replayed_arrays()))
     if state.options.mode == "debug":  # every kernel of the module shares the site table
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
     state.defs = defs  # the adjoint and tangent ones lose their dead assignments in ``prune``
