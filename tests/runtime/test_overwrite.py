@@ -255,3 +255,26 @@ def test_vectors_in_place_down_a_tree_per_world():
     np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-6)
     with pytest.raises(wp.LaunchError, match="no second-order rule"):
         tape.hvp(loss, {x: np.ones_like(x0)})
+
+
+@wp.kernel
+def take_next(count: wp.array(dtype=int), x: wp.array(dtype=wp.float64),
+              y: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    n = count[i]
+    count[i] = n + 1
+    y[i] = x[n] * x[n]
+
+
+def test_integer_arrays_read_then_overwritten_are_replayed_as_read():
+    """An index read from an integer array the kernel then overwrites: the replay read the new
+    index (a silently wrong gradient, [0, 4, 6] here, before stop 47)."""
+    count = wp.array(np.array([0, 1], dtype=np.int32))
+    x = wp.array(np.array([1.0, 2.0, 3.0]), dtype=wp.float64, requires_grad=True)
+    y = wp.zeros(2, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(take_next, 2, inputs=[count, x, y])
+    tape.backward(grads={y: np.ones(2)})
+    np.testing.assert_array_equal(count.numpy(), [1, 2])
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 0.0])

@@ -132,9 +132,12 @@ class FuncFacts:
         at the thread's own element)]``. Pure accumulation is not a hazard."""
         found = []
         for p in self.fir.params:
-            if not isinstance(p.type, T.ArrayType) or not T.is_differentiable(p.type):
+            # integer arrays too: the replay reads them for indices and branches (their plain
+            # reads: the old value an atomic returned is re-read, as it always was)
+            if not isinstance(p.type, T.ArrayType) or p.type.local:
                 continue
-            read = self.first_line(p, ("load", "read_old"))
+            read = self.first_line(p, ("load", "read_old") if T.is_differentiable(p.type)
+                                   else ("load",))
             write = self.first_line(p, ("store", "accumulate", "atomic"))
             if read is not None and write is not None:
                 own = all(a.own for a in self.accesses[p] if a.kind == "store") and not any(
