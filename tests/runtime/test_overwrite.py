@@ -132,7 +132,7 @@ def accumulate_with_atomic(x: wp.array(dtype=wp.float64)):
     i = wp.tid()
     if i == 0:
         x[1] = x[1] + x[0]
-    wp.atomic_add(x, 2, x[0])  # an atomic on the array: its stores are not replayed
+    wp.atomic_max(x, 2, x[0])  # an atomic max on the array: its stores are not replayed
 
 
 def test_reads_before_overwrites_that_are_not_replayed_are_an_error():
@@ -278,3 +278,35 @@ def test_integer_arrays_read_then_overwritten_are_replayed_as_read():
     tape.backward(grads={y: np.ones(2)})
     np.testing.assert_array_equal(count.numpy(), [1, 2])
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 0.0])
+
+
+@wp.kernel
+def read_then_accumulate(x: wp.array(dtype=wp.float64), s: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    for j in range(x.shape[0]):  # every thread reads every element...
+        s[i] = s[i] + x[j] * x[j]
+    for j in range(x.shape[0]):
+        x[j] += s[i] * wp.float64(0.1)  # ...then adds into all of them (an atomic add)
+
+
+def test_reads_then_atomic_adds_at_other_threads_elements_replay_exactly():
+    """MuJoCo Warp's line search reads ``Ma`` and later adds into it (``Ma[w, d] += ...``, an
+    atomic add): the replay performs the adds into a copy and the reverse sweep undoes them."""
+    x0 = np.array([0.5, -1.0, 2.0])
+
+    def f(a):
+        s = np.array([(a * a).sum()])
+        return (a + 0.1 * s.sum()).sum() + s.sum()
+
+    x = wp.array(x0, dtype=wp.float64, requires_grad=True)
+    s = wp.zeros(1, dtype=wp.float64, requires_grad=True)
+    loss = wp.zeros(1, dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(read_then_accumulate, 1, inputs=[x, s])
+        wp.launch(total, 3, inputs=[x, loss])
+        wp.launch(total, 1, inputs=[s, loss])
+    tape.backward(loss)
+    np.testing.assert_allclose(loss.numpy()[0], f(x0))
+    fd = [(f(x0 + 1e-6 * e) - f(x0 - 1e-6 * e)) / 2e-6 for e in np.eye(3)]
+    np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-6)

@@ -151,7 +151,8 @@ class Adjoint(Gen):
         return ast.Subscript(name(arr), index_node(idx), ast.Load())
 
     def replay_store(self, s):
-        """The replay of ``p[idx] = v`` for a replayed array: save the element, then store."""
+        """The replay of ``p[idx] = v`` (or ``wp.atomic_add(p, idx, v)``, its old value unused)
+        for a replayed array: save the element, then store (add)."""
         count, vals, idxs = self.undo[s.array]
         idx = self.idx_nodes(s.index)
         grow = ast.If(ast.Compare(name(count), [ast.GtE()], [ast.Subscript(
@@ -165,6 +166,8 @@ class Adjoint(Gen):
                 [name(count), ast.Constant(axis)], ast.Load()), ast.Store())], i))
         out.append(ast.AugAssign(ast.Name(count, ast.Store()), ast.Add(), ast.Constant(1)))
         out = [located(n, s.loc) for n in out]
+        if isinstance(s, ir.AtomicRMW):
+            return out + self._atomics(s.op, s.array.name, idx, self.ex(s.value), s.loc, None)
         return out + self.store_element(s.array.name, idx, self.ex(s.value), s.loc)
 
     def restore_store(self, s):
@@ -452,6 +455,9 @@ class Adjoint(Gen):
         return out
 
     def r_AtomicRMW(self, s):
+        if s.array in self.undo and s.op in ("add", "sub"):
+            return self.from_array(s.array, s.index, s.value, s.loc,
+                                   scale=-1.0 if s.op == "sub" else None) + self.restore_store(s)
         if s.op in ("add", "sub"):
             return self.from_array(s.array, s.index, s.value, s.loc,
                                    scale=-1.0 if s.op == "sub" else None)

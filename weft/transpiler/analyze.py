@@ -150,14 +150,14 @@ class FuncFacts:
     def replayed_arrays(self):
         """Array params whose stores the CPU adjoint replays (:mod:`.adjoint`): read and
         overwritten where a copy from before the launch cannot replay the reads (other
-        threads' elements, reads after writes), accessed only by plain loads and stores of
-        whole elements (no atomics, views or funcs), not half precision."""
+        threads' elements, reads after writes), accessed only by plain loads, stores and
+        atomic adds of whole elements (no other atomics, views or funcs), not half precision."""
         if self.fir.kind != "kernel":
             return []
         names = {name for name, _r, _w, own in self.overwritten() if not own}
         return [p for p in self.fir.params if p.name in names and not p.type.local and
                 not T.is_struct(p.type.dtype) and T.scalar_of(p.type.dtype) is not T.float16
-                and {a.kind for a in self.accesses[p]} <= {"load", "store"} and
+                and {a.kind for a in self.accesses[p]} <= {"load", "store", "accumulate"} and
                 not any(a.effects for a in self.accesses[p])]
 
     def reads_before_writes(self, p):

@@ -167,6 +167,8 @@ class Forward(Gen):
 
     def s_AtomicRMW(self, s):
         idx = self.idx_nodes(s.index)
+        if self.replay and s.array in self.replayed:
+            return self.replay_store(s)
         if self.replay:
             if s.dst is None:
                 return []
