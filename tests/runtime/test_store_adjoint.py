@@ -88,3 +88,44 @@ def test_retain_grad_keeps_the_stored_gradient():
         wp.launch(square_into, 2, inputs=[x], outputs=[y2])
     with pytest.raises(LaunchError, match="retain_grad"):
         tape.backward(grads={y2: np.ones(2)})
+
+
+@wp.kernel
+def add_twice(x: wp.array(dtype=float), buf: wp.array(dtype=float)):
+    i = wp.tid()
+    wp.atomic_add(buf, 0, x[i] * 2.0)
+
+
+@wp.kernel
+def square_into_loss(buf: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    wp.atomic_add(loss, 0, buf[0] * buf[0])
+
+
+@pytest.mark.parametrize("reset", ["zero_", "fill_", "assign"])
+def test_a_buffer_reset_each_step_counts_each_step_once(reset):
+    """A buffer zeroed (``zero_``, ``fill_(0)``, ``assign`` from numpy) and accumulated into
+    again once per step (MuJoCo Warp's force buffers): the reset ends the old value's
+    influence, so backward resets the buffer's gradient there. weft (as Warp) kept the later
+    steps' gradient in the earlier ones' (72 here instead of 48)."""
+    x = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+    buf = wp.zeros(1, dtype=float, requires_grad=True)
+    loss = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        for _ in range(2):
+            if reset == "zero_":
+                buf.zero_()
+            elif reset == "fill_":
+                buf.fill_(0.0)
+            else:
+                buf.assign(np.zeros(1, np.float32))
+            wp.launch(add_twice, 2, inputs=[x, buf])
+            wp.launch(square_into_loss, 1, inputs=[buf, loss])
+    tape.backward(loss)
+    np.testing.assert_allclose(loss.numpy(), [72.0])           # 2 (2 (x0 + x1))^2
+    np.testing.assert_allclose(x.grad.numpy(), [48.0, 48.0])   # 2 * 2 (2 * 3) * 2
+    tape.zero()
+    tangents = tape.forward({x: np.array([1.0, 0.0], np.float32)})
+    np.testing.assert_allclose(tangents[loss].numpy(), [48.0])
+    hv = tape.hvp(loss, {x: np.array([1.0, 0.0], np.float32)})
+    np.testing.assert_allclose(hv[x].numpy(), [16.0, 16.0])    # d2/dx0 dxj of 8 (x0 + x1)^2

@@ -335,6 +335,7 @@ class array(ArrayViews):
 
     def _apply_write(self, fn, writer):
         hazards.before_write(self, writer)
+        self._record_overwrite()
         if self.device.is_cuda:
             host = self._data.copy_to_host()
             fn(host)
@@ -342,6 +343,36 @@ class array(ArrayViews):
         else:
             fn(self._data)
         return self
+
+    def _record_overwrite(self):
+        """``fill_``/``zero_`` under a tape overwrite every element: the values before have no
+        influence past it, so ``backward`` resets this array's gradient there (else a buffer
+        zeroed and accumulated into again, once per step, kept the later steps' gradient in
+        the earlier ones'), and the tangents after it are zero."""
+        from ..core import config
+        from .hooks import active_tape
+        tape = active_tape()
+        if tape is None:
+            return
+        if self.grad is None and config.grad_all_arrays and T.is_differentiable(self.dtype):
+            self.requires_grad = True
+        g = self.grad
+        if g is None:
+            return
+
+        def forward(tangents):
+            from .record import zeros_like_tangent
+            tangents[self] = zeros_like_tangent(self)
+
+        def hvp(tangents, adjs, tadjs):
+            adjs.of(g._data)[...] = 0
+            tadjs.of(g._data)[...] = 0
+        def backward():
+            if g.device.is_cuda:
+                g._data.copy_to_device(np.zeros(g._data.shape, g._data.dtype))
+            else:
+                g._data[...] = 0
+        tape.record_func(backward, [self], forward, hvp)
 
     def list(self):
         """The elements as a flat Python list: numbers, or values of the vector/matrix/struct

@@ -102,6 +102,8 @@ def _copy_now(dest, src, dest_offset, src_offset, count):
         for a in (src, dest):  # see wp.config.grad_all_arrays
             if a.grad is None:
                 a.requires_grad = True
+    if dest.grad is not None and src.grad is None and active_tape() is not None:
+        _record_reset(dest, src, dest_offset, count)
     if src.grad is not None and dest.grad is not None:
         _copy_region(dest.grad, src.grad, dest_offset, src_offset, count)
         tape = active_tape()
@@ -109,6 +111,34 @@ def _copy_now(dest, src, dest_offset, src_offset, count):
             tape.record_func(lambda: _adj_copy(dest, src, dest_offset, src_offset, count),
                              [dest, src],
                              lambda t: _tan_copy(t, dest, src, dest_offset, src_offset, count))
+
+
+def _record_reset(dest, src, dest_offset, count):
+    """A copy from an array without a gradient under a tape: the copied elements' old values
+    have no influence past it, so ``backward`` resets their gradient (and their tangent is
+    zero)."""
+    g = dest.grad
+
+    def zeros(like):
+        z = np.zeros(count or src.size, like._data.dtype)
+        return type(like)(z if count else z.reshape(src._data.shape), dtype=like.dtype,
+                          device=like.device)
+
+    def forward(tangents):
+        t = tangents.get(dest)
+        t = type(dest)(t.numpy() if t is not None else np.zeros(dest._data.shape,
+                                                                dest._data.dtype),
+                       dtype=dest.dtype, device=dest.device)
+        _copy_region(t, zeros(t), dest_offset, 0, count)
+        tangents[dest] = t
+
+    def hvp(tangents, adjs, tadjs):
+        for shadow in (adjs, tadjs):
+            view = type(g)(shadow.of(g._data), dtype=g.dtype, device=g.device, copy=False)
+            _copy_region(view, zeros(g), dest_offset, 0, count)
+
+    active_tape().record_func(lambda: _copy_region(g, zeros(g), dest_offset, 0, count),
+                              [dest], forward, hvp)
 
 
 def _tan_copy(tangents, dest, src, dest_offset, src_offset, count):
