@@ -27,24 +27,20 @@ def test_rollout_gradients_match_finite_differences_and_mjd_transition_fd(reques
     pytest.importorskip("mujoco_warp")
     code = ("import json, sys; sys.path.insert(0, 'examples'); import mjwarp_gradients as g; "
             "loss, grads, final = g.weft_gradients(); "
-            "print(json.dumps([loss, [x.tolist() for x in grads], [x.tolist() for x in final]]))")
+            "ref = g.mujoco_rollout(g.QPOS0, g.QVEL0, g.CTRL); "
+            "tl = lambda xs: [x.tolist() for x in xs]; "
+            "print(json.dumps([loss, tl(grads), tl(final), [ref[0].tolist(), ref[1].tolist(), "
+            "ref[2]], tl(g.finite_differences()), tl(g.transition_gradients())]))")
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                          text=True, timeout=3600)
     assert out.returncode == 0, out.stderr[-4000:]
-    loss, grads, final = json.loads(out.stdout.strip().splitlines()[-1])
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
-    try:
-        import mjwarp_gradients as g
-    finally:
-        sys.path.pop(0)
-    qpos, qvel, loss64 = g.mujoco_rollout(g.QPOS0, g.QVEL0, g.CTRL)
+    loss, grads, final, (qpos, qvel, loss64), fd, chained = json.loads(
+        out.stdout.strip().splitlines()[-1])
     np.testing.assert_allclose(final[0], qpos, rtol=0, atol=2e-5)  # float32 steps
     np.testing.assert_allclose(final[1], qvel, rtol=0, atol=2e-4)
     np.testing.assert_allclose(loss, loss64, rtol=0, atol=2e-4)
-    fd = g.finite_differences()
-    chained = g.transition_gradients()
     for got, want, other in zip(grads, fd, chained):
         np.testing.assert_allclose(want, other, rtol=1e-5, atol=1e-7)  # MuJoCo's two agree
         np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-4)
