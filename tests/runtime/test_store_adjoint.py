@@ -129,3 +129,23 @@ def test_a_buffer_reset_each_step_counts_each_step_once(reset):
     np.testing.assert_allclose(tangents[loss].numpy(), [48.0])
     hv = tape.hvp(loss, {x: np.array([1.0, 0.0], np.float32)})
     np.testing.assert_allclose(hv[x].numpy(), [16.0, 16.0])    # d2/dx0 dxj of 8 (x0 + x1)^2
+
+
+@pytest.mark.parametrize("reset", ["zero_", "assign"])
+def test_an_input_set_at_the_start_of_the_tape_keeps_its_gradient(reset):
+    """Nothing recorded had read the array before it was set: its gradient is the gradient with
+    respect to the values set (as Warp), not reset."""
+    x = wp.zeros(2, dtype=float, requires_grad=True)
+    buf = wp.zeros(1, dtype=float, requires_grad=True)
+    loss = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        if reset == "zero_":
+            x.zero_()
+        else:
+            x.assign(np.array([1.0, 2.0], np.float32))
+        wp.launch(add_twice, 2, inputs=[x, buf])
+        wp.launch(square_into_loss, 1, inputs=[buf, loss])
+    tape.backward(loss)
+    s = x.numpy().sum()
+    np.testing.assert_allclose(x.grad.numpy(), [8.0 * s] * 2)   # d (2 (x0 + x1))^2

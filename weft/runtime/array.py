@@ -357,7 +357,7 @@ class array(ArrayViews):
         if self.grad is None and config.grad_all_arrays and T.is_differentiable(self.dtype):
             self.requires_grad = True
         g = self.grad
-        if g is None:
+        if g is None or not hazards.recorded_before(tape, self):
             return
 
         def forward(tangents):

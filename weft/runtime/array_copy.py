@@ -16,6 +16,7 @@ from ..core import config, pytree
 from ..core.typecore import is_differentiable
 from ..core import types as T
 from .array_views import ArrayViews as _Array  # every wp.array (the base of its one class)
+from . import hazards
 from .hooks import active_tape
 
 
@@ -102,7 +103,8 @@ def _copy_now(dest, src, dest_offset, src_offset, count):
         for a in (src, dest):  # see wp.config.grad_all_arrays
             if a.grad is None:
                 a.requires_grad = True
-    if dest.grad is not None and src.grad is None and active_tape() is not None:
+    if dest.grad is not None and src.grad is None and active_tape() is not None and \
+            hazards.recorded_before(active_tape(), dest):
         _record_reset(dest, src, dest_offset, count)
     if src.grad is not None and dest.grad is not None:
         _copy_region(dest.grad, src.grad, dest_offset, src_offset, count)

@@ -202,6 +202,21 @@ def _protect(rec, index, arr, writer):
         raise LaunchError(msg)
 
 
+def recorded_before(tape, array):
+    """Whether a record already on ``tape`` takes memory of ``array`` (a wp.array): then an
+    overwrite of it ends its old values' influence on what the tape computed, and backward
+    must reset its gradient there. (An array nothing recorded has touched yet, such as an input
+    assigned at the start of the tape, keeps its gradient, as in Warp.)"""
+    rng = memory_range(array._data)
+    if rng is None:
+        return False
+    for rec in getattr(tape, "launches", ()):
+        for a in getattr(rec, "arrays", ()):
+            if overlaps(memory_range(a._data), rng) and share_memory(a._data, array._data):
+                return True
+    return False
+
+
 def copy_into(dest, data):
     """Copy ``data`` into ``dest`` (a buffer :func:`copy_of` made from the same memory)."""
     if isinstance(dest, np.ndarray):
