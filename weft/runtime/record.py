@@ -31,16 +31,18 @@ def overwrite_snapshots(ck, args, values, deferred=None):
     import warnings
     mode = config.overwrite_gradients
     snaps = {}
-    for name, read_line, write_line, own in ck.abi.overwrites:
+    for name, read_line, write_line, own, exact in ck.abi.overwrites:
         i = ck.param_index(name)
-        if name in ck.abi.replayed and isinstance(values[i], np.ndarray):
+        cpu = isinstance(values[i], np.ndarray)
+        if name in ck.abi.replayed and cpu:
             snaps[i] = values[i].copy()  # the CPU adjoint replays its stores: exact
             continue
         if mode == "snapshot":
-            i = ck.param_index(name)
-            if own or deferred is not None:
+            # (CUDA adjoints do not replay stores: a copy there where every write is at the
+            # thread's own element, exact when its reads come first)
+            if (exact if cpu else own) or deferred is not None:
                 data = values[i]
-                (snaps if own else deferred)[i] = data.copy() if isinstance(data, np.ndarray) \
+                (snaps if (exact if cpu else own) else deferred)[i] = data.copy() if cpu \
                     else kernel_data(args[i].to("cpu").to(args[i].device))
                 continue
         why = ("" if mode != "snapshot" else " with writes at other threads' elements, which a "
@@ -223,10 +225,6 @@ class Launch:
         if self.backward_off():
             return
         ck = self.compiled
-        if any(ck.params[i][0] in ck.abi.replayed for i in self.snapshots):
-            raise LaunchError(f"tape.hvp: {self.describe()} reads array elements it overwrites "
-                              "(replayed by its adjoint, see docs/loops.md), which has no "
-                              "second-order rule yet")
         values = ck.bind(self.args, self.device)
         for i, data in self.snapshots.items():
             values[i] = data

@@ -439,11 +439,12 @@ class Adjoint(Gen):
         """``a[i] = v`` reversed: ``adj_v += adj_a[i]``, then the element's adjoint restarts
         from zero (the value it held before the store has no influence past it, as Warp
         1.19's adj_array_store, at any index): exact for an array written twice, by a loop or
-        by two launches, and for read-then-overwrite. (Where two threads of one launch access
-        one element and one of them stores, the order of their adjoints decides, as in Warp.)
+        by two launches, and for read-then-overwrite. Not where the array is also updated
+        atomically at elements other threads access (a store at one element and atomic adds
+        into it by every thread: their adjoints still read it).
         Read and reset are one block under one test of the adjoint array."""
         out = self.from_array(s.array, s.index, s.value, s.loc)
-        if T.is_differentiable(s.array.type):
+        if T.is_differentiable(s.array.type) and not self.facts.shared_and_atomic(s.array):
             reset = self.store_element(self.adj(s.array), self.idx_nodes(s.index),
                                        zero(s.array.type.dtype), s.loc)
             if out:

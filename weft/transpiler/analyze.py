@@ -129,12 +129,14 @@ class FuncFacts:
 
     def overwritten(self):
         """Array params read and then written: ``[(name, read line, write line, every write
-        at the thread's own element)]``. Pure accumulation is not a hazard."""
+        at the thread's own element, and also every read before the writes: a copy from before
+        the launch replays the reads exactly)]``. Pure accumulation is not a hazard."""
         found = []
         for p in self.fir.params:
             # integer arrays too: the replay reads them for indices and branches (their plain
             # reads: the old value an atomic returned is re-read, as it always was)
-            if not isinstance(p.type, T.ArrayType) or p.type.local:
+            if not isinstance(p.type, T.ArrayType) or p.type.local or (
+                    not T.is_differentiable(p.type) and T.is_struct(p.type.dtype)):
                 continue
             read = self.first_line(p, ("load", "read_old") if T.is_differentiable(p.type)
                                    else ("load",))
@@ -143,9 +145,19 @@ class FuncFacts:
                 own = all(a.own for a in self.accesses[p] if a.kind == "store") and not any(
                     a.kind in ("accumulate", "atomic") or (a.kind == "call" and set(a.effects) &
                                                           {"store", "accumulate", "atomic"})
-                    for a in self.accesses[p]) and self.reads_before_writes(p)
-                found.append((p.name, read, write, own))
+                    for a in self.accesses[p])
+                found.append((p.name, read, write, own, own and self.reads_before_writes(p)))
         return found
+
+    def shared_and_atomic(self, p):
+        """Whether array param ``p`` is accessed at other threads' elements and also updated
+        atomically (a store at one element and atomic adds into it by every thread): there a
+        store's adjoint must not reset the element's gradient, which the other threads' atomic
+        adds still read."""
+        acc = self.accesses.get(p, ())
+        return any(not a.own for a in acc) and any(
+            a.kind in ("accumulate", "atomic") or set(a.effects) & {"accumulate", "atomic"}
+            for a in acc)
 
     def replayed_arrays(self):
         """Array params whose stores the CPU adjoint replays (:mod:`.adjoint`): read and
@@ -154,7 +166,7 @@ class FuncFacts:
         atomic adds of whole elements (no other atomics, views or funcs), not half precision."""
         if self.fir.kind != "kernel":
             return []
-        names = {name for name, _r, _w, own in self.overwritten() if not own}
+        names = {name for name, _r, _w, _own, exact in self.overwritten() if not exact}
         return [p for p in self.fir.params if p.name in names and not p.type.local and
                 not T.is_struct(p.type.dtype) and T.scalar_of(p.type.dtype) is not T.float16
                 and {a.kind for a in self.accesses[p]} <= {"load", "store", "accumulate"} and
