@@ -184,16 +184,21 @@ def square_thrice(x: wp.array(dtype=wp.float64)):
         x[i] = x[i] * x[i]  # each iteration reads what the one before wrote
 
 
+def _launch_and_back(kernel, args, y):
+    """One launch over ``y``'s length on a tape, then backward from ones on ``y``."""
+    tape = wp.Tape()
+    with tape:
+        wp.launch(kernel, y.shape[0], inputs=args)
+    tape.backward(grads={y: np.ones(y.shape[0])})
+
+
 def test_own_element_read_after_write_replays_the_written_value():
     """A read after the thread's own write saw the new value: a copy from before the launch
     replayed the old one (a silently wrong gradient, 20 and 28 here instead of 8 and 24)."""
     x0 = wp.array([1.0, 3.0], dtype=wp.float64, requires_grad=True)
     x = wp.array([5.0, 7.0], dtype=wp.float64, requires_grad=True)
     y = wp.zeros(2, dtype=wp.float64, requires_grad=True)
-    tape = wp.Tape()
-    with tape:
-        wp.launch(write_then_read, 2, inputs=[x0, x, y])
-    tape.backward(grads={y: np.ones(2)})
+    _launch_and_back(write_then_read, [x0, x, y], y)
     np.testing.assert_allclose(y.numpy(), [4.0, 36.0])
     np.testing.assert_allclose(x0.grad.numpy(), [8.0, 24.0])   # d (2 x0)^2
 
@@ -270,10 +275,7 @@ def test_integer_arrays_read_then_overwritten_are_replayed_as_read():
     count = wp.array(np.array([0, 1], dtype=np.int32))
     x = wp.array(np.array([1.0, 2.0, 3.0]), dtype=wp.float64, requires_grad=True)
     y = wp.zeros(2, dtype=wp.float64, requires_grad=True)
-    tape = wp.Tape()
-    with tape:
-        wp.launch(take_next, 2, inputs=[count, x, y])
-    tape.backward(grads={y: np.ones(2)})
+    _launch_and_back(take_next, [count, x, y], y)
     np.testing.assert_array_equal(count.numpy(), [1, 2])
     np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0, 0.0])
 
