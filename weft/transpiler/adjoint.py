@@ -140,27 +140,18 @@ class Adjoint(Gen):
                         ast.Constant(16), T.element_shape(p.type.dtype),
                         storage_dtype_node(p.type.dtype))),
                     ast.Assign([ast.Name(idxs, ast.Store())], self.target.stack_alloc(
-                        ast.Constant(16), (len(self.fir_index_axes(p)),),
+                        ast.Constant(16), (p.type.ndim,),
                         ast.Name("int64", ast.Load())))]
         return [ast.fix_missing_locations(n) for n in out]
-
-    def fir_index_axes(self, p):
-        return range(p.type.ndim)
-
-    def _element(self, arr, idx):
-        return ast.Subscript(name(arr), index_node(idx), ast.Load())
 
     def replay_store(self, s):
         """The replay of ``p[idx] = v`` (or ``wp.atomic_add(p, idx, v)``, its old value unused)
         for a replayed array: save the element, then store (add)."""
         count, vals, idxs = self.undo[s.array]
         idx = self.idx_nodes(s.index)
-        grow = ast.If(ast.Compare(name(count), [ast.GtE()], [ast.Subscript(
-            ast.Attribute(name(vals), "shape", ast.Load()), ast.Constant(0), ast.Load())]),
-            [assign(vals, wk_call("grow", name(vals)), s.loc),
-             assign(idxs, wk_call("grow", name(idxs)), s.loc)], [])
-        out = [grow, ast.Assign([ast.Subscript(name(vals), name(count), ast.Store())],
-                                self._element(s.array.name, idx))]
+        out = self.target.stack_grow(vals, count) + self.target.stack_grow(idxs, count)
+        out.append(ast.Assign([ast.Subscript(name(vals), name(count), ast.Store())],
+                              ast.Subscript(name(s.array.name), index_node(idx), ast.Load())))
         for axis, i in enumerate(idx):
             out.append(ast.Assign([ast.Subscript(name(idxs), ast.Tuple(
                 [name(count), ast.Constant(axis)], ast.Load()), ast.Store())], i))
@@ -184,7 +175,7 @@ class Adjoint(Gen):
         count, vals, idxs = self.undo[p]
         target = ast.Subscript(name(p.name), index_node([
             ast.Subscript(name(idxs), ast.Tuple([name(count), ast.Constant(a)], ast.Load()),
-                          ast.Load()) for a in self.fir_index_axes(p)]), ast.Store())
+                          ast.Load()) for a in range(p.type.ndim)]), ast.Store())
         body = [ast.AugAssign(ast.Name(count, ast.Store()), ast.Sub(), ast.Constant(1)),
                 ast.Assign([target], ast.Subscript(name(vals), name(count), ast.Load()))]
         loop = ast.While(ast.Compare(name(count), [ast.Gt()], [height]), body, [])
