@@ -291,8 +291,16 @@ def _check_source(text, modname):
         compile(text, modname + ".py", "exec")
     except SyntaxError as exc:
         from ..core.errors import InternalError
+        where = ""
+        try:  # kept for the report (never loaded: the name is not a module's)
+            path = os.path.join(cache_dir(), modname + ".invalid.py.txt")
+            with open(path, "w") as f:
+                f.write(text)
+            where = f"; the code is in {path}"
+        except OSError:
+            pass
         raise InternalError(f"the code generated for {modname} is not valid Python "
-                            f"(line {exc.lineno}: {exc.msg})") from None
+                            f"(line {exc.lineno}: {exc.msg}){where}") from None
 
 
 def _write(path, text):

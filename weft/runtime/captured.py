@@ -15,7 +15,7 @@ from __future__ import annotations
 from . import hazards
 from .array import array
 from .entries import bound_forward
-from .record import Launch
+from .record import Launch, atomic_moved, atomic_start
 
 
 def capture_launch(graph, ck, dims, values, args, device, tape, snapshots):
@@ -29,7 +29,12 @@ def capture_launch(graph, ck, dims, values, args, device, tape, snapshots):
               if isinstance(a, array)]
     if rec is not None or any(hazards.read_again(a) for a in writes):
         graph.record(_before(rec, snapshots, values, writes, f"a launch of kernel '{ck.key}'"))
+    atomics = {} if rec is not None and ck.abi.atomic_reads else None
+    if atomics is not None:  # each replay checks the arrays its atomics' old values came from
+        graph.record(lambda: atomics.update(atomic_start(ck, values)))
     graph.record(*bound_forward(ck, dims, values, device), is_launch=True)
+    if atomics is not None:
+        graph.record(lambda: setattr(rec, "unreplayable", atomic_moved(ck, values, atomics)))
     if rec is not None:
         graph.record(lambda: tape.register_reads(rec, again=True))
 

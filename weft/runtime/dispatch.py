@@ -17,8 +17,8 @@ from .checks import (check_constant_indices, check_dims, check_geometry_ids,
 from .entries import run, run_derivative
 from .graph import capturing
 from .hooks import tapes as _tapes  # the live list of recording tapes
-from .record import (Launch, alias_snapshots, check_replay, overwrite_snapshots,
-                     replay_start)
+from .record import (Launch, alias_snapshots, atomic_moved, atomic_start, check_replay,
+                     overwrite_snapshots, replay_start)
 
 
 def compiled_of(kernel, device, args=None):
@@ -105,8 +105,12 @@ def launch_now(kernel, dims, args, device, adjoint, adj_inputs, adj_outputs, rec
             a = args[ck.param_index(name)]
             hazards.before_write(a, f"a launch of kernel '{ck.key}'")
     before = replay_start(ck, values, deferred) if deferred else None
+    atomics = atomic_start(ck, values) if recording and ck.abi.atomic_reads else None
     run(ck, "forward", dims, values, device)
     if deferred:
         check_replay(ck, dims, values, device, deferred, before)
     if recording:
-        tapes[-1].record(Launch(ck, dims, args, device, snapshots))
+        rec = Launch(ck, dims, args, device, snapshots)
+        if atomics is not None:
+            rec.unreplayable = atomic_moved(ck, values, atomics)
+        tapes[-1].record(rec)

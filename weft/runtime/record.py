@@ -123,6 +123,26 @@ def check_replay(ck, dims, values, device, deferred, before):
                           "values. Write to another array.", line_no, "error")
 
 
+def atomic_start(ck, values):
+    """Copies of the arrays whose old value the kernel's atomics return to it, taken before a
+    taped launch, for :func:`atomic_moved`."""
+    return {j: hazards.copy_of(values[j]) for j in (ck.param_index(n) for n, _ in
+                                                    ck.abi.atomic_reads)}
+
+
+def atomic_moved(ck, values, before):
+    """``(name, line)`` of the first array of ``before`` that the launch changed, or None. The
+    adjoint's replay reads such an element again where the kernel took the value an atomic
+    returned, so it gets the value after the launch, not the one each thread got (a slot taken
+    from a counter): exact only when the launch left the array as it was."""
+    for name, line in ck.abi.atomic_reads:
+        j = ck.param_index(name)
+        old, new = _host(before[j]), _host(values[j])
+        if not np.array_equal(old, new, equal_nan=old.dtype.kind in "fc"):
+            return name, line
+    return None
+
+
 def alias_snapshots(ck, args, values):
     """One launch reading and writing the same memory under two parameters
     (``wp.launch(k, inputs=[x], outputs=[x])``): the read side is copied first (see
@@ -152,7 +172,7 @@ class Launch:
     arguments, or from ``snapshots`` (parameter index -> data) of those that were overwritten
     since (see :mod:`weft.runtime.hazards`)."""
 
-    __slots__ = ("compiled", "dims", "args", "device", "snapshots", "checks")
+    __slots__ = ("compiled", "dims", "args", "device", "snapshots", "checks", "unreplayable")
 
     def __reduce__(self):
         from ..core.errors import refuse
@@ -162,6 +182,8 @@ class Launch:
         self.compiled, self.dims, self.args, self.device = compiled, dims, list(args), device
         self.snapshots = snapshots or {}
         self.checks = {}  # parameter index -> CRC-32 of memory exposed to numpy
+        # (array, line) whose atomic old values the adjoint cannot replay (atomic_moved)
+        self.unreplayable = None
 
     @property
     def arrays(self):
@@ -197,9 +219,32 @@ class Launch:
                 f"differentiate it anyway)", stacklevel=3)
         return True
 
+    def refuse_unreplayable(self):
+        """A launch that changed an array whose atomic old values its kernel used: its adjoint
+        would replay every thread with the array's final values (a counter's final count for
+        every slot), so the gradient would be wrong. Refused where a gradient flows."""
+        if self.unreplayable is None or not any(a.requires_grad for a in self.arrays):
+            return
+        name, line = self.unreplayable
+        op = "an atomic"
+        src = self.compiled.kernel.parsed() if getattr(self.compiled, "kernel", None) else None
+        if src is not None and 0 < line <= len(src.lines):
+            import re
+            m = re.search(r"\b(atomic_\w+)\s*\(", src.lines[line - 1])
+            op = f"wp.{m.group(1)}" if m else op
+        msg = (f"{self.describe()} uses the value {op} returns from array '{name}', which the "
+               "launch changed: its adjoint replays each thread with the array's values after "
+               "the launch, not the value the thread got (a slot taken from a counter), so the "
+               "gradient would be wrong. weft does not record atomic results; compute the slots "
+               "in a launch of their own, before the taped launches, and pass them in.")
+        if src is None:
+            raise KernelError(msg)
+        raise_or_warn(self.compiled, msg, line, "error")
+
     def backward(self):
         if self.backward_off():
             return
+        self.refuse_unreplayable()
         ck = self.compiled
         values = ck.bind(self.args, self.device)
         for i, crc in self.checks.items():
@@ -224,6 +269,7 @@ class Launch:
         (both :class:`weft.autodiff.hvp.Shadows` of the arrays' gradients)."""
         if self.backward_off():
             return
+        self.refuse_unreplayable()
         ck = self.compiled
         values = ck.bind(self.args, self.device)
         for i, data in self.snapshots.items():
@@ -244,6 +290,7 @@ class Launch:
         reading the tangents of its arrays from ``tangents`` (missing: zero) and storing the
         tangents of the arrays it writes there. The primal arrays it writes are replaced by
         scratch copies, so no primal state changes."""
+        self.refuse_unreplayable()
         ck = self.compiled
         values = ck.bind(self.args, self.device)
         for i, data in self.snapshots.items():

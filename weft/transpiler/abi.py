@@ -191,7 +191,10 @@ class KernelABI:
     passed to a func), so it launches its debug build, as a launch given ``None`` for an array
     does: a read of one is then an error, never a stray read. ``replayed``: the arrays whose
     stores the CPU adjoint replays, restoring what they overwrote as its reverse sweep passes
-    them (it takes a private copy of each, as it was before the launch)."""
+    them (it takes a private copy of each, as it was before the launch). ``atomic_reads``:
+    (parameter, line) of the arrays whose old value an atomic returns to the kernel (a slot
+    taken from a counter): the adjoint's replay reads the element again, so a taped launch that
+    changes such an array cannot be differentiated exactly (:mod:`weft.runtime.record`)."""
 
     kernel: str
     tid_dims: int
@@ -210,6 +213,7 @@ class KernelABI:
     null_arrays: bool = False
     replayed: tuple = ()
     guarded_indices: tuple = ()
+    atomic_reads: tuple = ()
 
     @property
     def adjoint_params(self):

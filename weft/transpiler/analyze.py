@@ -127,6 +127,12 @@ class FuncFacts:
                  if a.kind in kinds or set(a.effects) & set(kinds)]
         return min(lines) if lines else None
 
+    def atomic_reads(self):
+        """``((name, line), ...)`` of the array params whose old value an atomic returns and
+        the kernel (or a func it calls) uses."""
+        return tuple((p.name, self.first_line(p, ("read_old",))) for p in self.fir.params
+                     if isinstance(p.type, T.ArrayType) and "read_old" in self.kinds(p))
+
     def overwritten(self):
         """Array params read and then written: ``[(name, read line, write line, every write
         at the thread's own element, and also every read before the writes: a copy from before
