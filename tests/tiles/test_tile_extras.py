@@ -1,5 +1,7 @@
 """Smaller tile features: ``tile_matmul``'s ``precision=``, ``tile_scatter_add`` with one lane
 per block (values against numpy, the gradient against float64 central differences)."""
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -136,3 +138,36 @@ def test_reshape_of_a_strided_view_is_refused():
     with pytest.raises(wp.KernelError, match="requires a contiguous tile"):
         wp.launch_tiled(reshape_strided, dim=[1], inputs=[wp.zeros(4, dtype=float)],
                         block_dim=4)
+
+
+@wp.func
+def weighted_pair(terms: Any, x: wp.array(dtype=float), i: int, j: int):
+    # a generic func given a tile (MuJoCo Warp's make_hessian_entry): its specialisation's
+    # name is made from the tile's type
+    return terms[0] * x[i] * x[j] + terms[1] * x[j]
+
+
+@wp.kernel
+def pair_sums(x: wp.array(dtype=float), w: wp.array(dtype=float), out: wp.array(dtype=float)):
+    t = wp.tile_load(w, shape=(2,))
+    out[0] = weighted_pair(t, x, 0, 1)
+    out[1] = weighted_pair(t, x, 1, 2)
+
+
+def test_generic_func_given_a_tile_values_and_gradient():
+    x0 = np.array([0.5, -1.5, 2.0], dtype=np.float32)
+    w0 = np.array([3.0, 0.25], dtype=np.float32)
+    x = wp.array(x0, dtype=float, requires_grad=True)
+    w = wp.array(w0, dtype=float, requires_grad=True)
+    out = wp.zeros(2, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(pair_sums, dim=[1], inputs=[x, w], outputs=[out], block_dim=1)
+    want = [w0[0] * x0[0] * x0[1] + w0[1] * x0[1], w0[0] * x0[1] * x0[2] + w0[1] * x0[2]]
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    tape.backward(grads={out: np.ones(2, dtype=np.float32)})
+    # d/dx of the sum: x1 w0, x0 w0 + w1 + x2 w0, x1 w0 + w1
+    gx = [w0[0] * x0[1], w0[0] * x0[0] + w0[1] + w0[0] * x0[2], w0[0] * x0[1] + w0[1]]
+    gw = [x0[0] * x0[1] + x0[1] * x0[2], x0[1] + x0[2]]
+    np.testing.assert_allclose(x.grad.numpy(), gx, rtol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), gw, rtol=1e-6)

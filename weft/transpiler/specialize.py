@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import re
 
 import numpy as np
 
@@ -217,11 +218,14 @@ def _zero_value(t):
 
 
 def _mangle(t):
+    """A part of a Python identifier naming type ``t`` (a generic func's specialisation)."""
     if isinstance(t, T.ArrayType):
         return f"arr{t.ndim}{_mangle(t.dtype)}"
     if isinstance(t, T.TupleType):
         return "tup" + "".join(_mangle(x) for x in t.types)
-    return T.type_name(t)
+    if isinstance(t, T.TileType):
+        return f"tile{'x'.join(map(str, t.shape))}{_mangle(t.dtype)}"
+    return re.sub(r"\W", "_", T.type_name(t))
 
 
 def run(state):
