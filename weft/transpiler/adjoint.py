@@ -25,6 +25,7 @@ from .codegen import (Gen, adj_zero_node, assign, component_indices, diff, index
                       not_none, storage_dtype_node, tag, wk_call)
 from ..stdlib.exprs import Ex, const, name, zero
 from .forward import Forward
+from .undo import UndoStacks
 
 
 def has_adjoint(v):
@@ -32,7 +33,7 @@ def has_adjoint(v):
     return isinstance(v, ir.Var) and diff(v)
 
 
-class Adjoint(Gen):
+class Adjoint(UndoStacks, Gen):
     def __init__(self, fir, names, facts, target):
         super().__init__(fir, names, facts, target)
         self.fwd = Forward(fir, names, facts, target, replay=True)
@@ -44,16 +45,7 @@ class Adjoint(Gen):
         self.needed = facts.needed & facts.varied
         self.pass_kind = "adjoint"
         self.hoisted = {}  # id(ir.Assign of a Prim) -> {dump of a math call: its variable}
-        # arrays whose stores the replay performs, each saving the element it overwrites on
-        # an undo stack that the reverse sweep pops (CPU kernels; see replayed_arrays)
-        self.undo = {}
-        if target.name != "cuda":
-            for p in facts.replayed_arrays():
-                self.undo[p] = (self.names.fresh("un"), self.names.fresh("uv"),
-                                self.names.fresh("ui"))
-        self.plain_buffers.update(n for _c, v, i in self.undo.values() for n in (v, i))
-        if self.undo:
-            self.fwd.replayed, self.fwd.replay_store = set(self.undo), self.replay_store
+        self.undo_init(facts, target)
 
     # ------------------------------------------------------------------------------ entry
     def body(self, tail=()):
@@ -128,58 +120,6 @@ class Adjoint(Gen):
             return []
         self.hoisted[id(s)] = {key: self.names.fresh("d") for key in found}
         return [assign(self.hoisted[id(s)][key], node, s.loc) for key, node in found.items()]
-
-    # ------------------------------------------------------------------- replayed stores
-    def undo_alloc(self):
-        """Each replayed array's undo stack: the elements its stores overwrote (values, and
-        their indices as int64 rows), and the count of entries."""
-        out = []
-        for p, (count, vals, idxs) in self.undo.items():
-            out += [ast.Assign([ast.Name(count, ast.Store())], ast.Constant(0)),
-                    ast.Assign([ast.Name(vals, ast.Store())], self.target.stack_alloc(
-                        ast.Constant(16), T.element_shape(p.type.dtype),
-                        storage_dtype_node(p.type.dtype))),
-                    ast.Assign([ast.Name(idxs, ast.Store())], self.target.stack_alloc(
-                        ast.Constant(16), (p.type.ndim,),
-                        ast.Name("int64", ast.Load())))]
-        return [ast.fix_missing_locations(n) for n in out]
-
-    def replay_store(self, s):
-        """The replay of ``p[idx] = v`` (or ``wp.atomic_add(p, idx, v)``, its old value unused)
-        for a replayed array: save the element, then store (add)."""
-        count, vals, idxs = self.undo[s.array]
-        idx = self.idx_nodes(s.index)
-        out = self.target.stack_grow(vals, count) + self.target.stack_grow(idxs, count)
-        out.append(ast.Assign([ast.Subscript(name(vals), name(count), ast.Store())],
-                              ast.Subscript(name(s.array.name), index_node(idx), ast.Load())))
-        for axis, i in enumerate(idx):
-            out.append(ast.Assign([ast.Subscript(name(idxs), ast.Tuple(
-                [name(count), ast.Constant(axis)], ast.Load()), ast.Store())], i))
-        out.append(ast.AugAssign(ast.Name(count, ast.Store()), ast.Add(), ast.Constant(1)))
-        out = [located(n, s.loc) for n in out]
-        if isinstance(s, ir.AtomicRMW):
-            return out + self._atomics(s.op, s.array.name, idx, self.ex(s.value), s.loc, None)
-        return out + self.store_element(s.array.name, idx, self.ex(s.value), s.loc)
-
-    def restore_store(self, s):
-        """The reverse of a replayed store: the element it overwrote back in place."""
-        count, vals, _ = self.undo[s.array]
-        idx = self.idx_nodes(s.index)
-        out = [ast.AugAssign(ast.Name(count, ast.Store()), ast.Sub(), ast.Constant(1)),
-               ast.Assign([ast.Subscript(name(s.array.name), index_node(idx), ast.Store())],
-                          ast.Subscript(name(vals), name(count), ast.Load()))]
-        return [located(n, s.loc) for n in out]
-
-    def undo_to(self, p, height, loc):
-        """Pop ``p``'s undo stack down to ``height``, putting each element back."""
-        count, vals, idxs = self.undo[p]
-        target = ast.Subscript(name(p.name), index_node([
-            ast.Subscript(name(idxs), ast.Tuple([name(count), ast.Constant(a)], ast.Load()),
-                          ast.Load()) for a in range(p.type.ndim)]), ast.Store())
-        body = [ast.AugAssign(ast.Name(count, ast.Store()), ast.Sub(), ast.Constant(1)),
-                ast.Assign([target], ast.Subscript(name(vals), name(count), ast.Load()))]
-        loop = ast.While(ast.Compare(name(count), [ast.Gt()], [height]), body, [])
-        return [located(loop, loc)]
 
     def names_of(self, loop):
         key = id(loop)
