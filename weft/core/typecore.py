@@ -106,7 +106,36 @@ def is_int(t):
 # vectors, matrices, quaternions, transforms
 
 
-class Composite(CompositeValue, np.ndarray):
+class _CompositeMeta(type):
+    """Warp's type equality for vectors and matrices: structural. A program's own subclass
+    (``class vec6f(wp.types.vector(length=6, dtype=float))``, as MuJoCo Warp declares its
+    types) equals, and hashes as, weft's type of that kind, shape and scalar, so a value of
+    either type passes where the other is expected (``wp.dot(v, m * v)``, where ``m * v`` is
+    weft's own ``vec6f``)."""
+
+    def __eq__(cls, other):
+        if cls is other:
+            return True
+        if not isinstance(other, _CompositeMeta):
+            return False
+        return _canonical(cls) is _canonical(other)
+
+    def __ne__(cls, other):
+        return not _CompositeMeta.__eq__(cls, other)
+
+    def __hash__(cls):
+        return type.__hash__(_canonical(cls))
+
+
+def _canonical(cls):
+    """The type weft made (``_composite``) that ``cls`` is or derives from."""
+    for k in cls.__mro__:
+        if k.__dict__.get("_wp_canonical_"):
+            return k
+    return cls
+
+
+class Composite(CompositeValue, np.ndarray, metaclass=_CompositeMeta):
     """Base of fixed-size value types. Instances are numpy arrays of the type's shape, with
     Warp's Python-scope behaviour (``==``, ``repr``, ``v.x``, ``m[i]``: :mod:`weft.core.values`)."""
 
@@ -228,7 +257,7 @@ def _composite(kind, shape, dtype, base_name):
                                          "_wp_scalar_type_": dtype, "_wp_kind_": kind,
                                          "_type_": dtype._type_,  # Warp's: the ctypes scalar
                                          "_wp_generic_type_str_": _GENERIC_NAME[kind],
-                                         "__module__": "weft.types"})
+                                         "_wp_canonical_": True, "__module__": "weft.types"})
         if kind == "matrix" and max(shape) >= 10:  # mat123f: (12, 3) or (1, 23)? for pickle
             cls.__qualname__ = f"mat{shape[0]}x{shape[1]}{_SUFFIX[dtype]}"
         _COMPOSITES[key] = cls
@@ -259,7 +288,7 @@ def query_type(name, words=16, attrs=None):
         cls = _COMPOSITES[key] = type(name, (Composite,), {
             "_shape_": (words,), "_length_": words, "_wp_scalar_type_": int64,
             "_wp_kind_": "vector", "_wp_generic_type_str_": "vec_t", "__module__": "weft.types",
-            **(attrs or {})})
+            "_wp_canonical_": True, **(attrs or {})})
     return cls
 
 
