@@ -19,7 +19,8 @@ from weft.core import types as T
 from weft.native import helpers
 from weft.stdlib.exprs import Builder, Ex, NameGen
 from weft.stdlib.registry import REGISTRY
-from weft.stdlib.tiles import ElementFn, _Index
+from weft.stdlib.tiles.elements import ElementFn
+from weft.stdlib.tiles.views import _Index
 
 F = T.float64
 I = T.int32

@@ -152,8 +152,8 @@ def _weft_code_hash():
     if not _CODE_HASH:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         h = hashlib.sha256()
-        for sub in ("transpiler", os.path.join("transpiler", "lowering"), "stdlib", "native",
-                    os.path.join("native", "geometry")):
+        for sub in ("transpiler", os.path.join("transpiler", "lowering"), "stdlib",
+                    os.path.join("stdlib", "tiles"), "native", os.path.join("native", "geometry")):
             folder = os.path.join(root, sub)
             for name in sorted(os.listdir(folder)):
                 if name.endswith(".py"):

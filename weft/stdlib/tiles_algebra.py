@@ -10,8 +10,9 @@ from ..core.errors import KernelTypeError, KernelValueError
 from . import ir
 from .exprs import Ex, attr_path, const, tile_const
 from .registry import builtin, lookup, special_form
-from .tiles import (_int, _kw, _let, _rebind, _shown, _tile_arg, _tile_astype, _tsum, _wk,
-                    broadcast_view, store_back)
+from .tiles.common import _int, _kw, _let, _rebind, _tile_arg, _wk, store_back
+from .tiles.elements import _shown, _tsum
+from .tiles.shape import _tile_astype, broadcast_view
 
 
 # ----------------------------------------------------------------------------- linear algebra
