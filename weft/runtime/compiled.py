@@ -145,6 +145,9 @@ def cpu_target(ck, kind, dims):
     n = dims[0] if len(dims) == 1 else _size(dims)
     if n < config.serial_threshold:
         return "serial"
+    if kind != "forward" and ck.abi.atomic_replays:
+        # the replay hands out a counter's slots again: threads in the recorded forward's order
+        return "serial"
     if kind == "adjoint" and len(dims) > 1 and ck.abi.tid_dims <= 1:
         # wp.tid() into one name is the first index: threads share it, so the adjoint's
         # plain accumulation at "own" indices would race; run it without threads

@@ -106,11 +106,16 @@ def launch_now(kernel, dims, args, device, adjoint, adj_inputs, adj_outputs, rec
             hazards.before_write(a, f"a launch of kernel '{ck.key}'")
     before = replay_start(ck, values, deferred) if deferred else None
     atomics = atomic_start(ck, values) if recording and ck.abi.atomic_reads else None
-    run(ck, "forward", dims, values, device)
+    # counters whose atomics the derivatives hand out again (CPU): the threads run in one order
+    counters = ck.abi.atomic_replays if atomics is not None and not device.is_cuda else ()
+    run(ck, "forward", dims, values, device, "serial" if counters else None)
     if deferred:
         check_replay(ck, dims, values, device, deferred, before)
     if recording:
         rec = Launch(ck, dims, args, device, snapshots)
         if atomics is not None:
-            rec.unreplayable = atomic_moved(ck, values, atomics)
+            rec.unreplayable = atomic_moved(ck, values, atomics, counters)
+            for name in counters:
+                j = ck.param_index(name)
+                rec.snapshots[j] = atomics[j]  # the counter as the forward found it
         tapes[-1].record(rec)

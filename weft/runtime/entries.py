@@ -32,14 +32,15 @@ def bound_forward(ck, dims, values, device):
     return ck.entry("forward", cpu_target(ck, "forward", dims)), (dims, *values)
 
 
-def run(ck, kind, dims, values, device):
-    """Call the generated ``kind`` function of compiled kernel ``ck`` over ``dims``."""
+def run(ck, kind, dims, values, device, target=None):
+    """Call the generated ``kind`` function of compiled kernel ``ck`` over ``dims`` (on the
+    CPU, ``target`` ``"serial"`` forces the serial entry)."""
     if kind != "forward" and ck.abi.no_derivative:
         src = ck.kernel.parsed()
         raise KernelError(ck.abi.no_derivative, src.filename, src.first_line, 0,
                           src.lines[src.first_line - 1], ck.key)
     if not device.is_cuda:
-        target = cpu_target(ck, kind, dims)
+        target = target or cpu_target(ck, kind, dims)
         fn = ck.entry(kind, target)
         if kind == "forward" and target == "serial" and ck.kernel._fast is None:
             FastLaunch.enable(ck, fn)

@@ -130,12 +130,16 @@ def atomic_start(ck, values):
                                                     ck.abi.atomic_reads)}
 
 
-def atomic_moved(ck, values, before):
+def atomic_moved(ck, values, before, replayed=()):
     """``(name, line)`` of the first array of ``before`` that the launch changed, or None. The
     adjoint's replay reads such an element again where the kernel took the value an atomic
     returned, so it gets the value after the launch, not the one each thread got (a slot taken
-    from a counter): exact only when the launch left the array as it was."""
+    from a counter): exact only when the launch left the array as it was. ``replayed``: the
+    counters whose atomics the derivatives perform again (``abi.atomic_replays``: a serial CPU
+    launch, their copies from before it among the record's snapshots), never refused."""
     for name, line in ck.abi.atomic_reads:
+        if name in replayed:
+            continue
         j = ck.param_index(name)
         old, new = _host(before[j]), _host(values[j])
         if not np.array_equal(old, new, equal_nan=old.dtype.kind in "fc"):
@@ -254,10 +258,10 @@ class Launch:
                     "numpy after the launch, before backward: its adjoint cannot replay the "
                     "launch, so the gradient would be wrong. Modify a copy, or call backward "
                     "first.")
-        replayed = ck.abi.replayed
+        replayed = ck.abi.replayed + ck.abi.atomic_replays
         for i, data in self.snapshots.items():
             # replay from the values before they were overwritten (a copy where the adjoint
-            # replays the kernel's stores into it)
+            # replays the kernel's stores, or a counter's atomics, into it)
             values[i] = data.copy() if ck.params[i][0] in replayed else data
         adj = retain_grads(ck, self.args, adjoint_arrays(ck, self.args))
         run_derivative(ck, "adjoint", self.dims, values + adj, self.device, self.args)
@@ -272,8 +276,9 @@ class Launch:
         self.refuse_unreplayable()
         ck = self.compiled
         values = ck.bind(self.args, self.device)
+        replayed = ck.abi.replayed + ck.abi.atomic_replays
         for i, data in self.snapshots.items():
-            values[i] = data
+            values[i] = data.copy() if ck.params[i][0] in replayed else data
         grads = adjoint_arrays(ck, self.args)
         scratch = [adjs.of(g) for g in grads]
         adj = retain_grads(ck, self.args, scratch)

@@ -194,7 +194,10 @@ class KernelABI:
     them (it takes a private copy of each, as it was before the launch). ``atomic_reads``:
     (parameter, line) of the arrays whose old value an atomic returns to the kernel (a slot
     taken from a counter): the adjoint's replay reads the element again, so a taped launch that
-    changes such an array cannot be differentiated exactly (:mod:`weft.runtime.record`)."""
+    changes such an array cannot be differentiated exactly (:mod:`weft.runtime.record`), except
+    ``atomic_replays``: integer counters whose atomics the CPU adjoint and tangent perform
+    again on a copy from before the launch, the launch and its derivatives running their threads
+    in one order (serial)."""
 
     kernel: str
     tid_dims: int
@@ -214,6 +217,7 @@ class KernelABI:
     replayed: tuple = ()
     guarded_indices: tuple = ()
     atomic_reads: tuple = ()
+    atomic_replays: tuple = ()
 
     @property
     def adjoint_params(self):

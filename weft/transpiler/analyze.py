@@ -133,6 +133,23 @@ class FuncFacts:
         return tuple((p.name, self.first_line(p, ("read_old",))) for p in self.fir.params
                      if isinstance(p.type, T.ArrayType) and "read_old" in self.kinds(p))
 
+    def atomic_replays(self):
+        """Integer array params whose atomics' old values the kernel uses and that it accesses
+        only through atomics in its own body, outside dynamic loops (a counter handing out
+        slots): the CPU adjoint's and tangent's replay performs those atomics on a copy of the
+        array from before the launch, the threads in the forward's order (serial launches), so
+        each thread gets the value it got (``weft.runtime.record``)."""
+        out = []
+        for p in self.fir.params:
+            if not isinstance(p.type, T.ArrayType) or p.type.local or \
+                    T.is_differentiable(p.type):
+                continue
+            acc = self.accesses.get(p, ())
+            if any("read_old" in a.effects for a in acc) and all(
+                    a.kind in ("atomic", "accumulate") and not a.loops for a in acc):
+                out.append(p.name)
+        return tuple(out)
+
     def overwritten(self):
         """Array params read and then written: ``[(name, read line, write line, every write
         at the thread's own element, and also every read before the writes: a copy from before

@@ -157,6 +157,8 @@ class Forward(Gen):
     # --------------------------------------------------------------------------------- arrays
     # arrays whose stores the adjoint's replay performs, and how (Adjoint.replay_store)
     replayed, replay_store = (), None
+    # integer counters whose atomics the replay performs (Adjoint: analyze.atomic_replays)
+    atomic_replayed = ()
 
     def s_Store(self, s):
         if self.replay and s.array in self.replayed:
@@ -169,7 +171,7 @@ class Forward(Gen):
         idx = self.idx_nodes(s.index)
         if self.replay and s.array in self.replayed:
             return self.replay_store(s)
-        if self.replay:
+        if self.replay and s.array.name not in self.atomic_replayed:
             if s.dst is None:
                 return []
             # the old value is not recorded: re-read the element (exact only when no other

@@ -374,7 +374,7 @@ def run(state):
                                   in facts.guarded_indices.items()),
             null_arrays=_makes_null_arrays(fir),
             replayed=tuple(p.name for p in facts.replayed_arrays()),
-            atomic_reads=facts.atomic_reads())
+            atomic_reads=facts.atomic_reads(), atomic_replays=facts.atomic_replays())
     if state.options.mode == "debug":  # every kernel of the module shares the site table
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
     state.defs = defs  # the adjoint and tangent ones lose their dead assignments in ``prune``

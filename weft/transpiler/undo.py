@@ -31,6 +31,8 @@ class UndoStacks:
         self.plain_buffers.update(n for _c, v, i in self.undo.values() for n in (v, i))
         if self.undo:
             self.fwd.replayed, self.fwd.replay_store = set(self.undo), self.replay_store
+        if target.name != "cuda":  # counters handing out slots: their atomics run again
+            self.fwd.atomic_replayed = set(facts.atomic_replays())
 
     def undo_alloc(self):
         """Each replayed array's undo stack: the elements its stores overwrote (values, and
