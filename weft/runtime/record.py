@@ -258,7 +258,7 @@ class Launch:
                     "numpy after the launch, before backward: its adjoint cannot replay the "
                     "launch, so the gradient would be wrong. Modify a copy, or call backward "
                     "first.")
-        replayed = ck.abi.replayed + ck.abi.atomic_replays
+        replayed = ck.abi.replayed_in_copies
         for i, data in self.snapshots.items():
             # replay from the values before they were overwritten (a copy where the adjoint
             # replays the kernel's stores, or a counter's atomics, into it)
@@ -276,7 +276,7 @@ class Launch:
         self.refuse_unreplayable()
         ck = self.compiled
         values = ck.bind(self.args, self.device)
-        replayed = ck.abi.replayed + ck.abi.atomic_replays
+        replayed = ck.abi.replayed_in_copies
         for i, data in self.snapshots.items():
             values[i] = data.copy() if ck.params[i][0] in replayed else data
         grads = adjoint_arrays(ck, self.args)

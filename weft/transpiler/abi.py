@@ -220,6 +220,12 @@ class KernelABI:
     atomic_replays: tuple = ()
 
     @property
+    def replayed_in_copies(self):
+        """The arrays whose derivatives write into the copy taken before the launch (replayed
+        stores, counters handed out again): each run gets a fresh copy of it."""
+        return self.replayed + self.atomic_replays
+
+    @property
     def adjoint_params(self):
         return tuple(p.adjoint for p in self.params if p.adjoint is not None)
 
