@@ -58,3 +58,48 @@ def test_the_code_hash_covers_every_generator_and_linked_core(monkeypatch):
     for part in ("transpiler/lowering/stmts.py", "transpiler/generate.py", "stdlib/mesh.py",
                  "stdlib/tiles/elements.py", "geometry/mesh_query.py", "geometry/kernel_api.py"):
         assert any(p.replace("\\", "/").endswith(part) for p in read), part
+
+
+_MOVED = '''import weft as wp
+
+
+@wp.kernel
+def poke(a: wp.array(dtype=float)):
+    a[5] = 1.0
+'''
+
+
+def _load(path, name):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _constant_index_error_line(kernel):
+    import re
+
+    import pytest
+    with pytest.raises(wp.LaunchError) as err:
+        wp.launch(kernel, 1, inputs=[wp.zeros(3, dtype=float)])
+    return int(re.search(r"\(line (\d+)\)", str(err.value)).group(1))
+
+
+def test_a_kernel_moved_in_its_file_reports_its_new_lines(tmp_path):
+    # same text, three lines further down: a cached module keyed without the position would
+    # keep the old line numbers in its messages and in its generated source's comments
+    path = tmp_path / "moved_kernel.py"
+    path.write_text(_MOVED)
+    first = _load(path, "moved_kernel_v1")
+    assert _constant_index_error_line(first.poke) == 6
+    path.write_text("# one\n# two\n# three\n" + _MOVED)
+    import linecache
+    linecache.checkcache(str(path))
+    second = _load(path, "moved_kernel_v2")
+    assert key_of(second.poke) != key_of(first.poke)
+    assert _constant_index_error_line(second.poke) == 9
+    # and an unmoved copy of the same text keeps the key (the position is all that differs)
+    path.write_text(_MOVED)
+    linecache.checkcache(str(path))
+    assert key_of(_load(path, "moved_kernel_v3").poke) == key_of(first.poke)

@@ -34,6 +34,10 @@ def _fingerprint(value, seen, out):
         seen.add(id(value))
         src = value.parsed()
         out.append(f"{kind}:{value.__name__}:" + ast.dump(src.tree, include_attributes=False))
+        # where it is: generated code, its comments and the ABI's messages give file:line, so a
+        # declaration moved within its file (lines added above it) is a new module, not one
+        # whose errors point at the lines it had
+        out.append(f"at:{os.path.basename(src.filename)}:{src.first_line}:{src.col_offset}")
         for pos, static in sorted(src.statics.items()):  # wp.static values of its declaration
             out.append(f"static:{pos}")
             _fingerprint(static, seen, out)
