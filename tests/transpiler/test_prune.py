@@ -106,3 +106,72 @@ def test_generated_code_is_smaller_and_gradients_exact():
                tangents={xin: dx.astype(np.float32), "k": 0.5})
     want_t = (kv * dx @ c + 0.5 * xv @ c) + 2.0 * (xv * dx).sum(1)
     np.testing.assert_allclose(t[out2].numpy(), want_t, rtol=1e-5, atol=1e-6)
+
+
+@wp.func
+def _branchy(x: float, mode: int):
+    # ``t`` is bound in two branches and read in neither's future: no merge is needed
+    r = x
+    if mode == 0:
+        t = x * 2.0
+        r = t + 1.0
+    elif mode == 1:
+        t = x * x
+        u = t - 3.0
+        r = u * 0.5
+    return r
+
+
+@wp.kernel
+def _branchy_kernel(x: wp.array(dtype=float), mode: wp.array(dtype=int),
+                    out: wp.array(dtype=float)):
+    i = wp.tid()
+    m = mode[i]
+    if m == 0:
+        only_here = x[i] * 3.0
+        out[i] = only_here
+    else:
+        unread = x[i] + 100.0  # bound, never read: dead in every build but debug's
+        out[i] = _branchy(x[i], m - 1)
+
+
+def test_forward_code_carries_no_dead_merges_and_stays_exact():
+    # a name bound on one path is given a value on the others and merged after the ``if``;
+    # where nothing reads it, the forward (kernel and func) no longer carries either
+    src = _branchy_kernel.source("all")
+    start = src.index("def _branchy(")
+    func = src[start:src.index("\ndef ", start + 4)]
+    start = src.index("def _branchy_kernel__fwd_serial(")
+    body = src[start:src.index("\ndef ", start + 4)]
+    assert not re.search(r"\b[tu](_\d+)? = float32\(0\.0\)", func)  # no value on other paths
+    assert len(re.findall(r"^\s+t(_\d+)? = ", func, re.M)) == 2  # the two branches' own
+    assert not re.search(r"\bonly_here(_\d+)? = float32\(0\.0\)", body)
+    assert not re.search(r"^\s+unread(_\d+)? = ", body, re.M)
+    xv = np.linspace(-1.0, 2.0, 6).astype(np.float32)
+    mv = np.array([0, 1, 2, 3, 0, 2], np.int32)
+    x = wp.array(xv, requires_grad=True)
+    out = wp.zeros(6, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(_branchy_kernel, 6, inputs=[x, wp.array(mv)], outputs=[out])
+    want = np.where(mv == 0, 3 * xv, np.where(mv == 1, 2 * xv + 1,
+                                              np.where(mv == 2, 0.5 * (xv * xv - 3), xv)))
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    tape.backward(grads={out: wp.array(np.ones(6, np.float32))})
+    dwant = np.where(mv == 0, 3.0, np.where(mv == 1, 2.0, np.where(mv == 2, xv, 1.0)))
+    np.testing.assert_allclose(x.grad.numpy(), dwant, rtol=1e-6)
+
+
+def test_debug_builds_keep_the_forward_as_written():
+    # debug mode checks every access as the kernel wrote it, read or not
+    @wp.kernel(mode="debug")
+    def dead_read(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+        i = wp.tid()
+        unread = x[i + 10]
+        out[i] = x[i]
+
+    assert re.search(r"^\s+unread(_\d+)? = ", dead_read.source("forward"), re.M)
+    import pytest
+    with pytest.raises(wp.KernelIndexError):
+        wp.launch(dead_read, 2, inputs=[wp.zeros(2, dtype=float)],
+                  outputs=[wp.zeros(2, dtype=float)])

@@ -29,8 +29,9 @@ SUFFIX = {"forward": "__fwd", "adjoint": "__adj", "tangent": "__jvp"}
 
 
 def function_def(fname, params, body, decorator, doc=None, pass_kind=None):
-    """A generated function; ``pass_kind`` (``"adjoint"``, ``"tangent"``) marks the ones whose
-    dead assignments the ``prune`` pass removes."""
+    """A generated function; ``pass_kind`` (``"forward"``, ``"adjoint"``, ``"tangent"``) marks
+    the ones whose dead assignments the ``prune`` pass removes (forward ones not in debug
+    builds)."""
     if doc:
         body = [ast.Expr(ast.Constant(doc))] + body
     args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], kwonlyargs=[],
@@ -224,7 +225,7 @@ def func_functions(fir, facts_of, target):
     extra = target.extra_params
     out.append(function_def(fir.name, [p.name for p in fir.params] + extra("forward"),
                             Forward(fir, names_for(fir), facts, target).block(fir.body), fdeco,
-                            f"Func '{fir.name}' ({where})."))
+                            f"Func '{fir.name}' ({where}).", "forward"))
     for kind in ("replay", "grad", "tangent"):
         rule = fir.custom.get(kind)
         if rule is not None:
