@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core import diskcache
 from ..core.version import __version__
+from ..stdlib.func_pickle import origin_filename
 
 
 def cache_dir():
@@ -37,7 +38,9 @@ def _fingerprint(value, seen, out):
         # where it is: generated code, its comments and the ABI's messages give file:line, so a
         # declaration moved within its file (lines added above it) is a new module, not one
         # whose errors point at the lines it had
-        out.append(f"at:{os.path.basename(src.filename)}:{src.first_line}:{src.col_offset}")
+        # (a declaration shipped by source to another process keeps its sender's file and lines)
+        origin = origin_filename(src.filename)
+        out.append(f"at:{os.path.basename(origin)}:{src.first_line}:{src.col_offset}")
         for pos, static in sorted(src.statics.items()):  # wp.static values of its declaration
             out.append(f"static:{pos}")
             _fingerprint(static, seen, out)

@@ -254,6 +254,15 @@ def _identity(f):
     return f
 
 
+#: what a shipped declaration's file name gets after the sender's (one name per shipped text)
+SHIPPED = " (weft: shipped "
+
+
+def origin_filename(filename):
+    """The sender's file name of a declaration shipped by source (else ``filename``)."""
+    return filename.split(SHIPPED, 1)[0]
+
+
 def _declare(state, obj):
     """Execute the shipped ``def`` (decorators replaced by the identity) in a namespace of the
     values it reads; its text goes to ``linecache`` at its original line numbers, so weft
@@ -261,7 +270,7 @@ def _declare(state, obj):
     lines, first = state["lines"], state["first"]
     text = "".join(lines)
     key = hashlib.sha256(f"{state['filename']}:{first}:{text}".encode()).hexdigest()[:12]
-    filename = f"{state['filename']} (weft: shipped {key})"
+    filename = f"{state['filename']}{SHIPPED}{key})"
     padded = ["\n"] * (first - 1) + lines
     linecache.cache[filename] = (sum(len(s) for s in padded), None, padded, filename)
     tree = ast.parse(textwrap.dedent(text))
