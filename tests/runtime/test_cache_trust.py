@@ -2,7 +2,8 @@
 write, symbolic links and foreign owners are refused; damaged or edited entries, weft's modules
 and Numba's files alike, are rebuilt; a read-only cache and no cache at all still run.
 
-Each case runs a small program in new processes against its own cache directory."""
+Each case runs a small program in new processes against its own cache directory (the code
+objects saved beside the modules included)."""
 import os
 import stat
 import subprocess
@@ -230,3 +231,40 @@ def test_processes_saving_signatures_of_one_function_at_once_keep_them_all(tmp_p
                        text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split()[-4:] == ["misses", "0", "hits", "8"], r.stdout
+
+
+# counts the generated modules whose text this process compiles (rather than loading the code
+# object saved beside them); printed at exit (weft's quick exit is off for it)
+_COUNT_TEXT_COMPILES = textwrap.dedent("""
+    import atexit, builtins, os
+    _real_compile, _texts = builtins.compile, []
+    def _spy(source, filename, *a, **k):
+        if str(filename).startswith(os.environ["WEFT_CACHE_DIR"]):
+            _texts.append(filename)
+        return _real_compile(source, filename, *a, **k)
+    builtins.compile = _spy
+    atexit.register(lambda: print("texts", len(_texts), flush=True))
+""")
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garble", "other text"])
+def test_code_objects_load_beside_modules_and_damaged_ones_are_compiled_again(tmp_path, damage):
+    cache = tmp_path / "c"
+    env = {"WEFT_CACHE_DIR": str(cache), "WEFT_QUICK_EXIT": "0"}
+    first, _ = run(tmp_path, env, _COUNT_TEXT_COMPILES)
+    codes = _entries(cache, ".py.code")
+    assert codes and int(first["texts"]) == len(codes)  # each module's text compiled once
+    good = {c: c.read_bytes() for c in codes}
+    second, _ = run(tmp_path, env, _COUNT_TEXT_COMPILES)
+    assert int(second["texts"]) == 0 and counts(second) == (0, 0)  # loaded, nothing compiled
+    for c, blob in good.items():
+        if damage == "truncate":
+            c.write_bytes(blob[:len(blob) // 2])
+        elif damage == "garble":
+            c.write_bytes(blob[:60] + bytes(b ^ 0x5A for b in blob[60:120]) + blob[120:])
+        else:  # the header of another module's text: never executed for this one
+            c.write_bytes(blob[:4] + bytes(32) + blob[36:])
+    third, err = run(tmp_path, env, _COUNT_TEXT_COMPILES)
+    assert int(third["texts"]) == len(codes) and counts(third) == (0, 0)
+    assert "Traceback" not in err
+    assert {c: c.read_bytes() for c in codes} == good  # written again, as they were
