@@ -34,7 +34,10 @@ def _fingerprint(value, seen, out):
             return
         seen.add(id(value))
         src = value.parsed()
-        out.append(f"{kind}:{value.__name__}:" + ast.dump(src.tree, include_attributes=False))
+        dumped = getattr(src, "_weft_dump", None)  # once per declaration (a func in many keys)
+        if dumped is None:
+            dumped = src._weft_dump = ast.dump(src.tree, include_attributes=False)
+        out.append(f"{kind}:{value.__name__}:" + dumped)
         # where it is: generated code, its comments and the ABI's messages give file:line, so a
         # declaration moved within its file (lines added above it) is a new module, not one
         # whose errors point at the lines it had

@@ -43,6 +43,7 @@ class UserFunction:
         # the file's lines as they are now (shared with linecache): a kernel declared from a
         # file that is gone by the time it compiles (exec'd temporary files) still has them
         import linecache
+        linecache.checkcache(pyfunc.__code__.co_filename)  # a file edited since it was cached
         self._file_lines = linecache.getlines(pyfunc.__code__.co_filename)
         declare(self)  # wp.static expressions that name nothing local run now, as in Warp
         DECLARED.setdefault(pyfunc.__module__, []).append(self)
