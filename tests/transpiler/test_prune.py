@@ -131,7 +131,7 @@ def _branchy_kernel(x: wp.array(dtype=float), mode: wp.array(dtype=int),
         only_here = x[i] * 3.0
         out[i] = only_here
     else:
-        unread = x[i] + 100.0  # bound, never read: dead in every build but debug's
+        unread = x[i] + 100.0  # noqa: F841 (bound, never read: dead but in debug builds)
         out[i] = _branchy(x[i], m - 1)
 
 
@@ -167,7 +167,7 @@ def test_debug_builds_keep_the_forward_as_written():
     @wp.kernel(mode="debug")
     def dead_read(x: wp.array(dtype=float), out: wp.array(dtype=float)):
         i = wp.tid()
-        unread = x[i + 10]
+        unread = x[i + 10]  # noqa: F841
         out[i] = x[i]
 
     assert re.search(r"^\s+unread(_\d+)? = ", dead_read.source("forward"), re.M)
