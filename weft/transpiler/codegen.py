@@ -108,6 +108,14 @@ def round_half(ex):
     return one(ex)
 
 
+def plain_int(value):
+    """The int constant ``value`` as an argument Numba types ``int64``, not ``Literal[int]``: a
+    jitted function called with a literal argument is compiled once per value (every checked
+    access of a debug build compiled ``chk`` again for its site number: 1,702 sites in MuJoCo
+    Warp's first step)."""
+    return ast.Call(name("int64"), [ast.Constant(value)], [])
+
+
 def wk_call(fn, *args):
     """``_wk.<fn>(args...)``: a call of the target's helper module."""
     return ast.Call(ast.Attribute(name("_wk"), fn, ast.Load()), list(args), [])

@@ -11,8 +11,8 @@ import ast
 
 from ..core import types as T
 from ..stdlib import ir
-from .codegen import (Gen, assign, is_half, located, not_none, round_half, storage_dtype_node,
-                      tag, wk_call)
+from .codegen import (Gen, assign, is_half, located, not_none, plain_int, round_half,
+                      storage_dtype_node, tag, wk_call)
 from ..stdlib.exprs import const, name, zero
 
 
@@ -201,8 +201,8 @@ class Forward(Gen):
             return []
         site = self.target.site("assert", s.loc, self.pass_kind)
         # the index check of index 0 on an axis of length 0 (it fails), axis -1 marking it
-        report = ast.Expr(wk_call("chk", ast.Constant(0), ast.Constant(0), ast.Constant(site),
-                                  ast.Constant(-1), name("_dbg")))
+        report = ast.Expr(wk_call("chk", plain_int(0), plain_int(0), plain_int(site),
+                                  plain_int(-1), name("_dbg")))
         test = ast.UnaryOp(ast.Not(), self.ex(s.args[0]).node)
         return [located(ast.If(test, [report], []), s.loc)]
 

@@ -27,7 +27,7 @@ import os
 
 from ..core import types as T
 from ..native.vocabulary import CALLS, spelling
-from .codegen import wk_call
+from .codegen import plain_int, wk_call
 from ..stdlib.exprs import attr_path, name
 
 CUDA_STACK = int(os.environ.get("WEFT_CUDA_STACK", "1024"))
@@ -99,13 +99,13 @@ class Target:
     def checked_index(self, arr, k, index, site):
         """``index`` along axis ``k`` of array ``arr``, clamped in range, the error word set if
         it was not."""
-        return wk_call("chk", index, _axis_len(arr, k), ast.Constant(site), ast.Constant(k),
+        return wk_call("chk", index, _axis_len(arr, k), plain_int(site), plain_int(k),
                        name("_dbg"))
 
     def in_bounds(self, arr, k, index, site):
         """True when ``index`` is in range along axis ``k`` of ``arr`` (else the error word is
         set)."""
-        return wk_call("inb", index, _axis_len(arr, k), ast.Constant(site), ast.Constant(k),
+        return wk_call("inb", index, _axis_len(arr, k), plain_int(site), plain_int(k),
                        name("_dbg"))
 
     def thread_loop(self, prologue, body, private=(), blocks=None):
