@@ -420,12 +420,7 @@ def _import(full, path, text, cpu, code=None):
     except BaseException:
         del sys.modules[full]
         raise
-    if path is not None and cpu:
-        diskcache.protect(mod)
-    if cpu:
-        from .shared_funcs import share
-        share(mod, runnable)
-    return mod
+    return diskcache.protect(mod) if path is not None and cpu else mod
 
 
 __all__ = ["cache_dir", "key_of", "load_or_build", "referenced_values", "inspect"]
