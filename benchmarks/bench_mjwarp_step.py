@@ -1,6 +1,6 @@
 """MuJoCo Warp's ``step`` on the CPU: first step cold and warm, and later steps, weft against Warp.
 
-    python benchmarks/bench_mjwarp_step.py [--steps 200] [--no-warp] [--model pendulum|cartpole]
+    python benchmarks/bench_mjwarp_step.py [--steps 200] [--impl weft,warp] [--model pendulum|cartpole]
 
 Each implementation runs the same program in new processes: once with empty kernel caches
 (cold), then again against the caches that run filled (warm). The program builds the model
@@ -30,23 +30,23 @@ MODELS = {
   </worldbody>
 </mujoco>
 """,
-    "cartpole": """
-<mujoco model="cartpole">
-  <option timestep="0.01"/>
-  <worldbody>
-    <body name="cart" pos="0 0 1">
-      <joint name="slider" type="slide" axis="1 0 0" damping="0.1"/>
-      <geom type="box" size="0.2 0.1 0.05" mass="1"/>
-      <body name="pole">
-        <joint name="hinge" type="hinge" axis="0 1 0" damping="0.02"/>
-        <geom type="capsule" fromto="0 0 0 0 0 0.6" size="0.04" mass="0.3"/>
-      </body>
-    </body>
-  </worldbody>
-  <actuator><motor joint="slider" gear="1"/></actuator>
-</mujoco>
-""",
 }
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _example_model():
+    """The cart-pole of ``examples/mjwarp_gradients.py`` (its ``XML``), read without importing
+    it (the example hands ``import warp`` to weft when imported)."""
+    import ast
+    with open(os.path.join(ROOT, "examples", "mjwarp_gradients.py")) as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "XML"
+                                                for t in node.targets):
+            return node.value.value
+    raise SystemExit("examples/mjwarp_gradients.py has no XML")
+
 
 CHILD = r"""
 import json, os, sys, time
@@ -99,32 +99,31 @@ def run(impl, caches, xml, steps):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--model", choices=sorted(MODELS), default="pendulum")
-    ap.add_argument("--no-warp", action="store_true")
+    ap.add_argument("--model", choices=["pendulum", "cartpole"], default="pendulum",
+                    help="cartpole: the gradient example's model")
+    ap.add_argument("--impl", default="weft,warp",
+                    help="which to run, in order (Warp's rows only where warp-lang is installed)")
     args = ap.parse_args()
-    impls = ["weft"]
-    if not args.no_warp:
-        try:
-            import importlib.util
-            if importlib.util.find_spec("warp") is not None:
-                impls.append("warp")
-        except ValueError:
-            pass
+    import importlib.util
+    impls = [i for i in args.impl.split(",")
+             if i == "weft" or (i == "warp" and importlib.util.find_spec("warp") is not None)]
+    xml = MODELS["pendulum"] if args.model == "pendulum" else _example_model()
     rows = {}
     for impl in impls:
         with tempfile.TemporaryDirectory(prefix=f"bench-mjw-{impl}-") as caches:
             os.makedirs(os.path.join(caches, "weft"), mode=0o700)
-            cold = run(impl, caches, MODELS[args.model], args.steps)
-            warm = run(impl, caches, MODELS[args.model], args.steps)
+            cold = run(impl, caches, xml, args.steps)
+            warm = run(impl, caches, xml, args.steps)
         rows[impl] = (cold, warm)
     print(f"MuJoCo Warp step, {args.model}, CPU; seconds (whole process in parentheses)\n")
-    print("| | " + " | ".join(impls) + (" | weft/Warp |" if len(impls) > 1 else " |"))
-    print("|---|" + "---:|" * (len(impls) + (len(impls) > 1)))
+    both = impls == ["weft", "warp"]
+    print("| | " + " | ".join(impls) + (" | weft/Warp |" if both else " |"))
+    print("|---|" + "---:|" * (len(impls) + both))
 
     def line(label, get, fmt):
         vals = [get(rows[i]) for i in impls]
         cells = [fmt(v) for v in vals]
-        ratio = f" {vals[0][0] / vals[1][0]:.2f}x |" if len(vals) > 1 else ""
+        ratio = f" {vals[0][0] / vals[1][0]:.2f}x |" if impls == ["weft", "warp"] else ""
         print(f"| {label} | " + " | ".join(cells) + " |" + ratio)
 
     line("first step, cold", lambda r: (r[0]["first"], r[0]["process"]),
@@ -136,7 +135,7 @@ def main():
     qpos = {i: rows[i][1]["qpos"] for i in impls}
     print("\nfinal qpos: " + "; ".join(f"{i} {[round(q, 6) for q in v]}"
                                       for i, v in qpos.items()))
-    if len(impls) > 1 and max(abs(a - b) for a, b in zip(qpos["weft"], qpos["warp"])) > 1e-4:
+    if both and max(abs(a - b) for a, b in zip(qpos["weft"], qpos["warp"])) > 1e-4:
         raise SystemExit("the two final states differ")
 
 
