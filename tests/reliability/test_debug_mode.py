@@ -103,3 +103,16 @@ def test_release_mode_has_no_checks_and_verify_fp_names_the_array():
             wp.launch(halve, 2, inputs=[a], outputs=[out], adjoint=True)
     finally:
         wp.config.verify_fp = False
+
+
+def test_checks_compile_once_per_signature_not_per_site():
+    # each checked access passes its site number; as a literal, Numba compiled the check once
+    # per site (hundreds per kernel). The sites here are six, and the values still right.
+    import weft.native.helpers as h
+    a = wp.array(np.arange(8, dtype=np.float32))
+    out = wp.zeros(4, dtype=float)
+    wp.launch(gather, 4, inputs=[a, _ints([1, 3, 5, 7])], outputs=[out])
+    np.testing.assert_array_equal(out.numpy(), [2.0, 6.0, 10.0, 14.0])
+    assert h.chk.overloads, "the check was not compiled"
+    for sig in h.chk.overloads:
+        assert not any("Literal" in str(t) for t in sig), sig

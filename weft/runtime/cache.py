@@ -326,16 +326,20 @@ def _check_source(text, modname, path, cpu):
                             f"(line {exc.lineno}: {exc.msg}){where}") from None
 
 
+def _replace(target, data):
+    """Write ``data`` (bytes) to ``target`` atomically: through a temporary file beside it."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, target)
+
+
 def _write(path, text):
     """Write the module's hash, then the module, each atomically: a reader never sees a
     module without its hash, and two processes writing the same module agree."""
-    folder = os.path.dirname(path)
     try:
-        for target, data in ((path + ".sha256", _digest(text) + "\n"), (path, text)):
-            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-            with os.fdopen(fd, "w") as f:
-                f.write(data)
-            os.replace(tmp, target)
+        _replace(path + ".sha256", (_digest(text) + "\n").encode())
+        _replace(path, text.encode())
     except OSError as exc:
         import warnings
         warnings.warn(f"weft: could not write {path!r} to the cache ({exc.strerror}); "
@@ -381,10 +385,7 @@ def _save_code(path, runnable, code):
     blob = marshal.dumps(code)
     data = _code_header(runnable, path) + hashlib.sha256(blob).digest() + blob
     try:
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path + _CODE_SUFFIX)
+        _replace(path + _CODE_SUFFIX, data)
     except OSError:
         pass  # only the next process's start-up depends on it
 
