@@ -117,5 +117,12 @@ def test_checks_compile_once_per_signature_not_per_site():
     import re
     calls = re.findall(r"_wk\.chk\(([^\n]*)_dbg\)", gather.source("forward"))
     assert calls and all(c.count("int64(") == 2 for c in calls), calls
-    for sig in h.chk.overloads:  # what this process compiled, if anything
+    # a constant index (scatter's ``out[idx[i], 1]``) is no literal either: one compile per value
+    calls = re.findall(r"_wk\.(?:chk|inb)\(([^\n]*?)_dbg\)", scatter.source("forward"))
+    assert any(c.startswith("int64(1)") for c in calls), calls
+    assert not any(re.match(r"\s*-?\d", c) for c in calls), calls
+    a2 = wp.zeros((3, 2), dtype=float)
+    wp.launch(scatter, 2, inputs=[a[:2], _ints([2, 0])], outputs=[a2])
+    np.testing.assert_array_equal(a2.numpy(), [[0, 1], [0, 0], [0, 0]])
+    for sig in [*h.chk.overloads, *h.inb.overloads]:  # what this process compiled, if anything
         assert not any("Literal" in str(t) for t in sig), sig

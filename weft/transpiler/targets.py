@@ -99,13 +99,13 @@ class Target:
     def checked_index(self, arr, k, index, site):
         """``index`` along axis ``k`` of array ``arr``, clamped in range, the error word set if
         it was not."""
-        return wk_call("chk", index, _axis_len(arr, k), plain_int(site), plain_int(k),
+        return wk_call("chk", _variable(index), _axis_len(arr, k), plain_int(site), plain_int(k),
                        name("_dbg"))
 
     def in_bounds(self, arr, k, index, site):
         """True when ``index`` is in range along axis ``k`` of ``arr`` (else the error word is
         set)."""
-        return wk_call("inb", index, _axis_len(arr, k), plain_int(site), plain_int(k),
+        return wk_call("inb", _variable(index), _axis_len(arr, k), plain_int(site), plain_int(k),
                        name("_dbg"))
 
     def thread_loop(self, prologue, body, private=(), blocks=None):
@@ -291,6 +291,14 @@ def launch_count(blocks=None):
 def _axis_len(arr, k):
     return ast.Subscript(ast.Attribute(name(arr), "shape", ast.Load()), ast.Constant(k),
                          ast.Load())
+
+
+def _variable(index):
+    """A constant index as an ``int64`` argument: a literal one compiles the check once per
+    value (``a[1]``, ``a[2]``... of a debug build: :func:`weft.transpiler.codegen.plain_int`)."""
+    if isinstance(index, ast.Constant) and type(index.value) is int:
+        return plain_int(index.value)
+    return index
 
 
 def _assign(target, value):
