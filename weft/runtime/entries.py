@@ -54,13 +54,14 @@ def run(ck, kind, dims, values, device, target=None):
     fn = ck.entry(kind, "cuda")
     if kind != "forward":
         values = cuda_shadows(ck, kind, values)
-    blocks = (_size(dims) + CUDA_BLOCK - 1) // CUDA_BLOCK
+    threads = min(_size(dims), CUDA_BLOCK)  # a small launch is one block of its size (each
+    blocks = (_size(dims) + threads - 1) // threads  # thread finds its index from the grid)
     if kind != "adjoint":
-        _call(ck, kind, fn[blocks, CUDA_BLOCK], dims, values)
+        _call(ck, kind, fn[blocks, threads], dims, values)
         return
     from numba import cuda
     err = cuda.to_device(np.zeros(1, np.int32))
-    _call(ck, kind, fn[blocks, CUDA_BLOCK], dims, values, [err])
+    _call(ck, kind, fn[blocks, threads], dims, values, [err])
     if err.copy_to_host()[0]:
         from ..transpiler.targets import CUDA_STACK
         raise RuntimeError(f"adjoint of kernel '{ck.key}': a loop ran more than {CUDA_STACK} "
