@@ -282,6 +282,42 @@ def _inc_vectors(a: wp.array(dtype=wp.vec3)):
     a[i] = a[i] + wp.vec3(1.0, 2.0, 3.0)
 
 
+@wp.kernel
+def _square(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = a[i] * a[i]
+
+
+def test_numpy_arrays_passed_to_a_launch_while_a_tape_lives():
+    # a live tape watches what launches write; numpy data written in place is watched too
+    # (it failed with AttributeError when any tape was alive, recording or not)
+    x = wp.array(np.arange(3, dtype=np.float32), requires_grad=True)
+    y = wp.zeros(3, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(_square, 3, inputs=[x], outputs=[y])
+    v = np.zeros((2, 3), np.float32)
+    wp.launch(_inc_vectors, 2, inputs=[v])
+    np.testing.assert_array_equal(v, [[1, 2, 3], [1, 2, 3]])
+    o = np.zeros(3, np.float32)
+    with tape:  # recorded with numpy data: it has no gradient, the rest does
+        wp.launch(_square, 3, inputs=[np.full(3, 2.0, np.float32)], outputs=[o])
+    np.testing.assert_array_equal(o, [4, 4, 4])
+    # numpy data over the memory the tape reads again is protected as the array itself:
+    # refused in "error" mode, snapshotted by default (the gradient of the old values)
+    try:
+        wp.config.overwrite_gradients = "error"
+        with pytest.raises(wp.LaunchError, match="overwritten by a launch of kernel '_square'"):
+            wp.launch(_square, 3, inputs=[np.ones(3, np.float32)], outputs=[x.numpy()])
+    finally:
+        wp.config.overwrite_gradients = "snapshot"
+    np.testing.assert_array_equal(x.numpy(), [0.0, 1.0, 2.0])  # nothing written
+    wp.launch(_square, 3, inputs=[np.full(3, 3.0, np.float32)], outputs=[x.numpy()])
+    np.testing.assert_array_equal(x.numpy(), [9.0, 9.0, 9.0])
+    tape.backward(grads={y: wp.array(np.ones(3, np.float32))})
+    np.testing.assert_array_equal(x.grad.numpy(), [0.0, 2.0, 4.0])  # 2 x at the old x
+
+
 def test_numpy_arrays_passed_to_a_launch_are_worked_on_in_place():
     v = np.zeros((4, 3), np.float32)
     wp.launch(_inc_vectors, 4, inputs=[v])           # as Warp: the kernel writes into v

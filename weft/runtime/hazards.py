@@ -162,17 +162,19 @@ def unwatch(tape):
 
 
 def before_write(array, writer):
-    """``array`` (a wp.array) is about to be written by ``writer`` (a description): protect
-    the records of every live tape that will read its memory."""
+    """``array`` (a wp.array, or numpy data a launch writes in place) is about to be written by
+    ``writer`` (a description): protect the records of every live tape that will read its
+    memory."""
     if not _LIVE or array is None:  # (Warp's null array: no memory)
         return
-    rng = memory_range(array._data)
+    data = array if isinstance(array, np.ndarray) else array._data
+    rng = memory_range(data)
     for ref in list(_LIVE.values()):
         tape = ref()
         if tape is None:
             continue
         for key in tape.reads.find(rng):
-            hits = [e for e in tape.reads.entries(key) if share_memory(e[2]._data, array._data)]
+            hits = [e for e in tape.reads.entries(key) if share_memory(e[2]._data, data)]
             for rec, index, arr in hits:
                 _protect(rec, index, arr, writer)  # raises in "error" mode: nothing written
             tape.reads.discard(key, hits)
