@@ -1,10 +1,13 @@
 """Bugs the kernel fuzzer found (tools/fuzz_kernels.py), each as it was found: now a located
 error, a launch error before anything runs, or C's value as Warp gives it."""
+import re
+
 import numpy as np
 import pytest
 
 import weft as wp
 from weft.core.errors import KernelError, KernelIndexError, LaunchError
+from weft.runtime.kernel import function_source
 
 
 def test_a_module_as_an_annotation_is_a_located_error():
@@ -100,3 +103,56 @@ def test_constant_indices_on_accesses_that_may_not_run_are_checked_when_they_run
     assert out.numpy().tolist() == [4, 5, 6]
     with pytest.raises(KernelIndexError, match="out of bounds"):  # read: reported, no stray read
         wp.launch(guarded_constant_index, 3, inputs=[1, empty, out])
+    # the launch ran the guarded build: only accesses at a constant index are checked (the
+    # rest compiles as in release; a full debug build of a large kernel compiled far longer)
+    src = guarded_constant_index.compiled("cpu", mode="guarded").module.__weft_source__
+    fwd = function_source(src, "guarded_constant_index__fwd_serial")
+    assert fwd.count("_wk.chk(") == 2 and "colind[_wk.chk(i, " in fwd, fwd
+    assert "out[i] = " in fwd and "_wk.inb(" not in fwd, fwd
+
+
+@wp.func
+def _first_of(row: wp.array(dtype=float), scale: float):
+    return row[0] * scale
+
+
+@wp.kernel
+def guarded_in_func(n: int, rows: wp.array2d(dtype=float), w: wp.array(dtype=float),
+                    out: wp.array(dtype=float)):
+    i = wp.tid()
+    assert w[i] < 100.0  # asserts are a debug build's: not checked in a guarded one
+    s = w[i] * w[i]
+    for k in range(n):  # a constant index in a func called in a loop that may not run
+        s += _first_of(rows[i], w[i])
+    out[i] = s
+
+
+def test_guarded_build_checks_constant_indices_in_funcs_values_and_gradients():
+    w = wp.array(np.array([1.0, 2.0, 300.0], np.float32), requires_grad=True)
+    out = wp.zeros(3, dtype=float, requires_grad=True)
+    empty = wp.zeros((3, 0), dtype=float)
+    wp.launch(guarded_in_func, 3, inputs=[0, empty, w], outputs=[out])  # no iteration: runs
+    np.testing.assert_allclose(out.numpy(), [1.0, 4.0, 90000.0])
+    with pytest.raises(KernelIndexError, match="out of bounds"):
+        wp.launch(guarded_in_func, 3, inputs=[1, empty, w], outputs=[out])
+    # values and gradients through the guarded build equal the release build's (analytic:
+    # out = w^2 + n w r0, d out / d w = 2 w + n r0, d out / d r0 = n w)
+    rows = wp.array(np.array([[2.0], [3.0], [4.0]], np.float32), requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(guarded_in_func, 3, inputs=[2, rows, w], outputs=[out])
+    tape.backward(grads={out: wp.array(np.ones(3, np.float32))})
+    wv, r0 = np.array([1.0, 2.0, 300.0]), np.array([2.0, 3.0, 4.0])
+    np.testing.assert_allclose(out.numpy(), wv ** 2 + 2 * wv * r0, rtol=1e-6)
+    np.testing.assert_allclose(w.grad.numpy(), 2 * wv + 2 * r0, rtol=1e-6)
+    np.testing.assert_allclose(rows.grad.numpy()[:, 0], 2 * wv, rtol=1e-6)
+    tape.zero()
+    out2 = wp.zeros(3, dtype=float, requires_grad=True)
+    with tape:  # the guarded build: the constant index is outside the empty rows
+        wp.launch(guarded_in_func, 3, inputs=[0, empty, w], outputs=[out2])
+    tape.backward(grads={out2: wp.array(np.ones(3, np.float32))})
+    np.testing.assert_allclose(w.grad.numpy(), 2 * wv, rtol=1e-6)
+    src = guarded_in_func.compiled("cpu", mode="guarded").module.__weft_source__
+    assert "row[_wk.chk(int64(0), row.shape[0]" in src
+    assert not re.search(r"\b(w|out)\[_wk\.", src)  # thread-indexed: unchecked
+    assert not re.search(r"_wk\.inb\([^\n]*\b(adj_)?(w|out)\.shape", src)

@@ -54,8 +54,9 @@ def prepare(kernel, dims, args, device):
     if ck.abi.debug_sites is None and ck.abi.guarded_indices and _size(dims) and \
             outside_guarded_indices(ck, args):
         # a constant index outside its array on an access that may not run (``if sparse:
-        # colind[0, k]`` with colind empty): the bounds-checked build reports it if it runs
-        ck = kernel.compiled("cuda" if device.is_cuda else "cpu", mode="debug",
+        # colind[0, k]`` with colind empty): the guarded build, whose accesses at constant
+        # indices are checked (the rest as in release), reports it if it runs
+        ck = kernel.compiled("cuda" if device.is_cuda else "cpu", mode="guarded",
                              types=tuple(t for _, t in ck.user_params) if kernel.is_generic
                              else None)
     values = ck.bind(args, device)

@@ -108,6 +108,16 @@ def round_half(ex):
     return one(ex)
 
 
+def _constant_int(node):
+    """Whether index ``node`` is an int constant (``3``, ``int32(3)``, ``-1``)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and \
+            isinstance(node.func, ast.Name) and node.func.id.startswith(("int", "uint")):
+        node = node.args[0]
+    return isinstance(node, ast.Constant) and type(node.value) is int
+
+
 def plain_int(value):
     """The int constant ``value`` as an argument Numba types ``int64``, not ``Literal[int]``: a
     jitted function called with a literal argument is compiled once per value (every checked
@@ -181,16 +191,18 @@ class Gen:
     # --------------------------------------------------------------- debug: checked accesses
     pass_kind = "forward"
 
-    def checks(self, arr_name, loc):
-        """Whether accesses to ``arr_name`` are checked (debug targets; user arrays and
-        thread-local buffers, not weft's own stacks and per-thread buffers)."""
-        return self.target.debug and loc is not None and not arr_name.startswith(
-            ("_stk", "_acc_"))
+    def checks(self, arr_name, loc, idx_nodes=()):
+        """Whether accesses to ``arr_name`` at ``idx_nodes`` are checked (debug targets; user
+        arrays and thread-local buffers, not weft's own stacks and per-thread buffers; in a
+        guarded build only those at a constant index on some axis)."""
+        if not self.target.debug or loc is None or arr_name.startswith(("_stk", "_acc_")):
+            return False
+        return self.target.check_all or any(_constant_int(i) for i in idx_nodes)
 
     def checked(self, arr_name, idx_nodes, loc, skip=()):
         """Index nodes clamped in range (loads and views), out-of-range ones reported; the
         positions in ``skip`` (slices) are left as they are."""
-        if not self.checks(arr_name, loc):
+        if not self.checks(arr_name, loc, idx_nodes):
             return list(idx_nodes)
         site = self.target.site(self.display(arr_name), loc, self.pass_kind)
         return [i if k in skip else self.target.checked_index(arr_name, k, i, site)
@@ -198,7 +210,7 @@ class Gen:
 
     def guarded(self, arr_name, idx_nodes, loc, stmts, orelse=()):
         """``stmts`` (a store or an atomic) run only when every index is in range."""
-        if not self.checks(arr_name, loc):
+        if not self.checks(arr_name, loc, idx_nodes):
             return stmts
         site = self.target.site(self.display(arr_name), loc, self.pass_kind)
         tests = [self.target.in_bounds(arr_name, k, i, site) for k, i in enumerate(idx_nodes)]

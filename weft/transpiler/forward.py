@@ -197,7 +197,7 @@ class Forward(Gen):
         """``assert``: in debug builds a failed condition is reported through the error word
         (the index check's report with axis -1: :func:`weft.runtime.checks.index_error`);
         release builds check nothing, as Warp's."""
-        if not getattr(self.target, "debug", False):
+        if not getattr(self.target, "check_all", False):  # (release and guarded builds)
             return []
         site = self.target.site("assert", s.loc, self.pass_kind)
         # the index check of index 0 on an axis of length 0 (it fails), axis -1 marking it

@@ -46,6 +46,7 @@ class Target:
 
     name = ""
     debug = False
+    check_all = False            # debug: every access checked; guarded: constant indices only
     fast_math = False
     sites = ()
     optional_shadows = True      # adjoint/tangent arrays may be None (tested at compile time)
@@ -66,13 +67,14 @@ class Target:
 
     def configured(self, mode, sites, fast_math=False):
         """This target for compile ``mode`` (``"debug"``: accesses checked, recorded in the
-        list ``sites`` shared by the targets of one module), with ``fast_math`` or not."""
-        if mode != "debug" and not fast_math:
+        list ``sites`` shared by the targets of one module; ``"guarded"``: only the accesses at
+        a constant index, the rest as in release), with ``fast_math`` or not."""
+        if mode not in ("debug", "guarded") and not fast_math:
             return self
         import copy
         t = copy.copy(self)
-        if mode == "debug":
-            t.debug, t.sites = True, sites
+        if mode in ("debug", "guarded"):
+            t.debug, t.sites, t.check_all = True, sites, mode == "debug"
         t.fast_math = bool(fast_math)
         return t
 
