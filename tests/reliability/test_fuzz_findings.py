@@ -152,6 +152,8 @@ def test_guarded_build_checks_constant_indices_in_funcs_values_and_gradients():
         wp.launch(guarded_in_func, 3, inputs=[0, empty, w], outputs=[out2])
     tape.backward(grads={out2: wp.array(np.ones(3, np.float32))})
     np.testing.assert_allclose(w.grad.numpy(), 2 * wv, rtol=1e-6)
+    hv = tape.hvp(None, {w: np.ones(3, np.float32)}, grads={out2: np.ones(3, np.float32)})
+    np.testing.assert_allclose(np.asarray(hv[w].numpy()), [2.0, 2.0, 2.0])  # d2/dw2 of w^2
     src = guarded_in_func.compiled("cpu", mode="guarded").module.__weft_source__
     assert "row[_wk.chk(int64(0), row.shape[0]" in src
     assert not re.search(r"\b(w|out)\[_wk\.", src)  # thread-indexed: unchecked
