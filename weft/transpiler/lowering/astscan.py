@@ -144,32 +144,46 @@ def live_after(ctx, s, name):
     that follows ``s`` (in its block, then in the enclosing blocks; and in the next iteration of
     an enclosing loop) with no plain ``name = <value not reading name>`` at a block level
     between. Conservative: a read anywhere inside a later compound statement counts."""
+    return name in live_after_many(ctx, s, [name])
+
+
+def live_after_many(ctx, s, names):
+    """The set of ``names`` that are :func:`live_after` loop ``s``, found in one walk (a walk
+    per name made lowering a loop body of N assignments quadratic)."""
     tree = ctx.src.tree if ctx.src is not None else None
     path = _path_to(tree.body, s, tree) if tree is not None else None
+    pending, live = set(names), set()
+    reads = {}
     for block, idx, owner in reversed(path or []):
-        found = _first_use(block[idx + 1:], name)
-        if found is not None:
-            return found
-        if isinstance(owner, (ast.For, ast.While)):
-            if isinstance(owner, ast.While) and _reads(owner.test, name):
-                return True
+        if not pending:
+            break
+        for n, v in _first_uses(block[idx + 1:], pending, reads).items():
+            pending.discard(n)
+            if v:
+                live.add(n)
+        if isinstance(owner, (ast.For, ast.While)) and pending:
+            hit = set()
+            if isinstance(owner, ast.While):
+                hit |= _names_read(owner.test, reads) & pending
             # the next iteration, up to here (and the other parts of the statement holding s)
-            if _first_use(block[:idx], name) or _reads_outside(block[idx], s, name):
-                return True
-    return False
+            hit |= {n for n, v in _first_uses(block[:idx], pending - hit, reads).items() if v}
+            hit |= _names_read_outside(block[idx], s) & pending
+            live |= hit
+            pending -= hit
+    return live
 
 
-def _reads_outside(node, s, name):
-    """Whether ``node`` reads ``name`` outside the subtree of ``s``."""
-    todo = [node]
+def _names_read_outside(node, s):
+    """The names ``node`` reads outside the subtree of ``s``."""
+    out, todo = set(), [node]
     while todo:
         n = todo.pop()
         if n is s:
             continue
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load):
-            return True
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.add(n.id)
         todo.extend(ast.iter_child_nodes(n))
-    return False
+    return out
 
 
 def _path_to(block, s, owner):
@@ -189,31 +203,54 @@ def _path_to(block, s, owner):
 def _first_use(stmts, name):
     """True if ``stmts`` may read ``name`` before rebinding it, False if every path through
     them rebinds it first, None if neither."""
+    return _first_uses(stmts, [name], {}).get(name)
+
+
+def _first_uses(stmts, names, reads):
+    """``{name: True or False}`` for the ``names`` whose :func:`_first_use` in ``stmts`` is
+    decided (True: may be read before rebound; False: rebound first on every path), in one
+    walk of ``stmts`` for all of them (``reads``: memo of :func:`_names_read`)."""
+    pending, out = set(names), {}
+
+    def settle(found, value):
+        for n in found:
+            out[n] = value
+        pending.difference_update(found)
+
     for t in stmts:
+        if not pending:
+            break
         if isinstance(t, ast.If):
-            if _reads(t.test, name):
-                return True
-            uses = (_first_use(t.body, name), _first_use(t.orelse, name))
-            if True in uses:
-                return True
-            if uses == (False, False):
-                return False
+            settle(_names_read(t.test, reads) & pending, True)
+            if not pending:
+                break
+            a = _first_uses(t.body, pending, reads)
+            b = _first_uses(t.orelse, pending, reads)
+            settle({n for n in pending if a.get(n) is True or b.get(n) is True}, True)
+            settle({n for n in pending if a.get(n) is False and b.get(n) is False}, False)
         elif isinstance(t, (ast.For, ast.While)):  # its body may run no iteration
-            rebinds = isinstance(t, ast.For) and isinstance(t.target, ast.Name) and \
-                t.target.id == name  # (the body reads the loop's own variable)
-            if _reads(t.iter if isinstance(t, ast.For) else t.test, name) or \
-                    (not rebinds and _first_use(t.body, name)):
-                return True
-        elif isinstance(t, (ast.Assign, ast.AnnAssign)) and t.value is not None and \
-                not _reads(t.value, name) and any(
-                    isinstance(x, ast.Name) and x.id == name
-                    for x in (t.targets if isinstance(t, ast.Assign) else [t.target])):
-            return False
-        elif _reads(t, name):
-            return True
-    return None
+            head = t.iter if isinstance(t, ast.For) else t.test
+            settle(_names_read(head, reads) & pending, True)
+            # (the body reads the loop's own variable)
+            own = t.target.id if isinstance(t, ast.For) and isinstance(t.target, ast.Name) \
+                else None
+            inner = _first_uses(t.body, pending - {own}, reads)
+            settle({n for n, v in inner.items() if v is True}, True)
+        elif isinstance(t, (ast.Assign, ast.AnnAssign)) and t.value is not None:
+            value_reads = _names_read(t.value, reads)
+            bound = {x.id for x in (t.targets if isinstance(t, ast.Assign) else [t.target])
+                     if isinstance(x, ast.Name)}
+            settle({n for n in pending if n in bound and n not in value_reads}, False)
+            settle(_names_read(t, reads) & pending, True)
+        else:
+            settle(_names_read(t, reads) & pending, True)
+    return out
 
 
-def _reads(node, name):
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
-               for n in ast.walk(node))
+def _names_read(node, memo):
+    """The names ``node`` reads (``ast.Load``), memoised by node in ``memo``."""
+    hit = memo.get(id(node))
+    if hit is None or hit[0] is not node:
+        hit = memo[id(node)] = (node, {n.id for n in ast.walk(node)
+                                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)})
+    return hit[1]

@@ -15,7 +15,7 @@ from ...core import types as T
 from ...stdlib import ir, registry
 from ...stdlib.exprs import SetOverlay
 from ..abi import flat_leaves, is_struct_array
-from .astscan import _first_use, assigned_names, live_after
+from .astscan import _first_uses, assigned_names, live_after_many
 from .structs import StructRef, struct_marker
 
 
@@ -35,9 +35,10 @@ def declare_loop_locals(ctx, s, body_stmts, loop_env):
     reads after it. ``loop_env`` adds the loop variable to the body's environment."""
     # (read after the loop, or in the body before an iteration binds it: the value an
     # earlier iteration bound, as Warp: ``if k == 0: v = ...`` then ``out[k] = v``)
-    wanted = [n for n in assigned_names(ctx, body_stmts)
-              if n not in ctx.env and n not in loop_env and
-              (live_after(ctx, s, n) or _first_use(body_stmts, n))]
+    names = [n for n in assigned_names(ctx, body_stmts) if n not in ctx.env and n not in loop_env]
+    early = {n for n, v in _first_uses(body_stmts, names, {}).items() if v}
+    live = live_after_many(ctx, s, [n for n in names if n not in early])
+    wanted = [n for n in names if n in early or n in live]
     if not wanted:
         return
     for n, t in _trial_types(ctx, body_stmts, loop_env, wanted).items():
