@@ -321,6 +321,15 @@ def test_null_arrays_and_short_circuit_conditions():
     # an unguarded element of a null array is an error (the launch runs bounds-checked)
     with pytest.raises(IndexError, match="out of bounds"):
         wp.launch(unguarded, 1, inputs=[None, o])
+    # the launches with a null array ran a build that checks that array's accesses (and those
+    # at constant indices), not every access: x, result and out compile as in release
+    import re
+    src = short_circuit.compiled("cpu", mode="guarded:arr").module.__weft_source__
+    assert re.search(r"\barr\[_wk\.chk\(i, arr\.shape\[0\]", src)
+    assert not re.search(r"\b(x|result|out|adj_x|adj_out)\[_wk\.", src)
+    assert not re.search(r"_wk\.inb\([^\n]*\b(result|out|adj_x)\.shape", src)
+    src = unset_member.compiled("cpu", mode="guarded:s__data").module.__weft_source__
+    assert "s__data[_wk.chk(int64(0), s__data.shape[0]" in src
 
 
 @wp.kernel

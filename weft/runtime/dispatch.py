@@ -44,9 +44,16 @@ def prepare(kernel, dims, args, device):
     ck = compiled_of(kernel, device, args)
     if ck.abi.debug_sites is None and (ck.abi.null_arrays or (
             has_null_arrays(args) if ck.has_structs else any(a is None for a in args))):
-        # Warp's null arrays (None, unset struct members) have no elements: the launch runs the
-        # bounds-checked build, so an unguarded access is an error, never a stray read or write
-        ck = kernel.compiled("cuda" if device.is_cuda else "cpu", mode="debug",
+        # Warp's null arrays (None, unset struct members) have no elements: the launch runs a
+        # build whose accesses of them are checked (and of any array that is not a kernel
+        # parameter: views, locals, funcs' parameters), so an unguarded access is an error,
+        # never a stray read or write; the others compile as in release
+        # (a kernel that makes null arrays itself runs the debug build: every access checked)
+        flat = ck.flatten(args) if ck.has_structs else args
+        nulls = sorted(n for (n, _), a in zip(ck.params, flat) if a is None)
+        ck = kernel.compiled("cuda" if device.is_cuda else "cpu",
+                             mode="debug" if ck.abi.null_arrays or not nulls else
+                             "guarded:" + ",".join(nulls),
                              types=tuple(t for _, t in ck.user_params) if kernel.is_generic
                              else None)
     if ck.has_structs:

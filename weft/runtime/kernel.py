@@ -185,7 +185,7 @@ class Kernel(UserFunction):
 
     def _load_module(self, device_kind, mode, types=None, lanes=()):
         from ..transpiler.state import CompileOptions
-        if mode not in ("release", "debug", "guarded"):  # (guarded: the runtime's, not a user's)
+        if mode not in ("release", "debug") and not mode.startswith("guarded"):  # (the runtime's)
             raise ValueError(f"kernel '{self.key}': mode must be 'release' or 'debug', got "
                              f"{mode!r}")
         options = CompileOptions.for_device(device_kind, mode, self.fast_math)
@@ -203,7 +203,7 @@ class Kernel(UserFunction):
         check_kernel_return_annotation(self.parsed())
         key = cache.key_of(self, extra)
         modname = self.key + ("" if device_kind == "cpu" else "_cuda") + \
-            ("" if mode == "release" else f"_{mode}") + ("_fastmath" if options.fast_math else "") + \
+            ("" if mode == "release" else "_" + mode.split(":")[0]) + ("_fastmath" if options.fast_math else "") + \
             (f"_lanes{lanes[0]}" if lanes else "") + f"_{key}"
         return cache.load_or_build(modname, lambda: self._build_source(options, types),
                                    cpu=device_kind != "cuda")

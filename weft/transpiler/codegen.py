@@ -195,9 +195,28 @@ class Gen:
         """Whether accesses to ``arr_name`` at ``idx_nodes`` are checked (debug targets; user
         arrays and thread-local buffers, not weft's own stacks and per-thread buffers; in a
         guarded build only those at a constant index on some axis)."""
-        if not self.target.debug or loc is None or arr_name.startswith(("_stk", "_acc_")):
+        t = self.target
+        if not t.debug or loc is None or arr_name.startswith(("_stk", "_acc_")):
             return False
-        return self.target.check_all or any(_constant_int(i) for i in idx_nodes)
+        if t.check_all or any(_constant_int(i) for i in idx_nodes):
+            return True
+        if not t.null_params:
+            return False
+        root = self.kernel_param(arr_name)  # (a view, a local, a func's parameter: checked)
+        return root is None or root in t.null_params
+
+    def kernel_param(self, arr_name):
+        """The kernel parameter ``arr_name`` is (itself, its adjoint or its tangent); None for
+        any other array (a view, a local, a func's parameter)."""
+        table = self.__dict__.get("_kernel_params")
+        if table is None:
+            table = {}
+            if self.fir.kind == "kernel":
+                for p in self.fir.params:
+                    table[p.name] = table[self.shadow("adj", p.name)] = p.name
+                    table[self.shadow("tan", p.name)] = p.name
+            self._kernel_params = table
+        return table.get(arr_name)
 
     def checked(self, arr_name, idx_nodes, loc, skip=()):
         """Index nodes clamped in range (loads and views), out-of-range ones reported; the

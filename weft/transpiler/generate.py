@@ -376,7 +376,7 @@ def run(state):
             null_arrays=_makes_null_arrays(fir),
             replayed=tuple(p.name for p in facts.replayed_arrays()),
             atomic_reads=facts.atomic_reads(), atomic_replays=facts.atomic_replays())
-    if state.options.mode in ("debug", "guarded"):  # the module's kernels share the sites
+    if state.options.mode != "release":  # debug and guarded: the module's kernels share sites
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
     state.defs = defs  # the adjoint and tangent ones lose their dead assignments in ``prune``
     state.abis = abis

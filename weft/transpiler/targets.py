@@ -47,6 +47,7 @@ class Target:
     name = ""
     debug = False
     check_all = False            # debug: every access checked; guarded: constant indices only
+    null_params = frozenset()    # guarded: the kernel parameters passed null (all checked)
     fast_math = False
     sites = ()
     optional_shadows = True      # adjoint/tangent arrays may be None (tested at compile time)
@@ -67,14 +68,19 @@ class Target:
 
     def configured(self, mode, sites, fast_math=False):
         """This target for compile ``mode`` (``"debug"``: accesses checked, recorded in the
-        list ``sites`` shared by the targets of one module; ``"guarded"``: only the accesses at
-        a constant index, the rest as in release), with ``fast_math`` or not."""
-        if mode not in ("debug", "guarded") and not fast_math:
+        list ``sites`` shared by the targets of one module; ``"guarded"``, or
+        ``"guarded:a,b"`` for a launch that passes null arrays ``a`` and ``b``: the accesses at
+        a constant index, and every access of those arrays and of arrays that are not kernel
+        parameters, the rest as in release), with ``fast_math`` or not."""
+        guarded = mode.startswith("guarded")
+        if mode != "debug" and not guarded and not fast_math:
             return self
         import copy
         t = copy.copy(self)
-        if mode in ("debug", "guarded"):
+        if mode == "debug" or guarded:
             t.debug, t.sites, t.check_all = True, sites, mode == "debug"
+        if guarded and ":" in mode:
+            t.null_params = frozenset(mode.split(":", 1)[1].split(","))
         t.fast_math = bool(fast_math)
         return t
 
