@@ -202,8 +202,9 @@ class Kernel(UserFunction):
         from ..transpiler.source import check_kernel_return_annotation
         check_kernel_return_annotation(self.parsed())
         key = cache.key_of(self, extra)
-        modname = self.key + ("" if device_kind == "cpu" else "_cuda") + \
-            ("" if mode == "release" else "_" + mode.split(":")[0]) + ("_fastmath" if options.fast_math else "") + \
+        kind = "" if mode == "release" else "_" + mode.split(":")[0]  # (guarded:a,b: the key)
+        modname = self.key + ("" if device_kind == "cpu" else "_cuda") + kind + \
+            ("_fastmath" if options.fast_math else "") + \
             (f"_lanes{lanes[0]}" if lanes else "") + f"_{key}"
         return cache.load_or_build(modname, lambda: self._build_source(options, types),
                                    cpu=device_kind != "cuda")
