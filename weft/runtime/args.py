@@ -82,20 +82,6 @@ def null_array(ptype, device):
     return data
 
 
-def has_null_arrays(args):
-    """Whether a launch passes None for an array or a struct with an unset array member."""
-    for a in args:
-        if a is None:
-            return True
-        info = getattr(type(a), "_wp_struct_", None)
-        if info is not None and any(
-                (v is None and isinstance(t, T.ArrayType)) or
-                (getattr(type(v), "_wp_struct_", None) is not None and has_null_arrays([v]))
-                for t, v in ((t, getattr(a, n, None)) for n, t in info.fields.items())):
-            return True
-    return False
-
-
 def convert_arg(where, ptype, value, device):
     """The value the generated kernel receives for one argument (raises LaunchError)."""
     if isinstance(ptype, T.ArrayType):

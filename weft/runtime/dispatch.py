@@ -7,10 +7,11 @@ launch recorded on the tapes that record (:mod:`weft.runtime.hooks`), captured i
 from __future__ import annotations
 
 from ..core import config
+from ..core import types as T
 from ..core.errors import LaunchError
 from . import background, hazards
 from .args import (adjoint_arrays, explicit_adjoints, given_adjoints, grant_gradients,
-                   has_null_arrays, retain_grads)
+                   retain_grads)
 from .captured import capture_launch
 from .checks import (check_constant_indices, check_dims, check_geometry_ids,
                      outside_guarded_indices, _size)
@@ -38,32 +39,34 @@ def compiled_of(kernel, device, args=None):
     return kernel.compiled(kind)
 
 
+def checked_mode(ck, dims, args):
+    """The checked build a launch of release kernel ``ck`` with (flattened) ``args`` must run,
+    or None. Warp's null arrays (None, unset struct members) have no elements, and a constant
+    index on an access that may not run can lie outside its array (``if sparse: colind[0, k]``
+    with colind empty): the ``guarded`` build checks the accesses at constant indices, and every
+    access of the arrays passed null and of arrays that are not kernel parameters (views,
+    locals, funcs' parameters), so such an access is an error if it runs, never a stray read or
+    write; the rest compiles as in release. A kernel that makes null arrays itself runs the
+    debug build (every access checked)."""
+    if ck.abi.null_arrays:
+        return "debug"
+    nulls = [n for (n, t), a in zip(ck.params, args) if a is None and
+             isinstance(t, T.ArrayType)]
+    if nulls:
+        return "guarded:" + ",".join(sorted(nulls))
+    if ck.abi.guarded_indices and _size(dims) and outside_guarded_indices(ck, args):
+        return "guarded"
+    return None
+
+
 def prepare(kernel, dims, args, device):
     """``(compiled kernel, arguments, bound values)`` of a launch of ``kernel`` over ``dims``
     with user arguments ``args``, after every launch-time check (nothing runs)."""
     ck = compiled_of(kernel, device, args)
-    if ck.abi.debug_sites is None and (ck.abi.null_arrays or (
-            has_null_arrays(args) if ck.has_structs else any(a is None for a in args))):
-        # Warp's null arrays (None, unset struct members) have no elements: the launch runs a
-        # build whose accesses of them are checked (and of any array that is not a kernel
-        # parameter: views, locals, funcs' parameters), so an unguarded access is an error,
-        # never a stray read or write; the others compile as in release
-        # (a kernel that makes null arrays itself runs the debug build: every access checked)
-        flat = ck.flatten(args) if ck.has_structs else args
-        nulls = sorted(n for (n, _), a in zip(ck.params, flat) if a is None)
-        ck = kernel.compiled("cuda" if device.is_cuda else "cpu",
-                             mode="debug" if ck.abi.null_arrays or not nulls else
-                             "guarded:" + ",".join(nulls),
-                             types=tuple(t for _, t in ck.user_params) if kernel.is_generic
-                             else None)
-    if ck.has_structs:
-        args = ck.flatten(args)
-    if ck.abi.debug_sites is None and ck.abi.guarded_indices and _size(dims) and \
-            outside_guarded_indices(ck, args):
-        # a constant index outside its array on an access that may not run (``if sparse:
-        # colind[0, k]`` with colind empty): the guarded build, whose accesses at constant
-        # indices are checked (the rest as in release), reports it if it runs
-        ck = kernel.compiled("cuda" if device.is_cuda else "cpu", mode="guarded",
+    args = ck.flatten(args)  # (struct members split; the arguments as they are otherwise)
+    mode = checked_mode(ck, dims, args) if ck.abi.debug_sites is None else None
+    if mode is not None:
+        ck = kernel.compiled("cuda" if device.is_cuda else "cpu", mode=mode,
                              types=tuple(t for _, t in ck.user_params) if kernel.is_generic
                              else None)
     values = ck.bind(args, device)

@@ -8,6 +8,7 @@ user's source line above the statements it produced.
 from __future__ import annotations
 
 import ast
+import functools
 
 from ..core import types as T
 from ..core.errors import InternalError
@@ -108,14 +109,22 @@ def round_half(ex):
     return one(ex)
 
 
-def _constant_int(node):
-    """Whether index ``node`` is an int constant (``3``, ``int32(3)``, ``-1``)."""
+def literal_int(node):
+    """The value of ``node`` when it is an int literal (``3``, ``-1``: Numba types it
+    ``Literal[int]``), else None."""
+    sign = 1
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
+        node, sign = node.operand, -1
+    return sign * node.value if isinstance(node, ast.Constant) and type(node.value) is int \
+        else None
+
+
+def _constant_int(node):
+    """Whether index ``node`` is an int constant (``3``, ``-1``, ``int32(3)``)."""
     if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords and \
             isinstance(node.func, ast.Name) and node.func.id.startswith(("int", "uint")):
         node = node.args[0]
-    return isinstance(node, ast.Constant) and type(node.value) is int
+    return literal_int(node) is not None
 
 
 def plain_int(value):
@@ -208,15 +217,14 @@ class Gen:
     def kernel_param(self, arr_name):
         """The kernel parameter ``arr_name`` is (itself, its adjoint or its tangent); None for
         any other array (a view, a local, a func's parameter)."""
-        table = self.__dict__.get("_kernel_params")
-        if table is None:
-            table = {}
-            if self.fir.kind == "kernel":
-                for p in self.fir.params:
-                    table[p.name] = table[self.shadow("adj", p.name)] = p.name
-                    table[self.shadow("tan", p.name)] = p.name
-            self._kernel_params = table
-        return table.get(arr_name)
+        return self._kernel_params.get(arr_name)
+
+    @functools.cached_property
+    def _kernel_params(self):
+        if self.fir.kind != "kernel":
+            return {}
+        return {name: p.name for p in self.fir.params
+                for name in (p.name, self.shadow("adj", p.name), self.shadow("tan", p.name))}
 
     def checked(self, arr_name, idx_nodes, loc, skip=()):
         """Index nodes clamped in range (loads and views), out-of-range ones reported; the

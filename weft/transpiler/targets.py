@@ -27,7 +27,7 @@ import os
 
 from ..core import types as T
 from ..native.vocabulary import CALLS, spelling
-from .codegen import plain_int, wk_call
+from .codegen import literal_int, plain_int, wk_call
 from ..stdlib.exprs import attr_path, name
 
 CUDA_STACK = int(os.environ.get("WEFT_CUDA_STACK", "1024"))
@@ -303,10 +303,9 @@ def _axis_len(arr, k):
 
 def _variable(index):
     """A constant index as an ``int64`` argument: a literal one compiles the check once per
-    value (``a[1]``, ``a[2]``... of a debug build: :func:`weft.transpiler.codegen.plain_int`)."""
-    if isinstance(index, ast.Constant) and type(index.value) is int:
-        return plain_int(index.value)
-    return index
+    value (``a[1]``, ``a[-1]``... of a debug build: :func:`weft.transpiler.codegen.plain_int`)."""
+    value = literal_int(index)
+    return index if value is None else plain_int(value)
 
 
 def _assign(target, value):

@@ -200,16 +200,11 @@ def _path_to(block, s, owner):
     return None
 
 
-def _first_use(stmts, name):
-    """True if ``stmts`` may read ``name`` before rebinding it, False if every path through
-    them rebinds it first, None if neither."""
-    return _first_uses(stmts, [name], {}).get(name)
-
-
 def _first_uses(stmts, names, reads):
-    """``{name: True or False}`` for the ``names`` whose :func:`_first_use` in ``stmts`` is
-    decided (True: may be read before rebound; False: rebound first on every path), in one
-    walk of ``stmts`` for all of them (``reads``: memo of :func:`_names_read`)."""
+    """``{name: True or False}`` for the ``names`` whose first use in ``stmts`` is decided:
+    True if ``stmts`` may read it before rebinding it, False if every path through them
+    rebinds it first (undecided names are left out). One walk for all the names (``reads``:
+    memo of :func:`_names_read`)."""
     pending, out = set(names), {}
 
     def settle(found, value):
@@ -248,9 +243,10 @@ def _first_uses(stmts, names, reads):
 
 
 def _names_read(node, memo):
-    """The names ``node`` reads (``ast.Load``), memoised by node in ``memo``."""
+    """The names ``node`` reads (``ast.Load``), memoised by node in ``memo`` (the nodes live as
+    long as the memo: their ids are not reused)."""
     hit = memo.get(id(node))
-    if hit is None or hit[0] is not node:
-        hit = memo[id(node)] = (node, {n.id for n in ast.walk(node)
-                                       if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)})
-    return hit[1]
+    if hit is None:
+        hit = memo[id(node)] = {n.id for n in ast.walk(node)
+                                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return hit
