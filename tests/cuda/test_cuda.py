@@ -66,6 +66,33 @@ def test_cuda_matches_cpu_forward_adjoint_tangent(index):
     assert np.abs(cpu[1][0]).sum() > 0  # the gradient is not trivially zero
 
 
+def test_launch_configuration_fits_the_launch(monkeypatch):
+    # a launch smaller than a block is one block of its size (the simulator runs a Python
+    # thread per CUDA thread: 256 of them for a 4-element launch); larger ones use blocks of
+    # 256, the last partly idle. Values and gradients are the same either way.
+    from weft.runtime import entries
+    seen = []
+    call = entries.call_once
+
+    def spy(ck_, kind, fn, dims, values, extra=()):
+        seen.append((kind, tuple(fn.grid_dim), tuple(fn.block_dim)))
+        return call(ck_, kind, fn, dims, values, extra)
+    monkeypatch.setattr(entries, "call_once", spy)
+    for n, grid, block in ((5, 1, 5), (300, 2, 256)):
+        seen.clear()
+        x = np.linspace(-1, 1, n).astype(np.float32)
+        xa = wp.array(x, device="cuda", requires_grad=True)
+        loss = wp.zeros(1, dtype=float, device="cuda", requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(ck.reduce_sq, dim=n, inputs=[xa, loss], device="cuda")
+        tape.backward(loss)
+        assert seen == [("forward", (grid, 1, 1), (block, 1, 1)),
+                        ("adjoint", (grid, 1, 1), (block, 1, 1))], seen
+        np.testing.assert_allclose(loss.numpy()[0], (x.astype(np.float64) ** 2).sum(), rtol=1e-5)
+        np.testing.assert_allclose(xa.grad.numpy(), 2 * x, rtol=1e-6)
+
+
 def test_cuda_atomic_accumulation_matches_cpu():
     x = np.linspace(-1, 1, 37).astype(np.float32)
     out = {}
