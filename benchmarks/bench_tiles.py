@@ -8,7 +8,8 @@ Cases (each a tiled launch, one block per tile problem, the blocks over every co
 - Cholesky factor and solve of 32 x 32 SPD tiles (NumPy: ``linalg.cholesky`` + ``solve``);
 - ``tile_reduce`` (``tile_sum``) of 256-element tiles (NumPy: ``sum(axis=1)``);
 - a tile MLP layer, forward and backward (``tanh(W x)``; Warp's ``example_tile_mlp`` pattern;
-  NumPy: the same forward and hand-written backward).
+  NumPy: the same forward and hand-written backward), as written and with Warp's ``fast_math``
+  module option (weft and Warp alike).
 
 Times are the best of ``--repeat`` runs after a warm-up launch (compiles excluded); ratios are
 weft's time over the other's (below 1: weft is faster).
@@ -70,14 +71,20 @@ def kernels(wp):
     H = wp.constant(32)
     BATCH = wp.constant(64)
 
-    @wp.kernel(module="unique")
-    def mlp(W: wp.array2d(dtype=float), X: wp.array2d(dtype=float), Y: wp.array2d(dtype=float)):
-        i, _lane = wp.tid()
-        w = wp.tile_load(W, shape=(H, H))
-        x = wp.tile_load(X, shape=(H, BATCH), offset=(0, i * BATCH))
-        y = wp.tile_map(wp.tanh, wp.tile_matmul(w, x))
-        wp.tile_store(Y, y, offset=(0, i * BATCH))
-    out["mlp"] = mlp
+    def make_mlp(options):
+        @wp.kernel(module="unique", module_options=options)
+        def mlp(W: wp.array2d(dtype=float), X: wp.array2d(dtype=float),
+                Y: wp.array2d(dtype=float)):
+            i, _lane = wp.tid()
+            w = wp.tile_load(W, shape=(H, H))
+            x = wp.tile_load(X, shape=(H, BATCH), offset=(0, i * BATCH))
+            y = wp.tile_map(wp.tanh, wp.tile_matmul(w, x))
+            wp.tile_store(Y, y, offset=(0, i * BATCH))
+        return mlp
+    out["mlp"] = make_mlp({})
+    # Warp's fast_math module option: in weft, float32 tanh becomes weft's vectorisable
+    # arithmetic (native/fastmath.py) instead of libm's tanhf, which most of the row above is
+    out["mlp fast_math"] = make_mlp({"fast_math": True})
     return out
 
 
@@ -119,11 +126,11 @@ def cases(wp, ks, rng):
     Ya = wp.zeros((h, nb * batch), dtype=float, requires_grad=True)
     g = rng.random((h, nb * batch), dtype=np.float32)
 
-    def mlp_run():
+    def mlp_run(kernel):
         W.grad.zero_()
         Xa.grad.zero_()
         with wp.Tape() as tape:
-            wp.launch_tiled(ks["mlp"], dim=[batch], inputs=[W, Xa, Ya], block_dim=64)
+            wp.launch_tiled(kernel, dim=[batch], inputs=[W, Xa, Ya], block_dim=64)
         tape.backward(grads={Ya: wp.array(g)})
         wp.synchronize()
 
@@ -131,8 +138,10 @@ def cases(wp, ks, rng):
         yy = np.tanh(w @ x)
         d = g * (1.0 - yy * yy)
         return yy, d @ x.T, w.T @ d
-    out[f"tile MLP fwd+bwd {h}x{h}, {nb * batch} samples"] = (
-        mlp_run, lambda: (Ya.numpy(), W.grad.numpy(), Xa.grad.numpy()), mlp_numpy, None)
+    for key, label in (("mlp", ""), ("mlp fast_math", ", fast_math")):
+        out[f"tile MLP fwd+bwd {h}x{h}, {nb * batch} samples{label}"] = (
+            lambda k=ks[key]: mlp_run(k), lambda: (Ya.numpy(), W.grad.numpy(), Xa.grad.numpy()),
+            mlp_numpy, None)
     return out
 
 
@@ -169,11 +178,11 @@ def main():
             theirs = measure(warp, args.repeat)
         except ImportError:
             pass
-    print(f"{'case':45s} {'weft ms':>9s} {'Warp ms':>9s} {'NumPy ms':>9s} {'weft/Warp':>9s} "
+    print(f"{'case':56s} {'weft ms':>9s} {'Warp ms':>9s} {'NumPy ms':>9s} {'weft/Warp':>9s} "
           f"{'weft/NumPy':>10s}  equal to NumPy (weft, Warp)")
     for name, (t, tn, ok) in mine.items():
         tw, _, okw = theirs.get(name, (float("nan"), None, None))
-        print(f"{name:45s} {t * 1e3:9.2f} {tw * 1e3:9.2f} {tn * 1e3:9.2f} {t / tw:9.2f} "
+        print(f"{name:56s} {t * 1e3:9.2f} {tw * 1e3:9.2f} {tn * 1e3:9.2f} {t / tw:9.2f} "
               f"{t / tn:10.2f}  {'yes' if ok else 'NO'}, "
               f"{'-' if okw is None else 'yes' if okw else 'NO'}")
 

@@ -119,15 +119,26 @@ def test_matmul_forward(dtype, m, k, n):
     np.testing.assert_allclose(c, a.astype(F64) @ b, rtol=tol, atol=tol * k)
 
 
-def test_matmul_sums_k_in_order_like_a_triple_loop():
-    """The blocked loops keep Warp's summation order: bit-identical to the plain i-k-j loop."""
+def test_matmul_fuses_each_step_in_k_order_like_warp():
+    """The blocked loops keep Warp's CPU GEMM: each step a fused multiply-add, in increasing
+    k, so the result is bit-identical to a plain i-k-j loop of fused steps (a float32 fma
+    emulated in float64: the product is exact there, and the one rounding of the sum to
+    float64 before float32 does not move any of these results). ``alpha`` and ``beta`` are
+    applied after the product, rounded step by step, as Warp does."""
     r = rng(2)
     a = r.standard_normal((11, 21)).astype(np.float32)
     b = r.standard_normal((21, 10)).astype(np.float32)
     ref = np.zeros((11, 10), np.float32)
+    unfused = np.zeros((11, 10), np.float32)
     for kk in range(21):
-        ref += a[:, kk:kk + 1] * b[kk:kk + 1, :]
-    np.testing.assert_array_equal(call("matmul", a, b), ref)
+        ref = (a[:, kk:kk + 1].astype(F64) * b[kk:kk + 1, :] + ref).astype(np.float32)
+        unfused += a[:, kk:kk + 1] * b[kk:kk + 1, :]
+    got = call("matmul", a, b)
+    np.testing.assert_array_equal(got, ref)
+    assert (got != unfused).any()  # the fused steps are what is compared
+    out = r.standard_normal((11, 10)).astype(np.float32)
+    al, be = np.float32(0.7), np.float32(-1.3)
+    np.testing.assert_array_equal(call("matmul_acc", a, b, out, al, be), al * ref + be * out)
 
 
 def test_non_contiguous_arguments():
@@ -217,6 +228,43 @@ def test_cholesky_adjoint_is_warps_lower_triangle_gradient():
     dL = call("cholesky_jvp", A, L, u)
     check_fd(expected, dot(dL, w))
     assert np.all(np.triu(dL, 1) == 0)
+
+
+def test_cholesky_and_its_solve_round_as_warps_loops():
+    """The factor's rows are summed four at a time and the forward substitution runs by
+    columns, for speed; every entry is still summed in Warp's order, so both equal Warp's
+    one-row-at-a-time loops (written here with float32 scalars) bit for bit, remainder rows
+    included (n = 13)."""
+    f32 = np.float32
+    for n, m in ((13, 1), (8, 3)):
+        r = rng(30 + n)
+        A = spd(n, r, f32)
+        L = np.zeros((n, n), f32)
+        for j in range(n):
+            s = A[j, j]
+            for k in range(j):
+                s = f32(s - L[j, k] * L[j, k])
+            s = f32(np.sqrt(s))
+            inv = f32(f32(1) / s)
+            L[j, j] = s
+            for i in range(j + 1, n):
+                si = A[i, j]
+                for k in range(j):
+                    si = f32(si - L[i, k] * L[j, k])
+                L[i, j] = f32(si * inv)
+        got = call("cholesky", A)
+        np.testing.assert_array_equal(got, L)
+        y = r.standard_normal((n, m)).astype(f32)
+        X = y.copy()
+        for i in range(n):  # forward: row by row
+            for j in range(i):
+                X[i] = X[i] - L[i, j] * X[j]
+            X[i] = X[i] / L[i, i]
+        for i in range(n - 1, -1, -1):  # back: row by row
+            for j in range(i + 1, n):
+                X[i] = X[i] - L[j, i] * X[j]
+            X[i] = X[i] / L[i, i]
+        np.testing.assert_array_equal(call("cholesky_solve", L, y), X)
 
 
 # ------------------------------------------------------------------------ triangular solves

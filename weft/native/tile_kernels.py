@@ -30,8 +30,12 @@ Warp semantics followed (Warp 1.19, CPU path with ``block_dim == 1``)
   ``A``: with ``S`` the symmetric gradient, ``adj_A[i, j] = S[i, j] + S[j, i]`` below the
   diagonal, ``S[i, i]`` on it and zero above (the true gradient of the forward pass, which
   ignores the upper triangle).
-* The products sum over k in increasing order like Warp's scalar GEMM; Warp fuses each step
-  (``muladd``), so float32 results may differ from Warp's in the last bit.
+* The products sum over k in increasing order like Warp's scalar GEMM, which fuses each step
+  (``muladd``): ``weft.native.tiles`` compiles them with LLVM's ``contract`` flag, which fuses
+  the same steps, and the results are then Warp's bit for bit (run uncompiled, each step
+  rounds twice). ``matmul_acc``'s ``alpha``/``beta`` scaling is not fused, in Warp either.
+* Cholesky and the solves round every entry as Warp's loops do (the factor's rows are summed
+  four at a time, the forward substitution by columns, each entry still in Warp's order).
 * Triangular solves read one triangle; a zero diagonal entry skips the division (Warp's
   ``diag != 0 ? s / diag : s``). Right-hand sides are ``(N,)`` or ``(N, K)``.
 * FFTs act on the last tile dimension, unnormalized both ways (``ifft(fft(x)) == N x``);
@@ -359,7 +363,30 @@ def cholesky(A):
         else:
             inv = T(math.copysign(math.inf, s))
         Lj[j] = s
-        for i in range(j + 1, n):
+        # the rows below, four at a time: four independent sums per step (each still in
+        # increasing k, so every entry rounds exactly as one row at a time would)
+        i = j + 1
+        while i + 4 <= n:
+            L0 = L[i]
+            L1 = L[i + 1]
+            L2 = L[i + 2]
+            L3 = L[i + 3]
+            s0 = A[i, j]
+            s1 = A[i + 1, j]
+            s2 = A[i + 2, j]
+            s3 = A[i + 3, j]
+            for k in range(j):
+                x = Lj[k]
+                s0 = s0 - L0[k] * x
+                s1 = s1 - L1[k] * x
+                s2 = s2 - L2[k] * x
+                s3 = s3 - L3[k] * x
+            L0[j] = s0 * inv
+            L1[j] = s1 * inv
+            L2[j] = s2 * inv
+            L3[j] = s3 * inv
+            i += 4
+        for i in range(i, n):
             Li = L[i]
             si = A[i, j]
             for k in range(j):
@@ -686,17 +713,19 @@ def cholesky_solve(L, y):
     m = y.size // n if n > 0 else 0
     X = y.reshape((n, m)).copy()
     zero = L.dtype.type(0)
-    for i in range(n):
-        Xi = X[i]
-        for j in range(i):
-            lij = L[i, j]
-            Xj = X[j]
-            for c in range(m):
-                Xi[c] = Xi[c] - lij * Xj[c]
-        d = L[i, i]
+    # forward substitution by columns: once row j is final it is subtracted from every row
+    # below (independent updates), and each row still takes its terms in increasing j
+    for j in range(n):
+        Xj = X[j]
+        d = L[j, j]
         if d != zero:
             for c in range(m):
-                Xi[c] = Xi[c] / d
+                Xj[c] = Xj[c] / d
+        for i in range(j + 1, n):
+            lij = L[i, j]
+            Xi = X[i]
+            for c in range(m):
+                Xi[c] = Xi[c] - lij * Xj[c]
     for i in range(n - 1, -1, -1):
         Xi = X[i]
         for j in range(i + 1, n):

@@ -26,8 +26,13 @@ _jit = njit(error_model="numpy", nogil=True)
 # ------------------------------------------------------------------------------ memory
 @_jit
 def tile_load1(a, o0, n0):
-    if 0 <= o0 and o0 + n0 <= a.shape[0]:  # inside the array: one slice copy
-        return np.ascontiguousarray(a[o0:o0 + n0]).copy()
+    if 0 <= o0 and o0 + n0 <= a.shape[0]:  # inside the array: one copy
+        if a.ndim == 1:  # (a constant: Numba prunes the other branch)
+            out = np.empty(n0, a.dtype)
+            for i in range(n0):
+                out[i] = a[o0 + i]
+            return out
+        return a[o0:o0 + n0].copy()
     out = np.zeros((n0,) + a.shape[1:], a.dtype)
     for i in range(n0):
         r = o0 + i
@@ -39,7 +44,13 @@ def tile_load1(a, o0, n0):
 @_jit
 def tile_load2(a, o0, o1, n0, n1):
     if 0 <= o0 and o0 + n0 <= a.shape[0] and 0 <= o1 and o1 + n1 <= a.shape[1]:
-        return np.ascontiguousarray(a[o0:o0 + n0, o1:o1 + n1]).copy()
+        if a.ndim == 2:
+            out = np.empty((n0, n1), a.dtype)
+            for i in range(n0):
+                for j in range(n1):
+                    out[i, j] = a[o0 + i, o1 + j]
+            return out
+        return a[o0:o0 + n0, o1:o1 + n1].copy()  # one copy (C order)
     out = np.zeros((n0, n1) + a.shape[2:], a.dtype)
     for i in range(n0):
         r = o0 + i
@@ -121,6 +132,10 @@ def tile_atomic_add4(a, o0, o1, o2, o3, t):
 
 @_jit
 def tile_store1(a, o0, t):
+    if a.ndim == 1:  # scalars: the elements inside the array, no slice assignment
+        for i in range(max(0, -o0), min(t.shape[0], a.shape[0] - o0)):
+            a[o0 + i] = t[i]
+        return
     if 0 <= o0 and o0 + t.shape[0] <= a.shape[0]:
         a[o0:o0 + t.shape[0]] = t
         return
@@ -132,6 +147,11 @@ def tile_store1(a, o0, t):
 
 @_jit
 def tile_store2(a, o0, o1, t):
+    if a.ndim == 2:
+        for i in range(max(0, -o0), min(t.shape[0], a.shape[0] - o0)):
+            for j in range(max(0, -o1), min(t.shape[1], a.shape[1] - o1)):
+                a[o0 + i, o1 + j] = t[i, j]
+        return
     if 0 <= o0 and o0 + t.shape[0] <= a.shape[0] and 0 <= o1 and o1 + t.shape[1] <= a.shape[1]:
         a[o0:o0 + t.shape[0], o1:o1 + t.shape[1]] = t
         return
@@ -510,8 +530,12 @@ def tile_unbroadcast(g, padded, shape):
 @_jit
 def tile_sum(t):
     """The sum of a tile of scalars, as a one-element tile (Warp's ``tile_sum``)."""
-    out = np.zeros(1, t.dtype)
-    out[0] = np.sum(t)
+    out = np.empty(1, t.dtype)
+    f = t.reshape(-1)
+    s = t.dtype.type(0)
+    for k in range(f.shape[0]):  # in order, one accumulator: Warp's CPU sum, bit for bit
+        s += f[k]
+    out[0] = s
     return out
 
 
@@ -587,10 +611,35 @@ def tile_sum_vec_adj(t, g):
 
 # ------------------------------------------------------------------------------ linear algebra
 # the numeric cores (weft.native.tile_kernels): tile_matmul, tile_cholesky, tile_fft, ...
-_OWN = {"argmin", "argmax"}  # this module's return one-element tiles
+_OWN = {"argmin", "argmax",  # this module's return one-element tiles
+        "matmul_acc"}  # below: its product fused, its scaling not
+#: products whose multiply-adds are fused (LLVM's ``contract``), as Warp's CPU GEMM fuses each
+#: step (``muladd``): ``tile_matmul`` equals Warp's bit for bit, and runs faster
+_FUSED = {"matmul", "matmul_adj", "matmul_jvp", "matmul_acc_adj", "matmul_acc_jvp"}
+_jit_fused = njit(error_model="numpy", nogil=True, fastmath={"contract"})
 for _n in _tk.TILE_KERNELS:
     if _n not in _OWN:
-        globals()["tile_" + _n] = _jit(getattr(_tk, _n))
+        globals()["tile_" + _n] = (_jit_fused if _n in _FUSED else _jit)(getattr(_tk, _n))
+
+
+@_jit
+def tile_matmul_acc(a, b, out, alpha, beta):
+    """``alpha * a @ b + beta * out`` (``tile_kernels.matmul_acc``) as Warp computes it: the
+    product with fused multiply-adds, then ``alpha * c + beta * out`` rounded step by step."""
+    c = tile_matmul(a, b)  # noqa: F821 - bound above
+    T = out.dtype.type
+    al = T(alpha)
+    be = T(beta)
+    if be != T(0):
+        o = np.ascontiguousarray(out)
+        for i in range(c.shape[0]):
+            for j in range(c.shape[1]):
+                c[i, j] = al * c[i, j] + be * o[i, j]
+    else:
+        for i in range(c.shape[0]):
+            for j in range(c.shape[1]):
+                c[i, j] = al * c[i, j]
+    return c
 
 
 @_jit

@@ -139,11 +139,20 @@ def function_source(src, fname):
     return text
 
 
+#: a tiled launch runs threaded from this many tile elements per thread of a plain launch's
+#: ``serial_threshold`` (a tile element costs a few instructions, a plain thread tens): 64
+#: blocks of 16x16 tiles run on every core, 4 blocks of 8x8 tiles serially
+TILE_ELEMENTS_PER_THREAD = 4
+
+
 def cpu_target(ck, kind, dims):
     """``"serial"`` for launches too small to pay for the threads (and adjoints whose threads
     would share elements), else ``"cpu"``."""
     n = dims[0] if len(dims) == 1 else _size(dims)
-    if n < config.serial_threshold:
+    if ck.abi.tile_work:  # a launch index is a block working on tiles: weigh its elements
+        if n * ck.abi.tile_work < TILE_ELEMENTS_PER_THREAD * config.serial_threshold:
+            return "serial"
+    elif n < config.serial_threshold:
         return "serial"
     if kind != "forward" and ck.abi.atomic_replays:
         # the replay hands out a counter's slots again: threads in the recorded forward's order

@@ -31,7 +31,7 @@ class FastLaunch:
         abi = ck.abi
         if (not ck.kernel.is_generic and not ck.has_structs and not abi.geometry_ids and
                 not abi.const_indices and not abi.guarded_indices and abi.tid_dims <= 1 and
-                abi.debug_sites is None):
+                abi.debug_sites is None and not abi.tile_work):  # tiles: cpu_target decides
             ck.kernel._fast = FastLaunch(ck, fn)  # release builds only: no error word passed
 
     def run(self, dim, inputs, outputs, device):

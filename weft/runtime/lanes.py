@@ -9,6 +9,7 @@ from ..core.errors import KernelError, LaunchError
 from . import device as D
 from .checks import (argument_list, check_constant_indices, check_dims, check_geometry_ids,
                      launch_dims, _size)
+from .compiled import cpu_target
 from .entries import _call
 from .hooks import tapes as _tapes
 
@@ -69,8 +70,7 @@ def launch_lanes(kernel, dim, inputs, outputs, adj_inputs, adj_outputs, device, 
         _tapes[-1].record(Launch(ck, run_dims, args, device, {}))
     if _size(run_dims) == 0:
         return True
-    from ..core import config
     blocks = (_size(run_dims) + block_dim - 1) // block_dim
-    target = "serial" if blocks < config.serial_threshold else "cpu"  # blocks over the cores
+    target = cpu_target(ck, "forward", (blocks,))  # blocks over the cores
     _call(ck, "forward", ck.entry("forward", target), run_dims, values)
     return True

@@ -197,7 +197,8 @@ class KernelABI:
     changes such an array cannot be differentiated exactly (:mod:`weft.runtime.record`), except
     ``atomic_replays``: integer counters whose atomics the CPU adjoint and tangent perform
     again on a copy from before the launch, the launch and its derivatives running their threads
-    in one order (serial)."""
+    in one order (serial). ``tile_work``: the element count of the largest tile the kernel makes
+    (0 for a kernel without tiles): each launch index of a tiled kernel is a block's work."""
 
     kernel: str
     tid_dims: int
@@ -218,6 +219,7 @@ class KernelABI:
     guarded_indices: tuple = ()
     atomic_reads: tuple = ()
     atomic_replays: tuple = ()
+    tile_work: int = 0
 
     @property
     def replayed_in_copies(self):

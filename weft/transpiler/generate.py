@@ -279,6 +279,21 @@ def _no_cuda_tiles(funcs):
                                   "(launch it with device='cpu')")
 
 
+def _tile_work(fir, seen=None):
+    """The element count of the largest tile ``fir`` or a func it calls makes (0: none): how
+    much work one launch index of a tiled kernel stands for (``compiled.cpu_target``)."""
+    seen = set() if seen is None else seen
+    if id(fir) in seen:
+        return 0
+    seen.add(id(fir))
+    work = 0
+    for s in ir.walk(fir.body):
+        v = getattr(s, "dst", None)
+        if v is not None and isinstance(v.type, T.TileType):
+            work = max(work, v.type.size)
+    return max([work] + [_tile_work(f, seen) for f in fir.callees])
+
+
 def _live_nulls(fir):
     """The ``null_array`` assignments of ``fir`` whose value may be read: a join gives an array
     bound on some paths only Warp's null array on the others, then copies each path's array
@@ -375,7 +390,8 @@ def run(state):
                                   in facts.guarded_indices.items()),
             null_arrays=_makes_null_arrays(fir),
             replayed=tuple(p.name for p in facts.replayed_arrays()),
-            atomic_reads=facts.atomic_reads(), atomic_replays=facts.atomic_replays())
+            atomic_reads=facts.atomic_reads(), atomic_replays=facts.atomic_replays(),
+            tile_work=_tile_work(fir))
     if state.options.mode != "release":  # debug and guarded: the module's kernels share sites
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
     state.defs = defs  # the adjoint and tangent ones lose their dead assignments in ``prune``

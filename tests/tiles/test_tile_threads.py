@@ -1,0 +1,58 @@
+"""Tiled launches on every core: a launch index of a tiled kernel is a block's work on its
+tiles, so a launch of a few dozen blocks runs its threaded entry (a plain kernel needs
+``wp.config.serial_threshold`` threads). Values and every gradient of a threaded launch are
+checked against numpy."""
+import numpy as np
+
+import weft as wp
+from weft.core import config
+from weft.runtime.compiled import cpu_target
+
+S = wp.constant(16)
+
+
+@wp.kernel
+def products(A: wp.array3d(dtype=float), B: wp.array3d(dtype=float), C: wp.array3d(dtype=float)):
+    i, _lane = wp.tid()
+    a = wp.tile_load(A[i], shape=(S, S))
+    b = wp.tile_load(B[i], shape=(S, S))
+    wp.tile_store(C[i], wp.tile_matmul(a, b))
+
+
+@wp.kernel
+def plain(x: wp.array(dtype=float)):
+    i = wp.tid()
+    x[i] = 1.0
+
+
+def test_tile_work_and_the_entry_a_launch_takes():
+    ck = products.compiled("cpu")
+    assert ck.abi.tile_work == 16 * 16
+    assert plain.compiled("cpu").abi.tile_work == 0
+    assert cpu_target(ck, "forward", (64, 1)) == "cpu"       # 64 blocks of 256 elements
+    assert cpu_target(ck, "adjoint", (64, 1)) == "cpu"
+    assert cpu_target(ck, "forward", (2, 1)) == "serial"     # 512 elements in all
+    assert cpu_target(plain.compiled("cpu"), "forward", (64,)) == "serial"
+    assert config.serial_threshold == 256
+
+
+def test_threaded_tile_launch_values_and_gradients():
+    rng = np.random.default_rng(3)
+    n = 64
+    a = rng.standard_normal((n, 16, 16)).astype(np.float32)
+    b = rng.standard_normal((n, 16, 16)).astype(np.float32)
+    A, B = wp.array(a, requires_grad=True), wp.array(b, requires_grad=True)
+    C = wp.zeros((n, 16, 16), dtype=float, requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(products, dim=[n], inputs=[A, B, C], block_dim=64)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    np.testing.assert_allclose(C.numpy(), a64 @ b64, rtol=1e-5, atol=1e-5)
+    g = rng.standard_normal((n, 16, 16)).astype(np.float32)
+    tape.backward(grads={C: wp.array(g)})
+    g64 = g.astype(np.float64)
+    np.testing.assert_allclose(A.grad.numpy(), g64 @ b64.transpose(0, 2, 1), rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_allclose(B.grad.numpy(), a64.transpose(0, 2, 1) @ g64, rtol=1e-5,
+                               atol=1e-5)
+    ck = products.compiled("cpu")
+    assert ck.entry("forward", "cpu") in ck.called
