@@ -62,3 +62,25 @@ def test_what_runs_is_what_the_list_says(monkeypatch):
     q = wp.quat_rpy(0.1, 0.2, 0.3)  # a builtin called at Python scope
     assert ran == ["lower", "verify", "analyze", "generate", "prune", "assemble"]
     assert np.allclose(np.asarray(q), [0.0342708, 0.1060205, 0.1435722, 0.9833475], atol=1e-6)
+
+
+def test_serial_twins_share_the_threaded_loops():
+    """The serial entries' loops are the threaded chunks' loops, generated, pruned and written
+    once (``generate``'s ``weft_twin``, ``assemble.link_twins``): the same body objects, and
+    the same text in both functions."""
+    from weft.transpiler.state import CompileOptions
+    state = pipeline.run(CompileState(roots=[gk.step], options=CompileOptions(("cpu", "serial"))))
+    defs = {d.name: d for d in state.defs if hasattr(d, "name")}
+    for kind in ("fwd", "adj", "jvp"):
+        chunk, serial = defs[f"step__{kind}_chunk"], defs[f"step__{kind}_serial"]
+        assert serial.weft_twin == chunk.name
+
+        def loop(d):
+            return next(s for s in d.body if type(s).__name__ == "For")
+
+        assert loop(serial).body is loop(chunk).body
+        src = state.source
+        text = src.split(f"def {chunk.name}(")[1].split("\n\n")[0]
+        body = text.split(":\n", 2)[2]  # after the signature and the for statement
+        serial_text = src.split(f"def {serial.name}(")[1].split("\n\n")[0]
+        assert len(body) > 200 and body in serial_text

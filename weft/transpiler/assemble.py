@@ -23,9 +23,11 @@ class _Unparser(ast._Unparser):
     """``ast.unparse`` writing, above each statement that starts a new source line, the line
     (``# spring.py:22: x_out[tid] = ...``)."""
 
-    def __init__(self):
+    def __init__(self, twins=()):
         super().__init__()
         self._loc = None
+        self.twins = twins    # ids of the loop bodies held twice (link_twins)
+        self._written = {}    # (body id, indent, location before) -> (body, text, location after)
 
     def get_type_comment(self, node):
         """Generated code has no type comments (and statements made by rules may have no
@@ -84,7 +86,19 @@ class _Unparser(ast._Unparser):
     def _block(self, body):
         self._source.append(":")
         self._indent += 1
-        self.traverse(body)
+        key = id(body)
+        if key in self.twins:  # a loop body two functions hold: its text, written once
+            known = self._written.get((key, self._indent, self._loc))
+            if known is not None:
+                self._source.extend(known[1])
+                self._loc = known[2]
+            else:
+                start, loc = len(self._source), self._loc
+                self.traverse(body)
+                self._written[(key, self._indent, loc)] = (body, self._source[start:],
+                                                           self._loc)
+        else:
+            self.traverse(body)
         self._indent -= 1
 
     def visit_If(self, node):
@@ -301,23 +315,51 @@ def _geometry_binding(target, text):
                                             ast.Load()), [], []))]
 
 
+def link_twins(defs):
+    """The functions ``generate`` left with a placeholder loop (``weft_twin``: the serial twin
+    of a threaded chunk) get the loop body of the function they name, as the passes left it,
+    shared, not copied; returns the ids of the bodies shared (their text is written once)."""
+    loops = {}
+    for d in defs:
+        if isinstance(d, ast.FunctionDef) and not getattr(d, "weft_twin", None):
+            loops[d.name] = d
+    shared = set()
+    for d in defs:
+        twin = getattr(d, "weft_twin", None)
+        if twin:
+            mine, theirs = _loop_of(d), _loop_of(loops[twin])
+            mine.body = theirs.body
+            shared.add(id(theirs.body))
+    return shared
+
+
+def _loop_of(fdef):
+    """The launch loop of a generated kernel function (its only top-level ``for``)."""
+    loops = [s for s in fdef.body if isinstance(s, ast.For)]
+    assert len(loops) == 1, fdef.name
+    return loops[0]
+
+
 def module_source(state):
     """The module's text. The definitions are tidied in place (:class:`Tidy`, unless the
     ``index_wraps`` pass did it on its walk): nothing reads them after this pass."""
     origin = ", ".join(sorted({os.path.basename(k.parsed().filename) for k in state.roots}))
     target = TARGETS[state.options.targets[0]]
     defs = [d if getattr(d, "weft_tidy", False) else Tidy().visit(d) for d in state.defs]
+    twins = link_twins(defs)
     abis = ast.Dict([ast.Constant(k) for k in state.abis],
                     [ast.parse(repr(a), mode="eval").body for a in state.abis.values()])
-    text = _text(defs + [ast.Assign([ast.Name("WEFT_ABI", ast.Store())], abis, lineno=0)])
+    text = _text(defs + [ast.Assign([ast.Name("WEFT_ABI", ast.Store())], abis, lineno=0)],
+                 twins)
     # the unparser's own junction: a blank line before a definition
     gap = "\n\n" if defs and isinstance(defs[0], (ast.FunctionDef, ast.ClassDef)) else "\n"
     return _text(header(origin, target) + _geometry_binding(target, text)) + gap + text + "\n"
 
 
-def _text(statements):
-    """Tidied statements as text (the unparser reads no locations)."""
-    return _Unparser().visit(ast.Module(statements, []))
+def _text(statements, twins=()):
+    """Tidied statements as text (the unparser reads no locations); ``twins``: see
+    :func:`link_twins`."""
+    return _Unparser(twins).visit(ast.Module(statements, []))
 
 
 def run(state):

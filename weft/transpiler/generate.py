@@ -72,9 +72,10 @@ def kernel_functions(fir, facts, target, shared=None):
     """The forward, adjoint and tangent kernels of ``fir`` for ``target``, the names of its
     parameters' adjoints and tangents, and what another target may copy instead of generating
     them again (None when nothing: see :func:`_shareable`). ``shared``: that of a target of
-    the same family that generated them before: its bodies are copied (within the same
-    ``generate`` pass, before any pass changed them), not generated again, which took a third
-    of a large kernel's transpile."""
+    the same family that generated them before: its loops are not generated again (a third of
+    a large kernel's transpile) nor copied, pruned and written again (a third of the rest):
+    each function holding a loop names the maker's function holding the same loop
+    (``weft_twin``), and ``assemble`` writes the maker's pruned loop body into it."""
     assert shared is None or (shared["family"] == target.body_family and _shareable(target))
     out = []
     params = [p.name for p in fir.params]
@@ -88,14 +89,19 @@ def kernel_functions(fir, facts, target, shared=None):
     shapes = {p.name: T.element_shape(p.type.dtype) for p in fir.params
               if isinstance(p.type, T.ArrayType) and not p.type.local}
 
+    loop_defs = {}  # kind -> the name of the function holding the kind's loop
+
     def kernel(kind, fparams, body, private, doc, shadows=None):
         params = ["_dim"] + fparams + target.extra_params(kind)
         arrays = dict(shapes)
         arrays.update({s: shapes[p] for p, s in (shadows or {}).items() if p in shapes})
-        loop = target.array_facts(arrays) + target.thread_loop(prologue(fir), body, private,
-                                                               blocks=lanes)
+        twin = shared["loop_defs"][kind] if shared is not None else None
+        loop = target.array_facts(arrays) + target.thread_loop(
+            prologue(fir), [] if twin else body, private, blocks=lanes)
         if not target.chunked:
             out.append(function_def(entry[kind], params, loop, deco, doc, kind))
+            loop_defs[kind] = entry[kind]
+            out[-1].weft_twin = twin
             return
         # the loop over [_lo, _hi) as a plain function, the entry hands it to the threads
         chunk = entry[kind] + "_chunk"
@@ -103,7 +109,9 @@ def kernel_functions(fir, facts, target, shared=None):
                             loop, target.decorator(kernel=False),
                             f"Launch indices [_lo, _hi) of {entry[kind]}.", kind)
         fdef.decorator_list.insert(0, ast.Attribute(name("_wk"), "chunk", ast.Load()))
+        fdef.weft_twin = twin
         out.append(fdef)
+        loop_defs[kind] = chunk
         out.append(function_def(entry[kind], params,
                                 target.launch(chunk, params, private, blocks=lanes),
                                 deco, doc, kind))
@@ -113,7 +121,7 @@ def kernel_functions(fir, facts, target, shared=None):
         gen.private = set(private_fwd)
         fwd_body = gen.block(fir.body)
     else:
-        fwd_body = clone(shared["forward"])
+        fwd_body = None  # the loop is the maker's (``weft_twin``: see assemble.link_twins)
     kernel("forward", params, fwd_body, private_fwd,
            f"Forward kernel of '{fir.name}' ({_where(fir)}).")
 
@@ -127,7 +135,7 @@ def kernel_functions(fir, facts, target, shared=None):
         adj_body, adj_private = adj.body() if not no_adj else _no_derivative(fir), \
             sorted(adj.private)
     else:
-        adj_names, adj_body, adj_private = shared["adj_names"], clone(shared["adjoint"]), []
+        adj_names, adj_body, adj_private = shared["adj_names"], None, []
     ties = [f"_ties{k}" for k in range(len(facts.tie_sites))]
     phases = ["_phase"] + ties if ties else []  # two-phase entries (analyze.atomic_tie_sites)
     kernel("adjoint", params + list(adj_names.values()) + phases, adj_body, adj_private,
@@ -139,14 +147,14 @@ def kernel_functions(fir, facts, target, shared=None):
         tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
         tan_body = tan.block(fir.body) if not no_adj else _no_derivative(fir)
     else:
-        tan_names, tan_body = shared["tan_names"], clone(shared["tangent"])
+        tan_names, tan_body = shared["tan_names"], None
     tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
     kernel("tangent", params + list(tan_names.values()) + (phases + tsums if ties else []),
            tan_body, (), f"Tangent (forward-mode) kernel of '{fir.name}'.", tan_names)
     made = None
     if shared is None and _shareable(target) and not private_fwd and not adj_private:
-        made = {"family": target.body_family, "forward": fwd_body, "adjoint": adj_body,
-                "tangent": tan_body, "adj_names": adj_names, "tan_names": tan_names}
+        made = {"family": target.body_family, "loop_defs": loop_defs, "adj_names": adj_names,
+                "tan_names": tan_names}
     return out, entry, adj_names, tan_names, made
 
 
@@ -169,50 +177,6 @@ def _shareable(target):
     atomics, stacks, buffers), apart from per-thread accumulators (copied only when the
     kernel has none) and the debug sites each checked access adds (not in debug mode)."""
     return target.body_family is not None and not target.debug
-
-
-_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
-_COPIED = {}  # class -> True: its instances are copied (nodes), False: shared (the rest)
-
-
-def _copied(cls):
-    got = _COPIED[cls] = issubclass(cls, ast.AST) and not issubclass(cls, _LEAVES)
-    return got
-
-
-def clone(nodes):
-    """A copy of the statements ``nodes`` (a list): every node copied with its attributes
-    (locations, ``weft_*`` marks), a node met twice copied once (the same sharing), contexts
-    and operators shared (nothing changes them)."""
-    memo = {}
-    copied = _COPIED
-
-    def copy(node):
-        new = node.__class__.__new__(node.__class__)
-        memo[id(node)] = new
-        d = new.__dict__
-        for k, v in node.__dict__.items():
-            cls = v.__class__
-            if cls is list:
-                out = []
-                for x in v:
-                    c = copied.get(x.__class__)
-                    if c is None:
-                        c = _copied(x.__class__)
-                    if c:
-                        x = memo.get(id(x)) or copy(x)
-                    out.append(x)
-                v = out
-            else:
-                c = copied.get(cls)
-                if c is None:
-                    c = _copied(cls)
-                if c:
-                    v = memo.get(id(v)) or copy(v)
-            d[k] = v
-        return new
-
-    return [memo.get(id(n)) or copy(n) for n in nodes]
 
 
 def func_functions(fir, facts_of, target):
