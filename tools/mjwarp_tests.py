@@ -1,14 +1,16 @@
 """Run MuJoCo Warp's own test files on the CPU under weft (or under Warp), and print per file
 what passed (issue 39; results and causes in ``docs/mujoco-warp.md``).
 
-    pip install mujoco-warp==4.0.0          # beside weft; it also installs warp-lang
+    pip install mujoco absl-py "etils[epath]" && pip install --no-deps mujoco-warp==4.0.0
+    pip install warp-lang==1.19.0           # only for --impl warp
     python tools/mjwarp_tests.py math_test io_test smooth_test            # under weft
     python tools/mjwarp_tests.py --impl warp math_test                    # under Warp
 
 Each file runs in its own pytest process in MuJoCo Warp's installed package, with its own
 ``--cpu`` option. Under weft, ``tests/warp_compat/shim`` goes first on the path, so its
 ``import warp`` is weft (pytest's ``--import-mode=append`` keeps the installed warp-lang
-behind it). Not part of the suite: CI never installs Warp or MuJoCo Warp.
+behind it). ``tests/mjwarp/test_mjwarp_suite.py`` runs it as a test under ``-m mjwarp``
+(an hour cold: CI, which installs MuJoCo Warp but never Warp, does not run it).
 """
 from __future__ import annotations
 
