@@ -5,7 +5,7 @@ launched as usual (one lane per block): :func:`launch_lanes` returns False for i
 """
 from __future__ import annotations
 
-from ..core.errors import KernelError, LaunchError
+from ..core.errors import KernelError
 from . import device as D
 from .checks import (argument_list, check_constant_indices, check_dims, check_geometry_ids,
                      launch_dims, _size)
