@@ -188,7 +188,21 @@ class extract:
                       if isinstance(i.node, ast.Constant) else
                       Ex(ast.BinOp(ast.BinOp(i.node, ast.Mult(), ast.Constant(c)), ast.Add(),
                                    ast.Constant(j)), i.type))
-                parts.append(_onehot(v.type, kj, adj.comp(j)))
+                parts.append((kj, adj.comp(j)))
+            if isinstance(i.node, ast.Constant):  # the row's components in place, zeros
+                row = {kj.node.value: x for kj, x in parts}  # elsewhere (not a sum of tuples)
+                z = zero(T.scalar_of(v.type))
+                return [tup([row.get(k, z) for k in range(v.type._length_)], v.type)] + nones
+            if v.type._length_ >= INSERT_CALL_FROM:
+                # a row read at a run-time index: its components written into one tuple of
+                # zeros (one insert call each), not a tuple of zeros per component summed
+                # (for a 6x6 matrix that was 6 x 36 additions per read, and the adjoint of
+                # ddot on mat66 alone took 24 s to compile)
+                acc = _onehot(v.type, *parts[0])
+                for kj, x in parts[1:]:
+                    acc = _insert_one(acc, kj, x)
+                return [acc] + nones
+            parts = [_onehot(v.type, kj, x) for kj, x in parts]
             acc = parts[0]
             for p in parts[1:]:
                 acc = acc + p
