@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
@@ -50,6 +52,7 @@ def _mypy(tmp_path, *files):
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
 
 
+@pytest.mark.uncached  # mypy: nothing is compiled
 def test_mypy_accepts_the_examples_and_reports_mistakes(tmp_path):
     examples = sorted(os.path.join(ROOT, "examples", f)
                       for f in os.listdir(os.path.join(ROOT, "examples")) if f.endswith(".py"))

@@ -7,6 +7,8 @@ primitive, must have a sweep case (or be reached by one) or be listed as not dif
 so a new geometry builtin fails here until the sweep checks it."""
 import os
 
+import pytest
+
 from tests.walk_runner import run_walk
 from weft.stdlib import geometry, mesh, registry  # noqa: F401 - they fill the registry
 
@@ -43,6 +45,7 @@ def test_the_sweep_covers_every_geometry_builtin_of_the_registry():
         assert b is None or not b.differentiable, f"{name} is differentiable: sweep it"
 
 
+@pytest.mark.uncached  # plain Python, a private cache
 def test_every_differentiable_geometry_builtin_has_exact_derivatives(tmp_path):
     lines = run_walk(os.path.join(HERE, "geometry_builtin_sweep.py"), tmp_path)
     assert {ln.split()[1] for ln in lines if ln.startswith("OK")} == set(sweep.CASES)

@@ -31,6 +31,7 @@ def test_rollout_gradients_match_finite_differences_and_mjd_transition_fd(reques
     check_rollout({})
 
 
+@pytest.mark.uncached  # plain Python, a fresh cache of its own
 def test_rollout_gradients_interpreted(tmp_path):
     """The generated code run as Python: the same gradients, values and checks."""
     check_rollout({"NUMBA_DISABLE_JIT": "1", "WEFT_CACHE_DIR": str(tmp_path)},

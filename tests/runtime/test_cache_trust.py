@@ -12,6 +12,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.uncached  # each case brings its own cache
+
 PROGRAM = textwrap.dedent("""
     import warnings
     warnings.simplefilter("always")

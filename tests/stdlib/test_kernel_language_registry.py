@@ -9,12 +9,15 @@ is declared (``test_signatures.py`` makes declaring one mandatory).
 """
 import os
 
+import pytest
+
 from tests.walk_runner import run_walk
 from weft.stdlib import decomp, interp, linalg, noise, quat, spatial
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+@pytest.mark.uncached  # plain Python, a private cache
 def test_every_kernel_language_builtin_has_exact_derivatives(tmp_path):
     lines = run_walk(os.path.join(HERE, "kernel_builtin_walk.py"), tmp_path)
     covered = set(lines[-1].split()[1:])

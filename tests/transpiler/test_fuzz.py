@@ -11,6 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @pytest.mark.cold
+@pytest.mark.uncached  # transpiles only
 def test_two_hundred_mutants_transpile_or_are_located_errors(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fuzz_kernels.py"),
                         "--count", "200", "--seed", "7", "--jobs", "2", "--out",

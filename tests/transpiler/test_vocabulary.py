@@ -25,6 +25,8 @@ from weft.transpiler.second_order import SecondOrderError
 from weft.transpiler.state import CompileOptions, CompileState
 from weft.transpiler.targets import TARGETS
 
+pytestmark = pytest.mark.uncached  # transpiles only
+
 CORPUS = ["tests.transpiler.golden_kernels", "tests.transpiler.test_corpus",
           "tests.transpiler.test_corpus_funcs", "tests.transpiler.test_corpus_vec",
           "tests.transpiler.test_loop_carried", "tests.transpiler.test_warp_language",
