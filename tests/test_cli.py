@@ -5,6 +5,10 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
+
+# transpile-only commands, and programs with caches (or output folders) of their own
+pytestmark = pytest.mark.uncached
 
 HERE = os.path.dirname(__file__)
 KERNELS = os.path.join(HERE, "data", "cli_kernels.py")

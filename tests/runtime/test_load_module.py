@@ -4,6 +4,8 @@ launches then compile nothing, and a new process loads everything from the cache
 them every entry compiles at its first call: tests/runtime/test_background.py.)"""
 import pytest
 
+pytestmark = pytest.mark.uncached  # programs with caches of their own
+
 from .ahead_kernels import check_values, run_program
 
 

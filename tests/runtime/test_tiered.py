@@ -12,6 +12,8 @@ import pytest
 
 from .ahead_kernels import HERE, ROOT
 
+pytestmark = pytest.mark.uncached  # programs with caches of their own
+
 PROGRAM = r"""
 import json, sys, time
 sys.path.insert(0, {here!r})

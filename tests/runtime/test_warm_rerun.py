@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.uncached  # programs with caches of their own
+
 TWO_D = textwrap.dedent("""
     import numpy as np, weft as wp
     from weft.runtime.cache import STATS
