@@ -421,6 +421,9 @@ def _import(full, path, text, cpu, code=None):
     except BaseException:
         del sys.modules[full]
         raise
+    if cpu:
+        from .numba_start import use_generated_code_compiler
+        use_generated_code_compiler(mod)
     return diskcache.protect(mod) if path is not None and cpu else mod
 
 

@@ -8,6 +8,15 @@ never call BLAS, so before the registries load, :func:`start` loads the ``cython
 extension module by itself (10 ms) and registers it under its name; Numba's check then finds it
 and BLAS stays available to Numba code (a later ``import scipy.linalg`` initialises the package
 as usual). Without SciPy, or with ``scipy.linalg`` already imported, nothing is done.
+
+The functions of generated CPU modules compile through :func:`generated_code_compiler`: Numba's
+nopython pipeline without ``InlineClosureLikes``. That pass inlines closures, ``reduce`` calls,
+stencils and array comprehensions, none of which generated code contains, and its clean-up
+(``fixup_var_define_in_scope``, reaching definitions and liveness over every block) grows
+quadratically with a function's size: without it, the adjoint of a 1,000-statement kernel
+compiles in 71 s instead of 101 (``docs/performance.md``, stop 52). The machine code is the
+same; Numba's cache and the programs that import a module ``weft transpile`` wrote (with
+Numba's default pipeline) are unaffected.
 """
 from __future__ import annotations
 
@@ -18,6 +27,7 @@ import sys
 
 _NAME = "scipy.linalg.cython_blas"
 _started = False
+_compiler = None
 
 
 def start():
@@ -49,3 +59,42 @@ def _load_extension():
     except Exception:  # any surprise: Numba imports the package itself, as without weft
         return None
     return None
+
+
+def generated_code_compiler():
+    """The Numba compiler class for the functions of generated CPU modules (see above)."""
+    global _compiler
+    if _compiler is None:
+        from numba.core import compiler
+        from numba.core.compiler_machinery import PassManager
+        from numba.core.untyped_passes import InlineClosureLikes
+
+        class GeneratedCodeCompiler(compiler.CompilerBase):
+            """Numba's nopython pipeline less ``InlineClosureLikes``."""
+
+            def define_pipelines(self):
+                full = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
+                pm = PassManager(full.pipeline_name)
+                pm.passes = [(p, d) for p, d in full.passes if p is not InlineClosureLikes]
+                pm.finalize()
+                return [pm]
+
+        _compiler = GeneratedCodeCompiler
+    return _compiler
+
+
+def use_generated_code_compiler(module):
+    """Compile every Numba function of generated CPU ``module`` (loaded, nothing compiled yet)
+    with :func:`generated_code_compiler`; plain functions (``NUMBA_DISABLE_JIT``) are left."""
+    from types import ModuleType
+
+    from numba.core.registry import CPUDispatcher
+    pipeline = None
+    for value in vars(module).values():
+        if isinstance(value, ModuleType):
+            continue  # (``_wk``'s __getattr__ would import the geometry queries)
+        value = getattr(value, "weft_chunk_of", value)  # a chunk function's dispatcher
+        if isinstance(value, CPUDispatcher):
+            pipeline = pipeline or generated_code_compiler()
+            value._compiler.pipeline_class = pipeline
+    return module
