@@ -198,8 +198,8 @@ class extract:
                 # zeros (one insert call each), not a tuple of zeros per component summed
                 # (for a 6x6 matrix that was 6 x 36 additions per read, and the adjoint of
                 # ddot on mat66 alone took 24 s to compile)
-                acc = _onehot(v.type, *parts[0])
-                for kj, x in parts[1:]:
+                acc = tup([zero(T.scalar_of(v.type))] * v.type._length_, v.type)
+                for kj, x in parts:
                     acc = _insert_one(acc, kj, x)
                 return [acc] + nones
             parts = [_onehot(v.type, kj, x) for kj, x in parts]
