@@ -1,13 +1,15 @@
 """Generated CPU modules compile through weft's Numba pipeline: Numba's nopython passes less
 ``InlineClosureLikes`` (closures, ``reduce``, stencils and array comprehensions, none of which
-generated code has; its clean-up grows quadratically with a function's size). The passes that
-do run, and the values, are checked here; the suite runs every kernel through it."""
+generated code has; its clean-up grows quadratically with a function's size), with weft's
+``SimplifyGeneratedCode`` first and its ``ReconstructSSAByMentions`` for Numba's SSA pass. The
+passes that run, and the values, are checked here; the suite runs every kernel through it."""
 import numpy as np
 from numba.core import untyped_passes
 from numba.core.compiler import DefaultPassBuilder, Flags, StateDict
 from numba.core.registry import CPUDispatcher
 
 import weft as wp
+from weft.runtime.numba_passes import ReconstructSSAByMentions, SimplifyGeneratedCode
 from weft.runtime.numba_start import generated_code_compiler
 
 
@@ -52,4 +54,12 @@ def test_every_function_of_a_module_uses_the_pipeline_and_computes_the_same():
             self.state = state
     ours = [p for p, _ in Probe().define_pipelines()[0].passes]
     assert untyped_passes.InlineClosureLikes in full
-    assert ours == [p for p in full if p is not untyped_passes.InlineClosureLikes]
+    expected = []
+    for p in full:
+        if p is untyped_passes.IRProcessing:
+            expected.append(SimplifyGeneratedCode)
+        if p is untyped_passes.ReconstructSSA:
+            expected.append(ReconstructSSAByMentions)
+        elif p is not untyped_passes.InlineClosureLikes:
+            expected.append(p)
+    assert ours == expected

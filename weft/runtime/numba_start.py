@@ -10,7 +10,8 @@ and BLAS stays available to Numba code (a later ``import scipy.linalg`` initiali
 as usual). Without SciPy, or with ``scipy.linalg`` already imported, nothing is done.
 
 The functions of generated CPU modules compile through :func:`generated_code_compiler`: Numba's
-nopython pipeline without ``InlineClosureLikes``. That pass inlines closures, ``reduce`` calls,
+nopython pipeline without ``InlineClosureLikes``, with the passes of ``numba_passes`` (fewer
+blocks and statements; SSA reconstruction and liveness in linear time, stop 53). That pass inlines closures, ``reduce`` calls,
 stencils and array comprehensions, none of which generated code contains, and its clean-up
 (``fixup_var_define_in_scope``, reaching definitions and liveness over every block) grows
 quadratically with a function's size: without it, the adjoint of a 1,000-statement kernel
@@ -67,15 +68,33 @@ def generated_code_compiler():
     if _compiler is None:
         from numba.core import compiler
         from numba.core.compiler_machinery import PassManager
-        from numba.core.untyped_passes import InlineClosureLikes
+        from numba.core.untyped_passes import InlineClosureLikes, IRProcessing, ReconstructSSA
+
+        from .numba_passes import (ReconstructSSAByMentions, SimplifyGeneratedCode,
+                                   compiling_generated_code, install_live_map)
+
+        install_live_map()
 
         class GeneratedCodeCompiler(compiler.CompilerBase):
-            """Numba's nopython pipeline less ``InlineClosureLikes``."""
+            """Numba's nopython pipeline less ``InlineClosureLikes``, with
+            :class:`~weft.runtime.numba_passes.SimplifyGeneratedCode` first, SSA by
+            :class:`~weft.runtime.numba_passes.ReconstructSSAByMentions` and the linear
+            live-variable analysis (:func:`~weft.runtime.numba_passes.compute_live_map`)."""
+
+            def _compile_core(self):
+                with compiling_generated_code():
+                    return super()._compile_core()
 
             def define_pipelines(self):
                 full = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
                 pm = PassManager(full.pipeline_name)
-                pm.passes = [(p, d) for p, d in full.passes if p is not InlineClosureLikes]
+                for pss, about in full.passes:
+                    if pss is IRProcessing:
+                        pm.passes.append((SimplifyGeneratedCode, "simplify generated code"))
+                    if pss is ReconstructSSA:
+                        pm.passes.append((ReconstructSSAByMentions, about))
+                    elif pss is not InlineClosureLikes:
+                        pm.passes.append((pss, about))
                 pm.finalize()
                 return [pm]
 

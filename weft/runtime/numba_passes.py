@@ -1,0 +1,429 @@
+"""Numba passes for generated code: the same program in fewer blocks and statements, and two of
+Numba's analyses without their quadratic time.
+
+Numba's front end costs about 1.5-2 ms per IR statement, and several of its passes (SSA
+reconstruction, rewrites, legalization, variable lifetimes) walk every block once per variable,
+so their time grows with blocks times variables (``docs/performance.md``, stop 53). Generated
+code has more blocks and statements than it needs, for reasons the IR shows plainly:
+
+* **Tests of an argument against None.** An adjoint guards each accumulation into an array's
+  gradient with ``if adj_a is not None:``, so that one compiled function serves launches with
+  and without that gradient. Numba specialises on the argument's type, and it prunes the test
+  when the argument is None, but not when it is an array. Here both are pruned: an argument of
+  a type that can never be None (not ``none``, ``Optional`` or ``Omitted``) is not None.
+* **Casts of constants.** ``float32(0.5)`` is a global, a constant and a call to type and lower;
+  it becomes one constant of that type, the same value NumPy gives (only where the conversion
+  is exact, or a float rounded to a narrower float, as the call would round it).
+* **``bool()`` around comparisons.** Python 3.11's jumps make Numba call ``bool`` on every
+  branch condition; a condition made by a comparison is branched on directly (lowering casts a
+  branch condition to a boolean either way).
+* **Chains of blocks.** After the pruning, the blocks left form chains; each chain is joined into
+  blocks of at most :data:`BLOCK_STATEMENTS` statements. Not into one: LLVM's SROA grows
+  quadratically with the length of a block holding Numba's temporary array structures (a
+  300-statement adjoint joined whole spent 6.7 s in SROA, 0.5 s in blocks of 100).
+
+The pass runs first, before ``IRProcessing``, so every later pass sees the smaller function. The
+machine code computes the same values; the generated source text is unchanged.
+
+Two of Numba's analyses give the same results here in less time (``tests/runtime/
+test_numba_passes.py`` compares them, IR text and sets): SSA reconstruction
+(:func:`reconstruct_ssa_blocks`, each variable's walks limited to the blocks that mention it)
+and the live-variable map (:func:`compute_live_map`, used while generated code compiles).
+"""
+from __future__ import annotations
+
+import contextlib
+import operator
+import threading
+from collections import Counter, defaultdict
+
+import numpy as np
+from numba.core import analysis, ir, ir_utils, types
+from numba.core.analysis import compute_cfg_from_blocks
+from numba.core.compiler_machinery import FunctionPass, register_pass
+
+#: the longest block that joining chains makes, in Numba IR statements
+BLOCK_STATEMENTS = 100
+
+_FLOATS = (np.float32, np.float64)
+_INTS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)
+_COMPARISONS = (operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
+                operator.is_, operator.is_not)
+_MAYBE_NONE = (types.NoneType, types.Optional, types.Omitted, types.Undefined)
+
+
+def _constant_cast(kind, value):
+    """``kind(value)`` as the constant a compiled call would make, or None where folding it
+    could differ from the call (an integer out of range, a big integer into a float, ...)."""
+    if type(value) is bool:
+        return None
+    if kind in _FLOATS and type(value) is float:
+        with np.errstate(over="ignore"):  # to inf, as the compiled cast rounds
+            return kind(value)
+    if type(value) is not int:
+        return None
+    if kind in _INTS:
+        info = np.iinfo(kind)
+        return kind(value) if info.min <= value <= info.max else None
+    if kind in _FLOATS and abs(value) <= 2 ** 24:
+        return kind(value)
+    return None
+
+
+class _Defs:
+    """The single definition of a variable, before SSA: None where there are several."""
+
+    def __init__(self, func_ir):
+        self.defs = func_ir._definitions
+
+    def __call__(self, var):
+        found = self.defs.get(var.name, ())
+        return found[0] if len(found) == 1 else None
+
+
+def _none_test(defs, cond, arg_types):
+    """For a branch on ``cond``: (True or False, the test's variables) where ``cond`` tests an
+    argument against None and the argument's type decides it; None where it does not."""
+    test = defs(cond)
+    names = [cond.name]
+    if isinstance(test, ir.Expr) and test.op == "call" and len(test.args) == 1 \
+            and not test.kws and test.vararg is None:
+        head = defs(test.func)
+        if isinstance(head, ir.Global) and head.value is bool:
+            names.append(test.args[0].name)
+            test = defs(test.args[0])
+    if not (isinstance(test, ir.Expr) and test.op == "binop"
+            and test.fn in (operator.is_, operator.is_not)):
+        return None
+    lhs, rhs = defs(test.lhs), defs(test.rhs)
+    if isinstance(lhs, ir.Const) and lhs.value is None:
+        lhs, rhs = rhs, lhs
+    if not (isinstance(rhs, ir.Const) and rhs.value is None and isinstance(lhs, ir.Arg)):
+        return None
+    if lhs.index >= len(arg_types):
+        return None
+    kind = arg_types[lhs.index]
+    if kind is types.none or isinstance(kind, types.NoneType):
+        is_none = True
+    elif isinstance(kind, _MAYBE_NONE):
+        return None
+    else:
+        is_none = False
+    return (is_none if test.fn is operator.is_ else not is_none), names
+
+
+def _uses(blocks):
+    counts = Counter()
+    for block in blocks.values():
+        for stmt in block.body:
+            counts.update(v.name for v in stmt.list_vars())
+            if isinstance(stmt, ir.Assign):
+                counts[stmt.target.name] -= 1
+    return counts
+
+
+def _fold_statements(blocks, defs):
+    """Constant casts into constants, ``bool(comparison)`` conditions into the comparison.
+    Returns the names of the assignments changed, and of the ``bool`` calls left unread."""
+    folded, bools = set(), set()
+    for block in blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Branch):
+                test = defs(stmt.cond)
+                if isinstance(test, ir.Expr) and test.op == "call" and len(test.args) == 1 \
+                        and not test.kws and test.vararg is None:
+                    head, inner = defs(test.func), defs(test.args[0])
+                    if isinstance(head, ir.Global) and head.value is bool \
+                            and isinstance(inner, ir.Expr) and inner.op == "binop" \
+                            and inner.fn in _COMPARISONS:
+                        bools.add(stmt.cond.name)
+                        stmt.cond = test.args[0]
+                continue
+            if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr)
+                    and stmt.value.op == "call" and len(stmt.value.args) == 1
+                    and not stmt.value.kws and stmt.value.vararg is None):
+                continue
+            call = stmt.value
+            head, arg = defs(call.func), defs(call.args[0])
+            if not (isinstance(head, (ir.Global, ir.FreeVar)) and isinstance(arg, ir.Const)):
+                continue
+            kind = head.value
+            if not (kind in _FLOATS or kind in _INTS):
+                continue
+            value = _constant_cast(kind, arg.value)
+            if value is None:
+                continue
+            stmt.value = ir.Const(value, call.loc)
+            folded.add(stmt.target.name)
+    return folded, bools
+
+
+def _drop_unused(blocks, candidates):
+    """Remove the assignments of ``candidates`` that nothing reads, until none is left unread
+    (each is a global, a constant, a comparison or ``bool`` of one: no effect but its value)."""
+    while True:
+        uses = _uses(blocks)
+        dropped = False
+        for block in blocks.values():
+            kept = [s for s in block.body
+                    if not (isinstance(s, ir.Assign) and s.target.name in candidates
+                            and uses[s.target.name] == 0)]
+            if len(kept) != len(block.body):
+                block.body = kept
+                dropped = True
+        if not dropped:
+            return
+
+
+def _join_chains(blocks, limit):
+    """Join each block with its only successor when it is that successor's only predecessor,
+    while the joined block stays within ``limit`` statements."""
+    cfg = compute_cfg_from_blocks(blocks)
+    removed = set()
+    for label in list(blocks):
+        if label in removed:
+            continue
+        block = blocks[label]
+        succs = list(cfg.successors(label))
+        while len(succs) == 1:
+            nxt = succs[0][0]
+            preds = list(cfg.predecessors(nxt))
+            if nxt in removed or nxt == label or len(preds) != 1 or preds[0][0] != label:
+                break
+            following = blocks[nxt]
+            if len(block.body) + len(following.body) - 1 > limit:
+                break
+            succs = list(cfg.successors(nxt))
+            block.body.pop()  # the jump
+            block.body.extend(following.body)
+            del blocks[nxt]
+            removed.add(nxt)
+            label = nxt
+    return bool(removed)
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class SimplifyGeneratedCode(FunctionPass):
+    """Prune argument None tests, fold constant casts and ``bool()`` around comparisons, and
+    join the chains of blocks that are left (see the module's text)."""
+
+    _name = "weft_simplify_generated_code"
+
+    def __init__(self):
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        func_ir = state.func_ir
+        blocks = func_ir.blocks
+        defs = _Defs(func_ir)
+        arg_types = tuple(state.args or ())
+        pruned = set()  # the variables of the pruned tests
+        for block in blocks.values():
+            last = block.body[-1] if block.body else None
+            if isinstance(last, ir.Branch):
+                decided = _none_test(defs, last.cond, arg_types)
+                if decided is not None:
+                    taken, names = decided
+                    block.body[-1] = ir.Jump(last.truebr if taken else last.falsebr, last.loc)
+                    pruned.update(names)
+        folded, bools = _fold_statements(blocks, defs)
+        if pruned:
+            cfg = compute_cfg_from_blocks(blocks)
+            for label in cfg.dead_nodes():
+                del blocks[label]
+        if folded or bools or pruned:
+            single = {name for name, found in func_ir._definitions.items() if len(found) == 1}
+            _drop_unused(blocks, single & (bools | pruned | {
+                name for name in single
+                if isinstance(func_ir._definitions[name][0], (ir.Global, ir.Const))}))
+        joined = _join_chains(blocks, BLOCK_STATEMENTS)
+        changed = bool(folded or bools or pruned or joined)
+        if changed:
+            func_ir._definitions = ir_utils.build_definitions(blocks)
+        return changed
+
+
+_SSA_PARTS = ("_iterated_domfronts", "_find_defs_violators", "_CacheListVars", "_make_states",
+              "_run_block_rewrite", "_FreshVarHandler", "_FixSSAVars", "_compute_phi_locations")
+
+
+def _mentions(blocks):
+    """Variable name -> the labels of the blocks that define or read it, in block order."""
+    where = {}
+    for label, block in blocks.items():
+        for stmt in block.body:
+            for var in stmt.list_vars():
+                seen = where.setdefault(var.name, [])
+                if not seen or seen[-1] != label:
+                    seen.append(label)
+    return where
+
+
+def reconstruct_ssa_blocks(blocks):
+    """Numba's SSA reconstruction (``numba.core.ssa._run_ssa``), the same result in less time.
+
+    Numba renames the definitions of one violating variable at a time, and rewrites its uses,
+    each time walking every statement of the function: time in violators times statements. The
+    handlers only change statements that mention the variable, and the reaching definitions
+    they look up come from the definition map, not from other blocks' statements. So here each
+    variable's two walks visit only the blocks that mention it, in the same order; the other
+    blocks are kept as they are. The renamed variables, the phis and their order are Numba's.
+    """
+    from numba.core import ssa
+    if not blocks:
+        return {}
+    if not all(hasattr(ssa, name) for name in _SSA_PARTS):  # another Numba: its own walk
+        return ssa._run_ssa(blocks)
+    cfg = compute_cfg_from_blocks(blocks)
+    df_plus = ssa._iterated_domfronts(cfg)
+    violators = ssa._find_defs_violators(blocks, cfg)
+    cache_list_vars = ssa._CacheListVars()
+    where = _mentions(blocks) if violators else {}
+    blocks = dict(blocks)
+    for varname in violators:
+        labels = where.get(varname, ())
+        states = ssa._make_states(blocks)
+        states["varname"] = varname
+        states["defmap"] = defmap = defaultdict(list)
+        blocks.update(ssa._run_block_rewrite({label: blocks[label] for label in labels}, states,
+                                             ssa._FreshVarHandler()))
+        states = ssa._make_states(blocks)
+        states["varname"] = varname
+        states["defmap"] = defmap
+        states["phimap"] = phimap = defaultdict(list)
+        states["cfg"] = cfg
+        states["phi_locations"] = ssa._compute_phi_locations(df_plus, defmap)
+        fixed = ssa._run_block_rewrite({label: blocks[label] for label in labels}, states,
+                                       ssa._FixSSAVars(cache_list_vars))
+        blocks.update(fixed)
+        for label, phis in phimap.items():
+            block = blocks[label]
+            if label not in fixed:  # a block only a phi mentions: Numba's walk copied it
+                copied = ir.Block(scope=block.scope, loc=block.loc)
+                copied.body = list(block.body)
+                blocks[label] = block = copied
+            block.body = phis + block.body
+    if compute_cfg_from_blocks(blocks) != cfg:
+        from numba.core import errors
+        raise errors.CompilerError("CFG mutated in SSA pass")
+    return blocks
+
+
+@register_pass(mutates_CFG=False, analysis_only=False)
+class ReconstructSSAByMentions(FunctionPass):
+    """Numba's ``ReconstructSSA`` pass with :func:`reconstruct_ssa_blocks`."""
+
+    _name = "weft_reconstruct_ssa"
+
+    def __init__(self):
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        from numba.core import postproc
+        from numba.core.untyped_passes import ReconstructSSA
+        state.func_ir.blocks = reconstruct_ssa_blocks(state.func_ir.blocks)
+        ReconstructSSA._patch_locals(self, state)
+        state.func_ir._definitions = ir_utils.build_definitions(state.func_ir.blocks)
+        postproc.PostProcessor(state.func_ir).run(emit_dels=False)
+        return True
+
+
+def compute_live_map(cfg, blocks, var_use_map, var_def_map):
+    """Numba's ``analysis.compute_live_map``: the same sets, without its quadratic step.
+
+    Numba's rule: a variable is live at a block's entry where the block uses it before defining
+    it, or where it is live at a successor's entry, the block does not define it, and the
+    variable is defined or used in some block that reaches this one (``def_reach``). Numba
+    computes ``def_reach`` as a set per block by a fixed point: blocks times variables, about
+    1 s per run on a 300-branch kernel, and a compile runs it about seven times.
+
+    The last condition only ever stops a variable that is live at the function's entry: if no
+    path from the entry reaches a use without passing a definition, every block from which
+    such a path starts is reached from that definition. So the plain fixed point runs first
+    (Numba's loop, less ``def_reach``); where variables are live at the entry, it runs again
+    with each block's exceptions to the rule: those of these variables that no block reaching
+    it mentions (a bit set per block of the blocks it reaches finds them, usually a few blocks
+    before the kernel's loop).
+    """
+    order = cfg.topo_order()
+    if not order:
+        return {label: set(var_use_map[label]) for label in blocks}
+    live_map = _live_fixed_point(cfg, blocks, var_use_map, var_def_map, order, {})
+    entry = order[0]
+    leaky = live_map[entry] - set(var_use_map[entry])
+    if not leaky:
+        return live_map
+    reach = {label: 1 << k for k, label in enumerate(order)}  # itself, then what it reaches
+    changed = True
+    while changed:
+        changed = False
+        for label in reversed(order):
+            mask = reach[label]
+            for succ, _ in cfg.successors(label):
+                mask |= reach.get(succ, 0)
+            if mask != reach[label]:
+                reach[label] = mask
+                changed = True
+    mentioned = dict.fromkeys(leaky, 0)  # the blocks reached from where each is mentioned
+    for label in order:
+        for name in (var_def_map[label] | var_use_map[label]) & leaky:
+            mentioned[name] |= reach[label]
+    everything = (1 << len(order)) - 1
+    stopped = defaultdict(set)  # block -> the variables that may not become live there
+    for name, mask in mentioned.items():
+        rest = everything & ~mask
+        while rest:
+            low = rest & -rest
+            stopped[order[low.bit_length() - 1]].add(name)
+            rest ^= low
+    return _live_fixed_point(cfg, blocks, var_use_map, var_def_map, order, stopped)
+
+
+def _live_fixed_point(cfg, blocks, var_use_map, var_def_map, order, stopped):
+    """Live variables at each block's entry, as Numba's fixed point finds them (in reverse
+    topological order until nothing changes), where ``stopped[block]`` never becomes live."""
+    index = set(order)
+    live_map = {label: set(var_use_map[label]) for label in blocks}
+    size = None
+    while True:
+        for label in reversed(order):
+            live = live_map[label]
+            for pred, _ in cfg.predecessors(label):
+                if pred in index:
+                    more = live - var_def_map[pred]
+                    if pred in stopped:
+                        more -= stopped[pred]
+                    live_map[pred] |= more
+        now = tuple(len(v) for v in live_map.values())
+        if now == size:
+            return live_map
+        size = now
+
+
+_numba_live_map = analysis.compute_live_map
+_compiling = threading.local()
+
+
+def _live_map(cfg, blocks, var_use_map, var_def_map):
+    """``analysis.compute_live_map`` once :func:`install_live_map` ran: :func:`compute_live_map`
+    while this thread compiles generated code, Numba's own otherwise."""
+    if getattr(_compiling, "depth", 0):
+        return compute_live_map(cfg, blocks, var_use_map, var_def_map)
+    return _numba_live_map(cfg, blocks, var_use_map, var_def_map)
+
+
+def install_live_map():
+    """Route Numba's live-variable analysis through :func:`_live_map` (once; Numba's passes
+    call it as ``analysis.compute_live_map``). Other compiles keep Numba's function."""
+    if analysis.compute_live_map is not _live_map:
+        analysis.compute_live_map = _live_map
+
+
+@contextlib.contextmanager
+def compiling_generated_code():
+    """Within: this thread compiles generated code (see :func:`_live_map`)."""
+    _compiling.depth = getattr(_compiling, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _compiling.depth -= 1
