@@ -175,3 +175,54 @@ def test_debug_builds_keep_the_forward_as_written():
     with pytest.raises(wp.KernelIndexError):
         wp.launch(dead_read, 2, inputs=[wp.zeros(2, dtype=float)],
                   outputs=[wp.zeros(2, dtype=float)])
+
+
+def test_adding_negative_zero_into_an_array_is_dropped():
+    f = _fdef(
+        "def f(a, adj_a, adj_v, i, g):\n"
+        "    adj_t = float32(-0.0)\n"                     # nothing added to it
+        "    if adj_a is not None:\n"
+        "        adj_a[i] += adj_t\n"                     # adds -0.0: dropped, then the if
+        "    adj_w = (float32(-0.0), float32(-0.0))\n"
+        "    adj_v[i, 0] += adj_w[0]\n"                   # a component of a zero tuple
+        "    adj_u = float32(-0.0)\n"
+        "    adj_u = adj_u + g\n"                         # bound twice: not a zero
+        "    adj_a[i] += adj_u\n"
+        "    adj_p = float32(0.0)\n"
+        "    adj_a[i] += adj_p\n"                         # +0.0 turns -0.0 into +0.0: kept
+        "    adj_a[_wk.atomic_add(adj_a, 0, g)] += adj_t\n"  # an index with an effect: kept
+        "    return a\n")
+    prune.drop_dead(f)
+    text = ast.unparse(f)
+    assert "adj_a is not None" not in text and "adj_v[i, 0]" not in text
+    assert "adj_a[i] += adj_u" in text and "adj_a[i] += adj_p" in text
+    assert "atomic_add" in text
+
+
+@wp.kernel
+def _gated(a: wp.array(dtype=float), b: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    if a[i] > 0.5:      # a is read for the test only: its adjoint gets nothing
+        out[i] = b[i] * 2.0
+    else:
+        out[i] = b[i] * b[i]
+
+
+def test_gradients_of_an_array_read_only_in_tests_stay_as_they_were():
+    def code(src):
+        return "\n".join(ln for ln in src.splitlines() if not ln.lstrip().startswith("#"))
+    assert "adj_a[" not in code(_gated.source("adjoint"))
+    av = np.array([0.2, 0.9, 0.4, 0.7], np.float32)
+    bv = np.array([1.5, -2.0, 3.0, 0.25], np.float32)
+    a = wp.array(av, requires_grad=True)
+    b = wp.array(bv, requires_grad=True)
+    out = wp.zeros(4, dtype=float, requires_grad=True)
+    start = np.array([-0.0, 0.0, 3.5, -1.25], np.float32)  # -0.0 and +0.0 keep their signs
+    a.grad.assign(start)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(_gated, 4, inputs=[a, b, out])
+    tape.backward(grads={out: np.ones(4, np.float32)})
+    assert a.grad.numpy().tobytes() == start.tobytes()
+    np.testing.assert_allclose(b.grad.numpy(), np.where(av > 0.5, 2.0, 2.0 * bv), rtol=1e-6)
+    np.testing.assert_allclose(out.numpy(), np.where(av > 0.5, 2.0 * bv, bv * bv), rtol=1e-6)

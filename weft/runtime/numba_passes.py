@@ -159,20 +159,27 @@ def _fold_statements(blocks, defs):
 
 
 def _drop_unused(blocks, candidates):
-    """Remove the assignments of ``candidates`` that nothing reads, until none is left unread
-    (each is a global, a constant, a comparison or ``bool`` of one: no effect but its value)."""
-    while True:
-        uses = _uses(blocks)
-        dropped = False
-        for block in blocks.values():
-            kept = [s for s in block.body
-                    if not (isinstance(s, ir.Assign) and s.target.name in candidates
-                            and uses[s.target.name] == 0)]
-            if len(kept) != len(block.body):
-                block.body = kept
-                dropped = True
-        if not dropped:
-            return
+    """Remove the assignments of ``candidates`` that nothing reads, and then those that only the
+    removed ones read (each is a global, a constant, a comparison or ``bool`` of one: no effect
+    but its value)."""
+    uses = _uses(blocks)
+    where = {}
+    for label, block in blocks.items():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and stmt.target.name in candidates:
+                where[stmt.target.name] = (label, stmt)
+    work = [name for name in where if uses[name] == 0]
+    dropped = defaultdict(set)  # block -> ids of its statements to drop
+    while work:
+        label, stmt = where.pop(work.pop())
+        dropped[label].add(id(stmt))
+        for var in stmt.value.list_vars() if isinstance(stmt.value, ir.Inst) else ():
+            uses[var.name] -= 1
+            if uses[var.name] == 0 and var.name in where:
+                work.append(var.name)
+    for label, ids in dropped.items():
+        block = blocks[label]
+        block.body = [s for s in block.body if id(s) not in ids]
 
 
 def _join_chains(blocks, limit):

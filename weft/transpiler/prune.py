@@ -24,6 +24,7 @@ reads.
 from __future__ import annotations
 
 import ast
+import math
 
 from ..native.vocabulary import called_name, is_pure
 
@@ -160,10 +161,72 @@ def _statements(body):
                 yield from _statements(sub)
 
 
+_FLOAT_CASTS = ("float16", "float32", "float64")
+
+
+def _negative_zero(expr):
+    """Whether ``expr`` is the constant -0.0 (``float32(-0.0)``, ``-0.0``) or a tuple of them."""
+    if isinstance(expr, ast.Tuple):
+        return bool(expr.elts) and all(_negative_zero(e) for e in expr.elts)
+    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and \
+            expr.func.id in _FLOAT_CASTS and len(expr.args) == 1 and not expr.keywords:
+        expr = expr.args[0]
+    sign = 1.0
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):  # -0.0 as parsed
+        expr, sign = expr.operand, -1.0
+    return isinstance(expr, ast.Constant) and type(expr.value) is float and \
+        expr.value == 0.0 and sign * math.copysign(1.0, expr.value) < 0
+
+
+def _zero_names(body):
+    """The names bound once, to -0.0 or a tuple of -0.0 (adjoints nothing was added to)."""
+    count, zero = {}, set()
+    for st in _statements(body):
+        if isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+            for t in targets:
+                for n in _bound_names(t):
+                    count[n] = count.get(n, 0) + 1
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
+                    isinstance(st.targets[0], ast.Name) and _negative_zero(st.value):
+                zero.add(st.targets[0].id)
+    return {n for n in zero if count[n] == 1}
+
+
+def _bound_names(t):
+    """The names an assignment to target ``t`` binds (a subscript's or attribute's none)."""
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [n for e in t.elts for n in _bound_names(e)]
+    if isinstance(t, ast.Starred):
+        return _bound_names(t.value)
+    return []
+
+
+def _adds_zero(st, zeros, pure_funcs):
+    """Whether ``st`` is ``a[...] += z`` with ``z`` a -0.0 of ``zeros`` (or a component of a
+    tuple of them) and a pure index: adding -0.0 leaves every value as it was."""
+    if not (isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add)
+            and isinstance(st.target, ast.Subscript)
+            and _pure_reads(st.target.slice, pure_funcs) is not None):
+        return False
+    v = st.value
+    if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Constant):
+        v = v.value
+    return isinstance(v, ast.Name) and v.id in zeros
+
+
 def drop_dead(fdef, pure_funcs=()):
-    """``fdef`` (an ``ast.FunctionDef``) without its dead assignments, in place; returns it."""
+    """``fdef`` (an ``ast.FunctionDef``) without its dead assignments, in place; returns it.
+    Additions of -0.0 into an array (an adjoint no rule added to, accumulated into a
+    gradient) go too: they change no value."""
     bindings, live, removable = [], set(), {}
+    zeros = _zero_names(fdef.body) - {a.arg for a in fdef.args.args}
     for st in _statements(fdef.body):
+        if zeros and _adds_zero(st, zeros, pure_funcs):
+            removable[id(st)] = ()
+            continue
         b = _binding(st, pure_funcs)
         if b is not None:
             bindings.append(b)
