@@ -81,6 +81,15 @@ def generated_code_compiler():
             :class:`~weft.runtime.numba_passes.ReconstructSSAByMentions` and the linear
             live-variable analysis (:func:`~weft.runtime.numba_passes.compute_live_map`)."""
 
+            def __init__(self, typingctx, targetctx, library, args, return_type, flags,
+                         locals):
+                # no C-callable wrapper: generated functions are called from Python (the
+                # CPython wrapper) and from compiled code (directly), never through a cfunc
+                flags = flags.copy()
+                flags.no_cfunc_wrapper = True
+                super().__init__(typingctx, targetctx, library, args, return_type, flags,
+                                 locals)
+
             def _compile_core(self):
                 with compiling_generated_code():
                     return super()._compile_core()
