@@ -201,3 +201,18 @@ def test_live_variable_map_gives_numbas_sets_before_and_after_ssa():
                                                cfg.topo_order(), {})
         leaky += plain != ours
     assert leaky  # where the plain fixed point differs, the full rule was taken
+
+
+def _scaled(a):
+    b = a * np.float32(2.0) + np.float32(0.5)   # an array expression with folded casts
+    return b, a[0] * np.float32(3.0)
+
+
+def test_folded_casts_inside_array_expressions():
+    from weft.runtime.numba_start import generated_code_compiler
+    compiled = numba.njit(pipeline_class=generated_code_compiler())(_scaled)
+    a = np.array([1.5, -0.25, 3.0], np.float32)
+    b, s = compiled(a)
+    assert b.dtype == np.float32
+    np.testing.assert_array_equal(b, a * np.float32(2.0) + np.float32(0.5))
+    assert s == np.float32(4.5)
