@@ -10,7 +10,11 @@ Generates kernels of N statements in three shapes:
   hundredth ``x_k``;
 * ``branches``: a chain of N ``if a[i] > k: x = x * 1.0001 + k`` statements;
 * ``loop``: a ``for`` loop over ``n`` whose body is N statements (``y_k = x * k + 1.0``, then
-  ``x`` updated from every hundredth ``y_k``).
+  ``x`` updated from every hundredth ``y_k``);
+* ``chain``: ``x_k = a[i] * x_{k-1} * 0.5 + k``, each statement reading the one before, the
+  last one stored. In ``straight`` and ``loop`` only every hundredth value reaches the output,
+  and weft drops the rest from the forward and the adjoint as dead code (Warp compiles them):
+  ``chain`` is the shape whose every statement is compiled, forward and adjoint.
 
 The transpile column is weft's transpiler alone (pure Python: lowering, analysis, the forward,
 adjoint and tangent kernels, the module's source text), with a fresh cache so nothing is reused.
@@ -33,7 +37,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from machine import text_table  # noqa: E402
 
-SHAPES = ("straight", "branches", "loop")
+SHAPES = ("straight", "branches", "loop", "chain")
 HEADER = "import {mod} as wp\n\n\n@wp.kernel\n"
 
 
@@ -59,6 +63,11 @@ def kernel_source(shape, n, module="weft"):
         lines.append("        x = 0.001 * (" + " + ".join(f"y_{k}" for k in range(0, n, 100))
                      + ")\n")
         lines.append("    out[i] = x\n")
+    elif shape == "chain":
+        lines.append(f"def {name}(a: wp.array(dtype=float), out: wp.array(dtype=float)):\n")
+        lines.append("    i = wp.tid()\n    x_0 = a[i]\n")
+        lines += [f"    x_{k} = a[i] * x_{k - 1} * 0.5 + {k}.0\n" for k in range(1, n)]
+        lines.append(f"    out[i] = x_{n - 1}\n")
     else:
         raise ValueError(shape)
     return name, "".join(lines)

@@ -219,3 +219,102 @@ def test_folded_casts_inside_array_expressions():
     assert b.dtype == np.float32
     np.testing.assert_array_equal(b, a * np.float32(2.0) + np.float32(0.5))
     assert s == np.float32(4.5)
+
+
+def _long_chain(a):
+    x = a[0]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    x = x * float32(0.5) + a[2]
+    x = x * float32(0.5) + a[0]
+    x = x * float32(0.5) + a[1]
+    return x
+
+
+def test_long_blocks_are_cut_and_compute_the_same():
+    func_ir = run_frontend(_long_chain)
+    assert max(len(b.body) for b in func_ir.blocks.values()) > numba_passes.BLOCK_STATEMENTS
+    numba_passes.SimplifyGeneratedCode().run_pass(
+        _State(func_ir=func_ir, args=(types.Array(types.float32, 1, "C"),)))
+    assert len(func_ir.blocks) > 2
+    assert max(len(b.body) for b in func_ir.blocks.values()) <= numba_passes.BLOCK_STATEMENTS
+    from weft.runtime.numba_start import generated_code_compiler
+    a = np.array([0.5, -1.25, 2.0], np.float32)
+    want = numba.njit(_long_chain)(a)
+    got = numba.njit(pipeline_class=generated_code_compiler())(_long_chain)(a)
+    assert np.float32(got).tobytes() == np.float32(want).tobytes()

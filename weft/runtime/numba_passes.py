@@ -19,10 +19,13 @@ code has more blocks and statements than it needs, for reasons the IR shows plai
 * **``bool()`` around comparisons.** Python 3.11's jumps make Numba call ``bool`` on every
   branch condition; a condition made by a comparison is branched on directly (lowering casts a
   branch condition to a boolean either way).
-* **Chains of blocks.** After the pruning, the blocks left form chains; each chain is joined into
-  blocks of at most :data:`BLOCK_STATEMENTS` statements. Not into one: LLVM's SROA grows
-  quadratically with the length of a block holding Numba's temporary array structures (a
-  300-statement adjoint joined whole spent 6.7 s in SROA; in blocks of 100, all of LLVM took 0.25 s).
+* **Blocks of at most** :data:`BLOCK_STATEMENTS` **statements.** After the pruning, the blocks
+  left form chains; each chain is joined into blocks of at most that many statements, and a
+  longer block (a long straight-line kernel) is cut into such blocks joined by jumps. Not one
+  block: LLVM's SROA grows quadratically with the length of a block holding Numba's temporary
+  array structures (a 300-statement adjoint joined whole spent 6.7 s in SROA; in blocks of 100,
+  all of LLVM took 0.25 s); a 1,000-statement chain's forward compiled in 41 s as one block,
+  24 s cut into blocks.
 
 The pass runs first, before ``IRProcessing``, so every later pass sees the smaller function. The
 machine code computes the same values; the generated source text is unchanged.
@@ -213,6 +216,27 @@ def _join_chains(blocks, limit):
     return bool(removed)
 
 
+def _split_long_blocks(blocks, limit):
+    """Cut each block of more than ``limit`` statements into blocks of at most ``limit`` (the
+    last a jump to the next; new labels after the largest). Returns the new mapping when
+    something was cut, else None."""
+    if all(len(b.body) <= limit for b in blocks.values()):
+        return None
+    out, fresh = {}, max(blocks) + 1
+    for label, block in blocks.items():
+        body = block.body
+        while len(body) > limit:
+            piece, body = body[:limit - 1], body[limit - 1:]  # and a jump
+            part = ir.Block(scope=block.scope, loc=piece[0].loc)
+            part.body = piece + [ir.Jump(fresh, piece[-1].loc)]
+            out[label] = part
+            label, fresh = fresh, fresh + 1
+        rest = ir.Block(scope=block.scope, loc=body[0].loc)
+        rest.body = body
+        out[label] = rest
+    return out
+
+
 @register_pass(mutates_CFG=True, analysis_only=False)
 class SimplifyGeneratedCode(FunctionPass):
     """Prune argument None tests, fold constant casts and ``bool()`` around comparisons, and
@@ -248,7 +272,10 @@ class SimplifyGeneratedCode(FunctionPass):
                 name for name in single
                 if isinstance(func_ir._definitions[name][0], (ir.Global, ir.Const))}))
         joined = _join_chains(blocks, BLOCK_STATEMENTS)
-        changed = bool(folded or bools or pruned or joined)
+        cut = _split_long_blocks(blocks, BLOCK_STATEMENTS)
+        if cut is not None:
+            func_ir.blocks = blocks = cut
+        changed = bool(folded or bools or pruned or joined or cut is not None)
         if changed:
             func_ir._definitions = ir_utils.build_definitions(blocks)
         return changed
