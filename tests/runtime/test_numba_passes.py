@@ -221,93 +221,22 @@ def test_folded_casts_inside_array_expressions():
     assert s == np.float32(4.5)
 
 
-def _long_chain(a):
-    x = a[0]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    x = x * float32(0.5) + a[2]
-    x = x * float32(0.5) + a[0]
-    x = x * float32(0.5) + a[1]
-    return x
+def _long_chain(folder, n=80):
+    """``x = x * float32(0.5) + a[k % 3]``, ``n`` times: one block of about 6n statements
+    (written to a module in ``folder`` and imported)."""
+    import importlib.util
+    path = folder / "long_chain_module.py"
+    path.write_text("from numpy import float32\n\n\ndef long_chain(a):\n    x = a[0]\n" + "".join(
+        f"    x = x * float32(0.5) + a[{k % 3}]\n" for k in range(n)) + "    return x\n")
+    spec = importlib.util.spec_from_file_location("long_chain_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.long_chain
 
 
-def test_long_blocks_are_cut_and_compute_the_same():
-    func_ir = run_frontend(_long_chain)
+def test_long_blocks_are_cut_and_compute_the_same(tmp_path):
+    long_chain = _long_chain(tmp_path)
+    func_ir = run_frontend(long_chain)
     assert max(len(b.body) for b in func_ir.blocks.values()) > numba_passes.BLOCK_STATEMENTS
     numba_passes.SimplifyGeneratedCode().run_pass(
         _State(func_ir=func_ir, args=(types.Array(types.float32, 1, "C"),)))
@@ -315,6 +244,6 @@ def test_long_blocks_are_cut_and_compute_the_same():
     assert max(len(b.body) for b in func_ir.blocks.values()) <= numba_passes.BLOCK_STATEMENTS
     from weft.runtime.numba_start import generated_code_compiler
     a = np.array([0.5, -1.25, 2.0], np.float32)
-    want = numba.njit(_long_chain)(a)
-    got = numba.njit(pipeline_class=generated_code_compiler())(_long_chain)(a)
+    want = numba.njit(long_chain)(a)
+    got = numba.njit(pipeline_class=generated_code_compiler())(long_chain)(a)
     assert np.float32(got).tobytes() == np.float32(want).tobytes()
