@@ -86,17 +86,26 @@ class _Defs:
         return found[0] if len(found) == 1 else None
 
 
+def _bool_of(defs, var):
+    """``x`` where ``var`` is defined as ``bool(x)`` (Numba's branch conditions), else None."""
+    call = defs(var)
+    if isinstance(call, ir.Expr) and call.op == "call" and len(call.args) == 1 \
+            and not call.kws and call.vararg is None:
+        head = defs(call.func)
+        if isinstance(head, ir.Global) and head.value is bool:
+            return call.args[0]
+    return None
+
+
 def _none_test(defs, cond, arg_types):
     """For a branch on ``cond``: (True or False, the test's variables) where ``cond`` tests an
     argument against None and the argument's type decides it; None where it does not."""
-    test = defs(cond)
     names = [cond.name]
-    if isinstance(test, ir.Expr) and test.op == "call" and len(test.args) == 1 \
-            and not test.kws and test.vararg is None:
-        head = defs(test.func)
-        if isinstance(head, ir.Global) and head.value is bool:
-            names.append(test.args[0].name)
-            test = defs(test.args[0])
+    inner = _bool_of(defs, cond)
+    if inner is not None:
+        names.append(inner.name)
+        cond = inner
+    test = defs(cond)
     if not (isinstance(test, ir.Expr) and test.op == "binop"
             and test.fn in (operator.is_, operator.is_not)):
         return None
@@ -134,15 +143,12 @@ def _fold_statements(blocks, defs):
     for block in blocks.values():
         for stmt in block.body:
             if isinstance(stmt, ir.Branch):
-                test = defs(stmt.cond)
-                if isinstance(test, ir.Expr) and test.op == "call" and len(test.args) == 1 \
-                        and not test.kws and test.vararg is None:
-                    head, inner = defs(test.func), defs(test.args[0])
-                    if isinstance(head, ir.Global) and head.value is bool \
-                            and isinstance(inner, ir.Expr) and inner.op == "binop" \
-                            and inner.fn in _COMPARISONS:
-                        bools.add(stmt.cond.name)
-                        stmt.cond = test.args[0]
+                inner = _bool_of(defs, stmt.cond)
+                compared = defs(inner) if inner is not None else None
+                if isinstance(compared, ir.Expr) and compared.op == "binop" \
+                        and compared.fn in _COMPARISONS:
+                    bools.add(stmt.cond.name)
+                    stmt.cond = inner
                 continue
             if not (isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr)
                     and stmt.value.op == "call" and len(stmt.value.args) == 1
