@@ -10,9 +10,10 @@ and BLAS stays available to Numba code (a later ``import scipy.linalg`` initiali
 as usual). Without SciPy, or with ``scipy.linalg`` already imported, nothing is done.
 
 The functions of generated CPU modules compile through :func:`generated_code_compiler`: Numba's
-nopython pipeline without ``InlineClosureLikes``, with the passes of ``numba_passes`` (fewer
-blocks and statements; SSA reconstruction and liveness in linear time, stop 53). That pass inlines closures, ``reduce`` calls,
-stencils and array comprehensions, none of which generated code contains, and its clean-up
+nopython pipeline with the passes of ``numba_passes`` (fewer blocks and statements; SSA
+reconstruction and liveness in linear time, stop 53), without a C-callable wrapper, and without
+``InlineClosureLikes``. That pass inlines closures, ``reduce`` calls, stencils and array
+comprehensions, none of which generated code contains, and its clean-up
 (``fixup_var_define_in_scope``, reaching definitions and liveness over every block) grows
 quadratically with a function's size: without it, the adjoint of a 1,000-statement kernel
 compiles in 71 s instead of 101 (``docs/performance.md``, stop 52). The machine code is the

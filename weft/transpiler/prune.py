@@ -109,19 +109,29 @@ def _push_children(node, stack, reads):
                 stack.append(x)
 
 
+def _target_leaves(t):
+    """The innermost targets of assignment target ``t`` (names, subscripts, attributes)."""
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [leaf for e in t.elts for leaf in _target_leaves(e)]
+    if isinstance(t, ast.Starred):
+        return _target_leaves(t.value)
+    return [t]
+
+
+def _bound_names(t):
+    """The names an assignment to target ``t`` binds (a subscript's or attribute's none)."""
+    return [leaf.id for leaf in _target_leaves(t) if isinstance(leaf, ast.Name)]
+
+
 def _target_names(t):
-    """The names bound by assignment target ``t``; None when it is not made of names only."""
-    if isinstance(t, ast.Name):
-        return [t.id]
-    if isinstance(t, ast.Tuple):
-        out = []
-        for e in t.elts:
-            sub = _target_names(e)
-            if sub is None:
-                return None
-            out += sub
-        return out
-    return None
+    """The names bound by assignment target ``t``; None when it is not a name or a tuple of
+    names (nested)."""
+    if any(isinstance(e, (ast.List, ast.Starred)) for e in ast.walk(t)):
+        return None
+    leaves = _target_leaves(t)
+    if not all(isinstance(leaf, ast.Name) for leaf in leaves):
+        return None
+    return [leaf.id for leaf in leaves]
 
 
 def _binding(st, pure_funcs):
@@ -191,17 +201,6 @@ def _zero_names(body):
                     isinstance(st.targets[0], ast.Name) and _negative_zero(st.value):
                 zero.add(st.targets[0].id)
     return {n for n in zero if count[n] == 1}
-
-
-def _bound_names(t):
-    """The names an assignment to target ``t`` binds (a subscript's or attribute's none)."""
-    if isinstance(t, ast.Name):
-        return [t.id]
-    if isinstance(t, (ast.Tuple, ast.List)):
-        return [n for e in t.elts for n in _bound_names(e)]
-    if isinstance(t, ast.Starred):
-        return _bound_names(t.value)
-    return []
 
 
 def _adds_zero(st, zeros, pure_funcs):
