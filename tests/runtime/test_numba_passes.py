@@ -247,3 +247,24 @@ def test_long_blocks_are_cut_and_compute_the_same(tmp_path):
     want = numba.njit(long_chain)(a)
     got = numba.njit(pipeline_class=generated_code_compiler())(long_chain)(a)
     assert np.float32(got).tobytes() == np.float32(want).tobytes()
+
+
+def test_statement_variables_are_numbas_list():
+    """``_collect_vars`` (the variables of a statement while generated code compiles) gives
+    Numba's ``Inst._rec_list_vars`` list, in order, for every statement and expression."""
+    compared = 0
+    for fn in _generated_functions(branches_and_loops):
+        for blocks in (run_frontend(fn, emit_dels=True).blocks,
+                       numba_passes.reconstruct_ssa_blocks(run_frontend(fn).blocks)):
+            for block in blocks.values():
+                for stmt in block.body:
+                    for node in [stmt] + [v for v in vars(stmt).values()
+                                          if isinstance(v, ir.Inst)]:
+                        of = vars(node) if not isinstance(node, ir.Expr) else node._kws
+                        ours = []
+                        numba_passes._collect_vars(of, ours)
+                        numbas = numba_passes._numba_list_vars(node, of)
+                        assert [v.name for v in ours] == [v.name for v in numbas], stmt
+                        assert all(a is b for a, b in zip(ours, numbas))
+                        compared += 1
+    assert compared > 500

@@ -45,7 +45,7 @@ from collections import Counter, defaultdict
 import numpy as np
 from numba.core import analysis, ir, ir_utils, types
 from numba.core.analysis import compute_cfg_from_blocks
-from numba.core.compiler_machinery import FunctionPass, register_pass
+from numba.core.compiler_machinery import AnalysisPass, FunctionPass, register_pass
 
 #: the longest block joining chains makes, and the length long blocks are cut to (IR statements)
 BLOCK_STATEMENTS = 100
@@ -449,18 +449,21 @@ _compiling = threading.local()
 
 
 def _live_map(cfg, blocks, var_use_map, var_def_map):
-    """``analysis.compute_live_map`` once :func:`install_live_map` ran: :func:`compute_live_map`
+    """``analysis.compute_live_map`` once :func:`install_analyses` ran: :func:`compute_live_map`
     while this thread compiles generated code, Numba's own otherwise."""
     if getattr(_compiling, "depth", 0):
         return compute_live_map(cfg, blocks, var_use_map, var_def_map)
     return _numba_live_map(cfg, blocks, var_use_map, var_def_map)
 
 
-def install_live_map():
-    """Route Numba's live-variable analysis through :func:`_live_map` (once; Numba's passes
-    call it as ``analysis.compute_live_map``). Other compiles keep Numba's function."""
+def install_analyses():
+    """Route Numba's live-variable analysis through :func:`_live_map` (Numba's passes call it as
+    ``analysis.compute_live_map``) and statements' variable lists through :func:`_list_vars`
+    (once). Other compiles keep Numba's functions."""
     if analysis.compute_live_map is not _live_map:
         analysis.compute_live_map = _live_map
+    if ir.Inst._rec_list_vars is not _list_vars:
+        ir.Inst._rec_list_vars = _list_vars
 
 
 @contextlib.contextmanager
@@ -471,3 +474,149 @@ def compiling_generated_code():
         yield
     finally:
         _compiling.depth -= 1
+
+
+# -- lowering without reference counting of plain values -----------------------------------------
+#
+# Numba's lowering treats every variable as if it might hold a reference: legalization inserts a
+# ``del`` after each variable's last use (half the statements of generated code), lowering a
+# ``del`` loads the variable and stores zero into its slot, and every copy (``incref``), store
+# over an old value and ``del`` (``decref``) walks the value's type, emitting an
+# ``extract_value`` for every member of a tuple, recursively (a ``mat44`` copy: 16), before it
+# finds nothing to count. Generated code is mostly tuples of floats. For values of a type that
+# holds no NRT reference, the statements and the instructions go; arrays and anything holding
+# one keep Numba's treatment exactly.
+
+_REFCOUNTED = {}
+
+#: the lowering of plain values and the faster statement walk below are used (False: Numba's,
+#: for side-by-side measurements in one process: ``benchmarks/bench_compile_passes.py``)
+LEAN_LOWERING = True
+
+
+def refcounted(context, ty):
+    """Whether a value of Numba type ``ty`` holds a reference the NRT counts, itself or in a
+    member (what Numba's ``get_meminfos`` walks: the data model and its members, recursively)."""
+    found = _REFCOUNTED.get(ty)
+    if found is None:
+        model = context.data_model_manager[ty]
+        found = model.has_nrt_meminfo() or any(refcounted(context, member)
+                                               for member, _getter in model.traverse(None))
+        _REFCOUNTED[ty] = found
+    return found
+
+
+@register_pass(mutates_CFG=False, analysis_only=False)
+class DropPlainDels(AnalysisPass):
+    """After legalization (which inserts them): the ``del`` of each variable whose type holds
+    no counted reference (see above); lowering such a ``del`` does nothing but store zero. (An
+    ``AnalysisPass`` as legalization is: Numba refuses ``del``s after a ``FunctionPass``.)"""
+
+    _name = "weft_drop_plain_dels"
+
+    def __init__(self):
+        AnalysisPass.__init__(self)
+
+    def run_pass(self, state):
+        if not LEAN_LOWERING:
+            return False
+        from numba.core.registry import cpu_target
+        context = state.targetctx or cpu_target.target_context
+        typemap = state.typemap
+        changed = False
+        for block in state.func_ir.blocks.values():
+            body = [stmt for stmt in block.body
+                    if not (isinstance(stmt, ir.Del) and stmt.value in typemap and
+                            not refcounted(context, typemap[stmt.value]))]
+            if len(body) != len(block.body):
+                block.body = body
+                changed = True
+        return changed
+
+
+def lowering_pass():
+    """The lowering pass of generated code: Numba's, whose ``incref`` and ``decref`` skip values
+    that hold no counted reference (see above)."""
+    global _LoweringPass
+    if _LoweringPass is None:
+        from numba.core import lowering
+        from numba.core.typed_passes import NativeLowering
+
+        class Lower(lowering.Lower):
+            def incref(self, typ, val):
+                if not LEAN_LOWERING or refcounted(self.context, typ):
+                    super().incref(typ, val)
+
+            def decref(self, typ, val):
+                if not LEAN_LOWERING or refcounted(self.context, typ):
+                    super().decref(typ, val)
+
+        @register_pass(mutates_CFG=True, analysis_only=False)
+        class LowerGeneratedCode(NativeLowering):
+            """Numba's ``NativeLowering`` with the ``Lower`` above."""
+
+            _name = "weft_native_lowering"
+
+            @property
+            def lowering_class(self):
+                return Lower
+
+        _LoweringPass = LowerGeneratedCode
+    return _LoweringPass
+
+
+_LoweringPass = None
+
+
+# -- the variables of a statement ---------------------------------------------------------------
+#
+# Every analysis Numba runs between passes (use-defs, liveness, the ``del`` placement of its
+# post-processor, about seven times per compile) asks each statement for its variables;
+# ``Inst._rec_list_vars`` answers by a recursive walk of the statement's attributes with four
+# ``isinstance`` tests per value (its location, names, constants...): 11% of a compile of the
+# 4x4 determinant's module under the profiler. :func:`_list_vars` gives the same list, in the same
+# order, deciding most values by their exact type first.
+
+_LEAVES = frozenset({str, int, float, bool, type(None), type(len), ir.Loc, ir.Const, ir.Global,
+                     ir.FreeVar, ir.Arg, ir.Scope, type(ir.UNDEFINED)})
+
+
+def _collect_vars(val, out):
+    """Append the variables in ``val`` (a statement's attributes, an expression's arguments) to
+    ``out``, as Numba's walk lists them."""
+    kind = type(val)
+    if kind is dict:
+        items = val.values()
+    elif kind is list or kind is tuple:
+        items = val
+    else:
+        items = (val,)
+    for v in items:
+        kind = type(v)
+        if kind is ir.Var:
+            out.append(v)
+        elif kind in _LEAVES:
+            continue
+        elif kind is ir.Expr:  # its ``list_vars``: its arguments
+            _collect_vars(v._kws, out)
+        elif kind is dict or kind is list or kind is tuple:
+            _collect_vars(v, out)
+        elif isinstance(v, ir.Var):  # (what Numba's walk tests, in its order)
+            out.append(v)
+        elif isinstance(v, ir.Inst):
+            out.extend(v.list_vars())
+        elif isinstance(v, (list, tuple, dict)):
+            _collect_vars(list(v.values()) if isinstance(v, dict) else list(v), out)
+
+
+def _list_vars(self, val):
+    """``Inst._rec_list_vars``: Numba's (``_numba_list_vars``) except while generated code
+    compiles, then :func:`_collect_vars` (the same list)."""
+    if getattr(_compiling, "depth", 0) <= 0 or not LEAN_LOWERING:
+        return _numba_list_vars(self, val)
+    out = []
+    _collect_vars(val, out)
+    return out
+
+
+_numba_list_vars = ir.Inst._rec_list_vars

@@ -69,18 +69,22 @@ def generated_code_compiler():
     if _compiler is None:
         from numba.core import compiler
         from numba.core.compiler_machinery import PassManager
+        from numba.core.typed_passes import IRLegalization, NativeLowering
         from numba.core.untyped_passes import InlineClosureLikes, IRProcessing, ReconstructSSA
 
-        from .numba_passes import (ReconstructSSAByMentions, SimplifyGeneratedCode,
-                                   compiling_generated_code, install_live_map)
+        from .numba_passes import (DropPlainDels, ReconstructSSAByMentions,
+                                   SimplifyGeneratedCode, compiling_generated_code,
+                                   install_analyses, lowering_pass)
 
-        install_live_map()
+        install_analyses()
 
         class GeneratedCodeCompiler(compiler.CompilerBase):
             """Numba's nopython pipeline less ``InlineClosureLikes``, with
             :class:`~weft.runtime.numba_passes.SimplifyGeneratedCode` first, SSA by
-            :class:`~weft.runtime.numba_passes.ReconstructSSAByMentions` and the linear
-            live-variable analysis (:func:`~weft.runtime.numba_passes.compute_live_map`)."""
+            :class:`~weft.runtime.numba_passes.ReconstructSSAByMentions`, the linear
+            live-variable analysis (:func:`~weft.runtime.numba_passes.compute_live_map`), a
+            faster walk for statements' variables, and lowering that counts references only of
+            values holding them (:class:`~weft.runtime.numba_passes.DropPlainDels`)."""
 
             def __init__(self, typingctx, targetctx, library, args, return_type, flags,
                          locals):
@@ -103,8 +107,12 @@ def generated_code_compiler():
                         pm.passes.append((SimplifyGeneratedCode, "simplify generated code"))
                     if pss is ReconstructSSA:
                         pm.passes.append((ReconstructSSAByMentions, about))
+                    elif pss is NativeLowering:
+                        pm.passes.append((lowering_pass(), about))
                     elif pss is not InlineClosureLikes:
                         pm.passes.append((pss, about))
+                    if pss is IRLegalization:
+                        pm.passes.append((DropPlainDels, "drop the dels of plain values"))
                 pm.finalize()
                 return [pm]
 

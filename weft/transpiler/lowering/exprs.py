@@ -299,6 +299,9 @@ def expr_tuple(ctx, node):
     for e, i in zip(node.elts, items):
         if isinstance(i, StructArr):
             raise ctx.fail(e, "arrays of structs cannot be put in tuples", KernelTypeError)
+        if isinstance(getattr(i, "type", None), T.ArrayType):  # (Warp cannot build them either)
+            raise ctx.fail(e, "arrays cannot be put in tuples: use each array by its name",
+                           KernelTypeError)
     if any(isinstance(i, (StructVal, TupleVal)) for i in items):
         return TupleVal(items)  # kept item by item (lowering/structs.py)
     items = [literals.typed(i) for i in items]
