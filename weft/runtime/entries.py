@@ -51,6 +51,12 @@ def run(ck, kind, dims, values, device, target=None):
         return
     if _size(dims) == 0:
         return
+    from .numba_start import compiling_generated_cuda_code
+    with compiling_generated_cuda_code():  # (a first launch compiles)
+        _run_cuda(ck, kind, dims, values)
+
+
+def _run_cuda(ck, kind, dims, values):
     fn = ck.entry(kind, "cuda")
     if kind != "forward":
         values = cuda_shadows(ck, kind, values)

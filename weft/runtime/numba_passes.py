@@ -38,14 +38,28 @@ and the live-variable map (:func:`compute_live_map`, used while generated code c
 from __future__ import annotations
 
 import contextlib
+import importlib
 import operator
 import threading
 from collections import Counter, defaultdict
 
 import numpy as np
-from numba.core import analysis, ir, ir_utils, types
-from numba.core.analysis import compute_cfg_from_blocks
-from numba.core.compiler_machinery import AnalysisPass, FunctionPass, register_pass
+
+#: the Numba core these passes work on: ``numba.core``, or numba-cuda's copy of it, whose IR
+#: classes are its own (this module's text loaded a second time: :func:`for_cuda`)
+CORE = globals().get("_WEFT_NUMBA_CORE", "numba.core")
+analysis = importlib.import_module(CORE + ".analysis")
+ir = importlib.import_module(CORE + ".ir")
+ir_utils = importlib.import_module(CORE + ".ir_utils")
+types = importlib.import_module("numba.core.types" if CORE == "numba.core" else "numba.cuda.types")
+compute_cfg_from_blocks = analysis.compute_cfg_from_blocks
+_machinery = importlib.import_module(CORE + ".compiler_machinery")
+AnalysisPass, FunctionPass = _machinery.AnalysisPass, _machinery.FunctionPass
+register_pass = _machinery.register_pass
+#: what that core's own walks test statements' values against (numba-cuda's IR accepts
+#: ``numba.core``'s classes too)
+_VAR_TYPES = getattr(ir, "var_types", ir.Var)
+_INST_TYPES = getattr(ir, "inst_types", ir.Inst)
 
 #: the longest block joining chains makes, and the length long blocks are cut to (IR statements)
 BLOCK_STATEMENTS = 100
@@ -313,7 +327,7 @@ def reconstruct_ssa_blocks(blocks):
     variable's two walks visit only the blocks that mention it, in the same order; the other
     blocks are kept as they are. The renamed variables, the phis and their order are Numba's.
     """
-    from numba.core import ssa
+    ssa = importlib.import_module(CORE + ".ssa")
     if not blocks:
         return {}
     if not all(hasattr(ssa, name) for name in _SSA_PARTS):  # another Numba: its own walk
@@ -348,7 +362,7 @@ def reconstruct_ssa_blocks(blocks):
                 blocks[label] = block = copied
             block.body = phis + block.body
     if compute_cfg_from_blocks(blocks) != cfg:
-        from numba.core import errors
+        errors = importlib.import_module(CORE + ".errors")
         raise errors.CompilerError("CFG mutated in SSA pass")
     return blocks
 
@@ -363,8 +377,8 @@ class ReconstructSSAByMentions(FunctionPass):
         FunctionPass.__init__(self)
 
     def run_pass(self, state):
-        from numba.core import postproc
-        from numba.core.untyped_passes import ReconstructSSA
+        postproc = importlib.import_module(CORE + ".postproc")
+        ReconstructSSA = importlib.import_module(CORE + ".untyped_passes").ReconstructSSA
         state.func_ir.blocks = reconstruct_ssa_blocks(state.func_ir.blocks)
         ReconstructSSA._patch_locals(self, state)
         state.func_ir._definitions = ir_utils.build_definitions(state.func_ir.blocks)
@@ -445,7 +459,10 @@ def _live_fixed_point(cfg, blocks, var_use_map, var_def_map, order, stopped):
 
 
 _numba_live_map = analysis.compute_live_map
-_compiling = threading.local()
+if CORE == "numba.core":
+    _compiling = threading.local()
+else:  # numba-cuda's copy: one flag for both
+    from .numba_passes import _compiling
 
 
 def _live_map(cfg, blocks, var_use_map, var_def_map):
@@ -520,14 +537,14 @@ class DropPlainDels(AnalysisPass):
     def run_pass(self, state):
         if not LEAN_LOWERING:
             return False
-        from numba.core.registry import cpu_target
-        context = state.targetctx or cpu_target.target_context
+        context = state.targetctx
+        counted = context.enable_nrt  # (numba-cuda: off unless asked for)
         typemap = state.typemap
         changed = False
         for block in state.func_ir.blocks.values():
             body = [stmt for stmt in block.body
                     if not (isinstance(stmt, ir.Del) and stmt.value in typemap and
-                            not refcounted(context, typemap[stmt.value]))]
+                            not (counted and refcounted(context, typemap[stmt.value])))]
             if len(body) != len(block.body):
                 block.body = body
                 changed = True
@@ -601,9 +618,9 @@ def _collect_vars(val, out):
             _collect_vars(v._kws, out)
         elif kind is dict or kind is list or kind is tuple:
             _collect_vars(v, out)
-        elif isinstance(v, ir.Var):  # (what Numba's walk tests, in its order)
+        elif isinstance(v, _VAR_TYPES):  # (what Numba's walk tests, in its order)
             out.append(v)
-        elif isinstance(v, ir.Inst):
+        elif isinstance(v, _INST_TYPES):
             out.extend(v.list_vars())
         elif isinstance(v, (list, tuple, dict)):
             _collect_vars(list(v.values()) if isinstance(v, dict) else list(v), out)
@@ -620,3 +637,30 @@ def _list_vars(self, val):
 
 
 _numba_list_vars = ir.Inst._rec_list_vars
+
+
+# -- numba-cuda ---------------------------------------------------------------------------------
+
+def for_cuda():
+    """These passes for numba-cuda's copy of Numba's core (``numba.cuda.core``, with IR classes
+    of its own): this module's text loaded once more with ``CORE`` set to it; None without
+    numba-cuda. Its compile flag is this module's."""
+    global _cuda_variant
+    if _cuda_variant is None and CORE == "numba.core":
+        import importlib.util
+        import sys
+        try:
+            importlib.import_module("numba.cuda.core.ir")
+        except ImportError:
+            return None
+        name = __name__.rsplit(".", 1)[0] + "._numba_passes_cuda"
+        spec = importlib.util.spec_from_file_location(name, __file__)
+        mod = importlib.util.module_from_spec(spec)
+        mod._WEFT_NUMBA_CORE = "numba.cuda.core"
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        _cuda_variant = mod
+    return _cuda_variant
+
+
+_cuda_variant = None

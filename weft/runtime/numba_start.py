@@ -22,6 +22,7 @@ Numba's default pipeline) are unaffected.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.machinery
 import importlib.util
 import os
@@ -135,3 +136,63 @@ def use_generated_code_compiler(module):
             pipeline = pipeline or generated_code_compiler()
             value._compiler.pipeline_class = pipeline
     return module
+
+
+_cuda_installed = False
+
+
+@contextlib.contextmanager
+def compiling_generated_cuda_code():
+    """Within: the CUDA functions this thread compiles (numba-cuda's ``compile_ptx``, a
+    generated CUDA module's first launch) are generated code, compiled with the passes of
+    ``numba_passes`` that give Numba's own IR (:func:`_install_cuda_pipeline`)."""
+    from .numba_passes import compiling_generated_code
+    _install_cuda_pipeline()
+    with compiling_generated_code():
+        yield
+
+
+def _install_cuda_pipeline():
+    """numba-cuda runs its own copy of Numba's core, with a pipeline its ``compile_cuda``
+    hard-codes (``CUDACompiler``). Once: that pipeline, while generated code compiles, takes
+    weft's SSA reconstruction for Numba's and drops ``InlineClosureLikes`` (see the module's
+    text), and numba-cuda's liveness and statement walks are weft's
+    (``numba_passes.install_analyses``). Each gives Numba's own IR, so the PTX is numba-cuda's
+    own (``tests/cuda/test_ptx_pipeline.py``; every corpus kernel's, checked once). The passes
+    that change the IR (``SimplifyGeneratedCode``, ``DropPlainDels``: NVVM then schedules
+    and allocates registers differently, which no test here can run) are the CPU's only.
+    Other CUDA compiles keep numba-cuda's pipeline."""
+    global _cuda_installed
+    if _cuda_installed:
+        return
+    _cuda_installed = True
+    import numba
+    if numba.config.ENABLE_CUDASIM:  # the simulator runs Python: nothing compiles
+        return
+    from . import numba_passes
+    try:
+        cuda_passes = numba_passes.for_cuda()
+        from numba.cuda import compiler as cuda_compiler
+        from numba.cuda.core import untyped_passes
+        numbas = cuda_compiler.CUDACompiler.define_pipelines
+    except (ImportError, AttributeError):  # another numba-cuda: its own pipeline, as before
+        return
+    if cuda_passes is None:
+        return
+    cuda_passes.install_analyses()
+
+    def define_pipelines(self):
+        pipelines = numbas(self)
+        if not getattr(numba_passes._compiling, "depth", 0) or len(pipelines) != 1:
+            return pipelines
+        full = pipelines[0]
+        pm = type(full)(full.pipeline_name)
+        for pss, about in full.passes:
+            if pss is untyped_passes.ReconstructSSA:
+                pm.passes.append((cuda_passes.ReconstructSSAByMentions, about))
+            elif pss is not untyped_passes.InlineClosureLikes:
+                pm.passes.append((pss, about))
+        pm.finalize()
+        return [pm]
+
+    cuda_compiler.CUDACompiler.define_pipelines = define_pipelines

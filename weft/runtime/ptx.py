@@ -65,8 +65,9 @@ def compile_ptx(kernel, args, dims=(1,), cc=(9, 0), kinds=("forward", "adjoint",
                    [np.zeros(1, np.int32)],
         "tangent": [by_name[p.name] for p in ck.abi.params if p.tangent is not None],
     }
+    from .numba_start import compiling_generated_cuda_code
     out = {}
-    with _assume_compute_capability(cc):
+    with _assume_compute_capability(cc), compiling_generated_cuda_code():
         for kind in kinds:
             fn = ck.entry(kind, "cuda")
             sig = tuple(_typeof(v) for v in [tuple(dims)] + values + extra[kind])
