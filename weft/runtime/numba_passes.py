@@ -33,7 +33,14 @@ machine code computes the same values; the generated source text is unchanged.
 Two of Numba's analyses give the same results here in less time (``tests/runtime/
 test_numba_passes.py`` compares them, IR text and sets): SSA reconstruction
 (:func:`reconstruct_ssa_blocks`, each variable's walks limited to the blocks that mention it)
-and the live-variable map (:func:`compute_live_map`, used while generated code compiles).
+and the live-variable map (:func:`compute_live_map`, used while generated code compiles), and
+so does the walk over a statement's variables (:func:`_collect_vars`). Lowering leaves out the
+reference counting of values that hold no reference (:class:`DropPlainDels`,
+:func:`lowering_pass`).
+
+numba-cuda runs its own copy of Numba's core; :func:`for_cuda` loads this module against it,
+and ``numba_start`` gives its pipeline the passes that leave Numba's IR as it is (the PTX is
+numba-cuda's own: ``tests/cuda/test_ptx_pipeline.py``).
 """
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ comprehensions, none of which generated code contains, and its clean-up
 quadratically with a function's size: without it, the adjoint of a 1,000-statement kernel
 compiles in 71 s instead of 101 (``docs/performance.md``, stop 52). The machine code is the
 same; Numba's cache and the programs that import a module ``weft transpile`` wrote (with
-Numba's default pipeline) are unaffected.
+Numba's default pipeline) are unaffected. Generated CUDA code compiles through numba-cuda's
+pipeline with the passes that leave its IR unchanged (:func:`compiling_generated_cuda_code`).
 """
 from __future__ import annotations
 
