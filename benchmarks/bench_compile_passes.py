@@ -1,12 +1,13 @@
-"""Numba compile time of generated code with and without weft's lean lowering, side by side in
-one process.
+"""Numba compile time of generated code with and without weft's lean lowering and typing, side
+by side in one process.
 
 This machine's speed varies by up to 13% between processes (docs/performance.md), more than the
 effect of one compiler pass. So both variants run in the same process, alternated round by round:
 each round writes every kernel below under a new name (nothing comes from a cache), compiles
-and launches its forward and its adjoint, once with ``numba_passes.LEAN_LOWERING`` on (no
-``del`` statements and no reference counting for values that hold no reference; the faster walk
-over statements' variables) and once off (Numba's). The table gives the median CPU seconds of
+and launches its forward and its adjoint, once with ``numba_passes.LEAN_LOWERING`` and
+``LEAN_TYPING`` on (no ``del`` statements and no reference counting for values that hold no
+reference; the faster walk over statements' variables; operators on plain values typed once)
+and once off (Numba's). The table gives the median CPU seconds of
 each and their ratio (after a warm-up round, not counted, that pays Numba's and weft's own
 first-use costs). Results are checked equal between the two.
 
@@ -158,7 +159,8 @@ def main():
         _run(make)
     for r in range(args.rounds):
         for lean in ((True, False) if r % 2 == 0 else (False, True)):
-            numba_passes.LEAN_LOWERING = lean
+            numba_passes.LEAN_LOWERING = numba_passes.LEAN_TYPING = lean
+            numba_passes._resolved.clear()  # each round types its operators afresh
             tag = f"r{r}{'l' if lean else 'n'}"
             mod = _load(tag, folder)
             for case, make in _cases(mod, tag).items():
@@ -168,11 +170,11 @@ def main():
                 same = all(np.array_equal(a, b, equal_nan=True) for a, b in zip(ref, vals))
                 if not same:
                     raise SystemExit(f"{case}: results differ between the variants")
-    numba_passes.LEAN_LOWERING = True
+    numba_passes.LEAN_LOWERING = numba_passes.LEAN_TYPING = True
     print(f"median CPU seconds of {args.rounds} rounds, first launch forward / first backward, "
           "compile included; results equal")
     print()
-    print("| kernel | Numba's lowering fwd | adj | lean fwd | adj | lean / Numba's (fwd+adj) |")
+    print("| kernel | Numba's fwd | adj | lean fwd | adj | lean / Numba's (fwd+adj) |")
     print("|---|---:|---:|---:|---:|---:|")
     tot = {True: 0.0, False: 0.0}
     for case in values:

@@ -268,3 +268,43 @@ def test_statement_variables_are_numbas_list():
                         assert all(a is b for a, b in zip(ours, numbas))
                         compared += 1
     assert compared > 500
+
+
+def _types_of(py_func, sig):
+    """Every variable's type and every call's signature of ``py_func`` compiled for ``sig``
+    by weft's pipeline, as text (temporary names are numbered the same way in each compile)."""
+    from weft.runtime.numba_start import generated_code_compiler
+    disp = numba.njit(error_model="numpy", pipeline_class=generated_code_compiler())(py_func)
+    disp.compile(sig)
+    fndesc = disp.overloads[sig].fndesc
+    return (sorted((name, str(ty)) for name, ty in fndesc.typemap.items()),
+            sorted((str(expr), str(s)) for expr, s in fndesc.calltypes.items()))
+
+
+def test_kept_typing_of_operators_gives_numbas_types():
+    """Operators on plain values are typed once while generated code compiles
+    (``numba_passes._resolve_function_type``): every variable's type and every call's signature
+    are what Numba's own typing gives, in every function of a module (forward, adjoint, tangent,
+    the func's), and the typing was kept and reused."""
+    a = wp.array(np.array([0.5, 2.0, 1.5, 0.2], np.float32), requires_grad=True)
+    v = wp.array(np.ones((4, 3), np.float32), dtype=wp.vec3, requires_grad=True)
+    out = wp.zeros(4, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(branches_and_loops, 4, inputs=[a, v, 3, out])
+    tape.backward(grads={out: np.ones(4, np.float32)})
+    module = branches_and_loops.compiled("cpu").entry("forward", "serial").py_func.__globals__
+    compiled = [(value, sig) for value in (getattr(v, "weft_chunk_of", v) for v in module.values())
+                if isinstance(value, CPUDispatcher) for sig in value.overloads]
+    assert len(compiled) >= 3  # the serial forward and adjoint, and the func's
+    for disp, sig in compiled:
+        numba_passes._resolved.clear()
+        numba_passes.LEAN_TYPING = False
+        try:
+            numbas = _types_of(disp.py_func, sig)
+        finally:
+            numba_passes.LEAN_TYPING = True
+        assert not numba_passes._resolved
+        ours = _types_of(disp.py_func, sig)
+        assert numba_passes._resolved  # kept: operators on plain values were typed
+        assert ours == numbas, disp.py_func.__name__

@@ -60,6 +60,8 @@ ir = importlib.import_module(CORE + ".ir")
 ir_utils = importlib.import_module(CORE + ".ir_utils")
 types = importlib.import_module("numba.core.types" if CORE == "numba.core" else "numba.cuda.types")
 compute_cfg_from_blocks = analysis.compute_cfg_from_blocks
+_typing_context = importlib.import_module(
+    "numba.core.typing.context" if CORE == "numba.core" else "numba.cuda.typing.context")
 _machinery = importlib.import_module(CORE + ".compiler_machinery")
 AnalysisPass, FunctionPass = _machinery.AnalysisPass, _machinery.FunctionPass
 register_pass = _machinery.register_pass
@@ -482,12 +484,15 @@ def _live_map(cfg, blocks, var_use_map, var_def_map):
 
 def install_analyses():
     """Route Numba's live-variable analysis through :func:`_live_map` (Numba's passes call it as
-    ``analysis.compute_live_map``) and statements' variable lists through :func:`_list_vars`
-    (once). Other compiles keep Numba's functions."""
+    ``analysis.compute_live_map``), statements' variable lists through :func:`_list_vars` and
+    the typing of calls through :func:`_resolve_function_type` (once). Other compiles keep
+    Numba's functions."""
     if analysis.compute_live_map is not _live_map:
         analysis.compute_live_map = _live_map
     if ir.Inst._rec_list_vars is not _list_vars:
         ir.Inst._rec_list_vars = _list_vars
+    if _typing_context.BaseContext.resolve_function_type is not _resolve_function_type:
+        _typing_context.BaseContext.resolve_function_type = _resolve_function_type
 
 
 @contextlib.contextmanager
@@ -671,3 +676,56 @@ def for_cuda():
 
 
 _cuda_variant = None
+
+
+# -- the typing of operators ----------------------------------------------------------------------
+#
+# Numba types every ``+``, ``*``, ``<``... by trying the operator's typing templates in turn
+# (dozens for ``operator.add``: arrays, sets, strings, NumPy scalars...), every time: the 4x4
+# determinant's module asks 11,284 times for 60 distinct questions. On plain values (numbers and
+# tuples of them, no literal types) the answer depends only on the typing context, the function
+# type and the argument types, so while generated code compiles it is kept: the same
+# ``Signature`` Numba returned, and the function type has recorded its implementation for
+# those arguments when it first answered, as lowering expects.
+
+_OPERATORS = frozenset({
+    operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
+    operator.pow, operator.neg, operator.pos, operator.not_, operator.lt, operator.le,
+    operator.gt, operator.ge, operator.eq, operator.ne, operator.iadd, operator.isub,
+    operator.imul, operator.itruediv})
+_PLAIN = (types.Float, types.Integer, types.Boolean)
+_resolved = {}
+
+#: the typing of operators is kept (False: Numba's every time, for side-by-side measurements)
+LEAN_TYPING = True
+
+
+def _plain(ty):
+    if isinstance(ty, types.Literal):
+        return False
+    if isinstance(ty, _PLAIN):
+        return True
+    return isinstance(ty, types.BaseTuple) and all(_plain(t) for t in ty.types)
+
+
+def _resolve_function_type(self, func, args, kws):
+    """``BaseContext.resolve_function_type``: Numba's, its answer kept for operators on plain
+    values while generated code compiles (see above)."""
+    if kws or not LEAN_TYPING or getattr(_compiling, "depth", 0) <= 0:
+        return _numba_resolve(self, func, args, kws)
+    op = func.typing_key if isinstance(func, types.Function) else func
+    try:
+        if op not in _OPERATORS or not all(_plain(a) for a in args):
+            return _numba_resolve(self, func, args, kws)
+    except TypeError:  # an unhashable key: not an operator
+        return _numba_resolve(self, func, args, kws)
+    key = (self, func, tuple(args))
+    sig = _resolved.get(key)
+    if sig is None:
+        sig = _numba_resolve(self, func, args, kws)
+        if sig is not None:
+            _resolved[key] = sig
+    return sig
+
+
+_numba_resolve = _typing_context.BaseContext.resolve_function_type
