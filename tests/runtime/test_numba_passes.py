@@ -281,6 +281,7 @@ def _types_of(py_func, sig):
             sorted((str(expr), str(s)) for expr, s in fndesc.calltypes.items()))
 
 
+@pytest.mark.uncached  # compiles its own dispatchers on every run (no cache is involved)
 def test_kept_typing_of_operators_gives_numbas_types():
     """Operators on plain values are typed once while generated code compiles
     (``numba_passes._resolve_function_type``): every variable's type and every call's signature
@@ -295,8 +296,12 @@ def test_kept_typing_of_operators_gives_numbas_types():
     tape.backward(grads={out: np.ones(4, np.float32)})
     module = branches_and_loops.compiled("cpu").entry("forward", "serial").py_func.__globals__
     compiled = [(value, sig) for value in (getattr(v, "weft_chunk_of", v) for v in module.values())
-                if isinstance(value, CPUDispatcher) for sig in value.overloads]
-    assert len(compiled) >= 3  # the serial forward and adjoint, and the func's
+                if isinstance(value, CPUDispatcher) and
+                value.py_func.__module__ == module["__name__"]  # (not weft's helpers)
+                for sig in value.overloads]
+    assert len(compiled) >= 2  # the serial forward and adjoint (and the func's, when compiled
+    #                            here rather than loaded with them from a warm cache)
+    kept = 0
     for disp, sig in compiled:
         numba_passes._resolved.clear()
         numba_passes.LEAN_TYPING = False
@@ -306,5 +311,6 @@ def test_kept_typing_of_operators_gives_numbas_types():
             numba_passes.LEAN_TYPING = True
         assert not numba_passes._resolved
         ours = _types_of(disp.py_func, sig)
-        assert numba_passes._resolved  # kept: operators on plain values were typed
+        kept += len(numba_passes._resolved)  # (an entry that only calls another keeps none)
         assert ours == numbas, disp.py_func.__name__
+    assert kept >= 10  # operators on plain values were typed once and kept

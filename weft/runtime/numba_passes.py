@@ -34,7 +34,8 @@ Two of Numba's analyses give the same results here in less time (``tests/runtime
 test_numba_passes.py`` compares them, IR text and sets): SSA reconstruction
 (:func:`reconstruct_ssa_blocks`, each variable's walks limited to the blocks that mention it)
 and the live-variable map (:func:`compute_live_map`, used while generated code compiles), and
-so does the walk over a statement's variables (:func:`_collect_vars`). Lowering leaves out the
+so do the walk over a statement's variables (:func:`_collect_vars`) and the typing of operators
+on plain values, kept once answered (:func:`_resolve_function_type`). Lowering leaves out the
 reference counting of values that hold no reference (:class:`DropPlainDels`,
 :func:`lowering_pass`).
 

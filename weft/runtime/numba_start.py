@@ -157,7 +157,7 @@ def _install_cuda_pipeline():
     """numba-cuda runs its own copy of Numba's core, with a pipeline its ``compile_cuda``
     hard-codes (``CUDACompiler``). Once: that pipeline, while generated code compiles, takes
     weft's SSA reconstruction for Numba's and drops ``InlineClosureLikes`` (see the module's
-    text), and numba-cuda's liveness and statement walks are weft's
+    text), and numba-cuda's liveness, statement walks and operator typing are weft's
     (``numba_passes.install_analyses``). Each gives Numba's own IR, so the PTX is numba-cuda's
     own (``tests/cuda/test_ptx_pipeline.py``; every corpus kernel's, checked once). The passes
     that change the IR (``SimplifyGeneratedCode``, ``DropPlainDels``: NVVM then schedules
