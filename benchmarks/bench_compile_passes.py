@@ -4,8 +4,8 @@ by side in one process.
 This machine's speed varies by up to 13% between processes (docs/performance.md), more than the
 effect of one compiler pass. So both variants run in the same process, alternated round by round:
 each round writes every kernel below under a new name (nothing comes from a cache), compiles
-and launches its forward and its adjoint, once with ``numba_passes.LEAN_LOWERING`` and
-``LEAN_TYPING`` on (no ``del`` statements and no reference counting for values that hold no
+and launches its forward and its adjoint, once with ``numba_lowering.LEAN_LOWERING`` and
+``numba_passes.LEAN_TYPING`` on (no ``del`` statements and no reference counting for values that hold no
 reference; the faster walk over statements' variables; operators on plain values typed once)
 and once off (Numba's). The table gives the median CPU seconds of
 each and their ratio (after a warm-up round, not counted, that pays Numba's and weft's own
@@ -29,7 +29,7 @@ os.environ.setdefault("WEFT_BACKGROUND_COMPILE", "0")
 os.environ.setdefault("WEFT_CACHE_DIR", tempfile.mkdtemp(prefix="weft-bench-passes-"))
 
 import weft as wp  # noqa: E402
-from weft.runtime import numba_passes  # noqa: E402
+from weft.runtime import numba_lowering, numba_passes  # noqa: E402
 
 SOURCE = '''
 import weft as wp
@@ -159,7 +159,7 @@ def main():
         _run(make)
     for r in range(args.rounds):
         for lean in ((True, False) if r % 2 == 0 else (False, True)):
-            numba_passes.LEAN_LOWERING = numba_passes.LEAN_TYPING = lean
+            numba_lowering.LEAN_LOWERING = numba_passes.LEAN_TYPING = lean
             numba_passes._resolved.clear()  # each round types its operators afresh
             tag = f"r{r}{'l' if lean else 'n'}"
             mod = _load(tag, folder)
@@ -170,7 +170,7 @@ def main():
                 same = all(np.array_equal(a, b, equal_nan=True) for a, b in zip(ref, vals))
                 if not same:
                     raise SystemExit(f"{case}: results differ between the variants")
-    numba_passes.LEAN_LOWERING = numba_passes.LEAN_TYPING = True
+    numba_lowering.LEAN_LOWERING = numba_passes.LEAN_TYPING = True
     print(f"median CPU seconds of {args.rounds} rounds, first launch forward / first backward, "
           "compile included; results equal")
     print()

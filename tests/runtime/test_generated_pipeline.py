@@ -10,8 +10,8 @@ from numba.core.compiler import DefaultPassBuilder, Flags, StateDict
 from numba.core.registry import CPUDispatcher
 
 import weft as wp
-from weft.runtime.numba_passes import (DropPlainDels, ReconstructSSAByMentions,
-                                       SimplifyGeneratedCode, lowering_pass)
+from weft.runtime.numba_lowering import DropPlainDels, lowering_pass
+from weft.runtime.numba_passes import ReconstructSSAByMentions, SimplifyGeneratedCode
 from weft.runtime.numba_start import generated_code_compiler
 
 
@@ -100,7 +100,7 @@ def test_lowering_counts_references_of_arrays_and_only_of_them():
     from numba.core.registry import cpu_target
     from numba.core.runtime import _nrt_python, rtsys
 
-    from weft.runtime.numba_passes import refcounted
+    from weft.runtime.numba_lowering import refcounted
     ctx = cpu_target.target_context
     f32 = types.float32
     arr = types.Array(f32, 1, "A")

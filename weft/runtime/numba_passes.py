@@ -35,9 +35,8 @@ test_numba_passes.py`` compares them, IR text and sets): SSA reconstruction
 (:func:`reconstruct_ssa_blocks`, each variable's walks limited to the blocks that mention it)
 and the live-variable map (:func:`compute_live_map`, used while generated code compiles), and
 so do the walk over a statement's variables (:func:`_collect_vars`) and the typing of operators
-on plain values, kept once answered (:func:`_resolve_function_type`). Lowering leaves out the
-reference counting of values that hold no reference (:class:`DropPlainDels`,
-:func:`lowering_pass`).
+on plain values, kept once answered (:func:`_resolve_function_type`). ``numba_lowering`` leaves
+out the reference counting of values that hold no reference (CPU only).
 
 numba-cuda runs its own copy of Numba's core; :func:`for_cuda` loads this module against it,
 and ``numba_start`` gives its pipeline the passes that leave Numba's IR as it is (the PTX is
@@ -64,7 +63,7 @@ compute_cfg_from_blocks = analysis.compute_cfg_from_blocks
 _typing_context = importlib.import_module(
     "numba.core.typing.context" if CORE == "numba.core" else "numba.cuda.typing.context")
 _machinery = importlib.import_module(CORE + ".compiler_machinery")
-AnalysisPass, FunctionPass = _machinery.AnalysisPass, _machinery.FunctionPass
+FunctionPass = _machinery.FunctionPass
 register_pass = _machinery.register_pass
 #: what that core's own walks test statements' values against (numba-cuda's IR accepts
 #: ``numba.core``'s classes too)
@@ -506,98 +505,6 @@ def compiling_generated_code():
         _compiling.depth -= 1
 
 
-# -- lowering without reference counting of plain values -----------------------------------------
-#
-# Numba's lowering treats every variable as if it might hold a reference: legalization inserts a
-# ``del`` after each variable's last use (half the statements of generated code), lowering a
-# ``del`` loads the variable and stores zero into its slot, and every copy (``incref``), store
-# over an old value and ``del`` (``decref``) walks the value's type, emitting an
-# ``extract_value`` for every member of a tuple, recursively (a ``mat44`` copy: 16), before it
-# finds nothing to count. Generated code is mostly tuples of floats. For values of a type that
-# holds no NRT reference, the statements and the instructions go; arrays and anything holding
-# one keep Numba's treatment exactly.
-
-_REFCOUNTED = {}
-
-#: the lowering of plain values and the faster statement walk below are used (False: Numba's,
-#: for side-by-side measurements in one process: ``benchmarks/bench_compile_passes.py``)
-LEAN_LOWERING = True
-
-
-def refcounted(context, ty):
-    """Whether a value of Numba type ``ty`` holds a reference the NRT counts, itself or in a
-    member (what Numba's ``get_meminfos`` walks: the data model and its members, recursively)."""
-    found = _REFCOUNTED.get(ty)
-    if found is None:
-        model = context.data_model_manager[ty]
-        found = model.has_nrt_meminfo() or any(refcounted(context, member)
-                                               for member, _getter in model.traverse(None))
-        _REFCOUNTED[ty] = found
-    return found
-
-
-@register_pass(mutates_CFG=False, analysis_only=False)
-class DropPlainDels(AnalysisPass):
-    """After legalization (which inserts them): the ``del`` of each variable whose type holds
-    no counted reference (see above); lowering such a ``del`` does nothing but store zero. (An
-    ``AnalysisPass`` as legalization is: Numba refuses ``del``s after a ``FunctionPass``.)"""
-
-    _name = "weft_drop_plain_dels"
-
-    def __init__(self):
-        AnalysisPass.__init__(self)
-
-    def run_pass(self, state):
-        if not LEAN_LOWERING:
-            return False
-        context = state.targetctx
-        counted = context.enable_nrt  # (numba-cuda: off unless asked for)
-        typemap = state.typemap
-        changed = False
-        for block in state.func_ir.blocks.values():
-            body = [stmt for stmt in block.body
-                    if not (isinstance(stmt, ir.Del) and stmt.value in typemap and
-                            not (counted and refcounted(context, typemap[stmt.value])))]
-            if len(body) != len(block.body):
-                block.body = body
-                changed = True
-        return changed
-
-
-def lowering_pass():
-    """The lowering pass of generated code: Numba's, whose ``incref`` and ``decref`` skip values
-    that hold no counted reference (see above)."""
-    global _LoweringPass
-    if _LoweringPass is None:
-        from numba.core import lowering
-        from numba.core.typed_passes import NativeLowering
-
-        class Lower(lowering.Lower):
-            def incref(self, typ, val):
-                if not LEAN_LOWERING or refcounted(self.context, typ):
-                    super().incref(typ, val)
-
-            def decref(self, typ, val):
-                if not LEAN_LOWERING or refcounted(self.context, typ):
-                    super().decref(typ, val)
-
-        @register_pass(mutates_CFG=True, analysis_only=False)
-        class LowerGeneratedCode(NativeLowering):
-            """Numba's ``NativeLowering`` with the ``Lower`` above."""
-
-            _name = "weft_native_lowering"
-
-            @property
-            def lowering_class(self):
-                return Lower
-
-        _LoweringPass = LowerGeneratedCode
-    return _LoweringPass
-
-
-_LoweringPass = None
-
-
 # -- the variables of a statement ---------------------------------------------------------------
 #
 # Every analysis Numba runs between passes (use-defs, liveness, the ``del`` placement of its
@@ -642,7 +549,7 @@ def _collect_vars(val, out):
 def _list_vars(self, val):
     """``Inst._rec_list_vars``: Numba's (``_numba_list_vars``) except while generated code
     compiles, then :func:`_collect_vars` (the same list)."""
-    if getattr(_compiling, "depth", 0) <= 0 or not LEAN_LOWERING:
+    if getattr(_compiling, "depth", 0) <= 0 or not LEAN_TYPING:
         return _numba_list_vars(self, val)
     out = []
     _collect_vars(val, out)
@@ -697,7 +604,8 @@ _OPERATORS = frozenset({
 _PLAIN = (types.Float, types.Integer, types.Boolean)
 _resolved = {}
 
-#: the typing of operators is kept (False: Numba's every time, for side-by-side measurements)
+#: the typing of operators is kept and statements' variables walked by :func:`_collect_vars`
+#: (False: Numba's, for side-by-side measurements: ``benchmarks/bench_compile_passes.py``)
 LEAN_TYPING = True
 
 

@@ -74,9 +74,9 @@ def generated_code_compiler():
         from numba.core.typed_passes import IRLegalization, NativeLowering
         from numba.core.untyped_passes import InlineClosureLikes, IRProcessing, ReconstructSSA
 
-        from .numba_passes import (DropPlainDels, ReconstructSSAByMentions,
-                                   SimplifyGeneratedCode, compiling_generated_code,
-                                   install_analyses, lowering_pass)
+        from .numba_lowering import DropPlainDels, lowering_pass
+        from .numba_passes import (ReconstructSSAByMentions, SimplifyGeneratedCode,
+                                   compiling_generated_code, install_analyses)
 
         install_analyses()
 
@@ -86,7 +86,7 @@ def generated_code_compiler():
             :class:`~weft.runtime.numba_passes.ReconstructSSAByMentions`, the linear
             live-variable analysis (:func:`~weft.runtime.numba_passes.compute_live_map`), a
             faster walk for statements' variables, and lowering that counts references only of
-            values holding them (:class:`~weft.runtime.numba_passes.DropPlainDels`)."""
+            values holding them (:class:`~weft.runtime.numba_lowering.DropPlainDels`)."""
 
             def __init__(self, typingctx, targetctx, library, args, return_type, flags,
                          locals):
