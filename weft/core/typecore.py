@@ -521,8 +521,20 @@ def element_shape(t):
     return t._shape_ if is_composite(t) else ()
 
 
+_DIFFERENTIABLE = {}  # type class -> is_differentiable (asked hundreds of times per statement)
+
+
 def is_differentiable(t):
     """True when values of type ``t`` carry gradients (they contain floats)."""
+    if isinstance(t, type):
+        known = _DIFFERENTIABLE.get(t)
+        if known is None:
+            known = _DIFFERENTIABLE[t] = _is_differentiable(t)
+        return known
+    return _is_differentiable(t)
+
+
+def _is_differentiable(t):
     if isinstance(t, TupleType):
         return any(is_differentiable(x) for x in t.types)
     if isinstance(t, ArrayType):

@@ -25,12 +25,39 @@ from .codegen import (Gen, adj_zero_node, assign, component_indices, diff, index
                       not_none, storage_dtype_node, tag, wk_call)
 from ..stdlib.exprs import Ex, const, name, zero
 from .forward import Forward
+from .prune import _FIELDS, _LEAVES, _node_fields
 from .undo import UndoStacks
 
 
 def has_adjoint(v):
     """A variable (not a constant) that carries a derivative: it has an ``adj_`` variable."""
     return isinstance(v, ir.Var) and diff(v)
+
+
+def _rule_key(s):
+    """What decides whether the adjoint rule of Prim assignment ``s`` makes a math call on the
+    primal's own arguments (:meth:`Adjoint.hoist_partials`), names aside: its builtin, static
+    attributes, result type and per argument its type (and for a constant whether it is 0, 1,
+    -1 or another value: rules fold zeros and ones); None when something of it cannot be a
+    key. A rule that made no such call is then built once per key, not once per statement (a
+    tenth of a large kernel's transpile). Were a rule to differ between two constants of one
+    key, the second would only not be hoisted (the reverse sweep computes the call itself)."""
+    e = s.expr
+    key = (e.builtin, s.dst.type, repr(sorted(e.attrs.items())) if e.attrs else "",
+           tuple((a.type, type(a.value), _const_class(a.value)) if isinstance(a, ir.Const)
+                 else a.type for a in e.args))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _const_class(value):
+    try:
+        return value if value in (0, 1, -1) else "other"
+    except (TypeError, ValueError):  # a value numbers do not compare with
+        return repr(value)
 
 
 class Adjoint(UndoStacks, Gen):
@@ -45,6 +72,7 @@ class Adjoint(UndoStacks, Gen):
         self.needed = facts.needed & facts.varied
         self.pass_kind = "adjoint"
         self.hoisted = {}  # id(ir.Assign of a Prim) -> {dump of a math call: its variable}
+        self.no_math = set()  # _rule_key of the rules found to make no math call
         self.undo_init(facts, target)
 
     # ------------------------------------------------------------------------------ entry
@@ -102,6 +130,9 @@ class Adjoint(UndoStacks, Gen):
         find those calls, so the reverse sweep's temporaries keep their names."""
         if not self.reverses_prim(s):
             return []
+        key = _rule_key(s)
+        if key is not None and key in self.no_math:
+            return []
         names, self.names = self.names, self.names.scratch()
         try:
             stmts, contribs = self.prim_rule(s)
@@ -117,6 +148,8 @@ class Adjoint(UndoStacks, Gen):
             if [ast.dump(a) for a in node.args] == same:
                 found.setdefault(ast.dump(node), node)
         if not found:
+            if key is not None:
+                self.no_math.add(key)
             return []
         self.hoisted[id(s)] = {key: self.names.fresh("d") for key in found}
         return [assign(self.hoisted[id(s)][key], node, s.loc) for key, node in found.items()]
@@ -556,13 +589,27 @@ def initialised(inits, sweep):
 
 def _names_in(node):
     """The names ``node`` mentions (a walk by hand: ``ast.walk`` is slow on large sweeps)."""
+    Name, Constant = ast.Name, ast.Constant
+    if type(node) is Name:
+        return {node.id}
     out, stack = set(), [node]
     while stack:
         n = stack.pop()
-        if type(n) is ast.Name:
-            out.add(n.id)
-        else:
-            stack.extend(ast.iter_child_nodes(n))
+        fields = _FIELDS.get(type(n))
+        if fields is None:
+            fields = _node_fields(type(n))
+        for field in fields:   # ast.iter_child_nodes less contexts and operators
+            v = getattr(n, field, None)
+            if type(v) is not list:
+                if not isinstance(v, ast.AST) or isinstance(v, _LEAVES):
+                    continue
+                v = (v,)
+            for x in v:
+                kind = type(x)
+                if kind is Name:
+                    out.add(x.id)
+                elif kind is not Constant and isinstance(x, ast.AST):
+                    stack.append(x)
     return out
 
 

@@ -55,13 +55,26 @@ def _pure_reads(expr, pure_funcs):
             reads.add(expr.id)
         return reads
     stack = [expr]
+    Name, Constant, BinOp, Call, Load = ast.Name, ast.Constant, ast.BinOp, ast.Call, ast.Load
     while stack:
         node = stack.pop()
         kind = type(node)
-        if kind is ast.Call:
-            if node.keywords or not _pure_call(node, pure_funcs):
-                return None
-        elif kind is not ast.keyword and not isinstance(node, _PURE_NODES):
+        if kind is BinOp or kind is Call:  # most nodes: their operands here, not by field
+            if kind is Call:
+                if node.keywords or not _pure_call(node, pure_funcs):
+                    return None
+                operands = [node.func] + node.args
+            else:
+                operands = (node.left, node.right)
+            for x in operands:
+                xk = type(x)
+                if xk is Name:
+                    if type(x.ctx) is Load:
+                        reads.add(x.id)
+                elif xk is not Constant:
+                    stack.append(x)
+            continue
+        if kind is not ast.keyword and not isinstance(node, _PURE_NODES):
             return None
         _push_children(node, stack, reads)
     return reads
@@ -120,12 +133,16 @@ def _target_leaves(t):
 
 def _bound_names(t):
     """The names an assignment to target ``t`` binds (a subscript's or attribute's none)."""
+    if type(t) is ast.Name:
+        return [t.id]
     return [leaf.id for leaf in _target_leaves(t) if isinstance(leaf, ast.Name)]
 
 
 def _target_names(t):
     """The names bound by assignment target ``t``; None when it is not a name or a tuple of
     names (nested)."""
+    if type(t) is ast.Name:
+        return [t.id]
     if any(isinstance(e, (ast.List, ast.Starred)) for e in ast.walk(t)):
         return None
     leaves = _target_leaves(t)
@@ -162,13 +179,23 @@ def _reads(node):
     return out
 
 
-def _statements(body):
+_COMPOUND = tuple(c for c in vars(ast).values() if isinstance(c, type) and
+                  issubclass(c, ast.stmt) and {"body", "orelse", "finalbody"} & set(c._fields))
+
+
+def _statements(body, out=None):
+    """The statements of ``body`` and of the blocks in it, each before those of its blocks
+    (a list: a generator's frames took a twentieth of a large kernel's prune)."""
+    if out is None:
+        out = []
     for st in body:
-        yield st
-        for field in ("body", "orelse", "finalbody"):
-            sub = getattr(st, field, None)
-            if isinstance(sub, list):
-                yield from _statements(sub)
+        out.append(st)
+        if isinstance(st, _COMPOUND):
+            for field in ("body", "orelse", "finalbody"):
+                sub = getattr(st, field, None)
+                if isinstance(sub, list):
+                    _statements(sub, out)
+    return out
 
 
 _FLOAT_CASTS = ("float16", "float32", "float64")
@@ -188,11 +215,18 @@ def _negative_zero(expr):
         expr.value == 0.0 and sign * math.copysign(1.0, expr.value) < 0
 
 
-def _zero_names(body):
-    """The names bound once, to -0.0 or a tuple of -0.0 (adjoints nothing was added to)."""
+def _zero_names(statements):
+    """The names bound once, to -0.0 or a tuple of -0.0 (adjoints nothing was added to), in
+    ``statements`` (:func:`_statements`)."""
     count, zero = {}, set()
-    for st in _statements(body):
-        if isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
+    Assign, Name = ast.Assign, ast.Name
+    for st in statements:
+        if type(st) is Assign and len(st.targets) == 1 and type(st.targets[0]) is Name:
+            n = st.targets[0].id
+            count[n] = count.get(n, 0) + 1
+            if _negative_zero(st.value):
+                zero.add(n)
+        elif isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
             targets = st.targets if isinstance(st, ast.Assign) else [st.target]
             for t in targets:
                 for n in _bound_names(t):
@@ -221,8 +255,9 @@ def drop_dead(fdef, pure_funcs=()):
     Additions of -0.0 into an array (an adjoint no rule added to, accumulated into a
     gradient) go too: they change no value."""
     bindings, live, removable = [], set(), {}
-    zeros = _zero_names(fdef.body) - {a.arg for a in fdef.args.args}
-    for st in _statements(fdef.body):
+    statements = _statements(fdef.body)
+    zeros = _zero_names(statements) - {a.arg for a in fdef.args.args}
+    for st in statements:
         if zeros and _adds_zero(st, zeros, pure_funcs):
             removable[id(st)] = ()
             continue
