@@ -19,6 +19,9 @@ from .targets import TARGETS
 
 
 
+_HOW = {}  # node class -> (the _Unparser method writing it, whether it is a statement)
+
+
 class _Unparser(ast._Unparser):
     """``ast.unparse`` writing, above each statement that starts a new source line, the line
     (``# spring.py:22: x_out[tid] = ...``)."""
@@ -28,6 +31,7 @@ class _Unparser(ast._Unparser):
         self._loc = None
         self.twins = twins    # ids of the loop bodies held twice (link_twins)
         self._written = {}    # (body id, indent, location before) -> (body, text, location after)
+        self._in_def = 0      # the depth of function definitions being written
 
     def get_type_comment(self, node):
         """Generated code has no type comments (and statements made by rules may have no
@@ -35,19 +39,32 @@ class _Unparser(ast._Unparser):
         return None
 
     def traverse(self, node):
-        if isinstance(node, list):
+        kind = type(node)
+        if kind is ast.Name:  # half of the nodes: written here, not by a method
+            self._source.append(node.id)
+            return
+        if kind is list:
             for item in node:
                 self.traverse(item)
             return
-        if isinstance(node, ast.stmt):
+        how = _HOW.get(kind)
+        if how is None:
+            how = _HOW[kind] = (getattr(_Unparser, "visit_" + kind.__name__,
+                                        ast.NodeVisitor.generic_visit),
+                                issubclass(kind, ast.stmt))
+        if how[1]:
             loc = getattr(node, "_weft_loc", None)
             if loc is not None and (loc.filename, loc.lineno) != self._loc:
                 self._loc = (loc.filename, loc.lineno)
                 text = linecache.getline(loc.filename, loc.lineno).strip()
                 self.fill(f"# {loc.comment()}" + (f": {text}" if text else ""))
-            if isinstance(node, ast.FunctionDef):
+            if kind is ast.FunctionDef:
                 self._loc = None
-        getattr(self, "visit_" + node.__class__.__name__, self.generic_visit)(node)
+                self._in_def += 1
+                how[0](self, node)
+                self._in_def -= 1
+                return
+        how[0](self, node)
 
     # The nodes generated code is made of, written as the base class writes them, without its
     # context managers and its lookups by operator name (they took half of the text's time).
@@ -182,6 +199,13 @@ class _Unparser(ast._Unparser):
             self.traverse(x)
 
     def visit_Tuple(self, node):
+        if self._in_def and len(node.elts) > Tidy.LIMIT and isinstance(node.ctx, ast.Load):
+            # in a generated function, a long display as Tidy.split writes it (the tree is not
+            # walked again for that; index_wraps.drop_index_wraps)
+            split = Tidy.split(node)
+            self._precedences[split] = self._precedences.get(node, _P.TEST)
+            self.traverse(split)
+            return
         parens = len(node.elts) == 0 or self._precedences.get(node, _P.TEST) > _P.TUPLE
         if parens:
             self._source.append("(")

@@ -5,16 +5,16 @@ in + - *, the wrap :func:`weft.stdlib.exprs.wrap_int` writes) whose every use is
 or an operand of + - * inside another wrap of the same width, is assigned ``a op b``: an index
 differs from Warp's only where the 32-bit arithmetic overflowed, where Warp's index is out of
 range. Every other integer keeps C's wrap-around. The functions are also tidied as
-:class:`~.assemble.Tidy` does (on the same walk; marked ``weft_tidy`` so that ``assemble`` does
-not walk them again). Not run for Python-scope calls (``pipeline.HOST``): plain Python has no
+:class:`~.assemble.Tidy` does (an empty block gets ``pass``; the unparser splits long tuple
+displays; marked ``weft_tidy`` so that ``assemble`` does not walk them again). Not run for Python-scope calls (``pipeline.HOST``): plain Python has no
 LLVM to tell.
 """
 from __future__ import annotations
 
 import ast
 
-from .assemble import BLOCKS, Tidy
-from .prune import _FIELDS, _LEAVES, _node_fields
+from .assemble import BLOCKS
+from .prune import _FIELDS, _LEAVES, _node_fields, _statements
 
 
 _WRAPS = ("int32", "int16", "int8")
@@ -33,13 +33,11 @@ def _wrap_of(e):
 
 def _index(fdef):
     """One walk of ``fdef``: the parent of each temporary (``_tN``), tuple and binary
-    operation, and the stores and loads of temporaries; on the way, what :class:`Tidy` does (an
-    empty block gets ``pass``, a long tuple display becomes a sum). Separate passes (three
-    ``ast.walk``, a ``NodeTransformer``, ``fix_missing_locations``) took half of a cold
-    transpile; names and constants are met as children, not pushed (half of the nodes)."""
+    operation, and the stores and loads of temporaries. Separate passes (three ``ast.walk``, a
+    ``NodeTransformer``, ``fix_missing_locations``) took half of a cold transpile; names and
+    constants are met as children, not pushed (half of the nodes)."""
     parents, stores, loads = {}, [], []
     stack = [fdef]
-    tuples = []
     Name, Constant, Tuple, BinOp, AST = ast.Name, ast.Constant, ast.Tuple, ast.BinOp, ast.AST
     while stack:
         node = stack.pop()
@@ -65,21 +63,15 @@ def _index(fdef):
                     if ck is Tuple or ck is BinOp:
                         parents[child] = node
                     stack.append(child)
-        if kind is Tuple:
-            if len(node.elts) > Tidy.LIMIT and isinstance(node.ctx, ast.Load):
-                tuples.append(node)
-        elif kind in BLOCKS and not node.body:
-            node.body.append(ast.Pass())
-    for node in reversed(tuples):   # the walk meets a tuple before the tuples inside it
-        up = parents[node]
-        new = Tidy.split(node)
-        for name, value in ast.iter_fields(up):
-            if value is node:
-                setattr(up, name, new)
-            elif isinstance(value, list):
-                value[:] = [new if v is node else v for v in value]
-        parents[new] = up
     return parents, stores, loads
+
+
+def _wrapped_temporary(st):
+    """Whether statement ``st`` is ``_tN = int32(a op b)`` (what the pass may narrow)."""
+    if type(st) is not ast.Assign or len(st.targets) != 1:
+        return False
+    t = st.targets[0]
+    return type(t) is ast.Name and t.id.startswith("_t") and _wrap_of(st.value) is not None
 
 
 def drop_index_wraps(fdef):
@@ -92,7 +84,16 @@ def drop_index_wraps(fdef):
     + - * inside another wrap of the same width (where the inner wrap changes nothing, arithmetic
     being modular), loses its wrap. An index then differs from Warp's only where the 32-bit
     arithmetic overflowed, where Warp's index is out of range. The same walk tidies ``fdef``
-    as :class:`~.assemble.Tidy` would (see :func:`_index`)."""
+    as :class:`~.assemble.Tidy` would: an empty block gets ``pass`` (the unparser splits long
+    tuple displays as it writes them). A function with no such temporary is not walked
+    further than its statements."""
+    statements = _statements(fdef.body)
+    for st in [fdef] + statements:
+        if isinstance(st, BLOCKS) and not st.body:
+            st.body.append(ast.Pass())
+    fdef.weft_tidy = True
+    if not any(_wrapped_temporary(st) for st in statements):
+        return fdef
     parents, stores, loads = _index(fdef)
     assigns, other = {}, set()
     for node in stores:
@@ -126,7 +127,6 @@ def drop_index_wraps(fdef):
         if all(index_use(u) or modular_use(u, wrap) for u in uses[name_]):
             for st in sts:
                 st.value = st.value.args[0]
-    fdef.weft_tidy = True
     return fdef
 
 
