@@ -140,8 +140,11 @@ def _simple(node):
     return False
 
 
+_LOAD = ast.Load()  # one context object for every read (as CPython's parser shares it)
+
+
 def name(n, ctx=ast.Load):
-    return ast.Name(n, ctx())
+    return ast.Name(n, _LOAD if ctx is ast.Load else ctx())
 
 
 def attr_path(path):
@@ -310,7 +313,9 @@ def const(value, type_):
         return tup([const(v, T.scalar_of(type_)) for v in vals], type_)
     if type_ is T.bool:
         return Ex(ast.Constant(bool(value)), type_)
-    key = (type_, type(value), repr(value)) if type(value) in (int, float) else None
+    kind = type(value)  # (-0.0 and 0.0 are equal keys but for their signs; 1 and 1.0 differ)
+    key = (type_, value) if kind is int else (type_, value, math.copysign(1.0, value)) \
+        if kind is float else None
     made = _CONSTS.get(key) if key is not None else None
     if made is None:
         made = _scalar_const(value, type_)
@@ -322,7 +327,7 @@ def const(value, type_):
     return Ex(ast.Call(name(fn), [arg], []), type_)
 
 
-_CONSTS = {}  # (type, Python type of the value, its repr) -> what _scalar_const made of it
+_CONSTS = {}  # (type, an int, or a float and its sign) -> what _scalar_const made of it
 
 
 def _scalar_const(value, type_):
