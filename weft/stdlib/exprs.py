@@ -241,8 +241,22 @@ def structural_zero(type_):
     that arithmetic folds away (``x * 0`` is 0 and ``x + 0`` is ``x`` even where ``x`` is
     inf or NaN: the derivative along the direction is exactly zero, it is not a product)."""
     z = zero(type_)
-    for node in ast.walk(z.node):
+    stack = [z.node]  # a constant: calls, names, numbers and tuples of them
+    while stack:
+        node = stack.pop()
         node.weft_zero = True
+        kind = type(node)
+        if kind is ast.Call:
+            stack.append(node.func)
+            stack += node.args
+        elif kind is ast.Tuple:
+            stack += node.elts
+        elif kind is ast.UnaryOp:
+            stack.append(node.operand)
+        elif kind is ast.Attribute:
+            stack.append(node.value)
+        elif kind is not ast.Name and kind is not ast.Constant:
+            stack += ast.iter_child_nodes(node)
     return z
 
 

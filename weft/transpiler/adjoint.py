@@ -25,7 +25,7 @@ from .codegen import (Gen, adj_zero_node, assign, component_indices, diff, index
                       not_none, storage_dtype_node, tag, wk_call)
 from ..stdlib.exprs import Ex, const, name, zero
 from .forward import Forward
-from .prune import _FIELDS, _LEAVES, _node_fields
+from .prune import names_in
 from .undo import UndoStacks
 
 
@@ -564,7 +564,7 @@ def initialised(inits, sweep):
     wanted = {n for n, _ in inits}
     first = {}  # adjoint name -> index of the first statement of the sweep naming it
     for k, st in enumerate(sweep):
-        for n in _names_in(st) & wanted:
+        for n in names_in(st) & wanted:
             first.setdefault(n, k)
     before = {}  # index in the sweep -> initialisations placed before that statement
     for n, zero in dict(inits).items():
@@ -584,32 +584,6 @@ def initialised(inits, sweep):
     for k, st in enumerate(sweep):
         out += before.get(k, [])
         out.append(st)
-    return out
-
-
-def _names_in(node):
-    """The names ``node`` mentions (a walk by hand: ``ast.walk`` is slow on large sweeps)."""
-    Name, Constant = ast.Name, ast.Constant
-    if type(node) is Name:
-        return {node.id}
-    out, stack = set(), [node]
-    while stack:
-        n = stack.pop()
-        fields = _FIELDS.get(type(n))
-        if fields is None:
-            fields = _node_fields(type(n))
-        for field in fields:   # ast.iter_child_nodes less contexts and operators
-            v = getattr(n, field, None)
-            if type(v) is not list:
-                if not isinstance(v, ast.AST) or isinstance(v, _LEAVES):
-                    continue
-                v = (v,)
-            for x in v:
-                kind = type(x)
-                if kind is Name:
-                    out.add(x.id)
-                elif kind is not Constant and isinstance(x, ast.AST):
-                    stack.append(x)
     return out
 
 
@@ -634,12 +608,12 @@ def _from_zero(e, n, zero):
     if part is not None:
         return copy.deepcopy(part)
     if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add) and \
-            _zero_part(e.left, n, zero) is not None and n not in _names_in(e.right):
+            _zero_part(e.left, n, zero) is not None and n not in names_in(e.right):
         return e.right
     if isinstance(e, ast.Tuple):
         elts = [_from_zero(x, n, zero) for x in e.elts]
         return None if None in elts else ast.Tuple(elts, ast.Load())
-    return None if n in _names_in(e) else e
+    return None if n in names_in(e) else e
 
 
 def _leaves(t, path=()):

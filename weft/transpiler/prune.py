@@ -122,6 +122,32 @@ def _push_children(node, stack, reads):
                 stack.append(x)
 
 
+def names_in(node):
+    """The names ``node`` mentions (a walk by hand: ``ast.walk`` is slow on large sweeps)."""
+    Name, Constant = ast.Name, ast.Constant
+    if type(node) is Name:
+        return {node.id}
+    out, stack = set(), [node]
+    while stack:
+        n = stack.pop()
+        fields = _FIELDS.get(type(n))
+        if fields is None:
+            fields = _node_fields(type(n))
+        for field in fields:   # ast.iter_child_nodes less contexts and operators
+            v = getattr(n, field, None)
+            if type(v) is not list:
+                if not isinstance(v, ast.AST) or isinstance(v, _LEAVES):
+                    continue
+                v = (v,)
+            for x in v:
+                kind = type(x)
+                if kind is Name:
+                    out.add(x.id)
+                elif kind is not Constant and isinstance(x, ast.AST):
+                    stack.append(x)
+    return out
+
+
 def _target_leaves(t):
     """The innermost targets of assignment target ``t`` (names, subscripts, attributes)."""
     if isinstance(t, (ast.Tuple, ast.List)):
@@ -179,8 +205,8 @@ def _reads(node):
     return out
 
 
-_COMPOUND = tuple(c for c in vars(ast).values() if isinstance(c, type) and
-                  issubclass(c, ast.stmt) and {"body", "orelse", "finalbody"} & set(c._fields))
+_COMPOUND = frozenset(c for c in vars(ast).values() if isinstance(c, type) and
+                      issubclass(c, ast.stmt) and {"body", "orelse", "finalbody"} & set(c._fields))
 
 
 def _statements(body, out=None):
@@ -190,7 +216,7 @@ def _statements(body, out=None):
         out = []
     for st in body:
         out.append(st)
-        if isinstance(st, _COMPOUND):
+        if type(st) in _COMPOUND:
             for field in ("body", "orelse", "finalbody"):
                 sub = getattr(st, field, None)
                 if isinstance(sub, list):

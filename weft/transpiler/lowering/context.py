@@ -7,12 +7,12 @@ the stdlib's special forms share. All working state is declared in ``__init__``.
 """
 from __future__ import annotations
 
-import ast
 
 from ...core import types as T
 from ...core.errors import KernelTypeError
 from ...stdlib import ir
 from ...stdlib.exprs import NameGen
+from ..prune import names_in
 from ..source import error
 
 
@@ -31,7 +31,7 @@ class Lowering:
                     self.globals[name] = cell.cell_contents
                 except ValueError:
                     pass
-        taken = {n.id for n in ast.walk(src.tree) if isinstance(n, ast.Name)}
+        taken = names_in(src.tree)
         taken |= {a.arg for a in src.tree.args.args}
         self.names = NameGen(taken)      # fresh temporaries, never a user's name
         self.versions = {}               # user name -> last version number (SSA renaming)
