@@ -7,7 +7,6 @@ the stdlib's special forms share. All working state is declared in ``__init__``.
 """
 from __future__ import annotations
 
-
 from ...core import types as T
 from ...core.errors import KernelTypeError
 from ...stdlib import ir
