@@ -241,39 +241,32 @@ def _negative_zero(expr):
         expr.value == 0.0 and sign * math.copysign(1.0, expr.value) < 0
 
 
-def _zero_names(statements):
-    """The names bound once, to -0.0 or a tuple of -0.0 (adjoints nothing was added to), in
-    ``statements`` (:func:`_statements`)."""
-    count, zero = {}, set()
-    Assign, Name = ast.Assign, ast.Name
-    for st in statements:
-        if type(st) is Assign and len(st.targets) == 1 and type(st.targets[0]) is Name:
-            n = st.targets[0].id
-            count[n] = count.get(n, 0) + 1
-            if _negative_zero(st.value):
-                zero.add(n)
-        elif isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)):
-            targets = st.targets if isinstance(st, ast.Assign) else [st.target]
-            for t in targets:
-                for n in _bound_names(t):
-                    count[n] = count.get(n, 0) + 1
-            if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
-                    isinstance(st.targets[0], ast.Name) and _negative_zero(st.value):
-                zero.add(st.targets[0].id)
-    return {n for n in zero if count[n] == 1}
-
-
-def _adds_zero(st, zeros, pure_funcs):
-    """Whether ``st`` is ``a[...] += z`` with ``z`` a -0.0 of ``zeros`` (or a component of a
-    tuple of them) and a pure index: adding -0.0 leaves every value as it was."""
-    if not (isinstance(st, ast.AugAssign) and isinstance(st.op, ast.Add)
-            and isinstance(st.target, ast.Subscript)
-            and _pure_reads(st.target.slice, pure_funcs) is not None):
-        return False
+def _adds_zero(st, zeros):
+    """Whether ``a[...] += v`` statement ``st`` adds ``v``, a -0.0 of ``zeros`` (or a
+    component of a tuple of them): adding -0.0 leaves every value as it was."""
     v = st.value
     if isinstance(v, ast.Subscript) and isinstance(v.slice, ast.Constant):
         v = v.value
     return isinstance(v, ast.Name) and v.id in zeros
+
+
+_BINDERS = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For)
+
+
+def _keep(st, live):
+    """Statement ``st`` is kept whatever happens: what it reads goes into ``live`` (a compound
+    statement's own parts only: its test, iterator or target; its body is visited on its
+    own)."""
+    if isinstance(st, (ast.If, ast.While)):
+        live |= _reads(st.test)
+    elif isinstance(st, ast.For):
+        live |= _reads(st.iter) | _reads(st.target)
+    elif isinstance(st, (ast.With, ast.Try)):
+        live |= _reads(st)
+    else:
+        live |= _reads(st)
+        if isinstance(st, ast.AugAssign):
+            live |= {n.id for n in ast.walk(st.target) if isinstance(n, ast.Name)}
 
 
 def drop_dead(fdef, pure_funcs=()):
@@ -281,29 +274,45 @@ def drop_dead(fdef, pure_funcs=()):
     Additions of -0.0 into an array (an adjoint no rule added to, accumulated into a
     gradient) go too: they change no value."""
     bindings, live, removable = [], set(), {}
-    statements = _statements(fdef.body)
-    zeros = _zero_names(statements) - {a.arg for a in fdef.args.args}
-    for st in statements:
-        if zeros and _adds_zero(st, zeros, pure_funcs):
-            removable[id(st)] = ()
+    # the names bound once, to -0.0 or a tuple of -0.0 (adjoints nothing was added to), found
+    # on the same walk; an ``a[...] += v`` with a pure index waits until they are known
+    count, zero, adds = {}, set(), []
+    Assign, Name = ast.Assign, ast.Name
+    for st in _statements(fdef.body):
+        kind = type(st)
+        if kind is Assign and len(st.targets) == 1 and type(st.targets[0]) is Name:
+            n = st.targets[0].id  # most statements
+            count[n] = count.get(n, 0) + 1
+            if _negative_zero(st.value):
+                zero.add(n)
+            reads = _pure_reads(st.value, pure_funcs)
+            if reads is not None:
+                bindings.append(([n], reads))
+                removable[id(st)] = [n]
+            else:
+                live |= _reads(st)
+            continue
+        if kind in _BINDERS:
+            for t in (st.targets if kind is Assign else [st.target]):
+                for n in _bound_names(t):
+                    count[n] = count.get(n, 0) + 1
+        if kind is ast.AugAssign and type(st.op) is ast.Add and \
+                type(st.target) is ast.Subscript and \
+                _pure_reads(st.target.slice, pure_funcs) is not None:
+            adds.append(st)
             continue
         b = _binding(st, pure_funcs)
         if b is not None:
             bindings.append(b)
             removable[id(st)] = b[0]
             continue
-        # a statement kept whatever happens: what it reads is live (a compound statement's
-        # own parts only: its test, iterator or target; its body is visited on its own)
-        if isinstance(st, (ast.If, ast.While)):
-            live |= _reads(st.test)
-        elif isinstance(st, ast.For):
-            live |= _reads(st.iter) | _reads(st.target)
-        elif isinstance(st, (ast.With, ast.Try)):
-            live |= _reads(st)
+        _keep(st, live)
+    zeros = {n for n in zero if count[n] == 1} - {a.arg for a in fdef.args.args}
+    for st in adds:
+        if zeros and _adds_zero(st, zeros):
+            removable[id(st)] = ()
         else:
-            live |= _reads(st)
-            if isinstance(st, ast.AugAssign):
-                live |= {n.id for n in ast.walk(st.target) if isinstance(n, ast.Name)}
+            _keep(st, live)
     # a binding any of whose names is live makes what it reads live: a worklist over the
     # names, not rounds over every binding (a loop's uses precede their definitions)
     reads_of = {}   # name -> what the bindings of it read
@@ -324,6 +333,9 @@ def drop_dead(fdef, pure_funcs=()):
             if names is not None:
                 if any(n in live for n in names):
                     out.append(st)
+                continue
+            if type(st) not in _COMPOUND:
+                out.append(st)
                 continue
             for field in ("body", "orelse", "finalbody"):
                 sub = getattr(st, field, None)
