@@ -281,9 +281,17 @@ def _fold(op, a, b, out_t):
     return None
 
 
+_SCALARS = frozenset(T.scalar_types) | {T.bool}
+
+
 def binop(op, a, b):
     """``a op b`` for scalars, and componentwise for composites (scalars broadcast); integer
     results wrap to their type's width. Structural zeros (:func:`structural_zero`) fold."""
+    if a.type in _SCALARS and b.type in _SCALARS:  # most operations: the scalar case below
+        folded = _fold(op, a, b, a.type)
+        if folded is not None:
+            return folded
+        return Ex(wrap_int(ast.BinOp(a.node, op, b.node), a.type), a.type)
     if T.is_tile_type(a.type) or T.is_tile_type(b.type):  # numpy's elementwise arithmetic on arrays
         out_t = a.type if T.is_tile_type(a.type) else b.type
         folded = _fold(op, a, b, out_t)

@@ -92,12 +92,17 @@ class _Unparser(ast._Unparser):
             super().visit_Constant(node)
 
     def visit_Assign(self, node):
-        self.fill()
-        prec = self._precedences
+        src = self._source
+        if src:  # (fill)
+            src.append("\n")
+        src.append("    " * self._indent)
         for target in node.targets:
-            prec[target] = _P.TUPLE
-            self.traverse(target)
-            self._source.append(" = ")
+            if type(target) is ast.Name:
+                src.append(target.id)
+            else:
+                self._precedences[target] = _P.TUPLE
+                self.traverse(target)
+            src.append(" = ")
         self.traverse(node.value)
 
     def _block(self, body):
