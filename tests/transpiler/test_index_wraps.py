@@ -67,9 +67,11 @@ def test_kernel_values_keep_int32_semantics():
     assert "int32(tid * int32(2))" not in src  # the index temporary lost its wrap
 
 
-def test_the_same_walk_tidies_blocks_and_long_tuples():
-    """Empty blocks get ``pass`` and tuple displays of more than 30 items become sums of
-    tuples (nested ones too), so the text compiles and gives the same values."""
+def test_generated_functions_get_pass_in_empty_blocks_and_long_tuples_split():
+    """Empty blocks get ``pass`` (``drop_index_wraps``, on its statement walk) and tuple
+    displays of more than 30 items in generated functions become sums of tuples (nested ones
+    too; the unparser, as it writes them), so the text compiles and gives the same values. A
+    module-level display (the ABI table) is written as it is."""
     from weft.transpiler.assemble import _text
     inner = ", ".join(f"x + {i}" for i in range(40))
     src = textwrap.dedent(f"""
@@ -82,8 +84,11 @@ def test_the_same_walk_tidies_blocks_and_long_tuples():
     fdef = ast.parse(src).body[0]
     fdef.body[0].body.clear()                      # an empty loop body, as rules can leave
     drop_index_wraps(fdef)
-    text = _text([fdef])
+    numbers = ", ".join(str(i) for i in range(40))
+    table = ast.parse(f"T = ({numbers})").body[0]
+    text = _text([fdef, table])
     assert "pass" in text and text.count(") + (") >= 2
+    assert f"T = ({numbers})" in text
     ns = {}
     exec(compile(text, "<tidy>", "exec"), ns)     # noqa: S102
     want = tuple(1 + i for i in range(40)) + (tuple(1 + i for i in range(40)),)
