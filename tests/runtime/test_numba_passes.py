@@ -314,3 +314,36 @@ def test_kept_typing_of_operators_gives_numbas_types():
         kept += len(numba_passes._resolved)  # (an entry that only calls another keeps none)
         assert ours == numbas, disp.py_func.__name__
     assert kept >= 10  # operators on plain values were typed once and kept
+
+
+@pytest.mark.uncached  # compiles its own dispatchers on every run (no cache is involved)
+def test_kept_call_types_of_lowering_are_numbas():
+    """Lowering asks each operator's function type for its call type again
+    (``numba_passes._get_call_type``): the answers kept while generated code compiles are the
+    signatures Numba's own ``get_call_type`` gives for the same questions, and the compiled
+    function computes what Numba's own pipeline's does."""
+    from weft.runtime.numba_start import generated_code_compiler
+    fns = _generated_functions(branches_and_loops)
+    fn = next(f for f in fns if f.__name__ == "branches_and_loops__fwd_serial")
+    sig = (types.UniTuple(types.int64, 1), types.Array(types.float32, 1, "C"),
+           types.Array(types.float32, 2, "C"), types.int32, types.Array(types.float32, 1, "C"))
+    numba_passes._kept_calls.clear()
+    ours = numba.njit(error_model="numpy", pipeline_class=generated_code_compiler())(fn)
+    ours.compile(sig)
+    kept = dict(numba_passes._kept_calls)
+    assert len(kept) >= 5
+    for (context, fnty, args), answer in kept.items():
+        assert answer == numba_passes._numba_get_call_type(fnty, context, args, {}), (fnty, args)
+    numba_passes.LEAN_TYPING = False
+    try:
+        theirs = numba.njit(error_model="numpy", pipeline_class=generated_code_compiler())(fn)
+        theirs.compile(sig)
+    finally:
+        numba_passes.LEAN_TYPING = True
+    a = np.array([0.5, 2.0, 1.5, 0.2], np.float32)
+    v = np.linspace(0.0, 1.0, 12, dtype=np.float32).reshape(4, 3)
+    out_ours, out_theirs = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    ours((4,), a, v, np.int32(3), out_ours)
+    theirs((4,), a, v, np.int32(3), out_theirs)
+    np.testing.assert_array_equal(out_ours, out_theirs)
+    assert out_ours.any()
