@@ -624,24 +624,35 @@ def _plain(ty):
     return isinstance(ty, types.BaseTuple) and all(_plain(t) for t in ty.types)
 
 
+def _keeps(op, args, kws):
+    """Whether the typing of ``op`` on ``args`` is kept: an operator on plain values, no
+    keywords, while generated code compiles (see above)."""
+    if kws or not LEAN_TYPING or getattr(_compiling, "depth", 0) <= 0:
+        return False
+    try:
+        return op in _OPERATORS and all(_plain(a) for a in args)
+    except TypeError:  # an unhashable key: not an operator
+        return False
+
+
+def _kept(store, key, answer):
+    """``store[key]``, from ``answer()`` the first time (a None answer is not kept)."""
+    sig = store.get(key)
+    if sig is None:
+        sig = answer()
+        if sig is not None:
+            store[key] = sig
+    return sig
+
+
 def _resolve_function_type(self, func, args, kws):
     """``BaseContext.resolve_function_type``: Numba's, its answer kept for operators on plain
     values while generated code compiles (see above)."""
-    if kws or not LEAN_TYPING or getattr(_compiling, "depth", 0) <= 0:
-        return _numba_resolve(self, func, args, kws)
     op = func.typing_key if isinstance(func, types.Function) else func
-    try:
-        if op not in _OPERATORS or not all(_plain(a) for a in args):
-            return _numba_resolve(self, func, args, kws)
-    except TypeError:  # an unhashable key: not an operator
+    if not _keeps(op, args, kws):
         return _numba_resolve(self, func, args, kws)
-    key = (self, func, tuple(args))
-    sig = _resolved.get(key)
-    if sig is None:
-        sig = _numba_resolve(self, func, args, kws)
-        if sig is not None:
-            _resolved[key] = sig
-    return sig
+    return _kept(_resolved, (self, func, tuple(args)),
+                 lambda: _numba_resolve(self, func, args, kws))
 
 
 _numba_resolve = _typing_context.BaseContext.resolve_function_type
@@ -659,20 +670,10 @@ def _get_call_type(self, context, args, kws):
     """``BaseFunction.get_call_type``: Numba's, its answer kept for operators on plain values
     while generated code compiles (see above). Numba's first answer records the
     implementation in ``self._impl_keys``, which later lookups read."""
-    if kws or not LEAN_TYPING or getattr(_compiling, "depth", 0) <= 0:
+    if not _keeps(getattr(self, "typing_key", None), args, kws):
         return _numba_get_call_type(self, context, args, kws)
-    try:
-        if self.typing_key not in _OPERATORS or not all(_plain(a) for a in args):
-            return _numba_get_call_type(self, context, args, kws)
-    except (TypeError, AttributeError):  # not an operator's function type
-        return _numba_get_call_type(self, context, args, kws)
-    key = (context, self, tuple(args))
-    sig = _kept_calls.get(key)
-    if sig is None:
-        sig = _numba_get_call_type(self, context, args, kws)
-        if sig is not None:
-            _kept_calls[key] = sig
-    return sig
+    return _kept(_kept_calls, (context, self, tuple(args)),
+                 lambda: _numba_get_call_type(self, context, args, kws))
 
 
 _numba_get_call_type = None

@@ -100,10 +100,10 @@ def _node_fields(cls):
     return fields
 
 
-def _push_children(node, stack, reads):
+def _push_children(node, stack, reads, loads_only=True):
     """``node``'s child nodes onto ``stack`` (those of ``ast.iter_child_nodes``, less the
     contexts and operators, which hold nothing), but for names, whose ids are added to
-    ``reads`` when they are read, and constants."""
+    ``reads`` when they are read (``loads_only``; else always), and constants."""
     fields = _FIELDS.get(type(node))
     if fields is None:
         fields = _node_fields(type(node))
@@ -116,7 +116,7 @@ def _push_children(node, stack, reads):
         for x in v:
             kind = type(x)
             if kind is ast.Name:
-                if isinstance(x.ctx, ast.Load):
+                if not loads_only or isinstance(x.ctx, ast.Load):
                     reads.add(x.id)
             elif kind is not ast.Constant and isinstance(x, ast.AST):
                 stack.append(x)
@@ -124,27 +124,11 @@ def _push_children(node, stack, reads):
 
 def names_in(node):
     """The names ``node`` mentions (a walk by hand: ``ast.walk`` is slow on large sweeps)."""
-    Name, Constant = ast.Name, ast.Constant
-    if type(node) is Name:
+    if type(node) is ast.Name:
         return {node.id}
     out, stack = set(), [node]
     while stack:
-        n = stack.pop()
-        fields = _FIELDS.get(type(n))
-        if fields is None:
-            fields = _node_fields(type(n))
-        for field in fields:   # ast.iter_child_nodes less contexts and operators
-            v = getattr(n, field, None)
-            if type(v) is not list:
-                if not isinstance(v, ast.AST) or isinstance(v, _LEAVES):
-                    continue
-                v = (v,)
-            for x in v:
-                kind = type(x)
-                if kind is Name:
-                    out.add(x.id)
-                elif kind is not Constant and isinstance(x, ast.AST):
-                    stack.append(x)
+        _push_children(stack.pop(), stack, out, False)
     return out
 
 
