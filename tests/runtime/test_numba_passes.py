@@ -21,7 +21,7 @@ from numba.core.compiler import run_frontend
 from numba.core.registry import CPUDispatcher
 
 import weft as wp
-from weft.runtime import numba_passes
+from weft.runtime import numba_lowering, numba_passes
 
 
 @wp.func
@@ -319,28 +319,29 @@ def test_kept_typing_of_operators_gives_numbas_types():
 @pytest.mark.uncached  # compiles its own dispatchers on every run (no cache is involved)
 def test_kept_call_types_of_lowering_are_numbas():
     """Lowering asks each operator's function type for its call type again
-    (``numba_passes._get_call_type``): the answers kept while generated code compiles are the
+    (``numba_lowering._get_call_type``): the answers kept while generated code compiles are the
     signatures Numba's own ``get_call_type`` gives for the same questions; the array types whose
-    ``__array__`` lookups were answered at once (``numba_passes._get_function``) have none in
+    ``__array__`` lookups were answered at once (``numba_lowering._get_function``) have none in
     Numba; and the compiled function computes what Numba's own pipeline's does."""
     from weft.runtime.numba_start import generated_code_compiler
     fns = _generated_functions(branches_and_loops)
     fn = next(f for f in fns if f.__name__ == "branches_and_loops__fwd_serial")
     sig = (types.UniTuple(types.int64, 1), types.Array(types.float32, 1, "C"),
            types.Array(types.float32, 2, "C"), types.int32, types.Array(types.float32, 1, "C"))
-    numba_passes._kept_calls.clear()
-    numba_passes._array_misses.clear()
+    numba_lowering._kept_calls.clear()
+    numba_lowering._array_misses.clear()
     ours = numba.njit(error_model="numpy", pipeline_class=generated_code_compiler())(fn)
     ours.compile(sig)
-    kept = dict(numba_passes._kept_calls)
+    kept = dict(numba_lowering._kept_calls)
     assert len(kept) >= 5
+    numbas = numba_lowering._numba_get_call_type
     for (context, fnty, args), answer in kept.items():
-        assert answer == numba_passes._numba_get_call_type(fnty, context, args, {}), (fnty, args)
+        assert answer == numbas(fnty, context, args, {}), (fnty, args)
     # the array types answered at once have no __array__ implementation in Numba either
-    assert numba_passes._array_misses
-    for context, args in numba_passes._array_misses:
+    assert numba_lowering._array_misses
+    for context, args in numba_lowering._array_misses:
         with pytest.raises(NotImplementedError):
-            numba_passes._numba_get_function(context, "__array__",
+            numba_lowering._numba_get_function(context, "__array__",
                                              numba.core.typing.signature(args[0], *args))
     numba_passes.LEAN_TYPING = False
     try:

@@ -6,11 +6,21 @@ leave those out (see below); arrays, tiles and anything holding one are counted 
 counts them (``tests/runtime/test_generated_pipeline.py`` checks the NRT's allocations and
 frees). Used by ``numba_start.generated_code_compiler``; numba-cuda's pipeline keeps its own
 lowering (NVVM then emits other code, which no test here can run).
+
+Lowering also asks again what typing answered (an operator's call type) or what it found
+missing (an ``__array__`` implementation of a plain array type): :func:`install_kept_lowering`
+answers those from what was found before, while generated code compiles: the call types in
+numba-cuda's lowering too (it uses numba.core's function types), the misses on the CPU only
+(numba-cuda's target context has a base class of its own).
 """
 from __future__ import annotations
 
 from numba.core import ir
+from numba.core.base import BaseContext
+from numba.core.types.functions import BaseFunction
 from numba.core.compiler_machinery import AnalysisPass, register_pass
+
+from . import numba_passes
 
 # -- lowering without reference counting of plain values -----------------------------------------
 #
@@ -101,3 +111,65 @@ def lowering_pass():
 
 
 _LoweringPass = None
+
+
+# -- answers lowering asks for again ----------------------------------------------------------
+#
+# Lowering asks again: ``Lower.lower_binop`` (numba-cuda's too) calls the operator's
+# ``get_call_type`` for every ``+`` it lowers, which tries the templates once more and formats
+# a message for each that does not match (1.6 of 13.7 s compiling a kernel of 300 ``if``
+# statements). The same rule keeps those answers: operators, plain values, no keywords.
+
+_kept_calls = {}
+
+
+def _get_call_type(self, context, args, kws):
+    """``BaseFunction.get_call_type``: Numba's, its answer kept for operators on plain values
+    while generated code compiles (``numba_passes``). Numba's first answer records the
+    implementation in ``self._impl_keys``, which later lookups read."""
+    if not numba_passes._keeps(getattr(self, "typing_key", None), args, kws):
+        return _numba_get_call_type(self, context, args, kws)
+    return numba_passes._kept(_kept_calls, (context, self, tuple(args)),
+                 lambda: _numba_get_call_type(self, context, args, kws))
+
+
+_numba_get_call_type = None
+
+
+# Every array a lowered statement reads or writes is wrapped in a structure whose constructor
+# asks for an ``__array__`` implementation of the array's type (``arrayobj.make_array``). Plain
+# arrays have none: Numba looks, refreshes its registries, looks again and fails, every time
+# (0.9 ms each). While generated code compiles, a type found to have none is answered at once.
+
+_numba_get_function = BaseContext.get_function
+_array_misses = set()
+
+
+def _get_function(self, fn, sig, _firstcall=True):
+    """``BaseContext.get_function``: Numba's, but for an ``__array__`` lookup Numba failed
+    before for the same context and argument types while generated code compiles (see
+    above), which fails at once, as Numba's would."""
+    if not (type(fn) is str and fn == "__array__") or not numba_passes.LEAN_TYPING or \
+            getattr(numba_passes._compiling, "depth", 0) <= 0:
+        return _numba_get_function(self, fn, sig, _firstcall)
+    key = (self, tuple(sig.args))
+    if key in _array_misses:
+        raise NotImplementedError(f"No definition for lowering {fn}{sig}")
+    try:
+        return _numba_get_function(self, fn, sig, _firstcall)
+    except NotImplementedError:
+        _array_misses.add(key)
+        raise
+
+
+def install_kept_lowering():
+    """Route ``BaseFunction.get_call_type`` through :func:`_get_call_type` and
+    ``BaseContext.get_function`` through :func:`_get_function` (once; numba.core's classes:
+    ``numba_passes.install_analyses`` calls this for either core, and numba-cuda's lowering
+    shares the function types)."""
+    global _numba_get_call_type
+    if BaseFunction.get_call_type is not _get_call_type:
+        _numba_get_call_type = BaseFunction.get_call_type
+        BaseFunction.get_call_type = _get_call_type
+    if BaseContext.get_function is not _get_function:
+        BaseContext.get_function = _get_function

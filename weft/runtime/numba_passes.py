@@ -493,13 +493,8 @@ def install_analyses():
         ir.Inst._rec_list_vars = _list_vars
     if _typing_context.BaseContext.resolve_function_type is not _resolve_function_type:
         _typing_context.BaseContext.resolve_function_type = _resolve_function_type
-    if CORE == "numba.core":
-        _install_kept_calls()
-        if _cpu_base.BaseContext.get_function is not _get_function:
-            _cpu_base.BaseContext.get_function = _get_function
-    else:  # the function types are numba.core's, shared: one wrapper, the CPU module's
-        from .numba_passes import _install_kept_calls as install
-        install()
+    from .numba_lowering import install_kept_lowering  # (numba.core's classes, shared)
+    install_kept_lowering()
 
 
 @contextlib.contextmanager
@@ -656,61 +651,3 @@ def _resolve_function_type(self, func, args, kws):
 
 
 _numba_resolve = _typing_context.BaseContext.resolve_function_type
-
-
-# Lowering asks again: ``Lower.lower_binop`` (numba-cuda's too) calls the operator's
-# ``get_call_type`` for every ``+`` it lowers, which tries the templates once more and formats
-# a message for each that does not match (1.6 of 13.7 s compiling a kernel of 300 ``if``
-# statements). The same rule keeps those answers: operators, plain values, no keywords.
-
-_kept_calls = {}
-
-
-def _get_call_type(self, context, args, kws):
-    """``BaseFunction.get_call_type``: Numba's, its answer kept for operators on plain values
-    while generated code compiles (see above). Numba's first answer records the
-    implementation in ``self._impl_keys``, which later lookups read."""
-    if not _keeps(getattr(self, "typing_key", None), args, kws):
-        return _numba_get_call_type(self, context, args, kws)
-    return _kept(_kept_calls, (context, self, tuple(args)),
-                 lambda: _numba_get_call_type(self, context, args, kws))
-
-
-_numba_get_call_type = None
-
-
-# Every array a lowered statement reads or writes is wrapped in a structure whose constructor
-# asks for an ``__array__`` implementation of the array's type (``arrayobj.make_array``). Plain
-# arrays have none: Numba looks, refreshes its registries, looks again and fails, every time
-# (0.9 ms each). While generated code compiles, a type found to have none is answered at once.
-
-if CORE == "numba.core":
-    _cpu_base = importlib.import_module("numba.core.base")
-    _numba_get_function = _cpu_base.BaseContext.get_function
-_array_misses = set()
-
-
-def _get_function(self, fn, sig, _firstcall=True):
-    """``BaseContext.get_function``: Numba's, but for an ``__array__`` lookup Numba failed
-    before for the same context and argument types while generated code compiles (see
-    above), which fails at once, as Numba's would."""
-    if not (type(fn) is str and fn == "__array__") or not LEAN_TYPING or \
-            getattr(_compiling, "depth", 0) <= 0:
-        return _numba_get_function(self, fn, sig, _firstcall)
-    key = (self, tuple(sig.args))
-    if key in _array_misses:
-        raise NotImplementedError(f"No definition for lowering {fn}{sig}")
-    try:
-        return _numba_get_function(self, fn, sig, _firstcall)
-    except NotImplementedError:
-        _array_misses.add(key)
-        raise
-
-
-def _install_kept_calls():
-    """Route ``BaseFunction.get_call_type`` through :func:`_get_call_type` (once)."""
-    global _numba_get_call_type
-    from numba.core.types.functions import BaseFunction
-    if BaseFunction.get_call_type is not _get_call_type:
-        _numba_get_call_type = BaseFunction.get_call_type
-        BaseFunction.get_call_type = _get_call_type

@@ -6,8 +6,8 @@ or an operand of + - * inside another wrap of the same width, is assigned ``a op
 differs from Warp's only where the 32-bit arithmetic overflowed, where Warp's index is out of
 range. Every other integer keeps C's wrap-around. The functions are also tidied as
 :class:`~.assemble.Tidy` does (an empty block gets ``pass``; the unparser splits long tuple
-displays; marked ``weft_tidy`` so that ``assemble`` does not walk them again). Not run for Python-scope calls (``pipeline.HOST``): plain Python has no
-LLVM to tell.
+displays; marked ``weft_tidy`` so that ``assemble`` does not walk them again). Not run for
+Python-scope calls (``pipeline.HOST``): plain Python has no LLVM to tell.
 """
 from __future__ import annotations
 
