@@ -165,8 +165,8 @@ def _get_function(self, fn, sig, _firstcall=True):
 def install_kept_lowering():
     """Route ``BaseFunction.get_call_type`` through :func:`_get_call_type` and
     ``BaseContext.get_function`` through :func:`_get_function` (once; numba.core's classes:
-    ``numba_passes.install_analyses`` calls this for either core, and numba-cuda's lowering
-    shares the function types)."""
+    ``numba_start`` calls this beside ``numba_passes.install_analyses`` for either core, and
+    numba-cuda's lowering shares the function types)."""
     global _numba_get_call_type
     if BaseFunction.get_call_type is not _get_call_type:
         _numba_get_call_type = BaseFunction.get_call_type

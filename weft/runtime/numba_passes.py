@@ -493,8 +493,6 @@ def install_analyses():
         ir.Inst._rec_list_vars = _list_vars
     if _typing_context.BaseContext.resolve_function_type is not _resolve_function_type:
         _typing_context.BaseContext.resolve_function_type = _resolve_function_type
-    from .numba_lowering import install_kept_lowering  # (numba.core's classes, shared)
-    install_kept_lowering()
 
 
 @contextlib.contextmanager

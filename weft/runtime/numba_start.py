@@ -74,11 +74,12 @@ def generated_code_compiler():
         from numba.core.typed_passes import IRLegalization, NativeLowering
         from numba.core.untyped_passes import InlineClosureLikes, IRProcessing, ReconstructSSA
 
-        from .numba_lowering import DropPlainDels, lowering_pass
+        from .numba_lowering import DropPlainDels, install_kept_lowering, lowering_pass
         from .numba_passes import (ReconstructSSAByMentions, SimplifyGeneratedCode,
                                    compiling_generated_code, install_analyses)
 
         install_analyses()
+        install_kept_lowering()
 
         class GeneratedCodeCompiler(compiler.CompilerBase):
             """Numba's nopython pipeline less ``InlineClosureLikes``, with
@@ -181,6 +182,8 @@ def _install_cuda_pipeline():
     if cuda_passes is None:
         return
     cuda_passes.install_analyses()
+    from .numba_lowering import install_kept_lowering  # (numba.core's function types, shared)
+    install_kept_lowering()
 
     def define_pipelines(self):
         pipelines = numbas(self)
