@@ -130,8 +130,8 @@ class Adjoint(UndoStacks, Gen):
         find those calls, so the reverse sweep's temporaries keep their names."""
         if not self.reverses_prim(s):
             return []
-        key = _rule_key(s)
-        if key is not None and key in self.no_math:
+        rule = _rule_key(s)
+        if rule is not None and rule in self.no_math:
             return []
         names, self.names = self.names, self.names.scratch()
         try:
@@ -148,8 +148,8 @@ class Adjoint(UndoStacks, Gen):
             if [ast.dump(a) for a in node.args] == same:
                 found.setdefault(ast.dump(node), node)
         if not found:
-            if key is not None:
-                self.no_math.add(key)
+            if rule is not None:
+                self.no_math.add(rule)
             return []
         self.hoisted[id(s)] = {key: self.names.fresh("d") for key in found}
         return [assign(self.hoisted[id(s)][key], node, s.loc) for key, node in found.items()]
