@@ -47,14 +47,20 @@ def _same(x, y, rtol):
 
 
 def call(name, *args, python=True):
-    """``jit(name)(*args)``, checking that the arrays passed are left as they were and, when
-    they are small, that the uncompiled function agrees."""
+    """``jit(name)(*args)``, checking that the arrays passed are left as they were, that the
+    result shares no memory with them, and, when they are small, that the uncompiled function
+    agrees."""
     before = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     with np.errstate(all="ignore"):
         out = jit(name)(*args)
     for a, b in zip(args, before):
         if isinstance(a, np.ndarray):
             np.testing.assert_array_equal(a, b, err_msg=f"{name} modified an input")
+    if f"tile_{name}" in tiles.FRESH:   # a tile view may feed it (pass tile_views)
+        for leaf in _leaves(out):
+            for a in args:
+                if isinstance(a, np.ndarray):
+                    assert not np.shares_memory(leaf, a), f"{name}'s result shares an input"
     if python and all(a.size <= 300 for a in args if isinstance(a, np.ndarray)):
         with np.errstate(all="ignore"):
             ref = getattr(tk, name)(*args)

@@ -12,8 +12,8 @@ from weft.transpiler.state import CompileState
 
 from . import golden_kernels as gk
 
-NAMES = ["lower", "verify", "lanes", "analyze", "generate", "prune", "index_wraps", "assemble",
-         "second_order"]
+NAMES = ["lower", "verify", "lanes", "analyze", "generate", "prune", "index_wraps", "tile_views",
+         "assemble", "second_order"]
 
 
 def test_the_list_names_every_pass_and_each_states_its_invariant():

@@ -21,6 +21,8 @@ generate     ``generate`` (with      forward, adjoint and tangent functions per 
 prune        ``prune``               no dead assignment left in adjoint and tangent functions
 index_wraps  ``index_wraps``         integer temporaries that only index arrays unwrapped to 64
                                      bits (C's wrap-around kept for every other integer)
+tile_views   ``tile_views``          tile loads nothing can write over while the tile lives
+                                     read their array in place
 assemble     ``assemble``            the module's source text
 second_order ``second_order``        the tangents of the adjoint kernels (``tape.hvp``)
 ============ ======================= ===========================================================
@@ -32,7 +34,8 @@ Three pipelines are made of that list (:func:`passes`):
   of a module ``"kernel"`` built (perhaps in an earlier process: the cache keeps the text);
 - ``"host"`` (:data:`HOST`): a builtin called at Python scope (:mod:`weft.runtime.host`), from
   ``lower`` to ``assemble`` in their host forms (a synthetic func as the root; plain Python
-  text), without ``index_wraps`` (nothing compiles that code) and ``second_order``.
+  text), without ``index_wraps``, ``tile_views`` (nothing compiles that code) and
+  ``second_order``.
 
 ``WEFT_DUMP=lower,analyze,...`` (pass names, or ``all``) prints the state after those passes,
 ``stats`` the generated code size per function.
@@ -49,7 +52,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from . import (analyze, assemble, generate, index_wraps, lanes, prune, second_order,
-               specialize, verify)
+               specialize, tile_views, verify)
 from ..stdlib.ir import Assign, If, Loop
 from .state import CompileState
 
@@ -119,6 +122,7 @@ PIPELINE = [
     Pass("generate", generate.run, _dump_defs, host=generate.run),
     Pass("prune", prune.run, _dump_defs, host=prune.run),
     Pass("index_wraps", index_wraps.run, _dump_defs),
+    Pass("tile_views", tile_views.run, _dump_defs),
     Pass("assemble", assemble.run, lambda state: state.source, host=assemble.run_host),
     Pass("second_order", second_order.run, lambda state: state.second_source),
 ]

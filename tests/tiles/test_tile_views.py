@@ -1,0 +1,187 @@
+"""Pass ``tile_views``: a tile load nothing can write over while the tile lives reads its array
+in place (``_wk.tile_viewN``); every other load still copies. Checked on kernels (values and
+gradients against NumPy, with a launch passing one array as two parameters), on the pass's
+rule directly (generated-code text, nothing compiled), and on the helpers a view may feed
+(``weft.native.tiles.FRESH``: their results never share memory with their arguments)."""
+import ast
+import re
+import textwrap
+
+import numpy as np
+import pytest
+
+import weft as wp
+from weft.native import tiles
+from weft.transpiler import tile_views
+
+W = wp.constant(8)
+
+
+@wp.kernel
+def row_sums(v: wp.array2d(dtype=float), s: wp.array(dtype=float)):
+    i, _lane = wp.tid()
+    t = wp.tile_load(v[i], shape=W)
+    wp.tile_store(s, wp.tile_sum(t * 2.0), offset=i)
+
+
+@wp.kernel
+def block_product(a: wp.array3d(dtype=float), b: wp.array3d(dtype=float),
+                  c: wp.array3d(dtype=float)):
+    i, _lane = wp.tid()
+    x = wp.tile_load(a[i], shape=(4, 4))
+    y = wp.tile_load(b[i], shape=(4, 4))
+    wp.tile_store(c[i], wp.tile_matmul(x, y))
+
+
+@wp.kernel
+def stored_between(a: wp.array(dtype=float), b: wp.array(dtype=float)):
+    _i, _lane = wp.tid()
+    t = wp.tile_load(a, shape=W, offset=1)
+    wp.tile_store(b, wp.tile_zeros(shape=W, dtype=float))   # written while t lives
+    wp.tile_store(b, t * 1.0, offset=0)
+
+
+@wp.kernel
+def stored_directly(a: wp.array(dtype=float), b: wp.array(dtype=float)):
+    _i, _lane = wp.tid()
+    t = wp.tile_load(a, shape=W)
+    wp.tile_store(b, t, offset=1)                             # the store reads t itself
+
+
+def _launch(kernel, n, *args):
+    wp.launch_tiled(kernel, dim=[n], inputs=list(args), block_dim=1, device="cpu")
+    wp.synchronize()
+
+
+def test_read_only_loads_are_views_with_numpys_values_and_gradients():
+    assert "_wk.tile_view1(" in row_sums.source("forward")
+    assert "_wk.tile_view1(" in row_sums.source("adjoint")   # the replay's load too
+    v = np.random.default_rng(0).random((5, 8), dtype=np.float32)
+    V = wp.array(v, requires_grad=True)
+    S = wp.zeros(5, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        _launch(row_sums, 5, V, S)
+    np.testing.assert_allclose(S.numpy(), 2.0 * v.sum(axis=1), rtol=1e-6)
+    g = np.arange(1, 6, dtype=np.float32)
+    tape.backward(grads={S: wp.array(g)})
+    np.testing.assert_array_equal(V.grad.numpy(), np.repeat(2.0 * g[:, None], 8, axis=1))
+    np.testing.assert_array_equal(V.numpy(), v)   # the view left the array as it was
+
+
+def test_padded_and_strided_loads_fall_back_to_the_copy():
+    # 6 columns under a tile of 8: the region overhangs, so the view helper pads with zeros
+    v = np.random.default_rng(1).random((4, 6), dtype=np.float32)
+    S = wp.zeros(4, dtype=float)
+    _launch(row_sums, 4, wp.array(v), S)
+    np.testing.assert_allclose(S.numpy(), 2.0 * v.sum(axis=1), rtol=1e-6)
+    # rows of a strided array (every other column): Numba types it non-contiguous, and the
+    # helper copies
+    wide = np.random.default_rng(2).random((4, 16), dtype=np.float32)
+    S2 = wp.zeros(4, dtype=float)
+    _launch(row_sums, 4, wp.array(wide)[:, ::2], S2)
+    np.testing.assert_allclose(S2.numpy(), 2.0 * wide[:, ::2].sum(axis=1), rtol=1e-6)
+    part = wp.array(wide)[:, 3:11]                            # a view with row stride 16
+    S3 = wp.zeros(4, dtype=float)
+    _launch(row_sums, 4, part, S3)
+    np.testing.assert_allclose(S3.numpy(), 2.0 * wide[:, 3:11].sum(axis=1), rtol=1e-6)
+
+
+def test_two_dimensional_views_multiply_like_numpy():
+    assert block_product.source("forward").count("_wk.tile_view2(") == 2
+    r = np.random.default_rng(3)
+    a, b = r.random((3, 4, 4), dtype=np.float32), r.random((3, 4, 4), dtype=np.float32)
+    C = wp.zeros((3, 4, 4), dtype=float)
+    _launch(block_product, 3, wp.array(a), wp.array(b), C)
+    np.testing.assert_allclose(C.numpy(), a @ b, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kernel", [stored_between, stored_directly])
+def test_a_load_written_over_while_it_lives_stays_a_copy(kernel):
+    src = kernel.source("forward")
+    assert "_wk.tile_view" not in src and "_wk.tile_load1(" in src
+    x = np.arange(1, 11, dtype=np.float32)
+    both = wp.array(x)                       # one array passed as both parameters
+    _launch(kernel, 1, both, both)
+    want = x.copy()
+    if kernel is stored_between:
+        want[:8] = x[1:9]
+    else:
+        want[1:9] = x[:8]
+    np.testing.assert_array_equal(both.numpy(), want)
+
+
+# --------------------------------------------------------------------- the rule on text
+
+def _decide(body):
+    """The loads the pass makes views of, in a generated-code function of ``body``."""
+    fdef = ast.parse("def f(a, b, i):\n" + textwrap.indent(textwrap.dedent(body), "    ")).body[0]
+    tile_views.views(fdef, tile_views._fresh())
+    return [c.func.attr for c in ast.walk(fdef) if isinstance(c, ast.Call)
+            and isinstance(c.func, ast.Attribute) and c.func.attr.startswith("tile_")
+            and re.fullmatch(r"tile_(view|load)\d", c.func.attr)]
+
+
+@pytest.mark.parametrize("body, want", [
+    # read by a reduction and an operator, then stored: a view
+    ("t = _wk.tile_load1(a, i, 8)\nu = _wk.tile_sum(t * t)\n_wk.tile_store1(b, i, u)",
+     ["tile_view1"]),
+    # a loop's body: the load and its reads in one iteration
+    ("for k in range(3):\n    t = _wk.tile_load1(a, k, 8)\n    u = _wk.tile_sum(t)",
+     ["tile_view1"]),
+    # another name for the tile
+    ("t = _wk.tile_load1(a, i, 8)\nu = t\nv = _wk.tile_sum(u)", ["tile_load1"]),
+    # returned
+    ("t = _wk.tile_load1(a, i, 8)\nreturn t", ["tile_load1"]),
+    # an element assigned while it lives
+    ("t = _wk.tile_load1(a, i, 8)\nb[0] = 1.0\nu = _wk.tile_sum(t)", ["tile_load1"]),
+    # a call of another generated function (it may write arrays) while it lives
+    ("t = _wk.tile_load1(a, i, 8)\nhelper(b)\nu = _wk.tile_sum(t)", ["tile_load1"]),
+    # an adjoint's add into an array while it lives
+    ("t = _wk.tile_load1(a, i, 8)\n_wk.tile_load_adj1(b, i, t * 1.0)\nu = _wk.tile_sum(t)",
+     ["tile_load1"]),
+    # written after its last read: a view
+    ("t = _wk.tile_load1(a, i, 8)\nu = _wk.tile_sum(t)\n_wk.tile_store1(a, i, u)",
+     ["tile_view1"]),
+    # a helper whose result may be a view of its argument (transpose)
+    ("t = _wk.tile_load2(a, i, 0, 1, 8)\nu = _wk.tile_transpose(t)\nv = _wk.tile_sum(u)",
+     ["tile_load2"]),
+    # assigned twice
+    ("t = _wk.tile_load1(a, i, 8)\nu = _wk.tile_sum(t)\nt = _wk.tile_load1(b, i, 8)",
+     ["tile_load1", "tile_load1"]),
+    # read in a nested block after the load, nothing written: a view
+    ("t = _wk.tile_load1(a, i, 8)\nif i > 0:\n    u = _wk.tile_sum(t)", ["tile_view1"]),
+    # read before the load (a loop's earlier iteration would see the later one's view)
+    ("for k in range(3):\n    u = _wk.tile_sum(t)\n    t = _wk.tile_load1(a, k, 8)",
+     ["tile_load1"]),
+])
+def test_the_rule(body, want):
+    assert _decide(body) == want
+
+
+def test_fresh_helpers_never_return_their_arguments_memory():
+    r = np.random.default_rng(4)
+    t = r.random((4, 4), dtype=np.float32)
+    v3 = r.random((4, 3), dtype=np.float32)
+    g1 = np.ones(1, np.float32)
+    calls = {
+        "tile_sum": (t,), "tile_sum_vec": (v3, 3), "tile_max": (t,), "tile_min": (t,),
+        "tile_argmax": (t,), "tile_argmin": (t,), "tile_sum_adj": (t, g1),
+        "tile_sum_vec_adj": (v3, np.ones((1, 3), np.float32)),
+        "tile_extreme_adj": (t, np.full(1, t.max(), np.float32), g1),
+        "tile_insert": (t, (1, 2), 5.0),
+        "tile_zero_at": (t, (1, 2)), "tile_onehot": (t, (1, 2), 5.0), "tile_fill": (t, 2.0),
+        "tile_reshape": (t, (16,)), "tile_unbroadcast": (t, (1, 4), (4,)),
+        "tile_matmul_acc": (t, t, t, np.float32(1), np.float32(1)),
+        "tile_matmul_adj_a": (t, t), "tile_matmul_adj_b": (t, t),
+    }
+    own = {n for n in tiles.FRESH
+           if n[5:] not in tiles._tk.TILE_KERNELS or n[5:] in tiles._OWN}
+    assert own == set(calls)   # every helper of tiles.py the pass trusts is checked here
+    for name, args in calls.items():
+        out = getattr(tiles, name)(*args)
+        for leaf in (out if isinstance(out, tuple) else (out,)):
+            for a in args:
+                if isinstance(a, np.ndarray):
+                    assert not np.shares_memory(leaf, a), name
+    # the numeric cores (tile_kernels) are checked on every call of test_tile_kernels.py

@@ -1,0 +1,194 @@
+"""Pass ``tile_views``: a tile load that nothing can write over while the tile lives reads its
+array in place.
+
+Invariant: in every generated function of a module with tiles, ``t = _wk.tile_loadN(a, ...)``
+is ``t = _wk.tile_viewN(a, ...)`` (the same arguments) exactly when
+
+- ``t`` is a name assigned once in the function (not a parameter, not rebound in a loop);
+- every read of ``t`` is in a statement after the load in the same block;
+- the statements from the load's next one to the last that reads ``t`` write nothing: no
+  subscript is assigned, and every call is one the vocabulary marks pure (a store, an atomic,
+  an adjoint's add into an array, a call of another generated function are not);
+- every read of ``t`` is an operand of an arithmetic operator or an argument of a helper whose
+  result is a new array (``weft.native.tiles.FRESH``), so no other name can hold the view.
+
+``tile_viewN`` returns the region itself when it is a C-contiguous array of the tile's shape,
+else ``tile_loadN``'s copy (:mod:`weft.native.tiles`). Tiles are values (every helper returns
+a new array and modifies no operand), so a view is indistinguishable from the copy unless the
+array changes while the tile is read, which the rule above excludes, whatever arrays the launch
+passes (two parameters may be one array). Replays in adjoint functions follow the same rule on
+their own text. Only CPU code has tile loads (CUDA refuses tiles), and the pass runs only for
+modules whose kernels make tiles (``KernelABI.tile_work``).
+"""
+from __future__ import annotations
+
+import ast
+
+from ..native.vocabulary import called_name, is_pure
+
+_LOADS = {f"_wk.tile_load{n}": f"tile_view{n}" for n in (1, 2, 3, 4)}
+
+
+def _fresh():
+    from ..native.tiles import FRESH
+    return {"_wk." + n for n in FRESH}
+
+
+def _blocks(body):
+    """``body`` and every statement list nested in it."""
+    yield body
+    for st in body:
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            sub = getattr(st, field, None)
+            if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                yield from _blocks(sub)
+
+
+def _reads(tree, name):
+    """The ``(node, parent)`` of every read of ``name`` in ``tree``."""
+    out = []
+    stack = [(tree, None)]
+    while stack:
+        node, parent = stack.pop()
+        if type(node) is ast.Name:
+            if node.id == name and type(node.ctx) is ast.Load:
+                out.append((node, parent))
+            continue
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, node))
+    return out
+
+
+_ALLOCS = {"np.zeros", "np.empty", "np.ones", "np.full"}
+
+
+def _reshape_of(value):
+    """``(name, ndim)`` when ``value`` is ``name.reshape(...)`` (``ndim``: the dimensions it
+    asks for), else None: the element loops of tile arithmetic read tiles through these."""
+    if type(value) is ast.Call and type(value.func) is ast.Attribute and \
+            value.func.attr == "reshape" and type(value.func.value) is ast.Name and \
+            not value.keywords and value.args:
+        args = value.args
+        n = len(args[0].elts) if len(args) == 1 and type(args[0]) is ast.Tuple else len(args)
+        return value.func.value.id, n
+    return None
+
+
+def _locals(fdef, stores, fresh):
+    """Names assigned once a new array (an allocation, a ``fresh`` helper's result) or a name
+    for one (``reshape``, plain assignment): writing their elements writes no kernel array."""
+    out = set()
+    for _ in range(2):   # a name may follow the one it is made from in the walk's order
+        for st in ast.walk(fdef):
+            if type(st) is not ast.Assign or len(st.targets) != 1 or \
+                    type(st.targets[0]) is not ast.Name or stores.get(st.targets[0].id) != 1:
+                continue
+            v = st.value
+            src = _reshape_of(v)
+            if (type(v) is ast.Call and called_name(v.func) in (_ALLOCS | fresh)) or \
+                    (src is not None and src[0] in out) or (type(v) is ast.Name and v.id in out):
+                out.add(st.targets[0].id)
+    return out
+
+
+def _writes_nothing(st, local):
+    """Whether statement ``st`` calls only pure functions and assigns no element but of
+    ``local`` arrays."""
+    for node in ast.walk(st):
+        kind = type(node)
+        if kind is ast.Subscript and type(node.ctx) is not ast.Load:
+            base = node.value
+            if type(base) is not ast.Name or base.id not in local:
+                return False
+        elif kind is ast.Call and not is_pure(called_name(node.func)) and \
+                _reshape_of(node) is None:
+            return False
+        elif kind in (ast.Delete, ast.Global, ast.Nonlocal) or \
+                (kind is ast.Attribute and type(node.ctx) is not ast.Load):
+            return False
+    return True
+
+
+def _consumed(node, parent, ndim, fresh):
+    """Whether a read of a tile (``ndim`` None) or of a reshaped name for it (``ndim`` its
+    dimensions) only feeds a new value: an operand of an operator, an argument of a ``fresh``
+    helper, or (a reshaped name) one element, indexed in every dimension."""
+    if type(parent) in (ast.BinOp, ast.UnaryOp):
+        return True
+    if type(parent) is ast.Call and node in parent.args and called_name(parent.func) in fresh:
+        return True
+    if ndim is None or type(parent) is not ast.Subscript or parent.value is not node:
+        return False
+    index = parent.slice
+    parts = index.elts if type(index) is ast.Tuple else [index]
+    return len(parts) == ndim and not any(type(p) is ast.Slice for p in parts)
+
+
+def _loads(fdef):
+    """``(block, position, statement)`` of every candidate load ``t = _wk.tile_loadN(...)``."""
+    for block in _blocks(fdef.body):
+        for k, st in enumerate(block):
+            if type(st) is ast.Assign and len(st.targets) == 1 and \
+                    type(st.targets[0]) is ast.Name and type(st.value) is ast.Call and \
+                    called_name(st.value.func) in _LOADS:
+                yield block, k, st
+
+
+def _viewable(fdef, block, k, stores, local, fresh):
+    """Whether the load ``block[k]`` may read its array in place (the module's rule)."""
+    t = block[k].targets[0].id
+    if stores.get(t) != 1:
+        return False
+    names = {t: None}         # the tile and the reshaped names for it -> their dimensions
+    wanted = len(_reads(fdef, t))
+    seen, last = 0, k
+    for j in range(k + 1, len(block)):
+        if seen == wanted:
+            break
+        st = block[j]
+        src = _reshape_of(st.value) if type(st) is ast.Assign and len(st.targets) == 1 and \
+            type(st.targets[0]) is ast.Name else None
+        if src is not None and src[0] in names:
+            alias = st.targets[0].id
+            if stores.get(alias) != 1 or alias in names:
+                return False
+            names[alias] = src[1]
+            wanted += len(_reads(fdef, alias))
+            seen, last = seen + 1, j
+            continue
+        for name, ndim in names.items():
+            reads = _reads(st, name)
+            if reads:
+                if not all(_consumed(n, p, ndim, fresh) for n, p in reads):
+                    return False
+                seen, last = seen + len(reads), j
+    return seen == wanted and all(_writes_nothing(s, local) for s in block[k + 1:last + 1])
+
+
+def views(fdef, fresh):
+    """``fdef`` with its eligible loads made views (in place); the number made."""
+    stores = {}
+    for node in ast.walk(fdef):
+        if type(node) is ast.Name and type(node.ctx) is not ast.Load:
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif type(node) is ast.arg:
+            stores[node.arg] = stores.get(node.arg, 0) + 2
+    local = None
+    made = 0
+    for block, k, st in list(_loads(fdef)):
+        if local is None:
+            local = _locals(fdef, stores, fresh)
+        if _viewable(fdef, block, k, stores, local, fresh):
+            st.value.func.attr = _LOADS[called_name(st.value.func)]
+            made += 1
+    return made
+
+
+def run(state):
+    if not any(getattr(abi, "tile_work", 0) for abi in state.abis.values()):
+        return state
+    fresh = _fresh()
+    for d in state.defs:
+        if isinstance(d, ast.FunctionDef):
+            views(d, fresh)
+    return state
