@@ -149,6 +149,16 @@ def _decide(body):
     # assigned twice
     ("t = _wk.tile_load1(a, i, 8)\nu = _wk.tile_sum(t)\nt = _wk.tile_load1(b, i, 8)",
      ["tile_load1", "tile_load1"]),
+    # the element loops of tile arithmetic: read through a reshape, one element at a time,
+    # written into a new array
+    ("t = _wk.tile_load1(a, i, 8)\nm = np.zeros((8,), np.float32)\nf = m.reshape(8)\n"
+     "g = t.reshape(8)\nfor e in range(8):\n    f[e] = g[e] * 2.0\nu = _wk.tile_sum(m)",
+     ["tile_view1"]),
+    # ... but not when the reshaped name is written, or its rows (shape unknown) read
+    ("t = _wk.tile_load1(a, i, 8)\ng = t.reshape(8)\ng[0] = 1.0\nu = _wk.tile_sum(t)",
+     ["tile_load1"]),
+    ("t = _wk.tile_load2(a, i, 0, 2, 4)\ng = t.reshape(s)\nr = g[0]\nu = _wk.tile_sum(r)",
+     ["tile_load2"]),
     # read in a nested block after the load, nothing written: a view
     ("t = _wk.tile_load1(a, i, 8)\nif i > 0:\n    u = _wk.tile_sum(t)", ["tile_view1"]),
     # read before the load (a loop's earlier iteration would see the later one's view)

@@ -69,8 +69,13 @@ def _reshape_of(value):
             value.func.attr == "reshape" and type(value.func.value) is ast.Name and \
             not value.keywords and value.args:
         args = value.args
-        n = len(args[0].elts) if len(args) == 1 and type(args[0]) is ast.Tuple else len(args)
-        return value.func.value.id, n
+        if len(args) > 1:
+            return value.func.value.id, len(args)
+        if type(args[0]) is ast.Tuple:
+            return value.func.value.id, len(args[0].elts)
+        if type(args[0]) in (ast.Constant, ast.UnaryOp):   # 8, -1
+            return value.func.value.id, 1
+        return value.func.value.id, None   # a shape held by a name: dimensions unknown
     return None
 
 
@@ -117,7 +122,8 @@ def _consumed(node, parent, ndim, fresh):
         return True
     if type(parent) is ast.Call and node in parent.args and called_name(parent.func) in fresh:
         return True
-    if ndim is None or type(parent) is not ast.Subscript or parent.value is not node:
+    if ndim is None or type(parent) is not ast.Subscript or parent.value is not node or \
+            type(parent.ctx) is not ast.Load:
         return False
     index = parent.slice
     parts = index.elts if type(index) is ast.Tuple else [index]
@@ -150,7 +156,7 @@ def _viewable(fdef, block, k, stores, local, fresh):
             type(st.targets[0]) is ast.Name else None
         if src is not None and src[0] in names:
             alias = st.targets[0].id
-            if stores.get(alias) != 1 or alias in names:
+            if stores.get(alias) != 1 or alias in names or src[1] is None:
                 return False
             names[alias] = src[1]
             wanted += len(_reads(fdef, alias))
