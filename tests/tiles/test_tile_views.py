@@ -48,6 +48,16 @@ def stored_directly(a: wp.array(dtype=float), b: wp.array(dtype=float)):
     wp.tile_store(b, t, offset=1)                             # the store reads t itself
 
 
+@wp.kernel
+def reductions(v: wp.array2d(dtype=float), s: wp.array(dtype=float),
+               hi: wp.array(dtype=float), lo: wp.array(dtype=float)):
+    i, _lane = wp.tid()
+    t = wp.tile_load(v[i], shape=W)
+    wp.tile_store(s, wp.tile_sum(t), offset=2 * i)      # offsets past the end are skipped
+    hi[i] = wp.tile_max(t)[0]
+    lo[i] = wp.tile_min(t)[0] * 3.0
+
+
 def _launch(kernel, n, *args):
     wp.launch_tiled(kernel, dim=[n], inputs=list(args), block_dim=1, device="cpu")
     wp.synchronize()
@@ -111,6 +121,50 @@ def test_a_load_written_over_while_it_lives_stays_a_copy(kernel):
     np.testing.assert_array_equal(both.numpy(), want)
 
 
+def test_reductions_only_stored_or_read_are_scalars_with_numpys_values_and_gradients():
+    src = reductions.source("forward")
+    for helper in ("tile_sum_scalar", "tile_store_one", "tile_max_scalar", "tile_min_scalar"):
+        assert f"_wk.{helper}(" in src, helper
+    assert "_wk.tile_sum(" not in src and "_wk.tile_store1(" not in src
+    v = np.random.default_rng(5).standard_normal((5, 8)).astype(np.float32)
+    V = wp.array(v, requires_grad=True)
+    S = wp.zeros(7, dtype=float, requires_grad=True)  # blocks 4 and 5 store past the end
+    hi, lo = wp.zeros(5, dtype=float), wp.zeros(5, dtype=float)
+    tape = wp.Tape()
+    with tape:
+        _launch(reductions, 5, V, S, hi, lo)
+    want = np.zeros(7, np.float32)
+    want[0:7:2] = v[:4].astype(np.float64).sum(axis=1)
+    np.testing.assert_allclose(S.numpy(), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(hi.numpy(), v.max(axis=1))
+    np.testing.assert_array_equal(lo.numpy(), v.min(axis=1) * np.float32(3.0))
+    g = np.arange(1, 8, dtype=np.float32)
+    tape.backward(grads={S: wp.array(g)})
+    want_grad = np.zeros((5, 8), np.float32)
+    want_grad[:4] = g[0:7:2, None]       # d s[2i] / d v[i, :] = 1; block 4's store was skipped
+    np.testing.assert_array_equal(V.grad.numpy(), want_grad)
+
+
+def test_tile_sum_is_eight_running_sums_added_pairwise():
+    """The order ``tile_sum`` adds in (weft's, documented in docs/tiles.md), against the same
+    order written in NumPy float32, for lengths around the eight lanes."""
+    r = np.random.default_rng(6)
+    for n in (1, 5, 8, 13, 64, 257):
+        x = r.standard_normal(n).astype(np.float32)
+        lanes = [np.float32(0)] * 8
+        m = n - n % 8
+        for k in range(m):
+            lanes[k % 8] = np.float32(lanes[k % 8] + x[k])
+        total = np.float32(np.float32(np.float32(lanes[0] + lanes[1]) +
+                                      np.float32(lanes[2] + lanes[3])) +
+                           np.float32(np.float32(lanes[4] + lanes[5]) +
+                                      np.float32(lanes[6] + lanes[7])))
+        for k in range(m, n):
+            total = np.float32(total + x[k])
+        assert tiles.tile_sum_scalar(x) == total, n
+        assert tiles.tile_sum(x)[0] == total, n
+
+
 # --------------------------------------------------------------------- the rule on text
 
 def _decide(body):
@@ -169,6 +223,23 @@ def test_the_rule(body, want):
     assert _decide(body) == want
 
 
+def _scalars(body):
+    fdef = ast.parse("def f(a, b, i):\n" + textwrap.indent(textwrap.dedent(body), "    ")).body[0]
+    tile_views.scalars(fdef)
+    return ast.unparse(fdef).split("\n", 1)[1]
+
+
+def test_the_scalar_rule():
+    assert _scalars("r = _wk.tile_sum(t)\n_wk.tile_store1(a, i, r)\nx = r[0] + 1.0\n"
+                    "y = r[int32(0),]") == "    r = _wk.tile_sum_scalar(t)\n" \
+        "    _wk.tile_store_one(a, i, r)\n    x = r + 1.0\n    y = r"
+    for body in ("r = _wk.tile_sum(t)\nu = r * 2.0",              # used as a tile
+                 "r = _wk.tile_max(t)\ng = _wk.tile_extreme_adj(t, r, h)",
+                 "r = _wk.tile_sum(t)\n_wk.tile_store1(a, i, r)\nr = _wk.tile_sum(a)",
+                 "r = _wk.tile_sum(t)\nx = r[1]", "r = _wk.tile_sum(t)\nx = r[int32(1),]"):
+        assert "_scalar" not in _scalars(body), body
+
+
 def test_fresh_helpers_never_return_their_arguments_memory():
     r = np.random.default_rng(4)
     t = r.random((4, 4), dtype=np.float32)
@@ -184,6 +255,7 @@ def test_fresh_helpers_never_return_their_arguments_memory():
         "tile_reshape": (t, (16,)), "tile_unbroadcast": (t, (1, 4), (4,)),
         "tile_matmul_acc": (t, t, t, np.float32(1), np.float32(1)),
         "tile_matmul_adj_a": (t, t), "tile_matmul_adj_b": (t, t),
+        "tile_sum_scalar": (t,), "tile_max_scalar": (t,), "tile_min_scalar": (t,),
     }
     own = {n for n in tiles.FRESH
            if n[5:] not in tiles._tk.TILE_KERNELS or n[5:] in tiles._OWN}

@@ -648,9 +648,10 @@ def tile_unbroadcast(g, padded, shape):
 
 # ------------------------------------------------------------------------------ reductions
 @_jit
-def tile_sum(t):
-    """The sum of a tile of scalars, as a one-element tile (Warp's ``tile_sum``)."""
-    out = np.empty(1, t.dtype)
+def tile_sum_scalar(t):
+    """The sum of a tile of scalars, as a scalar: ``tile_sum``'s one element, which generated
+    code that only stores it or reads it at ``[0]`` takes without the one-element tile (pass
+    ``tile_views``: allocating that tile cost more than summing 256 elements)."""
     f = t.reshape(-1)
     n = f.shape[0]
     # eight running sums, element k into sum k % 8, added pairwise at the end: LLVM keeps
@@ -675,8 +676,33 @@ def tile_sum(t):
     while k < n:
         s += f[k]
         k += 1
-    out[0] = s
+    return s
+
+
+@_jit
+def tile_sum(t):
+    """The sum of a tile of scalars, as a one-element tile (Warp's ``tile_sum``)."""
+    out = np.empty(1, t.dtype)
+    out[0] = tile_sum_scalar(t)
     return out
+
+
+@_jit
+def tile_max_scalar(t):
+    return np.max(t)
+
+
+@_jit
+def tile_min_scalar(t):
+    return np.min(t)
+
+
+@_jit
+def tile_store_one(a, o0, x):
+    """``tile_store1`` of a one-element tile of scalars held as the scalar ``x``: ``a[o0]``,
+    skipped outside the array."""
+    if 0 <= o0 < a.shape[0]:
+        a[o0] = x
 
 
 @_jit
@@ -693,14 +719,14 @@ def tile_sum_vec(t, k):
 @_jit
 def tile_max(t):
     out = np.empty(1, t.dtype)
-    out[0] = np.max(t)
+    out[0] = tile_max_scalar(t)
     return out
 
 
 @_jit
 def tile_min(t):
     out = np.empty(1, t.dtype)
-    out[0] = np.min(t)
+    out[0] = tile_min_scalar(t)
     return out
 
 
@@ -794,14 +820,15 @@ def tile_matmul_adj_b(a, g):
     return tile_matmul(a.T, g)  # noqa: F821 - bound above
 
 
-#: the helpers whose result never shares memory with an argument (a new array, or a scalar's
-#: one-element tile): a tile read only by these and by operators can be a view of its array
-#: (the transpiler's pass ``tile_views``); ``tests/tiles/test_tile_views.py`` checks each
+#: the helpers whose result never shares memory with an argument (a new array, a scalar): a
+#: tile read only by these and by operators can be a view of its array (the transpiler's pass
+#: ``tile_views``); ``tests/tiles/test_tile_views.py`` checks each
 FRESH = frozenset({
     "tile_sum", "tile_sum_vec", "tile_max", "tile_min", "tile_argmax", "tile_argmin",
     "tile_sum_adj", "tile_sum_vec_adj", "tile_extreme_adj", "tile_insert", "tile_zero_at",
     "tile_onehot", "tile_fill", "tile_reshape", "tile_unbroadcast", "tile_matmul_acc",
-    "tile_matmul_adj_a", "tile_matmul_adj_b",
+    "tile_matmul_adj_a", "tile_matmul_adj_b", "tile_sum_scalar", "tile_max_scalar",
+    "tile_min_scalar",
 } | {"tile_" + n for n in _tk.TILE_KERNELS})
 
 

@@ -1,5 +1,5 @@
 """Pass ``tile_views``: a tile load that nothing can write over while the tile lives reads its
-array in place.
+array in place, and a reduction to one element that is only stored or read is a scalar.
 
 Invariant: in every generated function of a module with tiles, ``t = _wk.tile_loadN(a, ...)``
 is ``t = _wk.tile_viewN(a, ...)`` (the same arguments) exactly when
@@ -19,6 +19,11 @@ array changes while the tile is read, which the rule above excludes, whatever ar
 passes (two parameters may be one array). Replays in adjoint functions follow the same rule on
 their own text. Only CPU code has tile loads (CUDA refuses tiles), and the pass runs only for
 modules whose kernels make tiles (``KernelABI.tile_work``).
+
+And ``r = _wk.tile_sum(t)`` (``tile_max``, ``tile_min``), ``r`` assigned once and every read of it
+the tile stored by ``_wk.tile_store1(a, o, r)`` or its element ``r[0]``, holds the element
+itself (``tile_sum_scalar``; ``tile_store_one``; ``r``): the one-element tile's allocation cost
+more than summing 256 elements (Warp's ``tile_store(s, tile_sum(t), offset=i)``).
 """
 from __future__ import annotations
 
@@ -27,6 +32,9 @@ import ast
 from ..native.vocabulary import called_name, is_pure
 
 _LOADS = {f"_wk.tile_load{n}": f"tile_view{n}" for n in (1, 2, 3, 4)}
+#: the reductions to one element and their scalar forms
+_ONE = {"_wk.tile_sum": "tile_sum_scalar", "_wk.tile_max": "tile_max_scalar",
+        "_wk.tile_min": "tile_min_scalar"}
 
 
 def _fresh():
@@ -171,14 +179,87 @@ def _viewable(fdef, block, k, stores, local, fresh):
     return seen == wanted and all(_writes_nothing(s, local) for s in block[k + 1:last + 1])
 
 
-def views(fdef, fresh):
-    """``fdef`` with its eligible loads made views (in place); the number made."""
+def _stores(fdef):
+    """How often each name is bound in ``fdef`` (a parameter counts twice)."""
     stores = {}
     for node in ast.walk(fdef):
         if type(node) is ast.Name and type(node.ctx) is not ast.Load:
             stores[node.id] = stores.get(node.id, 0) + 1
         elif type(node) is ast.arg:
             stores[node.arg] = stores.get(node.arg, 0) + 2
+    return stores
+
+
+def _parents(fdef):
+    """Each node's parent in ``fdef``."""
+    out = {}
+    for node in ast.walk(fdef):
+        for child in ast.iter_child_nodes(node):
+            out[child] = node
+    return out
+
+
+def _replace(parent, old, new):
+    """Put ``new`` where ``parent`` holds ``old``."""
+    for field, value in ast.iter_fields(parent):
+        if value is old:
+            setattr(parent, field, new)
+            return
+        if isinstance(value, list):
+            for i, v in enumerate(value):
+                if v is old:
+                    value[i] = new
+                    return
+
+
+def _is_zero_index(index):
+    """Whether ``index`` is ``0``, ``(0,)`` or a cast zero (``int32(0)``, as kernels write it)."""
+    if type(index) is ast.Tuple and len(index.elts) == 1:
+        index = index.elts[0]
+    if type(index) is ast.Call and type(index.func) is ast.Name and len(index.args) == 1 and \
+            not index.keywords and index.func.id in ("int32", "int64"):
+        index = index.args[0]
+    return type(index) is ast.Constant and type(index.value) is int and index.value == 0
+
+
+def scalars(fdef):
+    """``fdef`` with its one-element reductions that are only stored or read at ``[0]`` held
+    as scalars (in place): ``r = _wk.tile_sum(t)`` is ``r = _wk.tile_sum_scalar(t)``,
+    ``_wk.tile_store1(a, o, r)`` is ``_wk.tile_store_one(a, o, r)`` and ``r[0]`` is ``r``.
+    The number made."""
+    made = 0
+    stores = parents = None
+    for block in _blocks(fdef.body):
+        for st in block:
+            if type(st) is not ast.Assign or len(st.targets) != 1 or \
+                    type(st.targets[0]) is not ast.Name or type(st.value) is not ast.Call or \
+                    called_name(st.value.func) not in _ONE:
+                continue
+            if stores is None:
+                stores, parents = _stores(fdef), _parents(fdef)
+            r = st.targets[0].id
+            if stores.get(r) != 1:
+                continue
+            reads = _reads(fdef, r)
+            stored = [p for n, p in reads if type(p) is ast.Call and
+                      called_name(p.func) == "_wk.tile_store1" and len(p.args) == 3 and
+                      p.args[2] is n and not p.keywords]
+            first = [p for n, p in reads if type(p) is ast.Subscript and p.value is n and
+                     type(p.ctx) is ast.Load and _is_zero_index(p.slice)]
+            if not reads or len(stored) + len(first) != len(reads):
+                continue
+            st.value.func.attr = _ONE[called_name(st.value.func)]
+            for call in stored:
+                call.func.attr = "tile_store_one"
+            for sub in first:
+                _replace(parents[sub], sub, ast.Name(r, ast.Load()))
+            made += 1
+    return made
+
+
+def views(fdef, fresh):
+    """``fdef`` with its eligible loads made views (in place); the number made."""
+    stores = _stores(fdef)
     local = None
     made = 0
     for block, k, st in list(_loads(fdef)):
@@ -196,5 +277,6 @@ def run(state):
     fresh = _fresh()
     for d in state.defs:
         if isinstance(d, ast.FunctionDef):
+            scalars(d)
             views(d, fresh)
     return state
