@@ -1,5 +1,6 @@
-"""Smaller tile features: ``tile_matmul``'s ``precision=``, ``tile_scatter_add`` with one lane
-per block (values against numpy, the gradient against float64 central differences)."""
+"""Smaller tile features: ``tile_matmul``'s ``precision=`` and mixed dtypes, ``tile_scatter_add``
+with one lane per block (values against numpy, the gradient against float64 central
+differences or analytic values)."""
 from typing import Any
 
 import numpy as np
@@ -171,3 +172,40 @@ def test_generic_func_given_a_tile_values_and_gradient():
     gw = [x0[0] * x0[1] + x0[1] * x0[2], x0[1] + x0[2]]
     np.testing.assert_allclose(x.grad.numpy(), gx, rtol=1e-6)
     np.testing.assert_allclose(w.grad.numpy(), gw, rtol=1e-6)
+
+
+@wp.kernel
+def mm_mixed(A: wp.array2d[float], B: wp.array2d[wp.float16], C: wp.array2d[wp.float64]):
+    i, j = wp.tid()
+    acc = wp.tile_zeros(shape=(4, 2), dtype=wp.float64)
+    for k in range(2):                                 # Warp's example_tile_matmul, smaller
+        a = wp.tile_load(A, shape=(4, 3), offset=(i * 4, k * 3))
+        b = wp.tile_load(B, shape=(3, 2), offset=(k * 3, j * 2))
+        wp.tile_matmul(a, b, acc)
+    wp.tile_store(C, acc, offset=(i * 4, j * 2))
+
+
+def test_matmul_of_mixed_dtypes_accumulates_in_the_outputs_dtype():
+    """float32 times float16 into float64, as Warp's example_tile_matmul: each operand element
+    converted to float64 before its multiply-add (Warp's GEMM), and the gradients of both
+    operands in their own dtypes."""
+    rng = np.random.default_rng(8)
+    a_np = rng.random((8, 6), dtype=np.float32)
+    b_np = rng.random((6, 4)).astype(np.float16)
+    A = wp.array(a_np, requires_grad=True)
+    B = wp.array(b_np, dtype=wp.float16, requires_grad=True)
+    C = wp.zeros((8, 4), dtype=wp.float64, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(mm_mixed, dim=(2, 2), inputs=[A, B], outputs=[C], block_dim=8)
+    a64, b64 = a_np.astype(np.float64), b_np.astype(np.float64)
+    np.testing.assert_allclose(C.numpy(), a64 @ b64, rtol=1e-14)
+    g = rng.random((8, 4))
+    tape.backward(grads={C: wp.array(g, dtype=wp.float64)})
+    np.testing.assert_allclose(A.grad.numpy(), (g @ b64.T).astype(np.float32), rtol=1e-6)
+    np.testing.assert_allclose(B.grad.numpy().astype(np.float64),
+                               (a64.T @ g).astype(np.float16).astype(np.float64), rtol=2e-3)
+    da = rng.random((8, 6), dtype=np.float32)        # forward mode: dC = dA @ B
+    tan = tape.forward({A: da})
+    dc = tan[C].numpy() if hasattr(tan[C], "numpy") else tan[C]
+    np.testing.assert_allclose(dc, da.astype(np.float64) @ b64, rtol=1e-12)

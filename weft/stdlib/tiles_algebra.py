@@ -45,6 +45,14 @@ def _matmul_acc_resolve(ts, attrs=None):
     return None
 
 
+def _as_out(x, out):
+    """Tile ``x`` in ``out``'s dtype: Warp's GEMM converts each operand element to the
+    accumulator's type before its multiply-add (a float32 times a float16 tile into float64)."""
+    if x.type.dtype == out.type.dtype:
+        return x
+    return _tile_astype.primal(x, out.type.dtype)
+
+
 @builtin("tile_matmul_acc_b", ["tile_matmul(a, b, out, alpha=1.0, beta=1.0)"],
          lambda ts, a=None: _matmul_acc_resolve(ts[:3]) if len(ts) == 5 else None,
          public=False)
@@ -53,6 +61,7 @@ class _tile_matmul_acc:
     ``alpha`` and ``beta`` carry no gradient."""
 
     def primal(a, b, c, alpha, beta):
+        a, b = _as_out(a, c), _as_out(b, c)
         return Ex(_wk("tile_matmul_acc", a.node, b.node, c.node, alpha.node, beta.node), c.type)
 
     def adjoint(a, b, c, alpha, beta, ret, adj):
@@ -70,6 +79,7 @@ class _tile_matmul_acc:
         zero = const(0.0, T.scalar_of(ret.type.dtype)).node
 
         def product(x, y):  # alpha * x @ y
+            x, y = _as_out(x, ret), _as_out(y, ret)
             return Ex(_wk("tile_matmul_acc", x.node, y.node, tile_const(0, ret.type).node,
                           alpha.node, zero), ret.type)
         return _tsum(product(ta, b) if ta is not None else None,
