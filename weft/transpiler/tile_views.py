@@ -46,14 +46,14 @@ def _blocks(body):
     """``body`` and every statement list nested in it."""
     yield body
     for st in body:
-        for field in ("body", "orelse", "finalbody", "handlers"):
+        for field in ("body", "orelse", "finalbody"):
             sub = getattr(st, field, None)
-            if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+            if isinstance(sub, list) and sub:
                 yield from _blocks(sub)
 
 
 def _reads(tree, name):
-    """The ``(node, parent)`` of every read of ``name`` in ``tree``."""
+    """The ``(node, parent)`` of every read of ``name`` in statement ``tree``."""
     out = []
     stack = [(tree, None)]
     while stack:
@@ -65,6 +65,32 @@ def _reads(tree, name):
         for child in ast.iter_child_nodes(node):
             stack.append((child, node))
     return out
+
+
+class _Index:
+    """One walk of a generated function: how often each name is bound (a parameter counts
+    twice), the ``(node, parent)`` of each read of a name, each node's parent, and the plain
+    assignments ``name = value``."""
+
+    def __init__(self, fdef):
+        self.stores, self.reads, self.parents, self.assigns = {}, {}, {}, []
+        for node in ast.walk(fdef):
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+            kind = type(node)
+            if kind is ast.Name:
+                if type(node.ctx) is ast.Load:
+                    self.reads.setdefault(node.id, []).append((node, self.parents.get(node)))
+                else:
+                    self.stores[node.id] = self.stores.get(node.id, 0) + 1
+            elif kind is ast.arg:
+                self.stores[node.arg] = self.stores.get(node.arg, 0) + 2
+            elif kind is ast.Assign and len(node.targets) == 1 and \
+                    type(node.targets[0]) is ast.Name:
+                self.assigns.append(node)
+
+    def once(self, name):
+        return self.stores.get(name) == 1
 
 
 _ALLOCS = {"np.zeros", "np.empty", "np.ones", "np.full"}
@@ -87,14 +113,13 @@ def _reshape_of(value):
     return None
 
 
-def _locals(fdef, stores, fresh):
+def _locals(index, fresh):
     """Names assigned once a new array (an allocation, a ``fresh`` helper's result) or a name
     for one (``reshape``, plain assignment): writing their elements writes no kernel array."""
     out = set()
     for _ in range(2):   # a name may follow the one it is made from in the walk's order
-        for st in ast.walk(fdef):
-            if type(st) is not ast.Assign or len(st.targets) != 1 or \
-                    type(st.targets[0]) is not ast.Name or stores.get(st.targets[0].id) != 1:
+        for st in index.assigns:
+            if not index.once(st.targets[0].id):
                 continue
             v = st.value
             src = _reshape_of(v)
@@ -148,13 +173,13 @@ def _loads(fdef):
                 yield block, k, st
 
 
-def _viewable(fdef, block, k, stores, local, fresh):
+def _viewable(index, block, k, local, fresh):
     """Whether the load ``block[k]`` may read its array in place (the module's rule)."""
     t = block[k].targets[0].id
-    if stores.get(t) != 1:
+    if not index.once(t):
         return False
     names = {t: None}         # the tile and the reshaped names for it -> their dimensions
-    wanted = len(_reads(fdef, t))
+    wanted = len(index.reads.get(t, ()))
     seen, last = 0, k
     for j in range(k + 1, len(block)):
         if seen == wanted:
@@ -164,10 +189,10 @@ def _viewable(fdef, block, k, stores, local, fresh):
             type(st.targets[0]) is ast.Name else None
         if src is not None and src[0] in names:
             alias = st.targets[0].id
-            if stores.get(alias) != 1 or alias in names or src[1] is None:
+            if not index.once(alias) or alias in names or src[1] is None:
                 return False
             names[alias] = src[1]
-            wanted += len(_reads(fdef, alias))
+            wanted += len(index.reads.get(alias, ()))
             seen, last = seen + 1, j
             continue
         for name, ndim in names.items():
@@ -177,26 +202,6 @@ def _viewable(fdef, block, k, stores, local, fresh):
                     return False
                 seen, last = seen + len(reads), j
     return seen == wanted and all(_writes_nothing(s, local) for s in block[k + 1:last + 1])
-
-
-def _stores(fdef):
-    """How often each name is bound in ``fdef`` (a parameter counts twice)."""
-    stores = {}
-    for node in ast.walk(fdef):
-        if type(node) is ast.Name and type(node.ctx) is not ast.Load:
-            stores[node.id] = stores.get(node.id, 0) + 1
-        elif type(node) is ast.arg:
-            stores[node.arg] = stores.get(node.arg, 0) + 2
-    return stores
-
-
-def _parents(fdef):
-    """Each node's parent in ``fdef``."""
-    out = {}
-    for node in ast.walk(fdef):
-        for child in ast.iter_child_nodes(node):
-            out[child] = node
-    return out
 
 
 def _replace(parent, old, new):
@@ -222,61 +227,57 @@ def _is_zero_index(index):
     return type(index) is ast.Constant and type(index.value) is int and index.value == 0
 
 
-def scalars(fdef):
+def scalars(fdef, index=None):
     """``fdef`` with its one-element reductions that are only stored or read at ``[0]`` held
     as scalars (in place): ``r = _wk.tile_sum(t)`` is ``r = _wk.tile_sum_scalar(t)``,
     ``_wk.tile_store1(a, o, r)`` is ``_wk.tile_store_one(a, o, r)`` and ``r[0]`` is ``r``.
     The number made."""
+    index = index or _Index(fdef)
     made = 0
-    stores = parents = None
-    for block in _blocks(fdef.body):
-        for st in block:
-            if type(st) is not ast.Assign or len(st.targets) != 1 or \
-                    type(st.targets[0]) is not ast.Name or type(st.value) is not ast.Call or \
-                    called_name(st.value.func) not in _ONE:
-                continue
-            if stores is None:
-                stores, parents = _stores(fdef), _parents(fdef)
-            r = st.targets[0].id
-            if stores.get(r) != 1:
-                continue
-            reads = _reads(fdef, r)
-            stored = [p for n, p in reads if type(p) is ast.Call and
-                      called_name(p.func) == "_wk.tile_store1" and len(p.args) == 3 and
-                      p.args[2] is n and not p.keywords]
-            first = [p for n, p in reads if type(p) is ast.Subscript and p.value is n and
-                     type(p.ctx) is ast.Load and _is_zero_index(p.slice)]
-            if not reads or len(stored) + len(first) != len(reads):
-                continue
-            st.value.func.attr = _ONE[called_name(st.value.func)]
-            for call in stored:
-                call.func.attr = "tile_store_one"
-            for sub in first:
-                _replace(parents[sub], sub, ast.Name(r, ast.Load()))
-            made += 1
+    for st in index.assigns:
+        r = st.targets[0].id
+        if type(st.value) is not ast.Call or called_name(st.value.func) not in _ONE or \
+                not index.once(r):
+            continue
+        reads = index.reads.get(r, [])
+        stored = [p for n, p in reads if type(p) is ast.Call and
+                  called_name(p.func) == "_wk.tile_store1" and len(p.args) == 3 and
+                  p.args[2] is n and not p.keywords]
+        first = [p for n, p in reads if type(p) is ast.Subscript and p.value is n and
+                 type(p.ctx) is ast.Load and _is_zero_index(p.slice)]
+        if not reads or len(stored) + len(first) != len(reads):
+            continue
+        st.value.func.attr = _ONE[called_name(st.value.func)]
+        for call in stored:
+            call.func.attr = "tile_store_one"
+        for sub in first:
+            _replace(index.parents[sub], sub, ast.Name(r, ast.Load()))
+        made += 1
     return made
 
 
-def views(fdef, fresh):
+def views(fdef, fresh, index=None):
     """``fdef`` with its eligible loads made views (in place); the number made."""
-    stores = _stores(fdef)
-    local = None
+    loads = list(_loads(fdef))
+    if not loads:
+        return 0
+    index = index or _Index(fdef)
+    local = _locals(index, fresh)
     made = 0
-    for block, k, st in list(_loads(fdef)):
-        if local is None:
-            local = _locals(fdef, stores, fresh)
-        if _viewable(fdef, block, k, stores, local, fresh):
+    for block, k, st in loads:
+        if _viewable(index, block, k, local, fresh):
             st.value.func.attr = _LOADS[called_name(st.value.func)]
             made += 1
     return made
 
 
 def run(state):
-    if not any(getattr(abi, "tile_work", 0) for abi in state.abis.values()):
+    if not any(abi.tile_work for abi in state.abis.values()):
         return state
     fresh = _fresh()
     for d in state.defs:
         if isinstance(d, ast.FunctionDef):
-            scalars(d)
-            views(d, fresh)
+            index = _Index(d)
+            views(d, fresh, index)     # renames calls only: the index stays true
+            scalars(d, index)          # replaces subscripts: last
     return state
