@@ -45,12 +45,13 @@ def _matmul_acc_resolve(ts, attrs=None):
     return None
 
 
-def _as_out(x, out):
-    """Tile ``x`` in ``out``'s dtype: Warp's GEMM converts each operand element to the
-    accumulator's type before its multiply-add (a float32 times a float16 tile into float64)."""
-    if x.type.dtype == out.type.dtype:
+def _as_dtype(x, dtype):
+    """Tile ``x`` in ``dtype`` (``x`` itself when it has it): Warp's GEMM converts each operand
+    element to the accumulator's type before its multiply-add (a float32 times a float16 tile
+    into float64), and each operand's gradient back to its own."""
+    if x.type.dtype == dtype:
         return x
-    return _tile_astype.primal(x, out.type.dtype)
+    return _tile_astype.primal(x, dtype)
 
 
 @builtin("tile_matmul_acc_b", ["tile_matmul(a, b, out, alpha=1.0, beta=1.0)"],
@@ -61,17 +62,16 @@ class _tile_matmul_acc:
     ``alpha`` and ``beta`` carry no gradient."""
 
     def primal(a, b, c, alpha, beta):
-        a, b = _as_out(a, c), _as_out(b, c)
+        a, b = _as_dtype(a, c.type.dtype), _as_dtype(b, c.type.dtype)
         return Ex(_wk("tile_matmul_acc", a.node, b.node, c.node, alpha.node, beta.node), c.type)
 
     def adjoint(a, b, c, alpha, beta, ret, adj):
         g = adj * alpha
-        ga = Ex(_wk("tile_matmul_adj_a", g.node, b.node), a.type)
-        gb = Ex(_wk("tile_matmul_adj_b", a.node, g.node), b.type)
-        if a.type.dtype != c.type.dtype:
-            ga = _tile_astype.primal(ga, a.type.dtype)
-        if b.type.dtype != c.type.dtype:
-            gb = _tile_astype.primal(gb, b.type.dtype)
+        dt = c.type.dtype   # the products in the accumulator's dtype, as the forward's
+        a_, b_ = _as_dtype(a, dt), _as_dtype(b, dt)
+        ga = Ex(_wk("tile_matmul_adj_a", g.node, b_.node), T.TileType(dt, a.type.shape))
+        gb = Ex(_wk("tile_matmul_adj_b", a_.node, g.node), T.TileType(dt, b.type.shape))
+        ga, gb = _as_dtype(ga, a.type.dtype), _as_dtype(gb, b.type.dtype)
         return [ga if T.is_differentiable(a.type) else None,
                 gb if T.is_differentiable(b.type) else None, adj * beta, None, None]
 
@@ -79,7 +79,7 @@ class _tile_matmul_acc:
         zero = const(0.0, T.scalar_of(ret.type.dtype)).node
 
         def product(x, y):  # alpha * x @ y
-            x, y = _as_out(x, ret), _as_out(y, ret)
+            x, y = _as_dtype(x, ret.type.dtype), _as_dtype(y, ret.type.dtype)
             return Ex(_wk("tile_matmul_acc", x.node, y.node, tile_const(0, ret.type).node,
                           alpha.node, zero), ret.type)
         return _tsum(product(ta, b) if ta is not None else None,
