@@ -130,7 +130,7 @@ def _get_call_type(self, context, args, kws):
     if not numba_passes._keeps(getattr(self, "typing_key", None), args, kws):
         return _numba_get_call_type(self, context, args, kws)
     return numba_passes._kept(_kept_calls, (context, self, tuple(args)),
-                 lambda: _numba_get_call_type(self, context, args, kws))
+                              lambda: _numba_get_call_type(self, context, args, kws))
 
 
 _numba_get_call_type = None
