@@ -237,12 +237,13 @@ def test_cholesky_adjoint_is_warps_lower_triangle_gradient():
 
 
 def test_cholesky_and_its_solve_round_as_warps_loops():
-    """The factor's rows are summed four at a time and the forward substitution runs by
-    columns, for speed; every entry is still summed in Warp's order, so both equal Warp's
-    one-row-at-a-time loops (written here with float32 scalars) bit for bit, remainder rows
-    included (n = 13)."""
+    """The factor is built by columns (one vectorised update per column and term) and the
+    forward substitution runs by columns (a one-column right-hand side on L's transpose), for
+    speed; every entry is still summed in Warp's order, so both equal Warp's one-row-at-a-time
+    loops (written here with float32 scalars) bit for bit: short columns (n = 13), vector
+    lengths with remainders (n = 33), one column as ``(n,)`` or ``(n, 1)``, and three."""
     f32 = np.float32
-    for n, m in ((13, 1), (8, 3)):
+    for n, m in ((13, 1), (8, 3), (33, 0)):
         r = rng(30 + n)
         A = spd(n, r, f32)
         L = np.zeros((n, n), f32)
@@ -260,7 +261,7 @@ def test_cholesky_and_its_solve_round_as_warps_loops():
                 L[i, j] = f32(si * inv)
         got = call("cholesky", A)
         np.testing.assert_array_equal(got, L)
-        y = r.standard_normal((n, m)).astype(f32)
+        y = r.standard_normal((n, m) if m else n).astype(f32)
         X = y.copy()
         for i in range(n):  # forward: row by row
             for j in range(i):
