@@ -13,7 +13,7 @@ is ``t = _wk.tile_viewN(a, ...)`` (the same arguments) exactly when
   result is a new array (``weft.native.tiles.FRESH``), so no other name can hold the view.
 
 ``tile_viewN`` returns the region itself when it is a C-contiguous array of the tile's shape,
-else ``tile_loadN``'s copy (:mod:`weft.native.tiles`). Tiles are values (every helper returns
+else ``tile_loadN``'s copy (:mod:`weft.native.tile_memory`). Tiles are values (every helper returns
 a new array and modifies no operand), so a view is indistinguishable from the copy unless the
 array changes while the tile is read, which the rule above excludes, whatever arrays the launch
 passes (two parameters may be one array). Replays in adjoint functions follow the same rule on
