@@ -237,11 +237,12 @@ def test_cholesky_adjoint_is_warps_lower_triangle_gradient():
 
 
 def test_cholesky_and_its_solve_round_as_warps_loops():
-    """The factor is built by columns (one vectorised update per column and term) and the
-    forward substitution runs by columns (a one-column right-hand side on L's transpose), for
-    speed; every entry is still summed in Warp's order, so both equal Warp's one-row-at-a-time
-    loops (written here with float32 scalars) bit for bit: short columns (n = 13), vector
-    lengths with remainders (n = 33), one column as ``(n,)`` or ``(n, 1)``, and three."""
+    """The factor's rows are summed four at a time and the forward substitutions run by
+    columns (one vectorised update per column for a one-column right-hand side), for speed;
+    every entry is still summed in Warp's order, so the factor and the Cholesky, lower and upper
+    solves equal Warp's one-row-at-a-time loops (written here with float32 scalars) bit for
+    bit: remainder rows (n = 13), vector lengths with remainders (n = 33), one column as
+    ``(n,)`` or ``(n, 1)``, and three."""
     f32 = np.float32
     for n, m in ((13, 1), (8, 3), (33, 0)):
         r = rng(30 + n)
@@ -272,6 +273,19 @@ def test_cholesky_and_its_solve_round_as_warps_loops():
                 X[i] = X[i] - L[j, i] * X[j]
             X[i] = X[i] / L[i, i]
         np.testing.assert_array_equal(call("cholesky_solve", L, y), X)
+        T = r.standard_normal((n, n)).astype(f32) + f32(n) * np.eye(n, dtype=f32)
+        Z = y.copy()
+        for i in range(n):  # lower: row by row, terms in increasing j
+            for j in range(i):
+                Z[i] = Z[i] - T[i, j] * Z[j]
+            Z[i] = Z[i] / T[i, i]
+        np.testing.assert_array_equal(call("lower_solve", T, y), Z)
+        Z = y.copy()
+        for i in range(n - 1, -1, -1):  # upper: row by row from the last, j increasing
+            for j in range(i + 1, n):
+                Z[i] = Z[i] - T[i, j] * Z[j]
+            Z[i] = Z[i] / T[i, i]
+        np.testing.assert_array_equal(call("upper_solve", T, y), Z)
 
 
 # ------------------------------------------------------------------------ triangular solves

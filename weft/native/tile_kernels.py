@@ -34,8 +34,8 @@ Warp semantics followed (Warp 1.19, CPU path with ``block_dim == 1``)
   (``muladd``): ``weft.native.tiles`` compiles them with LLVM's ``contract`` flag, which fuses
   the same steps, and the results are then Warp's bit for bit (run uncompiled, each step
   rounds twice). ``matmul_acc``'s ``alpha``/``beta`` scaling is not fused, in Warp either.
-* Cholesky and the solves round every entry as Warp's loops do (the factor by columns, the
-  forward substitution by columns, each entry still in Warp's order).
+* Cholesky and the solves round every entry as Warp's loops do (the factor's rows are summed
+  four at a time, the forward substitution by columns, each entry still in Warp's order).
 * Triangular solves read one triangle; a zero diagonal entry skips the division (Warp's
   ``diag != 0 ? s / diag : s``). Right-hand sides are ``(N,)`` or ``(N, K)``.
 * FFTs act on the last tile dimension, unnormalized both ways (``ifft(fft(x)) == N x``);
@@ -347,25 +347,13 @@ def cholesky(A):
     T = A.dtype.type
     zero = T(0)
     one = T(1)
-    # the factor is built by columns, column j of L in row j of C: column j's entries take
-    # their terms k = 0, 1, ... as one contiguous update of the column per k (which LLVM
-    # vectorises), and each entry still subtracts its terms in increasing k, so every entry
-    # rounds exactly as Warp's sum does
-    # (the updates index with unsigned integers: with signed ones, the check for negative
-    # indices kept LLVM from vectorising them, and the 32 x 32 factor took 1.3x as long)
-    C = np.zeros((n, n), A.dtype)
-    un = np.uint64(n)
+    L = np.zeros((n, n), A.dtype)
     for j in range(n):
-        Cj = C[j]
-        uj = np.uint64(j)
-        for i in range(j, n):
-            Cj[i] = A[i, j]
+        Lj = L[j]
+        s = A[j, j]
         for k in range(j):
-            Ck = C[k]
-            x = Ck[j]
-            for i in range(uj, un):
-                Cj[i] = Cj[i] - Ck[i] * x
-        s = Cj[j]
+            r = Lj[k]
+            s = s - r * r
         if s >= zero:
             s = np.sqrt(s)
         else:
@@ -374,10 +362,37 @@ def cholesky(A):
             inv = one / s
         else:
             inv = T(math.copysign(math.inf, s))
-        Cj[j] = s
-        for i in range(uj + np.uint64(1), un):
-            Cj[i] = Cj[i] * inv
-    return np.ascontiguousarray(C.T)
+        Lj[j] = s
+        # the rows below, four at a time: four independent sums per step (each still in
+        # increasing k, so every entry rounds exactly as one row at a time would)
+        i = j + 1
+        while i + 4 <= n:
+            L0 = L[i]
+            L1 = L[i + 1]
+            L2 = L[i + 2]
+            L3 = L[i + 3]
+            s0 = A[i, j]
+            s1 = A[i + 1, j]
+            s2 = A[i + 2, j]
+            s3 = A[i + 3, j]
+            for k in range(j):
+                x = Lj[k]
+                s0 = s0 - L0[k] * x
+                s1 = s1 - L1[k] * x
+                s2 = s2 - L2[k] * x
+                s3 = s3 - L3[k] * x
+            L0[j] = s0 * inv
+            L1[j] = s1 * inv
+            L2[j] = s2 * inv
+            L3[j] = s3 * inv
+            i += 4
+        for i in range(i, n):
+            Li = L[i]
+            si = A[i, j]
+            for k in range(j):
+                si = si - Li[k] * Lj[k]
+            Li[j] = si * inv
+    return L
 
 
 def cholesky_adj(A, L, adj_L):
@@ -513,6 +528,21 @@ def lower_solve(L, y):
     m = y.size // n if n > 0 else 0
     Z = y.reshape((n, m)).copy()
     zero = L.dtype.type(0)
+    if m == 1:
+        # one right-hand side: by columns of L (the rows of L^T, contiguous), one vectorised
+        # update per column; each entry still takes its terms in increasing j, then its division
+        z = Z.reshape(n)
+        U = np.ascontiguousarray(L.T)
+        un = np.uint64(n)
+        for j in range(n):
+            Uj = U[j]
+            d = Uj[j]
+            if d != zero:
+                z[j] = z[j] / d
+            zj = z[j]
+            for i in range(np.uint64(j) + np.uint64(1), un):
+                z[i] = z[i] - Uj[i] * zj
+        return Z.reshape(y.shape)
     for i in range(n):
         Zi = Z[i]
         for j in range(i):
@@ -604,6 +634,19 @@ def upper_solve(U, z):
     m = z.size // n if n > 0 else 0
     X = z.reshape((n, m)).copy()
     zero = U.dtype.type(0)
+    if m == 1:
+        # one right-hand side: each entry's terms summed on a flat vector (no row views)
+        x = X.reshape(n)
+        for i in range(n - 1, -1, -1):
+            Ui = U[i]
+            s = x[i]
+            for j in range(i + 1, n):
+                s = s - Ui[j] * x[j]
+            d = Ui[i]
+            if d != zero:
+                s = s / d
+            x[i] = s
+        return X.reshape(z.shape)
     for i in range(n - 1, -1, -1):
         Xi = X[i]
         Ui = U[i]
