@@ -158,11 +158,14 @@ def measure(wp, repeat):
     rng = np.random.default_rng(0)
     ks = kernels(wp)
     rows = {}
+    settle = None
+    if wp.__name__ == "weft":
+        from weft.runtime import background
+        settle = background.finish
     for name, (run, result, np_run, _) in cases(wp, ks, rng).items():
         run()
-        if wp.__name__ == "weft":  # its compile helper (a tape's launch asks it for the
-            from weft.runtime import background  # adjoint) has answered every request
-            background.finish()
+        if settle is not None:  # weft's compile helper (a tape's launch asks it for the
+            settle()            # adjoint) has answered every request
         ok = close(result(), np_run())
         rows[name] = (machine.best(run, repeat), machine.best(np_run, repeat), ok)
     return rows
