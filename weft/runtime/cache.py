@@ -246,49 +246,141 @@ def load_or_build(modname, build_source, cpu=True):
     _register_quick_exit()
     root = cache_dir()
     path = os.path.join(root, modname + ".py") if root is not None else None
-    text = _read_verified(path) if path is not None else None
+    text, table = _read_verified(path, with_library=True) if path is not None else (None, None)
+    library = _load_library(os.path.dirname(path), table, path) if table else None
     code = None
-    if text is None:
-        text = build_source()
+    if text is None or library is None and table:
+        built = build_source()
+        text, new = built if isinstance(built, tuple) else (built, {})
         STATS["transpiled"].append(modname)
         written = path is not None and diskcache.writable()
         code = _check_source(text, modname, path if written else None, cpu)
+        library = None
         if written:
-            _write(path, text)
+            table = _write_library(new, path)
+            library = _load_library(os.path.dirname(path), table, path) if table else None
+            _write(path, text, table if library else None)
         else:
             path = code = None
-    return _import(full, path, text, cpu, code)
+    mod = _import(full, path, text, cpu, code)
+    if library:
+        _bind_library(mod, library)
+    return mod
+
+
+# ---------------------------------------------------------------- weft's own funcs, once per cache
+#
+# The funcs weft itself declares in the kernel language (the quaternion and transform helpers,
+# the decompositions, noise, the differentiable part of the mesh queries) are written into each
+# generated module that calls them, and Numba would compile them again for every such module.
+# Each is also written, with the funcs it calls, as a module of its own under
+# ``<cache>/library/`` (``assemble.library_modules``: the same definitions, so the same code).
+# A module's ``.sha256`` record lists which of its names come from which library module; the
+# library modules are imported first, and the module's names bound to their functions before
+# anything compiles. So each compiles once per cache, and :mod:`weft.native.shipped` ships the
+# common ones like weft's other machine code. The text (``source()``, ``weft transpile``) is
+# unchanged. A library module that is missing or damaged makes its module be built again (its
+# cached machine code was linked against the library's), like any damaged module.
+
+LIBRARY = "library"
+_library_folders = set()
+
+
+def _write_library(library, path):
+    """Write the library modules of a module just built (those not there yet); returns its
+    table ``{library module: [names]}`` (None: none, or they could not be written)."""
+    if not library:
+        return None
+    folder = os.path.join(os.path.dirname(path), LIBRARY)
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    for name, (_, lib_text) in library.items():
+        lib_path = os.path.join(folder, name + ".py")
+        if _read_verified(lib_path, quiet=True) != lib_text:
+            _write(lib_path, lib_text)
+    return {name: list(names) for name, (names, _) in library.items()}
+
+
+def _load_library(root, table, path):
+    """The library modules ``table`` names, imported (once per process): ``{name: (module,
+    names)}``, or None (reported) when one cannot be read or is damaged."""
+    folder = os.path.join(root, LIBRARY)
+    if folder not in _library_folders:
+        from ..native import shipped
+        diskcache.register_shipped(folder, shipped.STORE)
+        _library_folders.add(folder)
+    out = {}
+    for name, names in table.items():
+        full = _PREFIX + LIBRARY + "." + name
+        lib = sys.modules.get(full)
+        if lib is None:
+            lib_path = os.path.join(folder, name + ".py")
+            lib_text = _read_verified(lib_path)
+            if lib_text is None:
+                _damaged(path, f"needs the library module {lib_path!r}, which is missing or "
+                         "damaged")
+                return None
+            lib = _import(full, lib_path, lib_text, True)
+        out[name] = (lib, names)
+    return out
+
+
+def _bind_library(mod, library):
+    """Bind the names of generated module ``mod`` to the library modules' functions of the
+    same names."""
+    from numba.core.registry import CPUDispatcher
+    for lib, names in library.values():
+        for n in names:
+            f = vars(lib).get(n)
+            if isinstance(f, CPUDispatcher) and isinstance(vars(mod).get(n), CPUDispatcher):
+                setattr(mod, n, f)
 
 
 def _digest(text):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _read_verified(path):
+def _read_verified(path, with_library=False, quiet=False):
     """The text of cached module ``path`` when it matches its recorded hash; None when absent.
-    A module that was edited, truncated or garbled is reported and rebuilt."""
+    A module that was edited, truncated or garbled is reported (unless ``quiet``) and rebuilt.
+    ``with_library``: ``(text, its library table or None)`` (``(None, None)``: absent)."""
+    missing = (None, None) if with_library else None
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
-        return None
+        return missing
     except OSError as exc:
-        _damaged(path, f"cannot be read ({exc.strerror})")
-        return None
+        if not quiet:
+            _damaged(path, f"cannot be read ({exc.strerror})")
+        return missing
     try:
         with open(path + ".sha256") as f:
-            recorded = f.read().strip()
+            recorded, _, rest = f.read().partition("\n")
     except OSError:
-        recorded = None
+        recorded = rest = None
+    table = None
+    if rest and rest.strip():
+        import json
+        try:
+            table = json.loads(rest)
+            assert isinstance(table, dict) and all(
+                isinstance(n, list) and all(isinstance(x, str) for x in n)
+                for n in table.values())
+        except (ValueError, AssertionError):
+            recorded = None  # a damaged record: rebuilt
     try:
         text = raw.decode()
     except UnicodeDecodeError:
         text = None
     if text is None or recorded != _digest(text):
-        _damaged(path, "does not match the hash weft recorded when it wrote it (edited or "
-                 "damaged)")
-        return None
-    return text
+        if not quiet:
+            _damaged(path, "does not match the hash weft recorded when it wrote it (edited or "
+                     "damaged)")
+        return missing
+    return (text, table) if with_library else text
 
 
 def _damaged(path, why):
@@ -334,11 +426,16 @@ def _replace(target, data):
     os.replace(tmp, target)
 
 
-def _write(path, text):
-    """Write the module's hash, then the module, each atomically: a reader never sees a
-    module without its hash, and two processes writing the same module agree."""
+def _write(path, text, library=None):
+    """Write the module's hash (and its ``library`` table: see :func:`_write_library`), then
+    the module, each atomically: a reader never sees a module without its hash, and two
+    processes writing the same module agree."""
+    record = _digest(text) + "\n"
+    if library:
+        import json
+        record += json.dumps(library, sort_keys=True) + "\n"
     try:
-        _replace(path + ".sha256", (_digest(text) + "\n").encode())
+        _replace(path + ".sha256", record.encode())
         _replace(path, text.encode())
     except OSError as exc:
         import warnings

@@ -219,9 +219,12 @@ class Kernel(UserFunction):
                              kernel_types={self: types} if types is not None else {})
         mode = lanes_mod.LaneMode(*options.lanes) if options.lanes else None
         state.lane_mode = mode
+        state.share_library = options.targets[0] == "cpu" and options.mode == "release" and \
+            cache.cache_dir() is not None and cache.diskcache.writable()
         try:
             with lanes_mod.active(mode):
-                return pipeline.run(state).source
+                state = pipeline.run(state)
+            return (state.source, state.library) if state.library else state.source
         except (KernelError, InternalError, Uncoupled):
             raise
         except RecursionError:

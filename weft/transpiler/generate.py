@@ -321,7 +321,9 @@ def run(state):
         facts = state.facts[fir]
         if fir.kind != "kernel":
             with targeting(targets[0]):
-                defs += func_functions(fir, state.facts.__getitem__, targets[0])
+                fdefs = func_functions(fir, state.facts.__getitem__, targets[0])
+            state.owners.update((d.name, fir) for d in fdefs)
+            defs += fdefs
             continue
         entries, adj_names, tan_names = {}, {}, {}
         shared = None

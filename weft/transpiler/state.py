@@ -62,6 +62,10 @@ class CompileState:
     facts: dict = field(default_factory=dict)          # analyze: FuncIR -> FuncFacts
     defs: list = field(default_factory=list)           # generate: generated ast.FunctionDefs
     abis: dict = field(default_factory=dict)           # generate: kernel name -> KernelABI
+    owners: dict = field(default_factory=dict)         # generate: a func's function -> FuncIR
+    share_library: bool = False  # the runtime's release CPU modules: weft's own funcs also
+    #                              written as modules of their own (assemble.library_modules)
+    library: dict = field(default_factory=dict)        # assemble: module name -> (names, text)
     source: str = ""                                   # assemble: the module's source text
     second_source: str = ""                            # second_order: the hvp module's text
     host_call: Any = None       # the host pipeline: (func, argument types) of a Python-scope call
