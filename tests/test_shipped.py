@@ -47,13 +47,15 @@ FIRST_USE = textwrap.dedent(r"""
     import weft as wp
 
     native = os.path.join(os.path.dirname(wp.__file__), "native") + os.sep
+    # weft's own funcs written in the kernel language (runtime.cache: library modules)
+    library = os.path.join(os.environ["WEFT_CACHE_DIR"], "library") + os.sep
     compiled = []
 
     class Listener(event.Listener):
         def on_start(self, ev):
             fn = getattr(ev.data["dispatcher"], "py_func", None)
             path = os.path.abspath(fn.__code__.co_filename) if fn is not None else ""
-            if path.startswith(native):
+            if path.startswith((native, library)):
                 compiled.append(fn.__qualname__)
 
         def on_end(self, ev):
@@ -76,6 +78,12 @@ FIRST_USE = textwrap.dedent(r"""
                 n += 1
         out[i] = n
 
+    @wp.kernel
+    def turn(q: wp.array(dtype=wp.quat), pts: wp.array(dtype=wp.vec3),
+             out: wp.array(dtype=wp.vec3)):
+        i = wp.tid()
+        out[i] = wp.quat_rotate(q[0], pts[i])
+
     with event.install_listener("numba:compile", Listener()):
         # the unit cube, 12 triangles
         v = np.array([[x, y, z] for x in (0, 1) for y in (0, 1) for z in (0, 1)], np.float32)
@@ -94,15 +102,20 @@ FIRST_USE = textwrap.dedent(r"""
         grid.build(cloud, 0.6)
         n = wp.zeros(len(pts), dtype=int)
         wp.launch(neighbours, len(pts), [grid.id, cloud, 0.6, n])
+        turned = wp.zeros(len(pts), dtype=wp.vec3)
+        wp.launch(turn, len(pts), [wp.array([[0.0, 0.6, 0.0, 0.8]], dtype=wp.quat), cloud,
+                                   turned])
     print("RESULT " + json.dumps({"compiled": compiled, "d": d.numpy().tolist(),
-                                  "d2": d2.numpy().tolist(), "n": n.numpy().tolist()}))
+                                  "d2": d2.numpy().tolist(), "n": n.numpy().tolist(),
+                                  "turned": turned.numpy().tolist()}))
 """)
 
 
 def test_a_new_machine_compiles_none_of_wefts_own_code(tmp_path):
     """Empty caches (a new machine after ``pip install``): building a mesh, refitting it,
-    querying it, building and querying a hash grid compile only the user's kernels; the
-    shipped code gives the right answers."""
+    querying it, building and querying a hash grid, rotating by a quaternion (``quat_rotate``,
+    a func weft declares in the kernel language) compile only the user's kernels; the shipped
+    code gives the right answers."""
     if not len(shipped.STORE):
         pytest.skip(f"no shipped machine code here: {shipped.STORE.reason}")
     script = tmp_path / "first_use.py"
@@ -130,6 +143,11 @@ def test_a_new_machine_compiles_none_of_wefts_own_code(tmp_path):
         np.testing.assert_allclose(got, np.where(inner, inside, outside), rtol=1e-5, atol=1e-6)
     dist = np.linalg.norm(pts[:, None, :] - pts[None, :, :], axis=2)
     np.testing.assert_array_equal(out["n"], (dist <= np.float32(0.6)).sum(axis=1))
+    # q = (0, 0.6, 0, 0.8): the rotation about y by 2 atan2(0.6, 0.8)
+    c, s = 0.8 * 0.8 - 0.6 * 0.6, 2 * 0.6 * 0.8
+    rot = np.array([[c, 0.0, s], [0.0, 1.0, 0.0], [-s, 0.0, c]])
+    np.testing.assert_allclose(out["turned"], pts.astype(np.float64) @ rot.T, rtol=1e-5,
+                               atol=1e-5)
 
 
 def _store_with(tmp_path, entries):
