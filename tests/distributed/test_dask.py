@@ -82,6 +82,9 @@ def client():
     cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                            dashboard_address=":0", worker_dashboard_address=":0")
     c = Client(cluster)
+    # (a cluster's workers register after it starts: a test that asks about them at once
+    # found none in a warm rerun on a loaded machine)
+    c.wait_for_workers(2, timeout=120)
     try:
         yield c
     finally:
