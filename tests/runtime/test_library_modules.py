@@ -201,3 +201,26 @@ def test_new_processes_load_library_modules_and_rebuild_what_is_damaged(tmp_path
     garbled, err = run()
     assert "does not match the hash" in err
     assert garbled[0] == cold[0] and garbled[1] == "library" and garbled[2] != "0 0"
+
+
+@wp.kernel(module="unique", module_options={"fast_math": True})
+def rotate_f_fast(q: wp.array(dtype=wp.quat), v: wp.array(dtype=wp.vec3),
+                  out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = wp.quat_rotate(q[i], v[i])
+
+
+def test_fast_math_modules_have_library_modules_of_their_own():
+    """A ``fast_math`` module's funcs compile with ``fastmath=True``: their library module is
+    another text, and so another module, than the plain one."""
+    rng = np.random.default_rng(5)
+    q = wp.array(rng.normal(size=(3, 4)).astype(np.float32), dtype=wp.quat)
+    v = wp.array(rng.normal(size=(3, 3)).astype(np.float32), dtype=wp.vec3)
+    out, plain = wp.zeros(3, dtype=wp.vec3), wp.zeros(3, dtype=wp.vec3)
+    wp.launch(rotate_f_fast, 3, inputs=[q, v], outputs=[out])
+    wp.launch(rotate_f_one, 3, inputs=[q, v], outputs=[plain])
+    fast = _module(rotate_f_fast).quat_rotate__quatf_vec3f
+    assert fast.py_func.__module__.startswith("weft_generated.library.")
+    assert fast is not _module(rotate_f_one).quat_rotate__quatf_vec3f
+    assert fast.targetoptions.get("fastmath")
+    np.testing.assert_allclose(out.numpy(), plain.numpy(), rtol=1e-5, atol=1e-6)
