@@ -44,35 +44,19 @@ else:
 _portable.bind_composed(globals(), _jit)  # float16 rounding and atomics, tuple_insert
 
 
-#: the mesh queries that walk a tree: kernels call their machine code by symbol
-#: (``bysymbol``), so that LLVM does not optimise a copy of the query inside every kernel
-BY_SYMBOL = ("geo_mesh_ray", "geo_mesh_ray_anyhit", "geo_mesh_ray_count", "geo_mesh_point",
-             "geo_mesh_point_no_sign", "geo_mesh_point_sign_normal",
-             "geo_mesh_point_sign_parity", "geo_mesh_point_sign_winding_number",
-             "geo_mesh_furthest_point_no_sign")
-
-
 def _bind_geometry():
     """The geometry queries by id (``_wk.geo_*``): compiled lazily like every helper, without
-    Numba's reference counting (measured 3x faster samples), with the iterator steps inlined
-    into kernels and the tree walks of ``BY_SYMBOL`` called by symbol."""
+    Numba's reference counting (measured 3x faster samples) and with the iterator steps
+    inlined into kernels."""
     from .geometry import kernel_api
     if numba.config.DISABLE_JIT:
         return kernel_api.bind(globals(), "python")
-    kernel_api.bind(globals(), "cpu", njit(error_model="numpy", nogil=True, _nrt=False),
-                    njit(error_model="numpy", nogil=True, _nrt=False, inline="always"))
-    from .bysymbol import by_symbol
-    for name in BY_SYMBOL:
-        globals()[name] = by_symbol(globals()[name], __name__, name)
+    return kernel_api.bind(globals(), "cpu", njit(error_model="numpy", nogil=True, _nrt=False),
+                           njit(error_model="numpy", nogil=True, _nrt=False, inline="always"))
 
 
 _geometry_lock = threading.Lock()
 _geometry_bound = []  # [True] once bound
-
-
-def by_symbol_ready():
-    """Before a cached kernel that calls a query by symbol is loaded (``bysymbol.load``)."""
-    use_geometry()
 
 
 def use_geometry():
