@@ -41,12 +41,6 @@ class CacheWarning(UserWarning):
     """The cache directory was refused, or a damaged cache entry was rebuilt."""
 
 
-class StaleCaller(Exception):
-    """Raised while cached code is loaded (by its ``reload_init``) when it calls a function by a
-    symbol this process does not define (``weft.native.bysymbol``): the entry is not used, and
-    the function is compiled again."""
-
-
 _state = {}  # requested path -> (root or None, writable)
 
 
@@ -298,11 +292,8 @@ class _Shipped:
             return None
         import pickle
         _runtime_symbols(target_context)
-        try:
-            return caching.CompileResultCacheImpl.rebuild(None, target_context,
-                                                          pickle.loads(payload))
-        except StaleCaller:
-            return None
+        return caching.CompileResultCacheImpl.rebuild(None, target_context,
+                                                      pickle.loads(payload))
 
     def _collect_shipped(self, sig, cres):
         """While a build collects (``store.collecting()``), hand it every compiled signature."""
@@ -334,11 +325,8 @@ class VerifiedCache(_Shipped, caching.FunctionCache):
         about half of a warm start (importing every implementation module of Numba's NumPy
         support); a compile loads them itself (``CompilerBase`` refreshes both contexts)."""
         _runtime_symbols(target_context)
-        try:
-            with self._guard_against_spurious_io_errors():
-                data = self._load_overload(sig, target_context)
-        except StaleCaller:
-            data = None  # compiled again, and saved over the stale entry
+        with self._guard_against_spurious_io_errors():
+            data = self._load_overload(sig, target_context)
         return data if data is not None else self._load_shipped(sig, target_context)
 
     def save_overload(self, sig, data):

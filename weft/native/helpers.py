@@ -71,31 +71,6 @@ def use_geometry():
             _geometry_bound.append(True)
 
 
-#: the tile helpers kernels call by symbol (``bysymbol``): copies, transposes and FFTs of whole
-#: tiles, whose code (with NumPy's copies and its shape errors) LLVM would otherwise optimise
-#: again inside every kernel (a 16 x 16 transpose kernel's first launch: 2.0 s linked, 0.7 s
-#: by symbol). The products and solves stay linked: their loops are specialised for the
-#: caller's constant shapes.
-TILES_BY_SYMBOL = frozenset(
-    [f"tile_load{k}" for k in (1, 2, 3, 4)] + [f"tile_store{k}" for k in (1, 2, 3, 4)] +
-    [f"tile_load_adj{k}" for k in (1, 2, 3, 4)] + ["tile_load_adj_h1", "tile_load_adj_h2"] +
-    ["tile_load_indexed1", "tile_load_indexed2", "tile_store_indexed1", "tile_store_indexed2",
-     "tile_load_indexed_adj1", "tile_load_indexed_adj2", "tile_transpose", "tile_fft",
-     "tile_ifft", "tile_fft_adj", "tile_ifft_adj", "tile_fft_jvp", "tile_ifft_jvp"])
-
-
-def _bind_tiles(tiles):
-    with _geometry_lock:
-        if "tile_load2" in globals():
-            return
-        helpers = {n: getattr(tiles, n) for n in tiles.TILE_HELPERS}
-        if not numba.config.DISABLE_JIT:
-            from .bysymbol import by_symbol
-            for n in TILES_BY_SYMBOL & helpers.keys():
-                helpers[n] = by_symbol(helpers[n], __name__, n)
-        globals().update(helpers)
-
-
 def __getattr__(name):
     """The geometry names, for Python code that reads them before any module bound them, and
     the fast-math functions (``_wk.fm_sin``, imported on first use)."""
@@ -107,7 +82,7 @@ def __getattr__(name):
     if name.startswith("tile_"):  # the tile helpers, imported by the first tile kernel
         from . import tiles
         if name in tiles.TILE_HELPERS:
-            _bind_tiles(tiles)
+            globals().update({n: getattr(tiles, n) for n in tiles.TILE_HELPERS})
             return globals()[name]
     from .geometry.kernel_api import PORTABLE
     if name in PORTABLE:
