@@ -246,8 +246,8 @@ def load_or_build(modname, build_source, cpu=True):
     _register_quick_exit()
     root = cache_dir()
     path = os.path.join(root, modname + ".py") if root is not None else None
-    text, table = _read_verified(path, with_library=True) if path is not None else (None, None)
-    library = _load_library(os.path.dirname(path), table, path) if table else None
+    text, table = _read_verified(path) if path is not None else (None, None)
+    library = _load_library(table, path) if table else None
     code = None
     if text is None or library is None and table:
         built = build_source()
@@ -258,7 +258,7 @@ def load_or_build(modname, build_source, cpu=True):
         library = None
         if written:
             table = _write_library(new, path)
-            library = _load_library(os.path.dirname(path), table, path) if table else None
+            library = _load_library(table, path, new) if table else None
             _write(path, text, table if library else None)
         else:
             path = code = None
@@ -298,15 +298,16 @@ def _write_library(library, path):
         return None
     for name, (_, lib_text) in library.items():
         lib_path = os.path.join(folder, name + ".py")
-        if _read_verified(lib_path, quiet=True) != lib_text:
+        if _read_verified(lib_path, quiet=True)[0] != lib_text:
             _write(lib_path, lib_text)
     return {name: list(names) for name, (names, _) in library.items()}
 
 
-def _load_library(root, table, path):
-    """The library modules ``table`` names, imported (once per process): ``{name: (module,
-    names)}``, or None (reported) when one cannot be read or is damaged."""
-    folder = os.path.join(root, LIBRARY)
+def _load_library(table, path, built=None):
+    """The library modules ``table`` of cached module ``path`` names, imported (once per
+    process): ``{name: (module, names)}``, or None (reported) when one cannot be read or is
+    damaged. ``built``: the texts of the modules just written (not read back)."""
+    folder = os.path.join(os.path.dirname(path), LIBRARY)
     if folder not in _library_folders:
         from ..native import shipped
         diskcache.register_shipped(folder, shipped.STORE)
@@ -317,7 +318,7 @@ def _load_library(root, table, path):
         lib = sys.modules.get(full)
         if lib is None:
             lib_path = os.path.join(folder, name + ".py")
-            lib_text = _read_verified(lib_path)
+            lib_text = built[name][1] if built else _read_verified(lib_path)[0]
             if lib_text is None:
                 _damaged(path, f"needs the library module {lib_path!r}, which is missing or "
                          "damaged")
@@ -342,35 +343,28 @@ def _digest(text):
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _read_verified(path, with_library=False, quiet=False):
-    """The text of cached module ``path`` when it matches its recorded hash; None when absent.
-    A module that was edited, truncated or garbled is reported (unless ``quiet``) and rebuilt.
-    ``with_library``: ``(text, its library table or None)`` (``(None, None)``: absent)."""
-    missing = (None, None) if with_library else None
+def _read_verified(path, quiet=False):
+    """``(text, library table)`` of cached module ``path`` when its text matches its recorded
+    hash (the table: the record's second line, see :func:`_write_library`; None when it has
+    none); ``(None, None)`` when absent. A module that was edited, truncated or garbled, or
+    whose record is, is reported (unless ``quiet``) and rebuilt."""
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except FileNotFoundError:
-        return missing
+        return None, None
     except OSError as exc:
         if not quiet:
             _damaged(path, f"cannot be read ({exc.strerror})")
-        return missing
+        return None, None
     try:
         with open(path + ".sha256") as f:
             recorded, _, rest = f.read().partition("\n")
     except OSError:
         recorded = rest = None
-    table = None
-    if rest and rest.strip():
-        import json
-        try:
-            table = json.loads(rest)
-            assert isinstance(table, dict) and all(
-                isinstance(n, list) and all(isinstance(x, str) for x in n)
-                for n in table.values())
-        except (ValueError, AssertionError):
-            recorded = None  # a damaged record: rebuilt
+    table = _library_table(rest) if rest and rest.strip() else None
+    if table is False:
+        recorded = None  # a damaged record: rebuilt
     try:
         text = raw.decode()
     except UnicodeDecodeError:
@@ -379,8 +373,20 @@ def _read_verified(path, with_library=False, quiet=False):
         if not quiet:
             _damaged(path, "does not match the hash weft recorded when it wrote it (edited or "
                      "damaged)")
-        return missing
-    return (text, table) if with_library else text
+        return None, None
+    return text, table
+
+
+def _library_table(line):
+    """The library table written as JSON on a record's second line, or False when damaged."""
+    import json
+    try:
+        table = json.loads(line)
+    except ValueError:
+        return False
+    ok = isinstance(table, dict) and all(
+        isinstance(n, list) and all(isinstance(x, str) for x in n) for n in table.values())
+    return table if ok else False
 
 
 def _damaged(path, why):

@@ -10,6 +10,7 @@ import traceback
 
 from ..stdlib.funcs import (COMPILE_LOCK, Function, UserFunction, func, func_grad, func_replay,  # noqa: F401
     func_tangent)
+from ..core import diskcache
 from . import cache
 from .compiled import function_source
 
@@ -220,7 +221,7 @@ class Kernel(UserFunction):
         mode = lanes_mod.LaneMode(*options.lanes) if options.lanes else None
         state.lane_mode = mode
         state.share_library = options.targets[0] == "cpu" and options.mode == "release" and \
-            cache.cache_dir() is not None and cache.diskcache.writable()
+            diskcache.writable()  # (a usable cache directory, and writable)
         try:
             with lanes_mod.active(mode):
                 state = pipeline.run(state)

@@ -440,10 +440,13 @@ def library_modules(state, defs, target):
     there is the func compiled here. A func is left out when anything it calls is not weft's
     own, or when it reads a global its module would not define."""
     owned = {}
+    texts, free = {}, {}  # per definition of weft's funcs (a callee joins each caller's group)
     for d in defs:
         fir = state.owners.get(getattr(d, "name", None))
         if fir is not None:
             owned.setdefault(fir, []).append(d)
+            if _is_library(fir):
+                texts[id(d)], free[id(d)] = _text([d]), _free_names(d)
     head = header("weft's library", target, library=True)
     known = set(_BUILTINS)
     for s in head:
@@ -453,14 +456,16 @@ def library_modules(state, defs, target):
             known.update(t.id for t in s.targets)
     out = {}
     for fir in owned:
+        if not _is_library(fir):
+            continue
         group = _callees_first(fir)
         if not all(f in owned and _is_library(f) for f in group):
             continue
         members = [d for f in group for d in owned[f]]
         names = {d.name for d in members}
-        if any(_free_names(d) - known - names for d in members):
+        if any(free[id(d)] - known - names for d in members):
             continue
-        body = _text(members)
+        body = "\n\n".join(texts[id(d)] for d in members)  # (= _text(members))
         text = _text(head + _geometry_binding(target, body)) + "\n\n" + body + "\n"
         digest = hashlib.sha256(text.encode()).hexdigest()[:20]
         out[f"{fir.name[:60]}_{digest}"] = (tuple(d.name for d in owned[fir]), text)
