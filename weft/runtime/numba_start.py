@@ -98,6 +98,10 @@ def generated_code_compiler():
                 super().__init__(typingctx, targetctx, library, args, return_type, flags,
                                  locals)
 
+            def compile_extra(self, func):
+                with compiling_generated_code():  # (its bytecode's analysis too)
+                    return super().compile_extra(func)
+
             def _compile_core(self):
                 with compiling_generated_code():
                     return super()._compile_core()

@@ -43,9 +43,7 @@ Three pipelines are made of that list (:func:`passes`):
 from __future__ import annotations
 
 import ast
-import contextlib
 import copy
-import gc
 import os
 import sys
 from dataclasses import dataclass
@@ -54,6 +52,7 @@ from typing import Callable, Optional
 from . import (analyze, assemble, generate, index_wraps, lanes, prune, second_order,
                specialize, tile_views, verify)
 from ..stdlib.ir import Assign, If, Loop
+from ..core.startup import collector_paused
 from .state import CompileState
 
 
@@ -175,28 +174,3 @@ def second_order_source(source, abi):
     return run(state, "second_order").second_source
 
 
-@contextlib.contextmanager
-def collector_paused():
-    """Python's cycle collector off while the passes run (as it was after). The passes keep
-    every IR node and generated ``ast`` node alive until the source is written (about 600
-    objects per statement of a kernel), and each full collection walks them all: with the
-    collector on, a 3,000-statement kernel spent two thirds of its transpile in it. What the
-    passes drop is freed by reference counting; the few cycles wait for the next collection.
-
-    Turned back on as it was, the collector would walk every object the passes allocated at its
-    next allocation (none was promoted while it was off: about 3.3M objects, a ninth of the
-    transpile of 3,000 ``if`` statements), only to find them alive. They go to the oldest
-    generation instead, unwalked (``gc.freeze`` then ``gc.unfreeze`` move the generations'
-    lists without walking them), where the next full collection sees those still alive then
-    (the runtime keeps only the module's text: by then they are freed). Not done when the
-    process froze objects itself (``gc.unfreeze`` would release its frozen ones)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
