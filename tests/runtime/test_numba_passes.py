@@ -12,6 +12,7 @@ Numba's own passes give, in fewer statements and blocks, or in less time.
 import contextlib
 import copy
 import io
+import operator
 
 import numba
 import numpy as np
@@ -302,6 +303,7 @@ def test_kept_typing_of_operators_gives_numbas_types():
     assert len(compiled) >= 2  # the serial forward and adjoint (and the func's, when compiled
     #                            here rather than loaded with them from a warm cache)
     kept = 0
+    items = set()  # kept typings of array elements read or written
     for disp, sig in compiled:
         numba_passes._resolved.clear()
         numba_passes.LEAN_TYPING = False
@@ -312,8 +314,12 @@ def test_kept_typing_of_operators_gives_numbas_types():
         assert not numba_passes._resolved
         ours = _types_of(disp.py_func, sig)
         kept += len(numba_passes._resolved)  # (an entry that only calls another keeps none)
+        items |= {getattr(func, "typing_key", func) for _, func, _ in numba_passes._resolved
+                  if getattr(func, "typing_key", func) in numba_passes._ITEMS}
         assert ours == numbas, disp.py_func.__name__
     assert kept >= 10  # operators on plain values were typed once and kept
+    assert operator.getitem in items  # and array elements read (``setitem``'s typing asks
+    #                                   ``get_call_type``: the next test)
 
 
 @pytest.mark.uncached  # compiles its own dispatchers on every run (no cache is involved)
@@ -337,6 +343,7 @@ def test_kept_call_types_of_lowering_are_numbas():
     numbas = numba_lowering._numba_get_call_type
     for (context, fnty, args), answer in kept.items():
         assert answer == numbas(fnty, context, args, {}), (fnty, args)
+    assert {fnty.typing_key for _, fnty, _ in kept} >= numba_passes._ITEMS
     # the array types answered at once have no __array__ implementation in Numba either
     assert numba_lowering._array_misses
     for context, args in numba_lowering._array_misses:
