@@ -26,6 +26,13 @@ def pytest_configure(config):
         path = os.path.join(tempfile.gettempdir(), f"weft-test-cache-{tag}")
         os.makedirs(path, exist_ok=True)
         os.environ["WEFT_CACHE_DIR"] = path
+    # a launch recorded on a tape asks a helper process to compile its adjoint meanwhile
+    # (weft.runtime.background): in the test workers the helpers would compete with the workers
+    # for the cores, and compile adjoints that no test runs backward through. Off in the workers
+    # (not by the environment: tests/runtime/test_background.py and test_tiered.py run programs
+    # with it on)
+    from weft.core import config as weft_config
+    weft_config.background_compile = False
 
 
 def pytest_collection_modifyitems(config, items):

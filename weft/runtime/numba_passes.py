@@ -312,7 +312,7 @@ class SimplifyGeneratedCode(FunctionPass):
         return changed
 
 
-_SSA_PARTS = ("_iterated_domfronts", "_find_defs_violators", "_CacheListVars", "_make_states",
+_SSA_PARTS = ("_iterated_domfronts", "_find_defs_violators", "_CacheListVars", "_get_scope",
               "_run_block_rewrite", "_FreshVarHandler", "_FixSSAVars", "_compute_phi_locations")
 
 
@@ -349,15 +349,14 @@ def reconstruct_ssa_blocks(blocks):
     cache_list_vars = ssa._CacheListVars()
     where = _mentions(blocks) if violators else {}
     blocks = dict(blocks)
+    scope = ssa._get_scope(blocks)  # (Numba's ``_make_states`` lists every block to find it)
     for varname in violators:
         labels = where.get(varname, ())
-        states = ssa._make_states(blocks)
-        states["varname"] = varname
+        states = {"scope": scope, "varname": varname}
         states["defmap"] = defmap = defaultdict(list)
         blocks.update(ssa._run_block_rewrite({label: blocks[label] for label in labels}, states,
                                              ssa._FreshVarHandler()))
-        states = ssa._make_states(blocks)
-        states["varname"] = varname
+        states = {"scope": scope, "varname": varname}
         states["defmap"] = defmap
         states["phimap"] = phimap = defaultdict(list)
         states["cfg"] = cfg
