@@ -11,6 +11,7 @@ Numba's own passes give, in fewer statements and blocks, or in less time.
 """
 import contextlib
 import copy
+import dis
 import io
 import operator
 
@@ -391,7 +392,6 @@ def test_bytecode_labels_are_numbas_list_with_set_membership():
     for fn in _generated_functions(branches_and_loops):
         bc = bytecode.ByteCode(bytecode.FunctionIdentity.from_function(fn))
         assert isinstance(bc.labels, numba_passes._Labels)
-        import dis
         expected = sorted({x + bytecode._FIXED_OFFSET for x in dis.findlabels(fn.__code__.co_code)}
                           | {0})
         assert list(bc.labels) == expected

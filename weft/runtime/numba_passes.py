@@ -697,8 +697,8 @@ def _keeps(op, args, kws):
         if op in _OPERATORS:
             return all(_plain(a) for a in args)
         if op in _ITEMS:  # an array's element: the array, plain indices (and value)
-            return isinstance(args[0], types.Array) and _plain(args[0].dtype) and \
-                all(_plain(a) for a in args[1:])
+            return len(args) >= 2 and isinstance(args[0], types.Array) and \
+                _plain(args[0].dtype) and all(_plain(a) for a in args[1:])
         return False
     except TypeError:  # an unhashable key: not an operator
         return False
