@@ -96,6 +96,14 @@ def lowering_pass():
                 if not LEAN_LOWERING or refcounted(self.context, typ):
                     super().decref(typ, val)
 
+            def lower(self):
+                with _entry_unoptimised(self):
+                    super().lower()
+
+            def create_cpython_wrapper(self, release_gil=False):
+                with _entry_unoptimised(self):
+                    super().create_cpython_wrapper(release_gil)
+
         @register_pass(mutates_CFG=True, analysis_only=False)
         class LowerGeneratedCode(NativeLowering):
             """Numba's ``NativeLowering`` with the ``Lower`` above."""
@@ -111,6 +119,63 @@ def lowering_pass():
 
 
 _LoweringPass = None
+
+
+# -- threaded entries left to LLVM's quick code generation ---------------------------------------
+#
+# A kernel's threaded entry (``k__fwd``, ``k__adj``, ``k__jvp``) only unpacks its arguments and
+# hands the chunk function to the threads (``_wk.parallel_for``, which calls the chunk by its
+# symbol), with per-thread buffers made and summed by helpers where an adjoint needs them. Yet
+# LLVM optimised it and its CPython wrapper as the chunk itself: about 140 ms of LLVM per entry
+# for a small kernel, as much as its chunk. Its functions are marked ``optnone`` (LLVM's
+# optimiser skips them; its code generator takes its quick path), and the helpers it calls
+# stay optimised in their own functions. Measured: 60 ms less LLVM per entry; a call of the
+# entry (unboxing, then the threads) 0.1-0.2 us slower than the optimised one, within a launch
+# of 15-25 us.
+
+#: the threaded entries are left unoptimised (False: optimised as other functions, for
+#: side-by-side measurements)
+QUICK_ENTRIES = True
+
+
+def _launches_threads(func_ir):
+    """Whether a generated function hands a chunk to the threads (``_wk.parallel_for``)."""
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            value = getattr(stmt, "value", None)
+            if isinstance(value, ir.Expr) and value.op == "getattr" and \
+                    value.attr == "parallel_for":
+                return True
+    return False
+
+
+class _entry_unoptimised:
+    """Within: the LLVM modules ``lower`` adds to its library are marked ``optnone`` (and
+    ``noinline``, which LLVM requires beside it) when it lowers a threaded entry."""
+
+    def __init__(self, lower):
+        self.library = lower.library
+        self.active = QUICK_ENTRIES and _launches_threads(lower.func_ir)
+
+    def __enter__(self):
+        if self.active:
+            add = self.library.add_ir_module
+
+            def add_unoptimised(module):
+                for fn in module.functions:
+                    if not fn.is_declaration:
+                        fn.attributes.discard("alwaysinline")
+                        fn.attributes.add("noinline")
+                        fn.attributes.add("optnone")
+                return add(module)
+
+            self.library.add_ir_module = add_unoptimised
+        return self
+
+    def __exit__(self, *exc):
+        if self.active:
+            del self.library.add_ir_module
+        return False
 
 
 # -- answers lowering asks for again ----------------------------------------------------------

@@ -1,0 +1,91 @@
+"""A kernel's threaded entries (``k__fwd``, ``k__adj``, ``k__jvp``: unpack the arguments, hand
+the chunk to the threads, sum per-thread buffers) are compiled without LLVM's optimiser
+(``numba_lowering._entry_unoptimised``): their LLVM functions are ``optnone``, the chunks and
+serial entries are optimised as before, and threaded launches give the same values and
+gradients as the serial ones and as NumPy, forward, adjoint (with per-thread buffers for a
+scattered gradient) and tangent."""
+import numpy as np
+
+import weft as wp
+from weft.runtime.numba_lowering import _launches_threads
+
+N = 600  # threaded (config.serial_threshold is 256)
+
+
+@wp.kernel
+def gather_scale(x: wp.array(dtype=float), idx: wp.array(dtype=int), s: float,
+                 y: wp.array(dtype=float)):
+    i = wp.tid()
+    v = x[idx[i]]
+    y[i] = s * v * v + wp.sin(v)
+
+
+def _inputs(n, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(50).astype(np.float32)
+    idx = rng.integers(0, 50, n).astype(np.int32)
+    return x, idx
+
+
+def _run(n):
+    x_np, idx_np = _inputs(n)
+    x = wp.array(x_np, requires_grad=True)
+    idx = wp.array(idx_np)
+    y = wp.zeros(n, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(gather_scale, n, inputs=[x, idx, 1.5], outputs=[y])
+    tape.backward(grads={y: np.ones(n, np.float32)})
+    dx = np.linspace(-1.0, 1.0, 50).astype(np.float32)
+    t = wp.jvp(gather_scale, n, inputs=[x, idx, 1.5], outputs=[y], tangents={x: dx})
+    return x_np, idx_np, y.numpy(), x.grad.numpy(), (dx, t[y].numpy())
+
+
+def test_threaded_entries_are_not_optimised_and_compute_the_same():
+    x_np, idx_np, y, gx, (dx, ty) = _run(N)
+    v = x_np[idx_np].astype(np.float64)
+    np.testing.assert_allclose(y, 1.5 * v * v + np.sin(v), rtol=2e-6, atol=1e-6)
+    expected = np.zeros(50)
+    np.add.at(expected, idx_np, 3.0 * v + np.cos(v))  # scattered: per-thread buffers summed
+    np.testing.assert_allclose(gx, expected, rtol=2e-5, atol=1e-5)
+    np.testing.assert_allclose(ty, (3.0 * v + np.cos(v)) * dx[idx_np], rtol=2e-5, atol=1e-5)
+    ck = gather_scale.compiled("cpu")
+    for kind in ("forward", "adjoint", "tangent"):
+        entry = ck.entry(kind, "cpu")
+        chunk = entry.py_func.__globals__[entry.py_func.__name__ + "_chunk"]
+        chunk = getattr(chunk, "weft_chunk_of", chunk)
+        serial = ck.entry(kind, "serial")
+        assert entry.signatures, kind
+        llvm = entry.inspect_llvm(entry.signatures[0])
+        assert "optnone" in llvm, kind
+        assert "optnone" not in chunk.inspect_llvm(chunk.signatures[0]), kind
+        if serial.signatures:
+            assert "optnone" not in serial.inspect_llvm(serial.signatures[0]), kind
+
+
+def test_threaded_and_serial_launches_agree():
+    x_np, idx_np, y, gx, (dx, ty) = _run(N)
+    # the first 200 launch indices again, serial (below the threshold), same inputs
+    xs = wp.array(x_np, requires_grad=True)
+    idx = wp.array(idx_np[:200])
+    ys = wp.zeros(200, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(gather_scale, 200, inputs=[xs, idx, 1.5], outputs=[ys])
+    tape.backward(grads={ys: np.ones(200, np.float32)})
+    np.testing.assert_array_equal(ys.numpy(), y[:200])
+    gs = np.zeros(50, np.float32)  # the serial adjoint's gradient, from each index's term
+    v = x_np[idx_np[:200]]
+    np.add.at(gs, idx_np[:200], np.float32(3.0) * v + np.cos(v))
+    np.testing.assert_allclose(xs.grad.numpy(), gs, rtol=2e-5, atol=1e-5)
+    ts = wp.jvp(gather_scale, 200, inputs=[xs, idx, 1.5], outputs=[ys], tangents={xs: dx})
+    np.testing.assert_array_equal(ts[ys].numpy(), ty[:200])
+
+
+def test_only_functions_that_launch_threads_are_found():
+    from numba.core.compiler import run_frontend
+    ck = gather_scale.compiled("cpu")
+    entry = ck.entry("forward", "cpu").py_func
+    serial = ck.entry("forward", "serial").py_func
+    assert _launches_threads(run_frontend(entry))
+    assert not _launches_threads(run_frontend(serial))
