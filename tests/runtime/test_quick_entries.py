@@ -1,7 +1,7 @@
 """A kernel's threaded entries (``k__fwd``, ``k__adj``, ``k__jvp``: unpack the arguments, hand
-the chunk to the threads, sum per-thread buffers) are compiled without LLVM's optimiser
-(``numba_lowering._entry_unoptimised``): their LLVM functions are ``optnone``, the chunks and
-serial entries are optimised as before, and threaded launches give the same values and
+the chunk to the threads, sum per-thread buffers) and its chunks' CPython wrappers (never run by
+the threads) are compiled without LLVM's optimiser (``numba_lowering._entry_unoptimised``):
+those LLVM functions are ``optnone``, the chunks themselves are optimised as before, and threaded launches give the same values and
 gradients as the serial ones and as NumPy, forward, adjoint (with per-thread buffers for a
 scattered gradient) and tangent."""
 import numba
@@ -62,8 +62,23 @@ def test_threaded_entries_are_marked_optnone_and_chunks_are_not():  # code keeps
         entry = ck.entry(kind, "cpu")
         chunk = entry.py_func.__globals__[entry.py_func.__name__ + "_chunk"]
         chunk = getattr(chunk, "weft_chunk_of", chunk)
-        assert _llvm_compiled_anew(entry).count("optnone") >= 2, kind  # entry, its wrapper
-        assert "optnone" not in _llvm_compiled_anew(chunk), kind
+        marked, others = _optnone(_llvm_compiled_anew(entry))
+        others = [n for n in others if not n.startswith("NRT_")]  # (the NRT's, linked in)
+        assert len(marked) >= 2 and not others, (kind, others)  # entry, its wrapper, all
+        marked, others = _optnone(_llvm_compiled_anew(chunk))
+        # the chunk's CPython wrapper only (the threads call the chunk by its symbol)
+        assert marked and all("7cpython" in n for n in marked), (kind, marked)  # (mangled)
+        assert any("_chunk" in n for n in others), (kind, others)
+
+
+def _optnone(text):
+    """``(names of the functions defined in LLVM module text marked optnone, the others)``."""
+    import llvmlite.binding as llvm
+    marked, others = [], []
+    for fn in llvm.parse_assembly(text).functions:
+        if not fn.is_declaration:
+            (marked if any(b"optnone" in a for a in fn.attributes) else others).append(fn.name)
+    return marked, others
 
 
 def _llvm_compiled_anew(disp):
@@ -101,3 +116,30 @@ def test_only_functions_that_launch_threads_are_found():
     serial = ck.entry("forward", "serial").py_func
     assert _launches_threads(run_frontend(entry))
     assert not _launches_threads(run_frontend(serial))
+
+
+def test_a_chunk_called_from_python_through_its_quick_wrapper():
+    from weft.runtime import entries
+    x_np, idx_np = _inputs(N)
+    x, idx = wp.array(x_np), wp.array(idx_np)
+    y = wp.zeros(N, dtype=float)
+    seen = []
+    original = entries._invoke
+
+    def spy(ck, kind, fn, dims, values):
+        seen.append((fn, dims, values))
+        return original(ck, kind, fn, dims, values)
+
+    entries._invoke = spy
+    try:
+        wp.launch(gather_scale, N, inputs=[x, idx, 1.5], outputs=[y])
+    finally:
+        entries._invoke = original
+    fn, dims, values = seen[-1]
+    chunk = fn.py_func.__globals__[fn.py_func.__name__ + "_chunk"]
+    launched = y.numpy().copy()
+    y.zero_()
+    chunk(0, N, dims, *values)  # the chunk's CPython wrapper, from Python
+    np.testing.assert_array_equal(y.numpy(), launched)
+    v = x_np[idx_np].astype(np.float64)
+    np.testing.assert_allclose(launched, 1.5 * v * v + np.sin(v), rtol=2e-6, atol=1e-6)

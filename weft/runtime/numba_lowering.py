@@ -101,7 +101,7 @@ def lowering_pass():
                     super().lower()
 
             def create_cpython_wrapper(self, release_gil=False):
-                with _entry_unoptimised(self):
+                with _entry_unoptimised(self, wrapper=True):
                     super().create_cpython_wrapper(release_gil)
 
         @register_pass(mutates_CFG=True, analysis_only=False)
@@ -131,7 +131,8 @@ _LoweringPass = None
 # optimiser skips them; its code generator takes its quick path), and the helpers it calls
 # stay optimised in their own functions. Measured: 60 ms less LLVM per entry; a call of the
 # entry (unboxing, then the threads) 0.1-0.2 us slower than the optimised one, within a launch
-# of 15-25 us.
+# of 15-25 us. A chunk's CPython wrapper too: the threads call the chunk by its symbol, never
+# through it, and LLVM spent 25-35% of a small chunk's time optimising it.
 
 #: the threaded entries are left unoptimised (False: optimised as other functions, for
 #: side-by-side measurements)
@@ -149,13 +150,24 @@ def _launches_threads(func_ir):
     return False
 
 
+def _is_chunk(func_ir):
+    """Whether a generated function is a chunk (its module's name for it holds the
+    ``_wk.chunk`` reference the threads are handed)."""
+    func = func_ir.func_id.func
+    held = getattr(func, "__globals__", {}).get(func.__name__)
+    return getattr(held, "weft_chunk_of", None) is not None
+
+
 class _entry_unoptimised:
     """Within: the LLVM modules ``lower`` adds to its library are marked ``optnone`` (and
-    ``noinline``, which LLVM requires beside it) when it lowers a threaded entry."""
+    ``noinline``, which LLVM requires beside it) when it lowers a threaded entry, and (with
+    ``wrapper``) the CPython wrapper of a chunk: the threads call a chunk by its symbol, so its
+    wrapper runs only where Python calls a chunk itself."""
 
-    def __init__(self, lower):
+    def __init__(self, lower, wrapper=False):
         self.library = lower.library
-        self.active = QUICK_ENTRIES and _launches_threads(lower.func_ir)
+        self.active = QUICK_ENTRIES and (_launches_threads(lower.func_ir) or
+                                         wrapper and _is_chunk(lower.func_ir))
 
     def __enter__(self):
         if self.active:
