@@ -1,8 +1,7 @@
 """A kernel's threaded entries (``k__fwd``, ``k__adj``, ``k__jvp``: unpack the arguments, hand
-the chunk to the threads, sum per-thread buffers) and every generated function's CPython wrapper
-(never run by the threads) are compiled without LLVM's optimiser
-(``numba_lowering._entry_unoptimised``): those LLVM functions are ``optnone``, the chunks and
-serial entries themselves are optimised as before, and threaded launches give the same values and
+the chunk to the threads, sum per-thread buffers) and its chunks' CPython wrappers (never run by
+the threads) are compiled without LLVM's optimiser (``numba_lowering._entry_unoptimised``):
+those LLVM functions are ``optnone``, the chunks themselves are optimised as before, and threaded launches give the same values and
 gradients as the serial ones and as NumPy, forward, adjoint (with per-thread buffers for a
 scattered gradient) and tangent."""
 import numba
@@ -56,9 +55,8 @@ def test_threaded_launches_compute_values_gradients_and_tangents():
 
 
 @pytest.mark.uncached  # compiles dispatchers of its own on every run (a warm cache's loaded
-def test_entries_and_wrappers_marked_optnone_and_bodies_not():  # code keeps no LLVM text)
+def test_threaded_entries_are_marked_optnone_and_chunks_are_not():  # code keeps no LLVM text)
     _run(N)
-    _run(200)  # (the serial entries)
     ck = gather_scale.compiled("cpu")
     for kind in ("forward", "adjoint", "tangent"):
         entry = ck.entry(kind, "cpu")
@@ -67,12 +65,10 @@ def test_entries_and_wrappers_marked_optnone_and_bodies_not():  # code keeps no 
         marked, others = _optnone(_llvm_compiled_anew(entry))
         others = [n for n in others if not n.startswith("NRT_")]  # (the NRT's, linked in)
         assert len(marked) >= 2 and not others, (kind, others)  # entry, its wrapper, all
-        # a chunk and a serial entry: their CPython wrappers only (mangled ``cpython.``)
-        for fn, part in ((chunk, "_chunk"), (ck.entry(kind, "serial"), "_serial")):
-            assert fn.signatures, (kind, part)
-            marked, others = _optnone(_llvm_compiled_anew(fn))
-            assert marked and all("7cpython" in n for n in marked), (kind, marked)
-            assert any(part in n for n in others), (kind, others)
+        marked, others = _optnone(_llvm_compiled_anew(chunk))
+        # the chunk's CPython wrapper only (the threads call the chunk by its symbol)
+        assert marked and all("7cpython" in n for n in marked), (kind, marked)  # (mangled)
+        assert any("_chunk" in n for n in others), (kind, others)
 
 
 def _optnone(text):

@@ -131,11 +131,8 @@ _LoweringPass = None
 # optimiser skips them; its code generator takes its quick path), and the helpers it calls
 # stay optimised in their own functions. Measured: 60 ms less LLVM per entry; a call of the
 # entry (unboxing, then the threads) 0.1-0.2 us slower than the optimised one, within a launch
-# of 15-25 us. And every generated function's CPython wrapper (the unboxing of its arguments
-# from Python objects): the threads call chunks by their symbols and kernels call funcs
-# directly, never through it; a serial entry's wrapper runs once per launch, about 0.05 us
-# slower unoptimised (of a 4.6 us launch), and LLVM spent 25-35% of a small chunk's or serial
-# entry's time optimising it.
+# of 15-25 us. A chunk's CPython wrapper too: the threads call the chunk by its symbol, never
+# through it, and LLVM spent 25-35% of a small chunk's time optimising it.
 
 #: the threaded entries are left unoptimised (False: optimised as other functions, for
 #: side-by-side measurements)
@@ -153,14 +150,24 @@ def _launches_threads(func_ir):
     return False
 
 
+def _is_chunk(func_ir):
+    """Whether a generated function is a chunk (its module's name for it holds the
+    ``_wk.chunk`` reference the threads are handed)."""
+    func = func_ir.func_id.func
+    held = getattr(func, "__globals__", {}).get(func.__name__)
+    return getattr(held, "weft_chunk_of", None) is not None
+
+
 class _entry_unoptimised:
     """Within: the LLVM modules ``lower`` adds to its library are marked ``optnone`` (and
     ``noinline``, which LLVM requires beside it) when it lowers a threaded entry, and (with
-    ``wrapper``) when it makes any generated function's CPython wrapper."""
+    ``wrapper``) the CPython wrapper of a chunk: the threads call a chunk by its symbol, so its
+    wrapper runs only where Python calls a chunk itself."""
 
     def __init__(self, lower, wrapper=False):
         self.library = lower.library
-        self.active = QUICK_ENTRIES and (wrapper or _launches_threads(lower.func_ir))
+        self.active = QUICK_ENTRIES and (_launches_threads(lower.func_ir) or
+                                         wrapper and _is_chunk(lower.func_ir))
 
     def __enter__(self):
         if self.active:
