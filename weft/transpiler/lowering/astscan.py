@@ -221,8 +221,11 @@ def _first_uses(stmts, names, reads):
                 break
             a = _first_uses(t.body, pending, reads)
             b = _first_uses(t.orelse, pending, reads)
-            settle({n for n in pending if a.get(n) is True or b.get(n) is True}, True)
-            settle({n for n in pending if a.get(n) is False and b.get(n) is False}, False)
+            # (a and b decide names of ``pending`` only: walked by their entries, not by
+            # ``pending``, which holds every name of a long body)
+            settle({n for part in (a, b) for n, v in part.items() if v is True}, True)
+            settle({n for n, v in a.items() if v is False and b.get(n) is False and n in pending},
+                   False)
         elif isinstance(t, (ast.For, ast.While)):  # its body may run no iteration
             head = t.iter if isinstance(t, ast.For) else t.test
             settle(_names_read(head, reads) & pending, True)
@@ -235,7 +238,7 @@ def _first_uses(stmts, names, reads):
             value_reads = _names_read(t.value, reads)
             bound = {x.id for x in (t.targets if isinstance(t, ast.Assign) else [t.target])
                      if isinstance(x, ast.Name)}
-            settle({n for n in pending if n in bound and n not in value_reads}, False)
+            settle({n for n in bound if n in pending and n not in value_reads}, False)
             settle(_names_read(t, reads) & pending, True)
         else:
             settle(_names_read(t, reads) & pending, True)
