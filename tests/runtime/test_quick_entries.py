@@ -1,9 +1,10 @@
 """A kernel's threaded entries (``k__fwd``, ``k__adj``, ``k__jvp``: unpack the arguments, hand
 the chunk to the threads, sum per-thread buffers) and its chunks' CPython wrappers (never run by
-the threads) are compiled without LLVM's optimiser (``numba_lowering._entry_unoptimised``):
-those LLVM functions are ``optnone``, the chunks themselves are optimised as before, and threaded launches give the same values and
-gradients as the serial ones and as NumPy, forward, adjoint (with per-thread buffers for a
-scattered gradient) and tangent."""
+the threads) are compiled without LLVM's optimiser (``numba_lowering._unoptimised``): those
+LLVM functions are ``optnone``, the chunks themselves are optimised as before, and threaded
+launches give the same values and gradients as the serial ones and as NumPy, forward, adjoint
+(with per-thread buffers for a scattered gradient) and tangent; a chunk called from Python
+through its wrapper gives the launch's values."""
 import numba
 import numpy as np
 import pytest
@@ -55,7 +56,7 @@ def test_threaded_launches_compute_values_gradients_and_tangents():
 
 
 @pytest.mark.uncached  # compiles dispatchers of its own on every run (a warm cache's loaded
-def test_threaded_entries_are_marked_optnone_and_chunks_are_not():  # code keeps no LLVM text)
+def test_entries_and_chunk_wrappers_are_optnone_chunks_are_not():  # code keeps no LLVM text)
     _run(N)
     ck = gather_scale.compiled("cpu")
     for kind in ("forward", "adjoint", "tangent"):
@@ -89,6 +90,7 @@ def _llvm_compiled_anew(disp):
     sig = disp.signatures[0]
     fresh.compile(sig)
     return fresh.inspect_llvm(sig)
+
 
 def test_threaded_and_serial_launches_agree():
     x_np, idx_np, y, gx, (dx, ty) = _run(N)

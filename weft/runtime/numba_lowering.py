@@ -15,6 +15,8 @@ numba-cuda's lowering too (it uses numba.core's function types), the misses on t
 """
 from __future__ import annotations
 
+import contextlib
+
 from numba.core import ir
 from numba.core.base import BaseContext
 from numba.core.types.functions import BaseFunction
@@ -97,11 +99,14 @@ def lowering_pass():
                     super().decref(typ, val)
 
             def lower(self):
-                with _entry_unoptimised(self):
+                # (once: the wrapper below asks again)
+                self.weft_entry = QUICK_ENTRIES and _launches_threads(self.func_ir)
+                with _unoptimised(self.library, self.weft_entry):
                     super().lower()
 
             def create_cpython_wrapper(self, release_gil=False):
-                with _entry_unoptimised(self, wrapper=True):
+                quick = self.weft_entry or QUICK_ENTRIES and _is_chunk(self.func_ir)
+                with _unoptimised(self.library, quick):
                     super().create_cpython_wrapper(release_gil)
 
         @register_pass(mutates_CFG=True, analysis_only=False)
@@ -158,36 +163,30 @@ def _is_chunk(func_ir):
     return getattr(held, "weft_chunk_of", None) is not None
 
 
-class _entry_unoptimised:
-    """Within: the LLVM modules ``lower`` adds to its library are marked ``optnone`` (and
-    ``noinline``, which LLVM requires beside it) when it lowers a threaded entry, and (with
-    ``wrapper``) the CPython wrapper of a chunk: the threads call a chunk by its symbol, so its
-    wrapper runs only where Python calls a chunk itself."""
+@contextlib.contextmanager
+def _unoptimised(library, active):
+    """Within (when ``active``): the LLVM modules added to ``library`` have their functions
+    marked ``optnone`` (and ``noinline``, which LLVM requires beside it). ``Lower`` uses it for
+    a threaded entry's code and wrapper, and for a chunk's wrapper: the threads call a chunk
+    by its symbol, so its wrapper runs only where Python calls a chunk itself."""
+    if not active:
+        yield
+        return
+    add = library.add_ir_module
 
-    def __init__(self, lower, wrapper=False):
-        self.library = lower.library
-        self.active = QUICK_ENTRIES and (_launches_threads(lower.func_ir) or
-                                         wrapper and _is_chunk(lower.func_ir))
+    def add_unoptimised(module):
+        for fn in module.functions:
+            if not fn.is_declaration:
+                fn.attributes.discard("alwaysinline")
+                fn.attributes.add("noinline")
+                fn.attributes.add("optnone")
+        return add(module)
 
-    def __enter__(self):
-        if self.active:
-            add = self.library.add_ir_module
-
-            def add_unoptimised(module):
-                for fn in module.functions:
-                    if not fn.is_declaration:
-                        fn.attributes.discard("alwaysinline")
-                        fn.attributes.add("noinline")
-                        fn.attributes.add("optnone")
-                return add(module)
-
-            self.library.add_ir_module = add_unoptimised
-        return self
-
-    def __exit__(self, *exc):
-        if self.active:
-            del self.library.add_ir_module
-        return False
+    library.add_ir_module = add_unoptimised
+    try:
+        yield
+    finally:
+        del library.add_ir_module
 
 
 # -- answers lowering asks for again ----------------------------------------------------------

@@ -98,13 +98,14 @@ def generated_code_compiler():
                 super().__init__(typingctx, targetctx, library, args, return_type, flags,
                                  locals)
 
+            # the two ways in (a function, its bytecode analysed here too; or IR)
             def compile_extra(self, func):
-                with compiling_generated_code():  # (its bytecode's analysis too)
+                with compiling_generated_code():
                     return super().compile_extra(func)
 
-            def _compile_core(self):
+            def compile_ir(self, func_ir, lifted=(), lifted_from=None):
                 with compiling_generated_code():
-                    return super()._compile_core()
+                    return super().compile_ir(func_ir, lifted, lifted_from)
 
             def define_pipelines(self):
                 full = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
