@@ -133,3 +133,9 @@ else:
     @_dev
     def atomic_cas(arr, idx, compare, value):
         return _cas_intrinsic(arr, idx, compare, value)
+
+
+from . import cuda_tiles as _cuda_tiles  # noqa: E402 - the cooperative tile operations
+
+globals().update({_n: getattr(_cuda_tiles, _n) for _n in dir(_cuda_tiles)
+                  if _n.startswith("tile_") or _n == "block_index"})

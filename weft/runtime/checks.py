@@ -85,9 +85,10 @@ def check_dims(ck, dims, args):
     as the launch (else the kernel would run past their end)."""
     tid_dims = ck.abi.tid_dims
     # a tiled launch (wp.launch_tiled) adds the block's lanes as a last dimension of 1 on the
-    # CPU: ``i, j = wp.tid()`` then names the block, as in Warp
-    if tid_dims > 1 and len(dims) != tid_dims and not (len(dims) == tid_dims + 1 and
-                                                       dims[-1] == 1):
+    # CPU (``block_dim`` on CUDA: ``launch.Blocks``): ``i, j = wp.tid()`` then names the
+    # block, as in Warp
+    if tid_dims > 1 and len(dims) != tid_dims and not (len(dims) == tid_dims + 1 and (
+            dims[-1] == 1 or type(dims).__name__ == "Blocks")):
         raise LaunchError(f"kernel '{ck.key}' unpacks wp.tid() into {tid_dims} indices but was "
                           f"launched with dim={dims}")
     for i, name, axes in ck.thread_indexed:

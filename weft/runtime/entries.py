@@ -60,8 +60,8 @@ def _run_cuda(ck, kind, dims, values):
     fn = ck.entry(kind, "cuda")
     if kind != "forward":
         values = cuda_shadows(ck, kind, values)
-    threads = min(_size(dims), CUDA_BLOCK)  # a small launch is one block of its size (each
-    blocks = (_size(dims) + threads - 1) // threads  # thread finds its index from the grid)
+    threads = cuda_block(ck, dims)
+    blocks = (_size(dims) + threads - 1) // threads
     if kind != "adjoint":
         _call(ck, kind, fn[blocks, threads], dims, values)
         return
@@ -74,6 +74,22 @@ def _run_cuda(ck, kind, dims, values):
                            "iterations in one thread, more than the CUDA target records; the "
                            "gradients of this launch are not valid. Set WEFT_CUDA_STACK to a "
                            "larger value (before importing weft).")
+
+
+def cuda_block(ck, dims):
+    """The threads per CUDA block of a launch of ``ck`` over ``dims``: a small launch is one
+    block of its size (each thread finds its index from the grid), a larger one blocks of
+    ``CUDA_BLOCK``; a kernel with tiles runs a tile block per CUDA block, of ``block_dim``
+    threads (``wp.launch_tiled``, :class:`weft.runtime.launch.Blocks`)."""
+    if not ck.abi.tile_work:
+        return min(_size(dims), CUDA_BLOCK)
+    from .launch import Blocks
+    if type(dims) is not Blocks:
+        raise LaunchError(f"kernel '{ck.key}' uses tiles: on CUDA, launch it with "
+                          "wp.launch_tiled (a tile block is a CUDA block of block_dim threads)")
+    if ck.abi.lane_tiles and len(dims) == ck.abi.tid_dims:
+        raise LaunchError(ck.abi.lane_tiles)
+    return dims[-1]
 
 
 def _call(ck, kind, fn, dims, values, extra=()):

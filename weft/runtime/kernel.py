@@ -222,6 +222,7 @@ class Kernel(UserFunction):
         state.lane_mode = mode
         state.share_library = options.targets[0] == "cpu" and options.mode == "release" and \
             diskcache.writable()  # (a usable cache directory, and writable)
+        cuda = lanes_mod.CUDA.set(options.targets[0] == "cuda")
         try:
             with lanes_mod.active(mode):
                 state = pipeline.run(state)
@@ -235,6 +236,8 @@ class Kernel(UserFunction):
                 traceback.print_exc()
             raise InternalError(f"while compiling kernel '{self.key}': "
                                 f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            lanes_mod.CUDA.reset(cuda)
 
     def entry(self, kind, target="cpu"):
         """The generated function itself: ``kind`` is ``"forward"``, ``"adjoint"`` or

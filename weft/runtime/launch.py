@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..core import config as _config
 from . import device as D
+from ..core.errors import LaunchError
 from .checks import argument_list, launch_dims
 from .command import Launch as Command
 from .dispatch import launch_now
@@ -40,7 +41,8 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
             argument_list(kernel, n, v) for n, v in (("inputs", inputs), ("outputs", outputs),
                                                      ("adj_inputs", adj_inputs),
                                                      ("adj_outputs", adj_outputs)))
-    dims = (dim,) if type(dim) is int and 0 <= dim < 2 ** 62 else launch_dims(dim)
+    dims = (dim,) if type(dim) is int and 0 <= dim < 2 ** 62 else \
+        dim if type(dim) is Blocks else launch_dims(dim)
     device = D.get_device(device)
     if record_cmd:  # Warp's launch objects: checked now, run by .launch()
         return Command.recorded(kernel, dims, [*inputs, *outputs], device, adjoint,
@@ -72,5 +74,20 @@ def launch_tiled(kernel, dim=None, inputs=(), outputs=(), adj_inputs=(), adj_out
         if launch_lanes(kernel, dims, inputs, outputs, adj_inputs, adj_outputs, device,
                         adjoint, record_tape, block_dim, True):
             return None
-    return launch(kernel, dims + (1,), inputs, outputs, adj_inputs, adj_outputs, device,
+    if D.get_device(device).is_cuda:  # a block of block_dim threads, its tiles in shared memory
+        if not 1 <= block_dim <= 1024:
+            raise LaunchError(f"wp.launch_tiled: block_dim must be from 1 to 1024 on CUDA, got "
+                              f"{block_dim}")
+        grid = Blocks(dims + (int(block_dim),))
+    else:
+        grid = dims + (1,)
+    return launch(kernel, grid, inputs, outputs, adj_inputs, adj_outputs, device,
                   stream, adjoint, record_tape, record_cmd, max_blocks, None)
+
+
+class Blocks(tuple):
+    """The launch dimensions of a tiled CUDA launch: the grid of tile blocks, then the
+    ``block_dim`` threads of each block (the last dimension). A CUDA kernel with tiles runs
+    only over these (:func:`weft.runtime.entries.cuda_block`)."""
+
+    __slots__ = ()

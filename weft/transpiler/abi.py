@@ -8,6 +8,7 @@ kernels (``WEFT_ABI``). It never reaches into the transpiler's internals.
 """
 from __future__ import annotations
 
+import dataclasses
 import typing
 from dataclasses import dataclass, field
 
@@ -198,7 +199,9 @@ class KernelABI:
     ``atomic_replays``: integer counters whose atomics the CPU adjoint and tangent perform
     again on a copy from before the launch, the launch and its derivatives running their threads
     in one order (serial). ``tile_work``: the element count of the largest tile the kernel makes
-    (0 for a kernel without tiles): each launch index of a tiled kernel is a block's work."""
+    (0 for a kernel without tiles): each launch index of a tiled kernel is a block's work.
+    ``lane_tiles`` (CUDA): why a launch that unpacks the lane from ``wp.tid()`` is refused
+    (:func:`weft.transpiler.cuda_tiles.lane_tiles`), or None."""
 
     kernel: str
     tid_dims: int
@@ -220,6 +223,12 @@ class KernelABI:
     atomic_reads: tuple = ()
     atomic_replays: tuple = ()
     tile_work: int = 0
+    lane_tiles: typing.Optional[str] = None
+
+    def __repr__(self):  # the dataclass's, without ``lane_tiles`` when it is None (CPU modules)
+        return f"{type(self).__qualname__}(" + ", ".join(
+            f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
+            if f.name != "lane_tiles" or self.lane_tiles is not None) + ")"
 
     @property
     def replayed_in_copies(self):

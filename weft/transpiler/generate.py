@@ -20,6 +20,7 @@ from ..stdlib import ir
 from .abi import KernelABI, ParamABI
 from .adjoint import Adjoint
 from .codegen import assign, names_for, wk_call
+from .cuda_tiles import lane_tiles
 from ..stdlib.exprs import name, targeting
 from .forward import Forward
 from .tangent import Tangent
@@ -231,15 +232,17 @@ def func_functions(fir, facts_of, target):
 
 
 def _no_cuda_tiles(funcs):
-    """Tiles run on the CPU (each block one thread); CUDA's cooperative tiles are not built
-    yet: a kernel using them is refused for CUDA with its first tile's line."""
+    """A kernel's tiles are made cooperative on CUDA by the pass ``cuda_tiles``; a func
+    taking, making or returning tiles is refused for CUDA with its first tile's line."""
     for fir in funcs:
+        if fir.kind == "kernel":
+            continue
         for s in ir.walk(fir.body):
             v = getattr(s, "dst", None)
             if v is not None and isinstance(v.type, (T.TileType, T.TileStackType)) or \
                     isinstance(s, ir.Effect) and s.builtin.name == "tile_sync":
                 raise KernelError(f"{s.loc.filename}:{s.loc.lineno}: {fir.kind} '{fir.name}' "
-                                  "uses tiles, which weft runs on the CPU only for now "
+                                  "uses tiles, which weft runs in kernels only on CUDA for now "
                                   "(launch it with device='cpu')")
 
 
@@ -357,7 +360,8 @@ def run(state):
             null_arrays=_makes_null_arrays(fir),
             replayed=tuple(p.name for p in facts.replayed_arrays()),
             atomic_reads=facts.atomic_reads(), atomic_replays=facts.atomic_replays(),
-            tile_work=_tile_work(fir))
+            tile_work=_tile_work(fir),
+            lane_tiles=lane_tiles(fir) if any(t.name == "cuda" for t in targets) else None)
     if state.options.mode != "release":  # debug and guarded: the module's kernels share sites
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
     state.defs = defs  # the adjoint and tangent ones lose their dead assignments in ``prune``

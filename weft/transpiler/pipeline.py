@@ -23,6 +23,8 @@ index_wraps  ``index_wraps``         integer temporaries that only index arrays 
                                      bits (C's wrap-around kept for every other integer)
 tile_views   ``tile_views``          tile loads nothing can write over while the tile lives
                                      read their array in place
+cuda_tiles   ``cuda_tiles``          CUDA kernels only: tiles in shared memory, each tile
+                                     operation shared by the threads of a block
 assemble     ``assemble``            the module's source text
 second_order ``second_order``        the tangents of the adjoint kernels (``tape.hvp``)
 ============ ======================= ===========================================================
@@ -34,7 +36,7 @@ Three pipelines are made of that list (:func:`passes`):
   of a module ``"kernel"`` built (perhaps in an earlier process: the cache keeps the text);
 - ``"host"`` (:data:`HOST`): a builtin called at Python scope (:mod:`weft.runtime.host`), from
   ``lower`` to ``assemble`` in their host forms (a synthetic func as the root; plain Python
-  text), without ``index_wraps``, ``tile_views`` (nothing compiles that code) and
+  text), without ``index_wraps``, ``tile_views``, ``cuda_tiles`` (nothing compiles that code) and
   ``second_order``.
 
 ``WEFT_DUMP=lower,analyze,...`` (pass names, or ``all``) prints the state after those passes,
@@ -49,7 +51,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-from . import (analyze, assemble, generate, index_wraps, lanes, prune, second_order,
+from . import (analyze, assemble, cuda_tiles, generate, index_wraps, lanes, prune, second_order,
                specialize, tile_views, verify)
 from ..stdlib.ir import Assign, If, Loop
 from ..core.startup import collector_paused
@@ -122,6 +124,7 @@ PIPELINE = [
     Pass("prune", prune.run, _dump_defs, host=prune.run),
     Pass("index_wraps", index_wraps.run, _dump_defs),
     Pass("tile_views", tile_views.run, _dump_defs),
+    Pass("cuda_tiles", cuda_tiles.run, _dump_defs),
     Pass("assemble", assemble.run, lambda state: state.source, host=assemble.run_host),
     Pass("second_order", second_order.run, lambda state: state.second_source),
 ]

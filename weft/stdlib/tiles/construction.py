@@ -255,6 +255,7 @@ class _tile_rand:
 
 def _rand_form(kind):
     def lower(ctx, node):
+        lanes.refuse_on_cuda(ctx, node, f"tile_rand{kind[0]}")
         kw = _kw(node)
         shape = static_shape(ctx, node.args[0] if node.args else kw.get("shape"),
                              "the tile's shape")

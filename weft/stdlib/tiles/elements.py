@@ -10,7 +10,7 @@ import ast
 from ...core import types as T
 from ...core.errors import KernelTypeError
 from .. import ir
-from ..exprs import Ex, const, name, tile_const
+from ..exprs import Ex, _target, const, name, tile_const
 from ..registry import REGISTRY, builtin, lookup, special_form
 from .common import _elem_len, _int, _let, _sum_all, _tile_arg, _tuple, _wk, elementwise
 
@@ -170,15 +170,15 @@ class ElementFn:
     def value(self, elems):
         if self.builtin is not None:
             return self.builtin.primal(*elems, **self.attrs)
-        return Ex(ast.Call(name(self.fir.name), [e.node for e in elems], []),
-                  self.fir.ret_type)
+        return Ex(ast.Call(name(self.fir.name), [e.node for e in elems] + _extra("forward"),
+                           []), self.fir.ret_type)
 
     def adjoint(self, elems, ret, adj):
         if self.builtin is not None:
             return self.builtin.adjoint(*elems, ret=ret, adj=adj, **self.attrs)
         diffp = [k for k, p in enumerate(self.fir.params) if T.is_differentiable(p.type)]
-        c = _let(ast.Call(name(f"{self.fir.name}__adj"), [e.node for e in elems] + [adj.node],
-                          []), "ca")
+        c = _let(ast.Call(name(f"{self.fir.name}__adj"), [e.node for e in elems] + [adj.node] +
+                          _extra("adjoint"), []), "ca")
         out = [None] * len(elems)
         for j, k in enumerate(diffp):
             out[k] = Ex(ast.Subscript(c, _int(j), ast.Load()), elems[k].type)
@@ -191,8 +191,15 @@ class ElementFn:
         for p, t, e in zip(self.fir.params, tans, elems):
             if T.is_differentiable(p.type):
                 args.append(t.node if t is not None else const(0, e.type).node)
-        c = ast.Call(name(f"{self.fir.name}__jvp"), args, [])
+        c = ast.Call(name(f"{self.fir.name}__jvp"), args + _extra("tangent"), [])
         return Ex(ast.Subscript(c, _int(1), ast.Load()), ret.type)
+
+
+def _extra(pass_kind):
+    """The arguments every call of a generated function of ``pass_kind`` passes last on the
+    target being generated for (CUDA adjoints' error word, debug builds' ``_dbg``)."""
+    target = _target.get()
+    return [name(p) for p in target.extra_params(pass_kind)] if target is not None else []
 
 
 @builtin("tile_map_b", ["tile_map(f, a, ...)"], lambda ts, a=None: None, public=False)

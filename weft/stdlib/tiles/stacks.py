@@ -7,7 +7,7 @@ import ast
 
 from ...core import types as T
 from ...core.errors import KernelTypeError, KernelValueError
-from .. import ir
+from .. import ir, lanes
 from ..exprs import Ex, attr_path, name, tile_const
 from ..registry import NAMESPACE, SpecialForm, builtin, lookup, special_form
 from .common import (VOID, _element, _emit, _flat_view, _int, _kw, _let, _tuple, _wk, _write,
@@ -88,6 +88,7 @@ def _stack_arg(ctx, node, what):
 
 
 def _lower_tile_stack(ctx, node):
+    lanes.refuse_on_cuda(ctx, node, "a tile stack")
     kw = _kw(node)
     cap_node = node.args[0] if node.args else kw.get("capacity")
     dtype_node = node.args[1] if len(node.args) > 1 else kw.get("dtype")

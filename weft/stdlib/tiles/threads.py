@@ -40,6 +40,7 @@ def tile_form(ctx, node):
     x = ctx.expr(node.args[0])
     if T.is_tile_type(getattr(x, "type", None)):
         return x
+    lanes.refuse_on_cuda(ctx, node, "wp.tile(x) of a value")
     kw = _kw(node)
     keep = bool(ctx.static_value(kw["preserve_type"], "preserve_type")) \
         if "preserve_type" in kw else False
@@ -99,6 +100,7 @@ NAMESPACE["tile"] = TileForm("tile", "tile(x): a tile holding the value of x of 
 
 @special_form("untile", "untile(t): this thread's element of a 1-D tile of the block's length")
 def untile(ctx, node):
+    lanes.refuse_on_cuda(ctx, node, "wp.untile")
     t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "untile's operand")
     mode = lanes.current()
     if mode is not None:
@@ -166,6 +168,7 @@ class _tile_scatter_add:
 @special_form("tile_scatter_add", "tile_scatter_add(t, i, ..., value, has_value, atomic=True): "
               "adds each lane's value into tile t at its index (t a local name)")
 def tile_scatter_add(ctx, node):
+    lanes.refuse_on_cuda(ctx, node, "tile_scatter_add")
     kw = _kw(node)
     if not node.args or not isinstance(node.args[0], ast.Name):
         raise ctx.fail(node, "tile_scatter_add's tile must be a local name")
@@ -206,6 +209,7 @@ def tile_scatter_add(ctx, node):
               "t[i, ...] = value where has_value (each thread's write; one lane on the CPU)",
               assigned=_assign_assigned)
 def tile_scatter_masked(ctx, node):
+    lanes.refuse_on_cuda(ctx, node, "tile_scatter_masked")
     """Warp's ``tile_scatter_masked``: ``if has_value: t[i, ...] = value``, the tile's name
     rebound (weft's tiles are values). Every argument is evaluated, as Warp; the indices are
     used only where ``has_value`` holds. Its adjoint is the write's: ``value`` takes the tile's
@@ -256,6 +260,7 @@ def tile_scatter_masked(ctx, node):
 @special_form("tile_from_thread", "tile_from_thread(shape, value, thread_idx=0): a tile "
               "filled with one thread's value")
 def tile_from_thread(ctx, node):
+    lanes.refuse_on_cuda(ctx, node, "tile_from_thread")
     kw = _kw(node)
     shape_node = node.args[0] if node.args else kw.get("shape")
     value_node = node.args[1] if len(node.args) > 1 else kw.get("value")
@@ -278,6 +283,7 @@ def tile_from_thread(ctx, node):
 @special_form("block_dim", "block_dim(): the number of threads of a tile block (1 on the CPU, "
               "block_dim with wp.config.enable_cpu_blocks)")
 def block_dim(ctx, node):
+    lanes.refuse_on_cuda(ctx, node, "wp.block_dim()")
     mode = lanes.current()
     if mode is not None:
         mode.coupled.append("block_dim")

@@ -1,0 +1,518 @@
+"""Cooperative tiles on CUDA: the device functions that generated CUDA code calls for tile
+operations (``_wk.<name>``, re-exported by :mod:`weft.native.cuda_helpers`).
+
+A tile block is a CUDA thread block: every thread of the block is one of its lanes, runs the
+kernel's scalar code, and takes part in each tile operation. A tile lives in shared memory,
+allocated by the generated kernel itself with its static shape (``cuda.shared.array``; see
+:mod:`weft.transpiler.cuda_tiles`), and each operation here writes its result into the buffer
+it is given: lane ``l`` of ``n`` computes elements ``l, l + n, l + 2n, ...``. Every operation
+starts with a barrier (no lane writes a buffer another lane may still be reading) and ends with
+one (every lane sees the whole result).
+
+The order of every sum is the CPU helpers' (:mod:`weft.native.tiles`): each element of a
+product is summed over ``k`` in increasing order, a reduction to one value adds element ``k``
+into running sum ``k % 8`` and the eight pairwise, so a real GPU (which fuses multiply-adds as
+the CPU cores are told to) gives the CPU's values. Reductions to one value are computed by
+every lane from the shared tile (no atomics, so the result does not depend on the order in
+which lanes arrive).
+"""
+from __future__ import annotations
+
+from numba import cuda
+
+_dev = cuda.jit(device=True)
+
+
+@_dev
+def tile_lane():
+    return cuda.threadIdx.x
+
+
+@_dev
+def tile_lanes():
+    return cuda.blockDim.x
+
+
+@_dev
+def tile_sync():
+    cuda.syncthreads()
+
+
+@_dev
+def block_index(p, dim, tid_dims):
+    """The flat launch index that ``wp.tid()``'s ``tid_dims`` indices are taken from, for
+    thread ``p`` of a tiled launch over ``dim`` (the grid, then the block's threads): the
+    block's index when the kernel does not unpack the lane (``i, j = wp.tid()``), else ``p``."""
+    if len(dim) > tid_dims and tid_dims > 1:
+        return p // dim[len(dim) - 1]
+    return p
+
+
+# ------------------------------------------------------------------------------ construction
+@_dev
+def tile_fill(out, x):
+    """Every element of ``out`` (a tile of scalars) = ``x``."""
+    cuda.syncthreads()
+    f = out.reshape(out.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = x
+    cuda.syncthreads()
+
+
+@_dev
+def tile_copy(out, t):
+    cuda.syncthreads()
+    f = out.reshape(out.size)
+    g = t.reshape(t.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = g[e]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_add_tt(out, a, b):
+    cuda.syncthreads()
+    f, fa, fb = out.reshape(out.size), a.reshape(a.size), b.reshape(b.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = fa[e] + fb[e]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_sub_tt(out, a, b):
+    cuda.syncthreads()
+    f, fa, fb = out.reshape(out.size), a.reshape(a.size), b.reshape(b.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = fa[e] - fb[e]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_mul_tt(out, a, b):
+    cuda.syncthreads()
+    f, fa, fb = out.reshape(out.size), a.reshape(a.size), b.reshape(b.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = fa[e] * fb[e]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_add_ts(out, a, x):
+    cuda.syncthreads()
+    f, fa = out.reshape(out.size), a.reshape(a.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = fa[e] + x
+    cuda.syncthreads()
+
+
+@_dev
+def tile_sub_ts(out, a, x):
+    cuda.syncthreads()
+    f, fa = out.reshape(out.size), a.reshape(a.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = fa[e] - x
+    cuda.syncthreads()
+
+
+@_dev
+def tile_mul_ts(out, a, x):
+    cuda.syncthreads()
+    f, fa = out.reshape(out.size), a.reshape(a.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = fa[e] * x
+    cuda.syncthreads()
+
+
+@_dev
+def tile_add_st(out, x, b):
+    cuda.syncthreads()
+    f, fb = out.reshape(out.size), b.reshape(b.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = x + fb[e]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_sub_st(out, x, b):
+    cuda.syncthreads()
+    f, fb = out.reshape(out.size), b.reshape(b.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = x - fb[e]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_mul_st(out, x, b):
+    cuda.syncthreads()
+    f, fb = out.reshape(out.size), b.reshape(b.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = x * fb[e]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_transpose_into(out, t):
+    cuda.syncthreads()
+    n = out.shape[1]
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        out[i, j] = t[j, i]
+    cuda.syncthreads()
+
+
+# ------------------------------------------------------------------------------ memory
+@_dev
+def tile_load1_into(out, a, o0):
+    """``out`` = ``a[o0:o0 + n]``, zero outside the array (Warp's padding)."""
+    cuda.syncthreads()
+    for i in range(cuda.threadIdx.x, out.shape[0], cuda.blockDim.x):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            out[i] = a[r]
+        else:
+            out[i] = 0
+    cuda.syncthreads()
+
+
+@_dev
+def tile_load2_into(out, a, o0, o1):
+    cuda.syncthreads()
+    n = out.shape[1]
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        r = o0 + i
+        c = o1 + j
+        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1]:
+            out[i, j] = a[r, c]
+        else:
+            out[i, j] = 0
+    cuda.syncthreads()
+
+
+@_dev
+def tile_store1(a, o0, t):
+    """``a[o0:o0 + n] = t``, skipping the elements outside the array."""
+    cuda.syncthreads()
+    for i in range(cuda.threadIdx.x, t.shape[0], cuda.blockDim.x):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            a[r] = t[i]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_store2(a, o0, o1, t):
+    cuda.syncthreads()
+    n = t.shape[1]
+    for e in range(cuda.threadIdx.x, t.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        r = o0 + i
+        c = o1 + j
+        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1]:
+            a[r, c] = t[i, j]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_store_one(a, o0, x):
+    """``tile_store1`` of a one-element tile held as the scalar ``x`` (lane 0 writes)."""
+    if cuda.threadIdx.x == 0 and 0 <= o0 < a.shape[0]:
+        a[o0] = x
+    cuda.syncthreads()
+
+
+@_dev
+def tile_atomic_add1_into(out, a, o0, t):
+    """Adds ``t`` into ``a[o0:o0 + n]`` atomically; ``out`` = the values replaced (zero
+    outside the array)."""
+    cuda.syncthreads()
+    for i in range(cuda.threadIdx.x, t.shape[0], cuda.blockDim.x):
+        r = o0 + i
+        if 0 <= r < a.shape[0]:
+            out[i] = cuda.atomic.add(a, r, t[i])
+        else:
+            out[i] = 0
+    cuda.syncthreads()
+
+
+@_dev
+def tile_atomic_add2_into(out, a, o0, o1, t):
+    cuda.syncthreads()
+    n = t.shape[1]
+    for e in range(cuda.threadIdx.x, t.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        r = o0 + i
+        c = o1 + j
+        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1]:
+            out[i, j] = cuda.atomic.add(a, (r, c), t[i, j])
+        else:
+            out[i, j] = 0
+    cuda.syncthreads()
+
+
+@_dev
+def tile_load_adj1(adj, o0, g):
+    """The adjoint of a load: ``g`` added into ``adj[o0:o0 + n]`` atomically (other blocks
+    may load the same elements)."""
+    cuda.syncthreads()
+    for i in range(cuda.threadIdx.x, g.shape[0], cuda.blockDim.x):
+        r = o0 + i
+        if 0 <= r < adj.shape[0]:
+            cuda.atomic.add(adj, r, g[i])
+    cuda.syncthreads()
+
+
+@_dev
+def tile_load_adj2(adj, o0, o1, g):
+    cuda.syncthreads()
+    n = g.shape[1]
+    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        r = o0 + i
+        c = o1 + j
+        if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1]:
+            cuda.atomic.add(adj, (r, c), g[i, j])
+    cuda.syncthreads()
+
+
+# ------------------------------------------------------------------------------ products
+@_dev
+def _dot(a, b, i, j, ta, tb):
+    """Row ``i`` of ``a`` (or of ``a.T`` when ``ta``) times column ``j`` of ``b`` (of ``b.T``
+    when ``tb``), summed over k in increasing order."""
+    K = a.shape[0] if ta else a.shape[1]
+    s = a.dtype.type(0)
+    for k in range(K):
+        x = a[k, i] if ta else a[i, k]
+        y = b[j, k] if tb else b[k, j]
+        s += x * y
+    return s
+
+
+@_dev
+def _product(out, a, b, ta, tb):
+    cuda.syncthreads()
+    n = out.shape[1]
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        out[i, j] = _dot(a, b, i, j, ta, tb)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_matmul_into(out, a, b):
+    """``out = a @ b``."""
+    _product(out, a, b, False, False)
+
+
+@_dev
+def tile_matmul_adj_a_into(out, g, b):
+    """``out = g @ b.T``."""
+    _product(out, g, b, False, True)
+
+
+@_dev
+def tile_matmul_adj_b_into(out, a, g):
+    """``out = a.T @ g``."""
+    _product(out, a, g, True, False)
+
+
+@_dev
+def tile_matmul_acc_into(out, a, b, c, alpha, beta):
+    """``out = alpha * (a @ b) + beta * c`` as the CPU computes it (the product first, then
+    the scaling rounded step by step; ``beta == 0`` ignores ``c``). ``out`` may be ``c``
+    itself: each lane reads the elements of ``c`` it then writes."""
+    cuda.syncthreads()
+    n = out.shape[1]
+    z = out.dtype.type(0)
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        p = _dot(a, b, i, j, False, False)
+        if beta != z:
+            out[i, j] = alpha * p + beta * c[i, j]
+        else:
+            out[i, j] = alpha * p
+    cuda.syncthreads()
+
+
+# ------------------------------------------------------------------------------ reductions
+@_dev
+def tile_sum_scalar(t):
+    """The sum of a tile of scalars, in the CPU's order (:func:`weft.native.tiles.
+    tile_sum_scalar`), computed by every lane."""
+    f = t.reshape(t.size)
+    n = f.size
+    z = f.dtype.type(0)
+    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = z
+    k = 0
+    while k + 8 <= n:
+        s0 += f[k]
+        s1 += f[k + 1]
+        s2 += f[k + 2]
+        s3 += f[k + 3]
+        s4 += f[k + 4]
+        s5 += f[k + 5]
+        s6 += f[k + 6]
+        s7 += f[k + 7]
+        k += 8
+    s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
+    while k < n:
+        s += f[k]
+        k += 1
+    return s
+
+
+@_dev
+def tile_max_scalar(t):
+    f = t.reshape(t.size)
+    m = f[0]
+    for k in range(1, f.size):
+        if f[k] > m:
+            m = f[k]
+    return m
+
+
+@_dev
+def tile_min_scalar(t):
+    f = t.reshape(t.size)
+    m = f[0]
+    for k in range(1, f.size):
+        if f[k] < m:
+            m = f[k]
+    return m
+
+
+@_dev
+def _put_one(out, x):
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        out[0] = x
+    cuda.syncthreads()
+
+
+@_dev
+def tile_sum_into(out, t):
+    _put_one(out, tile_sum_scalar(t))
+
+
+@_dev
+def tile_max_into(out, t):
+    _put_one(out, tile_max_scalar(t))
+
+
+@_dev
+def tile_min_into(out, t):
+    _put_one(out, tile_min_scalar(t))
+
+
+@_dev
+def tile_argmax_into(out, t):
+    f = t.reshape(t.size)
+    m = 0
+    for k in range(1, f.size):
+        if f[k] > f[m]:
+            m = k
+    _put_one(out, m)
+
+
+@_dev
+def tile_argmin_into(out, t):
+    f = t.reshape(t.size)
+    m = 0
+    for k in range(1, f.size):
+        if f[k] < f[m]:
+            m = k
+    _put_one(out, m)
+
+
+@_dev
+def tile_sum_adj_into(out, t, g):
+    """The adjoint of ``tile_sum``: ``g[0]`` in every element."""
+    tile_fill(out, g[0])
+
+
+@_dev
+def tile_extreme_adj_into(out, t, r, g):
+    """The adjoint of ``tile_max``/``tile_min``: all of ``g[0]`` to the first element equal
+    to the result ``r[0]``."""
+    cuda.syncthreads()
+    ft = t.reshape(t.size)
+    first = ft.size
+    for k in range(ft.size):
+        if ft[k] == r[0]:
+            first = k
+            break
+    fo = out.reshape(out.size)
+    for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
+        fo[e] = g[0] if e == first else 0
+    cuda.syncthreads()
+
+
+# ------------------------------------------------------------------------------ elements, shape
+@_dev
+def tile_insert_into(out, t, idx, x):
+    """``out`` = ``t`` with element ``idx`` (a tuple) set to ``x`` (lane 0 writes it)."""
+    tile_copy(out, t)
+    if cuda.threadIdx.x == 0:
+        out[idx] = x
+    cuda.syncthreads()
+
+
+@_dev
+def tile_onehot_into(out, idx, g):
+    """``out`` = zeros but ``g`` at ``idx`` (the adjoint of reading an element)."""
+    tile_fill(out, 0)
+    if cuda.threadIdx.x == 0:
+        out[idx] = g
+    cuda.syncthreads()
+
+
+@_dev
+def _source(k, shape, padded):
+    """The flat index in a tile of shape ``padded`` of element ``k`` (flat) of its broadcast
+    to ``shape`` (same rank)."""
+    src = 0
+    stride = 1
+    rem = k
+    for ax in range(len(shape) - 1, -1, -1):
+        i = rem % shape[ax]
+        rem //= shape[ax]
+        if padded[ax] != 1:
+            src += i * stride
+        stride *= padded[ax]
+    return src
+
+
+@_dev
+def tile_broadcast_into(out, t, padded):
+    """``out`` = ``t`` (its shape left-padded with ones to ``padded``) broadcast to
+    ``out``'s shape."""
+    cuda.syncthreads()
+    fo = out.reshape(out.size)
+    ft = t.reshape(t.size)
+    for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
+        fo[e] = ft[_source(e, out.shape, padded)]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_unbroadcast_into(out, g, padded):
+    """The adjoint of :func:`tile_broadcast_into`: ``g`` summed over the broadcast axes into
+    ``out`` (the source's shape; each element's terms in increasing order, as the CPU)."""
+    cuda.syncthreads()
+    fo = out.reshape(out.size)
+    fg = g.reshape(g.size)
+    for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
+        s = fo.dtype.type(0)
+        for k in range(fg.size):
+            if _source(k, g.shape, padded) == e:
+                s += fg[k]
+        fo[e] = s
+    cuda.syncthreads()

@@ -1,0 +1,689 @@
+"""Pass ``cuda_tiles``: the tile operations of CUDA kernels made cooperative.
+
+The generators write tile code once for every target, as values: each operation makes a new
+array (``np.zeros``, a helper that returns one, ``a + b`` of arrays), which is what the CPU runs
+(a tile block is one thread there). A CUDA kernel cannot allocate, and on CUDA a tile block is a
+thread block whose threads share the work. This pass rewrites a CUDA kernel's generated
+functions so that
+
+- every tile a statement makes gets a buffer in **shared memory** of its static shape
+  (``cuda.shared.array``), and the operation writes into it: ``tc = _wk.tile_matmul(ta, tb)``
+  becomes ``tc = cuda.shared.array((8, 8), np.float32)`` and
+  ``_wk.tile_matmul_into(tc, ta, tb)``, a device function of :mod:`weft.native.cuda_tiles` in
+  which each lane computes its share of the elements between two barriers;
+- a generated loop over a tile's elements (an elementwise operation, ``tile_map``, the rows of a
+  reduction) runs each lane over its own elements (``range(lane, n, lanes)``), between barriers;
+- a buffer made inside a loop is two buffers used in turn, so an operation never writes the
+  buffer it reads (``sum = tile_matmul(a, b, sum)`` carried by a loop);
+- names that only alias a tile (``sum_1 = sum``), element reads (``t[i, j]``) and scalar code stay
+  as they are: every lane runs them, as every thread of Warp's blocks does.
+
+What the pass does not know how to make cooperative (an operation without a device function
+here, a tile pushed on a loop's stack, a tile passed to a func) raises :class:`Unsupported`: for
+a forward function that refuses the kernel on CUDA with the operation named; for an adjoint or
+tangent, the kernel's CUDA derivatives are refused when launched (``no_derivative``) and its
+forward still runs.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import dataclasses
+import re
+
+import numpy as np
+
+from ..core import types as T
+from ..core.errors import KernelError
+from ..stdlib.exprs import attr_path, name, tile_dtype
+
+#: static shared memory a CUDA block may use without opting in (bytes)
+SHARED_LIMIT = 48 * 1024
+
+_GENERATED_LOOP = re.compile(r"_(e|r|k)\d+$")
+
+
+class Unsupported(Exception):
+    """A tile statement this pass cannot make cooperative (its message says what)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Tile:
+    shape: tuple
+    dtype: str  # "float32", ...
+
+
+def _wk(fn, *args):
+    return ast.Call(attr_path(f"_wk.{fn}"), list(args), [])
+
+
+def _expr_stmt(node):
+    return ast.Expr(node)
+
+
+def _assign(target, value):
+    return ast.Assign([ast.Name(target, ast.Store())], value, lineno=0)
+
+
+def _wk_name(node):
+    """``fn`` of a call ``_wk.fn(...)``, else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            isinstance(node.func.value, ast.Name) and node.func.value.id == "_wk":
+        return node.func.attr
+    return None
+
+
+def _const_int(node):
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _np_dtype(node):
+    """``"float32"`` of ``np.float32`` (and ``np.bool_``), else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+            node.value.id == "np":
+        return node.attr
+    return None
+
+
+_SCALAR_RESULTS = {"tile_sum_scalar", "tile_max_scalar", "tile_min_scalar"}
+_EFFECTS = {"tile_store1", "tile_store2", "tile_load_adj1", "tile_load_adj2", "tile_store_one"}
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul"}
+
+
+class _Function:
+    """The rewrite of one generated CUDA function."""
+
+    def __init__(self, fdef, arrays, names):
+        self.fdef = fdef
+        self.arrays = arrays  # kernel array parameter -> numpy dtype name (arrays of scalars)
+        self.env = {}         # name -> Tile (its buffer is in shared memory)
+        self.decls = []       # statements at the top: the double buffers of loop sites
+        self.names = names
+        self.shared = 0       # bytes of shared memory allocated
+        self.loc = None
+
+    # -- allocation -------------------------------------------------------------------------
+    def _fresh(self, hint):
+        self.names[0] += 1
+        return f"_{hint}{self.names[0]}"
+
+    def alloc(self, tile, out, in_loop):
+        """A new buffer for ``tile`` bound to a fresh name; statements appended to ``out``."""
+        size = int(np.prod(tile.shape)) * np.dtype(
+            "bool" if tile.dtype == "bool_" else tile.dtype).itemsize
+        shape = ast.Tuple([ast.Constant(d) for d in tile.shape], ast.Load())
+        dt = attr_path(f"np.{tile.dtype}")
+        n = self._fresh("shm")
+        if not in_loop:
+            self.shared += size
+            out.append(_assign(n, ast.Call(attr_path("cuda.shared.array"), [shape, dt], [])))
+        else:  # two buffers used in turn: an operation in a loop never writes what it reads
+            self.shared += 2 * size
+            buf, par = self._fresh("shb"), self._fresh("shp")
+            both = ast.Tuple([ast.Constant(2)] + list(shape.elts), ast.Load())
+            self.decls += [_assign(buf, ast.Call(attr_path("cuda.shared.array"), [both, dt], [])),
+                           _assign(par, ast.Constant(0))]
+            out += [_assign(par, ast.BinOp(ast.Constant(1), ast.Sub(), name(par))),
+                    _assign(n, ast.Subscript(name(buf), name(par), ast.Load()))]
+        self.env[n] = tile
+        return n
+
+    # -- expressions ------------------------------------------------------------------------
+    def tile_of(self, node):
+        return self.env.get(node.id) if isinstance(node, ast.Name) else None
+
+    def value(self, node, out, in_loop):
+        """The name of a buffer holding tile expression ``node`` (its statements appended to
+        ``out``), or None when ``node`` is not a tile."""
+        if isinstance(node, ast.Name):
+            return node.id if node.id in self.env else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                isinstance(node.func.value, ast.Name) and node.func.value.id == "np" and \
+                node.func.attr == "zeros":
+            return self.filled(node, ast.Constant(0), out, in_loop)
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.left, ast.Call) and isinstance(node.left.func, ast.Attribute) \
+                    and node.left.func.attr == "zeros" and isinstance(node.op, ast.Add):
+                return self.filled(node.left, self.scalar(node.right, out, in_loop), out,
+                                   in_loop)
+            return self.binop(node, out, in_loop)
+        fn = _wk_name(node)
+        if fn is None or not fn.startswith("tile_") or fn in _SCALAR_RESULTS:
+            return None
+        if fn in _EFFECTS:
+            raise Unsupported(f"'{fn}' used as a value")
+        return self.helper(fn, node, out, in_loop)
+
+    def filled(self, call, value, out, in_loop):
+        shape = call.args[0]
+        dims = [_const_int(d) for d in shape.elts] if isinstance(shape, ast.Tuple) else \
+            [_const_int(shape)]
+        dt = _np_dtype(call.args[1]) if len(call.args) > 1 else None
+        if None in dims or dt is None:
+            raise Unsupported("a tile of a shape or type not known when compiling")
+        n = self.alloc(Tile(tuple(dims), dt), out, in_loop)
+        out.append(_expr_stmt(_wk("tile_fill", name(n), value)))
+        return n
+
+    def binop(self, node, out, in_loop):
+        left = self.value(node.left, out, in_loop)
+        right = self.value(node.right, out, in_loop)
+        if left is None and right is None:
+            return None
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise Unsupported(f"the operator {type(node.op).__name__} on whole tiles")
+        tile = self.env[left if left is not None else right]
+        if left is not None and right is not None and \
+                self.env[left].shape != self.env[right].shape:
+            raise Unsupported("an operator on tiles of different shapes")
+        lhs = name(left) if left is not None else self.scalar(node.left, out, in_loop)
+        rhs = name(right) if right is not None else self.scalar(node.right, out, in_loop)
+        kind = ("t" if left is not None else "s") + ("t" if right is not None else "s")
+        n = self.alloc(tile, out, in_loop)
+        out.append(_expr_stmt(_wk(f"tile_{op}_{kind}", name(n), lhs, rhs)))
+        return n
+
+    def args(self, node, out, in_loop):
+        """The arguments of a helper call: tiles as buffer names, the rest scalar."""
+        res = []
+        for a in node.args:
+            t = self.value(a, out, in_loop)
+            res.append(name(t) if t is not None else self.scalar(a, out, in_loop))
+        return res
+
+    def helper(self, fn, node, out, in_loop):
+        args = self.args(node, out, in_loop)
+        tiles = [self.tile_of(a) for a in args]
+        m = re.fullmatch(r"tile_(load|view)([12])", fn)
+        if m:
+            nd = int(m.group(2))
+            src = args[0]
+            dt = self.arrays.get(src.id) if isinstance(src, ast.Name) else None
+            dims = [_const_int(d) for d in args[1 + nd:]]
+            if dt is None or None in dims or len(dims) != nd:
+                raise Unsupported("a tile load from an array of vectors, matrices or structs, "
+                                  "or from an array that is not a kernel parameter")
+            n = self.alloc(Tile(tuple(dims), dt), out, in_loop)
+            out.append(_expr_stmt(_wk(f"tile_load{nd}_into", name(n), *args[:1 + nd])))
+            return n
+        m = re.fullmatch(r"tile_atomic_add([12])", fn)
+        if m and tiles[-1] is not None:
+            n = self.alloc(tiles[-1], out, in_loop)
+            out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *args)))
+            return n
+        special = self.shaped(fn, node, args, tiles, out, in_loop)
+        if special is not None:
+            return special
+        shape = None
+        if fn == "tile_matmul" and tiles[0] and tiles[1]:
+            shape, dt = (tiles[0].shape[0], tiles[1].shape[1]), tiles[0].dtype
+        elif fn == "tile_matmul_adj_a" and tiles[0] and tiles[1]:
+            shape, dt = (tiles[0].shape[0], tiles[1].shape[0]), tiles[0].dtype
+        elif fn == "tile_matmul_adj_b" and tiles[0] and tiles[1]:
+            shape, dt = (tiles[0].shape[1], tiles[1].shape[1]), tiles[0].dtype
+        elif fn == "tile_matmul_acc" and tiles[2]:
+            shape, dt = tiles[2].shape, tiles[2].dtype
+        elif fn in ("tile_sum", "tile_max", "tile_min") and tiles[0]:
+            shape, dt = (1,), tiles[0].dtype
+        elif fn in ("tile_argmax", "tile_argmin") and tiles[0]:
+            shape, dt = (1,), "int32"
+        elif fn in ("tile_sum_adj", "tile_extreme_adj") and tiles[0]:
+            shape, dt = tiles[0].shape, tiles[0].dtype
+        elif fn == "tile_transpose" and tiles[0] and len(tiles[0].shape) == 2:
+            shape, dt = tiles[0].shape[::-1], tiles[0].dtype
+        if shape is None or any(t is not None and len(t.shape) > 2 for t in tiles):
+            raise Unsupported(f"'{fn[5:] if fn.startswith('tile_') else fn}'")
+        if fn.startswith("tile_matmul") and len({t.dtype for t in tiles if t}) > 1:
+            raise Unsupported("'tile_matmul' of tiles of different types")
+        n = self.alloc(Tile(tuple(shape), dt), out, in_loop)
+        out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *args)))
+        return n
+
+    def shaped(self, fn, node, args, tiles, out, in_loop):
+        """The helpers whose result's shape is a literal argument, or a view: the buffer's
+        name, or None for the others."""
+        if fn == "tile_reshape" and tiles[0] is not None:
+            dims = _literal_shape(args[1])
+            if dims is None or int(np.prod(dims)) != int(np.prod(tiles[0].shape)):
+                raise Unsupported("'reshape' to a shape not known when compiling")
+            n = self._fresh("shv")  # a view: the buffer's elements never change
+            out.append(_assign(n, ast.Call(ast.Attribute(args[0], "reshape", ast.Load()),
+                                           [args[1]], [])))
+            self.env[n] = Tile(dims, tiles[0].dtype)
+            return n
+        if fn in ("tile_fill", "tile_full"):
+            like = tiles[0] if fn == "tile_fill" else tiles[2]
+            dims = like.shape if fn == "tile_fill" else _literal_shape(args[0])
+            value = args[1]
+            if like is None or dims is None or tuple(dims) != like.shape[:len(dims)] or \
+                    self.tile_of(value) is not None:
+                raise Unsupported(f"'{fn[5:]}' of vectors or matrices")
+            n = self.alloc(Tile(tuple(dims), like.dtype), out, in_loop)
+            out.append(_expr_stmt(_wk("tile_fill", name(n), value)))
+            return n
+        if fn in ("tile_insert", "tile_zero_at") and tiles[0] is not None:
+            if len(args) > 2 and isinstance(args[2], ast.Tuple):
+                raise Unsupported("'insert' of a vector or matrix element")
+            n = self.alloc(tiles[0], out, in_loop)
+            value = args[2] if fn == "tile_insert" else ast.Constant(0)
+            out.append(_expr_stmt(_wk("tile_insert_into", name(n), args[0], args[1], value)))
+            return n
+        if fn == "tile_onehot" and tiles[0] is not None:
+            if isinstance(args[2], ast.Tuple):
+                raise Unsupported("'onehot' of a vector or matrix element")
+            n = self.alloc(tiles[0], out, in_loop)
+            out.append(_expr_stmt(_wk("tile_onehot_into", name(n), args[1], args[2])))
+            return n
+        if fn in ("tile_broadcast", "tile_unbroadcast") and tiles[0] is not None:
+            padded, dims = _literal_shape(args[1]), _literal_shape(args[2])
+            if padded is None or dims is None or len(padded) != len(tiles[0].shape) + (
+                    0 if fn == "tile_unbroadcast" else len(padded) - len(tiles[0].shape)):
+                raise Unsupported(f"'{fn[5:]}' of vectors or matrices")
+            if fn == "tile_unbroadcast" and int(np.prod(dims)) != int(np.prod(padded)):
+                raise Unsupported("'unbroadcast' of vectors or matrices")
+            n = self.alloc(Tile(tuple(dims), tiles[0].dtype), out, in_loop)
+            out.append(_expr_stmt(_wk(f"{fn}_into", name(n), args[0], args[1])))
+            return n
+        return None
+
+    def scalar(self, node, out, in_loop):
+        """``node``, a scalar expression, with its tile subexpressions made first (their
+        statements appended to ``out``); reading a tile's elements stays as it is."""
+        if isinstance(node, ast.Name):
+            if node.id in self.env:
+                raise Unsupported("a tile used where a value is expected")
+            return node
+        if isinstance(node, ast.Subscript):
+            t = self.value(node.value, out, in_loop)
+            base = name(t) if t is not None else self.scalar(node.value, out, in_loop)
+            return ast.Subscript(base, self.scalar(node.slice, out, in_loop), ast.Load())
+        fn = _wk_name(node)
+        if fn in _SCALAR_RESULTS:
+            return _wk(fn, *self.args(node, out, in_loop))
+        if fn is not None and fn.startswith("tile_"):
+            raise Unsupported(f"'{fn[5:]}'")
+        if isinstance(node, ast.Call) and any(
+                isinstance(a, ast.Name) and a.id in self.env for a in node.args):
+            raise Unsupported("a tile passed to a function")
+        node = copy.copy(node)
+        for field, old in ast.iter_fields(node):
+            if isinstance(old, ast.expr):
+                setattr(node, field, self.scalar(old, out, in_loop))
+            elif isinstance(old, list):
+                setattr(node, field, [self.scalar(x, out, in_loop) if isinstance(x, ast.expr)
+                                      else x for x in old])
+        return node
+
+    # -- statements -------------------------------------------------------------------------
+    def block(self, stmts, in_loop):
+        out = []
+        for s in stmts:
+            loc = getattr(s, "_weft_loc", None)
+            if loc is not None:
+                self.loc = loc
+            before = len(out)
+            self.stmt(s, out, in_loop)
+            if loc is not None and len(out) > before and \
+                    getattr(out[before], "_weft_loc", None) is None:
+                out[before]._weft_loc = loc
+        return out
+
+    def stmt(self, s, out, in_loop):
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and \
+                isinstance(s.targets[0], ast.Name):
+            target = s.targets[0].id
+            v = s.value
+            if isinstance(v, ast.Name) and v.id in self.env:  # an alias: values never change
+                self.env[target] = self.env[v.id]
+                out.append(s)
+                return
+            if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and \
+                    v.func.attr == "reshape" and isinstance(v.func.value, ast.Name) and \
+                    v.func.value.id in self.env:
+                base = self.env[v.func.value.id]
+                dims = [_const_int(d) for d in (v.args[0].elts if isinstance(
+                    v.args[0], ast.Tuple) else v.args)]
+                if None in dims or int(np.prod(dims)) != int(np.prod(base.shape)):
+                    raise Unsupported("a tile reshaped to a shape not known when compiling")
+                self.env[target] = Tile(tuple(dims), base.dtype)
+                out.append(s)
+                return
+            t = self.value(v, out, in_loop)
+            if t is not None:
+                self.env[target] = self.env[t]
+                out.append(_assign(target, name(t)))
+                return
+            self.env.pop(target, None)
+            out.append(ast.Assign(s.targets, self.scalar(v, out, in_loop), lineno=0))
+            return
+        if isinstance(s, (ast.Assign, ast.AugAssign)):
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            for tg in targets:
+                base = tg.value if isinstance(tg, ast.Subscript) else tg
+                if isinstance(base, ast.Name) and base.id in self.env:
+                    raise Unsupported("an element of a tile assigned outside an elementwise "
+                                      "loop (or a tile kept on a loop's stack)")
+            value = self.scalar(s.value, out, in_loop)
+            if isinstance(s, ast.Assign):
+                targets = [self.scalar(tg, out, in_loop) if isinstance(tg, ast.Subscript)
+                           else tg for tg in s.targets]
+                out.append(ast.Assign([_store(t) for t in targets], value, lineno=0))
+            else:
+                out.append(ast.AugAssign(_store(self.scalar(s.target, out, in_loop))
+                                         if isinstance(s.target, ast.Subscript) else s.target,
+                                         s.op, value))
+            return
+        if isinstance(s, ast.Expr):
+            fn = _wk_name(s.value)
+            if fn in _EFFECTS:
+                args = self.args(s.value, out, in_loop)
+                if any(self.tile_of(a) is not None and len(self.tile_of(a).shape) > 2
+                       for a in args):
+                    raise Unsupported(f"'{fn}' of a tile of more than two dimensions")
+                out.append(_expr_stmt(_wk(fn, *args)))
+                return
+            if fn is not None and fn.startswith("tile_") and fn not in _SCALAR_RESULTS:
+                self.value(s.value, out, in_loop)  # (an atomic add whose old values are unused)
+                return
+            if isinstance(s.value, ast.Constant):
+                out.append(s)
+                return
+            out.append(_expr_stmt(self.scalar(s.value, out, in_loop)))
+            return
+        if isinstance(s, ast.For):
+            if self.lane_loop(s, out):
+                return
+            it = self.scalar(s.iter, out, in_loop)
+            out.append(ast.For(s.target, it, self.block(s.body, True),
+                               self.block(s.orelse, True)))
+            return
+        if isinstance(s, ast.While):
+            test = self.scalar(s.test, [], True)
+            out.append(ast.While(test, self.block(s.body, True), self.block(s.orelse, True)))
+            return
+        if isinstance(s, ast.If):
+            test = self.scalar(s.test, out, in_loop)
+            out.append(ast.If(test, self.block(s.body, in_loop), self.block(s.orelse, in_loop)))
+            return
+        if isinstance(s, ast.Return) and s.value is not None:
+            out.append(ast.Return(self.scalar(s.value, out, in_loop)))
+            return
+        if isinstance(s, (ast.Return, ast.Pass, ast.Break, ast.Continue)):
+            out.append(s)
+            return
+        if any(isinstance(n, ast.Name) and n.id in self.env for n in ast.walk(s)):
+            raise Unsupported(f"the statement '{ast.unparse(s)}'")
+        out.append(s)
+
+    def lane_loop(self, s, out):
+        """A generated loop over a tile's elements whose iterations are independent: each lane
+        runs its own share, between barriers. True when ``s`` was one."""
+        if not (isinstance(s.target, ast.Name) and _GENERATED_LOOP.match(s.target.id) and
+                isinstance(s.iter, ast.Call) and isinstance(s.iter.func, ast.Name) and
+                s.iter.func.id == "range" and len(s.iter.args) in (1, 2) and not s.orelse):
+            return False
+        if not any(isinstance(n, ast.Name) and n.id in self.env for n in ast.walk(s)):
+            return False  # no tile in it: an ordinary loop
+        _independent(s.body, self.env)
+        body = s.body
+        out.append(_expr_stmt(_wk("tile_sync")))
+        lo = _wk("tile_lane")
+        if len(s.iter.args) == 2:
+            lo = ast.BinOp(s.iter.args[0], ast.Add(), lo)
+        out.append(ast.For(s.target, ast.Call(name("range"), [
+            lo, s.iter.args[-1], _wk("tile_lanes")], []), body, []))
+        out.append(_expr_stmt(_wk("tile_sync")))
+        return True
+
+
+def _literal_shape(node):
+    """The ints of a literal tuple (or int) node, else None."""
+    items = node.elts if isinstance(node, ast.Tuple) else [node]
+    dims = tuple(_const_int(d) for d in items)
+    return None if None in dims or not dims else dims
+
+
+def _store(node):
+    node = copy.copy(node)
+    node.ctx = ast.Store()
+    return node
+
+
+def _independent(body, env):
+    """Raise :class:`Unsupported` unless each iteration of a loop with ``body`` only writes
+    tile elements and names it assigns before reading them (no value carried from one
+    iteration to the next, so the lanes may take the iterations in any order)."""
+    stored = set()
+
+    def visit(stmts):
+        for s in stmts:
+            if isinstance(s, ast.For):
+                visit_expr(s.iter)
+                stored.add(s.target.id if isinstance(s.target, ast.Name) else None)
+                visit(s.body)
+                continue
+            if isinstance(s, ast.If):
+                visit_expr(s.test)
+                visit(s.body)
+                visit(s.orelse)
+                continue
+            if isinstance(s, ast.Assign):
+                visit_expr(s.value)
+                for t in s.targets:
+                    if isinstance(t, ast.Name):
+                        stored.add(t.id)
+                    elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
+                            t.value.id in env:
+                        visit_expr(t.slice)
+                    else:
+                        raise Unsupported("a loop over a tile's elements that writes an array")
+                continue
+            if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+                if s.target.id not in stored:
+                    raise Unsupported("a loop over a tile's elements carrying a value")
+                visit_expr(s.value)
+                continue
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant):
+                continue
+            raise Unsupported(f"the statement '{ast.unparse(s)}' in a loop over a tile's "
+                              "elements")
+
+    def visit_expr(node):
+        for n in ast.walk(node):
+            fn = _wk_name(n)
+            if fn is not None and fn.startswith("tile_") and fn not in _SCALAR_RESULTS:
+                raise Unsupported(f"'{fn[5:]}' inside a loop over a tile's elements")
+
+    visit(body)
+    _first_reads(body, {t.id for s in body for n in ast.walk(s) if isinstance(n, ast.Assign)
+                        for t in n.targets if isinstance(t, ast.Name)})
+
+
+def _first_reads(body, assigned):
+    """Raise if a name of ``assigned`` is read before its first assignment, in program order
+    (a value carried between iterations)."""
+    seen = set()
+
+    def expr(node):
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in assigned \
+                    and n.id not in seen:
+                raise Unsupported("a loop over a tile's elements carrying a value")
+
+    def stmts(ss):
+        for s in ss:
+            if isinstance(s, ast.Assign):
+                expr(s.value)
+                for t in s.targets:
+                    if isinstance(t, ast.Name):
+                        seen.add(t.id)
+                    else:
+                        expr(t)
+            elif isinstance(s, ast.AugAssign):
+                expr(s.value)
+                expr(s.target)
+            elif isinstance(s, ast.For):
+                expr(s.iter)
+                if isinstance(s.target, ast.Name):
+                    seen.add(s.target.id)
+                stmts(s.body)
+            elif isinstance(s, ast.If):
+                expr(s.test)
+                stmts(s.body)
+                stmts(s.orelse)
+    stmts(body)
+
+
+def lane_tiles(fir):
+    """Why a launch of kernel ``fir`` whose ``wp.tid()`` unpacks the thread's lane (its last
+    index) is refused on CUDA, or None: a tile operation there takes a value that may differ
+    between the block's threads (the lane, or anything computed from it or under a branch on
+    it). weft's CUDA tiles share every operand across the block; Warp's lanes would each write
+    their own elements."""
+    from ..stdlib import ir
+    from .lanes import _is_tile, _operands
+    if fir.tid_dims < 2:
+        return None
+    V = set()
+    for s in ir.walk(fir.body):
+        if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and \
+                s.expr.builtin.name == "tid" and s.expr.attrs.get("axis") == fir.tid_dims - 1:
+            V.add(id(s.dst))
+    if not V:
+        return None
+
+    def sweep(stmts, ctrl):
+        changed = False
+        for s in stmts:
+            if isinstance(s, ir.If):
+                c = ctrl or (isinstance(s.cond, ir.Var) and id(s.cond) in V)
+                changed |= sweep(s.body, c) | sweep(s.orelse, c)
+            elif isinstance(s, ir.Loop):
+                c = ctrl or any(isinstance(x, ir.Var) and id(x) in V
+                                for x in (s.start, s.stop, s.step, s.brk))
+                changed |= sweep(s.body, c)
+                for h, e in s.carried:
+                    if id(e) in V and id(h) not in V:
+                        V.add(id(h))
+                        changed = True
+            else:
+                dst = getattr(s, "dst", None)
+                if dst is not None and id(dst) not in V and (
+                        ctrl or any(id(o) in V for o in _operands(s))):
+                    V.add(id(dst))
+                    changed = True
+        return changed
+
+    while sweep(fir.body, False):
+        pass
+    for s in ir.walk(fir.body):
+        ops = _operands(s)
+        dst = getattr(s, "dst", None)
+        tile_op = (dst is not None and _is_tile(dst.type)) or (
+            isinstance(s, ir.Effect) and any(_is_tile(o.type) for o in ops))
+        if tile_op and (id(dst) in V if dst is not None else any(id(o) in V for o in ops)):
+            loc = s.loc
+            return (f"{loc.filename}:{loc.lineno}: kernel '{fir.name}': a tile operation takes "
+                    "a value that differs between the threads of a block (the lane, or a value "
+                    "computed from it); weft's CUDA tiles share their operands across the "
+                    "block, so this launch would not give Warp's result (launch it without "
+                    "unpacking the lane from wp.tid(), or with device='cpu')")
+    return None
+
+
+def _owners(abis):
+    """Generated CUDA function name -> (kernel, kind)."""
+    out = {}
+    for k, abi in abis.items():
+        for kind, by_target in abi.entries.items():
+            if "cuda" in by_target:
+                out[by_target["cuda"]] = (k, kind)
+    return out
+
+
+def _arrays(fir, abi):
+    """Kernel array parameters of scalars (and their adjoints and tangents) -> dtype name."""
+    out = {}
+    types = {p.name: p.type for p in fir.params}
+    for p in abi.params:
+        t = types.get(p.name)
+        if isinstance(t, T.ArrayType) and not T.is_composite(t.dtype):
+            dt = _np_dtype(tile_dtype(t.dtype))
+            for n in (p.name, p.adjoint, p.tangent):
+                if n:
+                    out[n] = dt
+    return out
+
+
+def _block_index(stmts, tid_dims):
+    """``_tid = int64(_p)`` (the kernel's flat launch index) made the tile block's index where
+    ``wp.tid()`` does not unpack the lane (:func:`weft.native.cuda_tiles.block_index`)."""
+    for s in stmts:
+        if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) and \
+                s.targets[0].id == "_tid":
+            s.value = _wk("block_index", s.value, name("_dim"), ast.Constant(tid_dims))
+            return True
+        if isinstance(s, ast.If) and _block_index(s.body, tid_dims):
+            return True
+    return False
+
+
+def rewrite(fdef, arrays, tid_dims=1):
+    """The cooperative form of generated CUDA function ``fdef`` (a new FunctionDef) of a
+    kernel unpacking ``wp.tid()`` into ``tid_dims`` indices; raises :class:`Unsupported`."""
+    fdef = copy.deepcopy(fdef)
+    _block_index(fdef.body, tid_dims)
+    fn = _Function(fdef, arrays, [0])
+    try:
+        body = fn.block(fdef.body, False)
+    except Unsupported as exc:
+        exc.loc = fn.loc
+        raise
+    if fn.shared > SHARED_LIMIT:
+        raise Unsupported(f"its tiles need {fn.shared} bytes of shared memory, more than the "
+                          f"{SHARED_LIMIT} a CUDA block has without opting in")
+    doc = body[:1] if body and isinstance(body[0], ast.Expr) and \
+        isinstance(body[0].value, ast.Constant) else []
+    new = copy.copy(fdef)
+    new.body = doc + fn.decls + body[len(doc):]
+    return new
+
+
+def _refusal(fir, kind, loc, why):
+    where = f"{loc.filename}:{loc.lineno}: " if loc is not None else ""
+    return (f"{where}kernel '{fir.name}': its {kind} on CUDA needs {why}, which weft's "
+            "cooperative CUDA tiles do not do yet (launch it with device='cpu')")
+
+
+def run(state):
+    if "cuda" not in state.options.targets or \
+            not any(abi.tile_work for abi in state.abis.values()):
+        return state
+    owners = _owners(state.abis)
+    firs = {f.name: f for f in state.funcs if f.kind == "kernel"}
+    defs = []
+    for d in state.defs:
+        owner = owners.get(getattr(d, "name", None))
+        if owner is None or not state.abis[owner[0]].tile_work:
+            defs.append(d)
+            continue
+        k, kind = owner
+        fir = firs[k]
+        try:
+            new = rewrite(d, _arrays(fir, state.abis[k]), fir.tid_dims)
+        except Unsupported as exc:
+            loc = getattr(exc, "loc", None)
+            if kind == "forward":
+                raise KernelError(_refusal(fir, "forward", loc, str(exc))) from None
+            new = copy.copy(d)
+            new.body = [ast.Return(None)]
+            abi = state.abis[k]
+            if not abi.no_derivative:
+                state.abis[k] = dataclasses.replace(abi, no_derivative=_refusal(
+                    fir, "adjoint and tangent", loc, str(exc)))
+        defs.append(new)
+    state.defs = defs
+    return state
