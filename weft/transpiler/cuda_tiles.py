@@ -610,7 +610,8 @@ def _arrays(fir, abi):
     types = {p.name: p.type for p in fir.params}
     for p in abi.params:
         t = types.get(p.name)
-        if isinstance(t, T.ArrayType) and not T.is_composite(t.dtype):
+        if isinstance(t, T.ArrayType) and not T.is_composite(t.dtype) and \
+                t.dtype is not T.float16:  # (half arrays hold their bits on CUDA)
             dt = _np_dtype(tile_dtype(t.dtype))
             for n in (p.name, p.adjoint, p.tangent):
                 if n:

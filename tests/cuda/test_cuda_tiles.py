@@ -1,0 +1,225 @@
+"""Cooperative tiles on CUDA (``weft.transpiler.cuda_tiles``, ``weft.native.cuda_tiles``): a tile
+block is a CUDA block of ``block_dim`` threads sharing each tile operation, its tiles in shared
+memory. Under Numba's CUDA simulator (CI) each thread is a Python thread and every barrier is
+real, so these tests check the sharing itself: values, every gradient and tangents equal the
+CPU's (one thread per block), and each generated function compiles to PTX for sm_90."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import weft as wp
+from weft.core.errors import KernelError, LaunchError
+
+HERE = os.path.dirname(__file__)
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(HERE, "..", "data"))
+import cuda_tile_kernels as tk  # noqa: E402
+
+pytestmark = pytest.mark.cudasim
+
+R = np.random.default_rng(3)
+A16x8 = R.random((16, 8)).astype(np.float32)
+B8x8 = R.random((8, 8)).astype(np.float32)
+A8x8 = R.random((8, 8)).astype(np.float32)
+A30 = R.random(30).astype(np.float32)
+COL8 = R.random(8).astype(np.float32)
+
+# (kernel, grid, block_dim, inputs (numpy; float arrays get gradients), outputs (shape, dtype))
+CASES = {
+    "chain": (tk.chain, 2, 16, [A16x8, B8x8], [((16, 8), float), ((1,), float)]),
+    "shapes": (tk.shapes, 2, 8, [A8x8], [((8, 8), float), ((6,), float), ((2,), int)]),
+    "rows": (tk.rows, 2, 8, [A8x8], [((8,), float)]),
+    "padded": (tk.padded, 2, 8, [A30], [((40,), float)]),
+    "elements": (tk.elements, (2, 2), 4, [A8x8, COL8], [((8, 8), float)]),
+}
+
+
+def _run(name, dev):
+    kernel, grid, bd, ins, outs = CASES[name]
+    inputs = [wp.array(x, dtype=float, device=dev, requires_grad=True) for x in ins]
+    outputs = [wp.zeros(shape, dtype=dt, device=dev, requires_grad=dt is float)
+               for shape, dt in outs]
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(kernel, dim=grid, inputs=inputs + outputs, block_dim=bd, device=dev)
+    seeds = {o: np.random.default_rng(7).random(o.shape).astype(np.float32)
+             for o in outputs if o.dtype == wp.float32}
+    tape.backward(grads={o: wp.array(s, dtype=float, device=dev) for o, s in seeds.items()})
+    values = [o.numpy().copy() for o in outputs]
+    grads = [x.grad.numpy().copy() for x in inputs]
+    return values, grads
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tile_kernel_on_cuda_matches_cpu(name):
+    cpu_vals, cpu_grads = _run(name, "cpu")
+    gpu_vals, gpu_grads = _run(name, "cuda")
+    for g, c in zip(gpu_vals, cpu_vals):
+        if c.dtype.kind == "i":
+            np.testing.assert_array_equal(g, c)
+        else:  # the simulator does not fuse multiply-adds, the CPU's products do
+            np.testing.assert_allclose(g, c, rtol=2e-5, atol=2e-6)
+    for g, c in zip(gpu_grads, cpu_grads):
+        np.testing.assert_allclose(g, c, rtol=2e-5, atol=2e-5)
+    assert any(np.abs(c).sum() > 0 for c in cpu_grads)  # gradients are not trivially zero
+
+
+def test_padded_load_and_store_gradient_is_analytic():
+    # out[i*16 + 5 + k] = 2 * a[i*16 - 3 + k] for k < 16: block 0 loads three pads (zeros) and
+    # a[0:13], block 1 a[13:29]; every element loaded is stored inside out, so d sum(out) / d a
+    # is 2 there, and 0 for a[29], never loaded
+    a = wp.array(A30, dtype=float, device="cuda", requires_grad=True)
+    out = wp.zeros(40, dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.padded, dim=2, inputs=[a, out], block_dim=8, device="cuda")
+    tape.backward(grads={out: wp.ones(40, dtype=float, device="cuda")})
+    want = np.zeros(40, np.float32)
+    want[8:21] = 2 * A30[:13]
+    want[21:37] = 2 * A30[13:29]
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(a.grad.numpy(), np.r_[np.full(29, 2.0), 0.0])
+
+
+def test_tangents_match_cpu():
+    out = {}
+    for dev in ("cpu", "cuda"):
+        a = wp.array(A16x8, dtype=float, device=dev)
+        b = wp.array(B8x8, dtype=float, device=dev)
+        c = wp.zeros((16, 8), dtype=float, device=dev)
+        s = wp.zeros(1, dtype=float, device=dev)
+        tape = wp.Tape()
+        with tape:
+            wp.launch_tiled(tk.chain, dim=2, inputs=[a, b, c, s], block_dim=16, device=dev)
+        t = tape.forward(tangents={a: np.ones((16, 8), np.float32)})
+        out[dev] = (t[c].numpy(),)
+    for g, c in zip(out["cuda"], out["cpu"]):
+        np.testing.assert_allclose(g, c, rtol=2e-5, atol=2e-5)
+    assert np.abs(out["cpu"][0]).sum() > 0
+
+
+def test_tile_matmul_carried_by_a_loop_forward_and_refused_adjoint():
+    A = R.random((16, 12)).astype(np.float32)
+    B = R.random((12, 8)).astype(np.float32)
+    a = wp.array(A, dtype=float, device="cuda", requires_grad=True)
+    b = wp.array(B, dtype=float, device="cuda", requires_grad=True)
+    c = wp.zeros((16, 8), dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.gemm, dim=(2, 2), inputs=[a, b, c], block_dim=16, device="cuda")
+    np.testing.assert_allclose(c.numpy(), A.astype(np.float64) @ B, rtol=1e-5)
+    # the adjoint keeps the loop's tiles on a stack, which the CUDA tiles do not have yet
+    with pytest.raises(KernelError, match="adjoint and tangent on CUDA needs"):
+        tape.backward(grads={c: wp.ones((16, 8), dtype=float, device="cuda")})
+
+
+def test_launch_configuration_is_a_cuda_block_per_tile_block(monkeypatch):
+    from weft.runtime import entries
+    seen = []
+    call = entries.call_once
+
+    def spy(ck_, kind, fn, dims, values, extra=()):
+        seen.append((kind, tuple(fn.grid_dim), tuple(fn.block_dim), tuple(dims)))
+        return call(ck_, kind, fn, dims, values, extra)
+    monkeypatch.setattr(entries, "call_once", spy)
+    a = wp.array(A8x8, dtype=float, device="cuda")
+    out = wp.zeros(8, dtype=float, device="cuda")
+    wp.launch_tiled(tk.rows, dim=2, inputs=[a, out], block_dim=8, device="cuda")
+    assert seen == [("forward", (2, 1, 1), (8, 1, 1), (2, 8))]
+    np.testing.assert_allclose(out.numpy(), np.prod(A8x8, axis=1), rtol=1e-6)
+    # a plain launch has no tile blocks to give the tiles: refused before anything runs
+    with pytest.raises(LaunchError, match="launch it with wp.launch_tiled"):
+        wp.launch(tk.rows, dim=2, inputs=[a, out], device="cuda")
+    with pytest.raises(LaunchError, match="block_dim must be from 1 to 1024"):
+        wp.launch_tiled(tk.rows, dim=2, inputs=[a, out], block_dim=2048, device="cuda")
+
+
+def test_the_lane_in_scalar_code_and_in_a_tile_operation():
+    a = wp.array(np.arange(16, dtype=np.float32), dtype=float, device="cuda")
+    out = wp.zeros(2, dtype=float, device="cuda")
+    # the lane only picks which thread stores a scalar: fine
+    wp.launch_tiled(tk.lane_store, dim=2, inputs=[a, out], block_dim=8, device="cuda")
+    np.testing.assert_array_equal(out.numpy(), [28.0, 92.0])
+    # a tile load at an offset that differs between the block's threads: Warp's lanes would
+    # each load their own elements; refused, not a silently different tile
+    out8 = wp.zeros(16, dtype=float, device="cuda")
+    with pytest.raises(LaunchError, match="differs between the threads of a block"):
+        wp.launch_tiled(tk.lane_offset, dim=2, inputs=[a, out8], block_dim=8, device="cuda")
+    assert not out8.numpy().any()
+
+
+LANE_OPS = {
+    "gather": ("x = a[i]\n    t = wp.tile(x)\n    wp.tile_store(out, t)",
+               r"wp.tile\(x\) of a value works with the threads"),
+    "block_dim": ("out[i] = float(wp.block_dim())", r"wp.block_dim\(\)"),
+    "from_thread": ("t = wp.tile_from_thread(shape=4, value=a[i])\n    wp.tile_store(out, t)",
+                    "tile_from_thread"),
+    "diag_add": ("t = wp.tile_load(a, shape=4)\n"
+                 "    m = wp.tile_cholesky(wp.tile_diag_add(wp.tile_zeros(shape=(4, 4), "
+                 "dtype=float), t))\n    wp.tile_store(out, m[0])", "its forward on CUDA needs 'diag_add'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LANE_OPS))
+def test_operations_not_built_for_cuda_are_refused_with_the_line(case, tmp_path):
+    body, message = LANE_OPS[case]
+    src = tmp_path / f"k_{case}.py"
+    src.write_text("import weft as wp\n\n\n@wp.kernel\n"
+                   "def k(a: wp.array(dtype=float), out: wp.array(dtype=float)):\n"
+                   f"    i = wp.tid()\n    {body}\n")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(f"k_{case}", src)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    a = wp.array(np.arange(1.0, 5.0, dtype=np.float32), dtype=float, device="cuda")
+    out = wp.zeros(4, dtype=float, device="cuda")
+    with pytest.raises(KernelError, match=message) as e:
+        wp.launch_tiled(mod.k, dim=1, inputs=[a, out], block_dim=4, device="cuda")
+    line = {"gather": 8, "diag_add": 8}.get(case, 7)  # the operation's own line
+    assert f"k_{case}.py:{line}:" in str(e.value)
+    assert not out.numpy().any()
+    # the same kernel runs on the CPU
+    wp.launch_tiled(mod.k, dim=1, inputs=[a.to("cpu"), out.to("cpu")], block_dim=4,
+                    device="cpu")
+
+
+def _subprocess(code, **env):
+    e = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    e["PYTHONPATH"] = ROOT + os.pathsep + os.path.join(HERE, "..", "data")
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
+                          timeout=900)
+
+
+PTX = """
+import numpy as np, cuda_tile_kernels as tk
+from weft.runtime.ptx import compile_ptx
+f = lambda *s: np.zeros(s, np.float32)
+cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
+         "gemm": (tk.gemm, [f(16, 12), f(12, 8), f(16, 8)], (2, 2, 16)),
+         "elements": (tk.elements, [f(8, 8), f(8), f(8, 8)], (2, 2, 4))}
+for name, (k, args, dims) in cases.items():
+    kinds = ("forward",) if name == "gemm" else ("forward", "adjoint", "tangent")
+    for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
+        print(name, kind, ".target sm_90" in text, text.count("bar.sync"),
+              ".shared" in text, "atom.global.add.f32" in text)
+"""
+
+
+@pytest.mark.ptx
+def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
+    pytest.importorskip("numba.cuda")
+    r = _subprocess(PTX, WEFT_CACHE_DIR=str(tmp_path))
+    if "NvvmSupportError" in r.stderr or "libNVVM cannot be found" in r.stderr:
+        pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
+    assert r.returncode == 0, r.stderr[-3000:]
+    rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
+    assert len(rows) == 7, r.stdout
+    for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
+        assert sm90 == "True" and shared == "True", (name, kind)
+        assert int(barriers) >= 4, (name, kind)     # every operation between barriers
+    assert rows[("chain", "forward")][3] == "True"  # tile_atomic_add: a real float atomic
+    assert rows[("chain", "adjoint")][3] == "True"  # the loads' adjoints add atomically

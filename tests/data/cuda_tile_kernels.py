@@ -1,0 +1,91 @@
+"""Tile kernels run on CUDA (the simulator in CI) and on the CPU by tests/cuda/test_cuda_tiles.py,
+and compiled to PTX by its PTX test."""
+import weft as wp
+
+TILE = 8
+
+
+@wp.func
+def bump(x: float):
+    return x * x + 1.0
+
+
+@wp.kernel
+def chain(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), c: wp.array2d(dtype=float),
+          s: wp.array(dtype=float)):
+    i = wp.tid()
+    ta = wp.tile_load(a, shape=(TILE, TILE), offset=(i * TILE, 0))
+    tb = wp.tile_load(b, shape=(TILE, TILE), offset=(0, 0))
+    tc = wp.tile_matmul(ta, tb)
+    td = wp.tile_map(wp.tanh, tc) * 2.0 + ta
+    wp.tile_store(c, td, offset=(i * TILE, 0))
+    wp.tile_atomic_add(s, wp.tile_sum(td), offset=0)
+
+
+@wp.kernel
+def shapes(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float), r: wp.array(dtype=float),
+           ri: wp.array(dtype=int)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
+    u = wp.tile_map(bump, t) - t * 0.5
+    v = wp.tile_ones(shape=(4, 8), dtype=float) * 3.0 + u
+    w = wp.tile_transpose(v)
+    m = wp.tile_matmul(v, w)
+    wp.tile_store(out, wp.tile_map(wp.sin, m * 0.01), offset=(i * 4, 0))
+    wp.tile_store(r, wp.tile_max(v), offset=i * 3)
+    wp.tile_store(r, wp.tile_min(u), offset=i * 3 + 1)
+    wp.tile_store(r, wp.tile_reduce(wp.add, u), offset=i * 3 + 2)
+    wp.tile_store(ri, wp.tile_argmax(v), offset=i)
+
+
+@wp.kernel
+def rows(a: wp.array2d(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
+    wp.tile_store(out, wp.tile_reduce(wp.mul, t, axis=1), offset=i * 4)
+
+
+@wp.kernel
+def padded(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=16, offset=i * 16 - 3)
+    wp.tile_store(out, t * 2.0, offset=i * 16 + 5)
+
+
+@wp.kernel
+def elements(a: wp.array2d(dtype=float), col: wp.array(dtype=float), out: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    t = wp.tile_load(a, shape=(4, 4), offset=(i * 4, j * 4))
+    c = wp.tile_load(col, shape=4, offset=j * 4)
+    x = t[1, 2] * 3.0
+    t[0, 0] = x + t[3, 3]
+    b = wp.tile_broadcast(wp.tile_reshape(c, shape=(1, 4)), shape=(4, 4))
+    wp.tile_store(out, t * b + wp.tile_transpose(t), offset=(i * 4, j * 4))
+
+
+@wp.kernel
+def gemm(A: wp.array2d(dtype=float), B: wp.array2d(dtype=float), C: wp.array2d(dtype=float)):
+    i, j = wp.tid()
+    acc = wp.tile_zeros(shape=(8, 4), dtype=float)
+    count = int(A.shape[1] / 4)
+    for k in range(0, count):
+        x = wp.tile_load(A, shape=(8, 4), offset=(i * 8, k * 4))
+        y = wp.tile_load(B, shape=(4, 4), offset=(k * 4, j * 4))
+        wp.tile_matmul(x, y, acc)
+    wp.tile_store(C, acc, offset=(i * 8, j * 4))
+
+
+@wp.kernel
+def lane_store(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i, lane = wp.tid()
+    t = wp.tile_load(a, shape=8, offset=i * 8)
+    s = wp.tile_sum(t)
+    if lane == 0:
+        out[i] = s[0]
+
+
+@wp.kernel
+def lane_offset(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i, lane = wp.tid()
+    t = wp.tile_load(a, shape=8, offset=i * 8 + lane)
+    wp.tile_store(out, t, offset=i * 8)
