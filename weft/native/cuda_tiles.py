@@ -516,3 +516,98 @@ def tile_unbroadcast_into(out, g, padded):
                 s += fg[k]
         fo[e] = s
     cuda.syncthreads()
+
+
+# ------------------------------------------------------------------------------ 3-D and 4-D
+@_dev
+def tile_load3_into(out, a, o0, o1, o2):
+    cuda.syncthreads()
+    n1, n2 = out.shape[1], out.shape[2]
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        k = e % n2
+        j = (e // n2) % n1
+        i = e // (n1 * n2)
+        r, c, d = o0 + i, o1 + j, o2 + k
+        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] and 0 <= d < a.shape[2]:
+            out[i, j, k] = a[r, c, d]
+        else:
+            out[i, j, k] = 0
+    cuda.syncthreads()
+
+
+@_dev
+def tile_load4_into(out, a, o0, o1, o2, o3):
+    cuda.syncthreads()
+    n1, n2, n3 = out.shape[1], out.shape[2], out.shape[3]
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        m = e % n3
+        k = (e // n3) % n2
+        j = (e // (n3 * n2)) % n1
+        i = e // (n1 * n2 * n3)
+        r, c, d, q = o0 + i, o1 + j, o2 + k, o3 + m
+        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] and 0 <= d < a.shape[2] and \
+                0 <= q < a.shape[3]:
+            out[i, j, k, m] = a[r, c, d, q]
+        else:
+            out[i, j, k, m] = 0
+    cuda.syncthreads()
+
+
+@_dev
+def tile_store3(a, o0, o1, o2, t):
+    cuda.syncthreads()
+    n1, n2 = t.shape[1], t.shape[2]
+    for e in range(cuda.threadIdx.x, t.size, cuda.blockDim.x):
+        k = e % n2
+        j = (e // n2) % n1
+        i = e // (n1 * n2)
+        r, c, d = o0 + i, o1 + j, o2 + k
+        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] and 0 <= d < a.shape[2]:
+            a[r, c, d] = t[i, j, k]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_store4(a, o0, o1, o2, o3, t):
+    cuda.syncthreads()
+    n1, n2, n3 = t.shape[1], t.shape[2], t.shape[3]
+    for e in range(cuda.threadIdx.x, t.size, cuda.blockDim.x):
+        m = e % n3
+        k = (e // n3) % n2
+        j = (e // (n3 * n2)) % n1
+        i = e // (n1 * n2 * n3)
+        r, c, d, q = o0 + i, o1 + j, o2 + k, o3 + m
+        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] and 0 <= d < a.shape[2] and \
+                0 <= q < a.shape[3]:
+            a[r, c, d, q] = t[i, j, k, m]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_load_adj3(adj, o0, o1, o2, g):
+    cuda.syncthreads()
+    n1, n2 = g.shape[1], g.shape[2]
+    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
+        k = e % n2
+        j = (e // n2) % n1
+        i = e // (n1 * n2)
+        r, c, d = o0 + i, o1 + j, o2 + k
+        if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1] and 0 <= d < adj.shape[2]:
+            cuda.atomic.add(adj, (r, c, d), g[i, j, k])
+    cuda.syncthreads()
+
+
+@_dev
+def tile_load_adj4(adj, o0, o1, o2, o3, g):
+    cuda.syncthreads()
+    n1, n2, n3 = g.shape[1], g.shape[2], g.shape[3]
+    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
+        m = e % n3
+        k = (e // n3) % n2
+        j = (e // (n3 * n2)) % n1
+        i = e // (n1 * n2 * n3)
+        r, c, d, q = o0 + i, o1 + j, o2 + k, o3 + m
+        if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1] and 0 <= d < adj.shape[2] and \
+                0 <= q < adj.shape[3]:
+            cuda.atomic.add(adj, (r, c, d, q), g[i, j, k, m])
+    cuda.syncthreads()

@@ -88,7 +88,8 @@ def _np_dtype(node):
 
 
 _SCALAR_RESULTS = {"tile_sum_scalar", "tile_max_scalar", "tile_min_scalar"}
-_EFFECTS = {"tile_store1", "tile_store2", "tile_load_adj1", "tile_load_adj2", "tile_store_one"}
+_EFFECTS = {f"tile_{op}{n}" for op in ("store", "load_adj") for n in (1, 2, 3, 4)} | {
+    "tile_store_one"}
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul"}
 
 
@@ -97,7 +98,7 @@ class _Function:
 
     def __init__(self, fdef, arrays, names):
         self.fdef = fdef
-        self.arrays = arrays  # kernel array parameter -> numpy dtype name (arrays of scalars)
+        self.arrays = arrays  # array of scalars -> (numpy dtype name, ndim) (:func:`_arrays`)
         self.env = {}         # name -> Tile (its buffer is in shared memory)
         self.decls = []       # statements at the top: the double buffers of loop sites
         self.names = names
@@ -110,23 +111,13 @@ class _Function:
         return f"_{hint}{self.names[0]}"
 
     def alloc(self, tile, out, in_loop):
-        """A new buffer for ``tile`` bound to a fresh name; statements appended to ``out``."""
-        size = int(np.prod(tile.shape)) * np.dtype(
-            "bool" if tile.dtype == "bool_" else tile.dtype).itemsize
+        """A new buffer for ``tile`` bound to a fresh name (appended to ``out``): one per
+        operation, also in a loop (see :meth:`loop_body`)."""
         shape = ast.Tuple([ast.Constant(d) for d in tile.shape], ast.Load())
-        dt = attr_path(f"np.{tile.dtype}")
         n = self._fresh("shm")
-        if not in_loop:
-            self.shared += size
-            out.append(_assign(n, ast.Call(attr_path("cuda.shared.array"), [shape, dt], [])))
-        else:  # two buffers used in turn: an operation in a loop never writes what it reads
-            self.shared += 2 * size
-            buf, par = self._fresh("shb"), self._fresh("shp")
-            both = ast.Tuple([ast.Constant(2)] + list(shape.elts), ast.Load())
-            self.decls += [_assign(buf, ast.Call(attr_path("cuda.shared.array"), [both, dt], [])),
-                           _assign(par, ast.Constant(0))]
-            out += [_assign(par, ast.BinOp(ast.Constant(1), ast.Sub(), name(par))),
-                    _assign(n, ast.Subscript(name(buf), name(par), ast.Load()))]
+        self.shared += _bytes(tile)
+        out.append(_assign(n, ast.Call(attr_path("cuda.shared.array"), [
+            shape, attr_path(f"np.{tile.dtype}")], [])))
         self.env[n] = tile
         return n
 
@@ -197,13 +188,14 @@ class _Function:
     def helper(self, fn, node, out, in_loop):
         args = self.args(node, out, in_loop)
         tiles = [self.tile_of(a) for a in args]
-        m = re.fullmatch(r"tile_(load|view)([12])", fn)
+        m = re.fullmatch(r"tile_(load|view)([1234])", fn)
         if m:
             nd = int(m.group(2))
             src = args[0]
-            dt = self.arrays.get(src.id) if isinstance(src, ast.Name) else None
+            dt, ndim = self.arrays.get(src.id, (None, 0)) if isinstance(src, ast.Name) else \
+                (None, 0)
             dims = [_const_int(d) for d in args[1 + nd:]]
-            if dt is None or None in dims or len(dims) != nd:
+            if dt is None or None in dims or len(dims) != nd or ndim != nd:
                 raise Unsupported("a tile load from an array of vectors, matrices or structs, "
                                   "or from an array that is not a kernel parameter")
             n = self.alloc(Tile(tuple(dims), dt), out, in_loop)
@@ -380,9 +372,6 @@ class _Function:
             fn = _wk_name(s.value)
             if fn in _EFFECTS:
                 args = self.args(s.value, out, in_loop)
-                if any(self.tile_of(a) is not None and len(self.tile_of(a).shape) > 2
-                       for a in args):
-                    raise Unsupported(f"'{fn}' of a tile of more than two dimensions")
                 out.append(_expr_stmt(_wk(fn, *args)))
                 return
             if fn is not None and fn.startswith("tile_") and fn not in _SCALAR_RESULTS:
@@ -397,12 +386,12 @@ class _Function:
             if self.lane_loop(s, out):
                 return
             it = self.scalar(s.iter, out, in_loop)
-            out.append(ast.For(s.target, it, self.block(s.body, True),
+            out.append(ast.For(s.target, it, self.loop_body(s.body),
                                self.block(s.orelse, True)))
             return
         if isinstance(s, ast.While):
             test = self.scalar(s.test, [], True)
-            out.append(ast.While(test, self.block(s.body, True), self.block(s.orelse, True)))
+            out.append(ast.While(test, self.loop_body(s.body), self.block(s.orelse, True)))
             return
         if isinstance(s, ast.If):
             test = self.scalar(s.test, out, in_loop)
@@ -417,6 +406,40 @@ class _Function:
         if any(isinstance(n, ast.Name) and n.id in self.env for n in ast.walk(s)):
             raise Unsupported(f"the statement '{ast.unparse(s)}'")
         out.append(s)
+
+    def loop_body(self, body):
+        """The statements of a loop's body. A tile name the loop carries (bound before it,
+        assigned in it) gets its value copied, at the end of each iteration, into a buffer of
+        its own, one of two used in turn: so every tile made in the loop is read only in the
+        iteration that made it, and one buffer per operation suffices, whatever the program
+        keeps from one iteration to the next (``prev = cur``, a tile assigned on some
+        iterations only)."""
+        carried = sorted({t.id for st in body for n in ast.walk(st)
+                          if isinstance(n, (ast.Assign, ast.AugAssign))
+                          for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                          if isinstance(t, ast.Name) and t.id in self.env})
+        before = {n: self.env[n] for n in carried}
+        out = self.block(body, True)
+        if not carried:
+            return out
+        if any(isinstance(n, ast.Continue) for st in body for n in _outside_loops(st)):
+            raise Unsupported("'continue' in a loop that carries a tile")
+        par = self._fresh("shq")
+        self.decls.append(_assign(par, ast.Constant(0)))
+        out.append(_assign(par, ast.BinOp(ast.Constant(1), ast.Sub(), name(par))))
+        for n in carried:
+            tile = self.env.get(n)
+            if tile != before[n]:
+                raise Unsupported(f"the tile '{n}' changing shape in a loop")
+            buf, cur = self._fresh("shc"), self._fresh("shm")
+            both = ast.Tuple([ast.Constant(d) for d in (2,) + tile.shape], ast.Load())
+            self.decls.append(_assign(buf, ast.Call(attr_path("cuda.shared.array"), [
+                both, attr_path(f"np.{tile.dtype}")], [])))
+            self.shared += 2 * _bytes(tile)
+            out += [_assign(cur, ast.Subscript(name(buf), name(par), ast.Load())),
+                    _expr_stmt(_wk("tile_copy", name(cur), name(n))),
+                    _assign(n, name(cur))]
+        return out
 
     def lane_loop(self, s, out):
         """A generated loop over a tile's elements whose iterations are independent: each lane
@@ -437,6 +460,19 @@ class _Function:
             lo, s.iter.args[-1], _wk("tile_lanes")], []), body, []))
         out.append(_expr_stmt(_wk("tile_sync")))
         return True
+
+
+def _bytes(tile):
+    return int(np.prod(tile.shape)) * np.dtype("bool" if tile.dtype == "bool_" else
+                                               tile.dtype).itemsize
+
+
+def _outside_loops(node):
+    """The nodes of statement ``node``, not descending into loops inside it."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.For, ast.While)):
+            yield from _outside_loops(child)
 
 
 def _literal_shape(node):
@@ -605,18 +641,100 @@ def _owners(abis):
 
 
 def _arrays(fir, abi):
-    """Kernel array parameters of scalars (and their adjoints and tangents) -> dtype name."""
+    """The arrays of scalars of kernel ``fir`` (parameters, views, and their adjoints and
+    tangents) -> their dtype's name, by the names generated code gives them."""
+    from ..stdlib import ir
+    from .codegen import names_for
+    bases = names_for(fir).bases
     out = {}
-    types = {p.name: p.type for p in fir.params}
-    for p in abi.params:
-        t = types.get(p.name)
+    for v in list(fir.params) + list(ir.defined_vars(fir.body)):
+        t = v.type
         if isinstance(t, T.ArrayType) and not T.is_composite(t.dtype) and \
                 t.dtype is not T.float16:  # (half arrays hold their bits on CUDA)
-            dt = _np_dtype(tile_dtype(t.dtype))
-            for n in (p.name, p.adjoint, p.tangent):
+            dt = (_np_dtype(tile_dtype(t.dtype)), t.ndim)
+            base = bases.get(v.name, v.name)
+            for n in (v.name, f"adj_{base}", f"tan_{base}"):
+                out[n] = dt
+    for p in abi.params:  # (the ABI's names of the parameters' shadows)
+        if p.name in out:
+            for n in (p.adjoint, p.tangent):
                 if n:
-                    out[n] = dt
+                    out[n] = out[p.name]
     return out
+
+
+def _share_buffers(body, fn):
+    """The kernel's straight-line buffers (those its main block makes, outside branches and
+    loops) placed in fewer arrays: a buffer no name reads any more gives its memory to the next
+    one of its dtype (every operation starts with a barrier, so no thread still reads it when
+    another writes). Names are followed through aliases (``x = buf``, ``x.reshape(...)``),
+    and a read inside a branch or a loop keeps a buffer until that statement ends."""
+    main = next((s for s in body if isinstance(s, ast.If) and any(
+        isinstance(t, ast.Assign) and t.targets[0].id == "_tid" for t in s.body
+        if isinstance(t, ast.Assign) and isinstance(t.targets[0], ast.Name))), None)
+    if main is None:
+        return body
+    stmts = main.body
+    sites = {}  # buffer name -> (index, Tile)
+    for i, st in enumerate(stmts):
+        if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call) and \
+                isinstance(st.targets[0], ast.Name) and \
+                ast.unparse(st.value.func) == "cuda.shared.array":
+            sites[st.targets[0].id] = (i, fn.env[st.targets[0].id])
+    if len(sites) < 2:
+        return body
+    # which buffers each name may hold, over the whole function
+    holds = {n: {n} for n in sites}
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(main):
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                src = node.value
+                if isinstance(src, ast.Call) and isinstance(src.func, ast.Attribute) and \
+                        src.func.attr == "reshape":
+                    src = src.func.value
+                if isinstance(src, ast.Name) and src.id in holds:
+                    got = holds.setdefault(node.targets[0].id, set())
+                    if not holds[src.id] <= got:
+                        got |= holds[src.id]
+                        changed = True
+    last = {n: i for n, (i, _) in sites.items()}
+    for i, st in enumerate(stmts):
+        for node in ast.walk(st):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                for b in holds.get(node.id, ()):
+                    last[b] = max(last[b], i)
+    slots = []  # [dtype, elements, free from index, slot name]
+    place = {}
+    for n, (i, tile) in sorted(sites.items(), key=lambda kv: kv[1][0]):
+        size = int(np.prod(tile.shape))
+        slot = next((sl for sl in slots if sl[0] == tile.dtype and sl[2] < i), None)
+        if slot is None:
+            slot = [tile.dtype, 0, 0, fn._fresh("shs")]
+            slots.append(slot)
+        slot[1] = max(slot[1], size)
+        slot[2] = last[n]
+        place[n] = (slot, size)
+    if len(slots) == len(sites):
+        return body
+    for i, st in enumerate(stmts):
+        if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name) and \
+                st.targets[0].id in place and i == sites[st.targets[0].id][0]:
+            slot, size = place[st.targets[0].id]
+            shape = ast.Tuple([ast.Constant(d) for d in sites[st.targets[0].id][1].shape],
+                              ast.Load())
+            view = ast.Subscript(name(slot[3]), ast.Slice(None, ast.Constant(size), None),
+                                 ast.Load())
+            st.value = ast.Call(ast.Attribute(view, "reshape", ast.Load()), [shape], [])
+    fn.shared -= sum(_bytes(t) for _, t in sites.values())
+    decls = []
+    for dt, size, _, slot_name in slots:
+        fn.shared += size * np.dtype("bool" if dt == "bool_" else dt).itemsize
+        decls.append(_assign(slot_name, ast.Call(attr_path("cuda.shared.array"), [
+            ast.Constant(size), attr_path(f"np.{dt}")], [])))
+    fn.decls += decls
+    return body
 
 
 def _block_index(stmts, tid_dims):
@@ -643,6 +761,7 @@ def rewrite(fdef, arrays, tid_dims=1):
     except Unsupported as exc:
         exc.loc = fn.loc
         raise
+    body = _share_buffers(body, fn)
     if fn.shared > SHARED_LIMIT:
         raise Unsupported(f"its tiles need {fn.shared} bytes of shared memory, more than the "
                           f"{SHARED_LIMIT} a CUDA block has without opting in")

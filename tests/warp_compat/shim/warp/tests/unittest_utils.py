@@ -34,21 +34,25 @@ except OSError:
     LIBC = None
 
 
-# ---- devices: the CPU only -------------------------------------------------------------------
+# ---- devices: the CPU only (WEFT_COMPAT_DEVICES=cuda: Numba's CUDA simulator instead, with
+# NUMBA_ENABLE_CUDASIM=1, to run Warp's tests of its GPU semantics against weft's CUDA target)
+_CUDA = os.environ.get("WEFT_COMPAT_DEVICES") == "cuda"
+
+
 def get_cpu_test_devices():
-    return [wp.get_device("cpu")]
+    return [wp.get_device("cpu")] if not _CUDA else []
 
 
 def get_test_devices(mode=None):
-    return get_cpu_test_devices()
+    return get_cpu_test_devices() or get_cuda_test_devices()
 
 
 def get_selected_cuda_test_devices(mode=None):
-    return []
+    return get_cuda_test_devices()
 
 
 def get_cuda_test_devices(mode=None):
-    return []
+    return [wp.get_device("cuda:0")] if _CUDA else []
 
 
 def get_cuda_test_devices_with_mempool(mode=None):
