@@ -130,11 +130,39 @@ def test_launch_configuration_is_a_cuda_block_per_tile_block(monkeypatch):
     wp.launch_tiled(tk.rows, dim=2, inputs=[a, out], block_dim=8, device="cuda")
     assert seen == [("forward", (2, 1, 1), (8, 1, 1), (2, 8))]
     np.testing.assert_allclose(out.numpy(), np.prod(A8x8, axis=1), rtol=1e-6)
-    # a plain launch has no tile blocks to give the tiles: refused before anything runs
-    with pytest.raises(LaunchError, match="launch it with wp.launch_tiled"):
-        wp.launch(tk.rows, dim=2, inputs=[a, out], device="cuda")
+    # a plain launch makes blocks of block_dim consecutive threads; its launch index (here the
+    # row block) differs between them: refused before anything runs
+    with pytest.raises(LaunchError, match="computed from launch index 0"):
+        wp.launch(tk.rows, dim=16, inputs=[a, out], block_dim=8, device="cuda")
+    with pytest.raises(LaunchError, match="must be whole blocks of block_dim=8"):
+        wp.launch(tk.rows, dim=12, inputs=[a, out], block_dim=8, device="cuda")
     with pytest.raises(LaunchError, match="block_dim must be from 1 to 1024"):
         wp.launch_tiled(tk.rows, dim=2, inputs=[a, out], block_dim=2048, device="cuda")
+
+
+def test_a_plain_launch_makes_blocks_of_consecutive_threads():
+    # Warp's wp.launch of a tile kernel: block_dim consecutive threads share the tiles; here
+    # each block is one (i, j), every thread reads its own element of the block's tile
+    A = R.random((16, 8)).astype(np.float32)
+    out = {}
+    for dev in ("cpu", "cuda"):
+        a = wp.array(A, dtype=float, device=dev, requires_grad=True)
+        b = wp.zeros((2, 2), dtype=float, device=dev, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(tk.extract, dim=(2, 2, 8, 4), inputs=[a, b], block_dim=32, device=dev)
+        tape.backward(grads={b: wp.ones((2, 2), dtype=float, device=dev)})
+        out[dev] = (b.numpy().copy(), a.grad.numpy().copy())
+    want = 2 * A.reshape(2, 8, 2, 4).astype(np.float64).sum(axis=(1, 3))
+    for dev in ("cpu", "cuda"):
+        np.testing.assert_allclose(out[dev][0], want, rtol=1e-5)
+        np.testing.assert_array_equal(out[dev][1], np.full((16, 8), 2.0))
+    # 16 threads a block would put two tile blocks' indices in one CUDA block: refused
+    with pytest.raises(LaunchError, match="computed from launch index 1"):
+        wp.launch(tk.extract, dim=(2, 2, 8, 4), inputs=[wp.array(A, dtype=float, device="cuda"),
+                                                       wp.zeros((2, 2), dtype=float,
+                                                                device="cuda")],
+                  block_dim=64, device="cuda")
 
 
 def test_the_lane_in_scalar_code_and_in_a_tile_operation():
@@ -146,7 +174,7 @@ def test_the_lane_in_scalar_code_and_in_a_tile_operation():
     # a tile load at an offset that differs between the block's threads: Warp's lanes would
     # each load their own elements; refused, not a silently different tile
     out8 = wp.zeros(16, dtype=float, device="cuda")
-    with pytest.raises(LaunchError, match="differs between the threads of a block"):
+    with pytest.raises(LaunchError, match="differs between the threads of a CUDA block"):
         wp.launch_tiled(tk.lane_offset, dim=2, inputs=[a, out8], block_dim=8, device="cuda")
     assert not out8.numpy().any()
 

@@ -89,3 +89,10 @@ def lane_offset(a: wp.array(dtype=float), out: wp.array(dtype=float)):
     i, lane = wp.tid()
     t = wp.tile_load(a, shape=8, offset=i * 8 + lane)
     wp.tile_store(out, t, offset=i * 8)
+
+
+@wp.kernel
+def extract(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float)):
+    i, j, x, y = wp.tid()  # a plain launch: a block of 32 threads per (i, j) with block_dim=32
+    tile = wp.tile_load(a, shape=(8, 4), offset=(i * 8, j * 4))
+    wp.atomic_add(b, i, j, wp.tile_extract(tile, x, y) * 2.0)

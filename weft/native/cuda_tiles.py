@@ -467,10 +467,11 @@ def tile_insert_into(out, t, idx, x):
 
 @_dev
 def tile_onehot_into(out, idx, g):
-    """``out`` = zeros but ``g`` at ``idx`` (the adjoint of reading an element)."""
+    """``out`` = zeros but, at ``idx``, the sum of every thread's ``g`` (the adjoint of reading
+    an element: each thread of the block read it, as Warp's ``adj_extract`` of a shared tile
+    adds every thread's adjoint)."""
     tile_fill(out, 0)
-    if cuda.threadIdx.x == 0:
-        out[idx] = g
+    cuda.atomic.add(out, idx, g)
     cuda.syncthreads()
 
 
@@ -610,4 +611,34 @@ def tile_load_adj4(adj, o0, o1, o2, o3, g):
         if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1] and 0 <= d < adj.shape[2] and \
                 0 <= q < adj.shape[3]:
             cuda.atomic.add(adj, (r, c, d, q), g[i, j, k, m])
+    cuda.syncthreads()
+
+
+@_dev
+def tile_copy1(out, v):
+    """``out`` = ``v`` (a view of a tile: a slice, perhaps strided), converted to ``out``'s
+    dtype."""
+    cuda.syncthreads()
+    for e in range(cuda.threadIdx.x, out.shape[0], cuda.blockDim.x):
+        out[e] = v[e]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_copy2(out, v):
+    cuda.syncthreads()
+    n = out.shape[1]
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        out[i, j] = v[i, j]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_arange_into(out):
+    """``out[e] = e`` (``np.arange``, then the generated code's scaling)."""
+    cuda.syncthreads()
+    for e in range(cuda.threadIdx.x, out.shape[0], cuda.blockDim.x):
+        out[e] = e
     cuda.syncthreads()

@@ -88,7 +88,7 @@ def check_dims(ck, dims, args):
     # CPU (``block_dim`` on CUDA: ``launch.Blocks``): ``i, j = wp.tid()`` then names the
     # block, as in Warp
     if tid_dims > 1 and len(dims) != tid_dims and not (len(dims) == tid_dims + 1 and (
-            dims[-1] == 1 or type(dims).__name__ == "Blocks")):
+            dims[-1] == 1 or getattr(dims, "tiled", False))):
         raise LaunchError(f"kernel '{ck.key}' unpacks wp.tid() into {tid_dims} indices but was "
                           f"launched with dim={dims}")
     for i, name, axes in ck.thread_indexed:

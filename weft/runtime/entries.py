@@ -79,17 +79,27 @@ def _run_cuda(ck, kind, dims, values):
 def cuda_block(ck, dims):
     """The threads per CUDA block of a launch of ``ck`` over ``dims``: a small launch is one
     block of its size (each thread finds its index from the grid), a larger one blocks of
-    ``CUDA_BLOCK``; a kernel with tiles runs a tile block per CUDA block, of ``block_dim``
-    threads (``wp.launch_tiled``, :class:`weft.runtime.launch.Blocks`)."""
+    ``CUDA_BLOCK``. A kernel with tiles runs a tile block per CUDA block of ``block_dim``
+    threads (the launch's, kept by :class:`weft.runtime.launch.Blocks`; Warp's 256 when not
+    given; the launch's size when smaller), and is refused (before anything runs) when the
+    blocks do not divide the launch or a launch index its tile operations take differs between
+    the threads of a block."""
+    size = _size(dims)
     if not ck.abi.tile_work:
-        return min(_size(dims), CUDA_BLOCK)
-    from .launch import Blocks
-    if type(dims) is not Blocks:
-        raise LaunchError(f"kernel '{ck.key}' uses tiles: on CUDA, launch it with "
-                          "wp.launch_tiled (a tile block is a CUDA block of block_dim threads)")
-    if ck.abi.lane_tiles and len(dims) == ck.abi.tid_dims:
-        raise LaunchError(ck.abi.lane_tiles)
-    return dims[-1]
+        return min(size, CUDA_BLOCK)
+    threads = min(getattr(dims, "block_dim", None) or CUDA_BLOCK, size)
+    if size % threads:
+        raise LaunchError(f"kernel '{ck.key}' uses tiles: on CUDA its launch of {size} threads "
+                          f"must be whole blocks of block_dim={threads} threads")
+    tiled = getattr(dims, "tiled", False)
+    for axis, why in ck.abi.lane_tiles:
+        if tiled and ck.abi.tid_dims < len(dims):
+            break  # wp.tid() names the block (launch.Blocks): no index differs in a block
+        extent = dims[axis] if axis < len(dims) else 1
+        stride = _size(dims[axis + 1:])
+        if threads > 1 and extent > 1 and stride % threads:
+            raise LaunchError(why)
+    return threads
 
 
 def _call(ck, kind, fn, dims, values, extra=()):

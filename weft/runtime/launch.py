@@ -44,6 +44,9 @@ def launch(kernel, dim, inputs=(), outputs=(), adj_inputs=(), adj_outputs=(), de
     dims = (dim,) if type(dim) is int and 0 <= dim < 2 ** 62 else \
         dim if type(dim) is Blocks else launch_dims(dim)
     device = D.get_device(device)
+    if device.is_cuda and type(dims) is not Blocks:  # (the threads of a kernel's tile blocks)
+        dims = Blocks(dims)
+        dims.block_dim = block_dim
     if record_cmd:  # Warp's launch objects: checked now, run by .launch()
         return Command.recorded(kernel, dims, [*inputs, *outputs], device, adjoint,
                                 [*adj_inputs, *adj_outputs])
@@ -79,6 +82,7 @@ def launch_tiled(kernel, dim=None, inputs=(), outputs=(), adj_inputs=(), adj_out
             raise LaunchError(f"wp.launch_tiled: block_dim must be from 1 to 1024 on CUDA, got "
                               f"{block_dim}")
         grid = Blocks(dims + (int(block_dim),))
+        grid.block_dim, grid.tiled = int(block_dim), True
     else:
         grid = dims + (1,)
     return launch(kernel, grid, inputs, outputs, adj_inputs, adj_outputs, device,
@@ -86,8 +90,9 @@ def launch_tiled(kernel, dim=None, inputs=(), outputs=(), adj_inputs=(), adj_out
 
 
 class Blocks(tuple):
-    """The launch dimensions of a tiled CUDA launch: the grid of tile blocks, then the
-    ``block_dim`` threads of each block (the last dimension). A CUDA kernel with tiles runs
-    only over these (:func:`weft.runtime.entries.cuda_block`)."""
+    """The launch dimensions of a CUDA launch, with the threads of a tile block
+    (``block_dim``; :func:`weft.runtime.entries.cuda_block`). A tiled one (``tiled``) is the
+    grid of tile blocks, then the ``block_dim`` threads of each block (the last dimension)."""
 
-    __slots__ = ()
+    block_dim = None
+    tiled = False

@@ -200,8 +200,9 @@ class KernelABI:
     again on a copy from before the launch, the launch and its derivatives running their threads
     in one order (serial). ``tile_work``: the element count of the largest tile the kernel makes
     (0 for a kernel without tiles): each launch index of a tiled kernel is a block's work.
-    ``lane_tiles`` (CUDA): why a launch that unpacks the lane from ``wp.tid()`` is refused
-    (:func:`weft.transpiler.cuda_tiles.lane_tiles`), or None."""
+    ``lane_tiles`` (CUDA): ``(axis, why)`` for each launch index a tile operation depends on:
+    a launch in which it differs between the threads of a block is refused
+    (:func:`weft.transpiler.cuda_tiles.lane_tiles`)."""
 
     kernel: str
     tid_dims: int
@@ -223,12 +224,12 @@ class KernelABI:
     atomic_reads: tuple = ()
     atomic_replays: tuple = ()
     tile_work: int = 0
-    lane_tiles: typing.Optional[str] = None
+    lane_tiles: tuple = ()
 
-    def __repr__(self):  # the dataclass's, without ``lane_tiles`` when it is None (CPU modules)
+    def __repr__(self):  # the dataclass's, without ``lane_tiles`` when empty (CPU modules)
         return f"{type(self).__qualname__}(" + ", ".join(
             f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
-            if f.name != "lane_tiles" or self.lane_tiles is not None) + ")"
+            if f.name != "lane_tiles" or self.lane_tiles) + ")"
 
     @property
     def replayed_in_copies(self):

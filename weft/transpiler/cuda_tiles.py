@@ -104,6 +104,7 @@ class _Function:
         self.names = names
         self.shared = 0       # bytes of shared memory allocated
         self.loc = None
+        self.adjoint = getattr(fdef, "weft_pass", None) == "adjoint"
 
     # -- allocation -------------------------------------------------------------------------
     def _fresh(self, hint):
@@ -134,6 +135,9 @@ class _Function:
                 isinstance(node.func.value, ast.Name) and node.func.value.id == "np" and \
                 node.func.attr == "zeros":
             return self.filled(node, ast.Constant(0), out, in_loop)
+        numpy = self.numpy_form(node, out, in_loop)
+        if numpy is not None:
+            return numpy
         if isinstance(node, ast.BinOp):
             if isinstance(node.left, ast.Call) and isinstance(node.left.func, ast.Attribute) \
                     and node.left.func.attr == "zeros" and isinstance(node.op, ast.Add):
@@ -146,6 +150,51 @@ class _Function:
         if fn in _EFFECTS:
             raise Unsupported(f"'{fn}' used as a value")
         return self.helper(fn, node, out, in_loop)
+
+    def numpy_form(self, node, out, in_loop):
+        """The numpy the tile rules write: ``np.ascontiguousarray(t[slices])`` (a sub-tile),
+        ``t.astype(np.dt)``, ``np.arange(n).astype(np.dt)``; None for anything else."""
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            return None
+        f = node.func
+        if ast.unparse(f) == "np.ascontiguousarray" and len(node.args) == 1 and \
+                isinstance(node.args[0], ast.Subscript):
+            view = node.args[0]
+            base = self.value(view.value, out, in_loop)
+            if base is None:
+                return None
+            tile = self.env[base]
+            items = view.slice.elts if isinstance(view.slice, ast.Tuple) else [view.slice]
+            shape = []
+            for k, it in enumerate(items):
+                if isinstance(it, ast.Slice):
+                    n = _slice_len(it, tile.shape[k])
+                    if n is None:
+                        raise Unsupported("a tile slice whose length is not known when "
+                                          "compiling")
+                    shape.append(n)
+            shape += list(tile.shape[len(items):])
+            if not 1 <= len(shape) <= 2:
+                raise Unsupported("a slice of a tile of more than two dimensions")
+            n = self.alloc(Tile(tuple(shape), tile.dtype), out, in_loop)
+            sliced = ast.Subscript(name(base), self.scalar(view.slice, out, in_loop), ast.Load())
+            out.append(_expr_stmt(_wk(f"tile_copy{len(shape)}", name(n), sliced)))
+            return n
+        if f.attr == "astype" and len(node.args) == 1 and _np_dtype(node.args[0]):
+            dt = _np_dtype(node.args[0])
+            inner = f.value
+            if isinstance(inner, ast.Call) and ast.unparse(inner.func) == "np.arange" and \
+                    len(inner.args) == 1 and _const_int(inner.args[0]) is not None:
+                n = self.alloc(Tile((_const_int(inner.args[0]),), dt), out, in_loop)
+                out.append(_expr_stmt(_wk("tile_arange_into", name(n))))
+                return n
+            src = self.value(inner, out, in_loop)
+            if src is None:
+                return None
+            n = self.alloc(Tile(self.env[src].shape, dt), out, in_loop)
+            out.append(_expr_stmt(_wk("tile_copy", name(n), name(src))))
+            return n
+        return None
 
     def filled(self, call, value, out, in_loop):
         shape = call.args[0]
@@ -291,7 +340,15 @@ class _Function:
         if isinstance(node, ast.Subscript):
             t = self.value(node.value, out, in_loop)
             base = name(t) if t is not None else self.scalar(node.value, out, in_loop)
-            return ast.Subscript(base, self.scalar(node.slice, out, in_loop), ast.Load())
+            read = ast.Subscript(base, self.scalar(node.slice, out, in_loop), ast.Load())
+            if t is not None and self.adjoint and isinstance(node.value, ast.Name) and \
+                    node.value.id.startswith("adj_"):
+                # the adjoint of writing one element of a tile: the write counted once for
+                # the block (the threads all wrote the same value), so one thread takes it
+                return ast.IfExp(ast.Compare(_wk("tile_lane"), [ast.Eq()], [ast.Constant(0)]),
+                                 read, ast.Call(attr_path(f"np.{self.env[t].dtype}"),
+                                                [ast.Constant(0)], []))
+            return read
         fn = _wk_name(node)
         if fn in _SCALAR_RESULTS:
             return _wk(fn, *self.args(node, out, in_loop))
@@ -358,6 +415,9 @@ class _Function:
                 if isinstance(base, ast.Name) and base.id in self.env:
                     raise Unsupported("an element of a tile assigned outside an elementwise "
                                       "loop (or a tile kept on a loop's stack)")
+            if isinstance(s.value, ast.Name) and s.value.id in self.env:
+                raise Unsupported("a tile stored in an array (the loop stack on which an "
+                                  "adjoint keeps the tiles a loop carries)")
             value = self.scalar(s.value, out, in_loop)
             if isinstance(s, ast.Assign):
                 targets = [self.scalar(tg, out, in_loop) if isinstance(tg, ast.Subscript)
@@ -460,6 +520,24 @@ class _Function:
             lo, s.iter.args[-1], _wk("tile_lanes")], []), body, []))
         out.append(_expr_stmt(_wk("tile_sync")))
         return True
+
+
+def _slice_len(sl, dim):
+    """The length of slice ``sl`` of an axis of ``dim`` elements, when the code fixes it:
+    constant bounds, or ``lo:lo + n``."""
+    lo, hi, step = (None if x is None else x for x in (sl.lower, sl.upper, sl.step))
+    st = 1 if step is None else _const_int(step)
+    if st is None or st == 0:
+        return None
+    lo_c = 0 if lo is None else _const_int(lo)
+    hi_c = dim if hi is None else _const_int(hi)
+    if lo_c is not None and hi_c is not None:
+        return len(range(dim)[lo_c:hi_c:st])
+    if st == 1 and isinstance(hi, ast.BinOp) and isinstance(hi.op, ast.Add) and \
+            lo is not None and ast.dump(hi.left) == ast.dump(lo) and \
+            _const_int(hi.right) is not None:
+        return _const_int(hi.right)
+    return None
 
 
 def _bytes(tile):
@@ -574,60 +652,66 @@ def _first_reads(body, assigned):
 
 
 def lane_tiles(fir):
-    """Why a launch of kernel ``fir`` whose ``wp.tid()`` unpacks the thread's lane (its last
-    index) is refused on CUDA, or None: a tile operation there takes a value that may differ
-    between the block's threads (the lane, or anything computed from it or under a branch on
-    it). weft's CUDA tiles share every operand across the block; Warp's lanes would each write
-    their own elements."""
+    """For each launch index of kernel ``fir`` (``wp.tid()``'s axis) that a tile operation
+    depends on (through data or a branch), ``(axis, why)``: a launch in which that index
+    differs between the threads of one CUDA block is refused
+    (:func:`weft.runtime.entries.cuda_block`). weft's CUDA tiles share every operand across
+    the block; Warp's threads would each write their own elements."""
     from ..stdlib import ir
     from .lanes import _is_tile, _operands
-    if fir.tid_dims < 2:
-        return None
-    V = set()
-    for s in ir.walk(fir.body):
-        if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and \
-                s.expr.builtin.name == "tid" and s.expr.attrs.get("axis") == fir.tid_dims - 1:
-            V.add(id(s.dst))
-    if not V:
-        return None
+    out = []
+    for axis in range(max(fir.tid_dims, 1)):
+        V = set()
+        for s in ir.walk(fir.body):
+            if isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and \
+                    s.expr.builtin.name == "tid" and (s.expr.attrs.get("axis") or 0) == axis:
+                V.add(id(s.dst))
+        if not V:
+            continue
+        while _sweep(fir.body, False, V, ir, _operands):
+            pass
+        for s in ir.walk(fir.body):
+            ops = _operands(s)
+            dst = getattr(s, "dst", None)
+            tile_op = (dst is not None and _is_tile(dst.type)) or (
+                isinstance(s, ir.Effect) and any(_is_tile(o.type) for o in ops))
+            if tile_op and (id(dst) in V if dst is not None else
+                            any(id(o) in V for o in ops)):
+                loc = s.loc
+                out.append((axis, f"{loc.filename}:{loc.lineno}: kernel '{fir.name}': a tile "
+                            f"operation takes a value computed from launch index {axis}, which "
+                            "differs between the threads of a CUDA block in this launch; "
+                            "weft's CUDA tiles share their operands across the block, so it "
+                            "would not give Warp's result (launch it with wp.launch_tiled "
+                            "without unpacking the lane, or with device='cpu')"))
+                break
+    return tuple(out)
 
-    def sweep(stmts, ctrl):
-        changed = False
-        for s in stmts:
-            if isinstance(s, ir.If):
-                c = ctrl or (isinstance(s.cond, ir.Var) and id(s.cond) in V)
-                changed |= sweep(s.body, c) | sweep(s.orelse, c)
-            elif isinstance(s, ir.Loop):
-                c = ctrl or any(isinstance(x, ir.Var) and id(x) in V
-                                for x in (s.start, s.stop, s.step, s.brk))
-                changed |= sweep(s.body, c)
-                for h, e in s.carried:
-                    if id(e) in V and id(h) not in V:
-                        V.add(id(h))
-                        changed = True
-            else:
-                dst = getattr(s, "dst", None)
-                if dst is not None and id(dst) not in V and (
-                        ctrl or any(id(o) in V for o in _operands(s))):
-                    V.add(id(dst))
+
+def _sweep(stmts, ctrl, V, ir, _operands):
+    """One pass of the fixed point of :func:`lane_tiles`: what depends on ``V`` (data and
+    control); True when it grew."""
+    changed = False
+    for s in stmts:
+        if isinstance(s, ir.If):
+            c = ctrl or (isinstance(s.cond, ir.Var) and id(s.cond) in V)
+            changed |= _sweep(s.body, c, V, ir, _operands)
+            changed |= _sweep(s.orelse, c, V, ir, _operands)
+        elif isinstance(s, ir.Loop):
+            c = ctrl or any(isinstance(x, ir.Var) and id(x) in V
+                            for x in (s.start, s.stop, s.step, s.brk))
+            changed |= _sweep(s.body, c, V, ir, _operands)
+            for h, e in s.carried:
+                if id(e) in V and id(h) not in V:
+                    V.add(id(h))
                     changed = True
-        return changed
-
-    while sweep(fir.body, False):
-        pass
-    for s in ir.walk(fir.body):
-        ops = _operands(s)
-        dst = getattr(s, "dst", None)
-        tile_op = (dst is not None and _is_tile(dst.type)) or (
-            isinstance(s, ir.Effect) and any(_is_tile(o.type) for o in ops))
-        if tile_op and (id(dst) in V if dst is not None else any(id(o) in V for o in ops)):
-            loc = s.loc
-            return (f"{loc.filename}:{loc.lineno}: kernel '{fir.name}': a tile operation takes "
-                    "a value that differs between the threads of a block (the lane, or a value "
-                    "computed from it); weft's CUDA tiles share their operands across the "
-                    "block, so this launch would not give Warp's result (launch it without "
-                    "unpacking the lane from wp.tid(), or with device='cpu')")
-    return None
+        else:
+            dst = getattr(s, "dst", None)
+            if dst is not None and id(dst) not in V and (
+                    ctrl or any(id(o) in V for o in _operands(s))):
+                V.add(id(dst))
+                changed = True
+    return changed
 
 
 def _owners(abis):

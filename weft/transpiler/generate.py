@@ -361,7 +361,8 @@ def run(state):
             replayed=tuple(p.name for p in facts.replayed_arrays()),
             atomic_reads=facts.atomic_reads(), atomic_replays=facts.atomic_replays(),
             tile_work=_tile_work(fir),
-            lane_tiles=lane_tiles(fir) if any(t.name == "cuda" for t in targets) else None)
+            lane_tiles=lane_tiles(fir) if any(t.name == "cuda" for t in targets) and
+            _tile_work(fir) else ())
     if state.options.mode != "release":  # debug and guarded: the module's kernels share sites
         abis = {k: dataclasses.replace(a, debug_sites=tuple(sites)) for k, a in abis.items()}
     state.defs = defs  # the adjoint and tangent ones lose their dead assignments in ``prune``
