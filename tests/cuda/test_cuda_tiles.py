@@ -220,6 +220,30 @@ def test_a_plain_launch_makes_blocks_of_consecutive_threads():
                   block_dim=64, device="cuda")
 
 
+def test_tiles_of_vectors_against_numpy():
+    # a tile of vec3 (its components a trailing axis in shared memory): a load, operators, an
+    # element read, a sum and a store; values and gradients against numpy
+    A = R.random((16, 3)).astype(np.float32)
+    a = wp.array(A, dtype=wp.vec3, device="cuda", requires_grad=True)
+    out = wp.zeros(16, dtype=wp.vec3, device="cuda", requires_grad=True)
+    n = wp.zeros(2, dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.vectors, dim=2, inputs=[a, out, n], block_dim=4, device="cuda")
+    tape.backward(grads={out: wp.ones(16, dtype=wp.vec3, device="cuda"),
+                         n: wp.ones(2, dtype=float, device="cuda")})
+    u = 2 * A.astype(np.float64) + 1
+    np.testing.assert_allclose(out.numpy(), u, rtol=1e-6)
+    blocks = u.reshape(2, 8, 3)
+    v = blocks[:, 3]
+    np.testing.assert_allclose(n.numpy(), np.linalg.norm(v, axis=1) + blocks[:, :, 1].sum(1),
+                               rtol=1e-5)
+    want = np.full((16, 3), 2.0)                    # from out
+    want.reshape(2, 8, 3)[:, :, 1] += 2.0           # from s[0][1]
+    want.reshape(2, 8, 3)[:, 3] += 2 * v / np.linalg.norm(v, axis=1, keepdims=True)
+    np.testing.assert_allclose(a.grad.numpy(), want, rtol=1e-5)
+
+
 def test_the_lane_in_scalar_code_and_in_a_tile_operation():
     a = wp.array(np.arange(16, dtype=np.float32), dtype=float, device="cuda")
     out = wp.zeros(2, dtype=float, device="cuda")
@@ -283,7 +307,8 @@ from weft.runtime.ptx import compile_ptx
 f = lambda *s: np.zeros(s, np.float32)
 cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "gemm": (tk.gemm, [f(16, 12), f(12, 8), f(16, 8)], (2, 2, 16)),
-         "elements": (tk.elements, [f(8, 8), f(8), f(8, 8)], (2, 2, 4))}
+         "elements": (tk.elements, [f(8, 8), f(8), f(8, 8)], (2, 2, 4)),
+         "vectors": (tk.vectors, [f(16, 3), f(16, 3), f(2)], (2, 4))}
 for name, (k, args, dims) in cases.items():
     kinds = ("forward",) if name == "gemm" else ("forward", "adjoint", "tangent")
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
@@ -300,7 +325,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 7, r.stdout
+    assert len(rows) == 10, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

@@ -96,3 +96,14 @@ def extract(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float)):
     i, j, x, y = wp.tid()  # a plain launch: a block of 32 threads per (i, j) with block_dim=32
     tile = wp.tile_load(a, shape=(8, 4), offset=(i * 8, j * 4))
     wp.atomic_add(b, i, j, wp.tile_extract(tile, x, y) * 2.0)
+
+
+@wp.kernel
+def vectors(a: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3), n: wp.array(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=8, offset=i * 8)
+    u = t * 2.0 + wp.tile_ones(shape=8, dtype=wp.vec3)
+    v = u[3]
+    s = wp.tile_sum(u)
+    wp.tile_store(out, u, offset=i * 8)
+    n[i] = wp.length(v) + s[0][1]

@@ -642,3 +642,55 @@ def tile_arange_into(out):
     for e in range(cuda.threadIdx.x, out.shape[0], cuda.blockDim.x):
         out[e] = e
     cuda.syncthreads()
+
+
+# ------------------------------------------------------------------------------ vectors, matrices
+# (a tile of vectors or matrices holds its elements' components as trailing dimensions, as on
+# the CPU; loads, stores and atomic adds take them as further axes at offset 0)
+@_dev
+def tile_sum_vec_into(out, t):
+    """``out[0, c]`` = the sum over the tile's elements of component ``c``, in order."""
+    k = out.shape[1]
+    f = t.reshape((t.size // k, k))
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        for c in range(k):
+            s = f[0, c] - f[0, c]
+            for i in range(f.shape[0]):
+                s += f[i, c]
+            out[0, c] = s
+    cuda.syncthreads()
+
+
+@_dev
+def tile_sum_vec_adj_into(out, t, g):
+    """The adjoint of :func:`tile_sum_vec_into`: ``g``'s components in every element."""
+    k = g.shape[1]
+    f = out.reshape((out.size // k, k))
+    cuda.syncthreads()
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        f[e // k, e % k] = g[0, e % k]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_insert_vec_into(out, t, idx, x):
+    """``out`` = ``t`` with element ``idx`` set to the components ``x`` (a tuple)."""
+    tile_copy(out, t)
+    if cuda.threadIdx.x == 0:
+        v = out[idx]
+        f = v.reshape(v.size)
+        for k in range(len(x)):
+            f[k] = x[k]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_onehot_vec_into(out, idx, g):
+    """``out`` = zeros but the sum of every thread's components ``g`` at element ``idx``."""
+    tile_fill(out, 0)
+    v = out[idx]
+    f = v.reshape(v.size)
+    for k in range(len(g)):
+        cuda.atomic.add(f, k, g[k])
+    cuda.syncthreads()

@@ -105,6 +105,7 @@ class _Function:
         self.shared = 0       # bytes of shared memory allocated
         self.loc = None
         self.adjoint = getattr(fdef, "weft_pass", None) == "adjoint"
+        self.adj_views = set()  # views of adjoint tiles' elements (``tile_get_vec``)
 
     # -- allocation -------------------------------------------------------------------------
     def _fresh(self, hint):
@@ -138,6 +139,33 @@ class _Function:
         numpy = self.numpy_form(node, out, in_loop)
         if numpy is not None:
             return numpy
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+                node.value.id in self.env and any(isinstance(n, ast.Slice) or (
+                    isinstance(n, ast.Constant) and n.value is Ellipsis)
+                    for n in ast.walk(node.slice)):  # a view: ``t[..., c]``, ``t[1:3]``
+            index = _static_index(node.slice)
+            if index is None:
+                raise Unsupported("a view of a tile at offsets not known when compiling")
+            base = self.env[node.value.id]
+            v = self._fresh("shv")
+            out.append(_assign(v, node))
+            self.env[v] = Tile(np.empty(base.shape, np.int8)[index].shape, base.dtype)
+            if self.is_adjoint_tile(node.value.id):
+                self.adj_views.add(v)
+            return v
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "reshape" and isinstance(node.func.value, ast.Name) and \
+                node.func.value.id in self.env:  # a view
+            base = self.env[node.func.value.id]
+            dims = _literal_shape(node.args[0]) if len(node.args) == 1 else None
+            if dims is None or int(np.prod(dims)) != int(np.prod(base.shape)):
+                raise Unsupported("a tile reshaped to a shape not known when compiling")
+            v = self._fresh("shv")
+            out.append(_assign(v, node))
+            self.env[v] = Tile(dims, base.dtype)
+            if self.is_adjoint_tile(node.func.value.id):
+                self.adj_views.add(v)
+            return v
         if isinstance(node, ast.BinOp):
             if isinstance(node.left, ast.Call) and isinstance(node.left.func, ast.Attribute) \
                     and node.left.func.attr == "zeros" and isinstance(node.op, ast.Add):
@@ -241,19 +269,40 @@ class _Function:
         if m:
             nd = int(m.group(2))
             src = args[0]
-            dt, ndim = self.arrays.get(src.id, (None, 0)) if isinstance(src, ast.Name) else \
-                (None, 0)
+            dt, ndim, elem = self.array(src)
             dims = [_const_int(d) for d in args[1 + nd:]]
             if dt is None or None in dims or len(dims) != nd or ndim != nd:
-                raise Unsupported("a tile load from an array of vectors, matrices or structs, "
-                                  "or from an array that is not a kernel parameter")
-            n = self.alloc(Tile(tuple(dims), dt), out, in_loop)
-            out.append(_expr_stmt(_wk(f"tile_load{nd}_into", name(n), *args[:1 + nd])))
+                raise Unsupported("a tile load from an array of structs, or an array weft "
+                                  "cannot follow")
+            n = self.alloc(Tile(tuple(dims) + elem, dt), out, in_loop)
+            out.append(_expr_stmt(_wk(f"tile_load{nd + len(elem)}_into", name(n),
+                                      *args[:1 + nd], *_zeros(elem))))
             return n
-        m = re.fullmatch(r"tile_atomic_add([12])", fn)
+        m = re.fullmatch(r"tile_atomic_add([1234])", fn)
         if m and tiles[-1] is not None:
+            nd = int(m.group(1))
+            elem = self.array(args[0])[2]
             n = self.alloc(tiles[-1], out, in_loop)
-            out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *args)))
+            out.append(_expr_stmt(_wk(f"tile_atomic_add{nd + len(elem)}_into", name(n),
+                                      *args[:1 + nd], *_zeros(elem), args[-1])))
+            return n
+        if fn == "tile_get_vec" and tiles[0] is not None:
+            v = self._fresh("shv")  # a view of the element's components
+            k = int(np.prod(tiles[0].shape[len(tiles[0].shape) - _idx_len(args[1]) - 1:][1:]))
+            out.append(_assign(v, ast.Call(ast.Attribute(ast.Subscript(
+                args[0], args[1], ast.Load()), "reshape", ast.Load()), [ast.Constant(k)], [])))
+            self.env[v] = Tile((k,), tiles[0].dtype)
+            if isinstance(args[0], ast.Name) and self.is_adjoint_tile(args[0].id):
+                self.adj_views.add(v)
+            return v
+        if fn == "tile_sum_vec" and tiles[0] is not None:
+            k = _const_int(args[1])
+            n = self.alloc(Tile((1, k), tiles[0].dtype), out, in_loop)
+            out.append(_expr_stmt(_wk("tile_sum_vec_into", name(n), args[0])))
+            return n
+        if fn == "tile_sum_vec_adj" and tiles[0] is not None:
+            n = self.alloc(tiles[0], out, in_loop)
+            out.append(_expr_stmt(_wk("tile_sum_vec_adj_into", name(n), args[0], args[1])))
             return n
         special = self.shaped(fn, node, args, tiles, out, in_loop)
         if special is not None:
@@ -283,6 +332,16 @@ class _Function:
         out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *args)))
         return n
 
+    def is_adjoint_tile(self, n):
+        """Whether tile ``n`` of an adjoint function is the adjoint of a tile (or a view of
+        one's element): a scalar read of it is the adjoint of a write into a tile."""
+        return self.adjoint and (n.startswith("adj_") or n in self.adj_views)
+
+    def array(self, node):
+        """``(dtype, ndim, element shape)`` of array ``node`` (a name), or Nones."""
+        got = self.arrays.get(node.id) if isinstance(node, ast.Name) else None
+        return got if got is not None else (None, 0, ())
+
     def shaped(self, fn, node, args, tiles, out, in_loop):
         """The helpers whose result's shape is a literal argument, or a view: the buffer's
         name, or None for the others."""
@@ -306,17 +365,20 @@ class _Function:
             out.append(_expr_stmt(_wk("tile_fill", name(n), value)))
             return n
         if fn in ("tile_insert", "tile_zero_at") and tiles[0] is not None:
-            if len(args) > 2 and isinstance(args[2], ast.Tuple):
-                raise Unsupported("'insert' of a vector or matrix element")
             n = self.alloc(tiles[0], out, in_loop)
             value = args[2] if fn == "tile_insert" else ast.Constant(0)
-            out.append(_expr_stmt(_wk("tile_insert_into", name(n), args[0], args[1], value)))
+            if fn == "tile_zero_at" and _idx_len(args[1]) < len(tiles[0].shape):
+                value = ast.Tuple([ast.Constant(0)] * int(np.prod(
+                    tiles[0].shape[_idx_len(args[1]):])), ast.Load())
+            helper = "tile_insert_vec_into" if _idx_len(args[1]) < len(tiles[0].shape) else \
+                "tile_insert_into"
+            out.append(_expr_stmt(_wk(helper, name(n), args[0], args[1], value)))
             return n
         if fn == "tile_onehot" and tiles[0] is not None:
-            if isinstance(args[2], ast.Tuple):
-                raise Unsupported("'onehot' of a vector or matrix element")
             n = self.alloc(tiles[0], out, in_loop)
-            out.append(_expr_stmt(_wk("tile_onehot_into", name(n), args[1], args[2])))
+            helper = "tile_onehot_vec_into" if _idx_len(args[1]) < len(tiles[0].shape) else \
+                "tile_onehot_into"
+            out.append(_expr_stmt(_wk(helper, name(n), args[1], args[2])))
             return n
         if fn in ("tile_broadcast", "tile_unbroadcast") and tiles[0] is not None:
             padded, dims = _literal_shape(args[1]), _literal_shape(args[2])
@@ -341,8 +403,8 @@ class _Function:
             t = self.value(node.value, out, in_loop)
             base = name(t) if t is not None else self.scalar(node.value, out, in_loop)
             read = ast.Subscript(base, self.scalar(node.slice, out, in_loop), ast.Load())
-            if t is not None and self.adjoint and isinstance(node.value, ast.Name) and \
-                    node.value.id.startswith("adj_"):
+            if t is not None and isinstance(node.value, ast.Name) and \
+                    self.is_adjoint_tile(node.value.id):
                 # the adjoint of writing one element of a tile: the write counted once for
                 # the block (the threads all wrote the same value), so one thread takes it
                 return ast.IfExp(ast.Compare(_wk("tile_lane"), [ast.Eq()], [ast.Constant(0)]),
@@ -432,6 +494,15 @@ class _Function:
             fn = _wk_name(s.value)
             if fn in _EFFECTS:
                 args = self.args(s.value, out, in_loop)
+                m = re.fullmatch(r"tile_(store|load_adj)(\d)", fn)
+                if m:
+                    elem = self.array(args[0])[2]
+                    nd = int(m.group(2))
+                    if nd + len(elem) > 4:
+                        raise Unsupported(f"'{m.group(1)}' of a tile of {nd} dimensions of "
+                                          "vectors or matrices")
+                    fn = f"tile_{m.group(1)}{nd + len(elem)}"
+                    args = args[:1 + nd] + _zeros(elem) + args[1 + nd:]
                 out.append(_expr_stmt(_wk(fn, *args)))
                 return
             if fn is not None and fn.startswith("tile_") and fn not in _SCALAR_RESULTS:
@@ -520,6 +591,42 @@ class _Function:
             lo, s.iter.args[-1], _wk("tile_lanes")], []), body, []))
         out.append(_expr_stmt(_wk("tile_sync")))
         return True
+
+
+def _static_index(node):
+    """The index a subscript's slice node spells, when it is made of constants (ints,
+    ``int32(c)``, ``...``, slices of them); else None."""
+    def const(n):
+        if n is None:
+            return None
+        if isinstance(n, ast.Call) and len(n.args) == 1 and not n.keywords:
+            n = n.args[0]
+        v = _const_int(n)
+        if v is None:
+            raise ValueError
+        return v
+    try:
+        items = node.elts if isinstance(node, ast.Tuple) else [node]
+        out = []
+        for it in items:
+            if isinstance(it, ast.Constant) and it.value is Ellipsis:
+                out.append(Ellipsis)
+            elif isinstance(it, ast.Slice):
+                out.append(slice(const(it.lower), const(it.upper), const(it.step)))
+            else:
+                out.append(const(it))
+        return tuple(out)
+    except ValueError:
+        return None
+
+
+def _zeros(elem):
+    """Offsets 0 for an element's axes (a tile of vectors or matrices)."""
+    return [ast.Constant(0) for _ in elem]
+
+
+def _idx_len(node):
+    return len(node.elts) if isinstance(node, ast.Tuple) else 1
 
 
 def _slice_len(sl, dim):
@@ -733,9 +840,10 @@ def _arrays(fir, abi):
     out = {}
     for v in list(fir.params) + list(ir.defined_vars(fir.body)):
         t = v.type
-        if isinstance(t, T.ArrayType) and not T.is_composite(t.dtype) and \
-                t.dtype is not T.float16:  # (half arrays hold their bits on CUDA)
-            dt = (_np_dtype(tile_dtype(t.dtype)), t.ndim)
+        if isinstance(t, T.ArrayType) and T.scalar_of(t.dtype) is not T.float16 and \
+                (T.is_scalar(t.dtype) or T.is_composite(t.dtype)):  # (half: bits on CUDA)
+            dt = (_np_dtype(tile_dtype(T.scalar_of(t.dtype))), t.ndim,
+                  tuple(T.element_shape(t.dtype)))
             base = bases.get(v.name, v.name)
             for n in (v.name, f"adj_{base}", f"tan_{base}"):
                 out[n] = dt
