@@ -244,6 +244,36 @@ def test_tiles_of_vectors_against_numpy():
     np.testing.assert_allclose(a.grad.numpy(), want, rtol=1e-5)
 
 
+def test_fft_and_ifft_against_numpy():
+    # Warp's tile_fft/tile_ifft (unnormalized, along the last axis of a vec2d tile); their
+    # adjoints are each other (as Warp's)
+    X = R.random((8, 8, 2))
+    x = wp.array(X, dtype=wp.vec2d, device="cuda", requires_grad=True)
+    y = wp.zeros((8, 8), dtype=wp.vec2d, device="cuda", requires_grad=True)
+    z = wp.zeros((8, 8), dtype=wp.vec2d, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.transforms, dim=(2, 1), inputs=[x, y, z], block_dim=4,
+                        device="cuda")
+    gy, gz = R.random((8, 8, 2)), R.random((8, 8, 2))
+    tape.backward(grads={y: wp.array(gy, dtype=wp.vec2d, device="cuda"),
+                         z: wp.array(gz, dtype=wp.vec2d, device="cuda")})
+
+    def c(a):
+        return a[..., 0] + 1j * a[..., 1]
+
+    def pairs(a):
+        return np.stack([a.real, a.imag], axis=-1)
+    cx = c(X)
+    np.testing.assert_allclose(y.numpy(), pairs(np.fft.fft(cx, axis=1)), atol=1e-12)
+    want_z = np.zeros((8, 8, 2))
+    want_z[:4, :6] = pairs(6 * np.fft.ifft(cx[:4, :6], axis=1))
+    np.testing.assert_allclose(z.numpy(), want_z, atol=1e-12)
+    grad = pairs(8 * np.fft.ifft(c(gy), axis=1))          # the adjoint of fft: ifft
+    grad[:4, :6] += pairs(np.fft.fft(c(gz)[:4, :6], axis=1))  # of ifft: fft
+    np.testing.assert_allclose(x.grad.numpy(), grad, atol=1e-12)
+
+
 def test_the_lane_in_scalar_code_and_in_a_tile_operation():
     a = wp.array(np.arange(16, dtype=np.float32), dtype=float, device="cuda")
     out = wp.zeros(2, dtype=float, device="cuda")

@@ -107,3 +107,15 @@ def vectors(a: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3), n: wp.arra
     s = wp.tile_sum(u)
     wp.tile_store(out, u, offset=i * 8)
     n[i] = wp.length(v) + s[0][1]
+
+
+@wp.kernel
+def transforms(x: wp.array2d(dtype=wp.vec2d), y: wp.array2d(dtype=wp.vec2d),
+               z: wp.array2d(dtype=wp.vec2d)):
+    i, j = wp.tid()
+    a = wp.tile_load(x, shape=(4, 8), offset=(i * 4, 0))
+    wp.tile_fft(a)                      # a power of two: radix-2, a row per thread
+    wp.tile_store(y, a, offset=(i * 4, 0))
+    b = wp.tile_load(x, shape=(2, 6), offset=(i * 2, 0))
+    wp.tile_ifft(b)                     # six: the direct sum
+    wp.tile_store(z, b, offset=(i * 2, 0))

@@ -18,6 +18,8 @@ which lanes arrive).
 """
 from __future__ import annotations
 
+import math
+
 from numba import cuda
 
 _dev = cuda.jit(device=True)
@@ -694,3 +696,103 @@ def tile_onehot_vec_into(out, idx, g):
     for k in range(len(g)):
         cuda.atomic.add(f, k, g[k])
     cuda.syncthreads()
+
+
+# ------------------------------------------------------------------------------ FFT
+@_dev
+def _fft_into(out, a, sgn):
+    """The unnormalized DFT (``sgn`` -1) or its inverse (+1) along the last tile dimension of a
+    vec2 tile ``a`` (``(..., N, 2)``) into ``out``: the CPU's algorithms
+    (:func:`weft.native.tile_kernels.fft`), each thread transforming its own rows. Powers of
+    two: bit reversal and radix-2 butterflies in place in ``out`` (twiddles by recurrence);
+    other sizes: the O(N^2) sum, read from ``a``."""
+    n = out.shape[out.ndim - 2]
+    batch = out.size // (2 * n)
+    x = out.reshape((batch, n, 2))
+    src = a.reshape((batch, n, 2))
+    zero = x.dtype.type(0)
+    one = x.dtype.type(1)
+    two_pi = x.dtype.type(6.283185307179586)
+    sg = x.dtype.type(sgn)
+    pow2 = (n & (n - 1)) == 0
+    cuda.syncthreads()
+    for bt in range(cuda.threadIdx.x, batch, cuda.blockDim.x):
+        xb = x[bt]
+        sb = src[bt]
+        if pow2:
+            for i in range(n):
+                xb[i, 0] = sb[i, 0]
+                xb[i, 1] = sb[i, 1]
+            j = 0
+            for i in range(1, n):
+                bit = n >> 1
+                while j & bit:
+                    j ^= bit
+                    bit >>= 1
+                j ^= bit
+                if i < j:
+                    t0 = xb[i, 0]
+                    t1 = xb[i, 1]
+                    xb[i, 0] = xb[j, 0]
+                    xb[i, 1] = xb[j, 1]
+                    xb[j, 0] = t0
+                    xb[j, 1] = t1
+            length = 2
+            while length <= n:
+                half = length >> 1
+                theta = sg * two_pi / x.dtype.type(length)
+                wm_re = math.cos(theta)
+                wm_im = math.sin(theta)
+                for k in range(0, n, length):
+                    w_re = one
+                    w_im = zero
+                    for q in range(half):
+                        lo = k + q
+                        hi = lo + half
+                        x_re = xb[hi, 0]
+                        x_im = xb[hi, 1]
+                        t_re = w_re * x_re - w_im * x_im
+                        t_im = w_re * x_im + w_im * x_re
+                        u_re = xb[lo, 0]
+                        u_im = xb[lo, 1]
+                        xb[lo, 0] = u_re + t_re
+                        xb[lo, 1] = u_im + t_im
+                        xb[hi, 0] = u_re - t_re
+                        xb[hi, 1] = u_im - t_im
+                        nw_re = w_re * wm_re - w_im * wm_im
+                        nw_im = w_re * wm_im + w_im * wm_re
+                        w_re = nw_re
+                        w_im = nw_im
+                length <<= 1
+        else:
+            base = sg * two_pi / x.dtype.type(n)
+            for k in range(n):
+                acc_re = zero
+                acc_im = zero
+                for q in range(n):
+                    theta = base * x.dtype.type(k) * x.dtype.type(q)
+                    c = math.cos(theta)
+                    s = math.sin(theta)
+                    xr = sb[q, 0]
+                    xi = sb[q, 1]
+                    acc_re += c * xr - s * xi
+                    acc_im += c * xi + s * xr
+                xb[k, 0] = acc_re
+                xb[k, 1] = acc_im
+    cuda.syncthreads()
+
+
+@_dev
+def tile_fft_into(out, a):
+    _fft_into(out, a, -1)
+
+
+@_dev
+def tile_ifft_into(out, a):
+    _fft_into(out, a, 1)
+
+
+tile_fft_adj_into = tile_ifft_into  # the adjoint of the unnormalized DFT is its inverse
+tile_ifft_adj_into = tile_fft_into
+tile_fft_jvp_into = tile_fft_into   # linear
+tile_ifft_jvp_into = tile_ifft_into

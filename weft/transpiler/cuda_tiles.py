@@ -322,9 +322,13 @@ class _Function:
             shape, dt = (1,), "int32"
         elif fn in ("tile_sum_adj", "tile_extreme_adj") and tiles[0]:
             shape, dt = tiles[0].shape, tiles[0].dtype
+        elif fn in ("tile_fft", "tile_ifft", "tile_fft_adj", "tile_ifft_adj", "tile_fft_jvp",
+                    "tile_ifft_jvp") and tiles[0] and tiles[0].shape[-1] == 2:
+            shape, dt = tiles[0].shape, tiles[0].dtype
         elif fn == "tile_transpose" and tiles[0] and len(tiles[0].shape) == 2:
             shape, dt = tiles[0].shape[::-1], tiles[0].dtype
-        if shape is None or any(t is not None and len(t.shape) > 2 for t in tiles):
+        if shape is None or any(t is not None and len(t.shape) > 2 for t in tiles) and \
+                "fft" not in fn:
             raise Unsupported(f"'{fn[5:] if fn.startswith('tile_') else fn}'")
         if fn.startswith("tile_matmul") and len({t.dtype for t in tiles if t}) > 1:
             raise Unsupported("'tile_matmul' of tiles of different types")
