@@ -274,6 +274,30 @@ def test_fft_and_ifft_against_numpy():
     np.testing.assert_allclose(x.grad.numpy(), grad, atol=1e-12)
 
 
+def test_cholesky_and_solves_against_numpy():
+    r = np.random.default_rng(4)
+    M = r.random((8, 8))
+    A = (M @ M.T + 8 * np.eye(8)).astype(np.float32)
+    B = r.random((8, 3)).astype(np.float32)
+    Y = r.random(8).astype(np.float32)
+    arrays = [wp.array(A, dtype=float, device="cuda", requires_grad=True),
+              wp.array(B, dtype=float, device="cuda", requires_grad=True),
+              wp.zeros((8, 8), dtype=float, device="cuda", requires_grad=True),
+              wp.zeros((8, 3), dtype=float, device="cuda", requires_grad=True),
+              wp.array(Y, dtype=float, device="cuda", requires_grad=True),
+              wp.zeros(8, dtype=float, device="cuda", requires_grad=True)]
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.factor, dim=1, inputs=arrays, block_dim=4, device="cuda")
+    A64 = A.astype(np.float64)
+    np.testing.assert_allclose(arrays[2].numpy(), np.linalg.cholesky(A64), atol=1e-6)
+    np.testing.assert_allclose(arrays[3].numpy(), np.linalg.solve(A64, B), atol=1e-6)
+    np.testing.assert_allclose(arrays[5].numpy(), np.linalg.solve(A64, Y), atol=1e-6)
+    # their adjoints are not built for CUDA yet: the backward pass refuses the launch
+    with pytest.raises(KernelError, match="adjoint and tangent on CUDA needs 'upper_solve_adj'"):
+        tape.backward(grads={arrays[5]: wp.ones(8, dtype=float, device="cuda")})
+
+
 def test_the_lane_in_scalar_code_and_in_a_tile_operation():
     a = wp.array(np.arange(16, dtype=np.float32), dtype=float, device="cuda")
     out = wp.zeros(2, dtype=float, device="cuda")
@@ -338,9 +362,11 @@ f = lambda *s: np.zeros(s, np.float32)
 cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "gemm": (tk.gemm, [f(16, 12), f(12, 8), f(16, 8)], (2, 2, 16)),
          "elements": (tk.elements, [f(8, 8), f(8), f(8, 8)], (2, 2, 4)),
-         "vectors": (tk.vectors, [f(16, 3), f(16, 3), f(2)], (2, 4))}
+         "vectors": (tk.vectors, [f(16, 3), f(16, 3), f(2)], (2, 4)),
+         "factor": (tk.factor, [f(8, 8), f(8, 3), f(8, 8), f(8, 3), f(8), f(8)], (1, 4)),
+         "transforms": (tk.transforms, [f(8, 8, 2).astype(np.float64)] * 3, (2, 1, 4))}
 for name, (k, args, dims) in cases.items():
-    kinds = ("forward",) if name == "gemm" else ("forward", "adjoint", "tangent")
+    kinds = ("forward",) if name in ("gemm", "factor") else ("forward", "adjoint", "tangent")
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
         print(name, kind, ".target sm_90" in text, text.count("bar.sync"),
               ".shared" in text, "atom.global.add.f32" in text)
@@ -355,7 +381,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 10, r.stdout
+    assert len(rows) == 14, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

@@ -119,3 +119,16 @@ def transforms(x: wp.array2d(dtype=wp.vec2d), y: wp.array2d(dtype=wp.vec2d),
     b = wp.tile_load(x, shape=(2, 6), offset=(i * 2, 0))
     wp.tile_ifft(b)                     # six: the direct sum
     wp.tile_store(z, b, offset=(i * 2, 0))
+
+
+@wp.kernel
+def factor(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), l: wp.array2d(dtype=float),
+           x: wp.array2d(dtype=float), y: wp.array(dtype=float), z: wp.array(dtype=float)):
+    A = wp.tile_load(a, shape=(8, 8))
+    B = wp.tile_load(b, shape=(8, 3))
+    L = wp.tile_cholesky(A)
+    wp.tile_store(l, L)
+    wp.tile_store(x, wp.tile_cholesky_solve(L, B))      # three right-hand sides
+    v = wp.tile_load(y, shape=8)
+    w = wp.tile_lower_solve(L, v)                       # one
+    wp.tile_store(z, wp.tile_upper_solve(wp.tile_transpose(L), w))

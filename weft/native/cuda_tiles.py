@@ -796,3 +796,97 @@ tile_fft_adj_into = tile_ifft_into  # the adjoint of the unnormalized DFT is its
 tile_ifft_adj_into = tile_fft_into
 tile_fft_jvp_into = tile_fft_into   # linear
 tile_ifft_jvp_into = tile_ifft_into
+
+
+# ------------------------------------------------------------------------------ Cholesky, solves
+@_dev
+def tile_cholesky_into(out, A):
+    """The lower Cholesky factor of ``A`` (its lower triangle read), the CPU's algorithm
+    (:func:`weft.native.tile_kernels.cholesky`): column by column, every thread computing the
+    pivot, the rows below split among the threads, each entry's terms in increasing k."""
+    n = A.shape[0]
+    zero = out.dtype.type(0)
+    one = out.dtype.type(1)
+    tile_fill(out, 0)
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            r = out[j, k]
+            s = s - r * r
+        if s >= zero:
+            s = math.sqrt(s)
+        else:
+            s = out.dtype.type(math.nan)
+        if s != zero:
+            inv = one / s
+        else:
+            inv = out.dtype.type(math.copysign(math.inf, s))
+        for i in range(j + 1 + cuda.threadIdx.x, n, cuda.blockDim.x):
+            si = A[i, j]
+            for k in range(j):
+                si = si - out[i, k] * out[j, k]
+            out[i, j] = si * inv
+        if cuda.threadIdx.x == 0:
+            out[j, j] = s
+        cuda.syncthreads()
+
+
+@_dev
+def _forward_substitution(X, L):
+    """``X`` (n, m) := ``L^-1 X`` in place (lower triangle of ``L``), a column of ``X`` per
+    thread; each entry's terms in increasing j, then its division (zero pivots skipped)."""
+    n, m = X.shape[0], X.shape[1]
+    zero = L.dtype.type(0)
+    for c in range(cuda.threadIdx.x, m, cuda.blockDim.x):
+        for i in range(n):
+            s = X[i, c]
+            for j in range(i):
+                s = s - L[i, j] * X[j, c]
+            d = L[i, i]
+            if d != zero:
+                s = s / d
+            X[i, c] = s
+
+
+@_dev
+def _back_substitution(X, U, transposed):
+    """``X`` := ``U^-1 X`` in place (upper triangle of ``U``, or of ``L^T`` when
+    ``transposed``: ``U[i, j]`` read as ``L[j, i]``)."""
+    n, m = X.shape[0], X.shape[1]
+    zero = U.dtype.type(0)
+    for c in range(cuda.threadIdx.x, m, cuda.blockDim.x):
+        for i in range(n - 1, -1, -1):
+            s = X[i, c]
+            for j in range(i + 1, n):
+                u = U[j, i] if transposed else U[i, j]
+                s = s - u * X[j, c]
+            d = U[i, i]
+            if d != zero:
+                s = s / d
+            X[i, c] = s
+
+
+@_dev
+def tile_lower_solve_into(out, L, y):
+    """``out`` = ``z`` with ``L z = y`` (forward substitution)."""
+    tile_copy(out, y)
+    _forward_substitution(out.reshape((out.shape[0], out.size // out.shape[0])), L)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_upper_solve_into(out, U, z):
+    """``out`` = ``x`` with ``U x = z`` (back substitution)."""
+    tile_copy(out, z)
+    _back_substitution(out.reshape((out.shape[0], out.size // out.shape[0])), U, False)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_cholesky_solve_into(out, L, y):
+    """``out`` = ``x`` with ``L L^T x = y``."""
+    tile_copy(out, y)
+    X = out.reshape((out.shape[0], out.size // out.shape[0]))  # (a vector: one column)
+    _forward_substitution(X, L)
+    _back_substitution(X, L, True)
+    cuda.syncthreads()

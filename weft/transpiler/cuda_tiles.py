@@ -325,6 +325,11 @@ class _Function:
         elif fn in ("tile_fft", "tile_ifft", "tile_fft_adj", "tile_ifft_adj", "tile_fft_jvp",
                     "tile_ifft_jvp") and tiles[0] and tiles[0].shape[-1] == 2:
             shape, dt = tiles[0].shape, tiles[0].dtype
+        elif fn == "tile_cholesky" and tiles[0] and len(tiles[0].shape) == 2:
+            shape, dt = tiles[0].shape, tiles[0].dtype
+        elif fn in ("tile_lower_solve", "tile_upper_solve", "tile_cholesky_solve") and \
+                tiles[0] and tiles[1]:
+            shape, dt = tiles[1].shape, tiles[1].dtype
         elif fn == "tile_transpose" and tiles[0] and len(tiles[0].shape) == 2:
             shape, dt = tiles[0].shape[::-1], tiles[0].dtype
         if shape is None or any(t is not None and len(t.shape) > 2 for t in tiles) and \
