@@ -298,6 +298,24 @@ def test_cholesky_and_solves_against_numpy():
         tape.backward(grads={arrays[5]: wp.ones(8, dtype=float, device="cuda")})
 
 
+def test_each_thread_writes_its_own_element():
+    # Warp's idiom for filling a tile in parallel: thread l writes element l; block_dim() is
+    # the CUDA block's. Each element's adjoint goes back to the thread that wrote it.
+    A = R.random((8, 4)).astype(np.float32)
+    a = wp.array(A, dtype=float, device="cuda", requires_grad=True)
+    out = wp.zeros((8, 4), dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.own_elements, dim=2, inputs=[a, out], block_dim=16, device="cuda")
+    G = R.random((8, 4)).astype(np.float32)
+    tape.backward(grads={out: wp.array(G, dtype=float, device="cuda")})
+    blocks = [slice(0, 4), slice(4, 8)]
+    want = np.concatenate([2 * A[b].T for b in blocks]) + 16.0
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(a.grad.numpy(), np.concatenate([2 * G[b].T for b in blocks]),
+                               rtol=1e-6)
+
+
 def test_the_lane_in_scalar_code_and_in_a_tile_operation():
     a = wp.array(np.arange(16, dtype=np.float32), dtype=float, device="cuda")
     out = wp.zeros(2, dtype=float, device="cuda")
@@ -315,7 +333,6 @@ def test_the_lane_in_scalar_code_and_in_a_tile_operation():
 LANE_OPS = {
     "gather": ("x = a[i]\n    t = wp.tile(x)\n    wp.tile_store(out, t)",
                r"wp.tile\(x\) of a value works with the threads"),
-    "block_dim": ("out[i] = float(wp.block_dim())", r"wp.block_dim\(\)"),
     "from_thread": ("t = wp.tile_from_thread(shape=4, value=a[i])\n    wp.tile_store(out, t)",
                     "tile_from_thread"),
     "diag_add": ("t = wp.tile_load(a, shape=4)\n"

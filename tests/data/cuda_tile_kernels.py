@@ -132,3 +132,11 @@ def factor(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float), l: wp.array2d
     v = wp.tile_load(y, shape=8)
     w = wp.tile_lower_solve(L, v)                       # one
     wp.tile_store(z, wp.tile_upper_solve(wp.tile_transpose(L), w))
+
+
+@wp.kernel
+def own_elements(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i, lane = wp.tid()  # 16 threads a block: each writes its own element of the tile
+    t = wp.tile_zeros(shape=(4, 4), dtype=float)
+    t[lane // 4, lane % 4] = a[i * 4 + lane // 4, lane % 4] * 2.0
+    wp.tile_store(out, wp.tile_transpose(t) + float(wp.block_dim()), offset=(i * 4, 0))

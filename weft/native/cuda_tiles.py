@@ -460,10 +460,10 @@ def tile_extreme_adj_into(out, t, r, g):
 # ------------------------------------------------------------------------------ elements, shape
 @_dev
 def tile_insert_into(out, t, idx, x):
-    """``out`` = ``t`` with element ``idx`` (a tuple) set to ``x`` (lane 0 writes it)."""
+    """``out`` = ``t`` with element ``idx`` (a tuple) set to ``x``: every thread writes its own
+    element (threads writing one element write the same value: the same scalar code)."""
     tile_copy(out, t)
-    if cuda.threadIdx.x == 0:
-        out[idx] = x
+    out[idx] = x
     cuda.syncthreads()
 
 
@@ -889,4 +889,13 @@ def tile_cholesky_solve_into(out, L, y):
     X = out.reshape((out.shape[0], out.size // out.shape[0]))  # (a vector: one column)
     _forward_substitution(X, L)
     _back_substitution(X, L, True)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_claim(owner, idx):
+    """``owner[idx]`` = the lowest thread asking for element ``idx`` (the one that takes the
+    adjoint of the element it wrote)."""
+    tile_fill(owner, 2147483647)
+    cuda.atomic.min(owner, idx, cuda.threadIdx.x)
     cuda.syncthreads()

@@ -87,7 +87,8 @@ def _np_dtype(node):
     return None
 
 
-_SCALAR_RESULTS = {"tile_sum_scalar", "tile_max_scalar", "tile_min_scalar"}
+_SCALAR_RESULTS = {"tile_sum_scalar", "tile_max_scalar", "tile_min_scalar", "tile_lane",
+                   "tile_lanes"}
 _EFFECTS = {f"tile_{op}{n}" for op in ("store", "load_adj") for n in (1, 2, 3, 4)} | {
     "tile_store_one"}
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul"}
@@ -414,11 +415,18 @@ class _Function:
             read = ast.Subscript(base, self.scalar(node.slice, out, in_loop), ast.Load())
             if t is not None and isinstance(node.value, ast.Name) and \
                     self.is_adjoint_tile(node.value.id):
-                # the adjoint of writing one element of a tile: the write counted once for
-                # the block (the threads all wrote the same value), so one thread takes it
-                return ast.IfExp(ast.Compare(_wk("tile_lane"), [ast.Eq()], [ast.Constant(0)]),
-                                 read, ast.Call(attr_path(f"np.{self.env[t].dtype}"),
-                                                [ast.Constant(0)], []))
+                # the adjoint of writing one element of a tile: each element's adjoint goes to
+                # one of the threads that wrote it (every thread writes its element; threads
+                # writing the same element wrote the same value), the lowest
+                zero = ast.Call(attr_path(f"np.{self.env[t].dtype}"), [ast.Constant(0)], [])
+                if node.value.id in self.adj_views:  # (a component: its element written whole)
+                    return ast.IfExp(ast.Compare(_wk("tile_lane"), [ast.Eq()],
+                                                 [ast.Constant(0)]), read, zero)
+                owner = self.alloc(Tile(self.env[t].shape[:_idx_len(node.slice)], "int32"),
+                                   out, in_loop)
+                out.append(_expr_stmt(_wk("tile_claim", name(owner), read.slice)))
+                return ast.IfExp(ast.Compare(ast.Subscript(name(owner), read.slice, ast.Load()),
+                                             [ast.Eq()], [_wk("tile_lane")]), read, zero)
             return read
         fn = _wk_name(node)
         if fn in _SCALAR_RESULTS:
@@ -769,10 +777,13 @@ def _first_reads(body, assigned):
 
 def lane_tiles(fir):
     """For each launch index of kernel ``fir`` (``wp.tid()``'s axis) that a tile operation
-    depends on (through data or a branch), ``(axis, why)``: a launch in which that index
-    differs between the threads of one CUDA block is refused
-    (:func:`weft.runtime.entries.cuda_block`). weft's CUDA tiles share every operand across
-    the block; Warp's threads would each write their own elements."""
+    depends on, ``(axis, why)``: a launch in which that index differs between the threads of
+    one CUDA block is refused (:func:`weft.runtime.entries.cuda_block`). A tile is the
+    block's (after each operation's barrier every thread sees all of it), so what matters is
+    the operands: weft's CUDA tile operations take them from every thread alike, except an
+    element write (``t[i, j] = x`` of a scalar), where each thread writes its own element. A
+    tile operation under a branch on such an index is refused too (its barriers need every
+    thread)."""
     from ..stdlib import ir
     from .lanes import _is_tile, _operands
     out = []
@@ -784,46 +795,67 @@ def lane_tiles(fir):
                 V.add(id(s.dst))
         if not V:
             continue
-        while _sweep(fir.body, False, V, ir, _operands):
+        while _sweep(fir.body, False, V, ir, _operands, _is_tile):
             pass
-        for s in ir.walk(fir.body):
+        loc = _varying_tile_op(fir.body, False, V, ir, _operands, _is_tile)
+        if loc is not None:
+            out.append((axis, f"{loc.filename}:{loc.lineno}: kernel '{fir.name}': a tile "
+                        f"operation takes a value computed from launch index {axis}, which "
+                        "differs between the threads of a CUDA block in this launch; "
+                        "weft's CUDA tiles share their operands across the block (only an "
+                        "element write may differ), so it would not give Warp's result "
+                        "(launch it with wp.launch_tiled without unpacking the lane, or with "
+                        "device='cpu')"))
+    return tuple(out)
+
+
+def _varying_tile_op(stmts, ctrl, V, ir, _operands, _is_tile):
+    """The location of the first tile operation of ``stmts`` under a branch or loop on ``V``
+    or taking an operand of ``V`` (a scalar element write excepted), else None."""
+    for s in stmts:
+        if isinstance(s, ir.If):
+            c = ctrl or (isinstance(s.cond, ir.Var) and id(s.cond) in V)
+            got = _varying_tile_op(s.body, c, V, ir, _operands, _is_tile) or \
+                _varying_tile_op(s.orelse, c, V, ir, _operands, _is_tile)
+        elif isinstance(s, ir.Loop):
+            c = ctrl or any(isinstance(x, ir.Var) and id(x) in V
+                            for x in (s.start, s.stop, s.step, s.brk))
+            got = _varying_tile_op(s.body, c, V, ir, _operands, _is_tile)
+        else:
             ops = _operands(s)
             dst = getattr(s, "dst", None)
             tile_op = (dst is not None and _is_tile(dst.type)) or (
                 isinstance(s, ir.Effect) and any(_is_tile(o.type) for o in ops))
-            if tile_op and (id(dst) in V if dst is not None else
-                            any(id(o) in V for o in ops)):
-                loc = s.loc
-                out.append((axis, f"{loc.filename}:{loc.lineno}: kernel '{fir.name}': a tile "
-                            f"operation takes a value computed from launch index {axis}, which "
-                            "differs between the threads of a CUDA block in this launch; "
-                            "weft's CUDA tiles share their operands across the block, so it "
-                            "would not give Warp's result (launch it with wp.launch_tiled "
-                            "without unpacking the lane, or with device='cpu')"))
-                break
-    return tuple(out)
+            own_element = isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and \
+                s.expr.builtin.name == "tile_insert" and ops and \
+                not T.is_composite(ops[-1].type)
+            got = s.loc if tile_op and (ctrl or (any(id(o) in V for o in ops) and
+                                                 not own_element)) else None
+        if got is not None:
+            return got
+    return None
 
 
-def _sweep(stmts, ctrl, V, ir, _operands):
-    """One pass of the fixed point of :func:`lane_tiles`: what depends on ``V`` (data and
-    control); True when it grew."""
+def _sweep(stmts, ctrl, V, ir, _operands, _is_tile):
+    """One pass of the fixed point of :func:`lane_tiles`: the scalars that depend on ``V``
+    (data and control; a tile is the block's, never in ``V``); True when it grew."""
     changed = False
     for s in stmts:
         if isinstance(s, ir.If):
             c = ctrl or (isinstance(s.cond, ir.Var) and id(s.cond) in V)
-            changed |= _sweep(s.body, c, V, ir, _operands)
-            changed |= _sweep(s.orelse, c, V, ir, _operands)
+            changed |= _sweep(s.body, c, V, ir, _operands, _is_tile)
+            changed |= _sweep(s.orelse, c, V, ir, _operands, _is_tile)
         elif isinstance(s, ir.Loop):
             c = ctrl or any(isinstance(x, ir.Var) and id(x) in V
                             for x in (s.start, s.stop, s.step, s.brk))
-            changed |= _sweep(s.body, c, V, ir, _operands)
+            changed |= _sweep(s.body, c, V, ir, _operands, _is_tile)
             for h, e in s.carried:
-                if id(e) in V and id(h) not in V:
+                if id(e) in V and id(h) not in V and not _is_tile(h.type):
                     V.add(id(h))
                     changed = True
         else:
             dst = getattr(s, "dst", None)
-            if dst is not None and id(dst) not in V and (
+            if dst is not None and id(dst) not in V and not _is_tile(dst.type) and (
                     ctrl or any(id(o) in V for o in _operands(s))):
                 V.add(id(dst))
                 changed = True

@@ -283,9 +283,19 @@ def tile_from_thread(ctx, node):
 @special_form("block_dim", "block_dim(): the number of threads of a tile block (1 on the CPU, "
               "block_dim with wp.config.enable_cpu_blocks)")
 def block_dim(ctx, node):
-    lanes.refuse_on_cuda(ctx, node, "wp.block_dim()")
+    if lanes.CUDA.get():  # the threads of the launch's CUDA block
+        return ctx.emit(ir.Prim(lookup("cuda_block_dim"), [], {}), T.int32, node)
     mode = lanes.current()
     if mode is not None:
         mode.coupled.append("block_dim")
         return ir.Const(mode.block_dim, T.int32)
     return ir.Const(1, T.int32)
+
+
+@builtin("cuda_block_dim", ["block_dim() on CUDA"], lambda ts, a=None: T.int32 if not ts
+         else None, differentiable=False, public=False)
+class _cuda_block_dim:
+    """The threads of the CUDA block running the kernel (``cuda.blockDim.x``)."""
+
+    def primal():
+        return Ex(ast.Call(attr_path("int32"), [_wk("tile_lanes")], []), T.int32)
