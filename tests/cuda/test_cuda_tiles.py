@@ -316,6 +316,27 @@ def test_each_thread_writes_its_own_element():
                                rtol=1e-6)
 
 
+def test_float16_tiles_values_and_gradients():
+    # half arrays hold their bits; a float16 tile holds float32 values rounded to half
+    rng = np.random.default_rng(7)
+    a_np = rng.random((2, 4)).astype(np.float16)
+    b_np = rng.random((4, 3)).astype(np.float32)
+    a = wp.array(a_np, dtype=wp.float16, device="cuda", requires_grad=True)
+    b = wp.array(b_np, device="cuda", requires_grad=True)
+    out = wp.zeros((2, 3), dtype=wp.float16, device="cuda", requires_grad=True)
+    with wp.Tape() as tape:
+        wp.launch_tiled(tk.half_tiles, dim=[1], inputs=[a, b, out], block_dim=8, device="cuda")
+    u = b_np.astype(np.float16).astype(np.float32)
+    want = (a_np.astype(np.float32) @ u).astype(np.float16).astype(np.float32) + a_np[:, :3]
+    np.testing.assert_allclose(out.numpy().astype(np.float32), want, rtol=2e-3)
+    tape.backward(grads={out: np.ones((2, 3), np.float16)})
+    grad_a = np.ones((2, 3)) @ u.T
+    grad_a[:, :3] += 1.0
+    np.testing.assert_allclose(a.grad.numpy().astype(np.float32), grad_a, rtol=2e-3)
+    np.testing.assert_allclose(b.grad.numpy(), a_np.astype(np.float32).T @ np.ones((2, 3)),
+                               rtol=2e-3)
+
+
 def test_the_lane_in_scalar_code_and_in_a_tile_operation():
     a = wp.array(np.arange(16, dtype=np.float32), dtype=float, device="cuda")
     out = wp.zeros(2, dtype=float, device="cuda")
@@ -380,6 +401,8 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "gemm": (tk.gemm, [f(16, 12), f(12, 8), f(16, 8)], (2, 2, 16)),
          "elements": (tk.elements, [f(8, 8), f(8), f(8, 8)], (2, 2, 4)),
          "vectors": (tk.vectors, [f(16, 3), f(16, 3), f(2)], (2, 4)),
+         "half": (tk.half_tiles, [np.zeros((2, 4), np.float16), f(4, 3),
+                                  np.zeros((2, 3), np.float16)], (1, 8)),
          "factor": (tk.factor, [f(8, 8), f(8, 3), f(8, 8), f(8, 3), f(8), f(8)], (1, 4)),
          "transforms": (tk.transforms, [f(8, 8, 2).astype(np.float64)] * 3, (2, 1, 4))}
 for name, (k, args, dims) in cases.items():
@@ -398,7 +421,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 14, r.stdout
+    assert len(rows) == 17, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

@@ -140,3 +140,10 @@ def own_elements(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
     t = wp.tile_zeros(shape=(4, 4), dtype=float)
     t[lane // 4, lane % 4] = a[i * 4 + lane // 4, lane % 4] * 2.0
     wp.tile_store(out, wp.tile_transpose(t) + float(wp.block_dim()), offset=(i * 4, 0))
+
+
+@wp.kernel
+def half_tiles(a: wp.array2d[wp.float16], b: wp.array2d[float], out: wp.array2d[wp.float16]):
+    t = wp.tile_load(a, shape=(2, 4))                 # float16: float32 values rounded to half
+    u = wp.tile_astype(wp.tile_load(b, shape=(4, 3)), wp.float16)
+    wp.tile_store(out, wp.tile_matmul(t, u) + t[:, 0:3])

@@ -899,3 +899,81 @@ def tile_claim(owner, idx):
     tile_fill(owner, 2147483647)
     cuda.atomic.min(owner, idx, cuda.threadIdx.x)
     cuda.syncthreads()
+
+
+# ------------------------------------------------------------------------------ float16
+# (a float16 tile holds float32 values rounded to half, as on the CPU; arrays hold half bits.
+# ``h2f``, ``f2h`` and ``atomic_add_f16`` are bound by :mod:`weft.native.cuda_helpers`)
+@_dev
+def tile_h2f_into(out, bits):
+    cuda.syncthreads()
+    fo = out.reshape(out.size)
+    fb = bits.reshape(bits.size)
+    for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
+        fo[e] = h2f(fb[e])  # noqa: F821 - bound by cuda_helpers
+    cuda.syncthreads()
+
+
+@_dev
+def tile_f2h_into(out, t):
+    cuda.syncthreads()
+    fo = out.reshape(out.size)
+    ft = t.reshape(t.size)
+    for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
+        fo[e] = f2h(ft[e])  # noqa: F821
+    cuda.syncthreads()
+
+
+@_dev
+def tile_round_f16_into(out, t):
+    cuda.syncthreads()
+    fo = out.reshape(out.size)
+    ft = t.reshape(t.size)
+    for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
+        fo[e] = h2f(f2h(ft[e]))  # noqa: F821
+    cuda.syncthreads()
+
+
+@_dev
+def tile_load_adj_h1(adj, o0, g):
+    """The adjoint of a load from a float16 array: added into its half bits atomically."""
+    cuda.syncthreads()
+    for i in range(cuda.threadIdx.x, g.shape[0], cuda.blockDim.x):
+        r = o0 + i
+        if 0 <= r < adj.shape[0]:
+            atomic_add_f16(adj, r, g[i])  # noqa: F821
+    cuda.syncthreads()
+
+
+@_dev
+def tile_load_adj_h2(adj, o0, o1, g):
+    cuda.syncthreads()
+    n = g.shape[1]
+    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        r = o0 + i
+        c = o1 + j
+        if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1]:
+            atomic_add_f16(adj, (r, c), g[i, j])  # noqa: F821
+    cuda.syncthreads()
+
+
+@_dev
+def tile_addto1(v, g):
+    """``v += g`` in place (``v`` a view of a tile: the adjoint of reading a sub-tile)."""
+    cuda.syncthreads()
+    for e in range(cuda.threadIdx.x, v.shape[0], cuda.blockDim.x):
+        v[e] += g[e]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_addto2(v, g):
+    cuda.syncthreads()
+    n = v.shape[1]
+    for e in range(cuda.threadIdx.x, v.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        v[i, j] += g[i, j]
+    cuda.syncthreads()

@@ -90,7 +90,7 @@ def _np_dtype(node):
 _SCALAR_RESULTS = {"tile_sum_scalar", "tile_max_scalar", "tile_min_scalar", "tile_lane",
                    "tile_lanes"}
 _EFFECTS = {f"tile_{op}{n}" for op in ("store", "load_adj") for n in (1, 2, 3, 4)} | {
-    "tile_store_one"}
+    "tile_store_one", "tile_load_adj_h1", "tile_load_adj_h2"}
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul"}
 
 
@@ -326,6 +326,10 @@ class _Function:
         elif fn in ("tile_fft", "tile_ifft", "tile_fft_adj", "tile_ifft_adj", "tile_fft_jvp",
                     "tile_ifft_jvp") and tiles[0] and tiles[0].shape[-1] == 2:
             shape, dt = tiles[0].shape, tiles[0].dtype
+        elif fn in ("tile_h2f", "tile_round_f16") and tiles[0]:
+            shape, dt = tiles[0].shape, "float32"
+        elif fn == "tile_f2h" and tiles[0]:
+            shape, dt = tiles[0].shape, "uint16"
         elif fn == "tile_cholesky" and tiles[0] and len(tiles[0].shape) == 2:
             shape, dt = tiles[0].shape, tiles[0].dtype
         elif fn in ("tile_lower_solve", "tile_upper_solve", "tile_cholesky_solve") and \
@@ -486,6 +490,19 @@ class _Function:
                 return
             self.env.pop(target, None)
             out.append(ast.Assign(s.targets, self.scalar(v, out, in_loop), lineno=0))
+            return
+        if isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add) and \
+                isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name) \
+                and s.target.value.id in self.env:  # ``t[slices] += g``: a sub-tile's adjoint
+            g = self.value(s.value, out, in_loop)
+            index = _static_index(s.target.slice)
+            if g is None or index is None:
+                raise Unsupported("an element of a tile added to outside an elementwise loop")
+            shape = np.empty(self.env[s.target.value.id].shape, np.int8)[index].shape
+            if shape != self.env[g].shape or not 1 <= len(shape) <= 2:
+                raise Unsupported("a tile added into a view of another shape")
+            out.append(_expr_stmt(_wk(f"tile_addto{len(shape)}", ast.Subscript(
+                s.target.value, s.target.slice, ast.Load()), name(g))))
             return
         if isinstance(s, (ast.Assign, ast.AugAssign)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
@@ -881,10 +898,10 @@ def _arrays(fir, abi):
     out = {}
     for v in list(fir.params) + list(ir.defined_vars(fir.body)):
         t = v.type
-        if isinstance(t, T.ArrayType) and T.scalar_of(t.dtype) is not T.float16 and \
-                (T.is_scalar(t.dtype) or T.is_composite(t.dtype)):  # (half: bits on CUDA)
-            dt = (_np_dtype(tile_dtype(T.scalar_of(t.dtype))), t.ndim,
-                  tuple(T.element_shape(t.dtype)))
+        if isinstance(t, T.ArrayType) and (T.is_scalar(t.dtype) or T.is_composite(t.dtype)):
+            st = T.scalar_of(t.dtype)
+            dt = ("uint16" if st is T.float16 else _np_dtype(tile_dtype(st)), t.ndim,
+                  tuple(T.element_shape(t.dtype)))  # (float16 arrays hold their bits)
             base = bases.get(v.name, v.name)
             for n in (v.name, f"adj_{base}", f"tan_{base}"):
                 out[n] = dt
