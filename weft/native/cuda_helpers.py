@@ -137,8 +137,8 @@ else:
 
 from . import cuda_tiles as _cuda_tiles  # noqa: E402 - the cooperative tile operations
 
-_cuda_tiles.h2f, _cuda_tiles.f2h = h2f, f2h  # noqa: F821 - the portable helpers (bound above)
-_cuda_tiles.atomic_add_f16 = atomic_add_f16  # noqa: F821
+for _n in ("h2f", "f2h", "atomic_add_f16"):  # the portable helpers bound above
+    setattr(_cuda_tiles, _n, globals()[_n])
 
 globals().update({_n: getattr(_cuda_tiles, _n) for _n in dir(_cuda_tiles)
                   if _n.startswith("tile_") or _n == "block_index"})

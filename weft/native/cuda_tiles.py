@@ -24,6 +24,10 @@ from numba import cuda
 
 _dev = cuda.jit(device=True)
 
+#: the portable float16 conversions and atomic add, bound by :mod:`weft.native.cuda_helpers`
+#: when it imports this module (before anything compiles)
+h2f = f2h = atomic_add_f16 = None
+
 
 @_dev
 def tile_lane():
@@ -910,7 +914,7 @@ def tile_h2f_into(out, bits):
     fo = out.reshape(out.size)
     fb = bits.reshape(bits.size)
     for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
-        fo[e] = h2f(fb[e])  # noqa: F821 - bound by cuda_helpers
+        fo[e] = h2f(fb[e])
     cuda.syncthreads()
 
 
@@ -920,7 +924,7 @@ def tile_f2h_into(out, t):
     fo = out.reshape(out.size)
     ft = t.reshape(t.size)
     for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
-        fo[e] = f2h(ft[e])  # noqa: F821
+        fo[e] = f2h(ft[e])
     cuda.syncthreads()
 
 
@@ -930,7 +934,7 @@ def tile_round_f16_into(out, t):
     fo = out.reshape(out.size)
     ft = t.reshape(t.size)
     for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
-        fo[e] = h2f(f2h(ft[e]))  # noqa: F821
+        fo[e] = h2f(f2h(ft[e]))
     cuda.syncthreads()
 
 
@@ -941,7 +945,7 @@ def tile_load_adj_h1(adj, o0, g):
     for i in range(cuda.threadIdx.x, g.shape[0], cuda.blockDim.x):
         r = o0 + i
         if 0 <= r < adj.shape[0]:
-            atomic_add_f16(adj, r, g[i])  # noqa: F821
+            atomic_add_f16(adj, r, g[i])
     cuda.syncthreads()
 
 
@@ -955,7 +959,7 @@ def tile_load_adj_h2(adj, o0, o1, g):
         r = o0 + i
         c = o1 + j
         if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1]:
-            atomic_add_f16(adj, (r, c), g[i, j])  # noqa: F821
+            atomic_add_f16(adj, (r, c), g[i, j])
     cuda.syncthreads()
 
 

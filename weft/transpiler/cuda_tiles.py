@@ -13,10 +13,15 @@ functions so that
   which each lane computes its share of the elements between two barriers;
 - a generated loop over a tile's elements (an elementwise operation, ``tile_map``, the rows of a
   reduction) runs each lane over its own elements (``range(lane, n, lanes)``), between barriers;
-- a buffer made inside a loop is two buffers used in turn, so an operation never writes the
-  buffer it reads (``sum = tile_matmul(a, b, sum)`` carried by a loop);
+- a tile a loop carries (``sum = tile_matmul(a, b, sum)``) is copied at the end of each
+  iteration into a buffer of its own, one of two used in turn, so every tile made in the loop
+  is read only in the iteration that made it (:meth:`_Function.loop_body`);
+- the kernel's straight-line buffers share memory once dead (:func:`_share_buffers`);
 - names that only alias a tile (``sum_1 = sum``), element reads (``t[i, j]``) and scalar code stay
-  as they are: every lane runs them, as every thread of Warp's blocks does.
+  as they are: every lane runs them, as every thread of Warp's blocks does. Each thread may
+  write its own element of a tile (``t[i, j] = x``); the adjoint of such a write goes back to
+  the thread that wrote the element (``tile_claim``), the adjoint of an element read adds every
+  thread's part (``tile_onehot_into``).
 
 What the pass does not know how to make cooperative (an operation without a device function
 here, a tile pushed on a loop's stack, a tile passed to a func) raises :class:`Unsupported`: for
@@ -99,9 +104,9 @@ class _Function:
 
     def __init__(self, fdef, arrays, names):
         self.fdef = fdef
-        self.arrays = arrays  # array of scalars -> (numpy dtype name, ndim) (:func:`_arrays`)
+        self.arrays = arrays  # array -> (dtype name, ndim, element shape) (:func:`_arrays`)
         self.env = {}         # name -> Tile (its buffer is in shared memory)
-        self.decls = []       # statements at the top: the double buffers of loop sites
+        self.decls = []       # statements at the top: loops' carry buffers, shared slots
         self.names = names
         self.shared = 0       # bytes of shared memory allocated
         self.loc = None
@@ -113,7 +118,7 @@ class _Function:
         self.names[0] += 1
         return f"_{hint}{self.names[0]}"
 
-    def alloc(self, tile, out, in_loop):
+    def alloc(self, tile, out):
         """A new buffer for ``tile`` bound to a fresh name (appended to ``out``): one per
         operation, also in a loop (see :meth:`loop_body`)."""
         shape = ast.Tuple([ast.Constant(d) for d in tile.shape], ast.Load())
@@ -128,7 +133,7 @@ class _Function:
     def tile_of(self, node):
         return self.env.get(node.id) if isinstance(node, ast.Name) else None
 
-    def value(self, node, out, in_loop):
+    def value(self, node, out):
         """The name of a buffer holding tile expression ``node`` (its statements appended to
         ``out``), or None when ``node`` is not a tile."""
         if isinstance(node, ast.Name):
@@ -136,8 +141,8 @@ class _Function:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 isinstance(node.func.value, ast.Name) and node.func.value.id == "np" and \
                 node.func.attr == "zeros":
-            return self.filled(node, ast.Constant(0), out, in_loop)
-        numpy = self.numpy_form(node, out, in_loop)
+            return self.filled(node, ast.Constant(0), out)
+        numpy = self.numpy_form(node, out)
         if numpy is not None:
             return numpy
         if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
@@ -170,17 +175,16 @@ class _Function:
         if isinstance(node, ast.BinOp):
             if isinstance(node.left, ast.Call) and isinstance(node.left.func, ast.Attribute) \
                     and node.left.func.attr == "zeros" and isinstance(node.op, ast.Add):
-                return self.filled(node.left, self.scalar(node.right, out, in_loop), out,
-                                   in_loop)
-            return self.binop(node, out, in_loop)
+                return self.filled(node.left, self.scalar(node.right, out), out)
+            return self.binop(node, out)
         fn = _wk_name(node)
         if fn is None or not fn.startswith("tile_") or fn in _SCALAR_RESULTS:
             return None
         if fn in _EFFECTS:
             raise Unsupported(f"'{fn}' used as a value")
-        return self.helper(fn, node, out, in_loop)
+        return self.helper(fn, node, out)
 
-    def numpy_form(self, node, out, in_loop):
+    def numpy_form(self, node, out):
         """The numpy the tile rules write: ``np.ascontiguousarray(t[slices])`` (a sub-tile),
         ``t.astype(np.dt)``, ``np.arange(n).astype(np.dt)``; None for anything else."""
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
@@ -189,7 +193,7 @@ class _Function:
         if ast.unparse(f) == "np.ascontiguousarray" and len(node.args) == 1 and \
                 isinstance(node.args[0], ast.Subscript):
             view = node.args[0]
-            base = self.value(view.value, out, in_loop)
+            base = self.value(view.value, out)
             if base is None:
                 return None
             tile = self.env[base]
@@ -205,8 +209,8 @@ class _Function:
             shape += list(tile.shape[len(items):])
             if not 1 <= len(shape) <= 2:
                 raise Unsupported("a slice of a tile of more than two dimensions")
-            n = self.alloc(Tile(tuple(shape), tile.dtype), out, in_loop)
-            sliced = ast.Subscript(name(base), self.scalar(view.slice, out, in_loop), ast.Load())
+            n = self.alloc(Tile(tuple(shape), tile.dtype), out)
+            sliced = ast.Subscript(name(base), self.scalar(view.slice, out), ast.Load())
             out.append(_expr_stmt(_wk(f"tile_copy{len(shape)}", name(n), sliced)))
             return n
         if f.attr == "astype" and len(node.args) == 1 and _np_dtype(node.args[0]):
@@ -214,31 +218,31 @@ class _Function:
             inner = f.value
             if isinstance(inner, ast.Call) and ast.unparse(inner.func) == "np.arange" and \
                     len(inner.args) == 1 and _const_int(inner.args[0]) is not None:
-                n = self.alloc(Tile((_const_int(inner.args[0]),), dt), out, in_loop)
+                n = self.alloc(Tile((_const_int(inner.args[0]),), dt), out)
                 out.append(_expr_stmt(_wk("tile_arange_into", name(n))))
                 return n
-            src = self.value(inner, out, in_loop)
+            src = self.value(inner, out)
             if src is None:
                 return None
-            n = self.alloc(Tile(self.env[src].shape, dt), out, in_loop)
+            n = self.alloc(Tile(self.env[src].shape, dt), out)
             out.append(_expr_stmt(_wk("tile_copy", name(n), name(src))))
             return n
         return None
 
-    def filled(self, call, value, out, in_loop):
+    def filled(self, call, value, out):
         shape = call.args[0]
         dims = [_const_int(d) for d in shape.elts] if isinstance(shape, ast.Tuple) else \
             [_const_int(shape)]
         dt = _np_dtype(call.args[1]) if len(call.args) > 1 else None
         if None in dims or dt is None:
             raise Unsupported("a tile of a shape or type not known when compiling")
-        n = self.alloc(Tile(tuple(dims), dt), out, in_loop)
+        n = self.alloc(Tile(tuple(dims), dt), out)
         out.append(_expr_stmt(_wk("tile_fill", name(n), value)))
         return n
 
-    def binop(self, node, out, in_loop):
-        left = self.value(node.left, out, in_loop)
-        right = self.value(node.right, out, in_loop)
+    def binop(self, node, out):
+        left = self.value(node.left, out)
+        right = self.value(node.right, out)
         if left is None and right is None:
             return None
         op = _BINOPS.get(type(node.op))
@@ -248,23 +252,23 @@ class _Function:
         if left is not None and right is not None and \
                 self.env[left].shape != self.env[right].shape:
             raise Unsupported("an operator on tiles of different shapes")
-        lhs = name(left) if left is not None else self.scalar(node.left, out, in_loop)
-        rhs = name(right) if right is not None else self.scalar(node.right, out, in_loop)
+        lhs = name(left) if left is not None else self.scalar(node.left, out)
+        rhs = name(right) if right is not None else self.scalar(node.right, out)
         kind = ("t" if left is not None else "s") + ("t" if right is not None else "s")
-        n = self.alloc(tile, out, in_loop)
+        n = self.alloc(tile, out)
         out.append(_expr_stmt(_wk(f"tile_{op}_{kind}", name(n), lhs, rhs)))
         return n
 
-    def args(self, node, out, in_loop):
+    def args(self, node, out):
         """The arguments of a helper call: tiles as buffer names, the rest scalar."""
         res = []
         for a in node.args:
-            t = self.value(a, out, in_loop)
-            res.append(name(t) if t is not None else self.scalar(a, out, in_loop))
+            t = self.value(a, out)
+            res.append(name(t) if t is not None else self.scalar(a, out))
         return res
 
-    def helper(self, fn, node, out, in_loop):
-        args = self.args(node, out, in_loop)
+    def helper(self, fn, node, out):
+        args = self.args(node, out)
         tiles = [self.tile_of(a) for a in args]
         m = re.fullmatch(r"tile_(load|view)([1234])", fn)
         if m:
@@ -275,7 +279,7 @@ class _Function:
             if dt is None or None in dims or len(dims) != nd or ndim != nd:
                 raise Unsupported("a tile load from an array of structs, or an array weft "
                                   "cannot follow")
-            n = self.alloc(Tile(tuple(dims) + elem, dt), out, in_loop)
+            n = self.alloc(Tile(tuple(dims) + elem, dt), out)
             out.append(_expr_stmt(_wk(f"tile_load{nd + len(elem)}_into", name(n),
                                       *args[:1 + nd], *_zeros(elem))))
             return n
@@ -283,7 +287,7 @@ class _Function:
         if m and tiles[-1] is not None:
             nd = int(m.group(1))
             elem = self.array(args[0])[2]
-            n = self.alloc(tiles[-1], out, in_loop)
+            n = self.alloc(tiles[-1], out)
             out.append(_expr_stmt(_wk(f"tile_atomic_add{nd + len(elem)}_into", name(n),
                                       *args[:1 + nd], *_zeros(elem), args[-1])))
             return n
@@ -298,14 +302,14 @@ class _Function:
             return v
         if fn == "tile_sum_vec" and tiles[0] is not None:
             k = _const_int(args[1])
-            n = self.alloc(Tile((1, k), tiles[0].dtype), out, in_loop)
+            n = self.alloc(Tile((1, k), tiles[0].dtype), out)
             out.append(_expr_stmt(_wk("tile_sum_vec_into", name(n), args[0])))
             return n
         if fn == "tile_sum_vec_adj" and tiles[0] is not None:
-            n = self.alloc(tiles[0], out, in_loop)
+            n = self.alloc(tiles[0], out)
             out.append(_expr_stmt(_wk("tile_sum_vec_adj_into", name(n), args[0], args[1])))
             return n
-        special = self.shaped(fn, node, args, tiles, out, in_loop)
+        special = self.shaped(fn, node, args, tiles, out)
         if special is not None:
             return special
         shape = None
@@ -342,7 +346,7 @@ class _Function:
             raise Unsupported(f"'{fn[5:] if fn.startswith('tile_') else fn}'")
         if fn.startswith("tile_matmul") and len({t.dtype for t in tiles if t}) > 1:
             raise Unsupported("'tile_matmul' of tiles of different types")
-        n = self.alloc(Tile(tuple(shape), dt), out, in_loop)
+        n = self.alloc(Tile(tuple(shape), dt), out)
         out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *args)))
         return n
 
@@ -356,7 +360,7 @@ class _Function:
         got = self.arrays.get(node.id) if isinstance(node, ast.Name) else None
         return got if got is not None else (None, 0, ())
 
-    def shaped(self, fn, node, args, tiles, out, in_loop):
+    def shaped(self, fn, node, args, tiles, out):
         """The helpers whose result's shape is a literal argument, or a view: the buffer's
         name, or None for the others."""
         if fn == "tile_reshape" and tiles[0] is not None:
@@ -375,11 +379,11 @@ class _Function:
             if like is None or dims is None or tuple(dims) != like.shape[:len(dims)] or \
                     self.tile_of(value) is not None:
                 raise Unsupported(f"'{fn[5:]}' of vectors or matrices")
-            n = self.alloc(Tile(tuple(dims), like.dtype), out, in_loop)
+            n = self.alloc(Tile(tuple(dims), like.dtype), out)
             out.append(_expr_stmt(_wk("tile_fill", name(n), value)))
             return n
         if fn in ("tile_insert", "tile_zero_at") and tiles[0] is not None:
-            n = self.alloc(tiles[0], out, in_loop)
+            n = self.alloc(tiles[0], out)
             value = args[2] if fn == "tile_insert" else ast.Constant(0)
             if fn == "tile_zero_at" and _idx_len(args[1]) < len(tiles[0].shape):
                 value = ast.Tuple([ast.Constant(0)] * int(np.prod(
@@ -389,7 +393,7 @@ class _Function:
             out.append(_expr_stmt(_wk(helper, name(n), args[0], args[1], value)))
             return n
         if fn == "tile_onehot" and tiles[0] is not None:
-            n = self.alloc(tiles[0], out, in_loop)
+            n = self.alloc(tiles[0], out)
             helper = "tile_onehot_vec_into" if _idx_len(args[1]) < len(tiles[0].shape) else \
                 "tile_onehot_into"
             out.append(_expr_stmt(_wk(helper, name(n), args[1], args[2])))
@@ -401,12 +405,12 @@ class _Function:
                 raise Unsupported(f"'{fn[5:]}' of vectors or matrices")
             if fn == "tile_unbroadcast" and int(np.prod(dims)) != int(np.prod(padded)):
                 raise Unsupported("'unbroadcast' of vectors or matrices")
-            n = self.alloc(Tile(tuple(dims), tiles[0].dtype), out, in_loop)
+            n = self.alloc(Tile(tuple(dims), tiles[0].dtype), out)
             out.append(_expr_stmt(_wk(f"{fn}_into", name(n), args[0], args[1])))
             return n
         return None
 
-    def scalar(self, node, out, in_loop):
+    def scalar(self, node, out):
         """``node``, a scalar expression, with its tile subexpressions made first (their
         statements appended to ``out``); reading a tile's elements stays as it is."""
         if isinstance(node, ast.Name):
@@ -414,9 +418,9 @@ class _Function:
                 raise Unsupported("a tile used where a value is expected")
             return node
         if isinstance(node, ast.Subscript):
-            t = self.value(node.value, out, in_loop)
-            base = name(t) if t is not None else self.scalar(node.value, out, in_loop)
-            read = ast.Subscript(base, self.scalar(node.slice, out, in_loop), ast.Load())
+            t = self.value(node.value, out)
+            base = name(t) if t is not None else self.scalar(node.value, out)
+            read = ast.Subscript(base, self.scalar(node.slice, out), ast.Load())
             if t is not None and isinstance(node.value, ast.Name) and \
                     self.is_adjoint_tile(node.value.id):
                 # the adjoint of writing one element of a tile: each element's adjoint goes to
@@ -427,14 +431,14 @@ class _Function:
                     return ast.IfExp(ast.Compare(_wk("tile_lane"), [ast.Eq()],
                                                  [ast.Constant(0)]), read, zero)
                 owner = self.alloc(Tile(self.env[t].shape[:_idx_len(node.slice)], "int32"),
-                                   out, in_loop)
+                                   out)
                 out.append(_expr_stmt(_wk("tile_claim", name(owner), read.slice)))
                 return ast.IfExp(ast.Compare(ast.Subscript(name(owner), read.slice, ast.Load()),
                                              [ast.Eq()], [_wk("tile_lane")]), read, zero)
             return read
         fn = _wk_name(node)
         if fn in _SCALAR_RESULTS:
-            return _wk(fn, *self.args(node, out, in_loop))
+            return _wk(fn, *self.args(node, out))
         if fn is not None and fn.startswith("tile_"):
             raise Unsupported(f"'{fn[5:]}'")
         if isinstance(node, ast.Call) and any(
@@ -443,27 +447,27 @@ class _Function:
         node = copy.copy(node)
         for field, old in ast.iter_fields(node):
             if isinstance(old, ast.expr):
-                setattr(node, field, self.scalar(old, out, in_loop))
+                setattr(node, field, self.scalar(old, out))
             elif isinstance(old, list):
-                setattr(node, field, [self.scalar(x, out, in_loop) if isinstance(x, ast.expr)
+                setattr(node, field, [self.scalar(x, out) if isinstance(x, ast.expr)
                                       else x for x in old])
         return node
 
     # -- statements -------------------------------------------------------------------------
-    def block(self, stmts, in_loop):
+    def block(self, stmts):
         out = []
         for s in stmts:
             loc = getattr(s, "_weft_loc", None)
             if loc is not None:
                 self.loc = loc
             before = len(out)
-            self.stmt(s, out, in_loop)
+            self.stmt(s, out)
             if loc is not None and len(out) > before and \
                     getattr(out[before], "_weft_loc", None) is None:
                 out[before]._weft_loc = loc
         return out
 
-    def stmt(self, s, out, in_loop):
+    def stmt(self, s, out):
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and \
                 isinstance(s.targets[0], ast.Name):
             target = s.targets[0].id
@@ -483,18 +487,18 @@ class _Function:
                 self.env[target] = Tile(tuple(dims), base.dtype)
                 out.append(s)
                 return
-            t = self.value(v, out, in_loop)
+            t = self.value(v, out)
             if t is not None:
                 self.env[target] = self.env[t]
                 out.append(_assign(target, name(t)))
                 return
             self.env.pop(target, None)
-            out.append(ast.Assign(s.targets, self.scalar(v, out, in_loop), lineno=0))
+            out.append(ast.Assign(s.targets, self.scalar(v, out), lineno=0))
             return
         if isinstance(s, ast.AugAssign) and isinstance(s.op, ast.Add) and \
                 isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name) \
                 and s.target.value.id in self.env:  # ``t[slices] += g``: a sub-tile's adjoint
-            g = self.value(s.value, out, in_loop)
+            g = self.value(s.value, out)
             index = _static_index(s.target.slice)
             if g is None or index is None:
                 raise Unsupported("an element of a tile added to outside an elementwise loop")
@@ -514,20 +518,20 @@ class _Function:
             if isinstance(s.value, ast.Name) and s.value.id in self.env:
                 raise Unsupported("a tile stored in an array (the loop stack on which an "
                                   "adjoint keeps the tiles a loop carries)")
-            value = self.scalar(s.value, out, in_loop)
+            value = self.scalar(s.value, out)
             if isinstance(s, ast.Assign):
-                targets = [self.scalar(tg, out, in_loop) if isinstance(tg, ast.Subscript)
+                targets = [self.scalar(tg, out) if isinstance(tg, ast.Subscript)
                            else tg for tg in s.targets]
                 out.append(ast.Assign([_store(t) for t in targets], value, lineno=0))
             else:
-                out.append(ast.AugAssign(_store(self.scalar(s.target, out, in_loop))
+                out.append(ast.AugAssign(_store(self.scalar(s.target, out))
                                          if isinstance(s.target, ast.Subscript) else s.target,
                                          s.op, value))
             return
         if isinstance(s, ast.Expr):
             fn = _wk_name(s.value)
             if fn in _EFFECTS:
-                args = self.args(s.value, out, in_loop)
+                args = self.args(s.value, out)
                 m = re.fullmatch(r"tile_(store|load_adj)(\d)", fn)
                 if m:
                     elem = self.array(args[0])[2]
@@ -540,30 +544,30 @@ class _Function:
                 out.append(_expr_stmt(_wk(fn, *args)))
                 return
             if fn is not None and fn.startswith("tile_") and fn not in _SCALAR_RESULTS:
-                self.value(s.value, out, in_loop)  # (an atomic add whose old values are unused)
+                self.value(s.value, out)  # (an atomic add whose old values are unused)
                 return
             if isinstance(s.value, ast.Constant):
                 out.append(s)
                 return
-            out.append(_expr_stmt(self.scalar(s.value, out, in_loop)))
+            out.append(_expr_stmt(self.scalar(s.value, out)))
             return
         if isinstance(s, ast.For):
             if self.lane_loop(s, out):
                 return
-            it = self.scalar(s.iter, out, in_loop)
+            it = self.scalar(s.iter, out)
             out.append(ast.For(s.target, it, self.loop_body(s.body),
-                               self.block(s.orelse, True)))
+                               self.block(s.orelse)))
             return
         if isinstance(s, ast.While):
             test = self.scalar(s.test, [], True)
-            out.append(ast.While(test, self.loop_body(s.body), self.block(s.orelse, True)))
+            out.append(ast.While(test, self.loop_body(s.body), self.block(s.orelse)))
             return
         if isinstance(s, ast.If):
-            test = self.scalar(s.test, out, in_loop)
-            out.append(ast.If(test, self.block(s.body, in_loop), self.block(s.orelse, in_loop)))
+            test = self.scalar(s.test, out)
+            out.append(ast.If(test, self.block(s.body), self.block(s.orelse)))
             return
         if isinstance(s, ast.Return) and s.value is not None:
-            out.append(ast.Return(self.scalar(s.value, out, in_loop)))
+            out.append(ast.Return(self.scalar(s.value, out)))
             return
         if isinstance(s, (ast.Return, ast.Pass, ast.Break, ast.Continue)):
             out.append(s)
@@ -584,7 +588,7 @@ class _Function:
                           for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                           if isinstance(t, ast.Name) and t.id in self.env})
         before = {n: self.env[n] for n in carried}
-        out = self.block(body, True)
+        out = self.block(body)
         if not carried:
             return out
         if any(isinstance(n, ast.Continue) for st in body for n in _outside_loops(st)):
@@ -1007,7 +1011,7 @@ def rewrite(fdef, arrays, tid_dims=1):
     _block_index(fdef.body, tid_dims)
     fn = _Function(fdef, arrays, [0])
     try:
-        body = fn.block(fdef.body, False)
+        body = fn.block(fdef.body)
     except Unsupported as exc:
         exc.loc = fn.loc
         raise
