@@ -4,7 +4,6 @@ memory. Under Numba's CUDA simulator (CI) each thread is a Python thread and eve
 real, so these tests check the sharing itself: values, every gradient and tangents equal the
 CPU's (one thread per block), and each generated function compiles to PTX for sm_90."""
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -17,6 +16,8 @@ HERE = os.path.dirname(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, "..", "data"))
 import cuda_tile_kernels as tk  # noqa: E402
+
+from .test_cuda import _subprocess  # noqa: E402
 
 pytestmark = pytest.mark.cudasim
 
@@ -383,14 +384,6 @@ def test_operations_not_built_for_cuda_are_refused_with_the_line(case, tmp_path)
     # the same kernel runs on the CPU
     wp.launch_tiled(mod.k, dim=1, inputs=[a.to("cpu"), out.to("cpu")], block_dim=4,
                     device="cpu")
-
-
-def _subprocess(code, **env):
-    e = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    e["PYTHONPATH"] = ROOT + os.pathsep + os.path.join(HERE, "..", "data")
-    e.update(env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
-                          timeout=900)
 
 
 PTX = """

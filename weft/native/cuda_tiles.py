@@ -75,85 +75,28 @@ def tile_copy(out, t):
     cuda.syncthreads()
 
 
-@_dev
-def tile_add_tt(out, a, b):
-    cuda.syncthreads()
-    f, fa, fb = out.reshape(out.size), a.reshape(a.size), b.reshape(b.size)
-    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
-        f[e] = fa[e] + fb[e]
-    cuda.syncthreads()
+def _elementwise(fn_name, params, expr):
+    """Device function ``fn_name(out, *params)``: ``out``'s element ``e`` = ``expr`` (of the
+    flat views ``fa``/``fb`` of tile operands ``a``/``b`` at ``e``, or scalars ``x``), each
+    thread taking its share of the elements between two barriers. (Generated from a template:
+    numba-cuda types each variant separately.)"""
+    views = "".join(f"    f{p} = {p}.reshape({p}.size)\n" for p in params if p != "x")
+    src = (f"def {fn_name}(out, {', '.join(params)}):\n"
+           "    cuda.syncthreads()\n"
+           "    f = out.reshape(out.size)\n" + views +
+           "    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):\n"
+           f"        f[e] = {expr}\n"
+           "    cuda.syncthreads()\n")
+    namespace = {}
+    exec(src, globals(), namespace)  # noqa: S102 - a fixed template
+    globals()[fn_name] = _dev(namespace[fn_name])
 
 
-@_dev
-def tile_sub_tt(out, a, b):
-    cuda.syncthreads()
-    f, fa, fb = out.reshape(out.size), a.reshape(a.size), b.reshape(b.size)
-    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
-        f[e] = fa[e] - fb[e]
-    cuda.syncthreads()
-
-
-@_dev
-def tile_mul_tt(out, a, b):
-    cuda.syncthreads()
-    f, fa, fb = out.reshape(out.size), a.reshape(a.size), b.reshape(b.size)
-    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
-        f[e] = fa[e] * fb[e]
-    cuda.syncthreads()
-
-
-@_dev
-def tile_add_ts(out, a, x):
-    cuda.syncthreads()
-    f, fa = out.reshape(out.size), a.reshape(a.size)
-    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
-        f[e] = fa[e] + x
-    cuda.syncthreads()
-
-
-@_dev
-def tile_sub_ts(out, a, x):
-    cuda.syncthreads()
-    f, fa = out.reshape(out.size), a.reshape(a.size)
-    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
-        f[e] = fa[e] - x
-    cuda.syncthreads()
-
-
-@_dev
-def tile_mul_ts(out, a, x):
-    cuda.syncthreads()
-    f, fa = out.reshape(out.size), a.reshape(a.size)
-    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
-        f[e] = fa[e] * x
-    cuda.syncthreads()
-
-
-@_dev
-def tile_add_st(out, x, b):
-    cuda.syncthreads()
-    f, fb = out.reshape(out.size), b.reshape(b.size)
-    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
-        f[e] = x + fb[e]
-    cuda.syncthreads()
-
-
-@_dev
-def tile_sub_st(out, x, b):
-    cuda.syncthreads()
-    f, fb = out.reshape(out.size), b.reshape(b.size)
-    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
-        f[e] = x - fb[e]
-    cuda.syncthreads()
-
-
-@_dev
-def tile_mul_st(out, x, b):
-    cuda.syncthreads()
-    f, fb = out.reshape(out.size), b.reshape(b.size)
-    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
-        f[e] = x * fb[e]
-    cuda.syncthreads()
+# ``a + b``, ``a - b``, ``a * b`` of two tiles (tt), a tile and a scalar (ts), or the reverse
+for _op, _sym in (("add", "+"), ("sub", "-"), ("mul", "*")):
+    _elementwise(f"tile_{_op}_tt", ("a", "b"), f"fa[e] {_sym} fb[e]")
+    _elementwise(f"tile_{_op}_ts", ("a", "x"), f"fa[e] {_sym} x")
+    _elementwise(f"tile_{_op}_st", ("x", "b"), f"x {_sym} fb[e]")
 
 
 @_dev
@@ -908,34 +851,9 @@ def tile_claim(owner, idx):
 # ------------------------------------------------------------------------------ float16
 # (a float16 tile holds float32 values rounded to half, as on the CPU; arrays hold half bits.
 # ``h2f``, ``f2h`` and ``atomic_add_f16`` are bound by :mod:`weft.native.cuda_helpers`)
-@_dev
-def tile_h2f_into(out, bits):
-    cuda.syncthreads()
-    fo = out.reshape(out.size)
-    fb = bits.reshape(bits.size)
-    for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
-        fo[e] = h2f(fb[e])
-    cuda.syncthreads()
-
-
-@_dev
-def tile_f2h_into(out, t):
-    cuda.syncthreads()
-    fo = out.reshape(out.size)
-    ft = t.reshape(t.size)
-    for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
-        fo[e] = f2h(ft[e])
-    cuda.syncthreads()
-
-
-@_dev
-def tile_round_f16_into(out, t):
-    cuda.syncthreads()
-    fo = out.reshape(out.size)
-    ft = t.reshape(t.size)
-    for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
-        fo[e] = h2f(f2h(ft[e]))
-    cuda.syncthreads()
+_elementwise("tile_h2f_into", ("a",), "h2f(fa[e])")
+_elementwise("tile_f2h_into", ("a",), "f2h(fa[e])")
+_elementwise("tile_round_f16_into", ("a",), "h2f(f2h(fa[e]))")
 
 
 @_dev
