@@ -110,8 +110,11 @@ class _Function:
         self.names = names
         self.shared = 0       # bytes of shared memory allocated
         self.loc = None
-        self.adjoint = getattr(fdef, "weft_pass", None) == "adjoint"
-        self.adj_views = set()  # views of adjoint tiles' elements (``tile_get_vec``)
+        # the elements whose writes the adjoint undoes, (tile, index): ``tile_zero_at(t, i)``
+        self.written = {(c.args[0].id, ast.dump(c.args[1])) for c in ast.walk(fdef)
+                        if _wk_name(c) == "tile_zero_at" and isinstance(c.args[0], ast.Name)} \
+            if getattr(fdef, "weft_pass", None) == "adjoint" else set()
+        self.elem_views = {}  # view of an element's components -> (tile, index node)
 
     # -- allocation -------------------------------------------------------------------------
     def _fresh(self, hint):
@@ -156,8 +159,6 @@ class _Function:
             v = self._fresh("shv")
             out.append(_assign(v, node))
             self.env[v] = Tile(np.empty(base.shape, np.int8)[index].shape, base.dtype)
-            if self.is_adjoint_tile(node.value.id):
-                self.adj_views.add(v)
             return v
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr == "reshape" and isinstance(node.func.value, ast.Name) and \
@@ -169,8 +170,6 @@ class _Function:
             v = self._fresh("shv")
             out.append(_assign(v, node))
             self.env[v] = Tile(dims, base.dtype)
-            if self.is_adjoint_tile(node.func.value.id):
-                self.adj_views.add(v)
             return v
         if isinstance(node, ast.BinOp):
             if isinstance(node.left, ast.Call) and isinstance(node.left.func, ast.Attribute) \
@@ -297,8 +296,8 @@ class _Function:
             out.append(_assign(v, ast.Call(ast.Attribute(ast.Subscript(
                 args[0], args[1], ast.Load()), "reshape", ast.Load()), [ast.Constant(k)], [])))
             self.env[v] = Tile((k,), tiles[0].dtype)
-            if isinstance(args[0], ast.Name) and self.is_adjoint_tile(args[0].id):
-                self.adj_views.add(v)
+            if isinstance(args[0], ast.Name):
+                self.elem_views[v] = (args[0].id, args[1])
             return v
         if fn == "tile_sum_vec" and tiles[0] is not None:
             k = _const_int(args[1])
@@ -350,10 +349,18 @@ class _Function:
         out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *args)))
         return n
 
-    def is_adjoint_tile(self, n):
-        """Whether tile ``n`` of an adjoint function is the adjoint of a tile (or a view of
-        one's element): a scalar read of it is the adjoint of a write into a tile."""
-        return self.adjoint and (n.startswith("adj_") or n in self.adj_views)
+    def written_element(self, read):
+        """``(tile, index node)`` when subscript ``read`` reads (a component of) an element
+        whose write the adjoint undoes (:attr:`written`), else None."""
+        if not isinstance(read.value, ast.Name):
+            return None
+        n = read.value.id
+        if (n, ast.dump(read.slice)) in self.written:
+            return n, read.slice
+        view = self.elem_views.get(n)
+        if view is not None and (view[0], ast.dump(view[1])) in self.written:
+            return view
+        return None
 
     def array(self, node):
         """``(dtype, ndim, element shape)`` of array ``node`` (a name), or Nones."""
@@ -421,19 +428,17 @@ class _Function:
             t = self.value(node.value, out)
             base = name(t) if t is not None else self.scalar(node.value, out)
             read = ast.Subscript(base, self.scalar(node.slice, out), ast.Load())
-            if t is not None and isinstance(node.value, ast.Name) and \
-                    self.is_adjoint_tile(node.value.id):
+            element = self.written_element(node)
+            if t is not None and element is not None:
                 # the adjoint of writing one element of a tile: each element's adjoint goes to
                 # one of the threads that wrote it (every thread writes its element; threads
                 # writing the same element wrote the same value), the lowest
+                tile, idx = element
+                idx = self.scalar(idx, out)
                 zero = ast.Call(attr_path(f"np.{self.env[t].dtype}"), [ast.Constant(0)], [])
-                if node.value.id in self.adj_views:  # (a component: its element written whole)
-                    return ast.IfExp(ast.Compare(_wk("tile_lane"), [ast.Eq()],
-                                                 [ast.Constant(0)]), read, zero)
-                owner = self.alloc(Tile(self.env[t].shape[:_idx_len(node.slice)], "int32"),
-                                   out)
-                out.append(_expr_stmt(_wk("tile_claim", name(owner), read.slice)))
-                return ast.IfExp(ast.Compare(ast.Subscript(name(owner), read.slice, ast.Load()),
+                owner = self.alloc(Tile(self.env[tile].shape[:_idx_len(idx)], "int32"), out)
+                out.append(_expr_stmt(_wk("tile_claim", name(owner), idx)))
+                return ast.IfExp(ast.Compare(ast.Subscript(name(owner), idx, ast.Load()),
                                              [ast.Eq()], [_wk("tile_lane")]), read, zero)
             return read
         fn = _wk_name(node)
@@ -674,9 +679,9 @@ def _slice_len(sl, dim):
     st = 1 if step is None else _const_int(step)
     if st is None or st == 0:
         return None
-    lo_c = 0 if lo is None else _const_int(lo)
-    hi_c = dim if hi is None else _const_int(hi)
-    if lo_c is not None and hi_c is not None:
+    lo_c = None if lo is None else _const_int(lo)
+    hi_c = None if hi is None else _const_int(hi)
+    if (lo is None or lo_c is not None) and (hi is None or hi_c is not None):
         return len(range(dim)[lo_c:hi_c:st])
     if st == 1 and isinstance(hi, ast.BinOp) and isinstance(hi.op, ast.Add) and \
             lo is not None and ast.dump(hi.left) == ast.dump(lo) and \
