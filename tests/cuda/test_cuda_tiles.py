@@ -338,6 +338,24 @@ def test_float16_tiles_values_and_gradients():
                                rtol=2e-3)
 
 
+def test_gather_by_a_tile_of_indices():
+    S = R.random((8, 4)).astype(np.float32)
+    index = np.array([3, 1, 3, 6], np.int32)
+    src = wp.array(S, dtype=float, device="cuda", requires_grad=True)
+    dst = wp.zeros((4, 4), dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.gather_rows, dim=1, inputs=[src, wp.array(index, dtype=int,
+                                                                    device="cuda"), dst],
+                        block_dim=4, device="cuda")
+    np.testing.assert_array_equal(dst.numpy(), S[index])
+    G = R.random((4, 4)).astype(np.float32)
+    tape.backward(grads={dst: wp.array(G, dtype=float, device="cuda")})
+    want = np.zeros((8, 4))
+    np.add.at(want, index, G)            # the repeated row adds up (one thread adds them)
+    np.testing.assert_allclose(src.grad.numpy(), want, rtol=1e-6)
+
+
 def test_the_lane_in_scalar_code_and_in_a_tile_operation():
     a = wp.array(np.arange(16, dtype=np.float32), dtype=float, device="cuda")
     out = wp.zeros(2, dtype=float, device="cuda")

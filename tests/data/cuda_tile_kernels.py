@@ -147,3 +147,11 @@ def half_tiles(a: wp.array2d[wp.float16], b: wp.array2d[float], out: wp.array2d[
     t = wp.tile_load(a, shape=(2, 4))                 # float16: float32 values rounded to half
     u = wp.tile_astype(wp.tile_load(b, shape=(4, 3)), wp.float16)
     wp.tile_store(out, wp.tile_matmul(t, u) + t[:, 0:3])
+
+
+@wp.kernel
+def gather_rows(src: wp.array2d(dtype=float), idx: wp.array(dtype=int),
+                dst: wp.array2d(dtype=float)):
+    t = wp.tile_load(src, shape=(8, 4))
+    ii = wp.tile_load(idx, shape=4)
+    wp.tile_store(dst, t[ii, :])          # a gather by a tile of indices (3 repeats)

@@ -899,3 +899,60 @@ def tile_addto2(v, g):
         j = e - i * n
         v[i, j] += g[i, j]
     cuda.syncthreads()
+
+
+# ------------------------------------------------------------------------------ index tiles
+@_dev
+def tile_take1_into(out, t, ii):
+    """``out = t[ii]`` (``ii`` a tile of indices)."""
+    cuda.syncthreads()
+    for e in range(cuda.threadIdx.x, out.shape[0], cuda.blockDim.x):
+        out[e] = t[ii[e]]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_take_rows_into(out, t, ii):
+    """``out = t[ii, :]``."""
+    cuda.syncthreads()
+    n = out.shape[1]
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        out[e // n, e % n] = t[ii[e // n], e % n]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_take_cols_into(out, t, ii):
+    """``out = t[:, ii]``."""
+    cuda.syncthreads()
+    n = out.shape[1]
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        out[e // n, e % n] = t[e // n, ii[e % n]]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_put1_add(t, ii, g):
+    """``t[ii] += g`` in place, repeated indices adding up (the adjoint of ``t[ii]``)."""
+    cuda.syncthreads()
+    for e in range(cuda.threadIdx.x, g.shape[0], cuda.blockDim.x):
+        cuda.atomic.add(t, ii[e], g[e])
+    cuda.syncthreads()
+
+
+@_dev
+def tile_put_rows_add(t, ii, g):
+    cuda.syncthreads()
+    n = g.shape[1]
+    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
+        cuda.atomic.add(t, (ii[e // n], e % n), g[e // n, e % n])
+    cuda.syncthreads()
+
+
+@_dev
+def tile_put_cols_add(t, ii, g):
+    cuda.syncthreads()
+    n = g.shape[1]
+    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
+        cuda.atomic.add(t, (e // n, ii[e % n]), g[e // n, e % n])
+    cuda.syncthreads()

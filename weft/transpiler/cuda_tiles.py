@@ -196,6 +196,15 @@ class _Function:
             if base is None:
                 return None
             tile = self.env[base]
+            taken = self.index_tile(view.slice, tile)
+            if taken is not None:  # ``t[ii]``, ``t[ii, :]``, ``t[:, ii]``: a gather
+                kind, ii = taken
+                shape = (self.env[ii].shape[0],) + tile.shape[1:] if kind != "cols" else \
+                    (tile.shape[0], self.env[ii].shape[0])
+                n = self.alloc(Tile(shape, tile.dtype), out)
+                out.append(_expr_stmt(_wk(f"tile_take{kind}_into", name(n), name(base),
+                                          name(ii))))
+                return n
             items = view.slice.elts if isinstance(view.slice, ast.Tuple) else [view.slice]
             shape = []
             for k, it in enumerate(items):
@@ -227,6 +236,32 @@ class _Function:
             out.append(_expr_stmt(_wk("tile_copy", name(n), name(src))))
             return n
         return None
+
+    def index_tile(self, index, tile):
+        """``(kind, index tile)`` when subscript ``index`` of a tile of ``tile``'s shape is a
+        gather by a 1-D tile of indices: ``t[ii]`` (kind ``1``, a 1-D tile), ``t[ii, :]``
+        (``_rows``) or ``t[:, ii]`` (``_cols``) of a 2-D tile; None when no tile indexes."""
+        items = index.elts if isinstance(index, ast.Tuple) else [index]
+        tiles = [k for k, it in enumerate(items) if isinstance(it, ast.Name) and
+                 it.id in self.env]
+        if not tiles:
+            return None
+
+        def whole(it, dim):
+            return isinstance(it, ast.Slice) and _slice_len(it, dim) == dim and (
+                it.lower is None or _const_int(it.lower) == 0)
+        ii = items[tiles[0]].id
+        if len(self.env[ii].shape) == 1 and len(tiles) == 1:
+            if len(tile.shape) == 1 and len(items) == 1:
+                return "1", ii
+            if len(tile.shape) == 2 and len(items) in (1, 2) and tiles[0] == 0 and (
+                    len(items) == 1 or whole(items[1], tile.shape[1])):
+                return "_rows", ii
+            if len(tile.shape) == 2 and len(items) == 2 and tiles[0] == 1 and \
+                    whole(items[0], tile.shape[0]):
+                return "_cols", ii
+        raise Unsupported("a tile indexed by tiles other than one 1-D tile of indices along "
+                          "a whole axis")
 
     def filled(self, call, value, out):
         shape = call.args[0]
@@ -275,6 +310,8 @@ class _Function:
             src = args[0]
             dt, ndim, elem = self.array(src)
             dims = [_const_int(d) for d in args[1 + nd:]]
+            if nd + len(elem) > 4:
+                raise Unsupported(f"a tile of {nd} dimensions of vectors or matrices")
             if dt is None or None in dims or len(dims) != nd or ndim != nd:
                 raise Unsupported("a tile load from an array of structs, or an array weft "
                                   "cannot follow")
@@ -286,13 +323,16 @@ class _Function:
         if m and tiles[-1] is not None:
             nd = int(m.group(1))
             elem = self.array(args[0])[2]
+            if nd + len(elem) > 4:
+                raise Unsupported(f"'atomic_add' of a tile of {nd} dimensions of vectors or "
+                                  "matrices")
             n = self.alloc(tiles[-1], out)
             out.append(_expr_stmt(_wk(f"tile_atomic_add{nd + len(elem)}_into", name(n),
                                       *args[:1 + nd], *_zeros(elem), args[-1])))
             return n
         if fn == "tile_get_vec" and tiles[0] is not None:
             v = self._fresh("shv")  # a view of the element's components
-            k = int(np.prod(tiles[0].shape[len(tiles[0].shape) - _idx_len(args[1]) - 1:][1:]))
+            k = int(np.prod(tiles[0].shape[_idx_len(args[1]):]))  # (all its components)
             out.append(_assign(v, ast.Call(ast.Attribute(ast.Subscript(
                 args[0], args[1], ast.Load()), "reshape", ast.Load()), [ast.Constant(k)], [])))
             self.env[v] = Tile((k,), tiles[0].dtype)
@@ -504,6 +544,12 @@ class _Function:
                 isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name) \
                 and s.target.value.id in self.env:  # ``t[slices] += g``: a sub-tile's adjoint
             g = self.value(s.value, out)
+            taken = self.index_tile(s.target.slice, self.env[s.target.value.id])
+            if taken is not None and g is not None:  # the adjoint of a gather
+                kind, ii = taken
+                out.append(_expr_stmt(_wk(f"tile_put{kind}_add", s.target.value, name(ii),
+                                          name(g))))
+                return
             index = _static_index(s.target.slice)
             if g is None or index is None:
                 raise Unsupported("an element of a tile added to outside an elementwise loop")
@@ -615,6 +661,26 @@ class _Function:
                     _assign(n, name(cur))]
         return out
 
+    def serial_safe(self, loop):
+        """Whether generated loop ``loop`` can run on one thread: it stores only into tile
+        elements, calls no tile operation, and no statement outside it reads a name it
+        assigns."""
+        assigned = set()
+        for n in ast.walk(loop):
+            if isinstance(n, (ast.Assign, ast.AugAssign)):
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
+                    if isinstance(t, ast.Name):
+                        assigned.add(t.id)
+                    elif not (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
+                              and t.value.id in self.env):
+                        return False
+            fn = _wk_name(n)
+            if fn is not None and fn.startswith("tile_") and fn not in _SCALAR_RESULTS:
+                return False
+        inside = {id(n) for n in ast.walk(loop)}
+        return not any(isinstance(n, ast.Name) and n.id in assigned and id(n) not in inside
+                       for n in ast.walk(self.fdef))
+
     def lane_loop(self, s, out):
         """A generated loop over a tile's elements whose iterations are independent: each lane
         runs its own share, between barriers. True when ``s`` was one."""
@@ -624,7 +690,19 @@ class _Function:
             return False
         if not any(isinstance(n, ast.Name) and n.id in self.env for n in ast.walk(s)):
             return False  # no tile in it: an ordinary loop
-        _independent(s.body, self.env)
+        try:
+            _independent(s.body, self.env)
+        except Unsupported:
+            # iterations that depend on each other (a scatter with repeated indices, a value
+            # carried): one thread runs the loop, if it writes only tile elements and nothing
+            # after it reads its names
+            if not self.serial_safe(s):
+                raise
+            out += [_expr_stmt(_wk("tile_sync")),
+                    ast.If(ast.Compare(_wk("tile_lane"), [ast.Eq()], [ast.Constant(0)]),
+                           [s], []),
+                    _expr_stmt(_wk("tile_sync"))]
+            return True
         body = s.body
         out.append(_expr_stmt(_wk("tile_sync")))
         lo = _wk("tile_lane")
