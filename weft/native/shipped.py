@@ -14,7 +14,8 @@ these hold, and is otherwise ignored (weft then compiles as before; nothing chan
 
 - the same Numba, llvmlite and Python versions as the build's, the same target triple;
 - the host CPU has every feature the baseline needs;
-- the sources of this layer (``weft/native/**.py``) and of ``weft/core/diskcache.py`` hash to
+- the sources of this layer (``weft/native/**.py``, but for the CUDA device functions) and of
+  ``weft/core/diskcache.py`` hash to
   the build's fingerprint (``tests/test_shipped.py`` fails while the store is stale).
 
 Rebuild after changing this layer, from a checkout (about 30 minutes on 2 cores: the geometry
@@ -52,8 +53,11 @@ BASELINE_FEATURES = {
 COLLECT_ENV = "WEFT_SHIPPED_COLLECT"
 
 
-#: this module and its command line: what ships the code, not what is compiled
-MECHANISM = {(HERE, "shipped.py"), (HERE, "__main__.py")}
+#: this module and its command line: what ships the code, not what is compiled; and the CUDA
+#: device functions (``cuda_helpers``, ``cuda_tiles``), which numba-cuda compiles on the GPU's
+#: machine and the store (CPU machine code) never holds
+MECHANISM = {(HERE, "shipped.py"), (HERE, "__main__.py"), (HERE, "cuda_helpers.py"),
+             (HERE, "cuda_tiles.py")}
 
 
 def fingerprint():
