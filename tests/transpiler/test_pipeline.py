@@ -13,7 +13,7 @@ from weft.transpiler.state import CompileState
 from . import golden_kernels as gk
 
 NAMES = ["lower", "verify", "lanes", "analyze", "generate", "prune", "index_wraps", "tile_views",
-         "assemble", "second_order"]
+         "cuda_tiles", "assemble", "second_order"]
 
 
 def test_the_list_names_every_pass_and_each_states_its_invariant():

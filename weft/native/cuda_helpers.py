@@ -140,5 +140,15 @@ from . import cuda_tiles as _cuda_tiles  # noqa: E402 - the cooperative tile ope
 for _n in ("h2f", "f2h", "atomic_add_f16"):  # the portable helpers bound above
     setattr(_cuda_tiles, _n, globals()[_n])
 
+
+def _register_tile_calls():
+    from . import vocabulary
+    for spelled, pure in _cuda_tiles.vocabulary_entries():
+        vocabulary.CALLS.setdefault(spelled, vocabulary.Entry(spelled, pure, None,
+                                                              target="cuda"))
+
+
+_register_tile_calls()
+
 globals().update({_n: getattr(_cuda_tiles, _n) for _n in dir(_cuda_tiles)
                   if _n.startswith("tile_") or _n == "block_index"})

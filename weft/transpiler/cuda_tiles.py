@@ -1,5 +1,12 @@
 """Pass ``cuda_tiles``: the tile operations of CUDA kernels made cooperative.
 
+Invariant: in a CUDA module whose kernels make tiles, no generated kernel function allocates
+(no ``np.zeros``/``np.empty``, no helper or operator returning a new array): every tile is a
+``cuda.shared.array`` of static shape (or a view of one) written by a ``_wk`` device function
+whose every thread takes part between barriers, or by a loop over the tile's elements split
+among the threads; every function that cannot be so rewritten is refused (forward) or replaced
+by a refusal at launch (adjoint, tangent). CPU modules are untouched.
+
 The generators write tile code once for every target, as values: each operation makes a new
 array (``np.zeros``, a helper that returns one, ``a + b`` of arrays), which is what the CPU runs
 (a tile block is one thread there). A CUDA kernel cannot allocate, and on CUDA a tile block is a
@@ -332,9 +339,11 @@ class _Function:
             return n
         if fn == "tile_get_vec" and tiles[0] is not None:
             v = self._fresh("shv")  # a view of the element's components
-            k = int(np.prod(tiles[0].shape[_idx_len(args[1]):]))  # (all its components)
-            out.append(_assign(v, ast.Call(ast.Attribute(ast.Subscript(
-                args[0], args[1], ast.Load()), "reshape", ast.Load()), [ast.Constant(k)], [])))
+            elem = tiles[0].shape[_idx_len(args[1]):]
+            k = int(np.prod(elem))  # (all of them: a matrix's flattened)
+            view = ast.Subscript(args[0], args[1], ast.Load())
+            out.append(_assign(v, view if len(elem) == 1 else ast.Call(
+                ast.Attribute(view, "reshape", ast.Load()), [ast.Constant(k)], [])))
             self.env[v] = Tile((k,), tiles[0].dtype)
             if isinstance(args[0], ast.Name):
                 self.elem_views[v] = (args[0].id, args[1])
@@ -1003,8 +1012,8 @@ def _arrays(fir, abi):
 def _share_buffers(body, fn):
     """The kernel's straight-line buffers (those its main block makes, outside branches and
     loops) placed in fewer arrays: a buffer no name reads any more gives its memory to the next
-    one of its dtype (every operation starts with a barrier, so no thread still reads it when
-    another writes). Names are followed through aliases (``x = buf``, ``x.reshape(...)``),
+    one of its shape and dtype (every operation starts with a barrier, so no thread still reads
+    it when another writes). Names are followed through aliases (``x = buf``, ``x.reshape(...)``),
     and a read inside a branch or a loop keeps a buffer until that statement ends."""
     main = next((s for s in body if isinstance(s, ast.If) and any(
         isinstance(t, ast.Assign) and t.targets[0].id == "_tid" for t in s.body
@@ -1042,35 +1051,25 @@ def _share_buffers(body, fn):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 for b in holds.get(node.id, ()):
                     last[b] = max(last[b], i)
-    slots = []  # [dtype, elements, free from index, slot name]
+    slots = []  # [Tile, free from index, slot name]: buffers of one shape and dtype
     place = {}
     for n, (i, tile) in sorted(sites.items(), key=lambda kv: kv[1][0]):
-        size = int(np.prod(tile.shape))
-        slot = next((sl for sl in slots if sl[0] == tile.dtype and sl[2] < i), None)
+        slot = next((sl for sl in slots if sl[0] == tile and sl[1] < i), None)
         if slot is None:
-            slot = [tile.dtype, 0, 0, fn._fresh("shs")]
+            slot = [tile, 0, fn._fresh("shs")]
             slots.append(slot)
-        slot[1] = max(slot[1], size)
-        slot[2] = last[n]
-        place[n] = (slot, size)
+        slot[1] = last[n]
+        place[n] = slot
     if len(slots) == len(sites):
         return body
     for i, st in enumerate(stmts):
         if isinstance(st, ast.Assign) and isinstance(st.targets[0], ast.Name) and \
                 st.targets[0].id in place and i == sites[st.targets[0].id][0]:
-            slot, size = place[st.targets[0].id]
-            shape = ast.Tuple([ast.Constant(d) for d in sites[st.targets[0].id][1].shape],
-                              ast.Load())
-            view = ast.Subscript(name(slot[3]), ast.Slice(None, ast.Constant(size), None),
-                                 ast.Load())
-            st.value = ast.Call(ast.Attribute(view, "reshape", ast.Load()), [shape], [])
-    fn.shared -= sum(_bytes(t) for _, t in sites.values())
-    decls = []
-    for dt, size, _, slot_name in slots:
-        fn.shared += size * np.dtype("bool" if dt == "bool_" else dt).itemsize
-        decls.append(_assign(slot_name, ast.Call(attr_path("cuda.shared.array"), [
-            ast.Constant(size), attr_path(f"np.{dt}")], [])))
-    fn.decls += decls
+            st.value = name(place[st.targets[0].id][2])
+    fn.shared -= sum(_bytes(t) for _, t in sites.values()) - sum(_bytes(sl[0]) for sl in slots)
+    fn.decls += [_assign(sl[2], ast.Call(attr_path("cuda.shared.array"), [
+        ast.Tuple([ast.Constant(d) for d in sl[0].shape], ast.Load()),
+        attr_path(f"np.{sl[0].dtype}")], [])) for sl in slots]
     return body
 
 

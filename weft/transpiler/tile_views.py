@@ -17,8 +17,9 @@ else ``tile_loadN``'s copy (:mod:`weft.native.tile_memory`). Tiles are values (e
 a new array and modifies no operand), so a view is indistinguishable from the copy unless the
 array changes while the tile is read, which the rule above excludes, whatever arrays the launch
 passes (two parameters may be one array). Replays in adjoint functions follow the same rule on
-their own text. Only CPU code has tile loads (CUDA refuses tiles), and the pass runs only for
-modules whose kernels make tiles (``KernelABI.tile_work``).
+their own text. The pass runs only for modules whose kernels make tiles
+(``KernelABI.tile_work``); in CUDA modules the pass ``cuda_tiles`` then copies every load, view
+or not, into its tile's shared buffer.
 
 And ``r = _wk.tile_sum(t)`` (``tile_max``, ``tile_min``), ``r`` assigned once and every read of it
 the tile stored by ``_wk.tile_store1(a, o, r)`` or its element ``r[0]``, holds the element
