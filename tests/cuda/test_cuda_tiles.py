@@ -356,6 +356,30 @@ def test_gather_by_a_tile_of_indices():
     np.testing.assert_allclose(src.grad.numpy(), want, rtol=1e-6)
 
 
+def test_negative_steps_and_tile_dot():
+    A = R.random((4, 8)).astype(np.float32)
+    U, V = R.random(16).astype(np.float32), R.random(16).astype(np.float32)
+    a = wp.array(A, dtype=float, device="cuda", requires_grad=True)
+    u = wp.array(U, dtype=float, device="cuda", requires_grad=True)
+    v = wp.array(V, dtype=float, device="cuda", requires_grad=True)
+    dst = wp.zeros((4, 3), dtype=float, device="cuda", requires_grad=True)
+    d = wp.zeros(1, dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.reversed_dot, dim=1, inputs=[a, u, v, dst, d], block_dim=8,
+                        device="cuda")
+    np.testing.assert_array_equal(dst.numpy(), A[::-1, 6:1:-2])
+    np.testing.assert_allclose(d.numpy()[0], U.astype(np.float64) @ V, rtol=1e-5)
+    G = R.random((4, 3)).astype(np.float32)
+    tape.backward(grads={dst: wp.array(G, dtype=float, device="cuda"),
+                         d: wp.ones(1, dtype=float, device="cuda")})
+    want = np.zeros((4, 8), np.float32)
+    want[::-1, 6:1:-2] = G
+    np.testing.assert_array_equal(a.grad.numpy(), want)
+    np.testing.assert_allclose(u.grad.numpy(), V, rtol=1e-6)   # every element, not one
+    np.testing.assert_allclose(v.grad.numpy(), U, rtol=1e-6)
+
+
 def test_the_lane_in_scalar_code_and_in_a_tile_operation():
     a = wp.array(np.arange(16, dtype=np.float32), dtype=float, device="cuda")
     out = wp.zeros(2, dtype=float, device="cuda")

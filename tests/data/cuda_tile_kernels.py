@@ -155,3 +155,13 @@ def gather_rows(src: wp.array2d(dtype=float), idx: wp.array(dtype=int),
     t = wp.tile_load(src, shape=(8, 4))
     ii = wp.tile_load(idx, shape=4)
     wp.tile_store(dst, t[ii, :])          # a gather by a tile of indices (3 repeats)
+
+
+@wp.kernel
+def reversed_dot(a: wp.array2d(dtype=float), u: wp.array(dtype=float), v: wp.array(dtype=float),
+                 dst: wp.array2d(dtype=float), d: wp.array(dtype=float)):
+    t = wp.tile_load(a, shape=(4, 8))
+    wp.tile_store(dst, t[::-1, 6:1:-2])                # a negative step on each axis
+    x = wp.tile_load(u, shape=16)
+    y = wp.tile_load(v, shape=16)
+    wp.tile_store(d, wp.tile_dot(x, y))
