@@ -343,3 +343,31 @@ def test_atomic_add_returns_the_replaced_values_and_sort_and_stack_give_theirs()
     np.testing.assert_array_equal(keys.numpy(), np.sort(keys_np))
     np.testing.assert_array_equal(vals.numpy(), np.argsort(keys_np))
     np.testing.assert_array_equal(s.numpy(), [8, 1, 1])
+
+
+@wp.func
+def _bump(x: float):
+    return x * x + 1.0
+
+
+@wp.kernel(module="unique")
+def map_user_func(a: wp.array[float], out: wp.array[float]):
+    t = wp.tile_load(a, shape=4)
+    wp.tile_store(out, wp.tile_map(_bump, t))
+
+
+def test_tile_map_of_a_func_in_a_debug_build():
+    # the func's adjoint takes the debug error word too (before stop 60: a compile error)
+    saved = wp.config.mode
+    wp.config.mode = "debug"
+    try:
+        a = wp.array(np.arange(4, dtype=np.float32), requires_grad=True)
+        out = wp.zeros(4, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch_tiled(map_user_func, dim=1, inputs=[a, out], block_dim=1)
+        tape.backward(grads={out: wp.ones(4)})
+    finally:
+        wp.config.mode = saved
+    np.testing.assert_array_equal(out.numpy(), np.arange(4) ** 2 + 1.0)
+    np.testing.assert_array_equal(a.grad.numpy(), 2 * np.arange(4.0))
