@@ -20,7 +20,7 @@ from ..stdlib import ir
 from .abi import KernelABI, ParamABI
 from .adjoint import Adjoint
 from .codegen import assign, names_for, wk_call
-from .cuda_tiles import lane_tiles
+from .cuda_lanes import lane_tiles
 from ..stdlib.exprs import name, targeting
 from .forward import Forward
 from .tangent import Tangent
