@@ -111,58 +111,51 @@ def tile_transpose_into(out, t):
 
 
 # ------------------------------------------------------------------------------ memory
-@_dev
-def tile_load1_into(out, a, o0):
-    """``out`` = ``a[o0:o0 + n]``, zero outside the array (Warp's padding)."""
-    cuda.syncthreads()
-    for i in range(cuda.threadIdx.x, out.shape[0], cuda.blockDim.x):
-        r = o0 + i
-        if 0 <= r < a.shape[0]:
-            out[i] = a[r]
-        else:
-            out[i] = 0
-    cuda.syncthreads()
+def _ranked(fn_name, rank, params, body):
+    """Device function ``fn_name(*params)`` over the elements of a tile of ``rank`` axes:
+    thread ``l`` of ``n`` takes flat elements ``l, l + n, ...`` of the tile named ``shape``'s
+    value (its index ``k0, k1, ...``, the array's ``p0 = o0 + k0, ...``, ``inside`` when the
+    array holds it), between two barriers. Generated from a template for each rank: numba-cuda
+    has no indexing by a tuple built in a loop."""
+    ks = [f"k{d}" for d in range(rank)]
+    unravel = "".join(f"        k{d} = rem % {{shape}}.shape[{d}]\n        rem //= {{shape}}.shape[{d}]\n"
+                      for d in range(rank - 1, 0, -1)) + "        k0 = rem\n"
+    ps = "".join(f"        p{d} = o{d} + k{d}\n" for d in range(rank))
+    inside = " and ".join(f"0 <= p{d} < {{array}}.shape[{d}]" for d in range(rank))
+    fill = {"k": ", ".join(ks), "p": ", ".join(f"p{d}" for d in range(rank)),
+            "pt": "p0" if rank == 1 else "(" + ", ".join(f"p{d}" for d in range(rank)) + ")"}
+    src = (f"def {fn_name}({', '.join(params)}):\n"
+           "    cuda.syncthreads()\n"
+           "    for e in range(cuda.threadIdx.x, {shape}.size, cuda.blockDim.x):\n"
+           "        rem = e\n" + unravel + ps +
+           f"        inside = {inside}\n" + body + "    cuda.syncthreads()\n")
+    shape, array = params[0] if fn_name.endswith("_into") else params[-1], \
+        params[1] if fn_name.endswith("_into") else params[0]
+    src = src.format(shape=shape, array=array, **fill).replace("{{", "{").replace("}}", "}")
+    namespace = {}
+    exec(src, globals(), namespace)  # noqa: S102 - a fixed template
+    globals()[fn_name] = _dev(namespace[fn_name])
 
 
-@_dev
-def tile_load2_into(out, a, o0, o1):
-    cuda.syncthreads()
-    n = out.shape[1]
-    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
-        i = e // n
-        j = e - i * n
-        r = o0 + i
-        c = o1 + j
-        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1]:
-            out[i, j] = a[r, c]
-        else:
-            out[i, j] = 0
-    cuda.syncthreads()
+for _r in (1, 2, 3, 4):
+    _offs = [f"o{_d}" for _d in range(_r)]
+    # a load: ``out`` = the array's region at the offsets, zero outside it (Warp's padding)
+    _ranked(f"tile_load{_r}_into", _r, ["out", "a"] + _offs,
+            "        out[{k}] = a[{p}] if inside else 0\n")
+    # a store: the tile into the region, skipping the elements outside the array
+    _ranked(f"tile_store{_r}", _r, ["a"] + _offs + ["t"],
+            "        if inside:\n            a[{p}] = t[{k}]\n")
+    # an atomic add of the tile into the region; ``out`` = the values replaced
+    _ranked(f"tile_atomic_add{_r}_into", _r, ["out", "a"] + _offs + ["t"],
+            "        out[{k}] = cuda.atomic.add(a, {pt}, t[{k}]) if inside else 0\n")
+    # the adjoint of a load: the tile's adjoint added into the array's atomically (other
+    # blocks may load the same elements)
+    _ranked(f"tile_load_adj{_r}", _r, ["adj"] + _offs + ["g"],
+            "        if inside:\n            cuda.atomic.add(adj, {pt}, g[{k}])\n")
+for _r in (1, 2):  # ... into a float16 array's half bits
+    _ranked(f"tile_load_adj_h{_r}", _r, ["adj"] + [f"o{_d}" for _d in range(_r)] + ["g"],
+            "        if inside:\n            atomic_add_f16(adj, {pt}, g[{k}])\n")
 
-
-@_dev
-def tile_store1(a, o0, t):
-    """``a[o0:o0 + n] = t``, skipping the elements outside the array."""
-    cuda.syncthreads()
-    for i in range(cuda.threadIdx.x, t.shape[0], cuda.blockDim.x):
-        r = o0 + i
-        if 0 <= r < a.shape[0]:
-            a[r] = t[i]
-    cuda.syncthreads()
-
-
-@_dev
-def tile_store2(a, o0, o1, t):
-    cuda.syncthreads()
-    n = t.shape[1]
-    for e in range(cuda.threadIdx.x, t.size, cuda.blockDim.x):
-        i = e // n
-        j = e - i * n
-        r = o0 + i
-        c = o1 + j
-        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1]:
-            a[r, c] = t[i, j]
-    cuda.syncthreads()
 
 
 @_dev
@@ -170,62 +163,6 @@ def tile_store_one(a, o0, x):
     """``tile_store1`` of a one-element tile held as the scalar ``x`` (lane 0 writes)."""
     if cuda.threadIdx.x == 0 and 0 <= o0 < a.shape[0]:
         a[o0] = x
-    cuda.syncthreads()
-
-
-@_dev
-def tile_atomic_add1_into(out, a, o0, t):
-    """Adds ``t`` into ``a[o0:o0 + n]`` atomically; ``out`` = the values replaced (zero
-    outside the array)."""
-    cuda.syncthreads()
-    for i in range(cuda.threadIdx.x, t.shape[0], cuda.blockDim.x):
-        r = o0 + i
-        if 0 <= r < a.shape[0]:
-            out[i] = cuda.atomic.add(a, r, t[i])
-        else:
-            out[i] = 0
-    cuda.syncthreads()
-
-
-@_dev
-def tile_atomic_add2_into(out, a, o0, o1, t):
-    cuda.syncthreads()
-    n = t.shape[1]
-    for e in range(cuda.threadIdx.x, t.size, cuda.blockDim.x):
-        i = e // n
-        j = e - i * n
-        r = o0 + i
-        c = o1 + j
-        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1]:
-            out[i, j] = cuda.atomic.add(a, (r, c), t[i, j])
-        else:
-            out[i, j] = 0
-    cuda.syncthreads()
-
-
-@_dev
-def tile_load_adj1(adj, o0, g):
-    """The adjoint of a load: ``g`` added into ``adj[o0:o0 + n]`` atomically (other blocks
-    may load the same elements)."""
-    cuda.syncthreads()
-    for i in range(cuda.threadIdx.x, g.shape[0], cuda.blockDim.x):
-        r = o0 + i
-        if 0 <= r < adj.shape[0]:
-            cuda.atomic.add(adj, r, g[i])
-    cuda.syncthreads()
-
-
-@_dev
-def tile_load_adj2(adj, o0, o1, g):
-    cuda.syncthreads()
-    n = g.shape[1]
-    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
-        i = e // n
-        j = e - i * n
-        r = o0 + i
-        c = o1 + j
-        if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1]:
-            cuda.atomic.add(adj, (r, c), g[i, j])
     cuda.syncthreads()
 
 
@@ -465,101 +402,6 @@ def tile_unbroadcast_into(out, g, padded):
             if _source(k, g.shape, padded) == e:
                 s += fg[k]
         fo[e] = s
-    cuda.syncthreads()
-
-
-# ------------------------------------------------------------------------------ 3-D and 4-D
-@_dev
-def tile_load3_into(out, a, o0, o1, o2):
-    cuda.syncthreads()
-    n1, n2 = out.shape[1], out.shape[2]
-    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
-        k = e % n2
-        j = (e // n2) % n1
-        i = e // (n1 * n2)
-        r, c, d = o0 + i, o1 + j, o2 + k
-        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] and 0 <= d < a.shape[2]:
-            out[i, j, k] = a[r, c, d]
-        else:
-            out[i, j, k] = 0
-    cuda.syncthreads()
-
-
-@_dev
-def tile_load4_into(out, a, o0, o1, o2, o3):
-    cuda.syncthreads()
-    n1, n2, n3 = out.shape[1], out.shape[2], out.shape[3]
-    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
-        m = e % n3
-        k = (e // n3) % n2
-        j = (e // (n3 * n2)) % n1
-        i = e // (n1 * n2 * n3)
-        r, c, d, q = o0 + i, o1 + j, o2 + k, o3 + m
-        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] and 0 <= d < a.shape[2] and \
-                0 <= q < a.shape[3]:
-            out[i, j, k, m] = a[r, c, d, q]
-        else:
-            out[i, j, k, m] = 0
-    cuda.syncthreads()
-
-
-@_dev
-def tile_store3(a, o0, o1, o2, t):
-    cuda.syncthreads()
-    n1, n2 = t.shape[1], t.shape[2]
-    for e in range(cuda.threadIdx.x, t.size, cuda.blockDim.x):
-        k = e % n2
-        j = (e // n2) % n1
-        i = e // (n1 * n2)
-        r, c, d = o0 + i, o1 + j, o2 + k
-        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] and 0 <= d < a.shape[2]:
-            a[r, c, d] = t[i, j, k]
-    cuda.syncthreads()
-
-
-@_dev
-def tile_store4(a, o0, o1, o2, o3, t):
-    cuda.syncthreads()
-    n1, n2, n3 = t.shape[1], t.shape[2], t.shape[3]
-    for e in range(cuda.threadIdx.x, t.size, cuda.blockDim.x):
-        m = e % n3
-        k = (e // n3) % n2
-        j = (e // (n3 * n2)) % n1
-        i = e // (n1 * n2 * n3)
-        r, c, d, q = o0 + i, o1 + j, o2 + k, o3 + m
-        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] and 0 <= d < a.shape[2] and \
-                0 <= q < a.shape[3]:
-            a[r, c, d, q] = t[i, j, k, m]
-    cuda.syncthreads()
-
-
-@_dev
-def tile_load_adj3(adj, o0, o1, o2, g):
-    cuda.syncthreads()
-    n1, n2 = g.shape[1], g.shape[2]
-    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
-        k = e % n2
-        j = (e // n2) % n1
-        i = e // (n1 * n2)
-        r, c, d = o0 + i, o1 + j, o2 + k
-        if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1] and 0 <= d < adj.shape[2]:
-            cuda.atomic.add(adj, (r, c, d), g[i, j, k])
-    cuda.syncthreads()
-
-
-@_dev
-def tile_load_adj4(adj, o0, o1, o2, o3, g):
-    cuda.syncthreads()
-    n1, n2, n3 = g.shape[1], g.shape[2], g.shape[3]
-    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
-        m = e % n3
-        k = (e // n3) % n2
-        j = (e // (n3 * n2)) % n1
-        i = e // (n1 * n2 * n3)
-        r, c, d, q = o0 + i, o1 + j, o2 + k, o3 + m
-        if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1] and 0 <= d < adj.shape[2] and \
-                0 <= q < adj.shape[3]:
-            cuda.atomic.add(adj, (r, c, d, q), g[i, j, k, m])
     cuda.syncthreads()
 
 
@@ -854,31 +696,6 @@ def tile_claim(owner, idx):
 _elementwise("tile_h2f_into", ("a",), "h2f(fa[e])")
 _elementwise("tile_f2h_into", ("a",), "f2h(fa[e])")
 _elementwise("tile_round_f16_into", ("a",), "h2f(f2h(fa[e]))")
-
-
-@_dev
-def tile_load_adj_h1(adj, o0, g):
-    """The adjoint of a load from a float16 array: added into its half bits atomically."""
-    cuda.syncthreads()
-    for i in range(cuda.threadIdx.x, g.shape[0], cuda.blockDim.x):
-        r = o0 + i
-        if 0 <= r < adj.shape[0]:
-            atomic_add_f16(adj, r, g[i])
-    cuda.syncthreads()
-
-
-@_dev
-def tile_load_adj_h2(adj, o0, o1, g):
-    cuda.syncthreads()
-    n = g.shape[1]
-    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
-        i = e // n
-        j = e - i * n
-        r = o0 + i
-        c = o1 + j
-        if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1]:
-            atomic_add_f16(adj, (r, c), g[i, j])
-    cuda.syncthreads()
 
 
 @_dev

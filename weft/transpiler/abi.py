@@ -202,7 +202,7 @@ class KernelABI:
     (0 for a kernel without tiles): each launch index of a tiled kernel is a block's work.
     ``lane_tiles`` (CUDA): ``(axis, why)`` for each launch index a tile operation depends on:
     a launch in which it differs between the threads of a block is refused
-    (:func:`weft.transpiler.cuda_tiles.lane_tiles`)."""
+    (:func:`weft.transpiler.cuda_lanes.lane_tiles`)."""
 
     kernel: str
     tid_dims: int
