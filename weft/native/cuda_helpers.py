@@ -150,5 +150,8 @@ def _register_tile_calls():
 
 _register_tile_calls()
 
-globals().update({_n: getattr(_cuda_tiles, _n) for _n in dir(_cuda_tiles)
-                  if _n.startswith("tile_") or _n == "block_index"})
+from . import cuda_tile_algebra as _cuda_tile_algebra  # noqa: E402
+
+for _module in (_cuda_tiles, _cuda_tile_algebra):
+    globals().update({_n: getattr(_module, _n) for _n in dir(_module)
+                      if _n.startswith("tile_") or _n == "block_index"})

@@ -1,0 +1,206 @@
+"""Cooperative tiles on CUDA, the dense algebra: ``tile_fft``/``tile_ifft`` (a row per thread)
+and ``tile_cholesky`` with the lower, upper and Cholesky solves (columns of the factor, and a
+right-hand side per thread), each in the CPU's order of operations
+(:mod:`weft.native.tile_kernels`). Re-exported by :mod:`weft.native.cuda_helpers` beside
+:mod:`weft.native.cuda_tiles`, whose conventions they follow."""
+from __future__ import annotations
+
+import math
+
+from numba import cuda
+
+from .cuda_tiles import _dev, tile_copy, tile_fill
+
+
+# ------------------------------------------------------------------------------ FFT
+@_dev
+def _fft_into(out, a, sgn):
+    """The unnormalized DFT (``sgn`` -1) or its inverse (+1) along the last tile dimension of a
+    vec2 tile ``a`` (``(..., N, 2)``) into ``out``: the CPU's algorithms
+    (:func:`weft.native.tile_kernels.fft`), each thread transforming its own rows. Powers of
+    two: bit reversal and radix-2 butterflies in place in ``out`` (twiddles by recurrence);
+    other sizes: the O(N^2) sum, read from ``a``."""
+    n = out.shape[out.ndim - 2]
+    batch = out.size // (2 * n)
+    x = out.reshape((batch, n, 2))
+    src = a.reshape((batch, n, 2))
+    zero = x.dtype.type(0)
+    one = x.dtype.type(1)
+    two_pi = x.dtype.type(6.283185307179586)
+    sg = x.dtype.type(sgn)
+    pow2 = (n & (n - 1)) == 0
+    cuda.syncthreads()
+    for bt in range(cuda.threadIdx.x, batch, cuda.blockDim.x):
+        xb = x[bt]
+        sb = src[bt]
+        if pow2:
+            for i in range(n):
+                xb[i, 0] = sb[i, 0]
+                xb[i, 1] = sb[i, 1]
+            j = 0
+            for i in range(1, n):
+                bit = n >> 1
+                while j & bit:
+                    j ^= bit
+                    bit >>= 1
+                j ^= bit
+                if i < j:
+                    t0 = xb[i, 0]
+                    t1 = xb[i, 1]
+                    xb[i, 0] = xb[j, 0]
+                    xb[i, 1] = xb[j, 1]
+                    xb[j, 0] = t0
+                    xb[j, 1] = t1
+            length = 2
+            while length <= n:
+                half = length >> 1
+                theta = sg * two_pi / x.dtype.type(length)
+                wm_re = math.cos(theta)
+                wm_im = math.sin(theta)
+                for k in range(0, n, length):
+                    w_re = one
+                    w_im = zero
+                    for q in range(half):
+                        lo = k + q
+                        hi = lo + half
+                        x_re = xb[hi, 0]
+                        x_im = xb[hi, 1]
+                        t_re = w_re * x_re - w_im * x_im
+                        t_im = w_re * x_im + w_im * x_re
+                        u_re = xb[lo, 0]
+                        u_im = xb[lo, 1]
+                        xb[lo, 0] = u_re + t_re
+                        xb[lo, 1] = u_im + t_im
+                        xb[hi, 0] = u_re - t_re
+                        xb[hi, 1] = u_im - t_im
+                        nw_re = w_re * wm_re - w_im * wm_im
+                        nw_im = w_re * wm_im + w_im * wm_re
+                        w_re = nw_re
+                        w_im = nw_im
+                length <<= 1
+        else:
+            base = sg * two_pi / x.dtype.type(n)
+            for k in range(n):
+                acc_re = zero
+                acc_im = zero
+                for q in range(n):
+                    theta = base * x.dtype.type(k) * x.dtype.type(q)
+                    c = math.cos(theta)
+                    s = math.sin(theta)
+                    xr = sb[q, 0]
+                    xi = sb[q, 1]
+                    acc_re += c * xr - s * xi
+                    acc_im += c * xi + s * xr
+                xb[k, 0] = acc_re
+                xb[k, 1] = acc_im
+    cuda.syncthreads()
+
+
+@_dev
+def tile_fft_into(out, a):
+    _fft_into(out, a, -1)
+
+
+@_dev
+def tile_ifft_into(out, a):
+    _fft_into(out, a, 1)
+
+
+tile_fft_adj_into = tile_ifft_into  # the adjoint of the unnormalized DFT is its inverse
+tile_ifft_adj_into = tile_fft_into
+tile_fft_jvp_into = tile_fft_into   # linear
+tile_ifft_jvp_into = tile_ifft_into
+
+
+# ------------------------------------------------------------------------------ Cholesky, solves
+@_dev
+def tile_cholesky_into(out, A):
+    """The lower Cholesky factor of ``A`` (its lower triangle read), the CPU's algorithm
+    (:func:`weft.native.tile_kernels.cholesky`): column by column, every thread computing the
+    pivot, the rows below split among the threads, each entry's terms in increasing k."""
+    n = A.shape[0]
+    zero = out.dtype.type(0)
+    one = out.dtype.type(1)
+    tile_fill(out, 0)
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            r = out[j, k]
+            s = s - r * r
+        if s >= zero:
+            s = math.sqrt(s)
+        else:
+            s = out.dtype.type(math.nan)
+        if s != zero:
+            inv = one / s
+        else:
+            inv = out.dtype.type(math.copysign(math.inf, s))
+        for i in range(j + 1 + cuda.threadIdx.x, n, cuda.blockDim.x):
+            si = A[i, j]
+            for k in range(j):
+                si = si - out[i, k] * out[j, k]
+            out[i, j] = si * inv
+        if cuda.threadIdx.x == 0:
+            out[j, j] = s
+        cuda.syncthreads()
+
+
+@_dev
+def _forward_substitution(X, L):
+    """``X`` (n, m) := ``L^-1 X`` in place (lower triangle of ``L``), a column of ``X`` per
+    thread; each entry's terms in increasing j, then its division (zero pivots skipped)."""
+    n, m = X.shape[0], X.shape[1]
+    zero = L.dtype.type(0)
+    for c in range(cuda.threadIdx.x, m, cuda.blockDim.x):
+        for i in range(n):
+            s = X[i, c]
+            for j in range(i):
+                s = s - L[i, j] * X[j, c]
+            d = L[i, i]
+            if d != zero:
+                s = s / d
+            X[i, c] = s
+
+
+@_dev
+def _back_substitution(X, U, transposed):
+    """``X`` := ``U^-1 X`` in place (upper triangle of ``U``, or of ``L^T`` when
+    ``transposed``: ``U[i, j]`` read as ``L[j, i]``)."""
+    n, m = X.shape[0], X.shape[1]
+    zero = U.dtype.type(0)
+    for c in range(cuda.threadIdx.x, m, cuda.blockDim.x):
+        for i in range(n - 1, -1, -1):
+            s = X[i, c]
+            for j in range(i + 1, n):
+                u = U[j, i] if transposed else U[i, j]
+                s = s - u * X[j, c]
+            d = U[i, i]
+            if d != zero:
+                s = s / d
+            X[i, c] = s
+
+
+@_dev
+def tile_lower_solve_into(out, L, y):
+    """``out`` = ``z`` with ``L z = y`` (forward substitution)."""
+    tile_copy(out, y)
+    _forward_substitution(out.reshape((out.shape[0], out.size // out.shape[0])), L)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_upper_solve_into(out, U, z):
+    """``out`` = ``x`` with ``U x = z`` (back substitution)."""
+    tile_copy(out, z)
+    _back_substitution(out.reshape((out.shape[0], out.size // out.shape[0])), U, False)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_cholesky_solve_into(out, L, y):
+    """``out`` = ``x`` with ``L L^T x = y``."""
+    tile_copy(out, y)
+    X = out.reshape((out.shape[0], out.size // out.shape[0]))  # (a vector: one column)
+    _forward_substitution(X, L)
+    _back_substitution(X, L, True)
+    cuda.syncthreads()
