@@ -141,16 +141,29 @@ for _n in ("h2f", "f2h", "atomic_add_f16"):  # the portable helpers bound above
     setattr(_cuda_tiles, _n, globals()[_n])
 
 
+from . import cuda_tile_algebra as _cuda_tile_algebra  # noqa: E402
+
+#: the pure ones among the calls the pass ``cuda_tiles`` writes (the others write their first
+#: argument or its array, or synchronise the block)
+_PURE_TILE_CALLS = ("tile_lane", "tile_lanes", "block_index", "tile_sum_scalar",
+                    "tile_max_scalar", "tile_min_scalar")
+
+
 def _register_tile_calls():
+    """Every call the pass ``cuda_tiles`` writes into generated CUDA code (the functions of
+    ``cuda_tiles`` and ``cuda_tile_algebra``, and the shared buffers) joins
+    :data:`weft.native.vocabulary.CALLS` here (the vocabulary itself, part of the shipped
+    store's fingerprint, stays the CPU's)."""
     from . import vocabulary
-    for spelled, pure in _cuda_tiles.vocabulary_entries():
+    names = sorted({n for m in (_cuda_tiles, _cuda_tile_algebra) for n, v in vars(m).items()
+                    if (n.startswith("tile_") or n == "block_index") and callable(v)})
+    entries = [(f"_wk.{n}", n in _PURE_TILE_CALLS) for n in names]
+    for spelled, pure in entries + [("cuda.shared.array", False)]:
         vocabulary.CALLS.setdefault(spelled, vocabulary.Entry(spelled, pure, None,
                                                               target="cuda"))
 
 
 _register_tile_calls()
-
-from . import cuda_tile_algebra as _cuda_tile_algebra  # noqa: E402
 
 for _module in (_cuda_tiles, _cuda_tile_algebra):
     globals().update({_n: getattr(_module, _n) for _n in dir(_module)

@@ -577,17 +577,3 @@ def tile_put_cols_add(t, ii, g):
     for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
         cuda.atomic.add(t, (e // n, ii[e % n]), g[e // n, e % n])
     cuda.syncthreads()
-
-
-def vocabulary_entries():
-    """``(spelling, pure)`` of every call the pass ``cuda_tiles`` writes into generated CUDA
-    code: the functions of this module (none pure: each writes its first argument or its
-    array, or synchronises the block) and the shared buffers. They join
-    :data:`weft.native.vocabulary.CALLS` when :mod:`weft.native.cuda_helpers` imports this
-    module (the vocabulary itself, part of the shipped store's fingerprint, stays the CPU's)."""
-    from . import cuda_tile_algebra
-    names = [n for space in (globals(), vars(cuda_tile_algebra)) for n, v in space.items()
-             if (n.startswith("tile_") or n == "block_index") and callable(v)]
-    out = [(f"_wk.{n}", n in ("tile_lane", "tile_lanes", "block_index", "tile_sum_scalar",
-                              "tile_max_scalar", "tile_min_scalar")) for n in sorted(names)]
-    return out + [("cuda.shared.array", False)]
