@@ -109,6 +109,14 @@ def lowering_pass():
                 with _unoptimised(self.library, quick):
                     super().create_cpython_wrapper(release_gil)
 
+            def _lower_call_normal(self, fnty, expr, signature):
+                where = _by_symbol(fnty)
+                if where is None or expr.target is not None or signature.recvr:
+                    return super()._lower_call_normal(fnty, expr, signature)
+                args = self.fold_call_args(fnty, signature, expr.args, expr.vararg, expr.kws)
+                return call_by_symbol(self.context, self.builder, fnty.dispatcher, where,
+                                      signature, args)
+
         @register_pass(mutates_CFG=True, analysis_only=False)
         class LowerGeneratedCode(NativeLowering):
             """Numba's ``NativeLowering`` with the ``Lower`` above."""
@@ -124,6 +132,99 @@ def lowering_pass():
 
 
 _LoweringPass = None
+
+
+# -- weft's own helpers called by symbol --------------------------------------------------------
+#
+# A call from one Numba function to another links the callee's code library into the caller's:
+# when the caller is finalised, LLVM optimises and emits the callee's whole code again, inside
+# the caller's module. For the tile helpers (an FFT, a product, a load with padding: each a
+# few hundred lines of IR with the helpers it calls) that was most of a tile kernel's compile:
+# Warp's FFT example's three tiled kernels each had a final module of 0.6-0.9 MB of IR, 1.5-2.1 s
+# of LLVM apiece. The tile helpers (``weft.native.tiles.TILE_HELPERS``) are compiled
+# (or loaded from the shipped store or the cache) once, on their own; generated code calls
+# their machine code through a symbol registered with LLVM, as a threaded entry calls its chunk
+# (``weft.native.threads``), and a cached caller registers it again before it is loaded
+# (Numba's ``reload_init``). The call cannot be inlined: these helpers each run a whole tile
+# operation, so the call is a few nanoseconds of work that takes hundreds.
+
+#: weft's marked helpers are called by symbol (False: linked as Numba links them, for
+#: side-by-side measurements)
+HELPERS_BY_SYMBOL = True
+
+_published_helpers = set()
+
+
+def _by_symbol(fnty):
+    """``(module, name)`` where a dispatcher to call by symbol is bound, or None (a call to
+    link as Numba does): the tile helpers (``weft.native.tiles.TILE_HELPERS``)."""
+    global _bound
+    if not HELPERS_BY_SYMBOL or type(fnty).__name__ != "Dispatcher":
+        return None
+    if _bound is None:
+        import sys
+        tiles = sys.modules.get("weft.native.tiles")
+        if tiles is None:  # no tile helper is loaded: none is called
+            return None
+        _bound = {id(v): (tiles.__name__, n) for n in tiles.TILE_HELPERS
+                  for v in (getattr(tiles, n),) if hasattr(v, "overloads")}
+    return _bound.get(id(getattr(fnty, "dispatcher", None)))
+
+
+_bound = None
+
+
+def _helper_symbol(where, argtys, restype):
+    """The stable name of a helper's machine code for ``argtys``: its binding and the hash of
+    its types (the same in every process)."""
+    import hashlib
+    key = hashlib.sha1(repr((tuple(argtys), restype)).encode()).hexdigest()[:20]
+    return f"weft_helper.{where[0]}.{where[1]}.{key}"
+
+
+def publish_helper(module, name, argtys):
+    """Compile (or load) helper ``module.name`` for ``argtys`` and register its machine code
+    under its symbol; returns ``(compile result, symbol)``. Also the ``reload_init`` of a
+    cached caller (before its machine code is loaded)."""
+    import sys
+    from llvmlite import binding as llvm
+    if module not in sys.modules:
+        __import__(module)
+    disp = getattr(sys.modules[module], name)
+    argtys = tuple(argtys)
+    cres = disp.overloads.get(argtys)
+    if cres is None:
+        disp.compile(argtys)
+        cres = disp.overloads[argtys]
+    symbol = _helper_symbol((module, name), argtys, cres.signature.return_type)
+    if symbol not in _published_helpers:
+        llvm.add_symbol(symbol, cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name))
+        _published_helpers.add(symbol)
+    return cres, symbol
+
+
+def call_by_symbol(context, builder, disp, where, sig, args):
+    """Code calling helper ``disp`` (bound at ``where``) for ``sig`` through its symbol: Numba's
+    call of a compiled function (``imputils.user_function``) without linking its library."""
+    import functools
+    from numba.core import cgutils
+    from numba.core.imputils import fix_returning_optional, impl_ret_new_ref
+    cres, symbol = publish_helper(where[0], where[1], sig.args)
+    context.active_code_library._reload_init.add(
+        functools.partial(_reload_helper, where[0], where[1], tuple(sig.args)))
+    fndesc = cres.fndesc
+    fnty = context.call_conv.get_function_type(fndesc.restype, fndesc.argtypes)
+    fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+    status, retval = context.call_conv.call_function(builder, fn, fndesc.restype,
+                                                     fndesc.argtypes, args)
+    with cgutils.if_unlikely(builder, status.is_error):
+        context.call_conv.return_status_propagate(builder, status)
+    retval = fix_returning_optional(context, builder, sig, status, retval)
+    return impl_ret_new_ref(context, builder, fndesc.restype, retval)
+
+
+def _reload_helper(module, name, argtys):
+    publish_helper(module, name, argtys)
 
 
 # -- threaded entries left to LLVM's quick code generation ---------------------------------------
