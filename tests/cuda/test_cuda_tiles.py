@@ -27,6 +27,7 @@ B8x8 = R.random((8, 8)).astype(np.float32)
 A8x8 = R.random((8, 8)).astype(np.float32)
 A30 = R.random(30).astype(np.float32)
 COL8 = R.random(8).astype(np.float32)
+A4x4 = (R.random((4, 4)) - 0.5).astype(np.float32)
 
 # (kernel, grid, block_dim, inputs (numpy; float arrays get gradients), outputs (shape, dtype))
 CASES = {
@@ -35,6 +36,7 @@ CASES = {
     "rows": (tk.rows, 2, 8, [A8x8], [((8,), float)]),
     "padded": (tk.padded, 2, 8, [A30], [((40,), float)]),
     "elements": (tk.elements, (2, 2), 4, [A8x8, COL8], [((8, 8), float)]),
+    "scans": (tk.scans, 2, 4, [A4x4], [((4, 4), float)] * 4),
 }
 
 
@@ -111,7 +113,7 @@ def test_elements_on_cuda_against_numpy():
     np.testing.assert_allclose(grads[1], dcol, rtol=2e-5, atol=2e-5)
 
 
-@pytest.mark.parametrize("name", sorted(set(CASES) - {"chain", "padded", "elements"}))
+@pytest.mark.parametrize("name", sorted(set(CASES) - {"chain", "padded", "elements", "scans"}))
 def test_tile_kernel_on_cuda_matches_cpu(name):
     cpu_vals, cpu_grads = _run(name, "cpu")
     gpu_vals, gpu_grads = _run(name, "cuda")
@@ -123,6 +125,38 @@ def test_tile_kernel_on_cuda_matches_cpu(name):
     for g, c in zip(gpu_grads, cpu_grads):
         np.testing.assert_allclose(g, c, rtol=2e-5, atol=2e-5)
     assert any(np.abs(c).sum() > 0 for c in cpu_grads)  # gradients are not trivially zero
+
+
+def test_scans_against_numpy_and_their_tangents_against_the_cpu():
+    # lane 0 scans each block's tile in the CPU's order: the same bits as the CPU's
+    values, grads = _run("scans", "cuda")
+    cpu_vals, cpu_grads = _run("scans", "cpu")
+    for g, c in zip(values + grads, cpu_vals + cpu_grads):
+        np.testing.assert_array_equal(g, c)
+    rows = [A4x4[2 * i:2 * i + 2].reshape(-1).astype(np.float64) for i in range(2)]
+    want = [np.cumsum(r * r) for r in rows], [np.cumsum(r) - r for r in rows], \
+        [np.maximum.accumulate(r) for r in rows], [np.minimum.accumulate(r) for r in rows]
+    for got, w in zip(values, want):
+        np.testing.assert_allclose(got.reshape(2, 8), np.array(w), rtol=1e-6, atol=1e-7)
+    direction = R.random((4, 4)).astype(np.float32)
+    tangents = []
+    for dev in ("cuda", "cpu"):
+        a = wp.array(A4x4, dtype=float, device=dev, requires_grad=True)
+        outs = [wp.zeros((4, 4), dtype=float, device=dev, requires_grad=True) for _ in range(4)]
+        tape = wp.Tape()
+        with tape:
+            wp.launch_tiled(tk.scans, dim=2, inputs=[a] + outs, block_dim=4, device=dev)
+        t = tape.forward(tangents={a: direction})
+        tangents.append([t[o].numpy() for o in outs])
+    for g, c in zip(*tangents):
+        np.testing.assert_array_equal(g, c)
+    d = [direction[2 * i:2 * i + 2].reshape(-1).astype(np.float64) for i in range(2)]
+    arg = [np.array([np.argmax(r[:k + 1]) for k in range(8)]) for r in rows]
+    np.testing.assert_allclose(tangents[0][2].reshape(2, 8),
+                               np.array([di[ai] for di, ai in zip(d, arg)]), rtol=1e-6)
+    np.testing.assert_allclose(tangents[0][0].reshape(2, 8),
+                               np.array([np.cumsum(2 * r * di) for r, di in zip(rows, d)]),
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_padded_load_and_store_gradient_is_analytic():
@@ -439,7 +473,8 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "half": (tk.half_tiles, [np.zeros((2, 4), np.float16), f(4, 3),
                                   np.zeros((2, 3), np.float16)], (1, 8)),
          "factor": (tk.factor, [f(8, 8), f(8, 3), f(8, 8), f(8, 3), f(8), f(8)], (1, 4)),
-         "transforms": (tk.transforms, [f(8, 8, 2).astype(np.float64)] * 3, (2, 1, 4))}
+         "transforms": (tk.transforms, [f(8, 8, 2).astype(np.float64)] * 3, (2, 1, 4)),
+         "scans": (tk.scans, [f(4, 4)] * 5, (2, 4))}
 for name, (k, args, dims) in cases.items():
     kinds = ("forward",) if name in ("gemm", "factor") else ("forward", "adjoint", "tangent")
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
@@ -456,7 +491,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 17, r.stdout
+    assert len(rows) == 20, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

@@ -165,3 +165,15 @@ def reversed_dot(a: wp.array2d(dtype=float), u: wp.array(dtype=float), v: wp.arr
     x = wp.tile_load(u, shape=16)
     y = wp.tile_load(v, shape=16)
     wp.tile_store(d, wp.tile_dot(x, y))
+
+
+@wp.kernel
+def scans(a: wp.array2d(dtype=float), s: wp.array2d(dtype=float), e: wp.array2d(dtype=float),
+          hi: wp.array2d(dtype=float), lo: wp.array2d(dtype=float)):
+    i, _lane = wp.tid()
+    t = wp.tile_load(a, shape=(2, 4), offset=(i * 2, 0))
+    u = t * t
+    wp.tile_store(s, wp.tile_scan_inclusive(u), offset=(i * 2, 0))
+    wp.tile_store(e, wp.tile_scan_exclusive(t), offset=(i * 2, 0))
+    wp.tile_store(hi, wp.tile_scan_max_inclusive(t), offset=(i * 2, 0))
+    wp.tile_store(lo, wp.tile_scan_min_inclusive(t), offset=(i * 2, 0))

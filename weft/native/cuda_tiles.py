@@ -339,6 +339,140 @@ def tile_extreme_adj_into(out, t, r, g):
     cuda.syncthreads()
 
 
+# ------------------------------------------------------------------------------ scans
+# Over the flattened row-major tile, by lane 0 between two barriers, in the CPU's order
+# (:mod:`weft.native.tile_kernels`' ``scan_*``): every prefix is the CPU's, bit for bit. A scan
+# is a chain of dependent additions; the block's other lanes wait at the closing barrier.
+@_dev
+def tile_scan_inclusive_into(out, a):
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        f = out.reshape(out.size)
+        x = a.reshape(a.size)
+        acc = x.dtype.type(0)
+        for i in range(x.size):
+            acc = acc + x[i]
+            f[i] = acc
+    cuda.syncthreads()
+
+
+@_dev
+def tile_scan_exclusive_into(out, a):
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        f = out.reshape(out.size)
+        x = a.reshape(a.size)
+        acc = x.dtype.type(0)
+        for i in range(x.size):
+            f[i] = acc
+            acc = acc + x[i]
+    cuda.syncthreads()
+
+
+@_dev
+def _scan_extreme(out, a, da, big, tangent):
+    """The running maximum (``big``) or minimum of ``a`` with C's ``fmax``/``fmin`` (a NaN
+    element skipped); with ``tangent``, ``da`` at the running extreme's element instead."""
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0 and a.size > 0:
+        f = out.reshape(out.size)
+        x = a.reshape(a.size)
+        d = da.reshape(da.size)
+        acc = x[0]
+        w = 0
+        f[0] = d[0] if tangent else acc
+        for i in range(1, x.size):
+            xi = x[i]
+            if (not acc >= xi if big else not acc <= xi) and xi == xi:
+                acc = xi
+                w = i
+            f[i] = d[w] if tangent else acc
+    cuda.syncthreads()
+
+
+@_dev
+def tile_scan_max_inclusive_into(out, a):
+    _scan_extreme(out, a, a, True, False)
+
+
+@_dev
+def tile_scan_min_inclusive_into(out, a):
+    _scan_extreme(out, a, a, False, False)
+
+
+@_dev
+def tile_scan_max_inclusive_jvp_into(out, a, da):
+    _scan_extreme(out, a, da, True, True)
+
+
+@_dev
+def tile_scan_min_inclusive_jvp_into(out, a, da):
+    _scan_extreme(out, a, da, False, True)
+
+
+@_dev
+def _scan_sum_adj(out, g, inclusive):
+    """The adjoint of a prefix sum: the reverse scan of ``g`` (``sum_{j >= i}``, or ``j > i``
+    when not ``inclusive``)."""
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        f = out.reshape(out.size)
+        x = g.reshape(g.size)
+        acc = f.dtype.type(0)
+        for i in range(x.size - 1, -1, -1):
+            if inclusive:
+                acc = acc + x[i]
+                f[i] = acc
+            else:
+                f[i] = acc
+                acc = acc + x[i]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_scan_inclusive_adj_into(out, a, g):
+    _scan_sum_adj(out, g, True)
+
+
+@_dev
+def tile_scan_exclusive_adj_into(out, a, g):
+    _scan_sum_adj(out, g, False)
+
+
+@_dev
+def _scan_extreme_adj(out, a, g, big):
+    """The adjoint of a running maximum (``big``) or minimum: ``g[i]`` to the element that is
+    the running extreme at ``i`` (the earliest on ties, as the forward keeps it)."""
+    cuda.syncthreads()
+    f = out.reshape(out.size)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = 0
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0 and a.size > 0:
+        x = a.reshape(a.size)
+        d = g.reshape(g.size)
+        acc = x[0]
+        w = 0
+        f[0] += d[0]
+        for i in range(1, x.size):
+            xi = x[i]
+            if (not acc >= xi if big else not acc <= xi) and xi == xi:
+                acc = xi
+                w = i
+            f[w] += d[i]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_scan_max_inclusive_adj_into(out, a, g):
+    _scan_extreme_adj(out, a, g, True)
+
+
+@_dev
+def tile_scan_min_inclusive_adj_into(out, a, g):
+    _scan_extreme_adj(out, a, g, False)
+
+
 # ------------------------------------------------------------------------------ elements, shape
 @_dev
 def tile_insert_into(out, t, idx, x):

@@ -15,6 +15,13 @@ from .cuda_tile_code import (_BINOPS, _EFFECTS, _SCALAR_RESULTS, Tile, Unsupport
                              _np_dtype, _slice_len, _static_index, _wk, _wk_name, _zeros)
 
 
+#: the scans, their adjoints and tangents (``weft.native.cuda_tiles``: lane 0, the CPU's order),
+#: each a tile of its first operand's shape
+_SCANS = frozenset(f"tile_scan_{k}{suffix}" for k in ("inclusive", "exclusive", "max_inclusive",
+                                                      "min_inclusive") for suffix in ("", "_adj")
+                   ) | {"tile_scan_max_inclusive_jvp", "tile_scan_min_inclusive_jvp"}
+
+
 class TileExpressions:
     """The state of one generated CUDA function's rewrite, and its expressions (the statements:
     :class:`weft.transpiler.cuda_tiles._Function`)."""
@@ -297,6 +304,8 @@ class TileExpressions:
         elif fn in ("tile_lower_solve", "tile_upper_solve", "tile_cholesky_solve") and \
                 tiles[0] and tiles[1]:
             shape, dt = tiles[1].shape, tiles[1].dtype
+        elif fn in _SCANS and tiles[0]:
+            shape, dt = tiles[0].shape, tiles[0].dtype
         elif fn == "tile_transpose" and tiles[0] and len(tiles[0].shape) == 2:
             shape, dt = tiles[0].shape[::-1], tiles[0].dtype
         if shape is None or any(t is not None and len(t.shape) > 2 for t in tiles) and \
