@@ -474,9 +474,11 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
                                   np.zeros((2, 3), np.float16)], (1, 8)),
          "factor": (tk.factor, [f(8, 8), f(8, 3), f(8, 8), f(8, 3), f(8), f(8)], (1, 4)),
          "transforms": (tk.transforms, [f(8, 8, 2).astype(np.float64)] * 3, (2, 1, 4)),
-         "scans": (tk.scans, [f(4, 4)] * 5, (2, 4))}
+         "scans": (tk.scans, [f(4, 4)] * 5, (2, 4)),
+         "sort": (tk.sort_pairs, [f(24), f(24, 2), f(24), f(24, 2)], (2, 4))}
 for name, (k, args, dims) in cases.items():
-    kinds = ("forward",) if name in ("gemm", "factor") else ("forward", "adjoint", "tangent")
+    kinds = ("forward",) if name in ("gemm", "factor", "sort") else \
+        ("forward", "adjoint", "tangent")
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
         print(name, kind, ".target sm_90" in text, text.count("bar.sync"),
               ".shared" in text, "atom.global.add.f32" in text)
@@ -491,9 +493,32 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 20, r.stdout
+    assert len(rows) == 21, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers
     assert rows[("chain", "forward")][3] == "True"  # tile_atomic_add: a real float atomic
     assert rows[("chain", "adjoint")][3] == "True"  # the loads' adjoints add atomically
+
+
+def test_sort_keys_and_vector_values_as_the_cpu():
+    # ties (kept in order: stable), -0.0 before +0.0, NaNs last; two blocks of 12 pairs
+    keys = np.array([3, 1, np.nan, 0.0, -0.0, 1, -2, 5, np.nan, 1, 0.0, -7,
+                     2, 2, 2, -1, 4, 0.5, -0.0, 9, 8, np.inf, -np.inf, 2], np.float32)
+    vals = np.arange(48, dtype=np.float32).reshape(24, 2)
+    got = {}
+    for dev in ("cuda", "cpu"):
+        ok = wp.zeros(24, dtype=float, device=dev)
+        ov = wp.zeros(24, dtype=wp.vec2, device=dev)
+        wp.launch_tiled(tk.sort_pairs, dim=2, inputs=[wp.array(keys, dtype=float, device=dev),
+                                                      wp.array(vals, dtype=wp.vec2, device=dev),
+                                                      ok, ov], block_dim=4, device=dev)
+        got[dev] = ok.numpy(), ov.numpy()
+    for g, c in zip(got["cuda"], got["cpu"]):
+        np.testing.assert_array_equal(g.view(np.uint32), c.view(np.uint32))  # -0.0 too
+    for b in range(2):
+        k = keys[12 * b:12 * b + 12]
+        # a stable order: by value, -0.0 before +0.0, NaNs last
+        order = sorted(range(12), key=lambda i: (np.isnan(k[i]), 0.0 if np.isnan(k[i]) else
+                                                 k[i], not np.signbit(k[i]), i))
+        np.testing.assert_array_equal(got["cuda"][1][12 * b:12 * b + 12], vals[12 * b:][order])

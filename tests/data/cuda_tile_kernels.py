@@ -177,3 +177,14 @@ def scans(a: wp.array2d(dtype=float), s: wp.array2d(dtype=float), e: wp.array2d(
     wp.tile_store(e, wp.tile_scan_exclusive(t), offset=(i * 2, 0))
     wp.tile_store(hi, wp.tile_scan_max_inclusive(t), offset=(i * 2, 0))
     wp.tile_store(lo, wp.tile_scan_min_inclusive(t), offset=(i * 2, 0))
+
+
+@wp.kernel
+def sort_pairs(keys: wp.array(dtype=float), vals: wp.array(dtype=wp.vec2), ok: wp.array(dtype=float),
+               ov: wp.array(dtype=wp.vec2)):
+    i, _lane = wp.tid()
+    k = wp.tile_load(keys, shape=12, offset=i * 12)
+    v = wp.tile_load(vals, shape=12, offset=i * 12)
+    wp.tile_sort(k, v)
+    wp.tile_store(ok, k, offset=i * 12)
+    wp.tile_store(ov, v, offset=i * 12)

@@ -18,6 +18,8 @@ which lanes arrive).
 """
 from __future__ import annotations
 
+import math
+
 from numba import cuda
 
 _dev = cuda.jit(device=True)
@@ -471,6 +473,43 @@ def tile_scan_max_inclusive_adj_into(out, a, g):
 @_dev
 def tile_scan_min_inclusive_adj_into(out, a, g):
     _scan_extreme_adj(out, a, g, False)
+
+
+# ------------------------------------------------------------------------------ sort
+@_dev
+def _before(a, b):
+    """Whether key ``a`` sorts strictly before ``b``: ascending, ``-0.0`` before ``+0.0``, NaNs
+    last (the CPU's order, :func:`weft.native.tile_kernels.sort`)."""
+    if a < b:
+        return True
+    if a == b:
+        return a == 0 and math.copysign(1.0, a) < math.copysign(1.0, b)
+    return a == a and b != b
+
+
+@_dev
+def tile_sort_into(ok, ov, keys, values):
+    """``ok``/``ov`` = ``keys`` sorted and ``values`` permuted with them, stably: lane 0
+    inserts each key in turn. A stable sort's result is unique, so it is the CPU's (a merge
+    sort with the same order), bit for bit."""
+    cuda.syncthreads()
+    n = keys.size
+    inner = values.size // n if n > 0 else 0
+    fv = ov.reshape(ov.size)
+    gv = values.reshape(values.size)
+    if cuda.threadIdx.x == 0:
+        for i in range(n):
+            x = keys[i]
+            j = i
+            while j > 0 and _before(x, ok[j - 1]):
+                ok[j] = ok[j - 1]
+                for c in range(inner):
+                    fv[j * inner + c] = fv[(j - 1) * inner + c]
+                j -= 1
+            ok[j] = x
+            for c in range(inner):
+                fv[j * inner + c] = gv[i * inner + c]
+    cuda.syncthreads()
 
 
 # ------------------------------------------------------------------------------ elements, shape

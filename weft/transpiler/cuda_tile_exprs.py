@@ -39,6 +39,7 @@ class TileExpressions:
                         if _wk_name(c) == "tile_zero_at" and isinstance(c.args[0], ast.Name)} \
             if getattr(fdef, "weft_pass", None) == "adjoint" else set()
         self.elem_views = {}  # view of an element's components -> (tile, index node)
+        self.pairs = {}       # a pair of tiles (``tile_sort``'s result) -> its two buffers
 
     # -- allocation -------------------------------------------------------------------------
     def _fresh(self, hint):
