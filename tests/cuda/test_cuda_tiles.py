@@ -433,9 +433,9 @@ LANE_OPS = {
                r"wp.tile\(x\) of a value works with the threads"),
     "from_thread": ("t = wp.tile_from_thread(shape=4, value=a[i])\n    wp.tile_store(out, t)",
                     "tile_from_thread"),
-    "diag_add": ("t = wp.tile_load(a, shape=4)\n"
-                 "    m = wp.tile_cholesky(wp.tile_diag_add(wp.tile_zeros(shape=(4, 4), "
-                 "dtype=float), t))\n    wp.tile_store(out, m[0])", "its forward on CUDA needs 'diag_add'"),
+    "indexed": ("idx = wp.tile_arange(4, dtype=int)\n"
+                "    t = wp.tile_load_indexed(a, indices=idx, shape=(4,), axis=0)\n"
+                "    wp.tile_store(out, t)", "its forward on CUDA needs 'load_indexed1'"),
 }
 
 
@@ -454,7 +454,7 @@ def test_operations_not_built_for_cuda_are_refused_with_the_line(case, tmp_path)
     out = wp.zeros(4, dtype=float, device="cuda")
     with pytest.raises(KernelError, match=message) as e:
         wp.launch_tiled(mod.k, dim=1, inputs=[a, out], block_dim=4, device="cuda")
-    line = {"gather": 8, "diag_add": 8}.get(case, 7)  # the operation's own line
+    line = {"gather": 8, "indexed": 8}.get(case, 7)  # the operation's own line
     assert f"k_{case}.py:{line}:" in str(e.value)
     assert not out.numpy().any()
     # the same kernel runs on the CPU
@@ -475,7 +475,9 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "factor": (tk.factor, [f(8, 8), f(8, 3), f(8, 8), f(8, 3), f(8), f(8)], (1, 4)),
          "transforms": (tk.transforms, [f(8, 8, 2).astype(np.float64)] * 3, (2, 1, 4)),
          "scans": (tk.scans, [f(4, 4)] * 5, (2, 4)),
-         "sort": (tk.sort_pairs, [f(24), f(24, 2), f(24), f(24, 2)], (2, 4))}
+         "sort": (tk.sort_pairs, [f(24), f(24, 2), f(24), f(24, 2)], (2, 4)),
+         "scalar_uses": (tk.scalar_uses, [f(8), f(1), f(8), f(2, 2)], (2, 4)),
+         "diag_axpy": (tk.diag_axpy, [f(4, 4), f(4), f(1), f(4), f(4, 4), f(4)], (1, 4))}
 for name, (k, args, dims) in cases.items():
     kinds = ("forward",) if name in ("gemm", "factor", "sort") else \
         ("forward", "adjoint", "tangent")
@@ -493,7 +495,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 21, r.stdout
+    assert len(rows) == 27, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers
@@ -522,3 +524,64 @@ def test_sort_keys_and_vector_values_as_the_cpu():
         order = sorted(range(12), key=lambda i: (np.isnan(k[i]), 0.0 if np.isnan(k[i]) else
                                                  k[i], not np.signbit(k[i]), i))
         np.testing.assert_array_equal(got["cuda"][1][12 * b:12 * b + 12], vals[12 * b:][order])
+
+
+def test_scalar_code_every_thread_runs_counts_once_in_gradients():
+    # every thread of a block holds s[0], which `t * s[0]` takes once per block: its adjoint is
+    # one thread's; every thread stores v[i]: one thread takes its adjoint (an atomic exchange,
+    # not a read then a reset that the threads of a warp would each pass before any reset)
+    A = R.random(8).astype(np.float32)
+    S = np.array([1.25], np.float32)
+    G = R.random(8).astype(np.float32)
+    GV = R.random((2, 2)).astype(np.float32)
+    got = {}
+    for dev in ("cuda", "cpu"):
+        a = wp.array(A, dtype=float, device=dev, requires_grad=True)
+        s = wp.array(S, dtype=float, device=dev, requires_grad=True)
+        out = wp.zeros(8, dtype=float, device=dev, requires_grad=True)
+        v = wp.zeros(2, dtype=wp.vec2, device=dev, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch_tiled(tk.scalar_uses, dim=2, inputs=[a, s, out, v], block_dim=4,
+                            device=dev)
+        tape.backward(grads={out: wp.array(G, dtype=float, device=dev),
+                             v: wp.array(GV, dtype=wp.vec2, device=dev)})
+        got[dev] = [out.numpy(), v.numpy(), a.grad.numpy(), s.grad.numpy()]
+    a64, s64, g64, gv = A.astype(np.float64), float(S[0]), G.astype(np.float64), \
+        GV.astype(np.float64)
+    m = s64 * a64.reshape(2, 4).sum(axis=1)
+    dm = 3 * gv[:, 0] + 18 * m * gv[:, 1]          # d(3m, 9m^2) . g_v
+    want_a = g64 * s64 + np.repeat(dm, 4) * s64
+    want_s = g64 @ a64 + dm @ a64.reshape(2, 4).sum(axis=1)
+    for dev in ("cuda", "cpu"):
+        np.testing.assert_allclose(got[dev][1], np.stack([3 * m, 9 * m * m], axis=1), rtol=1e-5)
+        np.testing.assert_allclose(got[dev][2], want_a, rtol=1e-5)
+        np.testing.assert_allclose(got[dev][3], [want_s], rtol=1e-5)
+    src = tk.scalar_uses.source("adjoint", target="cuda")
+    assert "_wk.atomic_exch(adj_v, (i, 0)" in src and "_wk.tile_lane() == 0" in src
+
+
+def test_diag_add_and_axpy_values_and_gradients():
+    A = R.random((4, 4)).astype(np.float32)
+    D, X = R.random(4).astype(np.float32), R.random(4).astype(np.float32)
+    S = np.array([0.75], np.float32)
+    G, GY = R.random((4, 4)).astype(np.float32), R.random(4).astype(np.float32)
+    got = {}
+    for dev in ("cuda", "cpu"):
+        ins = [wp.array(v, dtype=float, device=dev, requires_grad=True) for v in (A, D, S, X)]
+        out = wp.zeros((4, 4), dtype=float, device=dev, requires_grad=True)
+        y = wp.zeros(4, dtype=float, device=dev, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch_tiled(tk.diag_axpy, dim=1, inputs=ins + [out, y], block_dim=4, device=dev)
+        tape.backward(grads={out: wp.array(G, dtype=float, device=dev),
+                             y: wp.array(GY, dtype=float, device=dev)})
+        got[dev] = [out.numpy(), y.numpy()] + [v.grad.numpy() for v in ins]
+    for g, c in zip(got["cuda"], got["cpu"]):
+        np.testing.assert_array_equal(g, c)
+    d64, g64, gy = D.astype(np.float64), G.astype(np.float64), GY.astype(np.float64)
+    np.testing.assert_allclose(got["cuda"][0], A + np.diag(d64 * d64), rtol=1e-6)
+    np.testing.assert_allclose(got["cuda"][1], X + S[0] * d64, rtol=1e-6)
+    want = [g64, 2 * d64 * np.diag(g64) + S[0] * gy, [gy @ d64], gy]  # a, d, s, x
+    for g, w in zip(got["cuda"][2:], want):
+        np.testing.assert_allclose(g, w, rtol=1e-5)

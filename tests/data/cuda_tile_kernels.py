@@ -188,3 +188,27 @@ def sort_pairs(keys: wp.array(dtype=float), vals: wp.array(dtype=wp.vec2), ok: w
     wp.tile_sort(k, v)
     wp.tile_store(ok, k, offset=i * 12)
     wp.tile_store(ov, v, offset=i * 12)
+
+
+@wp.kernel
+def scalar_uses(a: wp.array(dtype=float), s: wp.array(dtype=float), out: wp.array(dtype=float),
+                v: wp.array(dtype=wp.vec2)):
+    i, _lane = wp.tid()
+    t = wp.tile_load(a, shape=4, offset=i * 4)
+    u = t * s[0]  # a scalar every thread holds, which the tile operation takes once
+    wp.tile_store(out, u, offset=i * 4)
+    m = wp.tile_sum(u)
+    total = m[0] * 3.0
+    v[i] = wp.vec2(total, total * total)  # every thread stores the same vector
+
+
+@wp.kernel
+def diag_axpy(a: wp.array2d(dtype=float), d: wp.array(dtype=float), s: wp.array(dtype=float),
+              x: wp.array(dtype=float), out: wp.array2d(dtype=float), y: wp.array(dtype=float)):
+    i, _lane = wp.tid()
+    t = wp.tile_load(a, shape=(4, 4))
+    v = wp.tile_load(d, shape=4)
+    wp.tile_store(out, wp.tile_diag_add(t, v * v))
+    u = wp.tile_load(x, shape=4)
+    wp.tile_axpy(s[0], v, u)  # u += s[0] * v, s[0] differentiable
+    wp.tile_store(y, u)

@@ -256,6 +256,17 @@ def tile_sum_scalar(t):
 
 
 @_dev
+def tile_sum_in_order(t):
+    """The sum of a tile of scalars element after element (``np.sum``'s order in the CPU's
+    compiled code), computed by every lane."""
+    f = t.reshape(t.size)
+    s = f.dtype.type(0)
+    for k in range(f.size):
+        s += f[k]
+    return s
+
+
+@_dev
 def tile_max_scalar(t):
     f = t.reshape(t.size)
     m = f[0]
@@ -473,6 +484,33 @@ def tile_scan_max_inclusive_adj_into(out, a, g):
 @_dev
 def tile_scan_min_inclusive_adj_into(out, a, g):
     _scan_extreme_adj(out, a, g, False)
+
+
+# ------------------------------------------------------------------------------ diagonal
+@_dev
+def tile_diag_add_into(out, a, d):
+    """``out`` = ``a`` with ``d[i]`` added to ``a[i, i]`` (tiles of scalars)."""
+    cuda.syncthreads()
+    n = out.shape[1]
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        out[i, j] = a[i, j] + d[i] if i == j else a[i, j]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_diag_add_adj_into(adj_a, adj_d, a, d, g):
+    """The adjoints of ``tile_diag_add``: ``adj_a`` = ``g``, ``adj_d`` = its diagonal."""
+    cuda.syncthreads()
+    n = g.shape[1]
+    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        adj_a[i, j] = g[i, j]
+        if i == j:
+            adj_d[i] = g[i, i]
+    cuda.syncthreads()
 
 
 # ------------------------------------------------------------------------------ sort

@@ -10,7 +10,7 @@ from ..core.errors import KernelTypeError, KernelValueError
 from . import ir
 from .exprs import Ex, attr_path, const, tile_const
 from .registry import builtin, lookup, special_form
-from .tiles.common import _int, _kw, _let, _rebind, _tile_arg, _wk, store_back
+from .tiles.common import _int, _kw, _let, _rebind, _tile_arg, _wk, block_once, store_back
 from .tiles.elements import _shown, _tsum
 from .tiles.shape import _tile_astype, broadcast_view
 
@@ -339,8 +339,8 @@ class _tile_axpy:
         return y + x * alpha
 
     def adjoint(alpha, x, y, ret, adj):
-        return [Ex(ast.Call(attr_path("np.sum"), [(adj * x).node], []), alpha.type),
-                adj * alpha, adj]
+        return [Ex(block_once(ast.Call(attr_path("np.sum"), [(adj * x).node], [])),
+                   alpha.type), adj * alpha, adj]
 
     def tangent(alpha, x, y, ta, tx, ty, ret):
         return _tsum(tx * alpha if tx is not None else None, x * ta if ta is not None else None,

@@ -22,7 +22,7 @@ from ..core.errors import KernelSyntaxError
 from ..stdlib import ir
 from .analyze import reads_own_derivatives
 from .codegen import (Gen, adj_zero_node, assign, component_indices, diff, index_node, located,
-                      not_none, storage_dtype_node, tag, wk_call)
+                      is_half, not_none, storage_dtype_node, tag, wk_call)
 from ..stdlib.exprs import Ex, const, name, zero
 from .forward import Forward
 from .prune import names_in
@@ -74,6 +74,10 @@ class Adjoint(UndoStacks, Gen):
         self.hoisted = {}  # id(ir.Assign of a Prim) -> {dump of a math call: its variable}
         self.no_math = set()  # _rule_key of the rules found to make no math call
         self.undo_init(facts, target)
+        # a CUDA tile kernel: every thread of a block runs the scalar code (see r_Store)
+        self.block_threads = target.name == "cuda" and any(
+            isinstance(getattr(getattr(st, "dst", None), "type", None), T.TileType)
+            for st in ir.walk(fir.body))
 
     # ------------------------------------------------------------------------------ entry
     def body(self, tail=()):
@@ -407,6 +411,9 @@ class Adjoint(UndoStacks, Gen):
         atomically at elements other threads access (a store at one element and atomic adds
         into it by every thread: their adjoints still read it).
         Read and reset are one block under one test of the adjoint array."""
+        taken = self.take_adjoint(s)
+        if taken is not None:
+            return taken + (self.restore_store(s) if s.array in self.undo else [])
         out = self.from_array(s.array, s.index, s.value, s.loc)
         if T.is_differentiable(s.array.type) and not self.facts.shared_and_atomic(s.array):
             reset = self.store_element(self.adj(s.array), self.idx_nodes(s.index),
@@ -418,6 +425,33 @@ class Adjoint(UndoStacks, Gen):
         if s.array in self.undo:
             out += self.restore_store(s)
         return out
+
+    def take_adjoint(self, s):
+        """``a[i] = v`` reversed in a CUDA tile kernel, or None elsewhere: every thread of the
+        block ran the store (of the same value), and each takes the element's adjoint by an
+        atomic exchange with zero, so one thread gets it and the others zero; read and reset
+        apart, the threads of a warp would each read it before any reset it (the adjoint
+        counted up to ``block_dim`` times, by the threads' timing). The threads' parts add up
+        where they meet again (the adjoint of reading a tile's element sums them)."""
+        dt = s.array.type.dtype
+        if not self.block_threads or not T.is_differentiable(s.array.type) or \
+                self.facts.shared_and_atomic(s.array) or is_half(T.scalar_of(dt)):
+            return None
+        arr = self.adj(s.array)
+        takes = []
+        for extra in component_indices(dt):
+            parts = self.idx_nodes(s.index) + [ast.Constant(e) for e in extra]
+            idx = parts[0] if len(parts) == 1 else ast.Tuple(parts, ast.Load())
+            takes.append(self.target.atomic("atomic_exch", [name(arr), idx,
+                                                            zero(T.scalar_of(dt)).node]))
+        if has_adjoint(s.value) and id(s.value) in self.facts.varied:
+            g = takes[0] if len(takes) == 1 else ast.Tuple(takes, ast.Load())
+            stmts, total = self.build(lambda: Ex(name(self.adj(s.value)), s.value.type) +
+                                      Ex(g, s.value.type), s.loc)
+            body = stmts + [assign(self.adj(s.value), total.node, s.loc)]
+        else:
+            body = [located(ast.Expr(t), s.loc) for t in takes]
+        return [located(ast.If(not_none(arr), body, []), s.loc)]
 
     def r_AtomicRMW(self, s):
         if s.array in self.undo and s.op in ("add", "sub"):

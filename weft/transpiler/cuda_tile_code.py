@@ -63,7 +63,8 @@ def _np_dtype(node):
     return None
 
 
-_SCALAR_RESULTS = {"tile_sum_scalar", "tile_max_scalar", "tile_min_scalar", "tile_lane",
+_SCALAR_RESULTS = {"tile_sum_scalar", "tile_sum_in_order", "tile_max_scalar", "tile_min_scalar",
+                   "tile_lane",
                    "tile_lanes"}
 _EFFECTS = {f"tile_{op}{n}" for op in ("store", "load_adj") for n in (1, 2, 3, 4)} | {
     "tile_store_one", "tile_load_adj_h1", "tile_load_adj_h2"}

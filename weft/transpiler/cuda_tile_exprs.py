@@ -22,6 +22,14 @@ _SCANS = frozenset(f"tile_scan_{k}{suffix}" for k in ("inclusive", "exclusive", 
                    ) | {"tile_scan_max_inclusive_jvp", "tile_scan_min_inclusive_jvp"}
 
 
+def _one_index(idx):
+    """An element's index for an atomic on a tile: one index as itself, not as a tuple of one
+    (numba-cuda's atomics take a 1-D array's index as a number only)."""
+    if isinstance(idx, ast.Tuple) and len(idx.elts) == 1:
+        return idx.elts[0]
+    return idx
+
+
 class TileExpressions:
     """The state of one generated CUDA function's rewrite, and its expressions (the statements:
     :class:`weft.transpiler.cuda_tiles._Function`)."""
@@ -66,6 +74,9 @@ class TileExpressions:
         ``out``), or None when ``node`` is not a tile."""
         if isinstance(node, ast.Name):
             return node.id if node.id in self.env else None
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+                node.value.id in self.pairs and _const_int(node.slice) in (0, 1):
+            return self.pairs[node.value.id][_const_int(node.slice)]
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 isinstance(node.func.value, ast.Name) and node.func.value.id == "np" and \
                 node.func.attr == "zeros":
@@ -305,6 +316,8 @@ class TileExpressions:
         elif fn in ("tile_lower_solve", "tile_upper_solve", "tile_cholesky_solve") and \
                 tiles[0] and tiles[1]:
             shape, dt = tiles[1].shape, tiles[1].dtype
+        elif fn == "tile_diag_add" and tiles[0] and tiles[1] and len(tiles[0].shape) == 2:
+            shape, dt = tiles[0].shape, tiles[0].dtype
         elif fn in _SCANS and tiles[0]:
             shape, dt = tiles[0].shape, tiles[0].dtype
         elif fn == "tile_transpose" and tiles[0] and len(tiles[0].shape) == 2:
@@ -317,6 +330,24 @@ class TileExpressions:
         n = self.alloc(Tile(tuple(shape), dt), out)
         out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *args)))
         return n
+
+    def pair(self, target, node, out):
+        """``target = node`` where ``node`` makes two tiles (``tile_sort``'s keys and values,
+        ``tile_diag_add``'s adjoints): True once their buffers are made and bound to
+        ``target`` (``target[0]``, ``target[1]`` then name them), False for other nodes."""
+        fn = _wk_name(node)
+        if fn not in ("tile_sort", "tile_diag_add_adj"):
+            return False
+        args = self.args(node, out)
+        tiles = [self.tile_of(a) for a in args]
+        if None in tiles or fn == "tile_sort" and len(tiles[0].shape) != 1 or \
+                fn == "tile_diag_add_adj" and len(tiles[0].shape) != 2:
+            raise Unsupported(f"'{fn[5:]}' of tiles of vectors or matrices")
+        made = tiles[:2]  # the shapes of (keys, values), or of (a, d)
+        first, second = self.alloc(made[0], out), self.alloc(made[1], out)
+        out.append(_expr_stmt(_wk(f"{fn}_into", name(first), name(second), *args)))
+        self.pairs[target] = (first, second)
+        return True
 
     def written_element(self, read):
         """``(tile, index node)`` when subscript ``read`` reads (a component of) an element
@@ -372,7 +403,7 @@ class TileExpressions:
             n = self.alloc(tiles[0], out)
             helper = "tile_onehot_vec_into" if _idx_len(args[1]) < len(tiles[0].shape) else \
                 "tile_onehot_into"
-            out.append(_expr_stmt(_wk(helper, name(n), args[1], args[2])))
+            out.append(_expr_stmt(_wk(helper, name(n), _one_index(args[1]), args[2])))
             return n
         if fn in ("tile_broadcast", "tile_unbroadcast") and tiles[0] is not None:
             padded, dims = _literal_shape(args[1]), _literal_shape(args[2])
@@ -406,13 +437,18 @@ class TileExpressions:
                 idx = self.scalar(idx, out)
                 zero = ast.Call(attr_path(f"np.{self.env[t].dtype}"), [ast.Constant(0)], [])
                 owner = self.alloc(Tile(self.env[tile].shape[:_idx_len(idx)], "int32"), out)
-                out.append(_expr_stmt(_wk("tile_claim", name(owner), idx)))
+                out.append(_expr_stmt(_wk("tile_claim", name(owner), _one_index(idx))))
                 return ast.IfExp(ast.Compare(ast.Subscript(name(owner), idx, ast.Load()),
                                              [ast.Eq()], [_wk("tile_lane")]), read, zero)
             return read
         fn = _wk_name(node)
         if fn in _SCALAR_RESULTS:
             return _wk(fn, *self.args(node, out))
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "np.sum" and \
+                len(node.args) == 1 and not node.keywords:  # ``tile_axpy``'s adjoint of alpha
+            t = self.value(node.args[0], out)
+            if t is not None:
+                return _wk("tile_sum_in_order", name(t))
         if fn is not None and fn.startswith("tile_"):
             raise Unsupported(f"'{fn[5:]}'")
         if isinstance(node, ast.Call) and any(

@@ -92,14 +92,7 @@ class _Function(TileExpressions):
                 self.env[target] = Tile(tuple(dims), base.dtype)
                 out.append(s)
                 return
-            if _wk_name(v) == "tile_sort":  # keys and values sorted into two buffers
-                args = self.args(v, out)
-                tiles = [self.tile_of(a) for a in args]
-                if None in tiles or len(tiles[0].shape) != 1:
-                    raise Unsupported("'sort' of tiles weft cannot follow")
-                keys, values = self.alloc(tiles[0], out), self.alloc(tiles[1], out)
-                out.append(_expr_stmt(_wk("tile_sort_into", name(keys), name(values), *args)))
-                self.pairs[target] = (keys, values)
+            if self.pair(target, v, out):
                 return
             if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and \
                     v.value.id in self.pairs and _const_int(v.slice) in (0, 1):

@@ -110,13 +110,28 @@ def elementwise(out_t, operands, body):
 
 
 def _sum_all(adj, elem_t):
-    """The sum of every element of tile ``adj`` as a value of ``elem_t``."""
+    """The sum of every element of tile ``adj`` as a value of ``elem_t``: the adjoint of a
+    scalar a tile operation takes (broadcast to its elements). On CUDA it is one thread's
+    (:func:`block_once`)."""
     if T.is_composite(elem_t):
         k = _elem_len(elem_t)
         s = _let(_wk("tile_sum_vec", adj.atom().node, _int(k)), "sv")
-        return Ex(_tuple([ast.Subscript(s, _tuple([_int(0), _int(c)]), ast.Load())
+        return Ex(_tuple([block_once(ast.Subscript(s, _tuple([_int(0), _int(c)]), ast.Load()))
                           for c in range(k)]), elem_t)
-    return Ex(ast.Subscript(_wk("tile_sum", adj.node), _int(0), ast.Load()), elem_t)
+    return Ex(block_once(ast.Subscript(_wk("tile_sum", adj.node), _int(0), ast.Load())), elem_t)
+
+
+def block_once(node):
+    """``node``, the adjoint of a scalar that a tile operation takes once per tile block: on
+    CUDA, where every thread of the block holds the scalar (the same value) and runs the scalar
+    code its adjoint goes on to, the adjoint is lane 0's and the other threads' zero, so that
+    it counts once, not ``block_dim`` times (the adjoint of reading an element back adds every
+    thread's part). Elsewhere a block is one thread: ``node`` as it is."""
+    from ..lanes import CUDA
+    if not CUDA.get():
+        return node
+    first = ast.Compare(_wk("tile_lane"), [ast.Eq()], [_int(0)])
+    return ast.IfExp(first, node, _int(0))
 
 
 def _block(build):
