@@ -601,7 +601,7 @@ def initialised(inits, sweep):
         for n in names_in(st) & wanted:
             first.setdefault(n, k)
     before = {}  # index in the sweep -> initialisations placed before that statement
-    for n, zero in dict(inits).items():
+    for n, zero_node in dict(inits).items():
         k = first.get(n)
         if k is None:
             continue
@@ -609,11 +609,11 @@ def initialised(inits, sweep):
         value = None
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and \
                 isinstance(st.targets[0], ast.Name) and st.targets[0].id == n:
-            value = _from_zero(st.value, n, zero)
+            value = _from_zero(st.value, n, zero_node)
         if value is not None:
             st.value = value
         else:  # under the statement's source line
-            before.setdefault(k, []).append(assign(n, zero, getattr(st, "_weft_loc", None)))
+            before.setdefault(k, []).append(assign(n, zero_node, getattr(st, "_weft_loc", None)))
     out = []
     for k, st in enumerate(sweep):
         out += before.get(k, [])
