@@ -433,9 +433,9 @@ LANE_OPS = {
                r"wp.tile\(x\) of a value works with the threads"),
     "from_thread": ("t = wp.tile_from_thread(shape=4, value=a[i])\n    wp.tile_store(out, t)",
                     "tile_from_thread"),
-    "indexed": ("idx = wp.tile_arange(4, dtype=int)\n"
-                "    t = wp.tile_load_indexed(a, indices=idx, shape=(4,), axis=0)\n"
-                "    wp.tile_store(out, t)", "its forward on CUDA needs 'load_indexed1'"),
+    "scatter": ("t = wp.tile_load(a, shape=4)\n"
+                "    wp.tile_scatter_add(t, i % 4, a[i], True)\n    wp.tile_store(out, t)",
+                "tile_scatter_add works with the threads"),
 }
 
 
@@ -454,7 +454,7 @@ def test_operations_not_built_for_cuda_are_refused_with_the_line(case, tmp_path)
     out = wp.zeros(4, dtype=float, device="cuda")
     with pytest.raises(KernelError, match=message) as e:
         wp.launch_tiled(mod.k, dim=1, inputs=[a, out], block_dim=4, device="cuda")
-    line = {"gather": 8, "indexed": 8}.get(case, 7)  # the operation's own line
+    line = {"gather": 8, "scatter": 8}.get(case, 7)  # the operation's own line
     assert f"k_{case}.py:{line}:" in str(e.value)
     assert not out.numpy().any()
     # the same kernel runs on the CPU
@@ -477,7 +477,9 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "scans": (tk.scans, [f(4, 4)] * 5, (2, 4)),
          "sort": (tk.sort_pairs, [f(24), f(24, 2), f(24), f(24, 2)], (2, 4)),
          "scalar_uses": (tk.scalar_uses, [f(8), f(1), f(8), f(2, 2)], (2, 4)),
-         "diag_axpy": (tk.diag_axpy, [f(4, 4), f(4), f(1), f(4), f(4, 4), f(4)], (1, 4))}
+         "diag_axpy": (tk.diag_axpy, [f(4, 4), f(4), f(1), f(4), f(4, 4), f(4)], (1, 4)),
+         "indexed": (tk.indexed, [f(6, 3), np.zeros(4, np.int32), f(6, 3), f(3, 6), f(6),
+                                  f(6)], (1, 4))}
 for name, (k, args, dims) in cases.items():
     kinds = ("forward",) if name in ("gemm", "factor", "sort") else \
         ("forward", "adjoint", "tangent")
@@ -495,7 +497,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 27, r.stdout
+    assert len(rows) == 30, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers
@@ -585,3 +587,37 @@ def test_diag_add_and_axpy_values_and_gradients():
     want = [g64, 2 * d64 * np.diag(g64) + S[0] * gy, [gy @ d64], gy]  # a, d, s, x
     for g, w in zip(got["cuda"][2:], want):
         np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
+def test_indexed_loads_stores_and_adds_as_the_cpu():
+    # rows gathered (axis 0) and columns scattered (axis 1), a repeated index (the last write
+    # stays, as on the CPU), an indexed atomic add; values and gradients against the CPU
+    A = R.random((6, 3)).astype(np.float32)
+    V = R.random(6).astype(np.float32)
+    index = np.array([4, 0, 5, 0], np.int32)
+    seeds = [R.random((6, 3)).astype(np.float32), R.random((3, 6)).astype(np.float32),
+             R.random(6).astype(np.float32)]
+    got = {}
+    for dev in ("cuda", "cpu"):
+        a = wp.array(A, dtype=float, device=dev, requires_grad=True)
+        v = wp.array(V, dtype=float, device=dev, requires_grad=True)
+        outs = [wp.zeros(x.shape, dtype=float, device=dev, requires_grad=True) for x in seeds]
+        tape = wp.Tape()
+        with tape:
+            wp.launch_tiled(tk.indexed, dim=1, inputs=[a, wp.array(index, dtype=int, device=dev),
+                                                       outs[0], outs[1], v, outs[2]],
+                            block_dim=4, device=dev)
+        tape.backward(grads={o: wp.array(g, dtype=float, device=dev)
+                             for o, g in zip(outs, seeds)})
+        got[dev] = [o.numpy() for o in outs] + [a.grad.numpy(), v.grad.numpy()]
+    for g, c in zip(got["cuda"], got["cpu"]):
+        np.testing.assert_allclose(g, c, rtol=1e-6, atol=1e-7)
+    rows = np.zeros((6, 3), np.float32)
+    rows[index] = 2 * A[index]  # index 0 twice: the same value
+    np.testing.assert_array_equal(got["cuda"][0], rows)
+    cols = np.zeros((3, 6), np.float32)
+    cols[:, index] = A[index].T
+    np.testing.assert_array_equal(got["cuda"][1], cols)
+    added = np.zeros(6)
+    np.add.at(added, index, V[[0, 1, 2, 3]])
+    np.testing.assert_allclose(got["cuda"][2], added, rtol=1e-6)

@@ -212,3 +212,15 @@ def diag_axpy(a: wp.array2d(dtype=float), d: wp.array(dtype=float), s: wp.array(
     u = wp.tile_load(x, shape=4)
     wp.tile_axpy(s[0], v, u)  # u += s[0] * v, s[0] differentiable
     wp.tile_store(y, u)
+
+
+@wp.kernel
+def indexed(a: wp.array2d(dtype=float), ii: wp.array(dtype=int), rows: wp.array2d(dtype=float),
+            cols: wp.array2d(dtype=float), v: wp.array(dtype=float), added: wp.array(dtype=float)):
+    i, _lane = wp.tid()
+    idx = wp.tile_load(ii, shape=4)
+    t = wp.tile_load_indexed(a, indices=idx, shape=(4, 3), axis=0)
+    wp.tile_store_indexed(rows, indices=idx, t=t * 2.0, axis=0)
+    wp.tile_store_indexed(cols, indices=idx, t=wp.tile_transpose(t), axis=1)
+    u = wp.tile_load(v, shape=4)
+    wp.tile_atomic_add_indexed(added, indices=idx, t=u, axis=0)

@@ -166,6 +166,93 @@ def tile_store_one(a, o0, x):
     cuda.syncthreads()
 
 
+# ------------------------------------------------------------------------------ indexed memory
+# (``tile_load_indexed``/``tile_store_indexed``: along axis ``axis`` the tile's row ``i`` is
+# the array's row ``o + idx[i]``; the other axes as a plain load's. Scalar tiles of 1 or 2 axes.)
+@_dev
+def tile_load_indexed1_into(out, a, idx, o0):
+    cuda.syncthreads()
+    for i in range(cuda.threadIdx.x, out.shape[0], cuda.blockDim.x):
+        r = o0 + idx[i]
+        out[i] = a[r] if 0 <= r < a.shape[0] else 0
+    cuda.syncthreads()
+
+
+@_dev
+def _coords(e, n1, idx, axis, o0, o1):
+    i = e // n1
+    j = e - i * n1
+    return i, j, o0 + (idx[i] if axis == 0 else i), o1 + (idx[j] if axis == 1 else j)
+
+
+@_dev
+def tile_load_indexed2_into(out, a, idx, axis, o0, o1):
+    cuda.syncthreads()
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        i, j, r, c = _coords(e, out.shape[1], idx, axis, o0, o1)
+        out[i, j] = a[r, c] if 0 <= r < a.shape[0] and 0 <= c < a.shape[1] else 0
+    cuda.syncthreads()
+
+
+@_dev
+def tile_load_indexed_adj1(adj, idx, o0, g):
+    cuda.syncthreads()
+    for i in range(cuda.threadIdx.x, g.shape[0], cuda.blockDim.x):
+        r = o0 + idx[i]
+        if 0 <= r < adj.shape[0]:
+            cuda.atomic.add(adj, r, g[i])
+    cuda.syncthreads()
+
+
+@_dev
+def tile_load_indexed_adj2(adj, idx, axis, o0, o1, g):
+    cuda.syncthreads()
+    for e in range(cuda.threadIdx.x, g.size, cuda.blockDim.x):
+        i, j, r, c = _coords(e, g.shape[1], idx, axis, o0, o1)
+        if 0 <= r < adj.shape[0] and 0 <= c < adj.shape[1]:
+            cuda.atomic.add(adj, (r, c), g[i, j])
+    cuda.syncthreads()
+
+
+@_dev
+def tile_store_indexed1_into(old, a, idx, o0, t, add):
+    """The tile written (``add`` False) or added atomically at the gathered places, ``old``
+    the values replaced. Writes go in the CPU's order, by lane 0 (a repeated index: the last
+    write stays, as on the CPU); adds are shared among the lanes."""
+    cuda.syncthreads()
+    lane, lanes = cuda.threadIdx.x, cuda.blockDim.x
+    if not add:
+        lane, lanes = (0, 1) if cuda.threadIdx.x == 0 else (t.shape[0], 1)
+    for i in range(lane, t.shape[0], lanes):
+        r = o0 + idx[i]
+        old[i] = 0
+        if 0 <= r < a.shape[0]:
+            if add:
+                old[i] = cuda.atomic.add(a, r, t[i])
+            else:
+                old[i] = a[r]
+                a[r] = t[i]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_store_indexed2_into(old, a, idx, axis, o0, o1, t, add):
+    cuda.syncthreads()
+    lane, lanes = cuda.threadIdx.x, cuda.blockDim.x
+    if not add:
+        lane, lanes = (0, 1) if cuda.threadIdx.x == 0 else (t.size, 1)
+    for e in range(lane, t.size, lanes):
+        i, j, r, c = _coords(e, t.shape[1], idx, axis, o0, o1)
+        old[i, j] = 0
+        if 0 <= r < a.shape[0] and 0 <= c < a.shape[1]:
+            if add:
+                old[i, j] = cuda.atomic.add(a, (r, c), t[i, j])
+            else:
+                old[i, j] = a[r, c]
+                a[r, c] = t[i, j]
+    cuda.syncthreads()
+
+
 # ------------------------------------------------------------------------------ products
 @_dev
 def _dot(a, b, i, j, ta, tb):

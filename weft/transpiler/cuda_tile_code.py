@@ -67,7 +67,8 @@ _SCALAR_RESULTS = {"tile_sum_scalar", "tile_sum_in_order", "tile_max_scalar", "t
                    "tile_lane",
                    "tile_lanes"}
 _EFFECTS = {f"tile_{op}{n}" for op in ("store", "load_adj") for n in (1, 2, 3, 4)} | {
-    "tile_store_one", "tile_load_adj_h1", "tile_load_adj_h2"}
+    "tile_store_one", "tile_load_adj_h1", "tile_load_adj_h2", "tile_load_indexed_adj1",
+    "tile_load_indexed_adj2"}
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul"}
 
 def _static_index(node):

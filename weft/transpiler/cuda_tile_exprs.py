@@ -255,6 +255,23 @@ class TileExpressions:
             out.append(_expr_stmt(_wk(f"tile_load{nd + len(elem)}_into", name(n),
                                       *args[:1 + nd], *_zeros(elem))))
             return n
+        m = re.fullmatch(r"tile_(load|store)_indexed([12])", fn)
+        if m:  # (arrays of scalars: vectors' components would be further axes)
+            nd = int(m.group(2))
+            lead = 3 + nd if nd > 1 else 2 + nd  # the array, the indices, [the axis,] offsets
+            if self.array(args[0])[0] is None or self.array(args[0])[2] or \
+                    self.array(args[0])[1] != nd or tiles[1] is None:
+                raise Unsupported(f"'{fn[5:]}' of an array of vectors, matrices or structs")
+            if m.group(1) == "load":
+                dims = [_const_int(d) for d in args[lead:]]
+                if None in dims:
+                    raise Unsupported("an indexed tile load of a shape not known when compiling")
+                n = self.alloc(Tile(tuple(dims), self.array(args[0])[0]), out)
+                out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *args[:lead])))
+            else:
+                n = self.alloc(tiles[lead], out)
+                out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *args)))
+            return n
         m = re.fullmatch(r"tile_atomic_add([1234])", fn)
         if m and tiles[-1] is not None:
             nd = int(m.group(1))
