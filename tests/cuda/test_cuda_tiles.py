@@ -328,9 +328,38 @@ def test_cholesky_and_solves_against_numpy():
     np.testing.assert_allclose(arrays[2].numpy(), np.linalg.cholesky(A64), atol=1e-6)
     np.testing.assert_allclose(arrays[3].numpy(), np.linalg.solve(A64, B), atol=1e-6)
     np.testing.assert_allclose(arrays[5].numpy(), np.linalg.solve(A64, Y), atol=1e-6)
-    # their adjoints are not built for CUDA yet: the backward pass refuses the launch
-    with pytest.raises(KernelError, match="adjoint and tangent on CUDA needs 'upper_solve_adj'"):
-        tape.backward(grads={arrays[5]: wp.ones(8, dtype=float, device="cuda")})
+    # every gradient and tangent as the CPU's (the same phases, each entry's terms in the
+    # CPU's order; the simulator does not fuse multiply-adds either)
+    seeds = [r.random((8, 8)).astype(np.float32), r.random((8, 3)).astype(np.float32),
+             r.random(8).astype(np.float32)]
+    directions = [r.random((8, 8)).astype(np.float32), r.random((8, 3)).astype(np.float32),
+                  r.random(8).astype(np.float32)]
+    got = {}
+    for dev in ("cuda", "cpu"):
+        arrs = [wp.array(x, dtype=float, device=dev, requires_grad=True) for x in (A, B)] + \
+            [wp.zeros(sh, dtype=float, device=dev, requires_grad=True)
+             for sh in ((8, 8), (8, 3))] + \
+            [wp.array(Y, dtype=float, device=dev, requires_grad=True),
+             wp.zeros(8, dtype=float, device=dev, requires_grad=True)]
+        tape = wp.Tape()
+        with tape:
+            wp.launch_tiled(tk.factor, dim=1, inputs=arrs, block_dim=4, device=dev)
+        t = tape.forward(tangents={arrs[0]: directions[0], arrs[1]: directions[1],
+                                   arrs[4]: directions[2]})
+        tangents = [t[arrs[k]].numpy() for k in (2, 3, 5)]
+        tape.backward(grads={arrs[2]: wp.array(seeds[0], device=dev),
+                             arrs[3]: wp.array(seeds[1], device=dev),
+                             arrs[5]: wp.array(seeds[2], device=dev)})
+        got[dev] = [arrs[k].grad.numpy() for k in (0, 1, 4)] + tangents
+    for g, c in zip(got["cuda"], got["cpu"]):
+        np.testing.assert_allclose(g, c, rtol=1e-5, atol=1e-6)
+    # and one against numpy: the tangent of the 3-column solve, A^-1 (dB - dA' x) with the
+    # lower triangle of dA mirrored (the factor reads only the lower triangle)
+    dA = np.tril(directions[0].astype(np.float64))
+    dA = dA + np.tril(dA, -1).T
+    x = np.linalg.solve(A64, B)
+    np.testing.assert_allclose(got["cuda"][4], np.linalg.solve(A64, directions[1] - dA @ x),
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_each_thread_writes_its_own_element():
@@ -481,7 +510,7 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "indexed": (tk.indexed, [f(6, 3), np.zeros(4, np.int32), f(6, 3), f(3, 6), f(6),
                                   f(6)], (1, 4))}
 for name, (k, args, dims) in cases.items():
-    kinds = ("forward",) if name in ("gemm", "factor", "sort") else \
+    kinds = ("forward",) if name in ("gemm", "sort") else \
         ("forward", "adjoint", "tangent")
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
         print(name, kind, ".target sm_90" in text, text.count("bar.sync"),
@@ -497,7 +526,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 30, r.stdout
+    assert len(rows) == 32, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

@@ -204,3 +204,242 @@ def tile_cholesky_solve_into(out, L, y):
     _forward_substitution(X, L)
     _back_substitution(X, L, True)
     cuda.syncthreads()
+
+
+# ------------------------------------------------------------------------------ their derivatives
+# The CPU's adjoints and tangents (:mod:`weft.native.tile_kernels`: ``cholesky_adj``,
+# ``*_solve_adj``, ``*_jvp``) phase by phase: each entry of a product by one thread, its terms
+# in the CPU's order; each column of a substitution by one thread (as the solves above); a
+# barrier between phases. ``work`` (and ``work2``) are buffers the pass ``cuda_tiles`` gives
+# for the CPU's temporaries.
+@_dev
+def _forward_substitution_t(X, U):
+    """``X`` := ``(U^T)^-1 X`` in place: the forward substitution with ``U[j, i]`` read as the
+    lower factor's ``[i, j]``."""
+    n, m = X.shape[0], X.shape[1]
+    zero = U.dtype.type(0)
+    for c in range(cuda.threadIdx.x, m, cuda.blockDim.x):
+        for i in range(n):
+            s = X[i, c]
+            for j in range(i):
+                s = s - U[j, i] * X[j, c]
+            d = U[i, i]
+            if d != zero:
+                s = s / d
+            X[i, c] = s
+
+
+@_dev
+def _mirror_lower(out, a):
+    """``out[i, j]`` = ``a``'s lower triangle, mirrored onto the upper one."""
+    n = out.shape[1]
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        out[i, j] = a[i, j] if i >= j else a[j, i]
+    cuda.syncthreads()
+
+
+@_dev
+def _transpose(out, a):
+    n = out.shape[1]
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        out[i, j] = a[j, i]
+    cuda.syncthreads()
+
+
+@_dev
+def _lower_halved(out, a):
+    """``out`` = ``a``'s strict lower triangle, its diagonal halved, zero above."""
+    n = out.shape[1]
+    half = out.dtype.type(0.5)
+    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        out[i, j] = a[i, j] if j < i else (half * a[i, i] if i == j else 0)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_cholesky_adj_into(out, work, A, L, G):
+    """The adjoint of ``L = cholesky(A)`` (the CPU's six phases)."""
+    cuda.syncthreads()
+    n = L.shape[0]
+    for e in range(cuda.threadIdx.x, n * n, cuda.blockDim.x):  # P = L^T G
+        i = e // n
+        j = e - i * n
+        s = out.dtype.type(0)
+        for k in range(n):
+            s += L[k, i] * G[k, j]
+        out[i, j] = s
+    cuda.syncthreads()
+    _mirror_lower(work, out)
+    _back_substitution(work, L, True)
+    cuda.syncthreads()
+    _transpose(out, work)
+    _back_substitution(out, L, True)
+    cuda.syncthreads()
+    _lower_halved(work, out)
+    tile_copy(out, work)
+
+
+@_dev
+def tile_cholesky_jvp_into(out, work, A, L, dA):
+    """The tangent of ``L = cholesky(A)``: ``L Phi(L^-1 S L^-T)`` (the CPU's phases)."""
+    cuda.syncthreads()
+    _mirror_lower(work, dA)
+    _forward_substitution(work, L)
+    cuda.syncthreads()
+    _transpose(out, work)
+    _forward_substitution(out, L)
+    cuda.syncthreads()
+    _lower_halved(work, out)
+    n = L.shape[0]
+    for e in range(cuda.threadIdx.x, n * n, cuda.blockDim.x):  # dL = L Phi
+        i = e // n
+        j = e - i * n
+        s = out.dtype.type(0)
+        for k in range(j, i + 1):
+            s += L[i, k] * work[k, j]
+        out[i, j] = s
+    cuda.syncthreads()
+
+
+@_dev
+def _solve_adj_factor(adj_F, W, X, lower):
+    """``adj_F[i, j]`` = ``-sum_c W[i, c] X[j, c]`` on the factor's triangle (lower: ``j <= i``),
+    zero off it."""
+    n = adj_F.shape[1]
+    m = W.shape[1]
+    for e in range(cuda.threadIdx.x, adj_F.size, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        s = adj_F.dtype.type(0)
+        inside = (j <= i) if lower else (j >= i)
+        if inside:
+            for c in range(m):
+                s = s + W[i, c] * X[j, c]
+        adj_F[i, j] = -s if inside else s
+    cuda.syncthreads()
+
+
+@_dev
+def tile_lower_solve_adj_into(adj_L, adj_y, L, y, z, g):
+    """The adjoints of ``z = lower_solve(L, y)``: ``W = L^-T g``, ``(-tril(W z^T), W)``."""
+    tile_copy(adj_y, g)
+    n = L.shape[0]
+    W = adj_y.reshape((n, adj_y.size // n))
+    _back_substitution(W, L, True)
+    cuda.syncthreads()
+    _solve_adj_factor(adj_L, W, z.reshape((n, z.size // n)), True)
+
+
+@_dev
+def tile_upper_solve_adj_into(adj_U, adj_z, U, z, x, g):
+    """The adjoints of ``x = upper_solve(U, z)``: ``W = U^-T g``, ``(-triu(W x^T), W)``."""
+    tile_copy(adj_z, g)
+    n = U.shape[0]
+    W = adj_z.reshape((n, adj_z.size // n))
+    _forward_substitution_t(W, U)
+    cuda.syncthreads()
+    _solve_adj_factor(adj_U, W, x.reshape((n, x.size // n)), False)
+
+
+@_dev
+def tile_cholesky_solve_adj_into(adj_L, adj_y, L, y, x, g):
+    """The adjoints of ``x = cholesky_solve(L, y)``: ``Z = (L L^T)^-1 g``, and
+    ``-tril((Z x^T + x Z^T) L)`` (``G = Z x^T + x Z^T`` entry by entry as the CPU sums it)."""
+    tile_copy(adj_y, g)
+    n = L.shape[0]
+    Z = adj_y.reshape((n, adj_y.size // n))
+    X = x.reshape((n, x.size // n))
+    m = Z.shape[1]
+    _forward_substitution(Z, L)
+    _back_substitution(Z, L, True)
+    cuda.syncthreads()
+    for e in range(cuda.threadIdx.x, n * n, cuda.blockDim.x):
+        i = e // n
+        j = e - i * n
+        s = adj_L.dtype.type(0)
+        for k in range(n):
+            if j <= min(i, k):
+                a = max(i, k)
+                b = min(i, k)
+                p = adj_L.dtype.type(0)
+                for c in range(m):
+                    p = p + Z[a, c] * X[b, c] + X[a, c] * Z[b, c]
+                s -= p * L[k, j]
+        adj_L[i, j] = s
+    cuda.syncthreads()
+
+
+@_dev
+def _subtract_products(R, F, X, lower):
+    """``R[i] -= sum_j F[i, j] X[j]`` over the triangle of ``F`` (lower: ``j <= i``), in
+    increasing ``j``, a column of ``R`` per thread."""
+    n, m = R.shape[0], R.shape[1]
+    for c in range(cuda.threadIdx.x, m, cuda.blockDim.x):
+        for i in range(n):
+            s = R[i, c]
+            for j in range(0 if lower else i, i + 1 if lower else n):
+                s = s - F[i, j] * X[j, c]
+            R[i, c] = s
+    cuda.syncthreads()
+
+
+@_dev
+def tile_lower_solve_jvp_into(out, L, y, z, dL, dy):
+    """The tangent of ``z = lower_solve(L, y)``: ``L^-1 (dy - tril(dL) z)``."""
+    tile_copy(out, dy)
+    n = L.shape[0]
+    R = out.reshape((n, out.size // n))
+    _subtract_products(R, dL, z.reshape((n, z.size // n)), True)
+    _forward_substitution(R, L)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_upper_solve_jvp_into(out, U, z, x, dU, dz):
+    """The tangent of ``x = upper_solve(U, z)``: ``U^-1 (dz - triu(dU) x)``."""
+    tile_copy(out, dz)
+    n = U.shape[0]
+    R = out.reshape((n, out.size // n))
+    _subtract_products(R, dU, x.reshape((n, x.size // n)), False)
+    _back_substitution(R, U, False)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_cholesky_solve_jvp_into(out, t1, t2, L, y, x, dL, dy):
+    """The tangent of ``x = cholesky_solve(L, y)``: ``A^-1 (dy - dA x)``, ``dA = dL L^T + L
+    dL^T`` (``t1 = L^T x``, ``t2 = tril(dL)^T x``, each entry summed as the CPU does)."""
+    tile_copy(out, dy)
+    n = L.shape[0]
+    X = x.reshape((n, x.size // n))
+    T1 = t1.reshape((n, t1.size // n))
+    T2 = t2.reshape((n, t2.size // n))
+    R = out.reshape((n, out.size // n))
+    m = X.shape[1]
+    for e in range(cuda.threadIdx.x, n * m, cuda.blockDim.x):
+        i = e // m
+        c = e - i * m
+        s1 = T1.dtype.type(0)
+        s2 = T1.dtype.type(0)
+        for k in range(i, n):
+            s1 += L[k, i] * X[k, c]
+            s2 += dL[k, i] * X[k, c]
+        T1[i, c] = s1
+        T2[i, c] = s2
+    cuda.syncthreads()
+    for c in range(cuda.threadIdx.x, m, cuda.blockDim.x):
+        for i in range(n):
+            s = R[i, c]
+            for k in range(i + 1):
+                s = s - (dL[i, k] * T1[k, c] + L[i, k] * T2[k, c])
+            R[i, c] = s
+    cuda.syncthreads()
+    _forward_substitution(R, L)
+    _back_substitution(R, L, True)
+    cuda.syncthreads()

@@ -303,6 +303,18 @@ class TileExpressions:
             n = self.alloc(tiles[0], out)
             out.append(_expr_stmt(_wk("tile_sum_vec_adj_into", name(n), args[0], args[1])))
             return n
+        if fn in ("tile_cholesky_adj", "tile_cholesky_jvp") and tiles[0] and \
+                len(tiles[0].shape) == 2:  # (a buffer for the CPU's temporaries)
+            n, work = self.alloc(tiles[0], out), self.alloc(tiles[0], out)
+            out.append(_expr_stmt(_wk(f"{fn}_into", name(n), name(work), *args)))
+            return n
+        if fn in ("tile_lower_solve_jvp", "tile_upper_solve_jvp", "tile_cholesky_solve_jvp") \
+                and tiles[0] and tiles[1]:
+            n = self.alloc(tiles[1], out)
+            work = [name(self.alloc(tiles[1], out)) for _ in range(2)] \
+                if fn == "tile_cholesky_solve_jvp" else []
+            out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *work, *args)))
+            return n
         special = self.shaped(fn, node, args, tiles, out)
         if special is not None:
             return special
@@ -353,14 +365,15 @@ class TileExpressions:
         ``tile_diag_add``'s adjoints): True once their buffers are made and bound to
         ``target`` (``target[0]``, ``target[1]`` then name them), False for other nodes."""
         fn = _wk_name(node)
-        if fn not in ("tile_sort", "tile_diag_add_adj"):
+        if fn not in ("tile_sort", "tile_diag_add_adj", "tile_lower_solve_adj",
+                      "tile_upper_solve_adj", "tile_cholesky_solve_adj"):
             return False
         args = self.args(node, out)
         tiles = [self.tile_of(a) for a in args]
         if None in tiles or fn == "tile_sort" and len(tiles[0].shape) != 1 or \
-                fn == "tile_diag_add_adj" and len(tiles[0].shape) != 2:
+                fn != "tile_sort" and len(tiles[0].shape) != 2:
             raise Unsupported(f"'{fn[5:]}' of tiles of vectors or matrices")
-        made = tiles[:2]  # the shapes of (keys, values), or of (a, d)
+        made = tiles[:2]  # the shapes of (keys, values), (a, d) or (the factor, y)
         first, second = self.alloc(made[0], out), self.alloc(made[1], out)
         out.append(_expr_stmt(_wk(f"{fn}_into", name(first), name(second), *args)))
         self.pairs[target] = (first, second)
