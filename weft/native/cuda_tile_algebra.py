@@ -9,7 +9,7 @@ import math
 
 from numba import cuda
 
-from .cuda_tiles import _dev, tile_copy, tile_fill
+from .cuda_tiles import _dev, tile_copy, tile_fill, tile_transpose_into
 
 
 # ------------------------------------------------------------------------------ FFT
@@ -146,16 +146,18 @@ def tile_cholesky_into(out, A):
 
 
 @_dev
-def _forward_substitution(X, L):
-    """``X`` (n, m) := ``L^-1 X`` in place (lower triangle of ``L``), a column of ``X`` per
-    thread; each entry's terms in increasing j, then its division (zero pivots skipped)."""
+def _forward_substitution(X, L, transposed):
+    """``X`` (n, m) := ``L^-1 X`` in place (lower triangle of ``L``, or of ``U^T`` when
+    ``transposed``: ``L[i, j]`` read as ``U[j, i]``), a column of ``X`` per thread; each
+    entry's terms in increasing j, then its division (zero pivots skipped)."""
     n, m = X.shape[0], X.shape[1]
     zero = L.dtype.type(0)
     for c in range(cuda.threadIdx.x, m, cuda.blockDim.x):
         for i in range(n):
             s = X[i, c]
             for j in range(i):
-                s = s - L[i, j] * X[j, c]
+                f = L[j, i] if transposed else L[i, j]
+                s = s - f * X[j, c]
             d = L[i, i]
             if d != zero:
                 s = s / d
@@ -184,7 +186,7 @@ def _back_substitution(X, U, transposed):
 def tile_lower_solve_into(out, L, y):
     """``out`` = ``z`` with ``L z = y`` (forward substitution)."""
     tile_copy(out, y)
-    _forward_substitution(out.reshape((out.shape[0], out.size // out.shape[0])), L)
+    _forward_substitution(out.reshape((out.shape[0], out.size // out.shape[0])), L, False)
     cuda.syncthreads()
 
 
@@ -201,7 +203,7 @@ def tile_cholesky_solve_into(out, L, y):
     """``out`` = ``x`` with ``L L^T x = y``."""
     tile_copy(out, y)
     X = out.reshape((out.shape[0], out.size // out.shape[0]))  # (a vector: one column)
-    _forward_substitution(X, L)
+    _forward_substitution(X, L, False)
     _back_substitution(X, L, True)
     cuda.syncthreads()
 
@@ -213,23 +215,6 @@ def tile_cholesky_solve_into(out, L, y):
 # barrier between phases. ``work`` (and ``work2``) are buffers the pass ``cuda_tiles`` gives
 # for the CPU's temporaries.
 @_dev
-def _forward_substitution_t(X, U):
-    """``X`` := ``(U^T)^-1 X`` in place: the forward substitution with ``U[j, i]`` read as the
-    lower factor's ``[i, j]``."""
-    n, m = X.shape[0], X.shape[1]
-    zero = U.dtype.type(0)
-    for c in range(cuda.threadIdx.x, m, cuda.blockDim.x):
-        for i in range(n):
-            s = X[i, c]
-            for j in range(i):
-                s = s - U[j, i] * X[j, c]
-            d = U[i, i]
-            if d != zero:
-                s = s / d
-            X[i, c] = s
-
-
-@_dev
 def _mirror_lower(out, a):
     """``out[i, j]`` = ``a``'s lower triangle, mirrored onto the upper one."""
     n = out.shape[1]
@@ -237,16 +222,6 @@ def _mirror_lower(out, a):
         i = e // n
         j = e - i * n
         out[i, j] = a[i, j] if i >= j else a[j, i]
-    cuda.syncthreads()
-
-
-@_dev
-def _transpose(out, a):
-    n = out.shape[1]
-    for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
-        i = e // n
-        j = e - i * n
-        out[i, j] = a[j, i]
     cuda.syncthreads()
 
 
@@ -278,7 +253,7 @@ def tile_cholesky_adj_into(out, work, A, L, G):
     _mirror_lower(work, out)
     _back_substitution(work, L, True)
     cuda.syncthreads()
-    _transpose(out, work)
+    tile_transpose_into(out, work)
     _back_substitution(out, L, True)
     cuda.syncthreads()
     _lower_halved(work, out)
@@ -290,10 +265,10 @@ def tile_cholesky_jvp_into(out, work, A, L, dA):
     """The tangent of ``L = cholesky(A)``: ``L Phi(L^-1 S L^-T)`` (the CPU's phases)."""
     cuda.syncthreads()
     _mirror_lower(work, dA)
-    _forward_substitution(work, L)
+    _forward_substitution(work, L, False)
     cuda.syncthreads()
-    _transpose(out, work)
-    _forward_substitution(out, L)
+    tile_transpose_into(out, work)
+    _forward_substitution(out, L, False)
     cuda.syncthreads()
     _lower_halved(work, out)
     n = L.shape[0]
@@ -342,7 +317,7 @@ def tile_upper_solve_adj_into(adj_U, adj_z, U, z, x, g):
     tile_copy(adj_z, g)
     n = U.shape[0]
     W = adj_z.reshape((n, adj_z.size // n))
-    _forward_substitution_t(W, U)
+    _forward_substitution(W, U, True)
     cuda.syncthreads()
     _solve_adj_factor(adj_U, W, x.reshape((n, x.size // n)), False)
 
@@ -356,7 +331,7 @@ def tile_cholesky_solve_adj_into(adj_L, adj_y, L, y, x, g):
     Z = adj_y.reshape((n, adj_y.size // n))
     X = x.reshape((n, x.size // n))
     m = Z.shape[1]
-    _forward_substitution(Z, L)
+    _forward_substitution(Z, L, False)
     _back_substitution(Z, L, True)
     cuda.syncthreads()
     for e in range(cuda.threadIdx.x, n * n, cuda.blockDim.x):
@@ -396,7 +371,7 @@ def tile_lower_solve_jvp_into(out, L, y, z, dL, dy):
     n = L.shape[0]
     R = out.reshape((n, out.size // n))
     _subtract_products(R, dL, z.reshape((n, z.size // n)), True)
-    _forward_substitution(R, L)
+    _forward_substitution(R, L, False)
     cuda.syncthreads()
 
 
@@ -440,6 +415,6 @@ def tile_cholesky_solve_jvp_into(out, t1, t2, L, y, x, dL, dy):
                 s = s - (dL[i, k] * T1[k, c] + L[i, k] * T2[k, c])
             R[i, c] = s
     cuda.syncthreads()
-    _forward_substitution(R, L)
+    _forward_substitution(R, L, False)
     _back_substitution(R, L, True)
     cuda.syncthreads()
