@@ -142,6 +142,7 @@ for _n in ("h2f", "f2h", "atomic_add_f16"):  # the portable helpers bound above
 
 
 from . import cuda_tile_algebra as _cuda_tile_algebra  # noqa: E402
+from . import cuda_tile_order as _cuda_tile_order  # noqa: E402
 
 #: the pure ones among the calls the pass ``cuda_tiles`` writes (the others write their first
 #: argument or its array, or synchronise the block)
@@ -151,11 +152,12 @@ _PURE_TILE_CALLS = ("tile_lane", "tile_lanes", "block_index", "tile_sum_scalar",
 
 def _register_tile_calls():
     """Every call the pass ``cuda_tiles`` writes into generated CUDA code (the functions of
-    ``cuda_tiles`` and ``cuda_tile_algebra``, and the shared buffers) joins
+    ``cuda_tiles``, ``cuda_tile_algebra`` and ``cuda_tile_order``, and the shared buffers) joins
     :data:`weft.native.vocabulary.CALLS` here (the vocabulary itself, part of the shipped
     store's fingerprint, stays the CPU's)."""
     from . import vocabulary
-    names = sorted({n for m in (_cuda_tiles, _cuda_tile_algebra) for n, v in vars(m).items()
+    names = sorted({n for m in (_cuda_tiles, _cuda_tile_algebra, _cuda_tile_order)
+                    for n, v in vars(m).items()
                     if (n.startswith("tile_") or n == "block_index") and callable(v)})
     entries = [(f"_wk.{n}", n in _PURE_TILE_CALLS) for n in names]
     for spelled, pure in entries + [("cuda.shared.array", False)]:
@@ -165,6 +167,6 @@ def _register_tile_calls():
 
 _register_tile_calls()
 
-for _module in (_cuda_tiles, _cuda_tile_algebra):
+for _module in (_cuda_tiles, _cuda_tile_algebra, _cuda_tile_order):
     globals().update({_n: getattr(_module, _n) for _n in dir(_module)
                       if _n.startswith("tile_") or _n == "block_index"})

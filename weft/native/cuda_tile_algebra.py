@@ -301,25 +301,30 @@ def _solve_adj_factor(adj_F, W, X, lower):
 
 
 @_dev
+def _triangular_solve_adj(adj_F, adj_y, F, x, g, lower):
+    """The adjoints of ``x = solve(F, y)`` for a lower (or upper) triangular ``F``: ``W =
+    F^-T g`` in ``adj_y``, ``adj_F = -W x^T`` on ``F``'s triangle."""
+    tile_copy(adj_y, g)
+    n = F.shape[0]
+    W = adj_y.reshape((n, adj_y.size // n))
+    if lower:
+        _back_substitution(W, F, True)
+    else:
+        _forward_substitution(W, F, True)
+    cuda.syncthreads()
+    _solve_adj_factor(adj_F, W, x.reshape((n, x.size // n)), lower)
+
+
+@_dev
 def tile_lower_solve_adj_into(adj_L, adj_y, L, y, z, g):
     """The adjoints of ``z = lower_solve(L, y)``: ``W = L^-T g``, ``(-tril(W z^T), W)``."""
-    tile_copy(adj_y, g)
-    n = L.shape[0]
-    W = adj_y.reshape((n, adj_y.size // n))
-    _back_substitution(W, L, True)
-    cuda.syncthreads()
-    _solve_adj_factor(adj_L, W, z.reshape((n, z.size // n)), True)
+    _triangular_solve_adj(adj_L, adj_y, L, z, g, True)
 
 
 @_dev
 def tile_upper_solve_adj_into(adj_U, adj_z, U, z, x, g):
     """The adjoints of ``x = upper_solve(U, z)``: ``W = U^-T g``, ``(-triu(W x^T), W)``."""
-    tile_copy(adj_z, g)
-    n = U.shape[0]
-    W = adj_z.reshape((n, adj_z.size // n))
-    _forward_substitution(W, U, True)
-    cuda.syncthreads()
-    _solve_adj_factor(adj_U, W, x.reshape((n, x.size // n)), False)
+    _triangular_solve_adj(adj_U, adj_z, U, x, g, False)
 
 
 @_dev
@@ -365,25 +370,30 @@ def _subtract_products(R, F, X, lower):
 
 
 @_dev
+def _triangular_solve_jvp(out, F, x, dF, dy, lower):
+    """The tangent of ``x = solve(F, y)`` for a lower (or upper) triangular ``F``: ``F^-1 (dy
+    - tri(dF) x)``."""
+    tile_copy(out, dy)
+    n = F.shape[0]
+    R = out.reshape((n, out.size // n))
+    _subtract_products(R, dF, x.reshape((n, x.size // n)), lower)
+    if lower:
+        _forward_substitution(R, F, False)
+    else:
+        _back_substitution(R, F, False)
+    cuda.syncthreads()
+
+
+@_dev
 def tile_lower_solve_jvp_into(out, L, y, z, dL, dy):
     """The tangent of ``z = lower_solve(L, y)``: ``L^-1 (dy - tril(dL) z)``."""
-    tile_copy(out, dy)
-    n = L.shape[0]
-    R = out.reshape((n, out.size // n))
-    _subtract_products(R, dL, z.reshape((n, z.size // n)), True)
-    _forward_substitution(R, L, False)
-    cuda.syncthreads()
+    _triangular_solve_jvp(out, L, z, dL, dy, True)
 
 
 @_dev
 def tile_upper_solve_jvp_into(out, U, z, x, dU, dz):
     """The tangent of ``x = upper_solve(U, z)``: ``U^-1 (dz - triu(dU) x)``."""
-    tile_copy(out, dz)
-    n = U.shape[0]
-    R = out.reshape((n, out.size // n))
-    _subtract_products(R, dU, x.reshape((n, x.size // n)), False)
-    _back_substitution(R, U, False)
-    cuda.syncthreads()
+    _triangular_solve_jvp(out, U, x, dU, dz, False)
 
 
 @_dev
