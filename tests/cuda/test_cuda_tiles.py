@@ -4,6 +4,7 @@ memory. Under Numba's CUDA simulator (CI) each thread is a Python thread and eve
 real, so these tests check the sharing itself: values, every gradient and tangents equal the
 CPU's (one thread per block), and each generated function compiles to PTX for sm_90."""
 import os
+import re
 import sys
 
 import numpy as np
@@ -37,6 +38,8 @@ CASES = {
     "padded": (tk.padded, 2, 8, [A30], [((40,), float)]),
     "elements": (tk.elements, (2, 2), 4, [A8x8, COL8], [((8, 8), float)]),
     "scans": (tk.scans, 2, 4, [A4x4], [((4, 4), float)] * 4),
+    "tile_funcs": (tk.tile_funcs, 2, 4, [A8x8, B8x8], [((8, 8), float), ((2,), float)]),
+    "view_sets": (tk.view_sets, 2, 4, [A8x8], [((8, 8), float)]),
 }
 
 
@@ -111,6 +114,88 @@ def test_elements_on_cuda_against_numpy():
     np.testing.assert_allclose(values[0], want, rtol=2e-5, atol=2e-6)
     np.testing.assert_allclose(grads[0], dA, rtol=2e-5, atol=2e-5)
     np.testing.assert_allclose(grads[1], dcol, rtol=2e-5, atol=2e-5)
+
+
+def test_funcs_of_tiles_inlined_values_and_gradients_against_numpy():
+    # funcs taking, making and returning tiles (one calling another, one called twice): on
+    # CUDA each call is the func's body, its tiles in the kernel's shared memory
+    values, grads = _run("tile_funcs", "cuda")
+    Go = np.random.default_rng(7).random((8, 8))
+    Gs = np.random.default_rng(7).random(2)
+    A, B = A8x8.astype(np.float64), B8x8.astype(np.float64)
+    V = 2 * np.sin(A) + B
+    R = V * B
+    s = np.array([R[4 * i:4 * i + 4].sum() + A[4 * i:4 * i + 4].sum() for i in range(2)])
+    np.testing.assert_allclose(values[0], R, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(values[1], s, rtol=2e-5, atol=2e-5)
+    gs = np.repeat(Gs, 4)[:, None]             # each block's seed of s, on its rows
+    dR = Go + gs
+    dV = dR * B
+    np.testing.assert_allclose(grads[0], dV * 2 * np.cos(A) + gs, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(grads[1], dR * V + dV, rtol=2e-5, atol=2e-5)
+    # the tangents (the funcs' own tangent functions, inlined) along a direction of a
+    ins = [wp.array(x, dtype=float, device="cuda") for x in (A8x8, B8x8)]
+    outs = [wp.zeros((8, 8), dtype=float, device="cuda"), wp.zeros(2, dtype=float, device="cuda")]
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.tile_funcs, dim=2, inputs=ins + outs, block_dim=4, device="cuda")
+    dA = np.random.default_rng(11).random((8, 8))
+    t = tape.forward(tangents={ins[0]: wp.array(dA.astype(np.float32), dtype=float,
+                                                device="cuda")})
+    dR = 2 * np.cos(A) * dA * B
+    np.testing.assert_allclose(t[outs[0]].numpy(), dR, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(t[outs[1]].numpy(), [(dR + dA)[4 * i:4 * i + 4].sum()
+                                                    for i in range(2)], rtol=2e-5, atol=2e-5)
+    src = tk.tile_funcs.source("forward", target="cuda")
+    kernel = "\n".join(ln for ln in src[src.index("def tile_funcs__fwd("):].splitlines()
+                       if not ln.strip().startswith("#"))   # (comments quote the calls)
+    assert "mix(" not in kernel and "rows_of(" not in kernel and "sines(" not in kernel
+    assert "_wk.tile_load2_into(" in kernel      # rows_of's load, into shared memory
+
+
+def test_rows_assigned_in_a_loop_as_the_cpu():
+    A = R.random((4, 8)).astype(np.float32)
+    got = {}
+    for dev in ("cuda", "cpu"):
+        out = wp.zeros((4, 8), dtype=float, device=dev)
+        wp.launch_tiled(tk.row_copies, dim=1, inputs=[wp.array(A, dtype=float, device=dev), out],
+                        block_dim=4, device=dev)
+        got[dev] = out.numpy()
+    want = np.zeros((4, 8), np.float32)
+    want[:3] = A[3:0:-1]
+    np.testing.assert_array_equal(got["cuda"], want)
+    np.testing.assert_array_equal(got["cpu"], want)
+
+
+def test_what_a_func_of_tiles_cannot_do_on_cuda_is_refused_at_its_own_line():
+    # a func carrying a tile through a loop: its forward runs (inlined); its adjoint needs the
+    # loop's stack of tiles, which CUDA tiles do not have: refused at launch, with the line in
+    # the func
+    @wp.func
+    def summed(t: wp.tile[float, 4]):
+        acc = wp.tile_zeros(shape=4, dtype=float)
+        for k in range(3):
+            acc = acc + t * float(k)
+        return acc
+
+    @wp.kernel(module="unique")
+    def on_gpu(a: wp.array[float], out: wp.array[float]):
+        wp.tile_store(out, summed(wp.tile_load(a, shape=4)))
+
+    a = wp.array(np.arange(4, dtype=np.float32), device="cuda", requires_grad=True)
+    out = wp.zeros(4, dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(on_gpu, dim=1, inputs=[a, out], block_dim=2, device="cuda")
+    np.testing.assert_array_equal(out.numpy(), np.arange(4) * 3.0)
+    with pytest.raises(KernelError, match=r"test_cuda_tiles.py:(\d+): kernel 'on_gpu': its "
+                       r"adjoint and tangent on CUDA needs a tile stored in an array") as err:
+        tape.backward(grads={out: wp.ones(4, dtype=float, device="cuda")})
+    line = int(re.search(r"test_cuda_tiles.py:(\d+): kernel", str(err.value)).group(1))
+    first = sys._getframe().f_code.co_firstlineno
+    src = open(__file__).read().splitlines()
+    loop = next(i + 1 for i in range(first, len(src)) if "for k in range(3):" in src[i])
+    assert line in (loop, loop + 1), str(err.value)   # the func's loop, not the kernel's call
 
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - {"chain", "padded", "elements", "scans"}))
@@ -508,9 +593,12 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "scalar_uses": (tk.scalar_uses, [f(8), f(1), f(8), f(2, 2)], (2, 4)),
          "diag_axpy": (tk.diag_axpy, [f(4, 4), f(4), f(1), f(4), f(4, 4), f(4)], (1, 4)),
          "indexed": (tk.indexed, [f(6, 3), np.zeros(4, np.int32), f(6, 3), f(3, 6), f(6),
-                                  f(6)], (1, 4))}
+                                  f(6)], (1, 4)),
+         "tile_funcs": (tk.tile_funcs, [f(8, 8), f(8, 8), f(8, 8), f(2)], (2, 4)),
+         "view_sets": (tk.view_sets, [f(8, 8), f(8, 8)], (2, 4)),
+         "row_copies": (tk.row_copies, [f(4, 8), f(4, 8)], (1, 4))}
 for name, (k, args, dims) in cases.items():
-    kinds = ("forward",) if name in ("gemm", "sort") else \
+    kinds = ("forward",) if name in ("gemm", "sort", "row_copies") else \
         ("forward", "adjoint", "tangent")
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
         print(name, kind, ".target sm_90" in text, text.count("bar.sync"),
@@ -526,7 +614,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 32, r.stdout
+    assert len(rows) == 39, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

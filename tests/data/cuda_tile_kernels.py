@@ -224,3 +224,63 @@ def indexed(a: wp.array2d(dtype=float), ii: wp.array(dtype=int), rows: wp.array2
     wp.tile_store_indexed(cols, indices=idx, t=wp.tile_transpose(t), axis=1)
     u = wp.tile_load(v, shape=4)
     wp.tile_atomic_add_indexed(added, indices=idx, t=u, axis=0)
+
+
+@wp.func
+def sines(t: wp.tile(dtype=float, shape=(4, 8)), s: float):
+    return wp.tile_map(wp.sin, t) * s
+
+
+@wp.func
+def rows_of(a: wp.array2d(dtype=float), i: int):
+    return wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
+
+
+@wp.func
+def mix(t: wp.tile[float, 4, 8], u: wp.tile[float, 4, 8]):
+    v = sines(t, 2.0) + u
+    return v * u
+
+
+@wp.func
+def total(t: wp.tile[float, 4, 8]):
+    return wp.tile_sum(t)[0]
+
+
+@wp.kernel
+def tile_funcs(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float),
+               out: wp.array2d(dtype=float), s: wp.array(dtype=float)):
+    # funcs taking, making and returning tiles (inlined into the kernel on CUDA), one calling
+    # another, one called twice
+    i = wp.tid()
+    t = rows_of(a, i)
+    u = rows_of(b, i)
+    r = mix(t, u)
+    wp.tile_store(out, r, offset=(i * 4, 0))
+    s[i] = total(r) + total(t)
+
+
+@wp.kernel
+def view_sets(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    # tiles assigned into views of tiles, at offsets known when compiling and when running,
+    # and values set into a view
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
+    b = wp.tile_zeros(dtype=float, shape=(4, 8))
+    b[1:3, 2:6] = t[0:2, 4:8] * t[2:4, 0:4]
+    wp.tile_assign(b, wp.tile_view(t, offset=(2, 0), shape=(2, 4)), offset=(0, i + 1))
+    b[3, 0:2] = wp.tile_ones(shape=2, dtype=float) * 0.5
+    wp.tile_store(out, b, offset=(i * 4, 0))
+
+
+@wp.kernel
+def row_copies(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    # rows of one tile assigned into another in a loop (which carries the tile: on CUDA its
+    # adjoint is refused)
+    t = wp.tile_load(a, shape=(4, 8))
+    b = wp.tile_zeros(dtype=float, shape=(4, 8))
+    for i in range(3):
+        src = t[3 - i]
+        dst = b[i]
+        wp.tile_assign(dst, src)
+    wp.tile_store(out, b)

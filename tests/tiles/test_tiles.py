@@ -213,23 +213,6 @@ def test_indexed_load_and_atomic_add_values_and_gradients():
     np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-6)
 
 
-def test_a_tile_func_for_cuda_is_refused_with_its_line():
-    # a kernel's tiles run on CUDA (tests/cuda/test_cuda_tiles.py); a func's do not yet
-    @wp.func
-    def doubled(t: wp.tile[float, 4]):
-        return t * 2.0
-
-    @wp.kernel(module="unique")
-    def on_gpu(a: wp.array[float]):
-        t = wp.tile_load(a, shape=4)
-        wp.tile_store(a, doubled(t))
-
-    with pytest.raises(wp.KernelError, match="uses tiles, which weft runs in kernels only on "
-                       "CUDA for now"):
-        on_gpu.source("forward", target="cuda")
-    assert "doubled(" in on_gpu.source("forward")  # the CPU's
-
-
 @wp.kernel
 def half_tiles(a: wp.array2d[wp.float16], b: wp.array2d[float], out: wp.array2d[wp.float16]):
     t = wp.tile_load(a, shape=(2, 4))                 # float16: float32 values rounded to half

@@ -463,6 +463,25 @@ def tile_copy2(out, v):
 
 
 @_dev
+def tile_set1(v, x):
+    """Every element of ``v`` (a view of a tile, perhaps strided) = ``x``."""
+    cuda.syncthreads()
+    for e in range(cuda.threadIdx.x, v.shape[0], cuda.blockDim.x):
+        v[e] = x
+    cuda.syncthreads()
+
+
+@_dev
+def tile_set2(v, x):
+    cuda.syncthreads()
+    n = v.shape[1]
+    for e in range(cuda.threadIdx.x, v.size, cuda.blockDim.x):
+        i = e // n
+        v[i, e - i * n] = x
+    cuda.syncthreads()
+
+
+@_dev
 def tile_arange_into(out):
     """``out[e] = e`` (``np.arange``, then the generated code's scaling)."""
     cuda.syncthreads()

@@ -16,7 +16,7 @@ from ..stdlib.exprs import attr_path
 #: static shared memory a CUDA block may use without opting in (bytes)
 SHARED_LIMIT = 48 * 1024
 
-_GENERATED_LOOP = re.compile(r"_(e|r|k)\d+$")
+_GENERATED_LOOP = re.compile(r"_(e|r|k)\d+(__i\d+)*$")  # (__i: inlined from a func)
 
 
 class Unsupported(Exception):

@@ -141,21 +141,17 @@ class TileExpressions:
                 out.append(_expr_stmt(_wk(f"tile_take{kind}_into", name(n), name(base),
                                           name(ii))))
                 return n
-            items = view.slice.elts if isinstance(view.slice, ast.Tuple) else [view.slice]
-            shape = []
-            for k, it in enumerate(items):
-                if isinstance(it, ast.Slice):
-                    n = _slice_len(it, tile.shape[k])
-                    if n is None:
-                        raise Unsupported("a tile slice whose length is not known when "
-                                          "compiling")
-                    shape.append(n)
-            shape += list(tile.shape[len(items):])
-            if not 1 <= len(shape) <= 2:
-                raise Unsupported("a slice of a tile of more than two dimensions")
-            n = self.alloc(Tile(tuple(shape), tile.dtype), out)
+            shape = self.view_shape(view.slice, tile)
+            n = self.alloc(Tile(shape, tile.dtype), out)
             sliced = ast.Subscript(name(base), self.scalar(view.slice, out), ast.Load())
             out.append(_expr_stmt(_wk(f"tile_copy{len(shape)}", name(n), sliced)))
+            return n
+        if f.attr == "copy" and not node.args and not node.keywords:  # ``t.copy()``
+            src = self.value(f.value, out)
+            if src is None:
+                return None
+            n = self.alloc(self.env[src], out)
+            out.append(_expr_stmt(_wk("tile_copy", name(n), name(src))))
             return n
         if f.attr == "astype" and len(node.args) == 1 and _np_dtype(node.args[0]):
             dt = _np_dtype(node.args[0])
@@ -172,6 +168,23 @@ class TileExpressions:
             out.append(_expr_stmt(_wk("tile_copy", name(n), name(src))))
             return n
         return None
+
+    def view_shape(self, index, tile):
+        """The shape of view ``t[index]`` of a tile of ``tile``'s shape (1 or 2 axes): its
+        slices' lengths fixed by the code (their starts may be known only when running), its
+        integer indices dropping their axes."""
+        items = index.elts if isinstance(index, ast.Tuple) else [index]
+        shape = []
+        for k, it in enumerate(items):
+            if isinstance(it, ast.Slice):
+                n = _slice_len(it, tile.shape[k])
+                if n is None:
+                    raise Unsupported("a tile slice whose length is not known when compiling")
+                shape.append(n)
+        shape += list(tile.shape[len(items):])
+        if not 1 <= len(shape) <= 2:
+            raise Unsupported("a slice of a tile of more than two dimensions")
+        return tuple(shape)
 
     def index_tile(self, index, tile):
         """``(kind, index tile)`` when subscript ``index`` of a tile of ``tile``'s shape is a

@@ -53,6 +53,7 @@ from .cuda_tile_code import (_EFFECTS, _GENERATED_LOOP, _SCALAR_RESULTS, SHARED_
                              _outside_loops, _static_index, _store, _wk, _wk_name, _zeros,
                              independent)
 from .cuda_tile_exprs import TileExpressions
+from .cuda_tile_inline import inline_tile_funcs, tile_funcs
 
 
 class _Function(TileExpressions):
@@ -119,13 +120,31 @@ class _Function(TileExpressions):
                                           name(g))))
                 return
             index = _static_index(s.target.slice)
-            if g is None or index is None:
+            if g is None or index is None and not _is_view(s.target.slice):
                 raise Unsupported("an element of a tile added to outside an elementwise loop")
-            shape = np.empty(self.env[s.target.value.id].shape, np.int8)[index].shape
+            shape = np.empty(self.env[s.target.value.id].shape, np.int8)[index].shape \
+                if index is not None else \
+                self.view_shape(s.target.slice, self.env[s.target.value.id])
             if shape != self.env[g].shape or not 1 <= len(shape) <= 2:
                 raise Unsupported("a tile added into a view of another shape")
             out.append(_expr_stmt(_wk(f"tile_addto{len(shape)}", ast.Subscript(
                 s.target.value, s.target.slice, ast.Load()), name(g))))
+            return
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and \
+                isinstance(s.targets[0], ast.Subscript) and \
+                isinstance(s.targets[0].value, ast.Name) and s.targets[0].value.id in self.env \
+                and _is_view(s.targets[0].slice):  # ``t[slices] = u`` (or a value): a view set
+            tg = s.targets[0]
+            shape = self.view_shape(tg.slice, self.env[tg.value.id])
+            view = ast.Subscript(tg.value, self.scalar(tg.slice, out), ast.Load())
+            g = self.value(s.value, out)
+            if g is None:
+                out.append(_expr_stmt(_wk(f"tile_set{len(shape)}", view,
+                                          self.scalar(s.value, out))))
+                return
+            if self.env[g].shape != shape:
+                raise Unsupported("a tile assigned into a view of another shape")
+            out.append(_expr_stmt(_wk(f"tile_copy{len(shape)}", view, name(g))))
             return
         if isinstance(s, (ast.Assign, ast.AugAssign)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
@@ -282,6 +301,12 @@ class _Function(TileExpressions):
         return True
 
 
+def _is_view(index):
+    """Whether subscript ``index`` takes a view (a slice along some axis), not an element."""
+    return any(isinstance(it, ast.Slice) for it in (
+        index.elts if isinstance(index, ast.Tuple) else [index]))
+
+
 def _owners(abis):
     """Generated CUDA function name -> (kernel, kind)."""
     out = {}
@@ -393,10 +418,12 @@ def _block_index(stmts, tid_dims):
     return False
 
 
-def rewrite(fdef, arrays, tid_dims=1):
+def rewrite(fdef, arrays, tid_dims=1, funcs=None):
     """The cooperative form of generated CUDA function ``fdef`` (a new FunctionDef) of a
-    kernel unpacking ``wp.tid()`` into ``tid_dims`` indices; raises :class:`Unsupported`."""
+    kernel unpacking ``wp.tid()`` into ``tid_dims`` indices, the funcs of ``funcs`` it calls
+    (name -> generated FunctionDef: those using tiles) inlined; raises :class:`Unsupported`."""
     fdef = copy.deepcopy(fdef)
+    inline_tile_funcs(fdef, funcs or {})  # (an Unsupported it raises carries its line)
     _block_index(fdef.body, tid_dims)
     fn = _Function(fdef, arrays, [0])
     try:
@@ -426,6 +453,7 @@ def run(state):
             not any(abi.tile_work for abi in state.abis.values()):
         return state
     owners = _owners(state.abis)
+    funcs = tile_funcs(state)
     firs = {f.name: f for f in state.funcs if f.kind == "kernel"}
     defs = []
     for d in state.defs:
@@ -436,7 +464,7 @@ def run(state):
         k, kind = owner
         fir = firs[k]
         try:
-            new = rewrite(d, _arrays(fir, state.abis[k]), fir.tid_dims)
+            new = rewrite(d, _arrays(fir, state.abis[k]), fir.tid_dims, funcs)
         except Unsupported as exc:
             loc = getattr(exc, "loc", None)
             if kind == "forward":

@@ -231,21 +231,6 @@ def func_functions(fir, facts_of, target):
     return out
 
 
-def _no_cuda_tiles(funcs):
-    """A kernel's tiles are made cooperative on CUDA by the pass ``cuda_tiles``; a func
-    taking, making or returning tiles is refused for CUDA with its first tile's line."""
-    for fir in funcs:
-        if fir.kind == "kernel":
-            continue
-        for s in ir.walk(fir.body):
-            v = getattr(s, "dst", None)
-            if v is not None and isinstance(v.type, (T.TileType, T.TileStackType)) or \
-                    isinstance(s, ir.Effect) and s.builtin.name == "tile_sync":
-                raise KernelError(f"{s.loc.filename}:{s.loc.lineno}: {fir.kind} '{fir.name}' "
-                                  "uses tiles, which weft runs in kernels only on CUDA for now "
-                                  "(launch it with device='cpu')")
-
-
 def _tile_work(fir, seen=None):
     """The element count of the largest tile ``fir`` or a func it calls makes (0: none): how
     much work one launch index of a tiled kernel stands for (``compiled.cpu_target``)."""
@@ -318,7 +303,6 @@ def run(state):
                for t in state.options.targets]
     defs, abis = [], {}
     if any(t.name == "cuda" for t in targets):
-        _no_cuda_tiles(state.funcs)
         _no_cuda_null_arrays(state.funcs)
     for fir in state.funcs:
         facts = state.facts[fir]

@@ -83,7 +83,15 @@ class tile_from_vector:
 
 class TileForm(SpecialForm):
     """``wp.tile``: in kernels, ``wp.tile(x)`` (the block's values of ``x`` as a tile); as an
-    annotation, ``wp.tile[dtype, M, N]`` (a tile parameter of a func)."""
+    annotation, ``wp.tile[dtype, M, N]`` or ``wp.tile(dtype=..., shape=...)`` (a tile
+    parameter of a func)."""
+
+    def __call__(self, *args, **kwargs):
+        if not args and set(kwargs) == {"dtype", "shape"}:  # Warp's tile type, by keywords
+            shape = kwargs["shape"]
+            return self[(kwargs["dtype"],) + (tuple(shape) if isinstance(shape, (tuple, list))
+                                              else (shape,))]
+        return super().__call__(*args, **kwargs)
 
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
