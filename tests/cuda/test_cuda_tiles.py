@@ -167,6 +167,61 @@ def test_rows_assigned_in_a_loop_as_the_cpu():
     np.testing.assert_array_equal(got["cpu"], want)
 
 
+def _per_thread(dev, direction=None, derivatives=True):
+    A = np.linspace(0.1, 0.9, 8).astype(np.float32)
+    V = (np.arange(24, dtype=np.float32).reshape(8, 3) - 7) / 10
+    M = (np.arange(32, dtype=np.float32).reshape(8, 2, 2) - 9) / 8
+    ins = [wp.array(A, dtype=float, device=dev, requires_grad=True),
+           wp.array(V, dtype=wp.vec3, device=dev, requires_grad=True),
+           wp.array(M, dtype=wp.mat22, device=dev, requires_grad=True)]
+    outs = [wp.zeros(8, dtype=float, device=dev, requires_grad=True),
+            wp.zeros(8, dtype=wp.vec3, device=dev, requires_grad=True),
+            wp.zeros(8, dtype=wp.mat22, device=dev, requires_grad=True),
+            wp.zeros(1, dtype=float, device=dev, requires_grad=True)]
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.per_thread, dim=2, inputs=ins + outs, block_dim=4, device=dev)
+    if not derivatives:
+        return [o.numpy() for o in outs]
+    rng = np.random.default_rng(5)
+    seeds = [rng.random(o.shape + tuple(o.dtype._shape_) if hasattr(o.dtype, "_shape_") else
+                        o.shape).astype(np.float32) for o in outs]
+    tan = tape.forward(tangents={ins[0]: wp.array(direction, dtype=float, device=dev)})
+    tape.backward(grads={o: wp.array(g, dtype=o.dtype, device=dev) for o, g in zip(outs, seeds)})
+    return ([o.numpy() for o in outs], [x.grad.numpy() for x in ins], seeds, (A, V, M),
+            [tan[o].numpy() for o in outs])
+
+
+def test_threads_values_into_tiles_and_back_against_numpy(monkeypatch):
+    # wp.tile(x) and untile on CUDA: each thread writes its element of a tile in shared
+    # memory; the kernel compiles for the launch's block size. Values, every gradient and
+    # the tangents against numpy, and against cooperative CPU blocks (Warp's CPU semantics)
+    d = np.random.default_rng(9).random(8).astype(np.float32)
+    vals, grads, seeds, (A, V, M), tans = _per_thread("cuda", d)
+    a, v, m = A.astype(np.float64), V.astype(np.float64), M.astype(np.float64)
+    t = a * a
+    np.testing.assert_allclose(vals[0], 2 * (np.sin(t) + t), rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(vals[1], 3 * v, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(vals[2], m * a[:, None, None], rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(vals[3], [t.sum()], rtol=2e-6)
+    go, gv, gm, gs = (x.astype(np.float64) for x in seeds)
+    da = 2 * go * (np.cos(t) + 1) * 2 * a + (gm * m).sum(axis=(1, 2)) + gs[0] * 2 * a
+    np.testing.assert_allclose(grads[0], da, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(grads[1], 3 * gv, rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(grads[2], gm * a[:, None, None], rtol=2e-6, atol=1e-6)
+    dt = 2 * a * d
+    np.testing.assert_allclose(tans[0], 2 * (np.cos(t) + 1) * dt, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(tans[2], m * d[:, None, None], rtol=2e-6, atol=1e-6)
+    # (the CPU's cooperative blocks keep this kernel's lane values in per-lane buffers, for
+    # which weft builds no derivatives there: its values only)
+    monkeypatch.setattr(wp.config, "enable_cpu_blocks", True)
+    for got, want in zip(vals, _per_thread("cpu", derivatives=False)):
+        np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-6)
+    # compiled once for the block size, its CUDA code each thread's element
+    src = open(tk.per_thread.compiled("cuda", lanes=(4, True, 1)).module.__file__).read()
+    assert "_wk.tile_of_lanes_into(" in src and "_wk.tile_lane_value(" in src
+
+
 def test_what_a_func_of_tiles_cannot_do_on_cuda_is_refused_at_its_own_line():
     # a func carrying a tile through a loop: its forward runs (inlined); its adjoint needs the
     # loop's stack of tiles, which CUDA tiles do not have: refused at launch, with the line in
@@ -542,9 +597,7 @@ def test_the_lane_in_scalar_code_and_in_a_tile_operation():
     assert not out8.numpy().any()
 
 
-LANE_OPS = {
-    "gather": ("x = a[i]\n    t = wp.tile(x)\n    wp.tile_store(out, t)",
-               r"wp.tile\(x\) of a value works with the threads"),
+LANE_OPS = {  # (wp.tile(x) and untile run: test_threads_values_into_tiles_and_back_...)
     "from_thread": ("t = wp.tile_from_thread(shape=4, value=a[i])\n    wp.tile_store(out, t)",
                     "tile_from_thread"),
     "scatter": ("t = wp.tile_load(a, shape=4)\n"
@@ -568,7 +621,7 @@ def test_operations_not_built_for_cuda_are_refused_with_the_line(case, tmp_path)
     out = wp.zeros(4, dtype=float, device="cuda")
     with pytest.raises(KernelError, match=message) as e:
         wp.launch_tiled(mod.k, dim=1, inputs=[a, out], block_dim=4, device="cuda")
-    line = {"gather": 8, "scatter": 8}.get(case, 7)  # the operation's own line
+    line = {"scatter": 8}.get(case, 7)  # the operation's own line
     assert f"k_{case}.py:{line}:" in str(e.value)
     assert not out.numpy().any()
     # the same kernel runs on the CPU
@@ -596,7 +649,9 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
                                   f(6)], (1, 4)),
          "tile_funcs": (tk.tile_funcs, [f(8, 8), f(8, 8), f(8, 8), f(2)], (2, 4)),
          "view_sets": (tk.view_sets, [f(8, 8), f(8, 8)], (2, 4)),
-         "row_copies": (tk.row_copies, [f(4, 8), f(4, 8)], (1, 4))}
+         "row_copies": (tk.row_copies, [f(4, 8), f(4, 8)], (1, 4)),
+         "per_thread": (tk.per_thread, [f(8), f(8, 3), f(8, 2, 2), f(8), f(8, 3), f(8, 2, 2),
+                                        f(1)], (2, 4))}
 for name, (k, args, dims) in cases.items():
     kinds = ("forward",) if name in ("gemm", "sort", "row_copies") else \
         ("forward", "adjoint", "tangent")
@@ -614,7 +669,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 39, r.stdout
+    assert len(rows) == 42, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

@@ -284,3 +284,19 @@ def row_copies(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
         dst = b[i]
         wp.tile_assign(dst, src)
     wp.tile_store(out, b)
+
+
+@wp.kernel
+def per_thread(a: wp.array(dtype=float), v: wp.array(dtype=wp.vec3), m: wp.array(dtype=wp.mat22),
+               out: wp.array(dtype=float), ov: wp.array(dtype=wp.vec3),
+               om: wp.array(dtype=wp.mat22), s: wp.array(dtype=float)):
+    # wp.tile(x) of each thread's value and untile back (scalars, a vector's components as a
+    # column, vectors and matrices kept whole), with tile operations between
+    i, lane = wp.tid()
+    k = i * 4 + lane
+    t = wp.tile(a[k] * a[k])
+    y = wp.untile(wp.tile_map(wp.sin, t) + t)
+    out[k] = y * 2.0
+    ov[k] = wp.untile(wp.tile(v[k]) * 2.0) + wp.untile(wp.tile(v[k], preserve_type=True))
+    om[k] = wp.untile(wp.tile(m[k] * a[k]))
+    wp.tile_atomic_add(s, wp.tile_sum(t), offset=0)

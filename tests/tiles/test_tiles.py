@@ -354,3 +354,33 @@ def test_tile_map_of_a_func_in_a_debug_build():
         wp.config.mode = saved
     np.testing.assert_array_equal(out.numpy(), np.arange(4) ** 2 + 1.0)
     np.testing.assert_array_equal(a.grad.numpy(), 2 * np.arange(4.0))
+
+
+@wp.kernel
+def squares_added(a: wp.array[float], ii: wp.array[int], s: wp.array[float],
+                  r: wp.array[float]):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=4, offset=i * 4)
+    wp.tile_atomic_add(s, wp.tile_sum(t * t), offset=0)
+    wp.tile_atomic_add_indexed(r, wp.tile_load(ii, shape=2), t[0:2] * 3.0)
+
+
+def test_arrays_only_tile_atomic_adds_write_are_written():
+    # the ABI counts them as written: tape.forward's tangent run adds into scratch copies
+    # (it once added into the arrays themselves, doubling them) and returns their tangents
+    A = np.arange(8, dtype=np.float32) / 4
+    a = wp.array(A, requires_grad=True)
+    ii = wp.array(np.array([2, 0], np.int32))
+    s = wp.zeros(1, dtype=float, requires_grad=True)
+    r = wp.zeros(3, dtype=float, requires_grad=True)
+    assert set(squares_added.compiled("cpu").abi.writes) == {"s", "r"}
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(squares_added, dim=2, inputs=[a, ii, s, r], block_dim=1)
+    d = np.linspace(1, 2, 8).astype(np.float32)
+    tan = tape.forward(tangents={a: wp.array(d)})
+    np.testing.assert_allclose(s.numpy(), [(A.astype(np.float64) ** 2).sum()], rtol=1e-6)
+    np.testing.assert_allclose(r.numpy(), [3 * (A[1] + A[5]), 0, 3 * (A[0] + A[4])], rtol=1e-6)
+    np.testing.assert_allclose(tan[s].numpy(), [(2 * A * d).sum()], rtol=1e-6)
+    np.testing.assert_allclose(tan[r].numpy(), [3 * (d[1] + d[5]), 0, 3 * (d[0] + d[4])],
+                               rtol=1e-6)

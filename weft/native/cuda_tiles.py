@@ -463,6 +463,53 @@ def tile_copy2(out, v):
 
 
 @_dev
+def tile_of_lanes_into(out, x):
+    """``wp.tile(x)``: thread ``l``'s ``x`` in ``out[l]``."""
+    cuda.syncthreads()
+    out[cuda.threadIdx.x] = x
+    cuda.syncthreads()
+
+
+@_dev
+def tile_of_lanes_cols_into(out, v):
+    """``wp.tile(v)`` of vectors: thread ``l``'s components in column ``l``."""
+    cuda.syncthreads()
+    for k in range(out.shape[0]):
+        out[k, cuda.threadIdx.x] = v[k]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_of_lanes_rows_into(out, v):
+    """``wp.tile(v, preserve_type=True)`` (or of a matrix, quaternion, transform): thread
+    ``l``'s components (flat) as element ``l``."""
+    cuda.syncthreads()
+    f = out.reshape((out.shape[0], out.size // out.shape[0]))
+    for k in range(f.shape[1]):
+        f[cuda.threadIdx.x, k] = v[k]
+    cuda.syncthreads()
+
+
+@_dev
+def tile_lane_value(t):
+    """``wp.untile(t)``: the thread's element (the tile is whole: its operation ended with a
+    barrier)."""
+    return t[cuda.threadIdx.x]
+
+
+@_dev
+def tile_lane_at(t, k):
+    """Component ``k`` of the thread's column of an ``(n, block_dim)`` tile."""
+    return t[k, cuda.threadIdx.x]
+
+
+@_dev
+def tile_lane_comp(t, k):
+    """Component ``k`` (flat) of the thread's element of a tile of vectors, matrices, ..."""
+    return t.reshape((t.shape[0], t.size // t.shape[0]))[cuda.threadIdx.x, k]
+
+
+@_dev
 def tile_set1(v, x):
     """Every element of ``v`` (a view of a tile, perhaps strided) = ``x``."""
     cuda.syncthreads()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..core import config
 from ..core import types as T
 from ..core.errors import LaunchError
+from ..stdlib.lanes import NeedsBlockDim
 from . import background, hazards
 from .args import (adjoint_arrays, explicit_adjoints, given_adjoints, grant_gradients,
                    retain_grads)
@@ -22,21 +23,44 @@ from .record import (Launch, alias_snapshots, atomic_moved, atomic_start, check_
                      overwrite_snapshots, replay_start)
 
 
-def compiled_of(kernel, device, args=None):
-    """The compiled kernel a launch on ``device`` with user arguments ``args`` runs (a generic
-    kernel is compiled for the arguments' types)."""
+def compiled_of(kernel, device, args=None, dims=None):
+    """The compiled kernel a launch on ``device`` with user arguments ``args`` over ``dims``
+    runs (a generic kernel is compiled for the arguments' types; on CUDA, a kernel whose
+    ``wp.tile(x)`` or ``untile`` work with the block's threads for the launch's block size)."""
     if getattr(kernel, "_weft_kind", None) != "kernel":
         what = getattr(kernel, "__name__", type(kernel).__name__)
         raise LaunchError(f"wp.launch needs a @wp.kernel, got {what!r} ({type(kernel).__name__})")
     kind = "cuda" if device.is_cuda else "cpu"
+    types = None
     if not kernel.is_generic:  # the common case first: compiled already for the mode
         ck = kernel._compiled.get((kind, kernel.options.get("mode") or config.mode, None))
         if ck is not None:
             return ck
     else:
         from .generics import concrete_params
-        return kernel.compiled(kind, types=concrete_params(kernel.key, kernel.declared, args))
-    return kernel.compiled(kind)
+        types = concrete_params(kernel.key, kernel.declared, args)
+    if kind == "cuda" and types in getattr(kernel, "_cuda_blocks", ()):
+        return _for_block_size(kernel, dims, types)
+    try:
+        return kernel.compiled(kind, types=types)
+    except NeedsBlockDim:
+        if kind != "cuda" or dims is None:
+            raise
+        if getattr(kernel, "_cuda_blocks", None) is None:
+            kernel._cuda_blocks = set()  # (compiled for the block size from now on)
+        kernel._cuda_blocks.add(types)
+        return _for_block_size(kernel, dims, types)
+
+
+def _for_block_size(kernel, dims, types):
+    """``kernel`` compiled for CUDA blocks of the size a launch over ``dims`` runs
+    (:func:`weft.runtime.entries.cuda_block`'s: the launch's ``block_dim``, Warp's 256 when not
+    given, the launch's size when smaller)."""
+    from .entries import CUDA_BLOCK
+    block = max(1, min(getattr(dims, "block_dim", None) or CUDA_BLOCK, _size(dims)))
+    tiled = bool(getattr(dims, "tiled", False))
+    return kernel.compiled("cuda", types=types,
+                           lanes=(block, tiled, len(dims) - 1 if tiled else len(dims)))
 
 
 def checked_mode(ck, dims, args):
@@ -62,7 +86,7 @@ def checked_mode(ck, dims, args):
 def prepare(kernel, dims, args, device):
     """``(compiled kernel, arguments, bound values)`` of a launch of ``kernel`` over ``dims``
     with user arguments ``args``, after every launch-time check (nothing runs)."""
-    ck = compiled_of(kernel, device, args)
+    ck = compiled_of(kernel, device, args, dims)
     args = ck.flatten(args)  # (struct members split; the arguments as they are otherwise)
     mode = checked_mode(ck, dims, args) if ck.abi.debug_sites is None else None
     if mode is not None:

@@ -55,7 +55,11 @@ def _host_value(ptype, value):
 def compile_ptx(kernel, args, dims=(1,), cc=(9, 0), kinds=("forward", "adjoint", "tangent")):
     """PTX text of the kernel's CUDA ``kinds`` for arguments like ``args`` (host values)."""
     from numba import cuda
-    ck = kernel.compiled("cuda")
+    from ..stdlib.lanes import NeedsBlockDim
+    try:
+        ck = kernel.compiled("cuda")
+    except NeedsBlockDim:  # wp.tile(x), untile: compiled for the block size, dims' last
+        ck = kernel.compiled("cuda", lanes=(int(dims[-1]), True, len(dims) - 1))
     args = ck.flatten(list(args))
     values = [_host_value(t, a) for (_, t), a in zip(ck.params, args)]
     by_name = {n: v for (n, _), v in zip(ck.params, values)}

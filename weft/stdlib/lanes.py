@@ -21,6 +21,7 @@ import contextvars
 from dataclasses import dataclass, field
 
 from ..core import types as T
+from ..core.errors import KernelError
 from .exprs import Ex, name
 from .registry import builtin
 
@@ -49,6 +50,24 @@ def current():
 
 #: True while a kernel is lowered for CUDA, whose tile blocks are blocks of real threads
 CUDA: contextvars.ContextVar = contextvars.ContextVar("weft_cuda_lowering", default=False)
+
+
+class NeedsBlockDim(KernelError):
+    """On CUDA, an operation on the block's threads (``wp.tile(x)`` of a value, ``untile``)
+    makes a tile of ``block_dim`` elements: the kernel compiles for the launch's block size
+    (:func:`weft.runtime.dispatch.compiled_of` catches this and compiles it so)."""
+
+
+def cuda_block_mode(ctx, node, what):
+    """On CUDA, the :class:`LaneMode` of the block size the kernel is compiled for (raising
+    :class:`NeedsBlockDim` when it is compiled without one); None off CUDA."""
+    if not CUDA.get():
+        return None
+    mode = current()
+    if mode is None:
+        raise ctx.fail(node, f"{what} on CUDA needs the block size when compiling (launch the "
+                       "kernel with wp.launch_tiled or wp.launch on a CUDA device)", NeedsBlockDim)
+    return mode
 
 
 def refuse_on_cuda(ctx, node, what):

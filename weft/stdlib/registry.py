@@ -70,6 +70,8 @@ class Builtin:
         # into an array (not replayed by the adjoint); an effect's tangent writes go through
         # ``effect_tangent(args, tangents, tan_arrays, **attrs)``
         self.array_args = getattr(rules, "array_args", False)
+        # (array_args builtins that add into their first array: the tile atomic adds)
+        self.accumulates = getattr(rules, "accumulates", False)
         self.array_access = getattr(rules, "array_access", None)
         self.effect_tangent = getattr(rules, "effect_tangent", None)
         self.doc = (rules.__doc__ or "").strip()

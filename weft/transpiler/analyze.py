@@ -272,9 +272,14 @@ def analyze(fir, facts_of):
                    facts.own_index(s.array, s.index), ("read_old",) if old_used else ())
         elif _array_builtin(s):  # tile loads and stores: whole regions, any block's
             e = s.expr if isinstance(s, ir.Assign) else s
+            first = True
             for a in e.args:
                 if isinstance(a, ir.Var) and isinstance(a.type, T.ArrayType):
                     kinds = ("store",) if isinstance(s, ir.Effect) else ("view", "load")
+                    if first and e.builtin.accumulates:  # a tile atomic add: a write
+                        kinds = ("atomic", "load") if isinstance(s, ir.Assign) and \
+                            id(s.dst) in facts.used else ("accumulate",)
+                    first = False
                     for kind in kinds:
                         record(a, kind, s.loc.lineno)
         elif isinstance(s, ir.Assign) and isinstance(s.expr, ir.Call):

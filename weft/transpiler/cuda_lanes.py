@@ -56,9 +56,9 @@ def _varying_tile_op(stmts, ctrl, V):
             dst = getattr(s, "dst", None)
             tile_op = (dst is not None and _is_tile(dst.type)) or (
                 isinstance(s, ir.Effect) and any(_is_tile(o.type) for o in ops))
-            own_element = isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and \
-                s.expr.builtin.name == "tile_insert" and ops and \
-                not T.is_composite(ops[-1].type)
+            own_element = isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and (
+                s.expr.builtin.name == "tile_insert" and ops and
+                not T.is_composite(ops[-1].type) or s.expr.builtin.name == "tile_of_lanes")
             got = s.loc if tile_op and (ctrl or (any(id(o) in V for o in ops) and
                                                  not own_element)) else None
         if got is not None:
@@ -86,7 +86,9 @@ def _sweep(stmts, ctrl, V):
         else:
             dst = getattr(s, "dst", None)
             if dst is not None and id(dst) not in V and not _is_tile(dst.type) and (
-                    ctrl or any(id(o) in V for o in _operands(s))):
+                    ctrl or any(id(o) in V for o in _operands(s)) or  # (a thread's element:)
+                    isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and
+                    s.expr.builtin.name == "tile_lane_value"):
                 V.add(id(dst))
                 changed = True
     return changed

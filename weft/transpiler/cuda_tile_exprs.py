@@ -253,6 +253,12 @@ class TileExpressions:
     def helper(self, fn, node, out):
         args = self.args(node, out)
         tiles = [self.tile_of(a) for a in args]
+        if fn in ("tile_of_lanes", "tile_of_lanes_cols", "tile_of_lanes_rows"):
+            # ``wp.tile(x)``: (x, [n,] block_dim, dtype) -> each thread writes its element
+            dims = [_const_int(a) for a in args[1:-1]]
+            n = self.alloc(Tile(tuple(dims), _np_dtype(args[-1])), out)
+            out.append(_expr_stmt(_wk(f"{fn}_into", name(n), args[0])))
+            return n
         m = re.fullmatch(r"tile_(load|view)([1234])", fn)
         if m:
             nd = int(m.group(2))

@@ -65,6 +65,12 @@ def run(state):
     from ..stdlib.lanes import LaneMode
     lm = state.lane_mode if getattr(state, "lane_mode", None) is not None else \
         LaneMode(*mode)
+    if state.options.targets[0] == "cuda":
+        # CUDA's blocks are real threads: the lowering wrote wp.tile(x) and untile for them
+        # (tile_of_lanes, tile_lane_value); nothing to rewrite, unless nothing needed the size
+        if not lm.coupled:
+            raise Uncoupled()
+        return state
     for fir in state.funcs:
         if fir.kind != "kernel":
             for s in ir.walk(fir.body):

@@ -153,6 +153,7 @@ def tile_store(ctx, node):
          lambda ts, a=None: None, public=False)
 class _tile_atomic_add:
     array_args = True
+    accumulates = True  # (into its first array: analyze records the write)
     array_access = "accumulate"
 
     own_derivatives = False
@@ -297,6 +298,7 @@ class _tile_store_indexed:
          lambda ts, a=None: None, public=False)
 class _tile_atomic_add_indexed:
     array_args = True
+    accumulates = True  # (into its first array: analyze records the write)
     array_access = "accumulate"
 
     def primal(a, idx, t, *offs, axis):

@@ -9,7 +9,7 @@ import ast
 from ...core import types as T
 from ...core.errors import KernelTypeError, KernelValueError
 from .. import ir, lanes
-from ..exprs import Ex, attr_path, const, tile_const
+from ..exprs import Ex, attr_path, const, tile_const, tile_dtype
 from ..registry import NAMESPACE, SpecialForm, builtin, lookup, special_form
 from .common import (_assign_assigned, _emit, _int, _kw, _let, _tile_arg, _tuple, _wk,
                      static_shape, store_back)
@@ -40,10 +40,22 @@ def tile_form(ctx, node):
     x = ctx.expr(node.args[0])
     if T.is_tile_type(getattr(x, "type", None)):
         return x
-    lanes.refuse_on_cuda(ctx, node, "wp.tile(x) of a value")
     kw = _kw(node)
     keep = bool(ctx.static_value(kw["preserve_type"], "preserve_type")) \
         if "preserve_type" in kw else False
+    cuda = lanes.cuda_block_mode(ctx, node, "wp.tile(x) of a value")
+    if cuda is not None:  # each thread's value into its element of a tile in shared memory
+        xt = getattr(x, "type", None)
+        if not (T.is_scalar(xt) or T.is_composite(xt)):
+            raise ctx.fail(node, "wp.tile(x) on CUDA takes a scalar, vector, matrix, "
+                           "quaternion or transform")
+        cuda.coupled.append("tile")
+        if isinstance(x, ir.Const) and x.literal:
+            x = ir.Const(x.value, x.type)
+        B = cuda.block_dim
+        t = T.TileType(T.scalar_of(xt), (xt._length_, B)) if T.is_vector(xt) and not keep \
+            else T.TileType(xt, (B,))
+        return ctx.emit(ir.Prim(lookup("tile_of_lanes"), [x], {"type": t}), t, node)
     mode = lanes.current()
     if mode is not None and (T.is_scalar(getattr(x, "type", None)) or
                              T.is_composite(getattr(x, "type", None))):
@@ -108,8 +120,20 @@ NAMESPACE["tile"] = TileForm("tile", "tile(x): a tile holding the value of x of 
 
 @special_form("untile", "untile(t): this thread's element of a 1-D tile of the block's length")
 def untile(ctx, node):
-    lanes.refuse_on_cuda(ctx, node, "wp.untile")
     t = _tile_arg(ctx, ctx.expr(node.args[0]), node, "untile's operand")
+    cuda = lanes.cuda_block_mode(ctx, node, "wp.untile")
+    if cuda is not None:  # each thread's element of the tile
+        B, shape, dt = cuda.block_dim, t.type.shape, t.type.dtype
+        if len(shape) == 2 and T.is_scalar(dt) and shape[1] == B:
+            rt = T.vector(shape[0], dt)
+        elif len(shape) == 1 and shape[0] == B and (T.is_scalar(dt) or T.is_composite(dt)):
+            rt = dt
+        else:
+            raise ctx.fail(node, f"untile on CUDA takes a tile of shape ({B},), or (n, {B}) "
+                           f"of scalars (the block's {B} threads), got "
+                           f"{shape} of {T.type_name(dt)}", KernelValueError)
+        cuda.coupled.append("untile")
+        return ctx.emit(ir.Prim(lookup("tile_lane_value"), [t], {"type": rt}), rt, node)
     mode = lanes.current()
     if mode is not None:
         mode.coupled.append("untile")
@@ -130,6 +154,59 @@ def untile(ctx, node):
         vt = T.vector(t.type.shape[0], t.type.dtype)
         return ctx.apply("construct", comps, node, attrs={"type": vt})
     return ctx.apply("tile_extract", [t, ir.Const(0, T.int32)], node)
+
+
+# ----------------------------------------------------------------------------- CUDA threads
+def _lane_dtype(t):
+    return tile_dtype(T.scalar_of(t.dtype))
+
+
+@builtin("tile_of_lanes", ["tile(x) on CUDA: each thread's value in its element"],
+         lambda ts, a=None: a.get("type") if a else None, public=False)
+class tile_of_lanes:
+    """``wp.tile(x)`` on CUDA (generated code the pass ``cuda_tiles`` makes cooperative): thread
+    ``l``'s value ``x`` as element ``l`` of a tile of ``block_dim`` elements; a vector's
+    components as column ``l`` of an ``(n, block_dim)`` tile, or (``preserve_type``) as
+    element ``l`` of a tile of vectors."""
+
+    def primal(x, type):
+        if T.is_composite(x.type):
+            x = x.atom()
+            comps = _tuple([x.comp(k).node for k in range(x.type._length_)])
+            if len(type.shape) == 2:  # a vector as a column
+                kind, dims = "cols", type.shape
+            else:  # a tile of composites: the buffer's axes are the tile's, then the element's
+                kind, dims = "rows", type.shape + tuple(T.element_shape(x.type))
+            return Ex(_wk(f"tile_of_lanes_{kind}", comps, *map(_int, dims), _lane_dtype(type)),
+                      type)
+        return Ex(_wk("tile_of_lanes", x.node, _int(type.shape[0]), _lane_dtype(type)), type)
+
+    def adjoint(x, ret, adj, type):
+        return [tile_lane_value.primal(adj, type=x.type)]
+
+    def tangent(x, tx, ret, type):
+        return tile_of_lanes.primal(tx, type=type) if tx is not None else tile_const(0, type)
+
+
+@builtin("tile_lane_value", ["untile(t) on CUDA: the thread's element"],
+         lambda ts, a=None: a.get("type") if a else None, public=False)
+class tile_lane_value:
+    """``wp.untile(t)`` on CUDA: thread ``l``'s element ``l`` of a tile of ``block_dim``
+    scalars or vectors, or column ``l`` of an ``(n, block_dim)`` tile as a vector."""
+
+    def primal(t, type):
+        if not T.is_composite(type):
+            return Ex(_wk("tile_lane_value", t.node), type)
+        from ..exprs import tup
+        fn = "tile_lane_at" if T.is_scalar(t.type.dtype) else "tile_lane_comp"
+        return tup([Ex(_wk(fn, t.node, _int(k)), T.scalar_of(type))
+                    for k in range(type._length_)], type)
+
+    def adjoint(t, ret, adj, type):
+        return [tile_of_lanes.primal(adj, type=t.type)]
+
+    def tangent(t, tt, ret, type):
+        return tile_lane_value.primal(tt, type=type) if tt is not None else const(0, type)
 
 
 # ----------------------------------------------------------------------------- scatter-add
