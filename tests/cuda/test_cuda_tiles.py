@@ -222,6 +222,23 @@ def test_threads_values_into_tiles_and_back_against_numpy(monkeypatch):
     assert "_wk.tile_of_lanes_into(" in src and "_wk.tile_lane_value(" in src
 
 
+def test_a_kernel_whose_funcs_tiles_are_all_dead_compiles():
+    # (Warp's test_tile_load_scoped) the func's load and the kernel's are dead: nothing is
+    # left of the inlined body; the kernel's blocks must still be valid Python
+    @wp.func
+    def scoped(a: wp.array2d[float]):
+        t = wp.tile_load(a, shape=(4, 4), offset=(0, 0), storage="shared")
+
+    @wp.kernel(module="unique")
+    def dead(a: wp.array2d[float], b: wp.array2d[float]):
+        scoped(a)
+        u = wp.tile_load(b, shape=(4, 4), offset=(0, 0), storage="shared")
+
+    a = wp.ones((4, 4), dtype=float, device="cuda")
+    wp.launch_tiled(dead, dim=1, inputs=[a, a], block_dim=4, device="cuda")
+    assert "pass" in dead.source("forward", target="cuda")
+
+
 def test_what_a_func_of_tiles_cannot_do_on_cuda_is_refused_at_its_own_line():
     # a func carrying a tile through a loop: its forward runs (inlined); its adjoint needs the
     # loop's stack of tiles, which CUDA tiles do not have: refused at launch, with the line in

@@ -193,16 +193,17 @@ class _Function(TileExpressions):
             if self.lane_loop(s, out):
                 return
             it = self.scalar(s.iter, out)
-            out.append(ast.For(s.target, it, self.loop_body(s.body),
+            out.append(ast.For(s.target, it, self.loop_body(s.body) or [ast.Pass()],
                                self.block(s.orelse)))
             return
         if isinstance(s, ast.While):
             test = self.scalar(s.test, [], True)
-            out.append(ast.While(test, self.loop_body(s.body), self.block(s.orelse)))
+            out.append(ast.While(test, self.loop_body(s.body) or [ast.Pass()],
+                                 self.block(s.orelse)))
             return
         if isinstance(s, ast.If):
             test = self.scalar(s.test, out)
-            out.append(ast.If(test, self.block(s.body), self.block(s.orelse)))
+            out.append(ast.If(test, self.block(s.body) or [ast.Pass()], self.block(s.orelse)))
             return
         if isinstance(s, ast.Return) and s.value is not None:
             out.append(ast.Return(self.scalar(s.value, out)))
