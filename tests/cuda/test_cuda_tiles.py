@@ -40,6 +40,7 @@ CASES = {
     "scans": (tk.scans, 2, 4, [A4x4], [((4, 4), float)] * 4),
     "tile_funcs": (tk.tile_funcs, 2, 4, [A8x8, B8x8], [((8, 8), float), ((2,), float)]),
     "view_sets": (tk.view_sets, 2, 4, [A8x8], [((8, 8), float)]),
+    "carried_rows": (tk.carried_rows, 1, 4, [A8x8[:4] + 0.5], [((4, 8), float)]),
 }
 
 
@@ -227,12 +228,12 @@ def test_a_kernel_whose_funcs_tiles_are_all_dead_compiles():
     # left of the inlined body; the kernel's blocks must still be valid Python
     @wp.func
     def scoped(a: wp.array2d[float]):
-        t = wp.tile_load(a, shape=(4, 4), offset=(0, 0), storage="shared")
+        t = wp.tile_load(a, shape=(4, 4), offset=(0, 0), storage="shared")  # noqa: F841
 
     @wp.kernel(module="unique")
     def dead(a: wp.array2d[float], b: wp.array2d[float]):
         scoped(a)
-        u = wp.tile_load(b, shape=(4, 4), offset=(0, 0), storage="shared")
+        u = wp.tile_load(b, shape=(4, 4), offset=(0, 0), storage="shared")  # noqa: F841
 
     a = wp.ones((4, 4), dtype=float, device="cuda")
     wp.launch_tiled(dead, dim=1, inputs=[a, a], block_dim=4, device="cuda")
@@ -240,33 +241,36 @@ def test_a_kernel_whose_funcs_tiles_are_all_dead_compiles():
 
 
 def test_what_a_func_of_tiles_cannot_do_on_cuda_is_refused_at_its_own_line():
-    # a func carrying a tile through a loop: its forward runs (inlined); its adjoint needs the
-    # loop's stack of tiles, which CUDA tiles do not have: refused at launch, with the line in
-    # the func
+    # a func carrying a tile through a loop of a trip count known only when running: its
+    # forward runs (inlined); its adjoint needs a stack of the loop's tiles of a size not known
+    # when compiling, which CUDA's shared memory cannot hold: refused at launch, with the line
+    # in the func
     @wp.func
-    def summed(t: wp.tile[float, 4]):
+    def summed(t: wp.tile[float, 4], n: int):
         acc = wp.tile_zeros(shape=4, dtype=float)
-        for k in range(3):
-            acc = acc + t * float(k)
+        for k in range(n):
+            acc = acc * t + t * float(k)
         return acc
 
     @wp.kernel(module="unique")
-    def on_gpu(a: wp.array[float], out: wp.array[float]):
-        wp.tile_store(out, summed(wp.tile_load(a, shape=4)))
+    def on_gpu(a: wp.array[float], out: wp.array[float], n: int):
+        wp.tile_store(out, summed(wp.tile_load(a, shape=4), n))
 
     a = wp.array(np.arange(4, dtype=np.float32), device="cuda", requires_grad=True)
     out = wp.zeros(4, dtype=float, device="cuda", requires_grad=True)
     tape = wp.Tape()
     with tape:
-        wp.launch_tiled(on_gpu, dim=1, inputs=[a, out], block_dim=2, device="cuda")
-    np.testing.assert_array_equal(out.numpy(), np.arange(4) * 3.0)
+        wp.launch_tiled(on_gpu, dim=1, inputs=[a, out, 3], block_dim=2, device="cuda")
+    x = np.arange(4.0)
+    np.testing.assert_array_equal(out.numpy(), x * x + 2 * x)  # acc: 0, t, t * t + 2 t
     with pytest.raises(KernelError, match=r"test_cuda_tiles.py:(\d+): kernel 'on_gpu': its "
-                       r"adjoint and tangent on CUDA needs a tile stored in an array") as err:
+                       r"adjoint and tangent on CUDA needs the adjoint of a loop carrying a "
+                       r"tile, whose trip count is not known") as err:
         tape.backward(grads={out: wp.ones(4, dtype=float, device="cuda")})
     line = int(re.search(r"test_cuda_tiles.py:(\d+): kernel", str(err.value)).group(1))
     first = sys._getframe().f_code.co_firstlineno
     src = open(__file__).read().splitlines()
-    loop = next(i + 1 for i in range(first, len(src)) if "for k in range(3):" in src[i])
+    loop = next(i + 1 for i in range(first, len(src)) if "for k in range(n):" in src[i])
     assert line in (loop, loop + 1), str(err.value)   # the func's loop, not the kernel's call
 
 
@@ -668,10 +672,12 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "view_sets": (tk.view_sets, [f(8, 8), f(8, 8)], (2, 4)),
          "row_copies": (tk.row_copies, [f(4, 8), f(4, 8)], (1, 4)),
          "per_thread": (tk.per_thread, [f(8), f(8, 3), f(8, 2, 2), f(8), f(8, 3), f(8, 2, 2),
-                                        f(1)], (2, 4))}
+                                        f(1)], (2, 4)),
+         "carried_rows": (tk.carried_rows, [f(4, 8), f(4, 8)], (1, 4))}
+only = {"gemm": ("forward",), "sort": ("forward",), "row_copies": ("forward",),
+        "carried_rows": ("adjoint",)}
 for name, (k, args, dims) in cases.items():
-    kinds = ("forward",) if name in ("gemm", "sort", "row_copies") else \
-        ("forward", "adjoint", "tangent")
+    kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
         print(name, kind, ".target sm_90" in text, text.count("bar.sync"),
               ".shared" in text, "atom.global.add.f32" in text)
@@ -686,7 +692,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 42, r.stdout
+    assert len(rows) == 43, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

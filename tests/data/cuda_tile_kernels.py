@@ -300,3 +300,14 @@ def per_thread(a: wp.array(dtype=float), v: wp.array(dtype=wp.vec3), m: wp.array
     ov[k] = wp.untile(wp.tile(v[k]) * 2.0) + wp.untile(wp.tile(v[k], preserve_type=True))
     om[k] = wp.untile(wp.tile(m[k] * a[k]))
     wp.tile_atomic_add(s, wp.tile_sum(t), offset=0)
+
+
+@wp.kernel
+def carried_rows(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    # a tile a loop carries, each row from the one before: its adjoint reads the loop's tiles
+    # back from a stack (in shared memory: the trip count is known when compiling)
+    t = wp.tile_load(a, shape=(4, 8))
+    b = wp.tile_zeros(dtype=float, shape=(4, 8))
+    for i in range(3):
+        b[i + 1] = wp.tile_map(wp.sin, t[3 - i]) * b[i] + t[i]
+    wp.tile_store(out, b)

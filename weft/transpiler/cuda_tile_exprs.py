@@ -48,6 +48,7 @@ class TileExpressions:
             if getattr(fdef, "weft_pass", None) == "adjoint" else set()
         self.elem_views = {}  # view of an element's components -> (tile, index node)
         self.pairs = {}       # a pair of tiles (``tile_sort``'s result) -> its two buffers
+        self.stacks = set()   # an adjoint's stacks of the tiles a loop carries (shared)
 
     # -- allocation -------------------------------------------------------------------------
     def _fresh(self, hint):

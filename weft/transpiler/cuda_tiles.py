@@ -62,16 +62,50 @@ class _Function(TileExpressions):
     # -- statements -------------------------------------------------------------------------
     def block(self, stmts):
         out = []
-        for s in stmts:
+        for k, s in enumerate(stmts):
             loc = getattr(s, "_weft_loc", None)
             if loc is not None:
                 self.loc = loc
             before = len(out)
-            self.stmt(s, out)
+            if not self.tile_stack(s, stmts[k + 1] if k + 1 < len(stmts) else None, out):
+                self.stmt(s, out)
             if loc is not None and len(out) > before and \
                     getattr(out[before], "_weft_loc", None) is None:
                 out[before]._weft_loc = loc
         return out
+
+    def tile_stack(self, s, loop, out):
+        """``_stk = cuda.local.array((C, *shape), dt)`` made for ``loop``, which pushes a tile
+        onto it (an adjoint keeps the tiles a loop carries, to read them back in reverse): a
+        stack in shared memory of one row per iteration, when the loop's trip count is known
+        when compiling. True when ``s`` was one."""
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and
+                isinstance(s.targets[0], ast.Name) and isinstance(s.value, ast.Call) and
+                ast.unparse(s.value.func) == "cuda.local.array" and isinstance(loop, ast.For)):
+            return False
+        stk = s.targets[0].id
+        push = next((st for st in loop.body if isinstance(st, ast.Assign) and
+                     isinstance(st.targets[0], ast.Subscript) and
+                     isinstance(st.targets[0].value, ast.Name) and
+                     st.targets[0].value.id == stk), None)
+        if push is None or not (isinstance(push.value, ast.Name) and push.value.id in self.env):
+            return False  # a stack of per-thread values: local memory, as it is
+        it = loop.iter
+        bounds = [_int_constant(a) for a in it.args] if isinstance(it, ast.Call) and \
+            isinstance(it.func, ast.Name) and it.func.id == "range" and \
+            1 <= len(it.args) <= 3 else [None]
+        if None in bounds or (len(bounds) == 3 and bounds[2] == 0):
+            raise Unsupported("the adjoint of a loop carrying a tile, whose trip count is not "
+                              "known when compiling (its stack of tiles)")
+        tile = self.env[push.value.id]
+        stack = Tile((max(1, len(range(*bounds))),) + tile.shape, tile.dtype)
+        out.append(_assign(stk, ast.Call(attr_path("cuda.shared.array"), [
+            ast.Tuple([ast.Constant(d) for d in stack.shape], ast.Load()),
+            attr_path(f"np.{tile.dtype}")], [])))
+        self.env[stk] = stack
+        self.stacks.add(stk)
+        self.shared += _bytes(stack)
+        return True
 
     def stmt(self, s, out):
         if isinstance(s, ast.Assign) and len(s.targets) == 1 and \
@@ -80,6 +114,12 @@ class _Function(TileExpressions):
             v = s.value
             if isinstance(v, ast.Name) and v.id in self.env:  # an alias: values never change
                 self.env[target] = self.env[v.id]
+                out.append(s)
+                return
+            if isinstance(v, ast.Subscript) and isinstance(v.value, ast.Name) and \
+                    v.value.id in self.stacks:  # a tile read back from its stack: a view
+                self.env[target] = Tile(self.env[v.value.id].shape[1:],
+                                        self.env[v.value.id].dtype)
                 out.append(s)
                 return
             if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and \
@@ -145,6 +185,15 @@ class _Function(TileExpressions):
             if self.env[g].shape != shape:
                 raise Unsupported("a tile assigned into a view of another shape")
             out.append(_expr_stmt(_wk(f"tile_copy{len(shape)}", view, name(g))))
+            return
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and \
+                isinstance(s.targets[0], ast.Subscript) and \
+                isinstance(s.targets[0].value, ast.Name) and \
+                s.targets[0].value.id in self.stacks and isinstance(s.value, ast.Name) and \
+                s.value.id in self.env:  # a tile pushed on its stack: copied into its row
+            row = ast.Subscript(s.targets[0].value, self.scalar(s.targets[0].slice, out),
+                                ast.Load())
+            out.append(_expr_stmt(_wk("tile_copy", row, s.value)))
             return
         if isinstance(s, (ast.Assign, ast.AugAssign)):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
@@ -300,6 +349,14 @@ class _Function(TileExpressions):
             lo, s.iter.args[-1], _wk("tile_lanes")], []), body, []))
         out.append(_expr_stmt(_wk("tile_sync")))
         return True
+
+
+def _int_constant(node):
+    """The int ``node`` spells (``3``, ``int32(3)``), else None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+            node.func.id in ("int32", "int64", "int") and len(node.args) == 1:
+        node = node.args[0]
+    return _const_int(node)
 
 
 def _is_view(index):
