@@ -41,6 +41,7 @@ CASES = {
     "tile_funcs": (tk.tile_funcs, 2, 4, [A8x8, B8x8], [((8, 8), float), ((2,), float)]),
     "view_sets": (tk.view_sets, 2, 4, [A8x8], [((8, 8), float)]),
     "carried_rows": (tk.carried_rows, 1, 4, [A8x8[:4] + 0.5], [((4, 8), float)]),
+    "axis_sums": (tk.axis_sums, 1, 4, [A8x8[:2, :3] - 0.5], [((3,), float), ((2,), float)]),
 }
 
 
@@ -673,9 +674,10 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "row_copies": (tk.row_copies, [f(4, 8), f(4, 8)], (1, 4)),
          "per_thread": (tk.per_thread, [f(8), f(8, 3), f(8, 2, 2), f(8), f(8, 3), f(8, 2, 2),
                                         f(1)], (2, 4)),
-         "carried_rows": (tk.carried_rows, [f(4, 8), f(4, 8)], (1, 4))}
+         "carried_rows": (tk.carried_rows, [f(4, 8), f(4, 8)], (1, 4)),
+         "axis_sums": (tk.axis_sums, [f(2, 3), f(3), f(2)], (1, 4))}
 only = {"gemm": ("forward",), "sort": ("forward",), "row_copies": ("forward",),
-        "carried_rows": ("adjoint",)}
+        "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint")}
 for name, (k, args, dims) in cases.items():
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
@@ -692,7 +694,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 43, r.stdout
+    assert len(rows) == 45, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

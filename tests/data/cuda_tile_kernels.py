@@ -311,3 +311,11 @@ def carried_rows(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
     for i in range(3):
         b[i + 1] = wp.tile_map(wp.sin, t[3 - i]) * b[i] + t[i]
     wp.tile_store(out, b)
+
+
+@wp.kernel
+def axis_sums(x: wp.array2d(dtype=float), y: wp.array(dtype=float), z: wp.array(dtype=float)):
+    # sums along each axis (the generated code transposes for axis 0)
+    a = wp.tile_load(x, shape=(2, 3))
+    wp.tile_store(y, wp.tile_sum(a * a, axis=0))
+    wp.tile_store(z, wp.tile_sum(wp.tile_map(wp.sin, a), axis=1))

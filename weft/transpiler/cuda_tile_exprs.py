@@ -126,6 +126,16 @@ class TileExpressions:
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             return None
         f = node.func
+        inner = node.args[0] if len(node.args) == 1 else None
+        if ast.unparse(f) == "np.ascontiguousarray" and isinstance(inner, ast.Call) and \
+                ast.unparse(inner.func) == "np.transpose" and len(inner.args) == 2 and \
+                ast.unparse(inner.args[1]) == "(1, 0)":  # (a reduction along axis 0)
+            src = self.value(inner.args[0], out)
+            if src is None or len(self.env[src].shape) != 2:
+                raise Unsupported("a transpose of a tile of other than 2 dimensions")
+            n = self.alloc(Tile(self.env[src].shape[::-1], self.env[src].dtype), out)
+            out.append(_expr_stmt(_wk("tile_transpose_into", name(n), name(src))))
+            return n
         if ast.unparse(f) == "np.ascontiguousarray" and len(node.args) == 1 and \
                 isinstance(node.args[0], ast.Subscript):
             view = node.args[0]
