@@ -353,19 +353,38 @@ def test_tangents_against_numpy():
     np.testing.assert_allclose(t[c].numpy(), want, rtol=2e-5, atol=2e-5)
 
 
-def test_tile_matmul_carried_by_a_loop_forward_and_refused_adjoint():
+def test_loops_of_trip_counts_known_when_running_values_and_gradients():
+    # Warp's tiled GEMM (a K loop accumulating tile_matmul into a tile; the trip count from an
+    # array's shape): its adjoint needs none of the loop's tiles back (the replay of the
+    # carried tile is dead by flow, weft.transpiler.flowdead), so no stack: values and
+    # gradients against float64 numpy. Warp's tile_sum loop (s += an elementwise product)
+    # still needs the stack by weft's analysis (its elementwise loops write into views of
+    # fresh arrays, which the flow analysis keeps): forward only, the backward refused
     A = R.random((16, 12)).astype(np.float32)
     B = R.random((12, 8)).astype(np.float32)
+    G = R.random((16, 8)).astype(np.float32)
     a = wp.array(A, dtype=float, device="cuda", requires_grad=True)
     b = wp.array(B, dtype=float, device="cuda", requires_grad=True)
     c = wp.zeros((16, 8), dtype=float, device="cuda", requires_grad=True)
     tape = wp.Tape()
     with tape:
         wp.launch_tiled(tk.gemm, dim=(2, 2), inputs=[a, b, c], block_dim=16, device="cuda")
-    np.testing.assert_allclose(c.numpy(), A.astype(np.float64) @ B, rtol=1e-5)
-    # the adjoint keeps the loop's tiles on a stack, which the CUDA tiles do not have yet
-    with pytest.raises(KernelError, match="adjoint and tangent on CUDA needs"):
-        tape.backward(grads={c: wp.ones((16, 8), dtype=float, device="cuda")})
+    A64, B64, G64 = (x.astype(np.float64) for x in (A, B, G))
+    np.testing.assert_allclose(c.numpy(), A64 @ B64, rtol=1e-5)
+    tape.backward(grads={c: wp.array(G, dtype=float, device="cuda")})
+    np.testing.assert_allclose(a.grad.numpy(), G64 @ B64.T, rtol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), A64.T @ G64, rtol=1e-5)
+    X = R.random((3, 12)).astype(np.float32)
+    x = wp.array(X, dtype=float, device="cuda", requires_grad=True)
+    out = wp.zeros(3, dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.row_sums, dim=3, inputs=[x, out], block_dim=4, device="cuda")
+    X64 = X.astype(np.float64)
+    np.testing.assert_allclose(out.numpy(), 0.5 * np.sin(X64).sum(axis=1), rtol=1e-5)
+    with pytest.raises(KernelError, match="whose trip count is not known when compiling"):
+        tape.backward(grads={out: wp.ones(3, dtype=float, device="cuda")})
+    assert not x.grad.numpy().any()
 
 
 def test_launch_configuration_is_a_cuda_block_per_tile_block(monkeypatch):
@@ -676,7 +695,7 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
                                         f(1)], (2, 4)),
          "carried_rows": (tk.carried_rows, [f(4, 8), f(4, 8)], (1, 4)),
          "axis_sums": (tk.axis_sums, [f(2, 3), f(3), f(2)], (1, 4))}
-only = {"gemm": ("forward",), "sort": ("forward",), "row_copies": ("forward",),
+only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
         "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint")}
 for name, (k, args, dims) in cases.items():
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
@@ -694,7 +713,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 45, r.stdout
+    assert len(rows) == 46, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

@@ -319,3 +319,16 @@ def axis_sums(x: wp.array2d(dtype=float), y: wp.array(dtype=float), z: wp.array(
     a = wp.tile_load(x, shape=(2, 3))
     wp.tile_store(y, wp.tile_sum(a * a, axis=0))
     wp.tile_store(z, wp.tile_sum(wp.tile_map(wp.sin, a), axis=1))
+
+
+@wp.kernel
+def row_sums(a: wp.array2d(dtype=float), out: wp.array(dtype=float)):
+    # Warp's tile_sum_kernel: a loop of a trip count known when running, accumulating into a
+    # tile (the adjoint needs none of the loop's tiles back: no stack)
+    i = wp.tid()
+    count = int(a.shape[1] / 4)
+    s = wp.tile_zeros(shape=1, dtype=float)
+    for j in range(count):
+        t = wp.tile_load(a[i], shape=4, offset=j * 4)
+        s += wp.tile_sum(wp.tile_map(wp.sin, t)) * 0.5
+    wp.tile_store(out, s, offset=i)

@@ -54,6 +54,8 @@ from .cuda_tile_code import (_EFFECTS, _GENERATED_LOOP, _SCALAR_RESULTS, SHARED_
                              independent)
 from .cuda_tile_exprs import TileExpressions
 from .cuda_tile_inline import inline_tile_funcs, tile_funcs
+from .flowdead import drop_dead_by_flow
+from .prune import pure_functions
 
 
 class _Function(TileExpressions):
@@ -512,6 +514,7 @@ def run(state):
         return state
     owners = _owners(state.abis)
     funcs = tile_funcs(state)
+    pure = pure_functions(state.defs)
     firs = {f.name: f for f in state.funcs if f.kind == "kernel"}
     defs = []
     for d in state.defs:
@@ -522,6 +525,8 @@ def run(state):
         k, kind = owner
         fir = firs[k]
         try:
+            if kind == "adjoint":  # (a replay nothing reads keeps no stack of tiles alive)
+                d = drop_dead_by_flow(copy.deepcopy(d), pure)
             new = rewrite(d, _arrays(fir, state.abis[k]), fir.tid_dims, funcs)
         except Unsupported as exc:
             loc = getattr(exc, "loc", None)
