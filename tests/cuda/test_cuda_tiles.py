@@ -357,9 +357,8 @@ def test_loops_of_trip_counts_known_when_running_values_and_gradients():
     # Warp's tiled GEMM (a K loop accumulating tile_matmul into a tile; the trip count from an
     # array's shape): its adjoint needs none of the loop's tiles back (the replay of the
     # carried tile is dead by flow, weft.transpiler.flowdead), so no stack: values and
-    # gradients against float64 numpy. Warp's tile_sum loop (s += an elementwise product)
-    # still needs the stack by weft's analysis (its elementwise loops write into views of
-    # fresh arrays, which the flow analysis keeps): forward only, the backward refused
+    # gradients against float64 numpy. The same for Warp's tile_sum loop (s += a sum), whose
+    # replay writes elementwise into fresh arrays that nothing reads back
     A = R.random((16, 12)).astype(np.float32)
     B = R.random((12, 8)).astype(np.float32)
     G = R.random((16, 8)).astype(np.float32)
@@ -382,9 +381,11 @@ def test_loops_of_trip_counts_known_when_running_values_and_gradients():
         wp.launch_tiled(tk.row_sums, dim=3, inputs=[x, out], block_dim=4, device="cuda")
     X64 = X.astype(np.float64)
     np.testing.assert_allclose(out.numpy(), 0.5 * np.sin(X64).sum(axis=1), rtol=1e-5)
-    with pytest.raises(KernelError, match="whose trip count is not known when compiling"):
-        tape.backward(grads={out: wp.ones(3, dtype=float, device="cuda")})
-    assert not x.grad.numpy().any()
+    tape.backward(grads={out: wp.array(np.array([1.0, 2.0, 3.0], np.float32), device="cuda")})
+    np.testing.assert_allclose(x.grad.numpy(), 0.5 * np.cos(X64) * [[1.0], [2.0], [3.0]],
+                               rtol=1e-5)
+    src = tk.row_sums.source("adjoint", target="cuda")
+    assert "stack_slot" not in src and "tile_sum" in src  # no stack; the sum's adjoint runs
 
 
 def test_launch_configuration_is_a_cuda_block_per_tile_block(monkeypatch):
@@ -694,9 +695,11 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "per_thread": (tk.per_thread, [f(8), f(8, 3), f(8, 2, 2), f(8), f(8, 3), f(8, 2, 2),
                                         f(1)], (2, 4)),
          "carried_rows": (tk.carried_rows, [f(4, 8), f(4, 8)], (1, 4)),
-         "axis_sums": (tk.axis_sums, [f(2, 3), f(3), f(2)], (1, 4))}
+         "axis_sums": (tk.axis_sums, [f(2, 3), f(3), f(2)], (1, 4)),
+         "row_sums": (tk.row_sums, [f(3, 12), f(3)], (3, 4))}
 only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
-        "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint")}
+        "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint"),
+        "row_sums": ("adjoint",)}
 for name, (k, args, dims) in cases.items():
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
@@ -713,7 +716,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 46, r.stdout
+    assert len(rows) == 47, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

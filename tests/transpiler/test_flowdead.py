@@ -94,3 +94,40 @@ def test_a_value_read_after_a_break_or_in_a_later_iteration_stays():
         ns1["f"](a, o1, n)
         ns2["f"](a, o2, n)
         np.testing.assert_array_equal(o1, o2)
+
+
+def test_writes_into_fresh_arrays_go_with_them_unless_an_alias_made_before_sees_them():
+    src = textwrap.dedent('''
+    def f(a, out, n):
+        for k in range(n):
+            _tm0 = np.zeros(4)
+            _fv0 = _tm0.reshape(4)
+            for _e0 in range(4):
+                _fv0[_e0] = a[_e0] * k      # nothing reads _tm0: goes, its loop too
+            _tm1 = np.zeros(4)
+            _fv1 = _tm1.reshape(4)
+            for _e1 in range(4):
+                _fv1[_e1] = a[_e1] + k      # read through the alias made after: stays
+            r = _tm1
+            out[k] = r[1]
+            _tm2 = np.zeros(4)
+            early = _tm2                    # an alias made before the write: not fresh, stays
+            _fv2 = _tm2.reshape(4)
+            for _e2 in range(4):
+                _fv2[_e2] = a[_e2] * 3.0
+            out[6 + k] = early[2]
+    ''')
+    fdef = ast.parse(src).body[0]
+    drop_dead_by_flow(fdef)
+    new = ast.unparse(fdef)
+    assert "_tm0" not in new and "_fv0" not in new and "_e0" not in new
+    assert "_fv1[_e1] = a[_e1] + k" in new and "_fv2[_e2] = a[_e2] * 3.0" in new
+    for n in (0, 2, 5):
+        a = np.arange(4.0) + 0.5
+        o1, o2 = np.zeros(12), np.zeros(12)
+        ns1, ns2 = {"np": np}, {"np": np}
+        exec(src, ns1)
+        exec(new, ns2)
+        ns1["f"](a, o1, n)
+        ns2["f"](a, o2, n)
+        np.testing.assert_array_equal(o1, o2)
