@@ -241,6 +241,31 @@ def test_a_kernel_whose_funcs_tiles_are_all_dead_compiles():
     assert "pass" in dead.source("forward", target="cuda")
 
 
+def test_tile_from_thread_one_threads_value_and_its_derivatives():
+    # a plain launch in blocks of 4: thread 3 of each block fills the tile with its a[i]^2
+    A = np.linspace(0.1, 0.8, 8).astype(np.float32)
+    a = wp.array(A, dtype=float, device="cuda", requires_grad=True)
+    out = wp.zeros(8, dtype=float, device="cuda", requires_grad=True)
+    s = wp.zeros(1, dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(tk.from_thread, dim=8, inputs=[a, out, s], block_dim=4, device="cuda")
+    x = A.astype(np.float64)[[3, 7]] ** 2
+    np.testing.assert_allclose(out.numpy(), np.repeat(x, 4) + np.arange(8), rtol=1e-6)
+    np.testing.assert_allclose(s.numpy(), [6 * np.sin(x).sum()], rtol=1e-6)
+    tape.backward(grads={out: wp.ones(8, dtype=float, device="cuda"),
+                         s: wp.array([0.5], dtype=float, device="cuda")})
+    g = np.zeros(8)
+    for j in (3, 7):  # only the filling thread's value has a gradient
+        g[j] = (4 + 0.5 * 6 * np.cos(A[j].astype(np.float64) ** 2)) * 2 * A[j]
+    np.testing.assert_allclose(a.grad.numpy(), g, rtol=1e-5, atol=1e-7)
+    d = np.linspace(1.0, 2.0, 8).astype(np.float32)
+    tan = tape.forward(tangents={a: wp.array(d, dtype=float, device="cuda")})
+    dx = 2 * A.astype(np.float64)[[3, 7]] * d[[3, 7]]
+    np.testing.assert_allclose(tan[out].numpy(), np.repeat(dx, 4), rtol=1e-5)
+    np.testing.assert_allclose(tan[s].numpy(), [6 * (np.cos(x) * dx).sum()], rtol=1e-5)
+
+
 def test_what_a_func_of_tiles_cannot_do_on_cuda_is_refused_at_its_own_line():
     # a func carrying a tile through a loop of a trip count known only when running: its
     # forward runs (inlined); its adjoint needs a stack of the loop's tiles of a size not known
@@ -639,9 +664,7 @@ def test_the_lane_in_scalar_code_and_in_a_tile_operation():
     assert not out8.numpy().any()
 
 
-LANE_OPS = {  # (wp.tile(x) and untile run: test_threads_values_into_tiles_and_back_...)
-    "from_thread": ("t = wp.tile_from_thread(shape=4, value=a[i])\n    wp.tile_store(out, t)",
-                    "tile_from_thread"),
+LANE_OPS = {  # (wp.tile(x), untile, tile_from_thread run: test_threads_values_..., ...)
     "scatter": ("t = wp.tile_load(a, shape=4)\n"
                 "    wp.tile_scatter_add(t, i % 4, a[i], True)\n    wp.tile_store(out, t)",
                 "tile_scatter_add works with the threads"),
@@ -696,10 +719,11 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
                                         f(1)], (2, 4)),
          "carried_rows": (tk.carried_rows, [f(4, 8), f(4, 8)], (1, 4)),
          "axis_sums": (tk.axis_sums, [f(2, 3), f(3), f(2)], (1, 4)),
-         "row_sums": (tk.row_sums, [f(3, 12), f(3)], (3, 4))}
+         "row_sums": (tk.row_sums, [f(3, 12), f(3)], (3, 4)),
+         "from_thread": (tk.from_thread, [f(8), f(8), f(1)], (8,))}
 only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
         "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint"),
-        "row_sums": ("adjoint",)}
+        "row_sums": ("adjoint",), "from_thread": ("forward", "adjoint")}
 for name, (k, args, dims) in cases.items():
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
@@ -716,7 +740,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 47, r.stdout
+    assert len(rows) == 49, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

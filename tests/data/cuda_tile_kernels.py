@@ -332,3 +332,13 @@ def row_sums(a: wp.array2d(dtype=float), out: wp.array(dtype=float)):
         t = wp.tile_load(a[i], shape=4, offset=j * 4)
         s += wp.tile_sum(wp.tile_map(wp.sin, t)) * 0.5
     wp.tile_store(out, s, offset=i)
+
+
+@wp.kernel
+def from_thread(a: wp.array(dtype=float), out: wp.array(dtype=float), s: wp.array(dtype=float)):
+    # tile_from_thread: the block's last thread's value, everywhere in the tile
+    i = wp.tid()
+    v = a[i] * a[i]
+    t = wp.tile_from_thread(shape=(2, 3), value=v, thread_idx=wp.block_dim() - 1)
+    out[i] = wp.tile_extract(t, 1, 2) + float(i)
+    wp.tile_atomic_add(s, wp.tile_sum(wp.tile_map(wp.sin, t)), offset=0)

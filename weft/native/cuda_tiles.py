@@ -491,6 +491,17 @@ def tile_of_lanes_rows_into(out, v):
 
 
 @_dev
+def tile_from_lane_into(out, x, idx):
+    """``tile_from_thread``: thread ``idx`` fills ``out`` with its ``x``."""
+    cuda.syncthreads()
+    if cuda.threadIdx.x == idx:
+        f = out.reshape(out.size)
+        for e in range(f.size):
+            f[e] = x
+    cuda.syncthreads()
+
+
+@_dev
 def tile_lane_value(t):
     """``wp.untile(t)``: the thread's element (the tile is whole: its operation ended with a
     barrier)."""

@@ -264,6 +264,11 @@ class TileExpressions:
     def helper(self, fn, node, out):
         args = self.args(node, out)
         tiles = [self.tile_of(a) for a in args]
+        if fn == "tile_from_lane":  # (x, thread, *dims, dtype): one thread fills it
+            dims = [_const_int(a) for a in args[2:-1]]
+            n = self.alloc(Tile(tuple(dims), _np_dtype(args[-1])), out)
+            out.append(_expr_stmt(_wk("tile_from_lane_into", name(n), args[0], args[1])))
+            return n
         if fn in ("tile_of_lanes", "tile_of_lanes_cols", "tile_of_lanes_rows"):
             # ``wp.tile(x)``: (x, [n,] block_dim, dtype) -> each thread writes its element
             dims = [_const_int(a) for a in args[1:-1]]

@@ -209,6 +209,28 @@ class tile_lane_value:
         return tile_lane_value.primal(tt, type=type) if tt is not None else const(0, type)
 
 
+@builtin("tile_from_lane", ["tile_from_thread on CUDA: one thread's value, everywhere"],
+         lambda ts, a=None: a.get("type") if a else None, public=False)
+class tile_from_lane:
+    """``tile_from_thread(shape, x, thread_idx)`` on CUDA: thread ``thread_idx`` fills the tile
+    with its ``x``. The adjoint of ``x`` is that thread's: the sum of the tile's adjoint (the
+    CPU's order), the other threads' zero."""
+
+    def primal(x, idx, type):
+        dims = tuple(type.shape)
+        return Ex(_wk("tile_from_lane", x.node, idx.node, *map(_int, dims), _lane_dtype(type)),
+                  type)
+
+    def adjoint(x, idx, ret, adj, type):
+        own = ast.Compare(_wk("tile_lane"), [ast.Eq()], [idx.node])
+        g = ast.IfExp(own, _wk("tile_sum_in_order", adj.node), const(0, x.type).node)
+        return [Ex(ast.Call(attr_path(x.type.__name__), [g], []), x.type), None]
+
+    def tangent(x, idx, tx, tidx, ret, type):
+        return tile_from_lane.primal(tx, idx, type=type) if tx is not None else \
+            tile_const(0, type)
+
+
 # ----------------------------------------------------------------------------- scatter-add
 def _scatter_target(c, idx, k=None):
     items = [i.node for i in idx] + ([_int(k)] if k is not None else [])
@@ -345,7 +367,6 @@ def tile_scatter_masked(ctx, node):
 @special_form("tile_from_thread", "tile_from_thread(shape, value, thread_idx=0): a tile "
               "filled with one thread's value")
 def tile_from_thread(ctx, node):
-    lanes.refuse_on_cuda(ctx, node, "tile_from_thread")
     kw = _kw(node)
     shape_node = node.args[0] if node.args else kw.get("shape")
     value_node = node.args[1] if len(node.args) > 1 else kw.get("value")
@@ -354,6 +375,14 @@ def tile_from_thread(ctx, node):
     if isinstance(value, ir.Const) and value.literal:
         value = ir.Const(value.value, value.type)
     t = T.TileType(value.type, shape)
+    if lanes.CUDA.get():  # thread thread_idx's value, filled by it into shared memory
+        if not T.is_scalar(value.type):
+            raise ctx.fail(node, "tile_from_thread on CUDA takes a scalar value")
+        idx_node = node.args[2] if len(node.args) > 2 else kw.get("thread_idx")
+        idx = ctx.expr(idx_node) if idx_node is not None else ir.Const(0, T.int32)
+        if isinstance(idx, ir.Const):
+            idx = ir.Const(int(idx.value), T.int32)
+        return ctx.emit(ir.Prim(lookup("tile_from_lane"), [value, idx], {"type": t}), t, node)
     mode = lanes.current()
     if mode is not None:  # cooperative CPU blocks: lane thread_idx's value
         mode.coupled.append("tile_from_thread")
