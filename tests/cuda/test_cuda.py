@@ -112,12 +112,12 @@ def test_cuda_atomic_accumulation_matches_cpu():
     np.testing.assert_allclose(out["cpu"][1], out["cuda"][1])
 
 
-def _subprocess(code, **env):
+def _subprocess(code, *argv, **env):
     e = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     e["PYTHONPATH"] = ROOT + os.pathsep + os.path.join(HERE, "..", "data")
     e.update(env)
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e,
-                          timeout=900)
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          env=e, timeout=900)
 
 
 PTX = """

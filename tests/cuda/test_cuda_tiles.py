@@ -695,6 +695,7 @@ def test_operations_not_built_for_cuda_are_refused_with_the_line(case, tmp_path)
 
 
 PTX = """
+import sys
 import numpy as np, cuda_tile_kernels as tk
 from weft.runtime.ptx import compile_ptx
 f = lambda *s: np.zeros(s, np.float32)
@@ -724,7 +725,8 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
 only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
         "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint"),
         "row_sums": ("adjoint",), "from_thread": ("forward", "adjoint")}
-for name, (k, args, dims) in cases.items():
+half = int(sys.argv[1])  # (the cases in two processes, two tests: one per test worker)
+for name, (k, args, dims) in list(cases.items())[half::2]:
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
         print(name, kind, ".target sm_90" in text, text.count("bar.sync"),
@@ -733,19 +735,21 @@ for name, (k, args, dims) in cases.items():
 
 
 @pytest.mark.ptx
-def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
+@pytest.mark.parametrize("half", [0, 1])
+def test_cuda_tile_functions_compile_to_ptx_for_hopper(half, tmp_path):
     pytest.importorskip("numba.cuda")
-    r = _subprocess(PTX, WEFT_CACHE_DIR=str(tmp_path))
+    r = _subprocess(PTX, str(half), WEFT_CACHE_DIR=str(tmp_path))
     if "NvvmSupportError" in r.stderr or "libNVVM cannot be found" in r.stderr:
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 49, r.stdout
+    assert len(rows) == (22, 27)[half], r.stdout   # 49 functions in all
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers
-    assert rows[("chain", "forward")][3] == "True"  # tile_atomic_add: a real float atomic
-    assert rows[("chain", "adjoint")][3] == "True"  # the loads' adjoints add atomically
+    if half == 0:
+        assert rows[("chain", "forward")][3] == "True"  # tile_atomic_add: a real float atomic
+        assert rows[("chain", "adjoint")][3] == "True"  # the loads' adjoints add atomically
 
 
 def test_sort_keys_and_vector_values_as_the_cpu():
