@@ -43,6 +43,7 @@ CASES = {
     "carried_rows": (tk.carried_rows, 1, 4, [A8x8[:4] + 0.5], [((4, 8), float)]),
     "axis_sums": (tk.axis_sums, 1, 4, [A8x8[:2, :3] - 0.5], [((3,), float), ((2,), float)]),
 }
+AGAINST_NUMPY = {"chain", "padded", "elements", "scans", "carried_rows", "axis_sums"}
 
 
 def _run(name, dev):
@@ -300,7 +301,37 @@ def test_what_a_func_of_tiles_cannot_do_on_cuda_is_refused_at_its_own_line():
     assert line in (loop, loop + 1), str(err.value)   # the func's loop, not the kernel's call
 
 
-@pytest.mark.parametrize("name", sorted(set(CASES) - {"chain", "padded", "elements", "scans"}))
+def _carried_rows64(t):
+    b = np.zeros((4, 8))
+    for i in range(3):
+        b[i + 1] = np.sin(t[3 - i]) * b[i] + t[i]
+    return b
+
+
+def test_carried_rows_and_axis_sums_against_numpy():
+    # a loop carrying a tile (its adjoint's stack in shared memory), sums along both axes:
+    # values, and gradients against central differences of the float64 numpy (carried rows) or
+    # their closed form (sums)
+    values, grads = _run("carried_rows", "cuda")
+    t = A8x8[:4].astype(np.float64) + 0.5
+    np.testing.assert_allclose(values[0], _carried_rows64(t), rtol=2e-5, atol=2e-6)
+    G = np.random.default_rng(7).random((4, 8))
+    fd, h = np.zeros((4, 8)), 1e-6
+    for idx in np.ndindex(4, 8):
+        e = np.zeros((4, 8))
+        e[idx] = h
+        fd[idx] = ((_carried_rows64(t + e) - _carried_rows64(t - e)) * G).sum() / (2 * h)
+    np.testing.assert_allclose(grads[0], fd, rtol=2e-4, atol=2e-5)
+    values, grads = _run("axis_sums", "cuda")
+    a = A8x8[:2, :3].astype(np.float64) - 0.5
+    np.testing.assert_allclose(values[0], (a * a).sum(axis=0), rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(values[1], np.sin(a).sum(axis=1), rtol=2e-6, atol=1e-6)
+    gy, gz = (np.random.default_rng(7).random(n) for n in (3, 2))  # (_run's seeds)
+    np.testing.assert_allclose(grads[0], 2 * a * gy[None, :] + np.cos(a) * gz[:, None],
+                               rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("name", sorted(set(CASES) - AGAINST_NUMPY))
 def test_tile_kernel_on_cuda_matches_cpu(name):
     cpu_vals, cpu_grads = _run(name, "cpu")
     gpu_vals, gpu_grads = _run(name, "cuda")
@@ -695,7 +726,6 @@ def test_operations_not_built_for_cuda_are_refused_with_the_line(case, tmp_path)
 
 
 PTX = """
-import sys
 import numpy as np, cuda_tile_kernels as tk
 from weft.runtime.ptx import compile_ptx
 f = lambda *s: np.zeros(s, np.float32)
@@ -725,8 +755,7 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
 only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
         "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint"),
         "row_sums": ("adjoint",), "from_thread": ("forward", "adjoint")}
-half = int(sys.argv[1])  # (the cases in two processes, two tests: one per test worker)
-for name, (k, args, dims) in list(cases.items())[half::2]:
+for name, (k, args, dims) in cases.items():
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
         print(name, kind, ".target sm_90" in text, text.count("bar.sync"),
@@ -735,21 +764,20 @@ for name, (k, args, dims) in list(cases.items())[half::2]:
 
 
 @pytest.mark.ptx
-@pytest.mark.parametrize("half", [0, 1])
-def test_cuda_tile_functions_compile_to_ptx_for_hopper(half, tmp_path):
+def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
+    # (one process: split in two, each process compiled the helpers again, 45 s more in all)
     pytest.importorskip("numba.cuda")
-    r = _subprocess(PTX, str(half), WEFT_CACHE_DIR=str(tmp_path))
+    r = _subprocess(PTX, WEFT_CACHE_DIR=str(tmp_path))
     if "NvvmSupportError" in r.stderr or "libNVVM cannot be found" in r.stderr:
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == (22, 27)[half], r.stdout   # 49 functions in all
+    assert len(rows) == 49, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers
-    if half == 0:
-        assert rows[("chain", "forward")][3] == "True"  # tile_atomic_add: a real float atomic
-        assert rows[("chain", "adjoint")][3] == "True"  # the loads' adjoints add atomically
+    assert rows[("chain", "forward")][3] == "True"  # tile_atomic_add: a real float atomic
+    assert rows[("chain", "adjoint")][3] == "True"  # the loads' adjoints add atomically
 
 
 def test_sort_keys_and_vector_values_as_the_cpu():
