@@ -116,12 +116,19 @@ def test_writes_into_fresh_arrays_go_with_them_unless_an_alias_made_before_sees_
             for _e2 in range(4):
                 _fv2[_e2] = a[_e2] * 3.0
             out[6 + k] = early[2]
+            _tm3 = np.zeros(4)
+            part = _tm3[1:3]                # a slice: a view made before the write, stays
+            _fv3 = _tm3.reshape(4)
+            for _e3 in range(4):
+                _fv3[_e3] = a[_e3] - k
+            out[11] = part[0]
     ''')
     fdef = ast.parse(src).body[0]
     drop_dead_by_flow(fdef)
     new = ast.unparse(fdef)
     assert "_tm0" not in new and "_fv0" not in new and "_e0" not in new
     assert "_fv1[_e1] = a[_e1] + k" in new and "_fv2[_e2] = a[_e2] * 3.0" in new
+    assert "_fv3[_e3] = a[_e3] - k" in new
     for n in (0, 2, 5):
         a = np.arange(4.0) + 0.5
         o1, o2 = np.zeros(12), np.zeros(12)

@@ -38,7 +38,7 @@ def jvp(kernel, dim, inputs=(), outputs=(), tangents=None, device=None, adjoint=
     dims = launch_dims(dim, "jvp")
     device = D.get_device(device)
     user_args = list(inputs) + list(outputs)
-    ck = compiled_of(kernel, device, user_args)
+    ck = compiled_of(kernel, device, user_args, dims)
     args = ck.flatten(user_args)
     values = ck.bind(args, device)
     check_dims(ck, dims, args)

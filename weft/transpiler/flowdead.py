@@ -129,8 +129,10 @@ def _stores_into(st, members):
 
 def _passed_on(st, members):
     """Whether ``st`` uses the array otherwise than by element (an alias, an argument, a view
-    made of it): what it makes may see later writes."""
-    bases = {id(p.value) for p in ast.walk(st) if isinstance(p, ast.Subscript)}
+    made of it: a slice too): what it makes may see later writes."""
+    bases = {id(p.value) for p in ast.walk(st) if isinstance(p, ast.Subscript) and not any(
+        isinstance(x, ast.Slice) or isinstance(x, ast.Constant) and x.value is Ellipsis
+        for x in ast.walk(p.slice))}
     return any(isinstance(n, ast.Name) and n.id in members and id(n) not in bases
                for n in ast.walk(st))
 
