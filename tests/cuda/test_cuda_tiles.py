@@ -242,6 +242,19 @@ def test_a_kernel_whose_funcs_tiles_are_all_dead_compiles():
     assert "pass" in dead.source("forward", target="cuda")
 
 
+def test_wp_jvp_of_a_kernel_of_the_blocks_threads():
+    # wp.jvp compiles a kernel using wp.tile(x) for its launch's block (8 threads, one block)
+    A = np.arange(8, dtype=np.float32) / 8
+    d = np.linspace(1, 2, 8).astype(np.float32)
+    a = wp.array(A, dtype=float, device="cuda")
+    out = wp.zeros(8, dtype=float, device="cuda")
+    t = wp.jvp(tk.block_sines, dim=8, inputs=[a], outputs=[out],
+               tangents={a: wp.array(d, dtype=float, device="cuda")}, device="cuda")
+    x, dx = 2 * A.astype(np.float64), 2 * d.astype(np.float64)
+    np.testing.assert_allclose(out.numpy(), np.sin(x) + x.sum(), rtol=1e-6)
+    np.testing.assert_allclose(t[out].numpy(), np.cos(x) * dx + dx.sum(), rtol=1e-5)
+
+
 def test_tile_from_thread_one_threads_value_and_its_derivatives():
     # a plain launch in blocks of 4: thread 3 of each block fills the tile with its a[i]^2
     A = np.linspace(0.1, 0.8, 8).astype(np.float32)

@@ -342,3 +342,11 @@ def from_thread(a: wp.array(dtype=float), out: wp.array(dtype=float), s: wp.arra
     t = wp.tile_from_thread(shape=(2, 3), value=v, thread_idx=wp.block_dim() - 1)
     out[i] = wp.tile_extract(t, 1, 2) + float(i)
     wp.tile_atomic_add(s, wp.tile_sum(wp.tile_map(wp.sin, t)), offset=0)
+
+
+@wp.kernel
+def block_sines(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    # a plain launch's block of threads as a tile (wp.jvp compiles it for the block size too)
+    i = wp.tid()
+    t = wp.tile(a[i] * 2.0)
+    out[i] = wp.untile(wp.tile_map(wp.sin, t)) + wp.tile_sum(t)[0]

@@ -19,14 +19,11 @@ their stores. It only removes code that cannot change anything the function writ
 from __future__ import annotations
 
 import ast
+import collections
 
 from .prune import _binding, _bound_names, _reads, drop_dead, pure
 
 _ALLOCS = ("np.empty", "np.zeros", "cuda.local.array")
-
-
-def _mentions(node, names):
-    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in names}
 
 
 def _fresh_arrays(fdef):
@@ -56,16 +53,30 @@ def _fresh_arrays(fdef):
                 and v.func.attr == "reshape"]) and next(iter(bases)) in roots:
             fam[n] = next(iter(bases))
     bad = set()
-    blocks = _blocks(fdef.body)
+    total = collections.Counter(n.id for n in ast.walk(fdef) if isinstance(n, ast.Name))
+    homes, counted = {}, {}  # root -> the statement lists making it; statement -> its names
+    for body in _blocks(fdef.body):
+        for st in body:
+            if _is_alloc(st, None) and st.targets[0].id in fam:
+                homes.setdefault(st.targets[0].id, {})[id(body)] = body
+
+    def names(st):
+        if id(st) not in counted:
+            counted[id(st)] = collections.Counter(
+                n.id for n in ast.walk(st) if isinstance(n, ast.Name))
+        return counted[id(st)]
+
     for r in set(fam.values()):
-        homes = [body for body in blocks if any(_is_alloc(st, r) for st in body)]
-        if len(homes) != 1 or not _nested_only(fdef, homes[0], r, fam):
-            bad.add(r)  # made in two places, or named outside the statements that make it
-            continue
         members = {n for n, rr in fam.items() if rr == r}
+        made_in = list(homes.get(r, {}).values())
+        # made in one statement list, and named nowhere outside it (its nested lists count)
+        if len(made_in) != 1 or sum(names(st)[m] for st in made_in[0] for m in members) != \
+                sum(total[m] for m in members):
+            bad.add(r)
+            continue
         escaped = False
-        for st in homes[0]:
-            if not _mentions(st, members):
+        for st in made_in[0]:
+            if not any(names(st)[m] for m in members):
                 continue
             if _is_alloc(st, r):
                 escaped = False  # a fresh array again
@@ -92,19 +103,10 @@ def _blocks(body):
     return out
 
 
-def _nested_only(fdef, home, r, fam):
-    """Whether every mention of root ``r``'s family is inside statement list ``home`` (which
-    makes it; its statements' nested lists included)."""
-    members = {n for n, rr in fam.items() if rr == r}
-    inside = sum(1 for st in home for n in ast.walk(st)
-                 if isinstance(n, ast.Name) and n.id in members)
-    total = sum(1 for n in ast.walk(fdef) if isinstance(n, ast.Name) and n.id in members)
-    return inside == total
-
-
 def _is_alloc(st, r):
+    """Whether ``st`` binds name ``r`` alone (any name: ``r`` None)."""
     return isinstance(st, ast.Assign) and len(st.targets) == 1 and \
-        isinstance(st.targets[0], ast.Name) and st.targets[0].id == r
+        isinstance(st.targets[0], ast.Name) and (r is None or st.targets[0].id == r)
 
 
 def _is_view_of(st, r, members):
