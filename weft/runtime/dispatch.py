@@ -54,10 +54,9 @@ def compiled_of(kernel, device, args=None, dims=None):
 
 def _for_block_size(kernel, dims, types):
     """``kernel`` compiled for CUDA blocks of the size a launch over ``dims`` runs
-    (:func:`weft.runtime.entries.cuda_block`'s: the launch's ``block_dim``, Warp's 256 when not
-    given, the launch's size when smaller)."""
-    from .entries import CUDA_BLOCK
-    block = max(1, min(getattr(dims, "block_dim", None) or CUDA_BLOCK, _size(dims)))
+    (:func:`weft.runtime.entries.block_threads`)."""
+    from .entries import block_threads
+    block = max(1, block_threads(dims))
     tiled = bool(getattr(dims, "tiled", False))
     return kernel.compiled("cuda", types=types,
                            lanes=(block, tiled, len(dims) - 1 if tiled else len(dims)))

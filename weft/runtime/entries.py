@@ -76,6 +76,13 @@ def _run_cuda(ck, kind, dims, values):
                            "larger value (before importing weft).")
 
 
+def block_threads(dims):
+    """The threads of each CUDA block of a tile kernel's launch over ``dims``: the launch's
+    ``block_dim`` (:class:`weft.runtime.launch.Blocks`), Warp's 256 when not given, the
+    launch's size when smaller."""
+    return min(getattr(dims, "block_dim", None) or CUDA_BLOCK, _size(dims))
+
+
 def cuda_block(ck, dims):
     """The threads per CUDA block of a launch of ``ck`` over ``dims``: a small launch is one
     block of its size (each thread finds its index from the grid), a larger one blocks of
@@ -87,7 +94,7 @@ def cuda_block(ck, dims):
     size = _size(dims)
     if not ck.abi.tile_work:
         return min(size, CUDA_BLOCK)
-    threads = min(getattr(dims, "block_dim", None) or CUDA_BLOCK, size)
+    threads = block_threads(dims)
     if size % threads:
         raise LaunchError(f"kernel '{ck.key}' uses tiles: on CUDA its launch of {size} threads "
                           f"must be whole blocks of block_dim={threads} threads")
