@@ -280,6 +280,140 @@ def test_tile_from_thread_one_threads_value_and_its_derivatives():
     np.testing.assert_allclose(tan[s].numpy(), [6 * (np.cos(x) * dx).sum()], rtol=1e-5)
 
 
+def test_each_threads_value_added_into_a_tile_element():
+    # s[0, k] += x by the 8 threads of each block, k and x each thread's own: the element gains
+    # every thread's x (Warp's tile_add_inplace: atomic in shared memory), not one thread's;
+    # values, gradients and tangents against numpy
+    K = np.array([0, 1, 2, 0, 0, 2, 1, 0, 2, 2, 1, 0, 1, 1, 2, 0], np.int32)
+    V = np.linspace(0.2, 1.7, 16).astype(np.float32)
+    G = R.random((2, 3)).astype(np.float32)
+    D = R.random(16).astype(np.float32)
+    v = wp.array(V, dtype=float, device="cuda", requires_grad=True)
+    out = wp.zeros((2, 3), dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.lanes_add, dim=2, inputs=[wp.array(K, dtype=int, device="cuda"), v,
+                                                     out], block_dim=8, device="cuda")
+    tape.backward(grads={out: wp.array(G, dtype=float, device="cuda")})
+    tan = tape.forward(tangents={v: wp.array(D, dtype=float, device="cuda")})
+    x, d, g = V.astype(np.float64), D.astype(np.float64), G.astype(np.float64)
+    want, grad, dout = np.zeros((2, 3)), np.zeros(16), np.zeros((2, 3))
+    for n in range(16):
+        b, k = n // 8, K[n]
+        want[b, k] += 2 * x[n] ** 2
+        want[b, 2 - k] -= 2 * x[n]
+        grad[n] = 4 * x[n] * g[b, k] - 2 * g[b, 2 - k]
+        dout[b, k] += 4 * x[n] * d[n]
+        dout[b, 2 - k] -= 2 * d[n]
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(v.grad.numpy(), grad, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tan[out].numpy(), dout, rtol=1e-5, atol=1e-6)
+
+
+def test_tiles_over_48_kib_take_dynamic_shared_memory():
+    # 16 KiB tiles: each entry needs more than the 48 KiB of static shared memory, so its
+    # buffers are parts of the block's dynamic shared memory, which the launch gives; values,
+    # gradients and tangents against numpy, equal to the CPU's
+    X = R.random((2, tk.BIG)).astype(np.float32)
+    W = R.random((2, tk.BIG // 4))
+    GO = R.random((2, tk.BIG)).astype(np.float32)
+    GT = R.random(2)
+    DX = R.random((2, tk.BIG)).astype(np.float32)
+    got = {}
+    for dev in ("cuda", "cpu"):
+        x = wp.array(X, dtype=float, device=dev, requires_grad=True)
+        w = wp.array(W, dtype=wp.float64, device=dev, requires_grad=True)
+        out = wp.zeros((2, tk.BIG), dtype=float, device=dev, requires_grad=True)
+        total = wp.zeros(2, dtype=wp.float64, device=dev, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch_tiled(tk.big_tiles, dim=2, inputs=[x, w, out, total], block_dim=32,
+                            device=dev)
+        tape.backward(grads={out: wp.array(GO, dtype=float, device=dev),
+                             total: wp.array(GT, dtype=wp.float64, device=dev)})
+        tan = tape.forward(tangents={x: wp.array(DX, dtype=float, device=dev),
+                                     w: wp.array(W, dtype=wp.float64, device=dev)})
+        got[dev] = [out.numpy(), total.numpy(), x.grad.numpy(), w.grad.numpy(),
+                    tan[out].numpy(), tan[total].numpy()]
+    shared = dict(tk.big_tiles.compiled("cuda").abi.dynamic_shared)
+    assert set(shared) == {"forward", "adjoint", "tangent"}
+    assert all(48 * 1024 < b <= 227 * 1024 for b in shared.values()), shared
+    assert "cuda.shared.array(0, _wk.shared_float32)" in tk.big_tiles.source("forward",
+                                                                             target="cuda")
+    x64 = X.astype(np.float64)
+    want = [x64 * x64 + np.sin(x64), (W * W).sum(axis=1), GO * (2 * x64 + np.cos(x64)),
+            2 * W * GT[:, None], (2 * x64 + np.cos(x64)) * DX, (2 * W * W).sum(axis=1)]
+    for g, c, w_ in zip(got["cuda"], got["cpu"], want):
+        np.testing.assert_allclose(g, c, rtol=2e-6, atol=1e-6)
+        np.testing.assert_allclose(g, w_, rtol=2e-6, atol=1e-6)
+
+
+def test_tiles_over_what_any_gpu_gives_a_block_are_refused():
+    # 32 KiB tiles: the forward fits in dynamic shared memory (96 KiB), the adjoint's tiles
+    # would need more than 227 KiB: its CUDA derivatives are refused when launched, by name
+    @wp.kernel(module="unique")
+    def huge(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+        a = wp.tile_load(x, shape=8192)
+        wp.tile_store(out, a * a + wp.tile_map(wp.sin, a))
+
+    x = wp.array(np.ones(8192, np.float32), device="cuda", requires_grad=True)
+    out = wp.zeros(8192, dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(huge, dim=1, inputs=[x, out], block_dim=32, device="cuda")
+    np.testing.assert_allclose(out.numpy(), 1 + np.sin(1.0), rtol=1e-6)
+    with pytest.raises(KernelError, match="more than the 232448 the largest CUDA GPUs"):
+        tape.backward(grads={out: wp.ones(8192, dtype=float, device="cuda")})
+
+
+def test_a_gpu_launch_opts_in_to_its_dynamic_shared_memory(monkeypatch):
+    # no GPU here: the launch's opt-in checked against numba-cuda's driver calls, stood in for
+    from numba import config as numba_config
+    from numba import cuda
+    from numba.cuda.cudadrv import driver as drv
+    from weft.runtime.entries import _DynamicShared
+    calls = []
+
+    class Device:
+        MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 100_000
+        id = 0
+
+    class Kernel:
+        class _codelibrary:
+            @staticmethod
+            def get_cufunc():
+                return type("F", (), {"handle": "h", "device": Device})()
+
+    class Dispatcher:
+        def __getitem__(self, config):
+            calls.append(("config", config))
+            return lambda *args: calls.append(("launch", args))
+
+        def typeof_pyval(self, v):
+            return type(v).__name__
+
+        def compile(self, sig):
+            calls.append(("compile", sig))
+            return Kernel
+
+    class Driver:
+        def cuKernelSetAttribute(self, attr, value, handle, dev):
+            calls.append(("attribute", attr.name, value, handle, dev))
+
+    monkeypatch.setattr(numba_config, "ENABLE_CUDASIM", False)
+    monkeypatch.setattr(cuda, "get_current_device", lambda: Device)
+    monkeypatch.setattr(drv, "driver", Driver(), raising=False)  # (the simulator's module)
+    ck = type("CK", (), {"key": "k"})()
+    _DynamicShared(ck, Dispatcher(), 3, 32, 80_000)((1,), 2.0)
+    assert calls == [("config", (3, 32, 0, 80_000)), ("compile", ("tuple", "float")),
+                     ("attribute", "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 80_000,
+                      "h", 0), ("launch", ((1,), 2.0))]
+    calls.clear()
+    with pytest.raises(LaunchError, match="need 120000 bytes .* more than the 100000"):
+        _DynamicShared(ck, Dispatcher(), 3, 32, 120_000)((1,), 2.0)
+    assert [c[0] for c in calls] == ["config"]  # nothing compiled, nothing launched
+
+
 def test_what_a_func_of_tiles_cannot_do_on_cuda_is_refused_at_its_own_line():
     # a func carrying a tile through a loop of a trip count known only when running: its
     # forward runs (inlined); its adjoint needs a stack of the loop's tiles of a size not known
@@ -764,15 +898,20 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "carried_rows": (tk.carried_rows, [f(4, 8), f(4, 8)], (1, 4)),
          "axis_sums": (tk.axis_sums, [f(2, 3), f(3), f(2)], (1, 4)),
          "row_sums": (tk.row_sums, [f(3, 12), f(3)], (3, 4)),
-         "from_thread": (tk.from_thread, [f(8), f(8), f(1)], (8,))}
+         "from_thread": (tk.from_thread, [f(8), f(8), f(1)], (8,)),
+         "big": (tk.big_tiles, [f(2, tk.BIG), np.zeros((2, tk.BIG // 4)), f(2, tk.BIG),
+                                np.zeros(2)], (2, 32)),
+         "lanes_add": (tk.lanes_add, [np.zeros(16, np.int32), f(16), f(2, 3)], (2, 8))}
 only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
         "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint"),
-        "row_sums": ("adjoint",), "from_thread": ("forward", "adjoint")}
+        "row_sums": ("adjoint",), "from_thread": ("forward", "adjoint"), "big": ("forward",),
+        "lanes_add": ("forward",)}
 for name, (k, args, dims) in cases.items():
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
         print(name, kind, ".target sm_90" in text, text.count("bar.sync"),
-              ".shared" in text, "atom.global.add.f32" in text)
+              ".shared" in text, "atom.global.add.f32" in text, ".extern .shared" in text,
+              "atom.shared.add.f32" in text)
 """
 
 
@@ -785,12 +924,15 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 49, r.stdout
-    for (name, kind), (sm90, barriers, shared, atomic) in rows.items():
+    assert len(rows) == 51, r.stdout
+    for (name, kind), (sm90, barriers, shared, atomic, dynamic, _) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers
+        # over 48 KiB of tiles: the block's dynamic shared memory; static below
+        assert dynamic == str(name == "big"), (name, kind)
     assert rows[("chain", "forward")][3] == "True"  # tile_atomic_add: a real float atomic
     assert rows[("chain", "adjoint")][3] == "True"  # the loads' adjoints add atomically
+    assert rows[("lanes_add", "forward")][5] == "True"  # t[i, j] += x: atomics in shared memory
 
 
 def test_sort_keys_and_vector_values_as_the_cpu():

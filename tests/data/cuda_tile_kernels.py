@@ -350,3 +350,29 @@ def block_sines(a: wp.array(dtype=float), out: wp.array(dtype=float)):
     i = wp.tid()
     t = wp.tile(a[i] * 2.0)
     out[i] = wp.untile(wp.tile_map(wp.sin, t)) + wp.tile_sum(t)[0]
+
+
+BIG = 4096  # float32 elements: 16 KiB a tile, so the kernel's tiles pass the 48 KiB static limit
+
+
+@wp.kernel
+def big_tiles(x: wp.array2d(dtype=float), w: wp.array2d(dtype=wp.float64),
+              out: wp.array2d(dtype=float), total: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    a = wp.tile_load(x[i], shape=BIG)
+    b = wp.tile_load(w[i], shape=BIG // 4)
+    c = a * a + wp.tile_map(wp.sin, a)
+    wp.tile_store(out[i], c)
+    wp.tile_store(total, wp.tile_sum(b * b), offset=i)
+
+
+@wp.kernel
+def lanes_add(idx: wp.array(dtype=int), v: wp.array(dtype=float), out: wp.array2d(dtype=float)):
+    # t[i, j] += x by every thread of the block: each adds its own x (Warp's tile_add_inplace)
+    i, j = wp.tid()
+    s = wp.tile_zeros(shape=(1, 3), dtype=float)
+    k = idx[i * 8 + j]
+    x = v[i * 8 + j]
+    s[0, k] += x * x
+    s[0, 2 - k] -= x
+    wp.tile_store(out, s * 2.0, offset=(i, 0))

@@ -17,6 +17,21 @@ from . import _portable
 
 _dev = cuda.jit(device=True, inline="always")
 
+
+def _shared_dtypes():
+    """Numba's scalar types by numpy's names, as ``shared_<name>``: the dtypes of a block's
+    dynamic shared memory (``cuda.shared.array(0, _wk.shared_float32)``: Numba's simulator
+    sizes a dynamic array from a Numba type or a numpy dtype, not from numpy's classes)."""
+    from numba import types
+    ns = globals()
+    for n in ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+              "float16", "float32", "float64"):
+        ns[f"shared_{n}"] = getattr(types, n)
+    ns["shared_bool_"] = types.boolean
+
+
+_shared_dtypes()
+
 from .vocabulary import ARITY2 as _ARITY2, MATH  # noqa: E402
 
 
@@ -160,7 +175,9 @@ def _register_tile_calls():
                     for n, v in vars(m).items()
                     if (n.startswith("tile_") or n == "block_index") and callable(v)})
     entries = [(f"_wk.{n}", n in _PURE_TILE_CALLS) for n in names]
-    for spelled, pure in entries + [("cuda.shared.array", False)]:
+    # (and ``tile_add_at``, the form the generators write for ``t[i, j] += x``, which the
+    # pass makes ``tile_add_at_into``)
+    for spelled, pure in entries + [("cuda.shared.array", False), ("_wk.tile_add_at", True)]:
         vocabulary.CALLS.setdefault(spelled, vocabulary.Entry(spelled, pure, None,
                                                               target="cuda"))
 

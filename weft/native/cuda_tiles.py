@@ -388,6 +388,15 @@ def tile_insert_into(out, t, idx, x):
 
 
 @_dev
+def tile_add_at_into(out, t, idx, x):
+    """``out`` = ``t`` with every thread's ``x`` added into element ``idx`` (a tuple),
+    atomically: Warp's ``tile_add_inplace`` (``t[i, j] += x`` by each thread of the block)."""
+    tile_copy(out, t)
+    cuda.atomic.add(out, idx, x)
+    cuda.syncthreads()
+
+
+@_dev
 def tile_onehot_into(out, idx, g):
     """``out`` = zeros but, at ``idx``, the sum of every thread's ``g`` (the adjoint of reading
     an element: each thread of the block read it, as Warp's ``adj_extract`` of a shared tile

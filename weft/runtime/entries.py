@@ -62,18 +62,53 @@ def _run_cuda(ck, kind, dims, values):
         values = cuda_shadows(ck, kind, values)
     threads = cuda_block(ck, dims)
     blocks = (_size(dims) + threads - 1) // threads
+    shared = dict(ck.abi.dynamic_shared).get(kind, 0)
+    launch = fn[blocks, threads] if not shared else \
+        _DynamicShared(ck, fn, blocks, threads, shared)
     if kind != "adjoint":
-        _call(ck, kind, fn[blocks, threads], dims, values)
+        _call(ck, kind, launch, dims, values)
         return
     from numba import cuda
     err = cuda.to_device(np.zeros(1, np.int32))
-    _call(ck, kind, fn[blocks, threads], dims, values, [err])
+    _call(ck, kind, launch, dims, values, [err])
     if err.copy_to_host()[0]:
         from ..transpiler.targets import CUDA_STACK
         raise RuntimeError(f"adjoint of kernel '{ck.key}': a loop ran more than {CUDA_STACK} "
                            "iterations in one thread, more than the CUDA target records; the "
                            "gradients of this launch are not valid. Set WEFT_CUDA_STACK to a "
                            "larger value (before importing weft).")
+
+
+class _DynamicShared:
+    """A CUDA launch whose blocks take ``nbytes`` of dynamic shared memory (tiles over the 48
+    KiB of static shared memory: :func:`weft.transpiler.cuda_tiles._dynamic_shared`). On a GPU
+    the kernel opts in to that much first (the driver's ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` of the
+    compiled function, as numba-cuda sets its carveout); more than the device gives a block is
+    refused before anything runs. Numba's simulator needs neither."""
+
+    def __init__(self, ck, dispatcher, blocks, threads, nbytes):
+        self.ck, self.dispatcher, self.nbytes = ck, dispatcher, nbytes
+        self.launch = dispatcher[blocks, threads, 0, nbytes]
+
+    def __call__(self, *args):
+        from numba import config as numba_config
+        if not numba_config.ENABLE_CUDASIM:
+            self._opt_in(args)
+        return self.launch(*args)
+
+    def _opt_in(self, args):
+        from cuda.bindings import driver as binding  # (as numba-cuda's driver imports it)
+        from numba import cuda
+        from numba.cuda.cudadrv.driver import driver
+        limit = int(cuda.get_current_device().MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        if self.nbytes > limit:
+            raise LaunchError(f"kernel '{self.ck.key}': its tiles need {self.nbytes} bytes of "
+                              f"shared memory per block, more than the {limit} this GPU gives "
+                              "a block; use smaller tiles, or launch it with device='cpu'")
+        kernel = self.dispatcher.compile(tuple(self.dispatcher.typeof_pyval(a) for a in args))
+        cufunc = kernel._codelibrary.get_cufunc()
+        attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+        driver.cuKernelSetAttribute(attr, self.nbytes, cufunc.handle, cufunc.device.id)
 
 
 def block_threads(dims):
@@ -178,17 +213,18 @@ def _invoke(ck, kind, fn, dims, values):
     """Call one entry; a failure to compile generated code is weft's bug, reported as such. The
     first call of an entry compiles it (or loads it from the cache): one that takes over a
     second says so, unless ``wp.config.quiet``."""
-    first = fn not in ck.called
+    entry = getattr(fn, "dispatcher", fn)  # (a CUDA launch: a new configuration each time)
+    first = entry not in ck.called
     try:
         if first:
             import time
-            background.wait_for(ck, fn)  # its machine code may be on its way to the cache
+            background.wait_for(ck, entry)  # its machine code may be on its way to the cache
             t0 = time.perf_counter()
             fn(dims, *values)
-            ck.called.add(fn)
+            ck.called.add(entry)
             took = time.perf_counter() - t0
             if took > config.compile_message_seconds and not config.quiet:
-                where = getattr(fn, "__name__", kind)
+                where = getattr(entry, "__name__", kind)
                 # Warp's wording ("Module ... load on device ... took ..."), which Warp's
                 # tools and tests recognise
                 print(f"Module {ck.key} {kind} load on device '{ck.device_kind}' took "

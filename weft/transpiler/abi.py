@@ -202,7 +202,10 @@ class KernelABI:
     (0 for a kernel without tiles): each launch index of a tiled kernel is a block's work.
     ``lane_tiles`` (CUDA): ``(axis, why)`` for each launch index a tile operation depends on:
     a launch in which it differs between the threads of a block is refused
-    (:func:`weft.transpiler.cuda_lanes.lane_tiles`)."""
+    (:func:`weft.transpiler.cuda_lanes.lane_tiles`). ``dynamic_shared`` (CUDA): ``(kind,
+    bytes)`` for each entry whose tiles need more than the 48 KiB of static shared memory a
+    block has: they are carved from dynamic shared memory, which its launch gives and opts in
+    to (:func:`weft.transpiler.cuda_tiles._dynamic_shared`)."""
 
     kernel: str
     tid_dims: int
@@ -225,11 +228,12 @@ class KernelABI:
     atomic_replays: tuple = ()
     tile_work: int = 0
     lane_tiles: tuple = ()
+    dynamic_shared: tuple = ()
 
-    def __repr__(self):  # the dataclass's, without ``lane_tiles`` when empty (CPU modules)
+    def __repr__(self):  # the dataclass's, without the CUDA tile fields when empty
         return f"{type(self).__qualname__}(" + ", ".join(
             f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self)
-            if f.name != "lane_tiles" or self.lane_tiles) + ")"
+            if f.name not in ("lane_tiles", "dynamic_shared") or getattr(self, f.name)) + ")"
 
     @property
     def replayed_in_copies(self):

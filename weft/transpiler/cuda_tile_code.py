@@ -15,6 +15,8 @@ from ..stdlib.exprs import attr_path
 
 #: static shared memory a CUDA block may use without opting in (bytes)
 SHARED_LIMIT = 48 * 1024
+#: dynamic shared memory a CUDA block may opt in to on the largest GPUs (sm_90: 227 KiB)
+SHARED_OPT_IN_MAX = 227 * 1024
 
 _GENERATED_LOOP = re.compile(r"_(e|r|k)\d+(__i\d+)*$")  # (__i: inlined from a func)
 

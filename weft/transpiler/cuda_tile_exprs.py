@@ -464,6 +464,13 @@ class TileExpressions:
                 "tile_insert_into"
             out.append(_expr_stmt(_wk(helper, name(n), args[0], args[1], value)))
             return n
+        if fn == "tile_add_at" and tiles[0] is not None:  # t[i, j] += x: every thread's x
+            if _idx_len(args[1]) < len(tiles[0].shape):
+                raise Unsupported("'+=' into an element of a tile of vectors or matrices")
+            n = self.alloc(tiles[0], out)
+            out.append(_expr_stmt(_wk("tile_add_at_into", name(n), args[0], args[1],
+                                      args[2])))
+            return n
         if fn == "tile_onehot" and tiles[0] is not None:
             n = self.alloc(tiles[0], out)
             helper = "tile_onehot_vec_into" if _idx_len(args[1]) < len(tiles[0].shape) else \

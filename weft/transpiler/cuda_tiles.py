@@ -48,8 +48,8 @@ import numpy as np
 from ..core import types as T
 from ..core.errors import KernelError
 from ..stdlib.exprs import attr_path, name, tile_dtype
-from .cuda_tile_code import (_EFFECTS, _GENERATED_LOOP, _SCALAR_RESULTS, SHARED_LIMIT, Tile,
-                             Unsupported, _assign, _bytes, _const_int, _expr_stmt, _np_dtype,
+from .cuda_tile_code import (_EFFECTS, _GENERATED_LOOP, _SCALAR_RESULTS, SHARED_LIMIT,
+                             SHARED_OPT_IN_MAX, Tile, Unsupported, _assign, _bytes, _const_int, _expr_stmt, _np_dtype,
                              _outside_loops, _static_index, _store, _wk, _wk_name, _zeros,
                              independent)
 from .cuda_tile_exprs import TileExpressions
@@ -248,7 +248,10 @@ class _Function(TileExpressions):
                                self.block(s.orelse)))
             return
         if isinstance(s, ast.While):
-            test = self.scalar(s.test, [], True)
+            pre = []  # (a tile made by the test would be made once, not at each test)
+            test = self.scalar(s.test, pre)
+            if pre:
+                raise Unsupported("a tile operation in a while loop's condition")
             out.append(ast.While(test, self.loop_body(s.body) or [ast.Pass()],
                                  self.block(s.orelse)))
             return
@@ -492,14 +495,57 @@ def rewrite(fdef, arrays, tid_dims=1, funcs=None):
         exc.loc = fn.loc
         raise
     body = _share_buffers(body, fn)
-    if fn.shared > SHARED_LIMIT:
-        raise Unsupported(f"its tiles need {fn.shared} bytes of shared memory, more than the "
-                          f"{SHARED_LIMIT} a CUDA block has without opting in")
     doc = body[:1] if body and isinstance(body[0], ast.Expr) and \
         isinstance(body[0].value, ast.Constant) else []
     new = copy.copy(fdef)
     new.body = doc + fn.decls + body[len(doc):]
+    new.weft_dynamic_shared = 0
+    if fn.shared > SHARED_LIMIT:
+        new.weft_dynamic_shared = _dynamic_shared(new)
     return new
+
+
+def _dynamic_shared(fdef):
+    """Every ``cuda.shared.array(shape, dt)`` of ``fdef`` made a part of the block's dynamic
+    shared memory (``cuda.shared.array(0, dt)``, one name per dtype, all at the same address):
+    a tile's buffer is ``_dyn_float32[o:o + n].reshape(shape)`` at its own offset (a multiple of
+    16 bytes), as a static array of that statement would be one buffer. A block may use more
+    than 48 KiB of shared memory only so (its launch opts in: :mod:`weft.runtime.entries`).
+    Returns the bytes the launch gives each block; raises :class:`Unsupported` above
+    :data:`SHARED_OPT_IN_MAX`."""
+    offset = 0
+    dtypes = []
+    for node in ast.walk(fdef):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and
+                ast.unparse(node.value.func) == "cuda.shared.array"):
+            continue
+        shape_node, dt_node = node.value.args[:2]
+        shape = tuple(_const_int(d) for d in (shape_node.elts if isinstance(
+            shape_node, ast.Tuple) else [shape_node]))
+        dt = _np_dtype(dt_node)
+        if None in shape or dt is None:
+            raise Unsupported(f"a shared buffer of a shape not known when compiling "
+                              f"('{ast.unparse(node.value)}')")
+        size = _bytes(Tile(shape, dt))
+        item = size // max(1, int(np.prod(shape)))
+        if dt not in dtypes:
+            dtypes.append(dt)
+        start = offset // item
+        count = int(np.prod(shape))
+        node.value = ast.Call(ast.Attribute(ast.Subscript(
+            name(f"_dyn_{dt}"), ast.Slice(ast.Constant(start), ast.Constant(start + count)),
+            ast.Load()), "reshape", ast.Load()), [
+            ast.Tuple([ast.Constant(d) for d in shape], ast.Load())], [])
+        offset = (offset + size + 15) // 16 * 16
+    if offset > SHARED_OPT_IN_MAX:
+        raise Unsupported(f"its tiles need {offset} bytes of shared memory, more than the "
+                          f"{SHARED_OPT_IN_MAX} the largest CUDA GPUs give a block")
+    doc = fdef.body[:1] if fdef.body and isinstance(fdef.body[0], ast.Expr) and \
+        isinstance(fdef.body[0].value, ast.Constant) else []
+    fdef.body[len(doc):len(doc)] = [_assign(f"_dyn_{dt}", ast.Call(
+        attr_path("cuda.shared.array"), [ast.Constant(0), attr_path(f"_wk.shared_{dt}")], []))
+        for dt in dtypes]
+    return offset
 
 
 def _refusal(fir, kind, loc, why):
@@ -528,6 +574,10 @@ def run(state):
             if kind == "adjoint":  # (a replay nothing reads keeps no stack of tiles alive)
                 d = drop_dead_by_flow(copy.deepcopy(d), pure)
             new = rewrite(d, _arrays(fir, state.abis[k]), fir.tid_dims, funcs)
+            if new.weft_dynamic_shared:
+                abi = state.abis[k]
+                state.abis[k] = dataclasses.replace(abi, dynamic_shared=abi.dynamic_shared + (
+                    (kind, new.weft_dynamic_shared),))
         except Unsupported as exc:
             loc = getattr(exc, "loc", None)
             if kind == "forward":

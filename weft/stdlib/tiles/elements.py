@@ -67,6 +67,39 @@ class tile_insert:
         return Ex(_wk("tile_insert", tt.node, _tuple([i.node for i in idx]), tx.node), t.type)
 
 
+#: the dtypes CUDA adds into a shared element atomically (``cuda.atomic.add``)
+ATOMIC_ADD_DTYPES = (T.float32, T.float64, T.int32, T.int64, T.uint32, T.uint64)
+
+
+@builtin("tile_add_at", ["t[i, j] += x (CUDA)"], lambda ts, a=None: ts[0] if
+         T.is_tile_type(ts[0]) and len(ts) - 2 == len(ts[0].shape) else None, public=False)
+class tile_add_at:
+    """``t[i, j] += x`` in a CUDA kernel, as Warp's ``tile_add_inplace``: every thread of the
+    block adds its own ``x`` into the element (atomically), so the element gains the sum of
+    the threads' values (``t[i, j] -= x`` adds ``-x``). Each thread's ``x`` has the element's
+    adjoint as its own (Warp's ``adj_add_inplace``); the tile's adjoint passes through. Only
+    CUDA lowers ``+=`` so: a CPU block is one thread, where it is ``t[i, j] = t[i, j] + x``."""
+
+    def primal(t, *rest):
+        idx, x = rest[:-1], rest[-1]
+        return Ex(_wk("tile_add_at", t.node, _tuple([i.node for i in idx]), x.node), t.type)
+
+    def adjoint(t, *rest, ret, adj):
+        idx = rest[:-1]
+        return [adj] + [None] * len(idx) + [tile_extract.primal(adj, *idx)]
+
+    def tangent(t, *rest, ret):
+        n = len(rest) // 2
+        idx, x = rest[:n - 1], rest[n - 1]
+        tt, tx = rest[n], rest[-1]
+        if tt is None and tx is None:
+            return tile_const(0, t.type)
+        tt = tt if tt is not None else tile_const(0, t.type)
+        if tx is None:
+            return tt
+        return tile_add_at.primal(tt, *idx, tx)
+
+
 TILE_OPERATORS.update({"extract": "tile_extract", "insert": "tile_insert"})
 
 

@@ -392,6 +392,24 @@ def assign_subscript(ctx, current, sl, value, node):
                      attrs={"spec": tuple(spec)})
 
 
+def add_subscript(ctx, current, sl, value, negate, node):
+    """The tile ``current`` after ``current[i, j] += value`` (``-=`` when ``negate``) in a CUDA
+    kernel: every thread's value added into the element (:class:`.elements.tile_add_at`);
+    None where that is not the form (a view; a dtype CUDA does not add atomically), left to
+    the element's read and write."""
+    from .elements import ATOMIC_ADD_DTYPES
+    spec = _parse_subscript(ctx, current.type, sl, node)
+    dt = current.type.dtype
+    if not all(s.kind == "int" for s in spec) or dt not in ATOMIC_ADD_DTYPES:
+        return None
+    ops = [s.value for s in spec]
+    if getattr(value, "type", None) != dt:
+        value = ctx.apply("cast", [value], node, attrs={"type": dt})
+    if negate:
+        value = ctx.apply("neg", [value], node)
+    return ctx.apply("tile_add_at", [current] + ops + [value], node)
+
+
 def check_augmented(ctx, current, sl, node):
     """``t[...] += u``: only on an element (Warp refuses it on a view)."""
     spec = _parse_subscript(ctx, current.type, sl, node)

@@ -16,6 +16,7 @@ from ...stdlib import ir, tiles
 from ..abi import is_struct_array
 from ..source import KERNEL_RETURN
 from ...stdlib import registry
+from ...stdlib.lanes import CUDA as CUDA_LOWERING
 from . import exprs, literals, structs
 from .loop_locals import declare_loop_locals, restore, snapshot, zero_value
 from .returns import check_return_annotation
@@ -422,6 +423,13 @@ def stmt_aug_assign(ctx, s):
     if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
             T.is_tile_type(getattr(ctx.env.get(t.value.id), "type", None)):
         tiles.check_augmented(ctx, ctx.env[t.value.id], t.slice, t)
+        if CUDA_LOWERING.get() and isinstance(s.op, (ast.Add, ast.Sub)):
+            # (a CUDA block's threads each add their value, as Warp's tile_add_inplace)
+            new = tiles.add_subscript(ctx, exprs.lower_expr(ctx, t.value), t.slice,
+                                      exprs.lower_expr(ctx, s.value),
+                                      isinstance(s.op, ast.Sub), t)
+            if new is not None:
+                return tiles.store_back(ctx, t.value, new)
     current = exprs.lower_expr(ctx, t)
     value = exprs.lower_expr(ctx, s.value)
     new = ctx.apply(op_name, [current, value], s)
