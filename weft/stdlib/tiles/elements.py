@@ -90,8 +90,7 @@ class tile_add_at:
 
     def tangent(t, *rest, ret):
         n = len(rest) // 2
-        idx, x = rest[:n - 1], rest[n - 1]
-        tt, tx = rest[n], rest[-1]
+        idx, tt, tx = rest[:n - 1], rest[n], rest[-1]
         if tt is None and tx is None:
             return tile_const(0, t.type)
         tt = tt if tt is not None else tile_const(0, t.type)
