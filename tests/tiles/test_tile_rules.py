@@ -104,9 +104,10 @@ CASES += [
 #: differentiable tile builtins checked through kernels instead (they read or write arrays)
 THROUGH_KERNELS = {"tile_load_b", "tile_store_b", "tile_atomic_add_b", "tile_load_indexed_b",
                    "tile_store_indexed_b", "tile_atomic_add_indexed_b",
-                   # CUDA's wp.tile(x), untile, tile_from_thread (no CPU form): values, adjoints,
-                   # tangents against numpy in tests/cuda/test_cuda_tiles.py
-                   "tile_of_lanes", "tile_lane_value", "tile_from_lane"}
+                   # CUDA's wp.tile(x), untile, tile_from_thread, t[i, j] += x of each thread
+                   # (no CPU form): values, adjoints, tangents against numpy in
+                   # tests/cuda/test_cuda_tiles.py
+                   "tile_of_lanes", "tile_lane_value", "tile_from_lane", "tile_add_at"}
 
 
 def _names(n, prefix):
