@@ -310,6 +310,39 @@ def test_each_threads_value_added_into_a_tile_element():
     np.testing.assert_allclose(tan[out].numpy(), dout, rtol=1e-5, atol=1e-6)
 
 
+def test_each_threads_scatters_values_gradients_and_tangents():
+    # tile_scatter_add and tile_scatter_masked by the 8 threads of each block, against numpy
+    A = np.linspace(0.3, 1.8, 16).astype(np.float32)
+    G = R.random(16).astype(np.float32)
+    D = R.random(16).astype(np.float32)
+    a = wp.array(A, dtype=float, device="cuda", requires_grad=True)
+    out = wp.zeros(16, dtype=float, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.scatters, dim=2, inputs=[a, out], block_dim=8, device="cuda")
+    tape.backward(grads={out: wp.array(G, dtype=float, device="cuda")})
+    tan = tape.forward(tangents={a: wp.array(D, dtype=float, device="cuda")})
+    x, g, d = A.astype(np.float64), G.astype(np.float64), D.astype(np.float64)
+    want, grad, dout = np.zeros(16), np.zeros(16), np.zeros(16)
+    for b in range(2):
+        xs, gs, ds = x[8 * b:8 * b + 8], g[8 * b:8 * b + 8], d[8 * b:8 * b + 8]
+        t, u, dt, du = np.zeros(4), np.zeros(8), np.zeros(4), np.zeros(8)
+        for i in range(8):
+            if i != 5:
+                t[i % 4] += xs[i] ** 2
+                dt[i % 4] += 2 * xs[i] * ds[i]
+                grad[8 * b + i] += xs[i] * (gs[i % 4] + gs[i % 4 + 4])
+            if i % 2 == 0:
+                u[(i + 1) % 8] = 3 * xs[i]
+                du[(i + 1) % 8] = 3 * ds[i]
+                grad[8 * b + i] += 3 * gs[(i + 1) % 8]
+        want[8 * b:8 * b + 8] = u + 0.5 * t[np.arange(8) % 4]
+        dout[8 * b:8 * b + 8] = du + 0.5 * dt[np.arange(8) % 4]
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(a.grad.numpy(), grad, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(tan[out].numpy(), dout, rtol=1e-5, atol=1e-6)
+
+
 def test_tiles_over_48_kib_take_dynamic_shared_memory():
     # 16 KiB tiles: each entry needs more than the 48 KiB of static shared memory, so its
     # buffers are parts of the block's dynamic shared memory, which the launch gives; values,
@@ -901,11 +934,12 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "from_thread": (tk.from_thread, [f(8), f(8), f(1)], (8,)),
          "big": (tk.big_tiles, [f(2, tk.BIG), np.zeros((2, tk.BIG // 4)), f(2, tk.BIG),
                                 np.zeros(2)], (2, 32)),
-         "lanes_add": (tk.lanes_add, [np.zeros(16, np.int32), f(16), f(2, 3)], (2, 8))}
+         "lanes_add": (tk.lanes_add, [np.zeros(16, np.int32), f(16), f(2, 3)], (2, 8)),
+         "scatters": (tk.scatters, [f(16), f(16)], (2, 8))}
 only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
         "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint"),
         "row_sums": ("adjoint",), "from_thread": ("forward", "adjoint"), "big": ("forward",),
-        "lanes_add": ("forward",)}
+        "lanes_add": ("forward",), "scatters": ("forward", "adjoint")}
 for name, (k, args, dims) in cases.items():
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
@@ -924,7 +958,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 51, r.stdout
+    assert len(rows) == 53, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic, dynamic, _) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers
@@ -933,6 +967,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
     assert rows[("chain", "forward")][3] == "True"  # tile_atomic_add: a real float atomic
     assert rows[("chain", "adjoint")][3] == "True"  # the loads' adjoints add atomically
     assert rows[("lanes_add", "forward")][5] == "True"  # t[i, j] += x: atomics in shared memory
+    assert rows[("scatters", "forward")][5] == "True"   # tile_scatter_add too
 
 
 def test_sort_keys_and_vector_values_as_the_cpu():

@@ -376,3 +376,16 @@ def lanes_add(idx: wp.array(dtype=int), v: wp.array(dtype=float), out: wp.array2
     s[0, k] += x * x
     s[0, 2 - k] -= x
     wp.tile_store(out, s * 2.0, offset=(i, 0))
+
+
+@wp.kernel
+def scatters(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    # each thread's scatters: adds at an element two threads share (thread 5 masked off),
+    # writes at its neighbour's element (the even threads)
+    b, i = wp.tid()
+    x = a[b * 8 + i]
+    t = wp.tile_zeros(shape=4, dtype=float)
+    wp.tile_scatter_add(t, i % 4, x * x, i != 5)
+    u = wp.tile_zeros(shape=8, dtype=float)
+    wp.tile_scatter_masked(u, (i + 1) % 8, x * 3.0, i % 2 == 0)
+    out[b * 8 + i] = wp.tile_extract(u, i) + wp.tile_extract(t, i % 4) * 0.5

@@ -107,7 +107,8 @@ THROUGH_KERNELS = {"tile_load_b", "tile_store_b", "tile_atomic_add_b", "tile_loa
                    # CUDA's wp.tile(x), untile, tile_from_thread, t[i, j] += x of each thread
                    # (no CPU form): values, adjoints, tangents against numpy in
                    # tests/cuda/test_cuda_tiles.py
-                   "tile_of_lanes", "tile_lane_value", "tile_from_lane", "tile_add_at"}
+                   "tile_of_lanes", "tile_lane_value", "tile_from_lane", "tile_add_at",
+                   "tile_set_at"}
 
 
 def _names(n, prefix):

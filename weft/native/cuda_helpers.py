@@ -175,9 +175,10 @@ def _register_tile_calls():
                     for n, v in vars(m).items()
                     if (n.startswith("tile_") or n == "block_index") and callable(v)})
     entries = [(f"_wk.{n}", n in _PURE_TILE_CALLS) for n in names]
-    # (and ``tile_add_at``, the form the generators write for ``t[i, j] += x``, which the
-    # pass makes ``tile_add_at_into``)
-    for spelled, pure in entries + [("cuda.shared.array", False), ("_wk.tile_add_at", True)]:
+    # (and the forms the generators write for a CUDA block's per-thread element writes,
+    # which the pass makes ``..._into``: ``t[i, j] += x``, the scatters)
+    written = [(f"_wk.{n}", True) for n in ("tile_add_at", "tile_set_at", "tile_zero_at_masked")]
+    for spelled, pure in entries + written + [("cuda.shared.array", False)]:
         vocabulary.CALLS.setdefault(spelled, vocabulary.Entry(spelled, pure, None,
                                                               target="cuda"))
 

@@ -388,11 +388,33 @@ def tile_insert_into(out, t, idx, x):
 
 
 @_dev
-def tile_add_at_into(out, t, idx, x):
-    """``out`` = ``t`` with every thread's ``x`` added into element ``idx`` (a tuple),
-    atomically: Warp's ``tile_add_inplace`` (``t[i, j] += x`` by each thread of the block)."""
+def tile_add_at_into(out, t, idx, x, has):
+    """``out`` = ``t`` with the ``x`` of every thread whose ``has`` holds added into its element
+    ``idx`` (a tuple), atomically: Warp's ``tile_add_inplace`` (``t[i, j] += x`` by each thread
+    of the block) and ``tile_scatter_add``."""
     tile_copy(out, t)
-    cuda.atomic.add(out, idx, x)
+    if has:
+        cuda.atomic.add(out, idx, x)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_set_at_into(out, t, idx, x, has):
+    """``out`` = ``t`` with the ``x`` of every thread whose ``has`` holds written into its
+    element ``idx``: Warp's ``tile_scatter_masked`` (threads writing one element: one wins)."""
+    tile_copy(out, t)
+    if has:
+        out[idx] = x
+    cuda.syncthreads()
+
+
+@_dev
+def tile_zero_at_masked_into(out, g, idx, has):
+    """``out`` = ``g`` cleared at the element ``idx`` of every thread whose ``has`` holds (the
+    adjoint of ``tile_set_at_into``: what was overwritten has no derivative)."""
+    tile_copy(out, g)
+    if has:
+        out[idx] = 0
     cuda.syncthreads()
 
 

@@ -305,7 +305,8 @@ class TileExpressions:
                 out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *args[:lead])))
             else:
                 n = self.alloc(tiles[lead], out)
-                out.append(_expr_stmt(_wk(f"{fn}_into", name(n), *args)))
+                out.append(_expr_stmt(_wk(f"{fn}_into", name(n), args[0], _one_index(args[1]),
+                                      *args[2:])))
             return n
         m = re.fullmatch(r"tile_atomic_add([1234])", fn)
         if m and tiles[-1] is not None:
@@ -464,12 +465,15 @@ class TileExpressions:
                 "tile_insert_into"
             out.append(_expr_stmt(_wk(helper, name(n), args[0], args[1], value)))
             return n
-        if fn == "tile_add_at" and tiles[0] is not None:  # t[i, j] += x: every thread's x
+        if fn in ("tile_add_at", "tile_set_at", "tile_zero_at_masked") and \
+                tiles[0] is not None:  # each thread's element (t[i, j] += x, the scatters)
             if _idx_len(args[1]) < len(tiles[0].shape):
-                raise Unsupported("'+=' into an element of a tile of vectors or matrices")
+                raise Unsupported("a write of each thread's element into a tile of vectors "
+                                  "or matrices (t[i] += v, tile_scatter_add, "
+                                  "tile_scatter_masked)")
             n = self.alloc(tiles[0], out)
-            out.append(_expr_stmt(_wk("tile_add_at_into", name(n), args[0], args[1],
-                                      args[2])))
+            out.append(_expr_stmt(_wk(f"{fn}_into", name(n), args[0], _one_index(args[1]),
+                                      *args[2:])))
             return n
         if fn == "tile_onehot" and tiles[0] is not None:
             n = self.alloc(tiles[0], out)

@@ -71,32 +71,76 @@ class tile_insert:
 ATOMIC_ADD_DTYPES = (T.float32, T.float64, T.int32, T.int64, T.uint32, T.uint64)
 
 
-@builtin("tile_add_at", ["t[i, j] += x (CUDA)"], lambda ts, a=None: ts[0] if
-         T.is_tile_type(ts[0]) and len(ts) - 2 == len(ts[0].shape) else None, public=False)
+def _masked(has, g, dtype):
+    """``g`` where ``has`` holds, else zero (``g`` itself when ``has`` is the constant True)."""
+    if isinstance(has.node, ast.Constant) and has.node.value is True:
+        return g
+    return Ex(ast.IfExp(has.node, g.node, const(0, dtype).node), dtype)
+
+
+def _tile_has_form(ts, a=None):  # (t, i, ..., x, has)
+    return ts[0] if T.is_tile_type(ts[0]) and len(ts) - 3 == len(ts[0].shape) else None
+
+
+@builtin("tile_add_at", ["t[i, j] += x (CUDA)", "tile_scatter_add (CUDA)"], _tile_has_form,
+         public=False)
 class tile_add_at:
-    """``t[i, j] += x`` in a CUDA kernel, as Warp's ``tile_add_inplace``: every thread of the
-    block adds its own ``x`` into the element (atomically), so the element gains the sum of
-    the threads' values (``t[i, j] -= x`` adds ``-x``). Each thread's ``x`` has the element's
-    adjoint as its own (Warp's ``adj_add_inplace``); the tile's adjoint passes through. Only
-    CUDA lowers ``+=`` so: a CPU block is one thread, where it is ``t[i, j] = t[i, j] + x``."""
+    """``t`` with each CUDA thread's ``x`` added into its element ``(i, j)`` where its ``has``
+    holds, atomically: Warp's ``tile_add_inplace`` (``t[i, j] += x``, every thread of the block
+    adding its value; ``-=`` adds ``-x``) and ``tile_scatter_add``. A thread's ``x`` has the
+    element's adjoint as its own (Warp's ``adj_add_inplace``); the tile's adjoint passes
+    through. Only CUDA lowers them so: a CPU block is one thread (or lanes run in turn)."""
 
     def primal(t, *rest):
-        idx, x = rest[:-1], rest[-1]
-        return Ex(_wk("tile_add_at", t.node, _tuple([i.node for i in idx]), x.node), t.type)
+        idx, x, has = rest[:-2], rest[-2], rest[-1]
+        return Ex(_wk("tile_add_at", t.node, _tuple([i.node for i in idx]), x.node, has.node),
+                  t.type)
 
     def adjoint(t, *rest, ret, adj):
-        idx = rest[:-1]
-        return [adj] + [None] * len(idx) + [tile_extract.primal(adj, *idx)]
+        idx, x, has = rest[:-2], rest[-2], rest[-1]
+        return [adj] + [None] * len(idx) + [_masked(has, tile_extract.primal(adj, *idx),
+                                                    x.type), None]
 
     def tangent(t, *rest, ret):
         n = len(rest) // 2
-        idx, tt, tx = rest[:n - 1], rest[n], rest[-1]
+        idx, has = rest[:n - 2], rest[n - 1]
+        tt, tx = rest[n], rest[-2]  # (then the indices' tangents, x's, has')
         if tt is None and tx is None:
             return tile_const(0, t.type)
         tt = tt if tt is not None else tile_const(0, t.type)
         if tx is None:
             return tt
-        return tile_add_at.primal(tt, *idx, tx)
+        return tile_add_at.primal(tt, *idx, tx, has)
+
+
+@builtin("tile_set_at", ["tile_scatter_masked (CUDA)"], _tile_has_form, public=False)
+class tile_set_at:
+    """``t`` with each CUDA thread's ``x`` written into its element ``(i, j)`` where its
+    ``has`` holds: Warp's ``tile_scatter_masked`` on a block of threads. A writing thread's
+    ``x`` takes the element's adjoint, and the tile's adjoint is cleared at every element
+    written (``tile_zero_at_masked``)."""
+
+    def primal(t, *rest):
+        idx, x, has = rest[:-2], rest[-2], rest[-1]
+        return Ex(_wk("tile_set_at", t.node, _tuple([i.node for i in idx]), x.node, has.node),
+                  t.type)
+
+    def adjoint(t, *rest, ret, adj):
+        idx, x, has = rest[:-2], rest[-2], rest[-1]
+        g = _masked(has, tile_extract.primal(adj, *idx), x.type)
+        cleared = Ex(_wk("tile_zero_at_masked", adj.node, _tuple([i.node for i in idx]),
+                         has.node), t.type)
+        return [cleared] + [None] * len(idx) + [g, None]
+
+    def tangent(t, *rest, ret):
+        n = len(rest) // 2
+        idx, x, has = rest[:n - 2], rest[n - 2], rest[n - 1]
+        tt, tx = rest[n], rest[-2]  # (then the indices' tangents, x's, has')
+        if tt is None and tx is None:
+            return tile_const(0, t.type)
+        tt = tt if tt is not None else tile_const(0, t.type)
+        tx = tx if tx is not None else const(0, x.type)
+        return tile_set_at.primal(tt, *idx, tx, has)
 
 
 TILE_OPERATORS.update({"extract": "tile_extract", "insert": "tile_insert"})

@@ -275,7 +275,6 @@ class _tile_scatter_add:
 @special_form("tile_scatter_add", "tile_scatter_add(t, i, ..., value, has_value, atomic=True): "
               "adds each lane's value into tile t at its index (t a local name)")
 def tile_scatter_add(ctx, node):
-    lanes.refuse_on_cuda(ctx, node, "tile_scatter_add")
     kw = _kw(node)
     if not node.args or not isinstance(node.args[0], ast.Name):
         raise ctx.fail(node, "tile_scatter_add's tile must be a local name")
@@ -304,6 +303,10 @@ def tile_scatter_add(ctx, node):
     if has.type is not T.bool:
         raise ctx.fail(rest[nd + 1], "tile_scatter_add's has_value must be a bool",
                        KernelTypeError)
+    if lanes.CUDA.get():  # each thread adds its value, atomically (atomic=False too)
+        _cuda_element_dtype(ctx, t, node, "tile_scatter_add", atomic=True)
+        new = ctx.emit(ir.Prim(lookup("tile_add_at"), [t] + idx + [value, has]), t.type, node)
+        return store_back(ctx, node.args[0], new)
     mode = lanes.current()
     if mode is not None:
         mode.coupled.append("tile_scatter_add")
@@ -312,15 +315,27 @@ def tile_scatter_add(ctx, node):
     store_back(ctx, node.args[0], new)
 
 
+def _cuda_element_dtype(ctx, t, node, what, atomic=False):
+    """On CUDA, ``what`` (each thread's write into a tile element) takes tiles of scalars, of a
+    dtype CUDA adds atomically when ``atomic``."""
+    from .elements import ATOMIC_ADD_DTYPES
+    dt = t.type.dtype
+    if T.is_composite(dt) or (atomic and dt not in ATOMIC_ADD_DTYPES):
+        raise ctx.fail(node, f"{what} on CUDA takes a tile of "
+                       f"{'float32, float64 or 32/64-bit integers' if atomic else 'scalars'}, "
+                       f"not of {T.type_name(dt)} (launch the kernel with device='cpu')",
+                       KernelTypeError)
+
+
 @special_form("tile_scatter_masked", "tile_scatter_masked(t, i, ..., value, has_value): "
               "t[i, ...] = value where has_value (each thread's write; one lane on the CPU)",
               assigned=_assign_assigned)
 def tile_scatter_masked(ctx, node):
-    lanes.refuse_on_cuda(ctx, node, "tile_scatter_masked")
     """Warp's ``tile_scatter_masked``: ``if has_value: t[i, ...] = value``, the tile's name
     rebound (weft's tiles are values). Every argument is evaluated, as Warp; the indices are
     used only where ``has_value`` holds. Its adjoint is the write's: ``value`` takes the tile's
-    adjoint at the index, which is then cleared."""
+    adjoint at the index, which is then cleared. On CUDA each thread writes its own element
+    (:class:`.elements.tile_set_at`)."""
     if node.keywords or len(node.args) < 4:
         raise ctx.fail(node, "tile_scatter_masked(t, i, ..., value, has_value) takes the tile, "
                        "one index per dimension, the value and has_value, by position",
@@ -345,6 +360,14 @@ def tile_scatter_masked(ctx, node):
                        f"dtype, got {T.type_name(value.type)} and tile dtype "
                        f"{T.type_name(t.type.dtype)}", KernelTypeError)
     has = ctx.expr(node.args[-1])
+    if lanes.CUDA.get():
+        _cuda_element_dtype(ctx, t, node, "tile_scatter_masked")
+        if isinstance(has, ir.Const):
+            has = ir.Const(bool(has.value), T.bool)
+        if has.type is not T.bool:
+            has = ctx.apply("cast", [has], node, attrs={"type": T.bool})
+        new = ctx.emit(ir.Prim(lookup("tile_set_at"), [t] + idx + [value, has]), t.type, node)
+        return store_back(ctx, dst_node, new)
     tmp = f"_scatter{node.lineno}_{node.col_offset}_"
     names = [f"{tmp}i{k}" for k in range(n)] + [f"{tmp}v", f"{tmp}m"]
     for nm, v in zip(names, idx + [value, has]):

@@ -407,7 +407,7 @@ def add_subscript(ctx, current, sl, value, negate, node):
         value = ctx.apply("cast", [value], node, attrs={"type": dt})
     if negate:
         value = ctx.apply("neg", [value], node)
-    return ctx.apply("tile_add_at", [current] + ops + [value], node)
+    return ctx.apply("tile_add_at", [current] + ops + [value, ir.Const(True, T.bool)], node)
 
 
 def check_augmented(ctx, current, sl, node):
