@@ -343,6 +343,35 @@ def test_each_threads_scatters_values_gradients_and_tangents():
     np.testing.assert_allclose(tan[out].numpy(), dout, rtol=1e-5, atol=1e-6)
 
 
+def test_random_tiles_as_the_cpus_blocks(monkeypatch):
+    # element e of a random tile is lane e % B's draw e // B + 1 (Warp's register layout): on
+    # CUDA blocks of 8 threads as the CPU's cooperative blocks of 8 lanes, of 1 thread as the
+    # CPU's one-thread blocks, bit for bit
+    got = {}
+    for dev, bd, blocks in (("cuda", 8, False), ("cpu", 8, True), ("cuda", 1, False),
+                            ("cpu", 1, False)):
+        monkeypatch.setattr(wp.config, "enable_cpu_blocks", blocks)
+        out = wp.zeros((8, 8), dtype=float, device=dev)
+        outi = wp.zeros((8, 8), dtype=int, device=dev)
+        wp.launch_tiled(tk.random_tiles, dim=2, inputs=[42, out, outi], block_dim=bd, device=dev)
+        got[dev, bd] = out.numpy(), outi.numpy()
+    for bd in (8, 1):
+        for g, c in zip(got["cuda", bd], got["cpu", bd]):
+            np.testing.assert_array_equal(g, c)
+    f, n = got["cuda", 8]
+    assert 0 <= f.min() and f.max() < 2 and 3 <= n.min() and n.max() < 50
+    assert len(np.unique(f)) == 64 and not np.array_equal(f, got["cuda", 1][0])
+
+    @wp.kernel(module="unique")
+    def per_lane(out: wp.array2d(dtype=float)):
+        i, j = wp.tid()
+        wp.tile_store(out, wp.tile_randf(shape=(4, 8), rng=wp.rand_init(3, j)), offset=(i, 0))
+
+    with pytest.raises(LaunchError, match="differs between the threads"):
+        wp.launch_tiled(per_lane, dim=1, inputs=[wp.zeros((4, 8), dtype=float, device="cuda")],
+                        block_dim=8, device="cuda")
+
+
 def test_tiles_over_48_kib_take_dynamic_shared_memory():
     # 16 KiB tiles: each entry needs more than the 48 KiB of static shared memory, so its
     # buffers are parts of the block's dynamic shared memory, which the launch gives; values,
@@ -935,11 +964,13 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "big": (tk.big_tiles, [f(2, tk.BIG), np.zeros((2, tk.BIG // 4)), f(2, tk.BIG),
                                 np.zeros(2)], (2, 32)),
          "lanes_add": (tk.lanes_add, [np.zeros(16, np.int32), f(16), f(2, 3)], (2, 8)),
-         "scatters": (tk.scatters, [f(16), f(16)], (2, 8))}
+         "scatters": (tk.scatters, [f(16), f(16)], (2, 8)),
+         "random": (tk.random_tiles, [np.int32(42), f(8, 8), np.zeros((8, 8), np.int32)],
+                    (2, 8))}
 only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
         "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint"),
         "row_sums": ("adjoint",), "from_thread": ("forward", "adjoint"), "big": ("forward",),
-        "lanes_add": ("forward",), "scatters": ("forward", "adjoint")}
+        "lanes_add": ("forward",), "scatters": ("forward", "adjoint"), "random": ("forward",)}
 for name, (k, args, dims) in cases.items():
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
@@ -958,7 +989,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 53, r.stdout
+    assert len(rows) == 54, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic, dynamic, _) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

@@ -389,3 +389,13 @@ def scatters(a: wp.array(dtype=float), out: wp.array(dtype=float)):
     u = wp.tile_zeros(shape=8, dtype=float)
     wp.tile_scatter_masked(u, (i + 1) % 8, x * 3.0, i % 2 == 0)
     out[b * 8 + i] = wp.tile_extract(u, i) + wp.tile_extract(t, i % 4) * 0.5
+
+
+@wp.kernel
+def random_tiles(seed: int, out: wp.array2d(dtype=float), outi: wp.array2d(dtype=int)):
+    i = wp.tid()
+    rng = wp.rand_init(seed, i)
+    t = wp.tile_randf(shape=(4, 8), rng=rng)
+    u = wp.tile_randi(shape=(4, 8), rng=rng, min=3, max=50)
+    wp.tile_store(out, t * 2.0, offset=(i * 4, 0))
+    wp.tile_store(outi, u, offset=(i * 4, 0))

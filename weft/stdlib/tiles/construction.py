@@ -215,20 +215,23 @@ class _tile_rand:
     """Each element drawn in turn from a copy of ``rng`` (as Warp's CPU tiles: the caller's
     state is not advanced)."""
 
-    def primal(rng, *bounds, type, kind, block_dim=1):
+    def primal(rng, *bounds, type, kind, block_dim=1, per_element=False):
         out = _let(tile_const(0, type).node, "rn")
         ov = _flat_view(out, type)
         st, e = _fresh("rs"), _fresh("e")
+        per_element = per_element or block_dim > 1
         # Warp's CPU tiles draw from the state advanced once (the first element is the second
         # value of the stream)
-        if block_dim == 1:
+        if not per_element:
             _emit(_assign_name(st, REGISTRY["rand_pcg"].primal(rng)))
 
         def body():
             stmts = []
-            if block_dim > 1:
-                # cooperative CPU blocks: element e is lane e % B's draw number e // B + 1 from
-                # its own stream, rand_pcg(lane + rng) (Warp's register layout)
+            if per_element:
+                # cooperative blocks (CPU lanes, CUDA threads): element e is lane e % B's draw
+                # number e // B + 1 from its own stream, rand_pcg(lane + rng) (Warp's register
+                # layout; with B = 1, the stream above); each element on its own, so CUDA's
+                # threads share the loop
                 lane_seed = ast.Call(attr_path("_wk.u32"), [ast.BinOp(ast.BinOp(
                     name(e), ast.Mod(), _int(block_dim)), ast.Add(), rng.node)], [])
                 stmts.append(_assign_name(st, REGISTRY["rand_pcg"].primal(
@@ -255,7 +258,7 @@ class _tile_rand:
 
 def _rand_form(kind):
     def lower(ctx, node):
-        lanes.refuse_on_cuda(ctx, node, f"tile_rand{kind[0]}")
+        cuda = lanes.cuda_block_mode(ctx, node, f"tile_rand{kind[0]}")
         kw = _kw(node)
         shape = static_shape(ctx, node.args[0] if node.args else kw.get("shape"),
                              "the tile's shape")
@@ -277,9 +280,11 @@ def _rand_form(kind):
         t = T.TileType(st, shape)
         attrs = {"type": t, "kind": kind}
         mode = lanes.current()
-        if mode is not None:  # cooperative CPU blocks: each lane draws its elements
+        if mode is not None:  # cooperative blocks: each lane draws its elements
             mode.coupled.append("tile_rand")
             attrs["block_dim"] = mode.block_dim
+        if cuda is not None:  # (the rng must be the block's: a launch index refused)
+            attrs["per_element"] = True
         return ctx.emit(ir.Prim(lookup("tile_rand_b"), [rng] + bounds, attrs), t, node)
     return lower
 
