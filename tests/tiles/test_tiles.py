@@ -294,7 +294,7 @@ def test_tile_matmul_of_complex_tiles_is_refused():
 
 @wp.kernel
 def add_twice_and_sort(y: wp.array[float], old: wp.array[float], keys: wp.array[float],
-                       vals: wp.array[int], s: wp.array[int]):
+                       vals: wp.array[int], s: wp.array[int], vs: wp.array[wp.vec2]):
     t = wp.tile_load(keys, shape=TM)
     first = wp.tile_atomic_add(y, t)               # the values it replaced: zeros
     second = wp.tile_atomic_add(y, t)              # ... then t
@@ -311,6 +311,17 @@ def add_twice_and_sort(y: wp.array[float], old: wp.array[float], keys: wp.array[
     s[0] = top
     s[1] = slot
     s[2] = wp.tile_stack_count(st)
+    a, _sa = wp.tile_stack_pop(st)
+    b, sb = wp.tile_stack_pop(st)  # empty: the dtype's zero (as Warp), not the stale slot 0
+    s[3] = a
+    s[4] = b
+    s[5] = sb
+    sv = wp.tile_stack(capacity=2, dtype=wp.vec2)
+    wp.tile_stack_push(sv, wp.vec2(1.5, 2.5))
+    va, _sva = wp.tile_stack_pop(sv)
+    vb, _svb = wp.tile_stack_pop(sv)
+    vs[0] = va
+    vs[1] = vb
 
 
 def test_atomic_add_returns_the_replaced_values_and_sort_and_stack_give_theirs():
@@ -319,13 +330,16 @@ def test_atomic_add_returns_the_replaced_values_and_sort_and_stack_give_theirs()
     old = wp.zeros(4, dtype=float)
     keys = wp.array(keys_np)
     vals = wp.zeros(4, dtype=int)
-    s = wp.zeros(3, dtype=int)
-    wp.launch_tiled(add_twice_and_sort, dim=[1], inputs=[y, old, keys, vals, s], block_dim=4)
+    s = wp.zeros(6, dtype=int)
+    vs = wp.full(2, 9.0, dtype=wp.vec2)
+    wp.launch_tiled(add_twice_and_sort, dim=[1], inputs=[y, old, keys, vals, s, vs],
+                    block_dim=4)
     np.testing.assert_array_equal(y.numpy(), 2.0 * keys_np)
     np.testing.assert_array_equal(old.numpy(), 10.0 * keys_np)
     np.testing.assert_array_equal(keys.numpy(), np.sort(keys_np))
     np.testing.assert_array_equal(vals.numpy(), np.argsort(keys_np))
-    np.testing.assert_array_equal(s.numpy(), [8, 1, 1])
+    np.testing.assert_array_equal(s.numpy(), [8, 1, 1, 7, 0, -1])
+    np.testing.assert_array_equal(vs.numpy(), [[1.5, 2.5], [0.0, 0.0]])
 
 
 @wp.func

@@ -8,7 +8,7 @@ import ast
 from ...core import types as T
 from ...core.errors import KernelTypeError, KernelValueError
 from .. import ir, lanes
-from ..exprs import Ex, attr_path, name, tile_const
+from ..exprs import Ex, attr_path, const, name, tile_const
 from ..registry import NAMESPACE, SpecialForm, builtin, lookup, special_form
 from .common import (VOID, _element, _emit, _flat_view, _int, _kw, _let, _tuple, _wk, _write,
                      static_dtype)
@@ -60,7 +60,10 @@ class _tile_stack_pop:
         at = ast.Call(name("max"), [slot, _int(0)], [])
         value = _element(_flat_view(buf, T.TileType(s.type.dtype, (s.type.capacity,))),
                          T.TileType(s.type.dtype, (s.type.capacity,)), at)
-        return Ex(_tuple([value.node, slot]), T.TupleType((s.type.dtype, T.int32)))
+        # an empty stack gives the dtype's zero, as Warp (not what its first slot holds)
+        value = ast.IfExp(ast.Compare(slot, [ast.GtE()], [_int(0)]), value.node,
+                          const(0, s.type.dtype).node)
+        return Ex(_tuple([value, slot]), T.TupleType((s.type.dtype, T.int32)))
 
 
 @builtin("tile_stack_count_b", ["tile_stack_count(s) -> int"], lambda ts, a=None: None,
