@@ -372,6 +372,51 @@ def test_random_tiles_as_the_cpus_blocks(monkeypatch):
                         block_dim=8, device="cuda")
 
 
+def test_tile_stacks_of_a_blocks_threads_as_warp():
+    # a block's stack (Warp's tile_stack_t: slots by atomics on a shared count, clamped to
+    # the capacity and to zero): 4 pushes, 4 more of which 2 fit, 8 pops of which 2 find it
+    # empty (the dtype's zero, slot -1), a clear; which odd thread wins a slot is the order
+    # of the atomics, so the values are compared as sets
+    out = wp.full(16, -7, dtype=int, device="cuda")
+    counts = wp.zeros(8, dtype=int, device="cuda")
+    popped = wp.full(16, 5.0, dtype=float, device="cuda")
+    wp.launch_tiled(tk.stacks, dim=2, inputs=[out, counts, popped], block_dim=8, device="cuda")
+    np.testing.assert_array_equal(counts.numpy().reshape(2, 4), [[4, 6, 0, 0]] * 2)
+    for b, row in enumerate(out.numpy().reshape(2, 8)):
+        got = sorted(row.tolist())
+        for even in (b, 20 + b, 40 + b, 60 + b):
+            got.remove(even)
+        odd = [v for v in got if v >= 100]
+        assert len(odd) == 2 and set(odd) <= {101, 103, 105, 107}, row
+        assert sorted(v for v in got if v < 100) == [0, 0], row  # the two empty pops
+    # thread 3 pushed its first slot (-1: it pushed nothing then); one thread pops it
+    for row in popped.numpy().reshape(2, 8):
+        assert sorted(row.tolist()) == [-1.0] + [0.0] * 7, row
+
+
+def test_a_tile_of_vectors_full_of_one_vector():
+    # (Warp's test_tile_full_default_dtype) the vector's components fill every element;
+    # values and gradients as the CPU's and numpy's
+    A = R.random((2, 2)).astype(np.float32)
+    G = R.random((2, 4, 3)).astype(np.float32)
+    got = {}
+    for dev in ("cuda", "cpu"):
+        a = wp.array(A, dtype=float, device=dev, requires_grad=True)
+        out = wp.zeros((2, 4), dtype=wp.vec3, device=dev, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch_tiled(tk.vec_full, dim=2, inputs=[a, out], block_dim=4, device=dev)
+        tape.backward(grads={out: wp.array(G, dtype=wp.vec3, device=dev)})
+        got[dev] = out.numpy(), a.grad.numpy()
+    a64 = A.astype(np.float64)
+    want = 2 * np.stack([a64[:, 0], np.full(2, 2.0), a64[:, 1] ** 2], axis=1)
+    np.testing.assert_allclose(got["cuda"][0], np.repeat(want[:, None, :], 4, axis=1), rtol=1e-6)
+    grad = np.stack([2 * G[:, :, 0].sum(1), 4 * a64[:, 1] * G[:, :, 2].sum(1)], axis=1)
+    np.testing.assert_allclose(got["cuda"][1], grad, rtol=1e-5)
+    for g, c in zip(got["cuda"], got["cpu"]):
+        np.testing.assert_allclose(g, c, rtol=1e-6)
+
+
 def test_tiles_over_48_kib_take_dynamic_shared_memory():
     # 16 KiB tiles: each entry needs more than the 48 KiB of static shared memory, so its
     # buffers are parts of the block's dynamic shared memory, which the launch gives; values,
@@ -966,11 +1011,15 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "lanes_add": (tk.lanes_add, [np.zeros(16, np.int32), f(16), f(2, 3)], (2, 8)),
          "scatters": (tk.scatters, [f(16), f(16)], (2, 8)),
          "random": (tk.random_tiles, [np.int32(42), f(8, 8), np.zeros((8, 8), np.int32)],
-                    (2, 8))}
+                    (2, 8)),
+         "stacks": (tk.stacks, [np.zeros(16, np.int32), np.zeros(8, np.int32), f(16)],
+                    (2, 8)),
+         "vec_full": (tk.vec_full, [f(2, 2), f(2, 4, 3)], (2, 4))}
 only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
         "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint"),
         "row_sums": ("adjoint",), "from_thread": ("forward", "adjoint"), "big": ("forward",),
-        "lanes_add": ("forward",), "scatters": ("forward", "adjoint"), "random": ("forward",)}
+        "lanes_add": ("forward",), "scatters": ("forward", "adjoint"), "random": ("forward",),
+        "stacks": ("forward",), "vec_full": ("forward",)}
 for name, (k, args, dims) in cases.items():
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
@@ -989,7 +1038,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 54, r.stdout
+    assert len(rows) == 56, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic, dynamic, _) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

@@ -399,3 +399,32 @@ def random_tiles(seed: int, out: wp.array2d(dtype=float), outi: wp.array2d(dtype
     u = wp.tile_randi(shape=(4, 8), rng=rng, min=3, max=50)
     wp.tile_store(out, t * 2.0, offset=(i * 4, 0))
     wp.tile_store(outi, u, offset=(i * 4, 0))
+
+
+@wp.kernel
+def stacks(out: wp.array(dtype=int), counts: wp.array(dtype=int), popped: wp.array(dtype=float)):
+    # a block's tile stack (capacity 6) pushed by its 8 threads (the even ones, then all:
+    # two overflow), counted, popped by every thread (two find it empty), cleared
+    b, j = wp.tid()
+    s = wp.tile_stack(capacity=6, dtype=int)
+    slot = wp.tile_stack_push(s, j * 10 + b, j % 2 == 0)
+    counts[b * 4 + 0] = wp.tile_stack_count(s)
+    wp.tile_stack_push(s, 100 + j, j % 2 == 1)
+    counts[b * 4 + 1] = wp.tile_stack_count(s)
+    v, at = wp.tile_stack_pop(s)
+    out[b * 8 + j] = v
+    counts[b * 4 + 2] = wp.tile_stack_count(s)
+    f = wp.tile_stack(capacity=2, dtype=float)
+    wp.tile_stack_push(f, float(slot), j == 3)
+    fv, _fs = wp.tile_stack_pop(f)
+    popped[b * 8 + j] = fv
+    wp.tile_stack_clear(s)
+    counts[b * 4 + 3] = wp.tile_stack_count(s) + at * 0
+
+
+@wp.kernel
+def vec_full(a: wp.array2d(dtype=float), out: wp.array2d(dtype=wp.vec3)):
+    # a tile of vectors filled with one vector (each element its components)
+    i = wp.tid()
+    v = wp.tile_full(shape=4, value=wp.vec3(a[i, 0], 2.0, a[i, 1] * a[i, 1]))
+    wp.tile_store(out[i], v * 2.0)

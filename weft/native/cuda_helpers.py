@@ -177,7 +177,8 @@ def _register_tile_calls():
     entries = [(f"_wk.{n}", n in _PURE_TILE_CALLS) for n in names]
     # (and the forms the generators write for a CUDA block's per-thread element writes,
     # which the pass makes ``..._into``: ``t[i, j] += x``, the scatters)
-    written = [(f"_wk.{n}", True) for n in ("tile_add_at", "tile_set_at", "tile_zero_at_masked")]
+    written = [(f"_wk.{n}", True) for n in ("tile_add_at", "tile_set_at", "tile_zero_at_masked",
+                                           "tile_stack_make")]
     for spelled, pure in entries + written + [("cuda.shared.array", False)]:
         vocabulary.CALLS.setdefault(spelled, vocabulary.Entry(spelled, pure, None,
                                                               target="cuda"))

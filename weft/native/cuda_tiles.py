@@ -18,6 +18,7 @@ which lanes arrive).
 """
 from __future__ import annotations
 
+import numpy as np
 from numba import cuda
 
 _dev = cuda.jit(device=True)
@@ -60,6 +61,18 @@ def tile_fill(out, x):
     f = out.reshape(out.size)
     for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
         f[e] = x
+    cuda.syncthreads()
+
+
+@_dev
+def tile_fill_components(out, v):
+    """Every element of ``out`` (a tile of vectors or matrices, their components its trailing
+    axes) = ``v``, the components' tuple."""
+    cuda.syncthreads()
+    f = out.reshape(out.size)
+    n = len(v)
+    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
+        f[e] = v[e % n]
     cuda.syncthreads()
 
 
@@ -415,6 +428,53 @@ def tile_zero_at_masked_into(out, g, idx, has):
     tile_copy(out, g)
     if has:
         out[idx] = 0
+    cuda.syncthreads()
+
+
+@_dev
+def tile_stack_init(buf, count):
+    """A block's empty tile stack: zero values, a zero count (Warp's ``tile_stack_t``)."""
+    tile_fill(buf, 0)
+    if cuda.threadIdx.x == 0:
+        count[0] = 0
+    cuda.syncthreads()
+
+
+@_dev
+def tile_stack_push(count, capacity, has):
+    """The slot this thread's push takes (the caller writes its value there), or -1 (no value,
+    or the stack is full): slots by an atomic on the count, which is then clamped to the
+    capacity, between barriers (Warp's ``tile_stack_push``)."""
+    cuda.syncthreads()
+    slot = -1
+    if has:
+        slot = cuda.atomic.add(count, 0, 1)
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0 and count[0] > capacity:
+        count[0] = capacity
+    cuda.syncthreads()
+    return np.int32(slot if 0 <= slot < capacity else -1)
+
+
+@_dev
+def tile_stack_pop(count):
+    """The slot this thread's pop takes (the caller reads its value), or -1 (the stack was
+    empty): every thread pops, the count clamped to zero after (Warp's ``tile_stack_pop``)."""
+    cuda.syncthreads()
+    slot = cuda.atomic.add(count, 0, -1) - 1
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0 and count[0] < 0:
+        count[0] = 0
+    cuda.syncthreads()
+    return np.int32(slot if slot >= 0 else -1)
+
+
+@_dev
+def tile_stack_clear(count):
+    """An empty stack, between barriers (no thread still reads the count)."""
+    cuda.syncthreads()
+    if cuda.threadIdx.x == 0:
+        count[0] = 0
     cuda.syncthreads()
 
 

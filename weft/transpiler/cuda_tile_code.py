@@ -65,7 +65,8 @@ def _np_dtype(node):
     return None
 
 
-_SCALAR_RESULTS = {"tile_sum_scalar", "tile_sum_in_order", "tile_max_scalar", "tile_min_scalar",
+_SCALAR_RESULTS = {"tile_stack_push", "tile_stack_pop", "tile_stack_clear",
+                   "tile_sum_scalar", "tile_sum_in_order", "tile_max_scalar", "tile_min_scalar",
                    "tile_lane", "tile_lanes", "tile_lane_value", "tile_lane_at", "tile_lane_comp"}
 _EFFECTS = {f"tile_{op}{n}" for op in ("store", "load_adj") for n in (1, 2, 3, 4)} | {
     "tile_store_one", "tile_load_adj_h1", "tile_load_adj_h2", "tile_load_indexed_adj1",

@@ -48,6 +48,7 @@ class TileExpressions:
             if getattr(fdef, "weft_pass", None) == "adjoint" else set()
         self.elem_views = {}  # view of an element's components -> (tile, index node)
         self.pairs = {}       # a pair of tiles (``tile_sort``'s result) -> its two buffers
+        self.stack_values = set()  # the buffers of tile stacks' values (and their aliases)
         self.stacks = set()   # an adjoint's stacks of the tiles a loop carries (shared)
 
     # -- allocation -------------------------------------------------------------------------
@@ -401,6 +402,13 @@ class TileExpressions:
         ``tile_diag_add``'s adjoints): True once their buffers are made and bound to
         ``target`` (``target[0]``, ``target[1]`` then name them), False for other nodes."""
         fn = _wk_name(node)
+        if fn == "tile_stack_make":  # a tile stack: its values and its count (Warp's)
+            cap, dt = _const_int(node.args[0]), _np_dtype(node.args[1])
+            buf, count = self.alloc(Tile((cap,), dt), out), self.alloc(Tile((1,), "int32"), out)
+            out.append(_expr_stmt(_wk("tile_stack_init", name(buf), name(count))))
+            self.pairs[target] = (buf, count)
+            self.stack_values.add(buf)
+            return True
         if fn not in ("tile_sort", "tile_diag_add_adj", "tile_lower_solve_adj",
                       "tile_upper_solve_adj", "tile_cholesky_solve_adj"):
             return False
@@ -453,6 +461,10 @@ class TileExpressions:
                     self.tile_of(value) is not None:
                 raise Unsupported(f"'{fn[5:]}' of vectors or matrices")
             n = self.alloc(Tile(tuple(dims), like.dtype), out)
+            if isinstance(value, ast.Call) and ast.unparse(value.func) == "np.array" and \
+                    len(value.args) == 1:  # a vector's or matrix's components, every element
+                out.append(_expr_stmt(_wk("tile_fill_components", name(n), value.args[0])))
+                return n
             out.append(_expr_stmt(_wk("tile_fill", name(n), value)))
             return n
         if fn in ("tile_insert", "tile_zero_at") and tiles[0] is not None:

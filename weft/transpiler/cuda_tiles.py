@@ -141,6 +141,8 @@ class _Function(TileExpressions):
                     v.value.id in self.pairs and _const_int(v.slice) in (0, 1):
                 t = self.pairs[v.value.id][_const_int(v.slice)]
                 self.env[target] = self.env[t]
+                if t in self.stack_values:
+                    self.stack_values.add(target)
                 out.append(_assign(target, name(t)))
                 return
             t = self.value(v, out)
@@ -201,7 +203,9 @@ class _Function(TileExpressions):
             targets = s.targets if isinstance(s, ast.Assign) else [s.target]
             for tg in targets:
                 base = tg.value if isinstance(tg, ast.Subscript) else tg
-                if isinstance(base, ast.Name) and base.id in self.env:
+                if isinstance(base, ast.Name) and base.id in self.env and not (
+                        isinstance(tg, ast.Subscript) and base.id in self.stack_values):
+                    # (a tile stack's values: each thread writes the slot its push took)
                     raise Unsupported("an element of a tile assigned outside an elementwise "
                                       "loop (or a tile kept on a loop's stack)")
             if isinstance(s.value, ast.Name) and s.value.id in self.env:

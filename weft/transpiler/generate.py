@@ -243,6 +243,8 @@ def _tile_work(fir, seen=None):
         v = getattr(s, "dst", None)
         if v is not None and isinstance(v.type, T.TileType):
             work = max(work, v.type.size)
+        elif v is not None and isinstance(v.type, T.TileStackType):  # (a block's stack)
+            work = max(work, v.type.capacity)
     return max([work] + [_tile_work(f, seen) for f in fir.callees])
 
 

@@ -8,7 +8,7 @@ import ast
 from ...core import types as T
 from ...core.errors import KernelTypeError, KernelValueError
 from .. import ir, lanes
-from ..exprs import Ex, attr_path, const, name, tile_const
+from ..exprs import Ex, attr_path, const, name, tile_const, tile_dtype
 from ..registry import NAMESPACE, SpecialForm, builtin, lookup, special_form
 from .common import (VOID, _element, _emit, _flat_view, _int, _kw, _let, _tuple, _wk, _write,
                      static_dtype)
@@ -25,7 +25,9 @@ def _stack_type(capacity, dtype):
 @builtin("tile_stack_b", ["tile_stack(capacity, dtype)"], lambda ts, a=None: None,
          differentiable=False, public=False)
 class _tile_stack:
-    def primal(type):
+    def primal(type, cuda=False):
+        if cuda:  # the pass ``cuda_tiles`` makes its buffer and count in shared memory
+            return Ex(_wk("tile_stack_make", _int(type.capacity), tile_dtype(type.dtype)), type)
         buf = tile_const(0, T.TileType(type.dtype, (type.capacity,)))
         count = ast.Call(attr_path("np.zeros"), [_int(1), attr_path("np.int32")], [])
         return Ex(_tuple([buf.node, count]), type)
@@ -76,7 +78,10 @@ class _tile_stack_count:
 @builtin("tile_stack_clear_b", ["tile_stack_clear(s)"], lambda ts, a=None: None,
          differentiable=False, public=False)
 class _tile_stack_clear:
-    def primal(s):
+    def primal(s, cuda=False):
+        if cuda:  # (between barriers: no thread still reads the count)
+            _emit(ast.Expr(_wk("tile_stack_clear", _stack_count(s))))
+            return Ex(ast.Constant(None), VOID)
         _emit(ast.Assign([ast.Subscript(_stack_count(s), _int(0), ast.Store())], _int(0),
                          lineno=0))
         return Ex(ast.Constant(None), VOID)
@@ -91,7 +96,6 @@ def _stack_arg(ctx, node, what):
 
 
 def _lower_tile_stack(ctx, node):
-    lanes.refuse_on_cuda(ctx, node, "a tile stack")
     kw = _kw(node)
     cap_node = node.args[0] if node.args else kw.get("capacity")
     dtype_node = node.args[1] if len(node.args) > 1 else kw.get("dtype")
@@ -102,7 +106,11 @@ def _lower_tile_stack(ctx, node):
         t = _stack_type(cap, static_dtype(ctx, dtype_node))
     except ValueError as e:
         raise ctx.fail(cap_node, str(e), KernelValueError) from None
-    return ctx.emit(ir.Prim(lookup("tile_stack_b"), [], {"type": t}), t, node)
+    if lanes.CUDA.get() and T.is_composite(t.dtype):
+        raise ctx.fail(node, "a tile stack on CUDA holds scalars (launch the kernel with "
+                       "device='cpu')", KernelTypeError)
+    attrs = {"type": t, "cuda": True} if lanes.CUDA.get() else {"type": t}
+    return ctx.emit(ir.Prim(lookup("tile_stack_b"), [], attrs), t, node)
 
 
 NAMESPACE["tile_stack"] = SpecialForm(
@@ -145,4 +153,5 @@ def tile_stack_count(ctx, node):
 @special_form("tile_stack_clear", "tile_stack_clear(s): empties the stack")
 def tile_stack_clear(ctx, node):
     s = _stack_arg(ctx, node.args[0], "tile_stack_clear")
-    ctx.add(ir.Effect(lookup("tile_stack_clear_b"), [s], ctx.loc(node)))
+    ctx.add(ir.Effect(lookup("tile_stack_clear_b"), [s], ctx.loc(node),
+                      {"cuda": True} if lanes.CUDA.get() else {}))
