@@ -380,7 +380,9 @@ def test_tile_stacks_of_a_blocks_threads_as_warp():
     out = wp.full(16, -7, dtype=int, device="cuda")
     counts = wp.zeros(8, dtype=int, device="cuda")
     popped = wp.full(16, 5.0, dtype=float, device="cuda")
-    wp.launch_tiled(tk.stacks, dim=2, inputs=[out, counts, popped], block_dim=8, device="cuda")
+    vecs = wp.zeros(16, dtype=wp.vec2, device="cuda")
+    wp.launch_tiled(tk.stacks, dim=2, inputs=[out, counts, popped, vecs], block_dim=8,
+                    device="cuda")
     np.testing.assert_array_equal(counts.numpy().reshape(2, 4), [[4, 6, 0, 0]] * 2)
     for b, row in enumerate(out.numpy().reshape(2, 8)):
         got = sorted(row.tolist())
@@ -392,6 +394,9 @@ def test_tile_stacks_of_a_blocks_threads_as_warp():
     # thread 3 pushed its first slot (-1: it pushed nothing then); one thread pops it
     for row in popped.numpy().reshape(2, 8):
         assert sorted(row.tolist()) == [-1.0] + [0.0] * 7, row
+    # a stack of vectors: each thread pops one of the block's 8 pushes
+    for b, row in enumerate(vecs.numpy().reshape(2, 8, 2)):
+        assert sorted(map(tuple, row.tolist())) == [(float(j), float(b)) for j in range(8)]
 
 
 def test_a_tile_of_vectors_full_of_one_vector():
@@ -1012,8 +1017,8 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "scatters": (tk.scatters, [f(16), f(16)], (2, 8)),
          "random": (tk.random_tiles, [np.int32(42), f(8, 8), np.zeros((8, 8), np.int32)],
                     (2, 8)),
-         "stacks": (tk.stacks, [np.zeros(16, np.int32), np.zeros(8, np.int32), f(16)],
-                    (2, 8)),
+         "stacks": (tk.stacks, [np.zeros(16, np.int32), np.zeros(8, np.int32), f(16),
+                                f(16, 2)], (2, 8)),
          "vec_full": (tk.vec_full, [f(2, 2), f(2, 4, 3)], (2, 4))}
 only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
         "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint"),

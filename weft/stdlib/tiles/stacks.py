@@ -27,7 +27,9 @@ def _stack_type(capacity, dtype):
 class _tile_stack:
     def primal(type, cuda=False):
         if cuda:  # the pass ``cuda_tiles`` makes its buffer and count in shared memory
-            return Ex(_wk("tile_stack_make", _int(type.capacity), tile_dtype(type.dtype)), type)
+            return Ex(_wk("tile_stack_make", _int(type.capacity),
+                          tile_dtype(T.scalar_of(type.dtype)),
+                          *[_int(d) for d in T.element_shape(type.dtype)]), type)
         buf = tile_const(0, T.TileType(type.dtype, (type.capacity,)))
         count = ast.Call(attr_path("np.zeros"), [_int(1), attr_path("np.int32")], [])
         return Ex(_tuple([buf.node, count]), type)
@@ -106,9 +108,6 @@ def _lower_tile_stack(ctx, node):
         t = _stack_type(cap, static_dtype(ctx, dtype_node))
     except ValueError as e:
         raise ctx.fail(cap_node, str(e), KernelValueError) from None
-    if lanes.CUDA.get() and T.is_composite(t.dtype):
-        raise ctx.fail(node, "a tile stack on CUDA holds scalars (launch the kernel with "
-                       "device='cpu')", KernelTypeError)
     attrs = {"type": t, "cuda": True} if lanes.CUDA.get() else {"type": t}
     return ctx.emit(ir.Prim(lookup("tile_stack_b"), [], attrs), t, node)
 
