@@ -44,4 +44,5 @@ from .common import store_back
 from .elements import tile_operator
 from .views import add_subscript, assign_subscript, check_augmented, subscript
 
-__all__ = ["add_subscript", "assign_subscript", "check_augmented", "store_back", "subscript", "tile_operator"]
+__all__ = ["add_subscript", "assign_subscript", "check_augmented", "store_back", "subscript",
+           "tile_operator"]
