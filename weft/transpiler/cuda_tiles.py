@@ -50,8 +50,8 @@ from ..core.errors import KernelError
 from ..stdlib.exprs import attr_path, name, tile_dtype
 from .cuda_tile_code import (_EFFECTS, _GENERATED_LOOP, _SCALAR_RESULTS, SHARED_LIMIT,
                              SHARED_OPT_IN_MAX, Tile, Unsupported, _assign, _bytes, _const_int,
-                             _expr_stmt, _np_dtype, _outside_loops, _static_index, _store, _wk, _wk_name, _zeros,
-                             independent)
+                             _expr_stmt, _np_dtype, _outside_loops, _static_index, _store,
+                             _wk, _wk_name, _zeros, independent)
 from .cuda_tile_exprs import TileExpressions
 from .cuda_tile_inline import inline_tile_funcs, tile_funcs
 from .flowdead import drop_dead_by_flow
