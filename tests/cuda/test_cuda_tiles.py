@@ -422,6 +422,17 @@ def test_a_tile_of_vectors_full_of_one_vector():
         np.testing.assert_allclose(g, c, rtol=1e-6)
 
 
+def test_each_threads_bits_combined_into_a_tile_element():
+    # s[0] |= x, s[1] ^= x, s[2] &= x by the 8 threads of a block: every thread's bits
+    A = np.array([0b10110110, 0xFFFF0F0F], np.uint32)
+    out = wp.zeros(6, dtype=wp.uint32, device="cuda")
+    wp.launch_tiled(tk.bits, dim=2, inputs=[wp.array(A, dtype=wp.uint32, device="cuda"), out],
+                    block_dim=8, device="cuda")
+    even = sum(1 << j for j in range(0, 8, 2))  # the bits the even threads clear
+    want = [[a & 0xFF, 0xFF, 0xFFFFFFFF & ~even] for a in A.tolist()]
+    np.testing.assert_array_equal(out.numpy().reshape(2, 3), want)
+
+
 def test_tiles_over_48_kib_take_dynamic_shared_memory():
     # 16 KiB tiles: each entry needs more than the 48 KiB of static shared memory, so its
     # buffers are parts of the block's dynamic shared memory, which the launch gives; values,
@@ -1019,12 +1030,13 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
                     (2, 8)),
          "stacks": (tk.stacks, [np.zeros(16, np.int32), np.zeros(8, np.int32), f(16),
                                 f(16, 2)], (2, 8)),
-         "vec_full": (tk.vec_full, [f(2, 2), f(2, 4, 3)], (2, 4))}
+         "vec_full": (tk.vec_full, [f(2, 2), f(2, 4, 3)], (2, 4)),
+         "bits": (tk.bits, [np.zeros(2, np.uint32), np.zeros(6, np.uint32)], (2, 8))}
 only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
         "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint"),
         "row_sums": ("adjoint",), "from_thread": ("forward", "adjoint"), "big": ("forward",),
         "lanes_add": ("forward",), "scatters": ("forward", "adjoint"), "random": ("forward",),
-        "stacks": ("forward",), "vec_full": ("forward",)}
+        "stacks": ("forward",), "vec_full": ("forward",), "bits": ("forward",)}
 for name, (k, args, dims) in cases.items():
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
@@ -1043,7 +1055,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 56, r.stdout
+    assert len(rows) == 57, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic, dynamic, _) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

@@ -433,3 +433,16 @@ def vec_full(a: wp.array2d(dtype=float), out: wp.array2d(dtype=wp.vec3)):
     i = wp.tid()
     v = wp.tile_full(shape=4, value=wp.vec3(a[i, 0], 2.0, a[i, 1] * a[i, 1]))
     wp.tile_store(out[i], v * 2.0)
+
+
+@wp.kernel
+def bits(a: wp.array(dtype=wp.uint32), out: wp.array(dtype=wp.uint32)):
+    # each thread's bit combined into tile elements (Warp's tile_bit_*_inplace: atomics)
+    b, j = wp.tid()
+    s = wp.tile_zeros(shape=3, dtype=wp.uint32)
+    s[2] = wp.uint32(0xFFFFFFFF)
+    m = wp.uint32(1) << wp.uint32(j)
+    s[0] |= a[b] & m
+    s[1] ^= m
+    s[2] &= ~m if j % 2 == 0 else wp.uint32(0xFFFFFFFF)  # (the even threads clear theirs)
+    wp.tile_store(out, s, offset=b * 3)

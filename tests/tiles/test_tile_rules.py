@@ -108,7 +108,7 @@ THROUGH_KERNELS = {"tile_load_b", "tile_store_b", "tile_atomic_add_b", "tile_loa
                    # (no CPU form): values, adjoints, tangents against numpy in
                    # tests/cuda/test_cuda_tiles.py
                    "tile_of_lanes", "tile_lane_value", "tile_from_lane", "tile_add_at",
-                   "tile_set_at"}
+                   "tile_set_at", "tile_bits_at"}
 
 
 def _names(n, prefix):

@@ -178,7 +178,8 @@ def _register_tile_calls():
     # (and the forms the generators write for a CUDA block's per-thread element writes,
     # which the pass makes ``..._into``: ``t[i, j] += x``, the scatters)
     written = [(f"_wk.{n}", True) for n in ("tile_add_at", "tile_set_at", "tile_zero_at_masked",
-                                           "tile_stack_make")]
+                                           "tile_stack_make", "tile_and_at", "tile_or_at",
+                                           "tile_xor_at")]
     for spelled, pure in entries + written + [("cuda.shared.array", False)]:
         vocabulary.CALLS.setdefault(spelled, vocabulary.Entry(spelled, pure, None,
                                                               target="cuda"))

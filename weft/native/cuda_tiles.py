@@ -412,6 +412,30 @@ def tile_add_at_into(out, t, idx, x, has):
 
 
 @_dev
+def tile_and_at_into(out, t, idx, x):
+    """``out`` = ``t`` with every thread's ``x`` and-ed into element ``idx``, atomically."""
+    tile_copy(out, t)
+    cuda.atomic.and_(out, idx, x)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_or_at_into(out, t, idx, x):
+    """``out`` = ``t`` with every thread's ``x`` or-ed into element ``idx``, atomically."""
+    tile_copy(out, t)
+    cuda.atomic.or_(out, idx, x)
+    cuda.syncthreads()
+
+
+@_dev
+def tile_xor_at_into(out, t, idx, x):
+    """``out`` = ``t`` with every thread's ``x`` xor-ed into element ``idx``, atomically."""
+    tile_copy(out, t)
+    cuda.atomic.xor(out, idx, x)
+    cuda.syncthreads()
+
+
+@_dev
 def tile_set_at_into(out, t, idx, x, has):
     """``out`` = ``t`` with the ``x`` of every thread whose ``has`` holds written into its
     element ``idx``: Warp's ``tile_scatter_masked`` (threads writing one element: one wins)."""

@@ -60,7 +60,7 @@ def _varying_tile_op(stmts, ctrl, V):
                 s.expr.builtin.name == "tile_insert" and ops and
                 not T.is_composite(ops[-1].type) or
                 s.expr.builtin.name in ("tile_of_lanes", "tile_from_lane", "tile_add_at",
-                                        "tile_set_at", "tile_stack_push_b"))
+                                        "tile_set_at", "tile_stack_push_b", "tile_bits_at"))
             got = s.loc if tile_op and (ctrl or (any(id(o) in V for o in ops) and
                                                  not own_element)) else None
         if got is not None:

@@ -479,7 +479,8 @@ class TileExpressions:
                 "tile_insert_into"
             out.append(_expr_stmt(_wk(helper, name(n), args[0], args[1], value)))
             return n
-        if fn in ("tile_add_at", "tile_set_at", "tile_zero_at_masked") and \
+        if fn in ("tile_add_at", "tile_set_at", "tile_zero_at_masked", "tile_and_at",
+                  "tile_or_at", "tile_xor_at") and \
                 tiles[0] is not None:  # each thread's element (t[i, j] += x, the scatters)
             if _idx_len(args[1]) < len(tiles[0].shape):
                 raise Unsupported("a write of each thread's element into a tile of vectors "

@@ -113,6 +113,22 @@ class tile_add_at:
         return tile_add_at.primal(tt, *idx, tx, has)
 
 
+#: the integer dtypes CUDA combines into a shared element atomically (``cuda.atomic.and_``...)
+ATOMIC_BITS_DTYPES = (T.int32, T.int64, T.uint32, T.uint64)
+
+
+@builtin("tile_bits_at", ["t[i, j] &= x, |=, ^= (CUDA)"], lambda ts, a=None: ts[0] if
+         T.is_tile_type(ts[0]) and len(ts) - 2 == len(ts[0].shape) else None,
+         differentiable=False, public=False)
+class tile_bits_at:
+    """``t`` with each CUDA thread's ``x`` combined into its element ``(i, j)`` by ``op``
+    (``and``, ``or``, ``xor``), atomically: Warp's ``tile_bit_and_inplace`` and its kin."""
+
+    def primal(t, *rest, op):
+        idx, x = rest[:-1], rest[-1]
+        return Ex(_wk(f"tile_{op}_at", t.node, _tuple([i.node for i in idx]), x.node), t.type)
+
+
 @builtin("tile_set_at", ["tile_scatter_masked (CUDA)"], _tile_has_form, public=False)
 class tile_set_at:
     """``t`` with each CUDA thread's ``x`` written into its element ``(i, j)`` where its

@@ -410,6 +410,21 @@ def add_subscript(ctx, current, sl, value, negate, node):
     return ctx.apply("tile_add_at", [current] + ops + [value, ir.Const(True, T.bool)], node)
 
 
+def bits_subscript(ctx, current, sl, value, op, node):
+    """The tile ``current`` after ``current[i, j] &= value`` (``op`` ``"and"``, ``"or"``,
+    ``"xor"``) in a CUDA kernel: every thread's value combined into the element
+    (:class:`.elements.tile_bits_at`); None where that is not the form."""
+    from .elements import ATOMIC_BITS_DTYPES
+    spec = _parse_subscript(ctx, current.type, sl, node)
+    dt = current.type.dtype
+    if not all(s.kind == "int" for s in spec) or dt not in ATOMIC_BITS_DTYPES:
+        return None
+    if getattr(value, "type", None) != dt:
+        value = ctx.apply("cast", [value], node, attrs={"type": dt})
+    return ctx.apply("tile_bits_at", [current] + [s.value for s in spec] + [value], node,
+                     attrs={"op": op})
+
+
 def check_augmented(ctx, current, sl, node):
     """``t[...] += u``: only on an element (Warp refuses it on a view)."""
     spec = _parse_subscript(ctx, current.type, sl, node)

@@ -430,6 +430,12 @@ def stmt_aug_assign(ctx, s):
                                       isinstance(s.op, ast.Sub), t)
             if new is not None:
                 return tiles.store_back(ctx, t.value, new)
+        bits = {ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor"}.get(type(s.op))
+        if CUDA_LOWERING.get() and bits:  # (Warp's tile_bit_and_inplace and its kin)
+            new = tiles.bits_subscript(ctx, exprs.lower_expr(ctx, t.value), t.slice,
+                                       exprs.lower_expr(ctx, s.value), bits, t)
+            if new is not None:
+                return tiles.store_back(ctx, t.value, new)
     current = exprs.lower_expr(ctx, t)
     value = exprs.lower_expr(ctx, s.value)
     new = ctx.apply(op_name, [current, value], s)
