@@ -433,6 +433,24 @@ def test_each_threads_bits_combined_into_a_tile_element():
     np.testing.assert_array_equal(out.numpy().reshape(2, 3), want)
 
 
+def test_each_thread_writes_a_row_of_its_own_matrix_element():
+    # t[j][1] = v by each thread j (a composite element written by every thread, was thread
+    # 0's only), values and gradients against numpy
+    A = np.linspace(0.5, 1.2, 8).astype(np.float32)
+    G = R.random((8, 2, 2)).astype(np.float32)
+    a = wp.array(A, dtype=float, device="cuda", requires_grad=True)
+    out = wp.zeros(8, dtype=wp.mat22, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.own_rows, dim=2, inputs=[a, out], block_dim=4, device="cuda")
+    tape.backward(grads={out: wp.array(G, dtype=wp.mat22, device="cuda")})
+    x = A.astype(np.float64)
+    want = np.zeros((8, 2, 2))
+    want[:, 1, 0], want[:, 1, 1] = 2 * x, 2 * x * x
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(a.grad.numpy(), 2 * G[:, 1, 0] + 4 * x * G[:, 1, 1], rtol=1e-5)
+
+
 def test_tiles_over_48_kib_take_dynamic_shared_memory():
     # 16 KiB tiles: each entry needs more than the 48 KiB of static shared memory, so its
     # buffers are parts of the block's dynamic shared memory, which the launch gives; values,
@@ -965,34 +983,21 @@ def test_the_lane_in_scalar_code_and_in_a_tile_operation():
     assert not out8.numpy().any()
 
 
-LANE_OPS = {  # (wp.tile(x), untile, tile_from_thread run: test_threads_values_..., ...)
-    "scatter": ("t = wp.tile_load(a, shape=4)\n"
-                "    wp.tile_scatter_add(t, i % 4, a[i], True)\n    wp.tile_store(out, t)",
-                "tile_scatter_add works with the threads"),
-}
+def test_a_scatter_by_every_thread_of_the_block_as_warp_on_each_device():
+    # (refused on CUDA before stop 63) wp.tid() is the block's index: each of the 4 threads of
+    # the CUDA block adds a[0] into t[0], as on Warp's GPU; the CPU's block is one thread
+    @wp.kernel(module="unique")
+    def k(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+        i = wp.tid()
+        t = wp.tile_load(a, shape=4)
+        wp.tile_scatter_add(t, i % 4, a[i], True)
+        wp.tile_store(out, t)
 
-
-@pytest.mark.parametrize("case", sorted(LANE_OPS))
-def test_operations_not_built_for_cuda_are_refused_with_the_line(case, tmp_path):
-    body, message = LANE_OPS[case]
-    src = tmp_path / f"k_{case}.py"
-    src.write_text("import weft as wp\n\n\n@wp.kernel\n"
-                   "def k(a: wp.array(dtype=float), out: wp.array(dtype=float)):\n"
-                   f"    i = wp.tid()\n    {body}\n")
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(f"k_{case}", src)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    a = wp.array(np.arange(1.0, 5.0, dtype=np.float32), dtype=float, device="cuda")
-    out = wp.zeros(4, dtype=float, device="cuda")
-    with pytest.raises(KernelError, match=message) as e:
-        wp.launch_tiled(mod.k, dim=1, inputs=[a, out], block_dim=4, device="cuda")
-    line = {"scatter": 8}.get(case, 7)  # the operation's own line
-    assert f"k_{case}.py:{line}:" in str(e.value)
-    assert not out.numpy().any()
-    # the same kernel runs on the CPU
-    wp.launch_tiled(mod.k, dim=1, inputs=[a.to("cpu"), out.to("cpu")], block_dim=4,
-                    device="cpu")
+    for dev, want in (("cuda", [5, 2, 3, 4]), ("cpu", [2, 2, 3, 4])):
+        a = wp.array(np.arange(1.0, 5.0, dtype=np.float32), dtype=float, device=dev)
+        out = wp.zeros(4, dtype=float, device=dev)
+        wp.launch_tiled(k, dim=1, inputs=[a, out], block_dim=4, device=dev)
+        np.testing.assert_array_equal(out.numpy(), want)
 
 
 PTX = """

@@ -446,3 +446,13 @@ def bits(a: wp.array(dtype=wp.uint32), out: wp.array(dtype=wp.uint32)):
     s[1] ^= m
     s[2] &= ~m if j % 2 == 0 else wp.uint32(0xFFFFFFFF)  # (the even threads clear theirs)
     wp.tile_store(out, s, offset=b * 3)
+
+
+@wp.kernel
+def own_rows(a: wp.array(dtype=float), out: wp.array(dtype=wp.mat22)):
+    # each thread writes a row of its own matrix element (Warp's composite row writes)
+    b, j = wp.tid()
+    t = wp.tile_zeros(dtype=wp.mat22, shape=4)
+    x = a[b * 4 + j]
+    t[j][1] = wp.vec2(x, x * x)
+    wp.tile_store(out, t * 2.0, offset=b * 4)

@@ -694,13 +694,14 @@ def tile_sum_vec_adj_into(out, t, g):
 
 @_dev
 def tile_insert_vec_into(out, t, idx, x):
-    """``out`` = ``t`` with element ``idx`` set to the components ``x`` (a tuple)."""
+    """``out`` = ``t`` with element ``idx`` set to the components ``x`` (a tuple): every thread
+    writes its own element (threads writing one element write the same value: the same scalar
+    code), as ``tile_insert_into``."""
     tile_copy(out, t)
-    if cuda.threadIdx.x == 0:
-        v = out[idx]
-        f = v.reshape(v.size)
-        for k in range(len(x)):
-            f[k] = x[k]
+    v = out[idx]
+    f = v.reshape(v.size)
+    for k in range(len(x)):
+        f[k] = x[k]
     cuda.syncthreads()
 
 

@@ -70,15 +70,6 @@ def cuda_block_mode(ctx, node, what):
     return mode
 
 
-def refuse_on_cuda(ctx, node, what):
-    """On CUDA, ``what`` (an operation that gathers, scatters or counts the block's threads)
-    is refused with the kernel's line: weft lowers it for one thread per block, so on a block of
-    real threads it would give another result than Warp's."""
-    if CUDA.get():
-        raise ctx.fail(node, f"{what} works with the threads of a tile block, which weft's "
-                       "CUDA tiles do not do yet (launch the kernel with device='cpu')")
-
-
 @contextlib.contextmanager
 def active(mode):
     token = ACTIVE.set(mode)

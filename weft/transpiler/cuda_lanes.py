@@ -3,7 +3,6 @@ ABI's ``lane_tiles``): a launch in which such an index differs between the threa
 block is refused (:func:`weft.runtime.entries.cuda_block`)."""
 from __future__ import annotations
 
-from ..core import types as T
 from ..stdlib import ir
 from .lanes import _is_tile, _operands
 
@@ -57,8 +56,7 @@ def _varying_tile_op(stmts, ctrl, V):
             tile_op = (dst is not None and _is_tile(dst.type)) or (
                 isinstance(s, ir.Effect) and any(_is_tile(o.type) for o in ops))
             own_element = isinstance(s, ir.Assign) and isinstance(s.expr, ir.Prim) and (
-                s.expr.builtin.name == "tile_insert" and ops and
-                not T.is_composite(ops[-1].type) or
+                s.expr.builtin.name == "tile_insert" and ops or
                 s.expr.builtin.name in ("tile_of_lanes", "tile_from_lane", "tile_add_at",
                                         "tile_set_at", "tile_stack_push_b", "tile_bits_at"))
             got = s.loc if tile_op and (ctrl or (any(id(o) in V for o in ops) and
