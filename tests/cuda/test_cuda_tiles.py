@@ -444,11 +444,16 @@ def test_each_thread_writes_a_row_of_its_own_matrix_element():
     with tape:
         wp.launch_tiled(tk.own_rows, dim=2, inputs=[a, out], block_dim=4, device="cuda")
     tape.backward(grads={out: wp.array(G, dtype=wp.mat22, device="cuda")})
+    D = R.random(8).astype(np.float32)
+    tan = tape.forward(tangents={a: wp.array(D, dtype=float, device="cuda")})
     x = A.astype(np.float64)
     want = np.zeros((8, 2, 2))
     want[:, 1, 0], want[:, 1, 1] = 2 * x, 2 * x * x
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
     np.testing.assert_allclose(a.grad.numpy(), 2 * G[:, 1, 0] + 4 * x * G[:, 1, 1], rtol=1e-5)
+    dwant = np.zeros((8, 2, 2))
+    dwant[:, 1, 0], dwant[:, 1, 1] = 2 * D, 4 * x * D
+    np.testing.assert_allclose(tan[out].numpy(), dwant, rtol=1e-5)
 
 
 def test_tiles_over_48_kib_take_dynamic_shared_memory():

@@ -455,4 +455,4 @@ def own_rows(a: wp.array(dtype=float), out: wp.array(dtype=wp.mat22)):
     t = wp.tile_zeros(dtype=wp.mat22, shape=4)
     x = a[b * 4 + j]
     t[j][1] = wp.vec2(x, x * x)
-    wp.tile_store(out, t * 2.0, offset=b * 4)
+    wp.tile_atomic_add(out, t * 2.0, offset=b * 4)  # (its old values unused)

@@ -242,6 +242,8 @@ class _Function(TileExpressions):
             if isinstance(s.value, ast.Constant):
                 out.append(s)
                 return
+            if isinstance(s.value, (ast.BinOp, ast.UnaryOp)) and _pure(s.value):
+                return  # (a value nothing keeps: the tangent of atomic adds' unused old values)
             out.append(_expr_stmt(self.scalar(s.value, out)))
             return
         if isinstance(s, ast.For):
@@ -550,6 +552,17 @@ def _dynamic_shared(fdef):
         attr_path("cuda.shared.array"), [ast.Constant(0), attr_path(f"_wk.shared_{dt}")], []))
         for dt in dtypes]
     return offset
+
+
+def _pure(node):
+    """True when every call in expression ``node`` is pure (the vocabulary's word)."""
+    from ..native.vocabulary import CALLS, called_name
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call):
+            entry = CALLS.get(called_name(n.func))
+            if entry is None or not entry.pure:
+                return False
+    return True
 
 
 def _refusal(fir, kind, loc, why):
