@@ -310,6 +310,42 @@ def test_each_threads_value_added_into_a_tile_element():
     np.testing.assert_allclose(tan[out].numpy(), dout, rtol=1e-5, atol=1e-6)
 
 
+def test_each_threads_vector_added_into_a_tile_element_and_what_cannot_be():
+    # s[j % 2] += 2 a[j] for a tile of vec2: each component atomically; values, gradients and
+    # tangents against numpy. A tile dtype CUDA cannot add atomically is refused (the threads'
+    # read and write back would race), on the line
+    A = R.random((8, 2)).astype(np.float32)
+    G = R.random((4, 2)).astype(np.float32)
+    D = R.random((8, 2)).astype(np.float32)
+    a = wp.array(A, dtype=wp.vec2, device="cuda", requires_grad=True)
+    out = wp.zeros(4, dtype=wp.vec2, device="cuda", requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(tk.vec_adds, dim=2, inputs=[a, out], block_dim=4, device="cuda")
+    tape.backward(grads={out: wp.array(G, dtype=wp.vec2, device="cuda")})
+    tan = tape.forward(tangents={a: wp.array(D, dtype=wp.vec2, device="cuda")})
+    slot = [(n // 4) * 2 + (n % 4) % 2 for n in range(8)]
+    want, dwant = np.zeros((4, 2)), np.zeros((4, 2))
+    for n in range(8):
+        want[slot[n]] += 2 * A[n].astype(np.float64)
+        dwant[slot[n]] += 2 * D[n].astype(np.float64)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-6)
+    np.testing.assert_allclose(a.grad.numpy(), 2 * G[slot], rtol=1e-6)
+    np.testing.assert_allclose(tan[out].numpy(), dwant, rtol=1e-6)
+
+    @wp.kernel(module="unique")
+    def halves(out: wp.array(dtype=wp.float16)):
+        b, j = wp.tid()
+        s = wp.tile_zeros(shape=2, dtype=wp.float16)
+        s[0] += wp.float16(1.0)
+        wp.tile_store(out, s)
+
+    with pytest.raises(KernelError, match="adds every thread's value atomically") as e:
+        wp.launch_tiled(halves, dim=1, inputs=[wp.zeros(2, dtype=wp.float16, device="cuda")],
+                        block_dim=4, device="cuda")
+    assert "s[0] += wp.float16(1.0)" in str(e.value)
+
+
 def test_each_threads_scatters_values_gradients_and_tangents():
     # tile_scatter_add and tile_scatter_masked by the 8 threads of each block, against numpy
     A = np.linspace(0.3, 1.8, 16).astype(np.float32)
@@ -1041,12 +1077,14 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "stacks": (tk.stacks, [np.zeros(16, np.int32), np.zeros(8, np.int32), f(16),
                                 f(16, 2)], (2, 8)),
          "vec_full": (tk.vec_full, [f(2, 2), f(2, 4, 3)], (2, 4)),
-         "bits": (tk.bits, [np.zeros(2, np.uint32), np.zeros(6, np.uint32)], (2, 8))}
+         "bits": (tk.bits, [np.zeros(2, np.uint32), np.zeros(6, np.uint32)], (2, 8)),
+         "vec_adds": (tk.vec_adds, [f(8, 2), f(4, 2)], (2, 4))}
 only = {"gemm": ("forward", "adjoint"), "sort": ("forward",), "row_copies": ("forward",),
         "carried_rows": ("adjoint",), "axis_sums": ("forward", "adjoint"),
         "row_sums": ("adjoint",), "from_thread": ("forward", "adjoint"), "big": ("forward",),
         "lanes_add": ("forward",), "scatters": ("forward", "adjoint"), "random": ("forward",),
-        "stacks": ("forward",), "vec_full": ("forward",), "bits": ("forward",)}
+        "stacks": ("forward",), "vec_full": ("forward",), "bits": ("forward",),
+        "vec_adds": ("forward",)}
 for name, (k, args, dims) in cases.items():
     kinds = only.get(name, ("forward", "adjoint", "tangent"))
     for kind, text in compile_ptx(k, args, dims=dims, kinds=kinds).items():
@@ -1065,7 +1103,7 @@ def test_cuda_tile_functions_compile_to_ptx_for_hopper(tmp_path):
         pytest.skip("NVVM is not installed (pip install 'numba-cuda[cu13]')")
     assert r.returncode == 0, r.stderr[-3000:]
     rows = {(a, b): rest for a, b, *rest in (ln.split() for ln in r.stdout.splitlines())}
-    assert len(rows) == 57, r.stdout
+    assert len(rows) == 58, r.stdout
     for (name, kind), (sm90, barriers, shared, atomic, dynamic, _) in rows.items():
         assert sm90 == "True" and shared == "True", (name, kind)
         assert int(barriers) >= 4, (name, kind)     # every operation between barriers

@@ -456,3 +456,12 @@ def own_rows(a: wp.array(dtype=float), out: wp.array(dtype=wp.mat22)):
     x = a[b * 4 + j]
     t[j][1] = wp.vec2(x, x * x)
     wp.tile_atomic_add(out, t * 2.0, offset=b * 4)  # (its old values unused)
+
+
+@wp.kernel
+def vec_adds(a: wp.array(dtype=wp.vec2), out: wp.array(dtype=wp.vec2)):
+    # s[e] += v by every thread of the block, for a tile of vectors: each component atomically
+    b, j = wp.tid()
+    s = wp.tile_zeros(shape=2, dtype=wp.vec2)
+    s[j % 2] += a[b * 4 + j] * 2.0
+    wp.tile_store(out, s, offset=b * 2)

@@ -412,6 +412,19 @@ def tile_add_at_into(out, t, idx, x, has):
 
 
 @_dev
+def tile_add_at_vec_into(out, t, idx, x, has):
+    """``tile_add_at_into`` of a tile of vectors or matrices: the components ``x`` (a tuple)
+    of every thread whose ``has`` holds added into element ``idx``, each atomically."""
+    tile_copy(out, t)
+    if has:
+        v = out[idx]
+        f = v.reshape(v.size)
+        for k in range(len(x)):
+            cuda.atomic.add(f, k, x[k])
+    cuda.syncthreads()
+
+
+@_dev
 def tile_and_at_into(out, t, idx, x):
     """``out`` = ``t`` with every thread's ``x`` and-ed into element ``idx``, atomically."""
     tile_copy(out, t)

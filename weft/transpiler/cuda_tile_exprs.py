@@ -483,9 +483,11 @@ class TileExpressions:
                   "tile_or_at", "tile_xor_at") and \
                 tiles[0] is not None:  # each thread's element (t[i, j] += x, the scatters)
             if _idx_len(args[1]) < len(tiles[0].shape):
-                raise Unsupported("a write of each thread's element into a tile of vectors "
-                                  "or matrices (t[i] += v, tile_scatter_add, "
-                                  "tile_scatter_masked)")
+                if fn != "tile_add_at":
+                    raise Unsupported("a write of each thread's element into a tile of "
+                                      "vectors or matrices (tile_scatter_add, "
+                                      "tile_scatter_masked)")
+                fn = "tile_add_at_vec"  # (t[i] += v: each component atomically)
             n = self.alloc(tiles[0], out)
             out.append(_expr_stmt(_wk(f"{fn}_into", name(n), args[0], _one_index(args[1]),
                                       *args[2:])))

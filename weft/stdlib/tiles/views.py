@@ -400,7 +400,7 @@ def add_subscript(ctx, current, sl, value, negate, node):
     from .elements import ATOMIC_ADD_DTYPES
     spec = _parse_subscript(ctx, current.type, sl, node)
     dt = current.type.dtype
-    if not all(s.kind == "int" for s in spec) or dt not in ATOMIC_ADD_DTYPES:
+    if not all(s.kind == "int" for s in spec) or T.scalar_of(dt) not in ATOMIC_ADD_DTYPES:
         return None
     ops = [s.value for s in spec]
     if getattr(value, "type", None) != dt:
@@ -416,7 +416,7 @@ def bits_subscript(ctx, current, sl, value, op, node):
     (:class:`.elements.tile_bits_at`); None where that is not the form."""
     from .elements import ATOMIC_BITS_DTYPES
     spec = _parse_subscript(ctx, current.type, sl, node)
-    dt = current.type.dtype
+    dt = current.type.dtype  # (scalars: a matrix's bits are refused)
     if not all(s.kind == "int" for s in spec) or dt not in ATOMIC_BITS_DTYPES:
         return None
     if getattr(value, "type", None) != dt:

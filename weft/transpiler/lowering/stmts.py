@@ -428,14 +428,22 @@ def stmt_aug_assign(ctx, s):
             new = tiles.add_subscript(ctx, exprs.lower_expr(ctx, t.value), t.slice,
                                       exprs.lower_expr(ctx, s.value),
                                       isinstance(s.op, ast.Sub), t)
-            if new is not None:
-                return tiles.store_back(ctx, t.value, new)
+            if new is None:  # (the threads' read and write back would race)
+                raise ctx.fail(s, "'+=' into a tile element on CUDA adds every thread's value "
+                               "atomically, as Warp: tiles of float32, float64, 32- or 64-bit "
+                               "integers, or vectors and matrices of them (launch the kernel "
+                               "with device='cpu')", KernelTypeError)
+            return tiles.store_back(ctx, t.value, new)
         bits = {ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor"}.get(type(s.op))
         if CUDA_LOWERING.get() and bits:  # (Warp's tile_bit_and_inplace and its kin)
             new = tiles.bits_subscript(ctx, exprs.lower_expr(ctx, t.value), t.slice,
                                        exprs.lower_expr(ctx, s.value), bits, t)
-            if new is not None:
-                return tiles.store_back(ctx, t.value, new)
+            if new is None:
+                raise ctx.fail(s, "a bitwise '&=', '|=' or '^=' into a tile element on CUDA "
+                               "combines every thread's value atomically, as Warp: tiles of "
+                               "32- or 64-bit integers (launch the kernel with device='cpu')",
+                               KernelTypeError)
+            return tiles.store_back(ctx, t.value, new)
     current = exprs.lower_expr(ctx, t)
     value = exprs.lower_expr(ctx, s.value)
     new = ctx.apply(op_name, [current, value], s)
