@@ -165,6 +165,16 @@ _PURE_TILE_CALLS = ("tile_lane", "tile_lanes", "block_index", "tile_sum_scalar",
                     "tile_max_scalar", "tile_min_scalar")
 
 
+#: the calls the generators write into CUDA tile code that the pass ``cuda_tiles`` always
+#: replaces (or refuses the function), with what it writes instead: each thread's element
+#: writes (``t[i, j] += x``, ``&=``..., the scatters) and a tile stack's making. No module
+#: defines them: generated code that runs never calls them.
+PASS_FORMS = {"tile_add_at": "tile_add_at_into", "tile_set_at": "tile_set_at_into",
+              "tile_zero_at_masked": "tile_zero_at_masked_into",
+              "tile_and_at": "tile_and_at_into", "tile_or_at": "tile_or_at_into",
+              "tile_xor_at": "tile_xor_at_into", "tile_stack_make": "tile_stack_init"}
+
+
 def _register_tile_calls():
     """Every call the pass ``cuda_tiles`` writes into generated CUDA code (the functions of
     ``cuda_tiles``, ``cuda_tile_algebra`` and ``cuda_tile_order``, and the shared buffers) joins
@@ -175,11 +185,7 @@ def _register_tile_calls():
                     for n, v in vars(m).items()
                     if (n.startswith("tile_") or n == "block_index") and callable(v)})
     entries = [(f"_wk.{n}", n in _PURE_TILE_CALLS) for n in names]
-    # (and the forms the generators write for a CUDA block's per-thread element writes,
-    # which the pass makes ``..._into``: ``t[i, j] += x``, the scatters)
-    written = [(f"_wk.{n}", True) for n in ("tile_add_at", "tile_set_at", "tile_zero_at_masked",
-                                           "tile_stack_make", "tile_and_at", "tile_or_at",
-                                           "tile_xor_at")]
+    written = [(f"_wk.{n}", True) for n in PASS_FORMS]
     for spelled, pure in entries + written + [("cuda.shared.array", False)]:
         vocabulary.CALLS.setdefault(spelled, vocabulary.Entry(spelled, pure, None,
                                                               target="cuda"))
