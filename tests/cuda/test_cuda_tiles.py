@@ -586,10 +586,14 @@ def test_a_gpu_launch_opts_in_to_its_dynamic_shared_memory(monkeypatch):
     monkeypatch.setattr(cuda, "get_current_device", lambda: Device)
     monkeypatch.setattr(drv, "driver", Driver(), raising=False)  # (the simulator's module)
     ck = type("CK", (), {"key": "k"})()
-    _DynamicShared(ck, Dispatcher(), 3, 32, 80_000)((1,), 2.0)
+    dispatcher = Dispatcher()
+    _DynamicShared(ck, dispatcher, 3, 32, 80_000)((1,), 2.0)
     assert calls == [("config", (3, 32, 0, 80_000)), ("compile", ("tuple", "float")),
                      ("attribute", "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 80_000,
                       "h", 0), ("launch", ((1,), 2.0))]
+    calls.clear()  # the next launch of the same signature: opted in already
+    _DynamicShared(ck, dispatcher, 3, 32, 80_000)((1,), 3.0)
+    assert calls == [("config", (3, 32, 0, 80_000)), ("launch", ((1,), 3.0))]
     calls.clear()
     with pytest.raises(LaunchError, match="need 120000 bytes .* more than the 100000"):
         _DynamicShared(ck, Dispatcher(), 3, 32, 120_000)((1,), 2.0)

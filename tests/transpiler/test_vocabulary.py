@@ -155,6 +155,10 @@ def test_helpers_named_exist():
                 assert hasattr(cuda_helpers, cuda_helpers.PASS_FORMS[helper]), name
                 continue
             assert hasattr(helpers, helper) or hasattr(cuda_helpers, helper), name
+    # the pass's forms of each thread's element writes, and a tile stack's making
+    from weft.transpiler.cuda_tile_exprs import ELEMENT_WRITES
+    assert set(cuda_helpers.PASS_FORMS) == set(ELEMENT_WRITES) | {"tile_stack_make"}
+    assert all(cuda_helpers.PASS_FORMS[f] == f"{f}_into" for f in ELEMENT_WRITES)
 
 
 def test_geometry_queries_are_the_kernel_apis():

@@ -97,18 +97,25 @@ class _DynamicShared:
         return self.launch(*args)
 
     def _opt_in(self, args):
+        """Once per compiled signature and device (kept on the dispatcher): a launch after
+        the first only types its arguments."""
         from cuda.bindings import driver as binding  # (as numba-cuda's driver imports it)
         from numba import cuda
         from numba.cuda.cudadrv.driver import driver
-        limit = int(cuda.get_current_device().MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        device = cuda.get_current_device()
+        argtypes = tuple(self.dispatcher.typeof_pyval(a) for a in args)
+        done = self.dispatcher.__dict__.setdefault("_weft_opted_in", set())
+        if (argtypes, device.id) in done:
+            return
+        limit = int(device.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         if self.nbytes > limit:
             raise LaunchError(f"kernel '{self.ck.key}': its tiles need {self.nbytes} bytes of "
                               f"shared memory per block, more than the {limit} this GPU gives "
                               "a block; use smaller tiles, or launch it with device='cpu'")
-        kernel = self.dispatcher.compile(tuple(self.dispatcher.typeof_pyval(a) for a in args))
-        cufunc = kernel._codelibrary.get_cufunc()
+        cufunc = self.dispatcher.compile(argtypes)._codelibrary.get_cufunc()
         attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         driver.cuKernelSetAttribute(attr, self.nbytes, cufunc.handle, cufunc.device.id)
+        done.add((argtypes, device.id))
 
 
 def block_threads(dims):

@@ -30,6 +30,13 @@ def _one_index(idx):
     return idx
 
 
+#: the forms the generators write for each CUDA thread's own element of a tile (``t[i, j] +=
+#: x``, ``&=``..., the scatters, a masked write's adjoint), made ``<form>_into``
+#: (``weft.native.cuda_helpers.PASS_FORMS`` names them for the vocabulary)
+ELEMENT_WRITES = ("tile_add_at", "tile_set_at", "tile_zero_at_masked", "tile_and_at",
+                  "tile_or_at", "tile_xor_at")
+
+
 class TileExpressions:
     """The state of one generated CUDA function's rewrite, and its expressions (the statements:
     :class:`weft.transpiler.cuda_tiles._Function`)."""
@@ -479,9 +486,7 @@ class TileExpressions:
                 "tile_insert_into"
             out.append(_expr_stmt(_wk(helper, name(n), args[0], args[1], value)))
             return n
-        if fn in ("tile_add_at", "tile_set_at", "tile_zero_at_masked", "tile_and_at",
-                  "tile_or_at", "tile_xor_at") and \
-                tiles[0] is not None:  # each thread's element (t[i, j] += x, the scatters)
+        if fn in ELEMENT_WRITES and tiles[0] is not None:  # (t[i, j] += x, the scatters)
             if _idx_len(args[1]) < len(tiles[0].shape):
                 if fn != "tile_add_at":
                     raise Unsupported("a write of each thread's element into a tile of "

@@ -533,10 +533,9 @@ def _dynamic_shared(fdef):
             raise Unsupported(f"a shared buffer of a shape not known when compiling "
                               f"('{ast.unparse(node.value)}')")
         size = _bytes(Tile(shape, dt))
-        item = size // max(1, int(np.prod(shape)))
         if dt not in dtypes:
             dtypes.append(dt)
-        start = offset // item
+        start = offset // _bytes(Tile((1,), dt))  # (in elements of its dtype)
         count = int(np.prod(shape))
         node.value = ast.Call(ast.Attribute(ast.Subscript(
             name(f"_dyn_{dt}"), ast.Slice(ast.Constant(start), ast.Constant(start + count)),

@@ -42,7 +42,7 @@ from . import views  # noqa: F401
 from . import stacks  # noqa: F401
 from .common import store_back
 from .elements import tile_operator
-from .views import add_subscript, assign_subscript, bits_subscript, check_augmented, subscript
+from .views import assign_subscript, atomic_subscript, check_augmented, subscript
 
-__all__ = ["add_subscript", "assign_subscript", "bits_subscript", "check_augmented", "store_back", "subscript",
+__all__ = ["assign_subscript", "atomic_subscript", "check_augmented", "store_back", "subscript",
            "tile_operator"]

@@ -392,37 +392,33 @@ def assign_subscript(ctx, current, sl, value, node):
                      attrs={"spec": tuple(spec)})
 
 
-def add_subscript(ctx, current, sl, value, negate, node):
-    """The tile ``current`` after ``current[i, j] += value`` (``-=`` when ``negate``) in a CUDA
-    kernel: every thread's value added into the element (:class:`.elements.tile_add_at`);
-    None where that is not the form (a view; a dtype CUDA does not add atomically), left to
-    the element's read and write."""
-    from .elements import ATOMIC_ADD_DTYPES
+def atomic_subscript(ctx, current, sl, value, op, node):
+    """The tile ``current`` after ``current[i, j] op= value`` in a CUDA kernel (``op`` ``"add"``,
+    ``"sub"``, ``"and"``, ``"or"``, ``"xor"``): every thread's value combined into the element
+    atomically, as Warp's shared tiles (:class:`.elements.tile_add_at`, ``tile_bits_at``). A
+    dtype CUDA cannot combine atomically is refused on ``node``'s line: the threads' reads and
+    writes back would race."""
+    from .elements import ATOMIC_ADD_DTYPES, ATOMIC_BITS_DTYPES
     spec = _parse_subscript(ctx, current.type, sl, node)
     dt = current.type.dtype
-    if not all(s.kind == "int" for s in spec) or T.scalar_of(dt) not in ATOMIC_ADD_DTYPES:
-        return None
-    ops = [s.value for s in spec]
+    adds = op in ("add", "sub")
+    if adds and T.scalar_of(dt) not in ATOMIC_ADD_DTYPES:
+        raise ctx.fail(node, "'+=' into a tile element on CUDA adds every thread's value "
+                       "atomically, as Warp: tiles of float32, float64, 32- or 64-bit "
+                       "integers, or vectors and matrices of them (launch the kernel with "
+                       "device='cpu')", KernelTypeError)
+    if not adds and dt not in ATOMIC_BITS_DTYPES:  # (a matrix's bits: not built)
+        raise ctx.fail(node, "a bitwise '&=', '|=' or '^=' into a tile element on CUDA "
+                       "combines every thread's value atomically, as Warp: tiles of 32- or "
+                       "64-bit integers (launch the kernel with device='cpu')", KernelTypeError)
+    ops = [s.value for s in spec]  # (all integers: check_augmented)
     if getattr(value, "type", None) != dt:
         value = ctx.apply("cast", [value], node, attrs={"type": dt})
-    if negate:
+    if not adds:
+        return ctx.apply("tile_bits_at", [current] + ops + [value], node, attrs={"op": op})
+    if op == "sub":
         value = ctx.apply("neg", [value], node)
     return ctx.apply("tile_add_at", [current] + ops + [value, ir.Const(True, T.bool)], node)
-
-
-def bits_subscript(ctx, current, sl, value, op, node):
-    """The tile ``current`` after ``current[i, j] &= value`` (``op`` ``"and"``, ``"or"``,
-    ``"xor"``) in a CUDA kernel: every thread's value combined into the element
-    (:class:`.elements.tile_bits_at`); None where that is not the form."""
-    from .elements import ATOMIC_BITS_DTYPES
-    spec = _parse_subscript(ctx, current.type, sl, node)
-    dt = current.type.dtype  # (scalars: a matrix's bits are refused)
-    if not all(s.kind == "int" for s in spec) or dt not in ATOMIC_BITS_DTYPES:
-        return None
-    if getattr(value, "type", None) != dt:
-        value = ctx.apply("cast", [value], node, attrs={"type": dt})
-    return ctx.apply("tile_bits_at", [current] + [s.value for s in spec] + [value], node,
-                     attrs={"op": op})
 
 
 def check_augmented(ctx, current, sl, node):

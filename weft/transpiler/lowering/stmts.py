@@ -402,6 +402,11 @@ def stmt_ann_assign(ctx, s):
     assign(ctx, s.target, value, s)
 
 
+#: the augmented assignments into a tile element a CUDA block's threads combine atomically
+_ATOMIC_OPS = {ast.Add: "add", ast.Sub: "sub", ast.BitAnd: "and", ast.BitOr: "or",
+               ast.BitXor: "xor"}
+
+
 def stmt_aug_assign(ctx, s):
     op_name = exprs.BINOPS.get(type(s.op))
     t = s.target
@@ -423,26 +428,10 @@ def stmt_aug_assign(ctx, s):
     if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and \
             T.is_tile_type(getattr(ctx.env.get(t.value.id), "type", None)):
         tiles.check_augmented(ctx, ctx.env[t.value.id], t.slice, t)
-        if CUDA_LOWERING.get() and isinstance(s.op, (ast.Add, ast.Sub)):
-            # (a CUDA block's threads each add their value, as Warp's tile_add_inplace)
-            new = tiles.add_subscript(ctx, exprs.lower_expr(ctx, t.value), t.slice,
-                                      exprs.lower_expr(ctx, s.value),
-                                      isinstance(s.op, ast.Sub), t)
-            if new is None:  # (the threads' read and write back would race)
-                raise ctx.fail(s, "'+=' into a tile element on CUDA adds every thread's value "
-                               "atomically, as Warp: tiles of float32, float64, 32- or 64-bit "
-                               "integers, or vectors and matrices of them (launch the kernel "
-                               "with device='cpu')", KernelTypeError)
-            return tiles.store_back(ctx, t.value, new)
-        bits = {ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor"}.get(type(s.op))
-        if CUDA_LOWERING.get() and bits:  # (Warp's tile_bit_and_inplace and its kin)
-            new = tiles.bits_subscript(ctx, exprs.lower_expr(ctx, t.value), t.slice,
-                                       exprs.lower_expr(ctx, s.value), bits, t)
-            if new is None:
-                raise ctx.fail(s, "a bitwise '&=', '|=' or '^=' into a tile element on CUDA "
-                               "combines every thread's value atomically, as Warp: tiles of "
-                               "32- or 64-bit integers (launch the kernel with device='cpu')",
-                               KernelTypeError)
+        atomic = _ATOMIC_OPS.get(type(s.op))
+        if CUDA_LOWERING.get() and atomic:  # (each thread's value, as Warp's shared tiles)
+            new = tiles.atomic_subscript(ctx, exprs.lower_expr(ctx, t.value), t.slice,
+                                         exprs.lower_expr(ctx, s.value), atomic, s)
             return tiles.store_back(ctx, t.value, new)
     current = exprs.lower_expr(ctx, t)
     value = exprs.lower_expr(ctx, s.value)
