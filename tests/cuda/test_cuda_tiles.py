@@ -417,7 +417,8 @@ def test_tile_stacks_of_a_blocks_threads_as_warp():
     counts = wp.zeros(8, dtype=int, device="cuda")
     popped = wp.full(16, 5.0, dtype=float, device="cuda")
     vecs = wp.zeros(16, dtype=wp.vec2, device="cuda")
-    wp.launch_tiled(tk.stacks, dim=2, inputs=[out, counts, popped, vecs], block_dim=8,
+    slots = wp.full(16, 9, dtype=int, device="cuda")
+    wp.launch_tiled(tk.stacks, dim=2, inputs=[out, counts, popped, vecs, slots], block_dim=8,
                     device="cuda")
     np.testing.assert_array_equal(counts.numpy().reshape(2, 4), [[4, 6, 0, 0]] * 2)
     for b, row in enumerate(out.numpy().reshape(2, 8)):
@@ -427,6 +428,9 @@ def test_tile_stacks_of_a_blocks_threads_as_warp():
         odd = [v for v in got if v >= 100]
         assert len(odd) == 2 and set(odd) <= {101, 103, 105, 107}, row
         assert sorted(v for v in got if v < 100) == [0, 0], row  # the two empty pops
+    # the slots the 8 pops took: the 6 filled, top first in some thread order, and -1 twice
+    for row in slots.numpy().reshape(2, 8):
+        assert sorted(row.tolist()) == [-1, -1, 0, 1, 2, 3, 4, 5], row
     # thread 3 pushed its first slot (-1: it pushed nothing then); one thread pops it
     for row in popped.numpy().reshape(2, 8):
         assert sorted(row.tolist()) == [-1.0] + [0.0] * 7, row
@@ -1079,7 +1083,7 @@ cases = {"chain": (tk.chain, [f(16, 8), f(8, 8), f(16, 8), f(1)], (2, 16)),
          "random": (tk.random_tiles, [np.int32(42), f(8, 8), np.zeros((8, 8), np.int32)],
                     (2, 8)),
          "stacks": (tk.stacks, [np.zeros(16, np.int32), np.zeros(8, np.int32), f(16),
-                                f(16, 2)], (2, 8)),
+                                f(16, 2), np.zeros(16, np.int32)], (2, 8)),
          "vec_full": (tk.vec_full, [f(2, 2), f(2, 4, 3)], (2, 4)),
          "bits": (tk.bits, [np.zeros(2, np.uint32), np.zeros(6, np.uint32)], (2, 8)),
          "vec_adds": (tk.vec_adds, [f(8, 2), f(4, 2)], (2, 4))}

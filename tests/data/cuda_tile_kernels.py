@@ -403,7 +403,7 @@ def random_tiles(seed: int, out: wp.array2d(dtype=float), outi: wp.array2d(dtype
 
 @wp.kernel
 def stacks(out: wp.array(dtype=int), counts: wp.array(dtype=int), popped: wp.array(dtype=float),
-           vecs: wp.array(dtype=wp.vec2)):
+           vecs: wp.array(dtype=wp.vec2), slots: wp.array(dtype=int)):
     # a block's tile stack (capacity 6) pushed by its 8 threads (the even ones, then all:
     # two overflow), counted, popped by every thread (two find it empty), cleared
     b, j = wp.tid()
@@ -419,8 +419,9 @@ def stacks(out: wp.array(dtype=int), counts: wp.array(dtype=int), popped: wp.arr
     wp.tile_stack_push(f, float(slot), j == 3)
     fv, _fs = wp.tile_stack_pop(f)
     popped[b * 8 + j] = fv
+    slots[b * 8 + j] = at
     wp.tile_stack_clear(s)
-    counts[b * 4 + 3] = wp.tile_stack_count(s) + at * 0
+    counts[b * 4 + 3] = wp.tile_stack_count(s)
     vs = wp.tile_stack(capacity=8, dtype=wp.vec2)
     wp.tile_stack_push(vs, wp.vec2(float(j), float(b)), True)
     vv, _vslot = wp.tile_stack_pop(vs)
