@@ -1239,3 +1239,23 @@ def test_indexed_loads_stores_and_adds_as_the_cpu():
     added = np.zeros(6)
     np.add.at(added, index, V[[0, 1, 2, 3]])
     np.testing.assert_allclose(got["cuda"][2], added, rtol=1e-6)
+
+
+def test_tile_sum_in_the_cpu_order():
+    """A reduction to one value on CUDA (every lane computes it from the shared tile) adds in
+    the CPU's order (``simd.sum_flat``: 32 running sums, pairwise): the same bits, for lengths
+    around the 32 lanes."""
+    from numba import cuda
+
+    from weft.native import cuda_tiles, tiles
+
+    @cuda.jit
+    def total(x, out):
+        out[0] = cuda_tiles.tile_sum_scalar(x)
+
+    r = np.random.default_rng(1)
+    for n in (1, 13, 31, 32, 33, 100, 257):
+        x = r.standard_normal(n).astype(np.float32)
+        out = np.zeros(1, np.float32)
+        total[1, 1](x, out)
+        assert out[0] == tiles.tile_sum_scalar(x), n

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import weft as wp
-from weft.native import tiles
+from weft.native import simd, tiles
 from weft.transpiler import tile_views
 
 W = wp.constant(8)
@@ -145,24 +145,46 @@ def test_reductions_only_stored_or_read_are_scalars_with_numpys_values_and_gradi
     np.testing.assert_array_equal(V.grad.numpy(), want_grad)
 
 
-def test_tile_sum_is_eight_running_sums_added_pairwise():
-    """The order ``tile_sum`` adds in (weft's, documented in docs/tiles.md), against the same
-    order written in NumPy float32, for lengths around the eight lanes."""
-    r = np.random.default_rng(6)
-    for n in (1, 5, 8, 13, 64, 257):
-        x = r.standard_normal(n).astype(np.float32)
-        lanes = [np.float32(0)] * 8
-        m = n - n % 8
+def _sum_in_weft_order(x):
+    """``tile_sum``'s order (docs/tiles.md), one scalar addition at a time in ``x``'s dtype:
+    32 running sums over the full blocks of 32 (element k into sum k % 32), then lane l plus
+    lane l + 16, halving to one lane, then the rest in order; under 32 elements, in order."""
+    T = x.dtype.type
+    n = x.shape[0]
+    m = n - n % 32
+    total = T(0)
+    if m:
+        lanes = [T(0)] * 32
         for k in range(m):
-            lanes[k % 8] = np.float32(lanes[k % 8] + x[k])
-        total = np.float32(np.float32(np.float32(lanes[0] + lanes[1]) +
-                                      np.float32(lanes[2] + lanes[3])) +
-                           np.float32(np.float32(lanes[4] + lanes[5]) +
-                                      np.float32(lanes[6] + lanes[7])))
-        for k in range(m, n):
-            total = np.float32(total + x[k])
-        assert tiles.tile_sum_scalar(x) == total, n
-        assert tiles.tile_sum(x)[0] == total, n
+            lanes[k % 32] = T(lanes[k % 32] + x[k]) if k >= 32 else x[k]
+        w = 32
+        while w > 1:
+            w //= 2
+            lanes = [T(lanes[l] + lanes[l + w]) for l in range(w)]
+        total = lanes[0]
+    for k in range(m, n):
+        total = T(total + x[k])
+    return total
+
+
+def test_tile_sum_is_thirty_two_running_sums_added_pairwise():
+    """The order ``tile_sum`` adds in, against the same order written one scalar addition at a
+    time, for lengths around the 32 lanes, float32 and float64, a 2-D tile and a strided view
+    (summed in the order of its elements); integers exactly."""
+    r = np.random.default_rng(6)
+    for dtype in (np.float32, np.float64):
+        for n in (1, 5, 13, 31, 32, 33, 64, 95, 257):
+            x = r.standard_normal(n).astype(dtype)
+            total = _sum_in_weft_order(x)
+            assert tiles.tile_sum_scalar(x) == total, (dtype, n)
+            assert tiles.tile_sum(x)[0] == total, (dtype, n)
+            assert simd.sum_flat(x) == total, (dtype, n)  # uncompiled: the same bits
+    x = r.standard_normal((8, 12)).astype(np.float32)
+    assert tiles.tile_sum_scalar(x) == _sum_in_weft_order(x.reshape(-1))
+    y = r.standard_normal(200).astype(np.float32)[::3]  # 67 elements, stride 3
+    assert tiles.tile_sum_scalar(y) == _sum_in_weft_order(np.ascontiguousarray(y))
+    i = r.integers(-1000, 1000, 77).astype(np.int32)
+    assert tiles.tile_sum_scalar(i) == i.sum()
 
 
 # --------------------------------------------------------------------- the rule on text

@@ -11,7 +11,7 @@ one (every lane sees the whole result).
 
 The order of every sum is the CPU helpers' (:mod:`weft.native.tiles`): each element of a
 product is summed over ``k`` in increasing order, a reduction to one value adds element ``k``
-into running sum ``k % 8`` and the eight pairwise, so a real GPU (which fuses multiply-adds as
+into running sum ``k % 32`` and the 32 pairwise, so a real GPU (which fuses multiply-adds as
 the CPU cores are told to) gives the CPU's values. Reductions to one value are computed by
 every lane from the shared tile (no atomics, so the result does not depend on the order in
 which lanes arrive).
@@ -241,28 +241,47 @@ def tile_matmul_acc_into(out, a, b, c, alpha, beta):
 
 # ------------------------------------------------------------------------------ reductions
 @_dev
+def _lane_sum(f, l, m):
+    """Running sum ``l`` of the CPU's order: ``f[l] + f[l + 32] + ...`` below ``m``."""
+    s = f[l]
+    for k in range(l + 32, m, 32):
+        s += f[k]
+    return s
+
+
+@_dev
+def _pairs16(f, l, m):
+    return _lane_sum(f, l, m) + _lane_sum(f, l + 16, m)
+
+
+@_dev
+def _pairs8(f, l, m):
+    return _pairs16(f, l, m) + _pairs16(f, l + 8, m)
+
+
+@_dev
+def _pairs4(f, l, m):
+    return _pairs8(f, l, m) + _pairs8(f, l + 4, m)
+
+
+@_dev
+def _pairs2(f, l, m):
+    return _pairs4(f, l, m) + _pairs4(f, l + 2, m)
+
+
+@_dev
 def tile_sum_scalar(t):
-    """The sum of a tile of scalars, in the CPU's order (:func:`weft.native.tiles.
-    tile_sum_scalar`), computed by every lane."""
+    """The sum of a tile of scalars, in the CPU's order (:func:`weft.native.simd.sum_flat`:
+    32 running sums over the full blocks of 32, lane ``l`` plus lane ``l + 16``, halving to
+    one, then the rest in order), computed by every lane."""
     f = t.reshape(t.size)
     n = f.size
-    z = f.dtype.type(0)
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = z
-    k = 0
-    while k + 8 <= n:
-        s0 += f[k]
-        s1 += f[k + 1]
-        s2 += f[k + 2]
-        s3 += f[k + 3]
-        s4 += f[k + 4]
-        s5 += f[k + 5]
-        s6 += f[k + 6]
-        s7 += f[k + 7]
-        k += 8
-    s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
-    while k < n:
+    m = n - n % 32
+    s = f.dtype.type(0)
+    if m:
+        s = _pairs2(f, 0, m) + _pairs2(f, 1, m)
+    for k in range(m, n):
         s += f[k]
-        k += 1
     return s
 
 

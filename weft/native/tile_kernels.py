@@ -31,8 +31,9 @@ Warp semantics followed (Warp 1.19, CPU path with ``block_dim == 1``)
   diagonal, ``S[i, i]`` on it and zero above (the true gradient of the forward pass, which
   ignores the upper triangle).
 * The products sum over k in increasing order like Warp's scalar GEMM, which fuses each step
-  (``muladd``): ``weft.native.tiles`` compiles them with LLVM's ``contract`` flag, which fuses
-  the same steps, and the results are then Warp's bit for bit (run uncompiled, each step
+  (``muladd``): ``matmul`` and the adjoints call ``simd.gemm``, whose compiled form fuses the
+  same steps explicitly, and the others are compiled with LLVM's ``contract`` flag
+  (``weft.native.tiles``); the results are then Warp's bit for bit (run uncompiled, each step
   rounds twice). ``matmul_acc``'s ``alpha``/``beta`` scaling is not fused, in Warp either.
 * Cholesky and the solves round every entry as Warp's loops do (the factor's rows are summed
   four at a time, the forward substitution by columns, each entry still in Warp's order).
@@ -51,73 +52,18 @@ import math
 
 import numpy as np
 
+from .simd import gemm
+
 
 # ------------------------------------------------------------------------------------------
 # matmul
 # ------------------------------------------------------------------------------------------
 
 def matmul(a, b):
-    """``a @ b`` for ``a`` (M, K) and ``b`` (K, N), accumulated in ``a``'s dtype.
-
-    Each output element is summed over k in increasing order (as Warp's scalar GEMM); four
-    rows of the result and two k steps are processed per pass over a row of ``b`` so that the
-    inner loop over contiguous columns vectorises and re-uses each loaded ``b`` element."""
-    a = np.ascontiguousarray(a)
-    b = np.ascontiguousarray(b)
-    M = a.shape[0]
-    K = a.shape[1]
-    N = b.shape[1]
-    c = np.zeros((M, N), a.dtype)
-    M4 = M - M % 4
-    K2 = K - K % 2
-    for i in range(0, M4, 4):
-        c0 = c[i]
-        c1 = c[i + 1]
-        c2 = c[i + 2]
-        c3 = c[i + 3]
-        r0 = a[i]
-        r1 = a[i + 1]
-        r2 = a[i + 2]
-        r3 = a[i + 3]
-        for k in range(0, K2, 2):
-            p0 = r0[k]
-            p1 = r1[k]
-            p2 = r2[k]
-            p3 = r3[k]
-            q0 = r0[k + 1]
-            q1 = r1[k + 1]
-            q2 = r2[k + 1]
-            q3 = r3[k + 1]
-            bk = b[k]
-            bl = b[k + 1]
-            for j in range(N):
-                x = bk[j]
-                y = bl[j]
-                c0[j] = (c0[j] + p0 * x) + q0 * y
-                c1[j] = (c1[j] + p1 * x) + q1 * y
-                c2[j] = (c2[j] + p2 * x) + q2 * y
-                c3[j] = (c3[j] + p3 * x) + q3 * y
-        for k in range(K2, K):
-            p0 = r0[k]
-            p1 = r1[k]
-            p2 = r2[k]
-            p3 = r3[k]
-            bk = b[k]
-            for j in range(N):
-                x = bk[j]
-                c0[j] += p0 * x
-                c1[j] += p1 * x
-                c2[j] += p2 * x
-                c3[j] += p3 * x
-    for i in range(M4, M):
-        ci = c[i]
-        ri = a[i]
-        for k in range(K):
-            p = ri[k]
-            bk = b[k]
-            for j in range(N):
-                ci[j] += p * bk[j]
-    return c
+    """``a @ b`` for ``a`` (M, K) and ``b`` (K, N), accumulated in ``a``'s dtype: each output
+    element summed over k in increasing order (as Warp's scalar GEMM), by ``simd.gemm`` (blocks
+    of the result kept in vector registers when compiled)."""
+    return gemm(a, b)
 
 
 def matmul_acc(a, b, out, alpha, beta):
@@ -199,79 +145,36 @@ def matmul_acc(a, b, out, alpha, beta):
 
 
 def matmul_adj(a, b, adj_c):
-    """Adjoint of ``c = a @ b``: returns ``(adj_a, adj_b) = (adj_c @ b^T, a^T @ adj_c)``."""
-    a = np.ascontiguousarray(a)
-    b = np.ascontiguousarray(b)
+    """Adjoint of ``c = a @ b``: returns ``(adj_a, adj_b) = (adj_c @ b^T, a^T @ adj_c)``, each
+    element summed in increasing order of the contracted index."""
     g = np.ascontiguousarray(adj_c)
-    M = a.shape[0]
-    K = a.shape[1]
-    N = b.shape[1]
-    bt = b.T.copy()
-    adj_a = np.zeros((M, K), a.dtype)
-    for i in range(M):
-        ra = adj_a[i]
-        gi = g[i]
-        for j in range(N):
-            p = gi[j]
-            bj = bt[j]
-            for k in range(K):
-                ra[k] += p * bj[k]
-    adj_b = np.zeros((K, N), b.dtype)
-    for i in range(M):
-        gi = g[i]
-        ai = a[i]
-        for k in range(K):
-            p = ai[k]
-            rb = adj_b[k]
-            for j in range(N):
-                rb[j] += p * gi[j]
-    return adj_a, adj_b
+    return gemm(g, b.T), gemm(a.T, g)
 
 
 def matmul_acc_adj(a, b, out, alpha, beta, adj_r):
     """Adjoint of ``r = alpha * a @ b + beta * out``: returns ``(adj_a, adj_b, adj_out)`` with
     ``adj_a = alpha * adj_r @ b^T``, ``adj_b = alpha * a^T @ adj_r``, ``adj_out = beta * adj_r``
     (as Warp; ``alpha`` and ``beta`` receive no gradient)."""
-    a = np.ascontiguousarray(a)
-    b = np.ascontiguousarray(b)
     g = np.ascontiguousarray(adj_r)
-    M = a.shape[0]
-    K = a.shape[1]
-    N = b.shape[1]
-    bt = b.T.copy()
-    al_a = a.dtype.type(alpha)
-    adj_a = np.zeros((M, K), a.dtype)
-    for i in range(M):
+    adj_a = gemm(g, b.T)
+    al_a = adj_a.dtype.type(alpha)
+    for i in range(adj_a.shape[0]):
         ra = adj_a[i]
-        gi = g[i]
-        for j in range(N):
-            p = gi[j]
-            bj = bt[j]
-            for k in range(K):
-                ra[k] += p * bj[k]
-        for k in range(K):
+        for k in range(adj_a.shape[1]):
             ra[k] = al_a * ra[k]
-    al_b = b.dtype.type(alpha)
-    adj_b = np.zeros((K, N), b.dtype)
-    for i in range(M):
-        gi = g[i]
-        ai = a[i]
-        for k in range(K):
-            p = ai[k]
-            rb = adj_b[k]
-            for j in range(N):
-                rb[j] += p * gi[j]
-    for k in range(K):
+    adj_b = gemm(a.T, g)
+    al_b = adj_b.dtype.type(alpha)
+    for k in range(adj_b.shape[0]):
         rb = adj_b[k]
-        for j in range(N):
+        for j in range(adj_b.shape[1]):
             rb[j] = al_b * rb[j]
     Tc = out.dtype.type
     be = Tc(beta)
     adj_out = g.astype(out.dtype)
     if be != Tc(1):
-        for i in range(M):
+        for i in range(adj_out.shape[0]):
             oi = adj_out[i]
-            for j in range(N):
+            for j in range(adj_out.shape[1]):
                 oi[j] = oi[j] * be
     return adj_a, adj_b, adj_out
 

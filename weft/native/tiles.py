@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core.diskcache import njit
 from . import tile_kernels as _tk
+from .simd import sum_flat
 from . import tile_memory
 
 _jit = njit(error_model="numpy", nogil=True)
@@ -148,32 +149,15 @@ def tile_unbroadcast(g, padded, shape):
 def tile_sum_scalar(t):
     """The sum of a tile of scalars, as a scalar: ``tile_sum``'s one element, which generated
     code that only stores it or reads it at ``[0]`` takes without the one-element tile (pass
-    ``tile_views``: allocating that tile cost more than summing 256 elements)."""
-    f = t.reshape(-1)
-    n = f.shape[0]
-    # eight running sums, element k into sum k % 8, added pairwise at the end: LLVM keeps
-    # them in one vector register (an order it may not choose itself without fast math), 3x
-    # faster than one chain of dependent additions, and more accurate (about a sixth of the
-    # error on 256 uniform floats). Warp's CPU adds in order with one accumulator, its GPU in a
-    # tree across lanes; tiles of fewer than 8 elements are summed in order, as before.
-    z = t.dtype.type(0)
-    s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = z
-    k = 0
-    while k + 8 <= n:
-        s0 += f[k]
-        s1 += f[k + 1]
-        s2 += f[k + 2]
-        s3 += f[k + 3]
-        s4 += f[k + 4]
-        s5 += f[k + 5]
-        s6 += f[k + 6]
-        s7 += f[k + 7]
-        k += 8
-    s = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7))
-    while k < n:
-        s += f[k]
-        k += 1
-    return s
+    ``tile_views``: allocating that tile cost more than summing 256 elements).
+
+    Summed by ``simd.sum_flat``: 32 running sums in two vectors, added pairwise at the end, a
+    fixed order (the same bits on every machine), 4-5x faster than one chain of dependent
+    additions and more accurate. Warp's CPU adds in order with one accumulator, its GPU in a
+    tree across lanes; tiles of fewer than 32 elements are summed in order, as Warp's CPU."""
+    if t.ndim == 1:
+        return sum_flat(t)
+    return sum_flat(t.reshape(-1))
 
 
 @_jit
