@@ -262,6 +262,72 @@ def test_the_scalar_rule():
         assert "_scalar" not in _scalars(body), body
 
 
+def _products(body):
+    fdef = ast.parse("def f(a, b, i):\n" + textwrap.indent(textwrap.dedent(body), "    ")).body[0]
+    tile_views.zero_products(fdef)
+    return ast.unparse(fdef).split("\n", 1)[1]
+
+
+def test_the_zero_product_rule():
+    """A product into a tile of zeros made for it alone is the product; any other
+    accumulator, or any other scaling, keeps the accumulating form."""
+    assert _products("c = np.zeros((4, 4), np.float32)\n"
+                     "r = _wk.tile_matmul_acc(x, y, c, float32(1.0), float32(1.0))\n"
+                     "_wk.tile_store2(a, i, 0, r)") == \
+        "    r = _wk.tile_matmul(x, y)\n    _wk.tile_store2(a, i, 0, r)"
+    for body in (
+            # read again: still needed
+            "c = np.zeros((4, 4), np.float32)\nr = _wk.tile_matmul_acc(x, y, c, 1.0, 1.0)\n"
+            "u = c + r",
+            # a loop's accumulator: zeros only at the first step
+            "c = np.zeros((4, 4), np.float32)\nfor k in range(3):\n"
+            "    c = _wk.tile_matmul_acc(x, y, c, 1.0, 1.0)",
+            # scaled: alpha * p + 0 is not alpha * p at -0
+            "c = np.zeros((4, 4), np.float32)\nr = _wk.tile_matmul_acc(x, y, c, -2.0, 1.0)",
+            "c = np.zeros((4, 4), np.float32)\nr = _wk.tile_matmul_acc(x, y, c, 1.0, beta)",
+            # not zeros
+            "c = np.ones((4, 4), np.float32)\nr = _wk.tile_matmul_acc(x, y, c, 1.0, 1.0)",
+            "r = _wk.tile_matmul_acc(x, y, b, 1.0, 1.0)"):
+        assert "tile_matmul_acc" in _products(body), body
+
+
+@wp.kernel
+def zero_accumulator(a: wp.array3d(dtype=float), b: wp.array3d(dtype=float),
+                     c: wp.array3d(dtype=float), d: wp.array3d(dtype=float)):
+    i, _lane = wp.tid()
+    x = wp.tile_load(a[i], shape=(8, 8))
+    y = wp.tile_load(b[i], shape=(8, 8))
+    z = wp.tile_zeros(shape=(8, 8), dtype=float)
+    wp.tile_matmul(x, y, z)
+    wp.tile_store(c[i], z)
+    w = wp.tile_zeros(shape=(8, 8), dtype=float)
+    wp.tile_store(d[i], w)   # read twice: the accumulating form
+    wp.tile_matmul(x, y, w)
+    wp.tile_store(d[i], w)
+
+
+def test_products_into_zeros_keep_their_bits_and_gradients():
+    src = zero_accumulator.source("forward")
+    assert src.count("_wk.tile_matmul(") == 1 and src.count("_wk.tile_matmul_acc(") == 1
+    r = np.random.default_rng(9)
+    a = (r.random((5, 8, 8)) - 0.5).astype(np.float32)
+    b = (r.random((5, 8, 8)) - 0.5).astype(np.float32)
+    b[0] = 0.0  # products of zeros: +0 in both forms
+    A, B = wp.array(a, requires_grad=True), wp.array(b, requires_grad=True)
+    C = wp.zeros((5, 8, 8), dtype=float, requires_grad=True)
+    D = wp.zeros((5, 8, 8), dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(zero_accumulator, dim=5, inputs=[A, B, C, D], block_dim=8)
+    c, d = C.numpy(), D.numpy()
+    np.testing.assert_array_equal(c.view(np.uint32), d.view(np.uint32))
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-6)
+    g = r.random((5, 8, 8)).astype(np.float32)
+    tape.backward(grads={C: wp.array(g)})
+    np.testing.assert_allclose(A.grad.numpy(), g @ b.transpose(0, 2, 1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(B.grad.numpy(), a.transpose(0, 2, 1) @ g, rtol=1e-5, atol=1e-6)
+
+
 def test_fresh_helpers_never_return_their_arguments_memory():
     r = np.random.default_rng(4)
     t = r.random((4, 4), dtype=np.float32)

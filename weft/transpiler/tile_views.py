@@ -21,6 +21,9 @@ their own text. The pass runs only for modules whose kernels make tiles
 (``KernelABI.tile_work``); in CUDA modules the pass ``cuda_tiles`` then copies every load, view
 or not, into its tile's shared buffer.
 
+A product into a tile of zeros made for it and read nowhere else (``c = tile_zeros(...);
+tile_matmul(a, b, c)``) is the product itself (:func:`zero_products`).
+
 And ``r = _wk.tile_sum(t)`` (``tile_max``, ``tile_min``), ``r`` assigned once and every read of it
 the tile stored by ``_wk.tile_store1(a, o, r)`` or its element ``r[0]``, holds the element
 itself (``tile_sum_scalar``; ``tile_store_one``; ``r``): the one-element tile's allocation cost
@@ -272,6 +275,48 @@ def views(fdef, fresh, index=None):
     return made
 
 
+def _is_one(node):
+    """Whether ``node`` is the constant 1 (``1.0``, or cast: ``float32(1.0)``)."""
+    if type(node) is ast.Call and type(node.func) is ast.Name and len(node.args) == 1 and \
+            not node.keywords and node.func.id in ("float16", "float32", "float64"):
+        node = node.args[0]
+    return type(node) is ast.Constant and type(node.value) in (int, float) and node.value == 1
+
+
+def zero_products(fdef, index=None):
+    """``fdef`` with each product into a tile of zeros computed as the product (in place):
+    ``c = np.zeros(...)`` then ``r = _wk.tile_matmul_acc(a, b, c, 1.0, 1.0)``, ``c`` assigned
+    once and read only there, is ``r = _wk.tile_matmul(a, b)`` and ``c`` is not made (Warp's
+    ``c = tile_zeros(...); tile_matmul(a, b, c)``). The same bits: the product ``p`` is summed
+    from +0 (never -0), so ``1 * p + 1 * 0`` is ``p``. The number made."""
+    index = index or _Index(fdef)
+    zeros = {st.targets[0].id: st for st in index.assigns
+             if type(st.value) is ast.Call and called_name(st.value.func) == "np.zeros"}
+    made = 0
+    for st in index.assigns:
+        v = st.value
+        if type(v) is not ast.Call or called_name(v.func) != "_wk.tile_matmul_acc" or \
+                len(v.args) != 5 or v.keywords or type(v.args[2]) is not ast.Name:
+            continue
+        c = v.args[2].id
+        if c not in zeros or not index.once(c) or len(index.reads.get(c, [])) != 1 or \
+                not (_is_one(v.args[3]) and _is_one(v.args[4])):
+            continue
+        v.func.attr = "tile_matmul"
+        del v.args[2:]
+        made_of = zeros[c]
+        block = index.parents[made_of]
+        for field in ("body", "orelse", "finalbody"):
+            stmts = getattr(block, field, None)
+            if isinstance(stmts, list) and made_of in stmts:
+                stmts.remove(made_of)
+                if not stmts:
+                    stmts.append(ast.Pass())
+                break
+        made += 1
+    return made
+
+
 def run(state):
     if not any(abi.tile_work for abi in state.abis.values()):
         return state
@@ -280,5 +325,6 @@ def run(state):
         if isinstance(d, ast.FunctionDef):
             index = _Index(d)
             views(d, fresh, index)     # renames calls only: the index stays true
-            scalars(d, index)          # replaces subscripts: last
+            scalars(d, index)          # replaces subscripts
+            zero_products(d, index)    # removes statements: last
     return state
