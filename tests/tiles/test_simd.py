@@ -63,3 +63,43 @@ def test_vector_primitives_compiled_and_not():
     assert _lanes(x) == want
     assert simd.vsum(simd.vfma(simd.vload(x, 0, 8), simd.vsplat(x[8], 8),
                                simd.vload(x, 9, 8))) == want
+
+
+@numba.njit(error_model="numpy")
+def _copy(dst, d0, src, s0, n):
+    simd.copy_block(dst, d0, src, s0, n)
+
+
+@numba.njit(error_model="numpy")
+def _copy_typed_strided(dst, src):
+    simd.copy_block(dst[:, 0:dst.shape[1]], 0, src[:, 0:src.shape[1]], 0, src.size)
+
+
+def test_copy_block_and_the_whole_row_tile_copies():
+    """copy_block's vector steps and tail, for C arrays and for arrays typed strided (numpy's
+    slices then), and the tile loads and stores that use it for whole rows: equal to numpy's
+    slicing, rows outside the array skipped."""
+    from weft.native import tiles
+    src = np.arange(60, dtype=np.float32).reshape(6, 10)
+    for d0, s0, n in ((0, 0, 60), (3, 5, 37), (7, 0, 16), (0, 1, 15)):
+        dst = np.zeros((7, 10), np.float32)
+        _copy(dst, d0, src, s0, n)
+        want = np.zeros(70, np.float32)
+        want[d0:d0 + n] = src.reshape(-1)[s0:s0 + n]
+        np.testing.assert_array_equal(dst.reshape(-1), want)
+    dst = np.zeros((6, 10), np.float32)
+    _copy_typed_strided(dst, src)   # slices typed 'A', contiguous at run time
+    np.testing.assert_array_equal(dst, src)
+    a = np.arange(48, dtype=np.float64).reshape(8, 6)
+    np.testing.assert_array_equal(tiles.tile_load2(a, np.int32(2), np.int32(0), 4, 6), a[2:6])
+    np.testing.assert_array_equal(tiles.tile_load2(a, np.int32(2), np.int32(1), 4, 5),
+                                  a[2:6, 1:6])
+    out = np.zeros((8, 6))
+    t = np.arange(1, 25, dtype=np.float64).reshape(4, 6)
+    tiles.tile_store2(out, np.int32(-1), np.int32(0), t)       # row 0 of t is outside
+    want = np.zeros((8, 6))
+    want[0:3] = t[1:]
+    np.testing.assert_array_equal(out, want)
+    tiles.tile_store2(out, np.int32(6), np.int32(0), t)        # rows 2 and 3 are outside
+    want[6:8] = t[:2]
+    np.testing.assert_array_equal(out, want)

@@ -104,3 +104,10 @@ def test_threaded_tile_load_gradients_of_arrays_every_block_reads():
     np.testing.assert_allclose(X.grad.numpy(), want_x, rtol=1e-4, atol=1e-4)
     ck = layer.compiled("cpu")
     assert ck.entry("adjoint", "cpu") in ck.called  # the threaded adjoint ran
+    # ... and added both tile loads' gradients into per-thread copies, without atomics (the
+    # scalar reads of W and X too); the serial entry adds atomically
+    src = layer.source("adjoint")
+    for a in ("adj_W", "adj_X"):
+        assert f"_wk.tile_add_plain2(_acc_{a}[_w - 1]," in src
+        assert f"_wk.tile_add_plain2({a}," in src
+    assert "_pv_" not in products.source("adjoint")  # loads of views A[i]: atomic adds

@@ -328,6 +328,29 @@ def test_products_into_zeros_keep_their_bits_and_gradients():
     np.testing.assert_allclose(B.grad.numpy(), a.transpose(0, 2, 1) @ g, rtol=1e-5, atol=1e-6)
 
 
+def test_the_private_tile_add_rule():
+    """In a chunk with per-thread copies of ``adj_a`` (``_pv_adj_a``, ``_acc_adj_a``), a tile
+    load's gradient add into ``adj_a`` by name is plain for thread 0 and into the copy for the
+    others; adds into other arrays, views of it, or in chunks without copies stay atomic."""
+    src = ("def f(_lo, _hi, adj_a, adj_b, _pv_adj_a, _acc_adj_a):\n"
+           "    _wk.tile_load_adj2(adj_a, int32(0), k, g)\n"
+           "    _wk.tile_load_adj1(adj_b, k, h)\n"
+           "    _wk.tile_load_adj1(adj_a[0], k, h)\n")
+    fdef = ast.parse(src).body[0]
+    assert tile_views.private_tile_adds(fdef) == 1
+    assert ast.unparse(fdef).split("\n")[1:] == [
+        "    if _pv_adj_a and _w == 0:",
+        "        _wk.tile_add_plain2(adj_a, int32(0), k, g)",
+        "    elif _pv_adj_a and _w <= _acc_adj_a.shape[0]:",
+        "        _wk.tile_add_plain2(_acc_adj_a[_w - 1], int32(0), k, g)",
+        "    else:",
+        "        _wk.tile_load_adj2(adj_a, int32(0), k, g)",
+        "    _wk.tile_load_adj1(adj_b, k, h)",
+        "    _wk.tile_load_adj1(adj_a[0], k, h)"]
+    serial = ast.parse("def f(_dim, adj_a):\n    _wk.tile_load_adj2(adj_a, 0, 0, g)\n").body[0]
+    assert tile_views.private_tile_adds(serial) == 0
+
+
 def test_fresh_helpers_never_return_their_arguments_memory():
     r = np.random.default_rng(4)
     t = r.random((4, 4), dtype=np.float32)

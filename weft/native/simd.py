@@ -265,6 +265,65 @@ def _ol_sum_flat(f):
     return impl
 
 
+def copy_block(dst, d0, src, s0, n):
+    """Elements ``s0`` to ``s0 + n`` of ``src`` in row-major order into ``dst`` from ``d0``:
+    ``dst.reshape(-1)[d0:d0 + n] = src.reshape(-1)[s0:s0 + n]``, both C-contiguous at run
+    time (their type may say otherwise). Compiled, 16 elements a step: a whole tile of full
+    rows is one flat copy instead of a loop per row."""
+    dst.reshape(-1)[d0:d0 + n] = src.reshape(-1)[s0:s0 + n]
+
+
+@njit(error_model="numpy", nogil=True)
+def _get1(a, k):
+    return a[k]
+
+
+@njit(error_model="numpy", nogil=True)
+def _get2(a, k):
+    return a[k // a.shape[1], k % a.shape[1]]
+
+
+@njit(error_model="numpy", nogil=True)
+def _put1(a, k, x):
+    a[k] = x
+
+
+@njit(error_model="numpy", nogil=True)
+def _put2(a, k, x):
+    a[k // a.shape[1], k % a.shape[1]] = x
+
+
+@overload(copy_block, target="cpu")
+def _ol_copy_block(dst, d0, src, s0, n):
+    if not (isinstance(dst, types.Array) and isinstance(src, types.Array)):
+        return None
+    if not (_flat(dst) and _flat(src) and dst.dtype == src.dtype):
+        # a type that may be strided (contiguous at run time) or converted elements: element
+        # by element, each flat index split into rows and columns
+        if dst.ndim > 2 or src.ndim > 2:
+            return None
+        get = _get1 if src.ndim == 1 else _get2
+        put = _put1 if dst.ndim == 1 else _put2
+
+        def each(dst, d0, src, s0, n):
+            for k in range(n):
+                put(dst, d0 + k, get(src, s0 + k))
+        return each
+
+    def impl(dst, d0, src, s0, n):
+        k = 0
+        while k + 16 <= n:
+            vstore(dst, d0 + k, vload(src, s0 + k, 16))
+            k += 16
+        if k < n:
+            df = dst.reshape(-1)
+            sf = src.reshape(-1)
+            while k < n:
+                df[d0 + k] = sf[s0 + k]
+                k += 1
+    return impl
+
+
 def gemm(a, b):
     """``a @ b`` for ``a`` (M, K) and ``b`` (K, N), in ``a``'s dtype: each element summed over
     k in increasing order from zero, each step a multiply-add, fused when compiled (as Warp's

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..core.diskcache import njit
 from . import _portable
+from .simd import copy_block
 from .atomics import atomic_add, cas_half_bits  # noqa: F401 - cas_half_bits: see _composed
 
 _jit = njit(error_model="numpy", nogil=True)
@@ -43,6 +44,9 @@ def tile_load2(a, o0, o1, n0, n1):
     if 0 <= o0 and o0 + n0 <= a.shape[0] and 0 <= o1 and o1 + n1 <= a.shape[1]:
         if a.ndim == 2:
             out = np.empty((n0, n1), a.dtype)
+            if o1 == 0 and n1 == a.shape[1] and a.flags.c_contiguous:
+                copy_block(out, 0, a, o0 * n1, n0 * n1)   # whole rows: one flat copy
+                return out
             u1 = np.uint64(o1)
             for i in range(n0):
                 ai = a[o0 + i]
@@ -274,6 +278,12 @@ def tile_store2(a, o0, o1, t):
     if a.ndim == 2:
         lo = max(0, -o1)
         hi = min(t.shape[1], a.shape[1] - o1)
+        r0 = max(0, -o0)
+        r1 = min(t.shape[0], a.shape[0] - o0)
+        if hi > lo and r1 > r0 and o1 == 0 and hi == t.shape[1] == a.shape[1] and \
+                a.flags.c_contiguous and t.flags.c_contiguous:
+            copy_block(a, (o0 + r0) * hi, t, r0 * hi, (r1 - r0) * hi)   # whole rows
+            return
         if hi > lo:
             ua = np.uint64(o1 + lo)
             ut = np.uint64(lo)
@@ -328,6 +338,29 @@ def tile_load_adj2(adj, o0, o1, g):
                 c = o1 + j
                 if 0 <= c < adj.shape[1]:
                     atomic_add(adj, (r, c), g[i, j])
+
+
+@_jit
+def tile_add_plain1(adj, o0, g):
+    """:func:`tile_load_adj1` without atomics: for an array one thread alone adds into (a
+    thread's private copy of a load's gradient, or the array itself for thread 0;
+    ``weft.transpiler.tile_views.private_tile_adds``)."""
+    lo = max(0, -o0)
+    hi = min(g.shape[0], adj.shape[0] - o0)
+    for i in range(lo, hi):
+        adj[o0 + i] += g[i]
+
+
+@_jit
+def tile_add_plain2(adj, o0, o1, g):
+    """:func:`tile_load_adj2` without atomics (see :func:`tile_add_plain1`)."""
+    lo = max(0, -o1)
+    hi = min(g.shape[1], adj.shape[1] - o1)
+    for i in range(max(0, -o0), min(g.shape[0], adj.shape[0] - o0)):
+        ai = adj[o0 + i]
+        gi = g[i]
+        for j in range(lo, hi):
+            ai[o1 + j] += gi[j]
 
 
 @_jit

@@ -232,6 +232,7 @@ TILES = tuple("""
     tile_store_indexed1 tile_store_indexed2 tile_load_indexed_adj1 tile_load_indexed_adj2
     tile_h2f tile_f2h tile_round_f16 tile_load_adj_h1 tile_load_adj_h2 tile_view1 tile_view2
     tile_view3 tile_view4 tile_sum_scalar tile_max_scalar tile_min_scalar tile_store_one
+    tile_add_plain1 tile_add_plain2
 """.split()) + tuple(f"tile_{n}" for n in _tile_kernels.TILE_KERNELS
                      if n not in ("argmin", "argmax", "matmul", "matmul_acc"))
 TILE_EFFECTS = frozenset({"tile_store1", "tile_store2", "tile_store3", "tile_load_adj1",
@@ -241,7 +242,8 @@ TILE_EFFECTS = frozenset({"tile_store1", "tile_store2", "tile_store3", "tile_loa
                           "tile_store_indexed1", "tile_store_indexed2",
                           "tile_load_indexed_adj1", "tile_load_indexed_adj2",
                           "tile_load_adj_h1", "tile_load_adj_h2",
-                          "tile_stack_pop", "tile_store_one"})
+                          "tile_stack_pop", "tile_store_one", "tile_add_plain1",
+                          "tile_add_plain2"})
 
 # calls by a plain name: Python's builtins and the casts: name -> (pure, arity, second order)
 _NAMED = {

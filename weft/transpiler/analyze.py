@@ -103,8 +103,10 @@ class FuncFacts:
         """``(forward, adjoint)`` name lists of arrays a CPU kernel only accumulates into, which
         may get per-thread buffers: params only ``atomic_add``/``atomic_sub``-ed (old value
         unused), and ``adj_<p>`` for params only read directly (the adjoint then only
-        accumulates into ``adj_p``). float16 arrays are updated through their half bits and
-        thread-local buffers are not shared: neither qualifies."""
+        accumulates into ``adj_p``; tile loads of the parameter itself count as reads,
+        ``tile_views.private_tile_adds`` directing their adjoints' adds). float16 arrays are
+        updated through their half bits and thread-local buffers are not shared: neither
+        qualifies."""
         forward, adjoint = [], []
         for p in self.fir.params:
             if not isinstance(p.type, T.ArrayType) or p.type.local or \
@@ -113,7 +115,7 @@ class FuncFacts:
             kinds = {a.kind for a in self.accesses.get(p, ())}
             if kinds == {"accumulate"}:
                 forward.append(p.name)
-            if kinds == {"load"} and T.is_differentiable(p.type):
+            if kinds in ({"load"}, {"load", "tile_load"}) and T.is_differentiable(p.type):
                 adjoint.append(f"adj_{p.name}")
         return forward, adjoint
 
@@ -275,7 +277,9 @@ def analyze(fir, facts_of):
             first = True
             for a in e.args:
                 if isinstance(a, ir.Var) and isinstance(a.type, T.ArrayType):
-                    kinds = ("store",) if isinstance(s, ir.Effect) else ("view", "load")
+                    kinds = ("store",) if isinstance(s, ir.Effect) else \
+                        ("tile_load", "load") if _plain_tile_load(e, a, params) else \
+                        ("view", "load")
                     if first and e.builtin.accumulates:  # a tile atomic add: a write
                         kinds = ("atomic", "load") if isinstance(s, ir.Assign) and \
                             id(s.dst) in facts.used else ("accumulate",)
@@ -298,6 +302,16 @@ def analyze(fir, facts_of):
         facts.thread_indexed = unconditional_tid_accesses(fir, facts)
         facts.tie_sites = atomic_tie_sites(fir)
     return facts
+
+
+def _plain_tile_load(e, a, params):
+    """Whether ``e`` is a ``tile_load`` of one or two dimensions of float scalars whose array
+    ``a`` is the parameter itself (no view of it, no copy): its adjoint is one
+    ``tile_load_adj1``/``tile_load_adj2`` call on the parameter's adjoint, which a CPU chunk
+    can give per-thread copies (``tile_views.private_tile_adds``)."""
+    return e.builtin.name == "tile_load_b" and a is e.args[0] and a in params and \
+        len(e.attrs.get("shape", ())) <= 2 and T.is_scalar(a.type.dtype) and \
+        T.scalar_of(a.type.dtype) in (T.float32, T.float64)
 
 
 def _array_builtin(s):

@@ -317,6 +317,62 @@ def zero_products(fdef, index=None):
     return made
 
 
+_PLAIN_ADDS = {"_wk.tile_load_adj1": "tile_add_plain1", "_wk.tile_load_adj2": "tile_add_plain2"}
+
+
+def private_tile_adds(fdef):
+    """``fdef`` (a CPU chunk) with the gradient adds of its tile loads into arrays it has
+    per-thread copies of (parameters ``_pv_<a>`` and ``_acc_<a>``, the analysis'
+    ``private_accumulators``) made as a scalar load's are (in place): thread 0 adds into the
+    array itself and thread ``_w`` into its copy, without atomics, and a thread without a copy
+    adds atomically. The number made.
+
+    ``_wk.tile_load_adj2(adj_a, o0, o1, g)`` is::
+
+        if _pv_adj_a and _w == 0:
+            _wk.tile_add_plain2(adj_a, o0, o1, g)
+        elif _pv_adj_a and _w <= _acc_adj_a.shape[0]:
+            _wk.tile_add_plain2(_acc_adj_a[_w - 1], o0, o1, g)
+        else:
+            _wk.tile_load_adj2(adj_a, o0, o1, g)
+
+    The analysis makes an adjoint private only where every read of the parameter is a scalar
+    load (its adds written so by ``codegen``) or a 1-D or 2-D tile load of the parameter
+    itself, whose adjoint is one such call on ``adj_<a>`` by name."""
+    params = {a.arg for a in fdef.args.args}
+    private = {p[len("_pv_"):] for p in params
+               if p.startswith("_pv_") and "_acc_" + p[len("_pv_"):] in params}
+    if not private:
+        return 0
+    made = 0
+    for block in list(_blocks(fdef.body)):
+        for k, st in enumerate(block):
+            if type(st) is not ast.Expr or type(st.value) is not ast.Call:
+                continue
+            call = st.value
+            plain = _PLAIN_ADDS.get(called_name(call.func))
+            if plain is None or not call.args or type(call.args[0]) is not ast.Name or \
+                    call.args[0].id not in private:
+                continue
+            a = call.args[0].id
+            rest = call.args[1:]
+            pv, acc, w = ast.Name(f"_pv_{a}", ast.Load()), f"_acc_{a}", ast.Name("_w", ast.Load())
+
+            def add(target, fn=plain):
+                return ast.Expr(ast.Call(ast.Attribute(ast.Name("_wk", ast.Load()), fn,
+                                                       ast.Load()), [target] + rest, []))
+            row = ast.Subscript(ast.Name(acc, ast.Load()), ast.BinOp(w, ast.Sub(),
+                                                                      ast.Constant(1)), ast.Load())
+            rows = ast.Subscript(ast.Attribute(ast.Name(acc, ast.Load()), "shape", ast.Load()),
+                                 ast.Constant(0), ast.Load())
+            first = ast.BoolOp(ast.And(), [pv, ast.Compare(w, [ast.Eq()], [ast.Constant(0)])])
+            mine = ast.BoolOp(ast.And(), [pv, ast.Compare(w, [ast.LtE()], [rows])])
+            block[k] = ast.copy_location(ast.If(first, [add(ast.Name(a, ast.Load()))], [
+                ast.If(mine, [add(row)], [st])]), st)
+            made += 1
+    return made
+
+
 def run(state):
     if not any(abi.tile_work for abi in state.abis.values()):
         return state
@@ -326,5 +382,6 @@ def run(state):
             index = _Index(d)
             views(d, fresh, index)     # renames calls only: the index stays true
             scalars(d, index)          # replaces subscripts
-            zero_products(d, index)    # removes statements: last
+            zero_products(d, index)    # removes statements
+            private_tile_adds(d)       # replaces statements: last
     return state
