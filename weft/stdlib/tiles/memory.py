@@ -13,8 +13,8 @@ from ...core.errors import KernelTypeError, KernelValueError
 from .. import ir
 from ..exprs import Ex, tile_const
 from ..registry import builtin, lookup, special_form
-from .common import (VOID, _emit, _half, _int, _kw, _let, _not_none, _offsets, _tile_arg,
-                     _tuple, _wk, static_shape)
+from .common import (VOID, _emit, _fresh, _half, _int, _kw, _let, _not_none, _offsets,
+                     _tile_arg, _tuple, _wk, static_shape)
 
 
 # ----------------------------------------------------------------------------- memory
@@ -43,11 +43,18 @@ class _tile_load:
         t = ret.type
         if arr is None:
             return tile_const(0, t)
-        out = _let(tile_const(0, t).node, "tt")
         load = _tile_load.primal(Ex(arr.node, a.type), *offs, shape=shape).node
-        _emit(ast.If(_not_none(arr.node), [ast.Assign([ast.Name(out.id, ast.Store())], load,
-                                                      lineno=0)], []))
-        return Ex(out, t)
+        return Ex(_either(arr, load, tile_const(0, t).node, "tt"), t)
+
+
+def _either(arr, load, zeros, hint):
+    """A new name bound to ``load`` (a tile read from optional array ``arr``) when ``arr`` is
+    given, else to ``zeros``: one tile made either way (a tile of zeros made first and then
+    replaced cost an allocation and its clearing per block)."""
+    n = _fresh(hint)
+    _emit(ast.If(_not_none(arr.node), [ast.Assign([ast.Name(n, ast.Store())], load, lineno=0)],
+                 [ast.Assign([ast.Name(n, ast.Store())], zeros, lineno=0)]))
+    return ast.Name(n, ast.Load())
 
 
 def _load_adjoint(arr, offs, g, dtype):
@@ -117,11 +124,9 @@ class _tile_store:
         if arr is None:
             return [None] * (2 + len(offs))
         shape = t.type.shape
-        g = _let(tile_const(0, t.type).node, "ga")
         load = _tile_load.primal(Ex(arr.node, a.type), *offs, shape=shape).node
-        _emit(ast.If(_not_none(arr.node), [ast.Assign([ast.Name(g.id, ast.Store())], load,
-                                                      lineno=0)], []))
-        return [None, Ex(g, t.type)] + [None] * len(offs)
+        return [None, Ex(_either(arr, load, tile_const(0, t.type).node, "ga"), t.type)] + \
+            [None] * len(offs)
 
     def tangent(*args, **kw):  # an effect: see effect_tangent
         return None
