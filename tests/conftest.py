@@ -38,10 +38,6 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     config.addinivalue_line("markers", "cold: compiles anew on every run by design (exempt from "
                             "the warm-cache check)")
-    # the PTX compiles first: each is one long test (up to two minutes), and one left for the
-    # end of a run keeps a worker busy after the others have finished (with the work-stealing
-    # scheduler of setup.cfg, what is left is shared out)
-    items.sort(key=lambda item: item.get_closest_marker("ptx") is None)
 
 
 @pytest.fixture(autouse=True)
