@@ -218,24 +218,25 @@ def _ol_vsum(v):
 
 
 # ---------------------------------------------------------------------------- cores
-#: lanes of the partial sums of ``sum_flat``: element ``k`` of each full block of 32 is added
-#: into lane ``k`` of two 16-lane vectors, which are then added and summed pairwise
-_SUM_BLOCK = 32
-
-
+# Each core below is one function: compiled, its vectors are LLVM's; uncompiled (the Python
+# fallbacks above), NumPy's, in the same order.
 def sum_flat(f):
     """The sum of the 1-D array ``f`` in a fixed order that vectorises: with at least 32
-    elements, 32 running sums (element ``k`` into sum ``k % 32``) over the full blocks of 32,
-    then added pairwise (``vsum``), then the last ``n % 32`` elements in order; fewer than 32
-    are summed in order. Compiled or not, the same bits."""
+    elements, 32 running sums (element ``k`` into sum ``k % 32``, two 16-lane vectors) over the
+    full blocks of 32, then added pairwise (``vsum``), then the last ``n % 32`` elements in
+    order; fewer than 32 are summed in order. Compiled or not, the same bits."""
+    if f.strides[0] != f.itemsize:
+        f = np.ascontiguousarray(f)
     n = f.shape[0]
-    m = n - n % _SUM_BLOCK
+    m = n - n % 32
     s = f.dtype.type(0)
     if m:
-        acc = f[:_SUM_BLOCK].copy()
-        for k in range(_SUM_BLOCK, m, _SUM_BLOCK):
-            acc += f[k:k + _SUM_BLOCK]
-        s = vsum(acc[:16] + acc[16:])
+        a0 = vload(f, 0, 16)
+        a1 = vload(f, 16, 16)
+        for k in range(32, m, 32):
+            a0 = vadd(a0, vload(f, k, 16))
+            a1 = vadd(a1, vload(f, k + 16, 16))
+        s = vsum(vadd(a0, a1))
     for k in range(m, n):
         s += f[k]
     return s
@@ -243,105 +244,48 @@ def sum_flat(f):
 
 @overload(sum_flat, target="cpu")
 def _ol_sum_flat(f):
-    if not (isinstance(f, types.Array) and f.ndim == 1):
-        return None
-
-    def impl(f):
-        if f.strides[0] != f.itemsize:
-            f = np.ascontiguousarray(f)
-        n = f.shape[0]
-        m = n - n % 32
-        s = f.dtype.type(0)
-        if m:
-            a0 = vload(f, 0, 16)
-            a1 = vload(f, 16, 16)
-            for k in range(32, m, 32):
-                a0 = vadd(a0, vload(f, k, 16))
-                a1 = vadd(a1, vload(f, k + 16, 16))
-            s = vsum(vadd(a0, a1))
-        for k in range(m, n):
-            s += f[k]
-        return s
-    return impl
+    if isinstance(f, types.Array) and f.ndim == 1:
+        return sum_flat
 
 
 def copy_block(dst, d0, src, s0, n):
     """Elements ``s0`` to ``s0 + n`` of ``src`` in row-major order into ``dst`` from ``d0``:
     ``dst.reshape(-1)[d0:d0 + n] = src.reshape(-1)[s0:s0 + n]``, both C-contiguous at run
-    time (their type may say otherwise). Compiled, 16 elements a step: a whole tile of full
-    rows is one flat copy instead of a loop per row."""
+    time (their type may say otherwise: ``np.ascontiguousarray`` then returns the array
+    itself). Compiled, 16 elements a step: a whole tile of full rows is one flat copy instead
+    of a loop per row."""
     dst.reshape(-1)[d0:d0 + n] = src.reshape(-1)[s0:s0 + n]
-
-
-@njit(error_model="numpy", nogil=True)
-def _get1(a, k):
-    return a[k]
-
-
-@njit(error_model="numpy", nogil=True)
-def _get2(a, k):
-    return a[k // a.shape[1], k % a.shape[1]]
-
-
-@njit(error_model="numpy", nogil=True)
-def _put1(a, k, x):
-    a[k] = x
-
-
-@njit(error_model="numpy", nogil=True)
-def _put2(a, k, x):
-    a[k // a.shape[1], k % a.shape[1]] = x
 
 
 @overload(copy_block, target="cpu")
 def _ol_copy_block(dst, d0, src, s0, n):
     if not (isinstance(dst, types.Array) and isinstance(src, types.Array)):
         return None
-    if not (_flat(dst) and _flat(src) and dst.dtype == src.dtype):
-        # a type that may be strided (contiguous at run time) or converted elements: element
-        # by element, each flat index split into rows and columns
-        if dst.ndim > 2 or src.ndim > 2:
-            return None
-        get = _get1 if src.ndim == 1 else _get2
-        put = _put1 if dst.ndim == 1 else _put2
-
-        def each(dst, d0, src, s0, n):
-            for k in range(n):
-                put(dst, d0 + k, get(src, s0 + k))
-        return each
+    same = dst.dtype == src.dtype   # else element by element, converted
 
     def impl(dst, d0, src, s0, n):
+        df = np.ascontiguousarray(dst).reshape(-1)
+        sf = np.ascontiguousarray(src).reshape(-1)
         k = 0
-        while k + 16 <= n:
-            vstore(dst, d0 + k, vload(src, s0 + k, 16))
-            k += 16
-        if k < n:
-            df = dst.reshape(-1)
-            sf = src.reshape(-1)
-            while k < n:
-                df[d0 + k] = sf[s0 + k]
-                k += 1
+        if same:
+            while k + 16 <= n:
+                vstore(df, d0 + k, vload(sf, s0 + k, 16))
+                k += 16
+        while k < n:
+            df[d0 + k] = sf[s0 + k]
+            k += 1
     return impl
 
 
 def gemm(a, b):
     """``a @ b`` for ``a`` (M, K) and ``b`` (K, N), in ``a``'s dtype: each element summed over
     k in increasing order from zero, each step a multiply-add, fused when compiled (as Warp's
-    CPU GEMM: ``muladd``), rounded twice uncompiled. Compiled, blocks of four rows by sixteen
-    columns are kept in eight-lane vectors across the k loop."""
+    CPU GEMM: ``muladd``), rounded twice uncompiled. Blocks of four rows by sixteen columns
+    are kept in eight-lane vectors across the k loop (``_gemm_into``)."""
     a = np.ascontiguousarray(a)
-    b = np.ascontiguousarray(b)
-    M, K = a.shape
-    N = b.shape[1]
-    c = np.zeros((M, N), a.dtype)
-    for i in range(M):
-        ci = c[i]
-        ri = a[i]
-        for k in range(K):
-            p = ri[k]
-            bk = b[k]
-            for j in range(N):
-                ci[j] += p * bk[j]
+    b = np.ascontiguousarray(b).astype(a.dtype, copy=False)
+    c = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    _gemm_into_py(a, b, c)
     return c
 
 
@@ -350,7 +294,6 @@ def _ol_gemm(a, b):
     if not (isinstance(a, types.Array) and isinstance(b, types.Array)
             and a.ndim == 2 and b.ndim == 2):
         return None
-
     same = a.dtype == b.dtype
 
     def impl(a, b):
@@ -363,7 +306,7 @@ def _ol_gemm(a, b):
 
 
 def _gemm_into(a, b, c):
-    """``c[...] = a @ b`` for C-contiguous ``a``, ``b``, ``c`` of one dtype (compiled only)."""
+    """``c[...] = a @ b`` for C-contiguous ``a``, ``b``, ``c`` of one dtype."""
     M, K = a.shape
     N = b.shape[1]
     z = vsplat(a.dtype.type(0), 8)
@@ -438,4 +381,5 @@ def _gemm_into(a, b, c):
         j += 1
 
 
+_gemm_into_py = _gemm_into
 _gemm_into = njit(nogil=True, error_model="numpy")(_gemm_into)

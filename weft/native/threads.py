@@ -102,7 +102,7 @@ _published = set()  # symbols registered in this process
 _MEMINFO_WORDS = 6
 
 
-def _private_meminfo(context, builder, arrty, ary):
+def _private_meminfo(context, builder, ary):
     """Array value ``ary`` with its meminfo replaced by a copy private to this thread's call
     (on its stack, the reference count 1, no destructor), or unchanged when it has none.
 
@@ -152,7 +152,7 @@ def _block_function(context, module, cres, tupty, symbol):
     slot = b.bitcast(data, slot_ty.as_pointer())
     tup = b.load(b.gep(slot, [_I32(0), _I32(0)]))
     elems = [b.extract_value(tup, i) for i in range(len(tupty))]
-    elems = [_private_meminfo(context, b, t, e) if isinstance(t, types.Array) else e
+    elems = [_private_meminfo(context, b, e) if isinstance(t, types.Array) else e
              for t, e in zip(tupty, elems)]
     base, count, step = b.load(args), b.load(dims), b.load(steps)
     with cgutils.for_range(b, count) as loop:

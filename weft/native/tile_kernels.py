@@ -71,65 +71,13 @@ def matmul_acc(a, b, out, alpha, beta):
     ``tile_matmul(a, b, out, alpha, beta)``, which updates ``out`` in place). ``out`` is not
     read when ``beta == 0`` (so NaNs in it do not propagate). With ``beta = 0`` this is also
     Warp's two-argument form ``tile_matmul(a, b, alpha)``."""
-    a = np.ascontiguousarray(a)
-    b = np.ascontiguousarray(b)
     out = np.ascontiguousarray(out)
     T = out.dtype.type
     al = T(alpha)
     be = T(beta)
-    M = a.shape[0]
-    K = a.shape[1]
-    N = b.shape[1]
-    c = np.zeros((M, N), out.dtype)
-    M4 = M - M % 4
-    K2 = K - K % 2
-    for i in range(0, M4, 4):
-        c0 = c[i]
-        c1 = c[i + 1]
-        c2 = c[i + 2]
-        c3 = c[i + 3]
-        r0 = a[i]
-        r1 = a[i + 1]
-        r2 = a[i + 2]
-        r3 = a[i + 3]
-        for k in range(0, K2, 2):
-            p0 = r0[k]
-            p1 = r1[k]
-            p2 = r2[k]
-            p3 = r3[k]
-            q0 = r0[k + 1]
-            q1 = r1[k + 1]
-            q2 = r2[k + 1]
-            q3 = r3[k + 1]
-            bk = b[k]
-            bl = b[k + 1]
-            for j in range(N):
-                x = bk[j]
-                y = bl[j]
-                c0[j] = (c0[j] + p0 * x) + q0 * y
-                c1[j] = (c1[j] + p1 * x) + q1 * y
-                c2[j] = (c2[j] + p2 * x) + q2 * y
-                c3[j] = (c3[j] + p3 * x) + q3 * y
-        for k in range(K2, K):
-            p0 = r0[k]
-            p1 = r1[k]
-            p2 = r2[k]
-            p3 = r3[k]
-            bk = b[k]
-            for j in range(N):
-                x = bk[j]
-                c0[j] += p0 * x
-                c1[j] += p1 * x
-                c2[j] += p2 * x
-                c3[j] += p3 * x
-    for i in range(M4, M):
-        ci = c[i]
-        ri = a[i]
-        for k in range(K):
-            p = ri[k]
-            bk = b[k]
-            for j in range(N):
-                ci[j] += p * bk[j]
+    c = gemm(a.astype(out.dtype), b.astype(out.dtype))   # the product in out's dtype
+    M = c.shape[0]
+    N = c.shape[1]
     if be != T(0):
         for i in range(M):
             ci = c[i]
