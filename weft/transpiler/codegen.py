@@ -23,6 +23,25 @@ def located(stmt, loc):
     return stmt
 
 
+def thread_row():
+    """``_w - 1``: the row of thread ``_w``'s copy in a launch's per-thread buffers."""
+    return ast.BinOp(name("_w"), ast.Sub(), ast.Constant(1))
+
+
+def private_split(arr_name, direct, copy, shared, loc=None):
+    """How a CPU chunk adds into array ``arr_name`` that the launch gave per-thread copies
+    (``_pv_<a>``, ``_acc_<a>``): thread 0 runs ``direct`` (into the array), a thread with a copy
+    ``copy`` (into ``_acc_<a>[_w - 1]``), any other ``shared`` (atomics). A branch per update:
+    an array chosen once per thread would be a new array value per launch index, reference
+    counted."""
+    pv = name(f"_pv_{arr_name}")
+    rows = ast.Subscript(ast.Attribute(name(f"_acc_{arr_name}"), "shape", ast.Load()),
+                         ast.Constant(0), ast.Load())
+    first = ast.BoolOp(ast.And(), [pv, ast.Compare(name("_w"), [ast.Eq()], [ast.Constant(0)])])
+    mine = ast.BoolOp(ast.And(), [pv, ast.Compare(name("_w"), [ast.LtE()], [rows])])
+    return located(ast.If(first, direct, [located(ast.If(mine, copy, shared), loc)]), loc)
+
+
 def assign(target, value_node, loc=None):
     s = ast.Assign([ast.Name(target, ast.Store())] if isinstance(target, str) else [target],
                    value_node, lineno=0)
@@ -300,26 +319,16 @@ class Gen:
         """``_wk.atomic_<fn>`` per component; optionally bind the old value to ``dst``.
 
         Arrays in ``self.private`` (CPU kernels that only accumulate into them) are added into
-        with a plain ``+=`` when the launch allotted copies: by thread 0 directly, by thread
-        ``_w`` into its copy ``_acc_<a>[_w - 1]`` (a branch per update: an array chosen once per
-        thread would be a new array value per launch index, reference counted)."""
+        with a plain ``+=`` when the launch allotted copies (:func:`private_split`)."""
         if arr_name in self.private and fn in ("add", "sub") and dst is None:
             op = ast.Add() if fn == "add" else ast.Sub()
             idx = list(idx_nodes)
             direct = self.guarded(arr_name, idx, loc, self.store_element(
                 arr_name, idx, value, loc, op=op, checked=False))
             copy = self.guarded(arr_name, idx, loc, self.store_element(
-                f"_acc_{arr_name}", [ast.BinOp(name("_w"), ast.Sub(), ast.Constant(1))] + idx,
-                value, loc, op=op, checked=False))
+                f"_acc_{arr_name}", [thread_row()] + idx, value, loc, op=op, checked=False))
             shared = self._atomics(fn, arr_name, idx_nodes, value, loc, dst)
-            rows = ast.Subscript(ast.Attribute(name(f"_acc_{arr_name}"), "shape", ast.Load()),
-                                 ast.Constant(0), ast.Load())
-            pv = name(f"_pv_{arr_name}")
-            first = ast.BoolOp(ast.And(), [pv, ast.Compare(name("_w"), [ast.Eq()],
-                                                           [ast.Constant(0)])])
-            cond = ast.BoolOp(ast.And(), [pv, ast.Compare(name("_w"), [ast.LtE()], [rows])])
-            return [located(ast.If(first, direct, [located(ast.If(cond, copy, shared), loc)]),
-                            loc)]
+            return [private_split(arr_name, direct, copy, shared, loc)]
         return self._atomics(fn, arr_name, idx_nodes, value, loc, dst, compare)
 
     def _atomics(self, fn, arr_name, idx_nodes, value, loc, dst, compare=None):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import ast
 
 from ..native.vocabulary import called_name, is_pure
+from .codegen import private_split, thread_row
 
 _LOADS = {f"_wk.tile_load{n}": f"tile_view{n}" for n in (1, 2, 3, 4)}
 #: the reductions to one element and their scalar forms
@@ -355,20 +356,13 @@ def private_tile_adds(fdef):
                     call.args[0].id not in private:
                 continue
             a = call.args[0].id
-            rest = call.args[1:]
-            pv, acc, w = ast.Name(f"_pv_{a}", ast.Load()), f"_acc_{a}", ast.Name("_w", ast.Load())
 
-            def add(target, fn=plain):
-                return ast.Expr(ast.Call(ast.Attribute(ast.Name("_wk", ast.Load()), fn,
-                                                       ast.Load()), [target] + rest, []))
-            row = ast.Subscript(ast.Name(acc, ast.Load()), ast.BinOp(w, ast.Sub(),
-                                                                      ast.Constant(1)), ast.Load())
-            rows = ast.Subscript(ast.Attribute(ast.Name(acc, ast.Load()), "shape", ast.Load()),
-                                 ast.Constant(0), ast.Load())
-            first = ast.BoolOp(ast.And(), [pv, ast.Compare(w, [ast.Eq()], [ast.Constant(0)])])
-            mine = ast.BoolOp(ast.And(), [pv, ast.Compare(w, [ast.LtE()], [rows])])
-            block[k] = ast.copy_location(ast.If(first, [add(ast.Name(a, ast.Load()))], [
-                ast.If(mine, [add(row)], [st])]), st)
+            def add(target, fn=plain, rest=call.args[1:]):
+                return [ast.Expr(ast.Call(ast.Attribute(ast.Name("_wk", ast.Load()), fn,
+                                                        ast.Load()), [target] + rest, []))]
+            row = ast.Subscript(ast.Name(f"_acc_{a}", ast.Load()), thread_row(), ast.Load())
+            block[k] = ast.copy_location(private_split(a, add(ast.Name(a, ast.Load())),
+                                                       add(row), [st]), st)
             made += 1
     return made
 
