@@ -87,6 +87,11 @@ def test_copy_block_and_the_whole_row_tile_copies():
         want = np.zeros(70, np.float32)
         want[d0:d0 + n] = src.reshape(-1)[s0:s0 + n]
         np.testing.assert_array_equal(dst.reshape(-1), want)
+    wide = np.zeros((7, 10), np.float64)   # another dtype: each element converted
+    _copy(wide, 3, src, 5, 37)
+    want = np.zeros(70)
+    want[3:40] = src.reshape(-1)[5:42]
+    np.testing.assert_array_equal(wide.reshape(-1), want)
     dst = np.zeros((6, 10), np.float32)
     _copy_typed_strided(dst, src)   # slices typed 'A', contiguous at run time
     np.testing.assert_array_equal(dst, src)

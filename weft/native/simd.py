@@ -264,16 +264,21 @@ def _ol_copy_block(dst, d0, src, s0, n):
     same = dst.dtype == src.dtype   # else element by element, converted
 
     def impl(dst, d0, src, s0, n):
-        df = np.ascontiguousarray(dst).reshape(-1)
-        sf = np.ascontiguousarray(src).reshape(-1)
-        k = 0
+        d = np.ascontiguousarray(dst)   # C types: the arrays themselves, no reshape's call
+        s = np.ascontiguousarray(src)
         if same:
+            k = 0
             while k + 16 <= n:
-                vstore(df, d0 + k, vload(sf, s0 + k, 16))
+                vstore(d, d0 + k, vload(s, s0 + k, 16))
                 k += 16
-        while k < n:
-            df[d0 + k] = sf[s0 + k]
-            k += 1
+            while k < n:
+                vstore(d, d0 + k, vload(s, s0 + k, 1))
+                k += 1
+        else:
+            df = d.reshape(-1)
+            sf = s.reshape(-1)
+            for k in range(n):
+                df[d0 + k] = sf[s0 + k]
     return impl
 
 
