@@ -64,9 +64,11 @@ def test_mypy_accepts_the_examples_and_reports_mistakes(tmp_path):
         wp.lauch(None, 1)
         u: wp.vec3 = wp.vec2(1.0, 2.0)
     """))
-    r = _mypy(tmp_path, *examples)
-    assert r.returncode == 0, r.stdout + r.stderr
-    r = _mypy(tmp_path, str(bad))
+    # one run (mypy's start and its reading of numpy's stubs are most of its time): the
+    # examples give no error, the two mistakes are reported, nothing else
+    r = _mypy(tmp_path, *examples, str(bad))
+    errors = [ln for ln in r.stdout.splitlines() if ": error:" in ln]
+    assert errors and all(ln.startswith("bad.py:") for ln in errors), r.stdout + r.stderr
     assert 'Module has no attribute "lauch"' in r.stdout, r.stdout
     assert 'expression has type "vec2", variable has type "vec3"' in r.stdout, r.stdout
-    assert "Found 2 errors" in r.stdout, r.stdout
+    assert "Found 2 errors in 1 file" in r.stdout, r.stdout

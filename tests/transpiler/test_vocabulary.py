@@ -105,19 +105,53 @@ def rule_sources():
     return out
 
 
+def _chunks(source):
+    """The top-level pieces of ``source``: each function with its decorators, and what lies
+    between them."""
+    out, cur, decorated = [], [], False
+    for line in source.splitlines(keepends=True):
+        top = line.startswith(("@", "def ", "class "))
+        if top and not decorated and cur:
+            out.append("".join(cur))
+            cur = []
+        cur.append(line)
+        if line.strip():
+            decorated = line.startswith("@")
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+_CHUNK_CALLS = {}
+
+
+def _chunk_calls(text):
+    """``(names of the functions defined in text, [(called, args, keywords)] of the calls in
+    their bodies)``, once per distinct text (the corpus repeats functions: a kernel's funcs in
+    each of its modes, a module's functions in its second-order module)."""
+    got = _CHUNK_CALLS.get(text)
+    if got is None:
+        defs = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef)]
+        calls = []
+        for d in defs:
+            for st in d.body:  # the body only: decorators are not calls generated code makes
+                for node in ast.walk(st):
+                    if isinstance(node, ast.Call):
+                        calls.append((V.called_name(node.func), len(node.args),
+                                      len(node.keywords)))
+        got = _CHUNK_CALLS[text] = ({d.name for d in defs}, calls)
+    return got
+
+
 def _calls(source):
     """``(called name, number of arguments, keywords)`` of every call in the functions of
     ``source`` but calls of the module's own functions."""
-    tree = ast.parse(source)
-    defs = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
-    own = {d.name for d in defs}
-    for d in defs:
-        for st in d.body:  # the body only: decorators are not calls generated code makes
-            for node in ast.walk(st):
-                if isinstance(node, ast.Call):
-                    called = V.called_name(node.func)
-                    if called not in own:
-                        yield called, len(node.args), len(node.keywords)
+    parts = [_chunk_calls(c) for c in _chunks(source)]
+    own = set().union(*(names for names, _ in parts))
+    for _, calls in parts:
+        for called, nargs, nkw in calls:
+            if called not in own:
+                yield called, nargs, nkw
 
 
 @pytest.fixture(scope="module")

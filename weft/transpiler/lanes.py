@@ -56,6 +56,9 @@ STACK_OPS = {"tile_stack_push_b", "tile_stack_pop_b"}
 ELEMENT_WRITES = {"tile_insert", "tile_assign_b", "tile_scatter_add_b"}
 #: tile writes every lane makes, its operands uniform or not
 PER_LANE_WRITES = {"tile_scatter_add_b"}
+#: tile operations adding into arrays: the block's, once (run per lane, a lane loop would add
+#: the tile ``block_dim`` times)
+BLOCK_ACCUMULATES = {"tile_atomic_add_b", "tile_atomic_add_indexed_b"}
 
 
 def run(state):
@@ -296,6 +299,13 @@ class Rewrite:
             self.coupled.append("lanes write a tile")
         if any(_bname(s) in STACK_OPS or _bname(s) == "tile_stack_b" for s in ir.walk(fir.body)):
             self.coupled.append("tile stack")
+        for s in ir.walk(fir.body):
+            b = _bname(s)
+            if b in BLOCK_ACCUMULATES:  # once per block, not once per lane
+                self.coupled.append("tile atomic add")
+            elif b == "tile_store_b" and any(isinstance(o, ir.Var) and id(o) in self.V
+                                             for o in s.args[2:]):
+                self.coupled.append("lanes store a tile at their own offsets")
         if not self.coupled:
             raise Uncoupled()
         self.out_top = []
@@ -372,6 +382,15 @@ class Rewrite:
                                    self.segment(s.body, preds), s.carried, s.brk, s.loc))
                 continue
             k = self.classify_simple(s, bool(preds))
+            if k == "S" and _bname(s) == "tile_store_b":
+                # a store whose array or offset differs between lanes: each lane stores its
+                # own elements (Warp's layout), not the whole tile; in the open lane loop
+                # unless its lanes write or gather a tile (its tiles are made before it)
+                seg = cur[0]
+                if seg is not None and (seg.writes or seg.gathers):
+                    close()
+                open_().body.extend(self.lane_store(s))
+                continue
             if k == "F" and preds and not isinstance(s, ir.Assign):
                 k = "L"
             if k == "F":
@@ -414,6 +433,56 @@ class Rewrite:
                 out.append(s)
         close()
         return out
+
+    def lane_store(self, s):
+        """``tile_store(a, t, offset)`` whose array or offset differs between lanes, as Warp
+        runs it: element ``e`` of ``t`` (row-major) is the lane ``e % block_dim``'s, which
+        stores it at its own offset (elements outside ``a`` skipped). In the lane's turn::
+
+            for e in range(lane, t.size, block_dim):
+                i, j = offset + (e // cols, e % cols)
+                if 0 <= i < a.shape[0] and 0 <= j < a.shape[1]:
+                    a[i, j] = t[e // cols, e % cols]
+
+        (the block's tile is read, the lane's array written: ordinary IR, differentiated as
+        any loop)."""
+        a, t, *offs = s.args
+        loc = s.loc
+        shape = t.type.shape
+        size = 1
+        for d in shape:
+            size *= d
+        i32 = T.int32
+        body = []
+
+        def put(hint, type_, builtin, args, attrs=None):
+            v = self.fresh(hint, type_)
+            body.append(ir.Assign(v, ir.Prim(lookup(builtin), args, attrs or {}), loc))
+            return v
+
+        e = self.fresh("e", i32)
+        if len(shape) == 1:
+            comps = [e]
+        else:
+            cols = ir.Const(shape[1], i32)
+            comps = [put("row", i32, "floordiv", [e, cols]), put("col", i32, "mod", [e, cols])]
+        ext = put("shape", T.TupleType((i32,) * len(shape)), "array_shape", [a])
+        where, ok = [], None
+        for k, (o, c) in enumerate(zip(offs, comps)):
+            if o.type != i32:
+                o = put("off", i32, "cast", [o], {"type": i32})
+            p = put("at", i32, "add", [o, c])
+            n = put("n", i32, "tuple_get", [ext], {"index": k})
+            inside = put("in", T.bool, "bool_and", [put("lo", T.bool, "ge", [p, ir.Const(0, i32)]),
+                                                   put("hi", T.bool, "lt", [p, n])])
+            ok = inside if ok is None else put("in", T.bool, "bool_and", [ok, inside])
+            where.append(p)
+        v = self.fresh("v", t.type.dtype)
+        inner = [ir.Assign(v, ir.Prim(lookup("tile_extract"), [t] + comps), loc),
+                 ir.Store(a, where, v, loc)]
+        body.append(ir.If(ok, inner, [], loc))
+        return [ir.Loop("for", e, self.sentinel, ir.Const(size, i32), ir.Const(self.B, i32),
+                        body, [], None, loc)]
 
     def check_merges(self, s):
         """A tile merged at the end of a branch on a lane's value would differ between lanes:

@@ -37,6 +37,7 @@ from ..native.vocabulary import called_name, is_pure
 from .codegen import private_split, thread_row
 
 _LOADS = {f"_wk.tile_load{n}": f"tile_view{n}" for n in (1, 2, 3, 4)}
+_STORES = {f"_wk.tile_store{n}" for n in (1, 2, 3, 4)}
 #: the reductions to one element and their scalar forms
 _ONE = {"_wk.tile_sum": "tile_sum_scalar", "_wk.tile_max": "tile_max_scalar",
         "_wk.tile_min": "tile_min_scalar"}
@@ -134,9 +135,17 @@ def _locals(index, fresh):
     return out
 
 
-def _writes_nothing(st, local):
+def _adjoint_reset(call):
+    """Whether ``call`` is a tile store's adjoint restarting its region of an adjoint array
+    (``_wk.tile_storeN(adj_a, ...)``: a gradient array, never a kernel's primal array)."""
+    a = call.args[0] if call.args else None
+    return called_name(call.func) in _STORES and type(a) is ast.Name and a.id.startswith("adj_")
+
+
+def _writes_nothing(st, local, primal=False):
     """Whether statement ``st`` calls only pure functions and assigns no element but of
-    ``local`` arrays."""
+    ``local`` arrays (``primal``: a load of a primal array, which an adjoint array's reset
+    does not write)."""
     for node in ast.walk(st):
         kind = type(node)
         if kind is ast.Subscript and type(node.ctx) is not ast.Load:
@@ -144,7 +153,7 @@ def _writes_nothing(st, local):
             if type(base) is not ast.Name or base.id not in local:
                 return False
         elif kind is ast.Call and not is_pure(called_name(node.func)) and \
-                _reshape_of(node) is None:
+                _reshape_of(node) is None and not (primal and _adjoint_reset(node)):
             return False
         elif kind in (ast.Delete, ast.Global, ast.Nonlocal) or \
                 (kind is ast.Attribute and type(node.ctx) is not ast.Load):
@@ -206,7 +215,10 @@ def _viewable(index, block, k, local, fresh):
                 if not all(_consumed(n, p, ndim, fresh) for n, p in reads):
                     return False
                 seen, last = seen + len(reads), j
-    return seen == wanted and all(_writes_nothing(s, local) for s in block[k + 1:last + 1])
+    src = block[k].value.args[0] if block[k].value.args else None
+    primal = type(src) is ast.Name and not src.id.startswith("adj_")
+    return seen == wanted and all(_writes_nothing(s, local, primal)
+                                  for s in block[k + 1:last + 1])
 
 
 def _replace(parent, old, new):

@@ -118,15 +118,23 @@ class _tile_store:
         value = _wk("tile_f2h", t.node) if _half(a.type.dtype) else t.node
         return Ex(_wk(f"tile_store{len(offs)}", a.node, *[o.node for o in offs], value), VOID)
 
-    def adjoint(a, t, *offs, adj_arrays=()):
-        """``adj_t += adj_a[region]`` (Warp's adjoint store reads the array's adjoint)."""
+    def adjoint(a, t, *offs, adj_arrays=(), take=True):
+        """``adj_t += adj_a[region]``, then the region's adjoint restarts from zero (``take``),
+        as a scalar store's (and Warp 1.19's tile store): the values the region held before the
+        store have no influence past it, and a region several threads or blocks store (the
+        same tile) passes its adjoint on once, not once per store. An atomic add reads it
+        without ``take``."""
         arr = adj_arrays[0] if adj_arrays else None
         if arr is None:
             return [None] * (2 + len(offs))
         shape = t.type.shape
         load = _tile_load.primal(Ex(arr.node, a.type), *offs, shape=shape).node
-        return [None, Ex(_either(arr, load, tile_const(0, t.type).node, "ga"), t.type)] + \
-            [None] * len(offs)
+        zeros = tile_const(0, t.type).node
+        got = _either(arr, load, zeros, "ga")
+        if take:
+            reset = _tile_store.primal(Ex(arr.node, a.type), Ex(zeros, t.type), *offs).node
+            _emit(ast.If(_not_none(arr.node), [ast.Expr(reset)], []))
+        return [None, Ex(got, t.type)] + [None] * len(offs)
 
     def tangent(*args, **kw):  # an effect: see effect_tangent
         return None
@@ -179,7 +187,7 @@ class _tile_atomic_add:
 
     def adjoint(a, t, *offs, ret, adj, adj_arrays=()):
         """``adj_t += adj_a[region]`` (left in ``adj_a``, as Warp)."""
-        return [None] + _tile_store.adjoint(a, t, *offs, adj_arrays=adj_arrays)[1:]
+        return [None] + _tile_store.adjoint(a, t, *offs, adj_arrays=adj_arrays, take=False)[1:]
 
     def tangent(a, t, *rest, ret, tan_arrays=()):
         n = (len(rest) - 2) // 2
