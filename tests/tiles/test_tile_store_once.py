@@ -134,3 +134,40 @@ def test_lane_partitioned_2d_store_values_and_gradient(cpu_blocks):
                 grad[e] += 2 * w[r, c]
     np.testing.assert_array_equal(out.numpy(), want)
     np.testing.assert_allclose(x.grad.numpy().ravel(), grad, rtol=1e-6)
+
+
+def test_an_indexed_region_every_block_stores_passes_its_adjoint_on_once():
+    @wp.kernel
+    def gather_store(x: wp.array(dtype=float), idx: wp.array(dtype=int),
+                     out: wp.array(dtype=float)):
+        t = wp.tile_load(x, shape=4)
+        rows = wp.tile_load(idx, shape=4)
+        wp.tile_store_indexed(out, rows, t * 2.0)   # out[idx[k]] = 2 x[k]
+
+    x = wp.array(X, dtype=float, requires_grad=True)
+    idx = wp.array(np.array([5, 0, 3, 1], np.int32), dtype=int)
+    out = wp.zeros(6, dtype=float, requires_grad=True)
+    w = np.arange(6, dtype=np.float32) + 10.0
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(gather_store, dim=[3], inputs=[x, idx, out], block_dim=4)
+    tape.backward(grads={out: wp.array(w, dtype=float)})
+    want = np.zeros(6, np.float32)
+    want[[5, 0, 3, 1]] = 2 * X
+    np.testing.assert_array_equal(out.numpy(), want)
+    np.testing.assert_array_equal(x.grad.numpy(), 2 * w[[5, 0, 3, 1]])  # once, not 3 times
+    np.testing.assert_array_equal(out.grad.numpy(), np.where(want != 0, 0.0, w))
+
+
+def test_a_tile_atomic_add_at_lane_offsets_is_refused(cpu_blocks):
+    @wp.kernel
+    def lane_add(x: wp.array(dtype=float), acc: wp.array(dtype=float)):
+        i = wp.tid()
+        t = wp.tile_load(x, shape=4)
+        wp.tile_atomic_add(acc, t, offset=i)
+
+    x = wp.array(X, dtype=float)
+    acc = wp.zeros(16, dtype=float)
+    with pytest.raises(wp.KernelError, match="tile atomic add whose array or offset differs"):
+        wp.launch(lane_add, dim=8, inputs=[x, acc], block_dim=4)
+    assert not acc.numpy().any()  # refused before anything ran

@@ -302,6 +302,10 @@ class Rewrite:
         for s in ir.walk(fir.body):
             b = _bname(s)
             if b in BLOCK_ACCUMULATES:  # once per block, not once per lane
+                if any(id(o) in self.V for o in _operands(s)):
+                    raise _fail(fir, s.loc, "a tile atomic add whose array or offset differs "
+                                "between the lanes of a block (Warp's lanes each add their own "
+                                "elements there) is not supported: add at the block's offset")
                 self.coupled.append("tile atomic add")
             elif b == "tile_store_b" and any(isinstance(o, ir.Var) and id(o) in self.V
                                              for o in s.args[2:]):

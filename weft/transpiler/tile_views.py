@@ -37,7 +37,7 @@ from ..native.vocabulary import called_name, is_pure
 from .codegen import private_split, thread_row
 
 _LOADS = {f"_wk.tile_load{n}": f"tile_view{n}" for n in (1, 2, 3, 4)}
-_STORES = {f"_wk.tile_store{n}" for n in (1, 2, 3, 4)}
+_STORES = {f"_wk.tile_store{kind}{n}" for n in (1, 2, 3, 4) for kind in ("", "_indexed")}
 #: the reductions to one element and their scalar forms
 _ONE = {"_wk.tile_sum": "tile_sum_scalar", "_wk.tile_max": "tile_max_scalar",
         "_wk.tile_min": "tile_min_scalar"}

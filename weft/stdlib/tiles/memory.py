@@ -299,8 +299,13 @@ class _tile_store_indexed:
         if arr is None:
             return [None] * (3 + len(offs))
         g = _let(tile_const(0, t.type).node, "ga")
-        _emit(ast.If(_not_none(arr.node), [ast.Assign([ast.Name(g.id, ast.Store())], _ix_load(
-            arr, idx, offs, t.type.shape, axis, t.type).node, lineno=0)], []))
+        body = [ast.Assign([ast.Name(g.id, ast.Store())], _ix_load(
+            arr, idx, offs, t.type.shape, axis, t.type).node, lineno=0)]
+        if not add:  # a store takes its elements' adjoint (as tile_store's), an add reads it
+            body.append(ast.Expr(_tile_store_indexed.primal(
+                Ex(arr.node, a.type), idx, Ex(tile_const(0, t.type).node, t.type), *offs,
+                axis=axis).node))
+        _emit(ast.If(_not_none(arr.node), body, []))
         return [None, None, Ex(g, t.type)] + [None] * len(offs)
 
     def tangent(*args, **kw):
@@ -318,7 +323,8 @@ class _tile_atomic_add_indexed:
         return _tile_store_indexed.primal(a, idx, t, *offs, axis=axis, add=True)
 
     def adjoint(a, idx, t, *offs, ret, adj, axis, adj_arrays=()):
-        return _tile_store_indexed.adjoint(a, idx, t, *offs, axis=axis, adj_arrays=adj_arrays)
+        return _tile_store_indexed.adjoint(a, idx, t, *offs, axis=axis, add=True,
+                                           adj_arrays=adj_arrays)
 
     def tangent(a, idx, t, *rest, ret, axis, tan_arrays=()):
         n = (len(rest) - 3) // 2
