@@ -171,3 +171,18 @@ def test_a_tile_atomic_add_at_lane_offsets_is_refused(cpu_blocks):
     with pytest.raises(wp.KernelError, match="tile atomic add whose array or offset differs"):
         wp.launch(lane_add, dim=8, inputs=[x, acc], block_dim=4)
     assert not acc.numpy().any()  # refused before anything ran
+
+
+def test_on_cuda_too():
+    """The same rule on the CUDA target (Numba's simulator here: its blocks run one after
+    another; on a GPU, blocks storing one region at once may each read it before a reset)."""
+    pytest.importorskip("numba.cuda")
+    x = wp.array(X, dtype=float, requires_grad=True, device="cuda")
+    out = wp.zeros(4, dtype=float, requires_grad=True, device="cuda")
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(same_region, dim=[3], inputs=[x, out], block_dim=4, device="cuda")
+    tape.backward(grads={out: wp.ones(4, dtype=float, device="cuda")})
+    np.testing.assert_array_equal(out.numpy(), 2 * X)
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(4, 2.0))
+    np.testing.assert_array_equal(out.grad.numpy(), np.zeros(4))
