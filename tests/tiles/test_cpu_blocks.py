@@ -375,3 +375,22 @@ def test_gather_inside_a_func_is_refused(cpu_blocks):
     with pytest.raises(wp.KernelError, match="not in a @wp.func"):
         wp.launch_tiled(calls_gathering_func, dim=[1], inputs=[wp.zeros(B, dtype=float)],
                         block_dim=B)
+
+
+@wp.kernel
+def view_across_tiles(x: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    b = i // 4
+    row = out[b]                       # a lane's view, made before the tile operations
+    t = wp.tile(x[b, i % 4])
+    s = wp.tile_sum(t)
+    row[i % 4] = s[0] + x[b, i % 4]    # read after them: the view is made again there
+
+
+def test_a_view_a_lane_makes_is_read_after_tile_operations(cpu_blocks):
+    # (before stop 65: "the value 'row' (an array) differs between lanes and lives across a
+    # tile operation", a KernelError)
+    xv = np.arange(12, dtype=np.float32).reshape(3, 4) * 0.5
+    out = wp.zeros((3, 4), dtype=float)
+    wp.launch(view_across_tiles, dim=12, inputs=[wp.array(xv), out], block_dim=4)
+    np.testing.assert_array_equal(out.numpy(), xv.sum(axis=1, keepdims=True) + xv)

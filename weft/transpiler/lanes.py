@@ -314,6 +314,7 @@ class Rewrite:
             raise Uncoupled()
         self.out_top = []
         body = self.segment(fir.body, [])
+        self.recompute_views()
         body = self.buffers() + body
         fir.body = body
         fir.tid_vars = {}
@@ -606,6 +607,39 @@ class Rewrite:
         return out
 
     # ------------------------------------------------------------------------------ buffers
+    def recompute_views(self):
+        """An array view a lane loop makes (``out[b]``, ``b`` the lane's block, or a name for
+        one) and a later lane loop reads is made again at the top of that loop from its
+        operands (which :meth:`buffers` then keeps or recomputes, as any lane value): a
+        per-lane buffer holds values, not views."""
+        for _ in range(4):  # (a view of a view: its base is made again in the next round)
+            made = {}
+            for loop, _lane in self.loops:
+                for s in ir.walk(loop.body):
+                    if isinstance(s, ir.Assign) and isinstance(s.expr, (ir.Load, ir.Copy)) \
+                            and isinstance(s.dst.type, T.ArrayType) and id(s.dst) in self.V:
+                        made[id(s.dst)] = (s, loop)
+            changed = False
+            for loop, _lane in self.loops:
+                uses = ir.used_vars(loop.body)
+                own = {id(v) for v in ir.defined_vars(loop.body)}
+                pre = []
+                for vid, (s, where) in made.items():
+                    if where is loop or vid not in uses or vid in own:
+                        continue
+                    mine = self.fresh(s.dst.name, s.dst.type)
+                    self.V.add(id(mine))
+                    e = s.expr
+                    again = ir.Copy(e.src) if isinstance(e, ir.Copy) else \
+                        ir.Load(e.array, list(e.index))
+                    pre.append(ir.Assign(mine, again, s.loc))
+                    loop.body = _rename(loop.body, s.dst, mine)
+                if pre:
+                    loop.body = pre + loop.body
+                    changed = True
+            if not changed:
+                return
+
     def buffers(self):
         """Per-lane buffers of the lane-varying values one lane loop makes and another
         reads: written where the value is made, read (into a variable of the loop's own) at
