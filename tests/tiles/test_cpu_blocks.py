@@ -13,14 +13,6 @@ B = 8
 CAP = wp.constant(16)
 
 
-@pytest.fixture
-def cpu_blocks():
-    prev = wp.config.enable_cpu_blocks
-    wp.config.enable_cpu_blocks = True
-    yield
-    wp.config.enable_cpu_blocks = prev
-
-
 @wp.kernel
 def gather_sum(x: wp.array(dtype=float), out: wp.array(dtype=float), lanes: wp.array(dtype=int)):
     i, lane = wp.tid()

@@ -26,14 +26,6 @@ def same_region_and_add(x: wp.array(dtype=float), out: wp.array(dtype=float),
     wp.tile_atomic_add(acc, t)
 
 
-@pytest.fixture
-def cpu_blocks():
-    saved = wp.config.enable_cpu_blocks
-    wp.config.enable_cpu_blocks = True
-    yield
-    wp.config.enable_cpu_blocks = saved
-
-
 def _backward(kernel, launch, extra=()):
     x = wp.array(X, dtype=float, requires_grad=True)
     out = wp.zeros(4, dtype=float, requires_grad=True)
