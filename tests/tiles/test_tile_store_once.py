@@ -151,17 +151,54 @@ def test_an_indexed_region_every_block_stores_passes_its_adjoint_on_once():
     np.testing.assert_array_equal(out.grad.numpy(), np.where(want != 0, 0.0, w))
 
 
-def test_a_tile_atomic_add_at_lane_offsets_is_refused(cpu_blocks):
+def test_lanes_adding_at_their_own_offsets_add_their_own_elements(cpu_blocks):
     @wp.kernel
     def lane_add(x: wp.array(dtype=float), acc: wp.array(dtype=float)):
         i = wp.tid()
         t = wp.tile_load(x, shape=4)
-        wp.tile_atomic_add(acc, t, offset=i)
+        wp.tile_atomic_add(acc, t * 3.0, offset=i)
+
+    @wp.kernel
+    def view_add(x: wp.array(dtype=float), acc: wp.array2d(dtype=float)):
+        b = wp.tid() // 4
+        t = wp.tile_load(x, shape=4)
+        wp.tile_atomic_add(acc[b], t * 3.0)   # the lanes' views are their block's row
+
+    x = wp.array(X, dtype=float, requires_grad=True)
+    acc = wp.zeros(16, dtype=float, requires_grad=True)
+    w = np.arange(16, dtype=np.float32) + 1.0
+    tape = wp.Tape()
+    with tape:
+        wp.launch(lane_add, dim=8, inputs=[x, acc], block_dim=4)
+    tape.backward(grads={acc: wp.array(w, dtype=float)})
+    # lane l of block b (i = 4 b + l) adds element e = l at i + e
+    want, grad = np.zeros(16, np.float32), np.zeros(4, np.float32)
+    for i in range(8):
+        e = i % 4
+        want[i + e] += 3 * X[e]
+        grad[e] += 3 * w[i + e]
+    np.testing.assert_array_equal(acc.numpy(), want)
+    np.testing.assert_array_equal(x.grad.numpy(), grad)
+
+    rows = wp.zeros((2, 4), dtype=float)
+    wp.launch(view_add, dim=8, inputs=[wp.array(X, dtype=float), rows], block_dim=4)
+    np.testing.assert_array_equal(rows.numpy(), np.tile(3 * X, (2, 1)))  # once per block
+
+
+def test_a_lane_offset_atomic_add_whose_old_values_are_read_is_refused(cpu_blocks):
+    @wp.kernel
+    def lane_add_old(x: wp.array(dtype=float), acc: wp.array(dtype=float),
+                     old: wp.array(dtype=float)):
+        i = wp.tid()
+        t = wp.tile_load(x, shape=4)
+        before = wp.tile_atomic_add(acc, t, offset=i)
+        wp.tile_store(old, before)
 
     x = wp.array(X, dtype=float)
     acc = wp.zeros(16, dtype=float)
-    with pytest.raises(wp.KernelError, match="tile atomic add whose array or offset differs"):
-        wp.launch(lane_add, dim=8, inputs=[x, acc], block_dim=4)
+    old = wp.zeros(4, dtype=float)
+    with pytest.raises(wp.KernelError, match="replaced values are read"):
+        wp.launch(lane_add_old, dim=8, inputs=[x, acc, old], block_dim=4)
     assert not acc.numpy().any()  # refused before anything ran
 
 

@@ -160,6 +160,7 @@ class Rewrite:
         self.reads = set()       # ids of the buffer reads made (not written back)
         self.lane_writes = False  # lanes write elements of a tile
         self.buffered = False     # per-lane buffers (written in place: no adjoint)
+        self.lane_adds = set()    # ids of tile atomic adds each lane makes of its elements
         self.loops = []          # (Loop, lane Var) of every lane loop made
         self.counter = 0
         self.coupled = list(mode.coupled)
@@ -299,13 +300,17 @@ class Rewrite:
             self.coupled.append("lanes write a tile")
         if any(_bname(s) in STACK_OPS or _bname(s) == "tile_stack_b" for s in ir.walk(fir.body)):
             self.coupled.append("tile stack")
+        used = ir.used_vars(fir.body)
         for s in ir.walk(fir.body):
             b = _bname(s)
             if b in BLOCK_ACCUMULATES:  # once per block, not once per lane
                 if any(id(o) in self.V for o in _operands(s)):
-                    raise _fail(fir, s.loc, "a tile atomic add whose array or offset differs "
-                                "between the lanes of a block (Warp's lanes each add their own "
-                                "elements there) is not supported: add at the block's offset")
+                    if b != "tile_atomic_add_b" or id(s.dst) in used:
+                        raise _fail(fir, s.loc, "a tile atomic add whose array or offset "
+                                    "differs between the lanes of a block, and whose replaced "
+                                    "values are read (or an indexed one), is not supported: "
+                                    "add at the block's offset")
+                    self.lane_adds.add(id(s))  # each lane adds its own elements (Warp's)
                 self.coupled.append("tile atomic add")
             elif b == "tile_store_b" and any(isinstance(o, ir.Var) and id(o) in self.V
                                              for o in s.args[2:]):
@@ -387,14 +392,17 @@ class Rewrite:
                                    self.segment(s.body, preds), s.carried, s.brk, s.loc))
                 continue
             k = self.classify_simple(s, bool(preds))
-            if k == "S" and _bname(s) == "tile_store_b":
-                # a store whose array or offset differs between lanes: each lane stores its
-                # own elements (Warp's layout), not the whole tile; in the open lane loop
-                # unless its lanes write or gather a tile (its tiles are made before it)
+            if (k == "S" and _bname(s) == "tile_store_b") or id(s) in self.lane_adds:
+                # a store (or an add whose replaced values nothing reads) whose array or
+                # offset differs between lanes: each lane writes its own elements (Warp's
+                # layout), not the whole tile; in the open lane loop unless its lanes write or
+                # gather a tile (its tiles are made before it)
                 seg = cur[0]
                 if seg is not None and (seg.writes or seg.gathers):
                     close()
-                open_().body.extend(self.lane_store(s))
+                a, t, *offs = s.args if isinstance(s, ir.Effect) else s.expr.args
+                open_().body.extend(self.lane_write(a, t, offs, s.loc,
+                                                    add=id(s) in self.lane_adds))
                 continue
             if k == "F" and preds and not isinstance(s, ir.Assign):
                 k = "L"
@@ -439,20 +447,19 @@ class Rewrite:
         close()
         return out
 
-    def lane_store(self, s):
-        """``tile_store(a, t, offset)`` whose array or offset differs between lanes, as Warp
-        runs it: element ``e`` of ``t`` (row-major) is the lane ``e % block_dim``'s, which
-        stores it at its own offset (elements outside ``a`` skipped). In the lane's turn::
+    def lane_write(self, a, t, offs, loc, add=False):
+        """``tile_store(a, t, offset)`` (``tile_atomic_add`` with ``add``) whose array or
+        offset differs between lanes, as Warp runs it: element ``e`` of ``t`` (row-major) is
+        the lane ``e % block_dim``'s, which writes it at its own offset (elements outside
+        ``a`` skipped). In the lane's turn::
 
             for e in range(lane, t.size, block_dim):
                 i, j = offset + (e // cols, e % cols)
                 if 0 <= i < a.shape[0] and 0 <= j < a.shape[1]:
-                    a[i, j] = t[e // cols, e % cols]
+                    a[i, j] = t[e // cols, e % cols]       # (an atomic add with add)
 
         (the block's tile is read, the lane's array written: ordinary IR, differentiated as
         any loop)."""
-        a, t, *offs = s.args
-        loc = s.loc
         shape = t.type.shape
         size = 1
         for d in shape:
@@ -483,8 +490,9 @@ class Rewrite:
             ok = inside if ok is None else put("in", T.bool, "bool_and", [ok, inside])
             where.append(p)
         v = self.fresh("v", t.type.dtype)
-        inner = [ir.Assign(v, ir.Prim(lookup("tile_extract"), [t] + comps), loc),
-                 ir.Store(a, where, v, loc)]
+        write = ir.AtomicRMW("add", a, where, v, None, loc) if add else \
+            ir.Store(a, where, v, loc)
+        inner = [ir.Assign(v, ir.Prim(lookup("tile_extract"), [t] + comps), loc), write]
         body.append(ir.If(ok, inner, [], loc))
         return [ir.Loop("for", e, self.sentinel, ir.Const(size, i32), ir.Const(self.B, i32),
                         body, [], None, loc)]
