@@ -39,6 +39,7 @@ generators differentiate the rewritten kernel as any other; a kernel that needs 
 from __future__ import annotations
 
 import linecache
+import math
 
 from ..core import types as T
 from ..core.errors import KernelError
@@ -298,12 +299,12 @@ class Rewrite:
             pass
         if self.lane_writes:
             self.coupled.append("lanes write a tile")
-        if any(_bname(s) in STACK_OPS or _bname(s) == "tile_stack_b" for s in ir.walk(fir.body)):
-            self.coupled.append("tile stack")
         used = ir.used_vars(fir.body)
         for s in ir.walk(fir.body):
             b = _bname(s)
-            if b in BLOCK_ACCUMULATES:  # once per block, not once per lane
+            if b in STACK_OPS or b == "tile_stack_b":
+                self.coupled.append("tile stack")
+            elif b in BLOCK_ACCUMULATES:  # once per block, not once per lane
                 if any(id(o) in self.V for o in _operands(s)):
                     if b != "tile_atomic_add_b" or id(s.dst) in used:
                         raise _fail(fir, s.loc, "a tile atomic add whose array or offset "
@@ -461,9 +462,6 @@ class Rewrite:
         (the block's tile is read, the lane's array written: ordinary IR, differentiated as
         any loop)."""
         shape = t.type.shape
-        size = 1
-        for d in shape:
-            size *= d
         i32 = T.int32
         body = []
 
@@ -494,8 +492,8 @@ class Rewrite:
             ir.Store(a, where, v, loc)
         inner = [ir.Assign(v, ir.Prim(lookup("tile_extract"), [t] + comps), loc), write]
         body.append(ir.If(ok, inner, [], loc))
-        return [ir.Loop("for", e, self.sentinel, ir.Const(size, i32), ir.Const(self.B, i32),
-                        body, [], None, loc)]
+        return [ir.Loop("for", e, self.sentinel, ir.Const(math.prod(shape), i32),
+                        ir.Const(self.B, i32), body, [], None, loc)]
 
     def check_merges(self, s):
         """A tile merged at the end of a branch on a lane's value would differ between lanes:
@@ -620,7 +618,7 @@ class Rewrite:
         one) and a later lane loop reads is made again at the top of that loop from its
         operands (which :meth:`buffers` then keeps or recomputes, as any lane value): a
         per-lane buffer holds values, not views."""
-        for _ in range(4):  # (a view of a view: its base is made again in the next round)
+        while True:  # (a view of a view: its base is made again in the next round)
             made = {}
             for loop, _lane in self.loops:
                 for s in ir.walk(loop.body):

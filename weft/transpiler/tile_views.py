@@ -135,17 +135,31 @@ def _locals(index, fresh):
     return out
 
 
-def _adjoint_reset(call):
+def _adjoint_arrays(fdef, index):
+    """The names of ``fdef``'s adjoint arrays: its parameters ``adj_<p>`` beside a parameter
+    ``<p>`` (an adjoint entry's), and the names bound to an element or view of one (never a
+    kernel's primal array)."""
+    params = {a.arg for a in fdef.args.args}
+    out = {p for p in params if p.startswith("adj_") and p[4:] in params}
+    for _ in range(2):   # (a view of a view)
+        for st in index.assigns:
+            v = st.value
+            if type(v) is ast.Subscript and type(v.value) is ast.Name and v.value.id in out:
+                out.add(st.targets[0].id)
+    return out
+
+
+def _adjoint_reset(call, adjoints):
     """Whether ``call`` is a tile store's adjoint restarting its region of an adjoint array
-    (``_wk.tile_storeN(adj_a, ...)``: a gradient array, never a kernel's primal array)."""
+    (``_wk.tile_storeN(adj_a, ...)``)."""
     a = call.args[0] if call.args else None
-    return called_name(call.func) in _STORES and type(a) is ast.Name and a.id.startswith("adj_")
+    return called_name(call.func) in _STORES and type(a) is ast.Name and a.id in adjoints
 
 
-def _writes_nothing(st, local, primal=False):
+def _writes_nothing(st, local, adjoints=()):
     """Whether statement ``st`` calls only pure functions and assigns no element but of
-    ``local`` arrays (``primal``: a load of a primal array, which an adjoint array's reset
-    does not write)."""
+    ``local`` arrays (or resets a region of one of ``adjoints``: given for a load of a primal
+    array, which a store into an adjoint array does not write)."""
     for node in ast.walk(st):
         kind = type(node)
         if kind is ast.Subscript and type(node.ctx) is not ast.Load:
@@ -153,7 +167,7 @@ def _writes_nothing(st, local, primal=False):
             if type(base) is not ast.Name or base.id not in local:
                 return False
         elif kind is ast.Call and not is_pure(called_name(node.func)) and \
-                _reshape_of(node) is None and not (primal and _adjoint_reset(node)):
+                _reshape_of(node) is None and not _adjoint_reset(node, adjoints):
             return False
         elif kind in (ast.Delete, ast.Global, ast.Nonlocal) or \
                 (kind is ast.Attribute and type(node.ctx) is not ast.Load):
@@ -187,7 +201,7 @@ def _loads(fdef):
                 yield block, k, st
 
 
-def _viewable(index, block, k, local, fresh):
+def _viewable(index, block, k, local, fresh, adjoints):
     """Whether the load ``block[k]`` may read its array in place (the module's rule)."""
     t = block[k].targets[0].id
     if not index.once(t):
@@ -216,8 +230,8 @@ def _viewable(index, block, k, local, fresh):
                     return False
                 seen, last = seen + len(reads), j
     src = block[k].value.args[0] if block[k].value.args else None
-    primal = type(src) is ast.Name and not src.id.startswith("adj_")
-    return seen == wanted and all(_writes_nothing(s, local, primal)
+    resets = adjoints if type(src) is ast.Name and src.id not in adjoints else ()
+    return seen == wanted and all(_writes_nothing(s, local, resets)
                                   for s in block[k + 1:last + 1])
 
 
@@ -280,9 +294,10 @@ def views(fdef, fresh, index=None):
         return 0
     index = index or _Index(fdef)
     local = _locals(index, fresh)
+    adjoints = _adjoint_arrays(fdef, index)
     made = 0
     for block, k, st in loads:
-        if _viewable(index, block, k, local, fresh):
+        if _viewable(index, block, k, local, fresh, adjoints):
             st.value.func.attr = _LOADS[called_name(st.value.func)]
             made += 1
     return made

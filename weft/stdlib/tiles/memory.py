@@ -47,12 +47,14 @@ class _tile_load:
         return Ex(_either(arr, load, tile_const(0, t).node, "tt"), t)
 
 
-def _either(arr, load, zeros, hint):
+def _either(arr, load, zeros, hint, then=()):
     """A new name bound to ``load`` (a tile read from optional array ``arr``) when ``arr`` is
     given, else to ``zeros``: one tile made either way (a tile of zeros made first and then
-    replaced cost an allocation and its clearing per block)."""
+    replaced cost an allocation and its clearing per block). ``then``: statements run after
+    the load, under the same test."""
     n = _fresh(hint)
-    _emit(ast.If(_not_none(arr.node), [ast.Assign([ast.Name(n, ast.Store())], load, lineno=0)],
+    _emit(ast.If(_not_none(arr.node),
+                 [ast.Assign([ast.Name(n, ast.Store())], load, lineno=0)] + list(then),
                  [ast.Assign([ast.Name(n, ast.Store())], zeros, lineno=0)]))
     return ast.Name(n, ast.Load())
 
@@ -130,11 +132,9 @@ class _tile_store:
         shape = t.type.shape
         load = _tile_load.primal(Ex(arr.node, a.type), *offs, shape=shape).node
         zeros = tile_const(0, t.type).node
-        got = _either(arr, load, zeros, "ga")
-        if take:
-            reset = _tile_store.primal(Ex(arr.node, a.type), Ex(zeros, t.type), *offs).node
-            _emit(ast.If(_not_none(arr.node), [ast.Expr(reset)], []))
-        return [None, Ex(got, t.type)] + [None] * len(offs)
+        reset = [ast.Expr(_tile_store.primal(Ex(arr.node, a.type), tile_const(0, t.type),
+                                             *offs).node)] if take else []
+        return [None, Ex(_either(arr, load, zeros, "ga", reset), t.type)] + [None] * len(offs)
 
     def tangent(*args, **kw):  # an effect: see effect_tangent
         return None
