@@ -126,6 +126,13 @@ def test_lane_partitioned_2d_store_values_and_gradient(cpu_blocks):
                 grad[e] += 2 * w[r, c]
     np.testing.assert_array_equal(out.numpy(), want)
     np.testing.assert_allclose(x.grad.numpy().ravel(), grad, rtol=1e-6)
+    stored = np.zeros((15, 4), bool)
+    for i in range(8):
+        for e in range(i % 4, 6, 4):
+            if 2 * i + e // 3 < 15:
+                stored[2 * i + e // 3, 1 + e % 3] = True
+    # the stored elements' adjoint was taken (as a scalar store's), the others' left
+    np.testing.assert_array_equal(out.grad.numpy(), np.where(stored, 0.0, w))
 
 
 def test_an_indexed_region_every_block_stores_passes_its_adjoint_on_once():
