@@ -1,19 +1,50 @@
 """Helpers of second-order generated code (:mod:`weft.transpiler.second_order`), as ``_w2``.
 
-``tzero(x)``: a zero with the structure and types of ``x`` (a number or nested tuples of them);
-``like(x, c)``: the Python constant ``c`` as a number of ``x``'s type. Both are plain Python
-(for ``NUMBA_DISABLE_JIT``) and overloaded for Numba, where only the type of ``x`` matters.
+``tzero(x)``: a zero with the structure and types of ``x`` (a number, an array (a tile) or
+nested tuples of them); ``like(x, c)``: the Python constant ``c`` as a number of ``x``'s type.
+Both are plain Python (for ``NUMBA_DISABLE_JIT``) and overloaded for Numba, where only the type
+of ``x`` matters. ``tile_pick(t, r, tt)``: the tangent of ``r = tile_max(t)`` (or ``tile_min``)
+along ``tt``: the element of ``tt`` where ``t`` first equals ``r`` (where the first-order
+adjoint sends the whole gradient, ``tiles.tile_extreme_adj``).
 """
 from __future__ import annotations
 
-from numba import types
+import numpy as np
+from numba import njit, types
 from numba.extending import overload
 
 
 def tzero(x):
     if isinstance(x, tuple):
         return tuple(tzero(v) for v in x)
+    if isinstance(x, np.ndarray):
+        return np.zeros_like(x)
     return type(x)(0)
+
+
+@njit(nogil=True)
+def _first_equal(t, value):
+    ft = np.ascontiguousarray(t).reshape(-1)
+    for k in range(ft.shape[0]):
+        if ft[k] == value:
+            return k
+    return -1
+
+
+@njit(nogil=True)
+def tile_pick_scalar(t, r, tt):
+    """The tangent of ``r = tile_max_scalar(t)`` along ``tt`` (zero where ``r`` is NaN)."""
+    k = _first_equal(t, r)
+    ft = np.ascontiguousarray(tt).reshape(-1)
+    return ft[k] if k >= 0 else ft[0] * 0
+
+
+@njit(nogil=True)
+def tile_pick(t, r, tt):
+    """The tangent of the one-element tile ``r = tile_max(t)`` along ``tt``."""
+    out = np.zeros(1, tt.dtype)
+    out[0] = tile_pick_scalar(t, r[0], tt)
+    return out
 
 
 def like(x, c):
@@ -40,6 +71,8 @@ def _tzero(x):
         def impl(x):
             return ty(0)
         return impl
+    if isinstance(x, types.Array):
+        return lambda x: np.zeros_like(x)
     return None
 
 

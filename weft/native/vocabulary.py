@@ -26,6 +26,14 @@ generated code:
   ``reduce``    sums a private buffer into an array (``_wk.reduce_private``)
   ``launch``    runs a chunk function on the threads (``_wk.parallel_for``)
   ``insert``    ``tuple_insert(t, k, x)``: the tangent is the same write of the tangents
+  ``linear:k``  linear in its argument ``k`` alone; the others are shapes, offsets or values it
+                is piecewise constant in (``tile_sum_adj(t, g)``: ``g``'s tangent, ``t``'s shape)
+  ``store``     writes its last argument into the array of its first (``store:k``: argument
+                ``k``): the tangent is the same write of the tangents, zeros for a constant value
+  ``bilinear``  linear in each of its first two arguments (``tile_matmul(a, b)``)
+  ``joint``     linear in all its arguments together (``tile_diag_add(a, d)``)
+  ``jvp``       a tile operation with a tangent function (:data:`TILE_JVP`)
+  ``extreme``   ``tile_max``/``tile_min``: the tangent of the element the value comes from
   ============= ==============================================================================
 
 - ``derivative`` (a :class:`Derivative`): for the differentiable math, written once, as small
@@ -220,7 +228,7 @@ GEOMETRY += tuple(f"{op}_{t}" for t in VOLUME_TYPES for op in VOLUME_TYPED) + \
     ("vol_index_corners",)
 
 #: the tile helpers (:mod:`weft.native.tiles`): pure but for the stores and the adjoint
-#: adds into arrays; second order does not go through them yet
+#: adds into arrays (second order: :data:`TILE_SECOND`)
 TILES = tuple("""
     tile_load1 tile_load2 tile_load3 tile_store1 tile_store2 tile_store3 tile_load_adj1
     tile_load_adj2 tile_load_adj3 tile_insert tile_zero_at tile_onehot tile_get_vec
@@ -244,6 +252,53 @@ TILE_EFFECTS = frozenset({"tile_store1", "tile_store2", "tile_store3", "tile_loa
                           "tile_load_adj_h1", "tile_load_adj_h2",
                           "tile_stack_pop", "tile_store_one", "tile_add_plain1",
                           "tile_add_plain2"})
+
+#: how a tangent passes through each tile helper, for second order (``tape.hvp``); a helper
+#: absent here has no rule (an active argument is reported): the adjoints of the
+#: factorisations and solves, the sort, float16 tiles
+TILE_SECOND = {
+    **{f"tile_{op}{nd}": "linear" for nd in "1234" for op in ("load", "view")},
+    **{f"tile_store{nd}": "store" for nd in "1234"},
+    **{f"tile_{op}{nd}": "accumulate" for nd in "1234" for op in ("load_adj", "atomic_add")},
+    "tile_add_plain1": "accumulate", "tile_add_plain2": "accumulate",
+    "tile_load_indexed1": "linear", "tile_load_indexed2": "linear",
+    "tile_store_indexed1": "store:-2", "tile_store_indexed2": "store:-2",
+    "tile_load_indexed_adj1": "accumulate", "tile_load_indexed_adj2": "accumulate",
+    "tile_store_one": "store",
+    "tile_insert": "insert", "tile_zero_at": "linear", "tile_onehot": "linear:2",
+    "tile_get_vec": "linear", "tile_transpose": "linear", "tile_full": "linear:1",
+    "tile_fill": "linear:1", "tile_reshape": "linear", "tile_broadcast": "linear",
+    "tile_unbroadcast": "linear",
+    "tile_sum": "linear", "tile_sum_vec": "linear", "tile_sum_scalar": "linear",
+    "tile_sum_adj": "linear:1", "tile_sum_vec_adj": "linear:1",
+    "tile_max": "extreme", "tile_min": "extreme", "tile_max_scalar": "extreme",
+    "tile_min_scalar": "extreme", "tile_extreme_adj": "linear:2",
+    "tile_argmax": "zero", "tile_argmin": "zero",
+    "tile_stack_push": "zero", "tile_stack_pop": "zero",
+    "tile_matmul": "bilinear", "tile_matmul_adj_a": "bilinear", "tile_matmul_adj_b": "bilinear",
+    "tile_matmul_acc": "jvp",
+    "tile_cholesky": "jvp", "tile_lower_solve": "jvp", "tile_upper_solve": "jvp",
+    "tile_cholesky_solve": "jvp", "tile_scan_max_inclusive": "jvp",
+    "tile_scan_min_inclusive": "jvp", "tile_axpy": "jvp",
+    "tile_fft": "linear", "tile_ifft": "linear", "tile_scan_inclusive": "linear",
+    "tile_scan_exclusive": "linear",
+    **{f"tile_{n}_adj": "linear:1" for n in ("scan_inclusive", "scan_exclusive",
+                                             "scan_max_inclusive", "scan_min_inclusive")},
+    "tile_diag_add": "joint", "tile_diag_add_adj": "linear:2",
+}
+#: the tile operations of kind ``jvp``: name -> (its tangent function, whether that takes the
+#: value after the arguments, the positions of the differentiable arguments), as
+#: ``X_jvp(arguments..., [value,] tangents...)`` (:mod:`weft.native.tile_kernels`)
+TILE_JVP = {
+    "tile_matmul_acc": ("tile_matmul_acc_jvp", False, (0, 1, 2)),
+    "tile_cholesky": ("tile_cholesky_jvp", True, (0,)),
+    "tile_lower_solve": ("tile_lower_solve_jvp", True, (0, 1)),
+    "tile_upper_solve": ("tile_upper_solve_jvp", True, (0, 1)),
+    "tile_cholesky_solve": ("tile_cholesky_solve_jvp", True, (0, 1)),
+    "tile_scan_max_inclusive": ("tile_scan_max_inclusive_jvp", False, (0,)),
+    "tile_scan_min_inclusive": ("tile_scan_min_inclusive_jvp", False, (0,)),
+    "tile_axpy": ("tile_axpy_jvp", False, (0, 1, 2)),
+}
 
 # calls by a plain name: Python's builtins and the casts: name -> (pure, arity, second order)
 _NAMED = {
@@ -275,9 +330,10 @@ def _entries():
     for n in ("empty", "zeros"):
         add(f"np.{n}", True, 2, "alloc")
     # tiles (numpy arrays in CPU code): constructions, copies and reductions of whole tiles
-    for n, arity in (("array", 1), ("arange", 1), ("ascontiguousarray", 1), ("transpose", 2),
-                     ("sum", 1)):
-        add(f"np.{n}", True, arity)
+    for n, arity, second in (("array", 1, "linear"), ("arange", 1, "zero"),
+                             ("ascontiguousarray", 1, "linear"), ("transpose", 2, "linear"),
+                             ("sum", 1, "linear")):
+        add(f"np.{n}", True, arity, second)
     # the math module: erf and erfc (numpy has none)
     add("math.erf", True, 1, "rule", _d("g * 1.1283791670955126 * exp(-(x * x))"))
     add("math.erfc", True, 1, "rule", _d("g * -1.1283791670955126 * exp(-(x * x))"))
@@ -290,7 +346,7 @@ def _entries():
     for name in GEOMETRY:
         add(f"_wk.geo_{name}", False, None)
     for name in TILES:
-        add(f"_wk.{name}", name not in TILE_EFFECTS, None)
+        add(f"_wk.{name}", name not in TILE_EFFECTS, None, TILE_SECOND.get(name))
     for name, (pure, arity, second) in _NAMED.items():
         add(name, pure, arity, second)
     # Python's abs, min and max on scalars (min and max: the derivatives of the builtins)
@@ -305,6 +361,8 @@ def _entries():
     # second order's helpers (weft.native.second_helpers): typed constants and zeros
     add("_w2.like", False, 2)
     add("_w2.tzero", False, 1)
+    add("_w2.tile_pick", True, 3)
+    add("_w2.tile_pick_scalar", True, 3)
     return out
 
 

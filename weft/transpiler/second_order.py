@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import ast
 
-from ..native.vocabulary import CALLS, called_name
+from ..native.vocabulary import CALLS, TILE_JVP, called_name
 from .second_order_rules import _add, _bin, _c, _call, _mul, _n, _neg, _sub
 from .second_order_rules import tangent as rule_tangent
 
@@ -44,6 +44,39 @@ def _kind(name):
     :mod:`weft.native.vocabulary`), None when it has none."""
     e = CALLS.get(name)
     return None if e is None else e.second
+
+
+def _kind_at(kind, default):
+    """``(kind, argument position)`` of a kind written ``linear:2`` (``default`` without)."""
+    if kind is not None and ":" in kind:
+        k, at = kind.split(":")
+        return k, int(at)
+    return kind, default
+
+
+#: the array methods generated tile code calls: ``x.reshape(shape)`` (a view of ``x``: the two
+#: names are active together, and the tangent is the same view of the tangent)
+_METHODS = ("reshape",)
+
+
+def _method(e):
+    """``(array expression, method)`` when call ``e`` is a method call of a local array
+    (``_tm0.reshape(16)``), else None."""
+    f = e.func
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+            f.value.id not in _MODULES:
+        return f.value, f.attr
+    return None
+
+
+_MODULES = ("np", "_wk", "_w2", "math", "cuda", "numba")
+
+
+def _root(t):
+    """The name an array expression (``a``, ``a[i]``) writes into."""
+    while isinstance(t, ast.Subscript):
+        t = t.value
+    return t
 
 
 class SecondOrderError(Exception):
@@ -102,6 +135,12 @@ class Function:
                                    f"{PREFIX!r}")
         self.callees = {}  # id(Call node) -> (new name, returns active) for active calls
         self.returns = False
+        # views (``v = x.reshape(...)``): writing either writes both, so both are active or
+        # neither
+        self.views = [(s.targets[0].id, s.value.func.value.id) for s in self._stmts
+                      if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and
+                      len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) and
+                      _method(s.value) is not None and _method(s.value)[1] in _METHODS]
         self._analyse()
 
     # ------------------------------------------------------------------ activity
@@ -110,6 +149,9 @@ class Function:
             before = (len(self.active), self.returns, len(self.callees))
             for s in self._stmts:
                 self._visit_stmt(s)
+            for v, x in self.views:
+                if v in self.active or x in self.active:
+                    self.active |= {v, x}
             if (len(self.active), self.returns, len(self.callees)) == before:
                 return
 
@@ -123,8 +165,10 @@ class Function:
                 self._mark_target(s.target)
         elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
             name = called_name(s.value.func)
-            if _kind(name) in ("accumulate", "reduce"):
-                if any(self.is_active(a) for a in s.value.args[1:]):
+            kind, at = _kind_at(_kind(name), -1)
+            if kind in ("accumulate", "reduce", "store"):
+                values = s.value.args[1:] if kind != "store" else [s.value.args[at]]
+                if any(self.is_active(a) for a in values):
                     self._mark_target(s.value.args[0])
             else:
                 self.is_active(s.value)
@@ -168,10 +212,18 @@ class Function:
 
     def _call_active(self, e):
         name = called_name(e.func)
-        kind = _kind(name)
+        kind, at = _kind_at(_kind(name), 0)
         if kind == "launch":
             return self._launch_active(e)
         args_active = [self.is_active(a) for a in e.args]
+        method = _method(e)
+        if method is not None and name not in CALLS:
+            if not self.is_active(method[0]):
+                return False
+            if method[1] not in _METHODS:
+                raise SecondOrderError(f"no second-order rule for the method '{method[1]}' of "
+                                       "an active array")
+            return True
         if name in self.module.funcs:
             if not any(args_active):
                 return False
@@ -182,13 +234,17 @@ class Function:
             return got[1]
         if kind in ("zero", "alloc"):
             return False
-        if kind == "linear":
-            return args_active[0]
+        if kind in ("linear", "extreme"):
+            return args_active[at]
         if kind == "insert":  # _wk.tuple_insert(t, k, x): linear in t and x together
             return args_active[0] or args_active[2]
+        if kind == "bilinear":
+            return args_active[0] or args_active[1]
+        if kind == "jvp":
+            return any(args_active[p] for p in TILE_JVP[name[4:]][2])
         if not any(args_active):
             return False
-        if kind in ("cast", "same", "rule"):
+        if kind in ("cast", "same", "rule", "joint"):
             return True
         raise SecondOrderError(f"no second-order rule for '{name or ast.unparse(e.func)}'")
 
@@ -320,19 +376,27 @@ class Function:
         if not isinstance(e, ast.Call):
             return [s]  # docstrings
         name = called_name(e.func)
-        kind = _kind(name)
-        if kind == "accumulate":
+        kind, at = _kind_at(_kind(name), -1)
+        if kind in ("accumulate", "store"):
+            # the same add (or store) of the value's tangent into the array's tangent; a store
+            # of a constant stores zeros there
             arr = e.args[0]
-            if not (isinstance(arr, ast.Name) and arr.id in self.active):
+            if not (isinstance(_root(arr), ast.Name) and _root(arr).id in self.active):
                 return [s]
             pre = []
-            prim, tan = self.dx(e.args[-1], pre)
+            at = at % len(e.args)
+            prim, tan = self.dx(e.args[at], pre)
+            _, tarr = self.dx(arr, pre)
+            args = list(e.args)
+            args[at] = prim
             out = list(pre)
-            call = ast.Call(e.func, list(e.args[:-1]) + [prim], [])
+            if tan is None and kind == "store":
+                tan = self.zero_of(prim)
             if tan is not None:
-                out.append(ast.Expr(ast.Call(_c(e.func), [_n(PREFIX + arr.id)] +
-                                             [_c(a) for a in e.args[1:-1]] + [tan], [])))
-            return out + [ast.Expr(call)]
+                targs = [_c(a) for a in e.args]
+                targs[0], targs[at] = tarr, tan
+                out.append(ast.Expr(ast.Call(_c(e.func), targs, [])))
+            return out + [ast.Expr(ast.Call(e.func, args, []))]
         if kind == "reduce":
             arr, acc = e.args[0], e.args[1]
             if isinstance(arr, ast.Name) and arr.id in self.active:
@@ -426,9 +490,15 @@ class Function:
 
     def call(self, e, pre, hoist):
         name = called_name(e.func)
-        kind = _kind(name)
+        kind, at = _kind_at(_kind(name), 0)
         if kind == "launch":
             return self.launch(e, pre, hoist)
+        method = _method(e)
+        if method is not None and name not in CALLS:  # x.reshape(...): the same view
+            pv, tv = self.dx(method[0], pre, hoist)
+            return (ast.Call(ast.Attribute(pv, method[1], ast.Load()), e.args, e.keywords),
+                    ast.Call(ast.Attribute(tv, method[1], ast.Load()),
+                             [_c(a) for a in e.args], [_c(k) for k in e.keywords]))
         if name in self.module.funcs:
             new, returns = self.callees[id(e)]
             params = [a.arg for a in self.module.funcs[name].args.args]
@@ -459,7 +529,32 @@ class Function:
         if kind == "same":
             return prim, tans[0]
         if kind == "linear":
-            return prim, ast.Call(_c(e.func), [tans[0]] + [_c(a) for a in args[1:]], [])
+            targs = [_c(a) for a in args]
+            targs[at] = tans[at]
+            return prim, ast.Call(_c(e.func), targs, [])
+        if kind == "joint":
+            return prim, ast.Call(_c(e.func), [t if t is not None else self.zero_of(a)
+                                               for a, t in zip(args, tans)], [])
+        if kind == "bilinear":  # f(ta, b) + f(a, tb)
+            terms = []
+            for k in (0, 1):
+                if tans[k] is not None:
+                    targs = [_c(a) for a in args]
+                    targs[k] = tans[k]
+                    terms.append(ast.Call(_c(e.func), targs, []))
+            return prim, terms[0] if len(terms) == 1 else _add(*terms)
+        if kind in ("extreme", "jvp"):
+            if hoist:  # the value, computed once
+                h = self.tmp()
+                pre.append(ast.Assign([ast.Name(h, ast.Store())], prim))
+                prim = _n(h)
+            if kind == "extreme":  # the tangent where the value is (first such element)
+                pick = "_w2.tile_pick" if "scalar" not in name else "_w2.tile_pick_scalar"
+                return prim, _call(pick, _c(args[0]), _c(prim), tans[0])
+            fn, with_value, diff = TILE_JVP[name[4:]]
+            targs = [_c(a) for a in args] + ([_c(prim)] if with_value else []) + \
+                [tans[p] if tans[p] is not None else self.zero_of(args[p]) for p in diff]
+            return prim, _call("_wk." + fn, *targs)
         if kind == "insert":
             t, k, x = args
             return prim, ast.Call(_c(e.func), [tans[0] if tans[0] is not None else
