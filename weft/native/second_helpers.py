@@ -13,6 +13,14 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
+from . import tile_second
+
+# the tangents of the tile factorisation's and solves' adjoints, as generated code calls them
+tile_cholesky_adj_jvp = tile_second.cholesky_adj_jvp
+tile_lower_solve_adj_jvp = tile_second.lower_solve_adj_jvp
+tile_upper_solve_adj_jvp = tile_second.upper_solve_adj_jvp
+tile_cholesky_solve_adj_jvp = tile_second.cholesky_solve_adj_jvp
+
 
 def tzero(x):
     if isinstance(x, tuple):

@@ -255,7 +255,7 @@ TILE_EFFECTS = frozenset({"tile_store1", "tile_store2", "tile_store3", "tile_loa
 
 #: how a tangent passes through each tile helper, for second order (``tape.hvp``); a helper
 #: absent here has no rule (an active argument is reported): the adjoints of the
-#: factorisations and solves, the sort, float16 tiles
+#: sort, float16 tiles, ``tile_axpy``'s adjoint
 TILE_SECOND = {
     **{f"tile_{op}{nd}": "linear" for nd in "1234" for op in ("load", "view")},
     **{f"tile_store{nd}": "store" for nd in "1234"},
@@ -279,6 +279,8 @@ TILE_SECOND = {
     "tile_matmul_acc": "jvp",
     "tile_cholesky": "jvp", "tile_lower_solve": "jvp", "tile_upper_solve": "jvp",
     "tile_cholesky_solve": "jvp", "tile_scan_max_inclusive": "jvp",
+    "tile_cholesky_adj": "jvp", "tile_lower_solve_adj": "jvp", "tile_upper_solve_adj": "jvp",
+    "tile_cholesky_solve_adj": "jvp", "tile_fft_adj": "linear", "tile_ifft_adj": "linear",
     "tile_scan_min_inclusive": "jvp", "tile_axpy": "jvp",
     "tile_fft": "linear", "tile_ifft": "linear", "tile_scan_inclusive": "linear",
     "tile_scan_exclusive": "linear",
@@ -286,18 +288,22 @@ TILE_SECOND = {
                                              "scan_max_inclusive", "scan_min_inclusive")},
     "tile_diag_add": "joint", "tile_diag_add_adj": "linear:2",
 }
-#: the tile operations of kind ``jvp``: name -> (its tangent function, whether that takes the
-#: value after the arguments, the positions of the differentiable arguments), as
-#: ``X_jvp(arguments..., [value,] tangents...)`` (:mod:`weft.native.tile_kernels`)
+#: the tile operations of kind ``jvp``: name -> (its tangent function's spelling, whether that
+#: takes the value after the arguments, the positions of the differentiable arguments), as
+#: ``X_jvp(arguments..., [value,] tangents...)`` (:mod:`weft.native.tile_kernels`,
+#: :mod:`weft.native.tile_second`)
 TILE_JVP = {
-    "tile_matmul_acc": ("tile_matmul_acc_jvp", False, (0, 1, 2)),
-    "tile_cholesky": ("tile_cholesky_jvp", True, (0,)),
-    "tile_lower_solve": ("tile_lower_solve_jvp", True, (0, 1)),
-    "tile_upper_solve": ("tile_upper_solve_jvp", True, (0, 1)),
-    "tile_cholesky_solve": ("tile_cholesky_solve_jvp", True, (0, 1)),
-    "tile_scan_max_inclusive": ("tile_scan_max_inclusive_jvp", False, (0,)),
-    "tile_scan_min_inclusive": ("tile_scan_min_inclusive_jvp", False, (0,)),
-    "tile_axpy": ("tile_axpy_jvp", False, (0, 1, 2)),
+    "tile_matmul_acc": ("_wk.tile_matmul_acc_jvp", False, (0, 1, 2)),
+    "tile_cholesky": ("_wk.tile_cholesky_jvp", True, (0,)),
+    "tile_lower_solve": ("_wk.tile_lower_solve_jvp", True, (0, 1)),
+    "tile_upper_solve": ("_wk.tile_upper_solve_jvp", True, (0, 1)),
+    "tile_cholesky_solve": ("_wk.tile_cholesky_solve_jvp", True, (0, 1)),
+    "tile_scan_max_inclusive": ("_wk.tile_scan_max_inclusive_jvp", False, (0,)),
+    "tile_scan_min_inclusive": ("_wk.tile_scan_min_inclusive_jvp", False, (0,)),
+    "tile_axpy": ("_wk.tile_axpy_jvp", False, (0, 1, 2)),
+    # the adjoints of the factorisation and the solves (weft.native.tile_second, as _w2)
+    **{f"tile_{n}_adj": (f"_w2.tile_{n}_adj_jvp", False, (0, 1, 2, 3)[:3 + (n != "cholesky")])
+       for n in ("cholesky", "lower_solve", "upper_solve", "cholesky_solve")},
 }
 
 # calls by a plain name: Python's builtins and the casts: name -> (pure, arity, second order)
@@ -363,6 +369,9 @@ def _entries():
     add("_w2.tzero", False, 1)
     add("_w2.tile_pick", True, 3)
     add("_w2.tile_pick_scalar", True, 3)
+    for n, (fn, _, diff) in TILE_JVP.items():
+        if fn.startswith("_w2."):
+            add(fn, True, 2 * len(diff))
     return out
 
 

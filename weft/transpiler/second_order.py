@@ -554,7 +554,7 @@ class Function:
             fn, with_value, diff = TILE_JVP[name[4:]]
             targs = [_c(a) for a in args] + ([_c(prim)] if with_value else []) + \
                 [tans[p] if tans[p] is not None else self.zero_of(args[p]) for p in diff]
-            return prim, _call("_wk." + fn, *targs)
+            return prim, _call(fn, *targs)
         if kind == "insert":
             t, k, x = args
             return prim, ast.Call(_c(e.func), [tans[0] if tans[0] is not None else
