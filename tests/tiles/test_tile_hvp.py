@@ -146,6 +146,37 @@ def test_hvp_cholesky_and_solves():
 
 
 @wp.kernel
+def axpy_scan_fft(x: wp.array(dtype=F64), c: wp.array2d(dtype=wp.vec2d),
+                  out: wp.array(dtype=F64)):
+    """tile_axpy (alpha read from the tile), a max scan and an FFT of complex numbers."""
+    a = wp.tile_load(x, shape=8)
+    b = wp.tile_map(wp.cos, a)
+    wp.tile_axpy(a[1], a * a, b)
+    m = wp.tile_scan_max_inclusive(b * a)
+    z = wp.tile_load(c, shape=(1, 8))
+    wp.tile_fft(z)
+    q = wp.tile_map(wp.length_sq, z)
+    wp.tile_atomic_add(out, wp.tile_sum(m * b) + wp.tile_sum(q) * F64(0.1))
+
+
+def _axpy_program(x, c):
+    out = wp.zeros(1, dtype=F64, requires_grad=True)
+    wp.launch_tiled(axpy_scan_fft, dim=1, inputs=[x, c, out], block_dim=4)
+    return out
+
+
+def test_hvp_axpy_max_scan_fft():
+    rng = np.random.default_rng(17)
+    x0, c0 = rng.uniform(-1, 1, 8), rng.uniform(-1, 1, (1, 8, 2))
+    vs = [rng.normal(size=8), rng.normal(size=(1, 8, 2))]
+    inputs = [(F64, None), (wp.vec2d, None)]
+    hv, _, _ = _hvp(_axpy_program, inputs, [x0, c0], vs)
+    fd = _fd_hvp(_axpy_program, inputs, [x0, c0], vs)
+    for h, f in zip(hv, fd):
+        np.testing.assert_allclose(h, f, rtol=1e-6, atol=1e-7)
+
+
+@wp.kernel
 def lanes_energy(x: wp.array(dtype=F64), out: wp.array(dtype=F64)):
     """A tile made of each lane's value (tile_from_thread), mapped and summed."""
     i, j = wp.tid()

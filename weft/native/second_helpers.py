@@ -10,9 +10,10 @@ adjoint sends the whole gradient, ``tiles.tile_extreme_adj``).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.extending import overload
 
+from ..core.diskcache import njit
 from . import tile_second
 
 # the tangents of the tile factorisation's and solves' adjoints, as generated code calls them

@@ -14,7 +14,8 @@ sides are ``(n, m)`` matrices (a vector is ``m = 1``).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from ..core.diskcache import njit
 
 _jit = njit(error_model="numpy", nogil=True)
 
