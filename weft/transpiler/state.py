@@ -25,6 +25,8 @@ class FuncIR:
     ret_struct: Any = None    # the layout of a returned struct or tuple holding one, returned
     #                           as the tuple of its plain leaves (lowering/structs.py)
     takes_ret: bool = False   # custom grad/tangent rules: given the func's result as ``ret``
+    writes_back: tuple = ()   # funcs changing tile parameters in place: (their names, the
+    #                           result's item count, whether it is a tuple); lowering/tile_params
 
     def __repr__(self):
         return f"FuncIR({self.name})"

@@ -229,21 +229,34 @@ def store_back(ctx, target, value):
     that was a view of another tile (``row = t[i]``, ``wp.tile_view``), the change is written
     back into the tile it views, as Warp's views alias their tile: the name of that tile is
     rebound to a copy with the view replaced (recursively, for views of views)."""
+    from ...transpiler.lowering.tile_params import note_param
+    note_param(ctx, target.id)
     old = ctx.env.get(target.id)
     ctx.bind(target.id, value, target)
-    how = ctx.tile_views.get(id(old)) if old is not None else None
-    if how is None or not T.is_tile_type(getattr(value, "type", None)):
+    if old is None or not T.is_tile_type(getattr(value, "type", None)):
         return
+    how = write_into_viewed(ctx, old, value, target)
+    if how is not None:
+        ctx.tile_views[id(ctx.env[target.id])] = how
+
+
+def write_into_viewed(ctx, old, value, node):
+    """Tile ``old`` changed in place into ``value``: where ``old`` is a view of a tile a local
+    name holds, that tile changes too (its name rebound by :func:`store_back`); returns how
+    ``value`` views the changed tile, or None."""
+    how = ctx.tile_views.get(id(old))
+    if how is None:
+        return None
     base, spec, ops = how
     owner = next((n for n, v in ctx.env.items() if v is base), None)
     if owner is None:
-        return
+        return None
     if all(s.kind == "int" for s in spec):  # a view of one element: never taken
-        return
-    updated = ctx.apply("tile_index_set_b", [base, value] + list(ops), target,
+        return None
+    updated = ctx.apply("tile_index_set_b", [base, value] + list(ops), node,
                         attrs={"spec": tuple(spec)})
-    store_back(ctx, ast.copy_location(ast.Name(owner, ast.Load()), target), updated)
-    ctx.tile_views[id(ctx.env[target.id])] = (ctx.env[owner], spec, ops)
+    store_back(ctx, ast.copy_location(ast.Name(owner, ast.Load()), node), updated)
+    return (ctx.env[owner], spec, ops)
 
 
 def _assign_assigned(node):

@@ -14,7 +14,7 @@ from ...stdlib import registry
 from ...stdlib.constructors import declaration_of
 from ...stdlib.tiles import tile_operator
 from ...stdlib import ir
-from . import literals, structs
+from . import literals, structs, tile_params
 from .structs import StructVal
 
 
@@ -127,6 +127,7 @@ def call_func(ctx, func, node, args=None, n_given=None):
         raise ctx.fail(node, f"a tuple holding a struct cannot be passed to "
                        f"{func.__name__}(); pass its items", KernelTypeError)
     fir = ctx.specializer.specialize(func, args, node, ctx)
+    given = args
     args = structs.flatten_call_args(ctx, args, node, func.__name__)
     args = [literals.typed(literals.adapt_literal(a, p.type)) for a, p in zip(args, fir.params)]
     if fir not in ctx.callees:
@@ -136,6 +137,8 @@ def call_func(ctx, func, node, args=None, n_given=None):
                           ctx.loc(node)))
         return None
     out = ctx.emit(ir.Call(fir, args), fir.ret_type, node)
+    if fir.writes_back:  # tile parameters changed in place: the caller's tiles change
+        return tile_params.write_back(ctx, func, fir, node, given, out)
     if fir.ret_struct is not None:
         return structs.unpack_struct_return(ctx, fir.ret_struct, out, node, args)
     return out

@@ -17,7 +17,7 @@ from ..abi import is_struct_array
 from ..source import KERNEL_RETURN
 from ...stdlib import registry
 from ...stdlib.lanes import CUDA as CUDA_LOWERING
-from . import exprs, literals, structs
+from . import exprs, literals, structs, tile_params
 from .loop_locals import declare_loop_locals, restore, snapshot, zero_value
 from .returns import check_return_annotation
 from .astscan import (assigned_names, breaks_out, may_exit,  # noqa: F401
@@ -49,6 +49,8 @@ def lower_function(ctx, params, prebound=None, epilogue=()):
         ctx.versions[pname] = 0
         ctx.env[pname] = v
         ctx.params.append(v)
+    if ctx.kind == "func":
+        tile_params.bind_params(ctx, params)
     for name, value in (prebound or {}).items():
         ctx.versions[name] = 0
         ctx.names.taken.add(name)
@@ -99,7 +101,7 @@ def finish_function(ctx, exits):
             raise ctx.fail(e.node, f"'{e.kind}' outside a loop", KernelSyntaxError)
     if not rets:
         if ctx.kind == "func":
-            ctx.ret_type = None
+            ctx.ret_type = tile_params.returns_with_params(ctx, exits, rets)
         return
     missing = [e for e in exits if e.value is None]
     if missing:
@@ -113,6 +115,11 @@ def finish_function(ctx, exits):
                            f"{T.type_name(rtype)} elsewhere", KernelTypeError)
     check_return_annotation(ctx, rtype, rets[0].node)
     ctx.ret_type = rtype
+    if ctx.kind == "func":  # tile parameters changed in place: returned too
+        with_params = tile_params.returns_with_params(ctx, exits, rets)
+        if with_params is not None:
+            ctx.ret_type = with_params
+            return
     if len(rets) == 1:
         ctx.add(ir.Return(rets[0].value, ctx.loc(rets[0].node)))
         return
