@@ -209,3 +209,25 @@ def test_matmul_of_mixed_dtypes_accumulates_in_the_outputs_dtype():
     tan = tape.forward({A: da})
     dc = tan[C].numpy() if hasattr(tan[C], "numpy") else tan[C]
     np.testing.assert_allclose(dc, da.astype(np.float64) @ b64, rtol=1e-12)
+
+
+@wp.kernel(enable_backward=False)
+def arange_counts(a: wp.array(dtype=wp.float32), b: wp.array(dtype=wp.float32),
+                  c: wp.array(dtype=wp.float64)):
+    # float32 holds [0, 3) with step 1 exactly: three elements (counted in double: four)
+    wp.tile_store(a, wp.tile_arange(0.0, 3.0000001, 0.99999999, dtype=wp.float32))
+    # a nonempty range whose float32 quotient underflows keeps its start
+    wp.tile_store(b, wp.tile_arange(0.0, 1.0e-30, 2.0, dtype=wp.float32))
+    # float64 holds the bounds as written: (0.3 - 0.0) / 0.1 = 2.9999999999999996: three
+    wp.tile_store(c, wp.tile_arange(0.0, 0.3, 0.1, dtype=wp.float64))
+
+
+def test_tile_arange_counts_from_the_bounds_the_element_type_holds():
+    """Warp 1.19's count: bounds and quotient at the element type, at least one element."""
+    a = wp.full(4, -1.0, dtype=wp.float32)
+    b = wp.full(2, -1.0, dtype=wp.float32)
+    c = wp.full(4, -1.0, dtype=wp.float64)
+    wp.launch_tiled(arange_counts, dim=1, inputs=[a, b, c], block_dim=8)
+    np.testing.assert_array_equal(a.numpy(), [0.0, 1.0, 2.0, -1.0])
+    np.testing.assert_array_equal(b.numpy(), [0.0, -1.0])
+    np.testing.assert_allclose(c.numpy(), [0.0, 0.1, 0.2, -1.0])

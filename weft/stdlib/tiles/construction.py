@@ -127,17 +127,22 @@ def _round_int(v, npt):
 
 def _arange_count(start, stop, step, st):
     """The number of elements of Warp's ``tile_arange(start, stop, step)`` at scalar type
-    ``st``: ``ceil((stop - start) / step)``, exact for integers; for floats in double precision,
-    from float bounds as given and integer bounds rounded to ``st`` (None: not countable)."""
+    ``st``: ``ceil((stop - start) / step)``, exact for integers; for floats (Warp 1.19) from the
+    bounds as ``st`` holds them (integers rounded once), the quotient computed in double and
+    then rounded to ``st`` too, at least one element for a range in the step's direction (None:
+    not countable)."""
     if T.is_int(st):
         q, r = divmod(stop - start, step)
         return q + (1 if r else 0)
-    a, b, c = (_round_int(v, st._np_) if isinstance(v, int) else float(v)
+    npt = st._np_
+    a, b, c = (_round_int(v, npt) if isinstance(v, int) else float(npt(float(v)))
                for v in (start, stop, step))
-    q = (b - a) / c
+    if (c > 0 and a >= b) or (c < 0 and a <= b):
+        return 0
+    q = float(npt((b - a) / c))
     if not np.isfinite(q):
         return None
-    return int(np.ceil(q))
+    return max(1, int(np.ceil(q)))
 
 
 @special_form("tile_arange", "tile_arange(start=0, stop, step=1, dtype=float): a 1-D tile")
