@@ -21,16 +21,6 @@ def pytest_configure(config):
     # threaded entry: tests check the threaded code, and the helpers would compete with the
     # test workers for the cores; tests/runtime/test_tiered.py turns it on in its programs
     os.environ.setdefault("WEFT_TIERED_COMPILE", "0")
-    # the test kernels compile without LLVM's optimisations (NUMBA_OPT=0): the suite checks
-    # what weft generates and how it runs, values and gradients, not LLVM's optimiser, and
-    # optimising is most of a compile (an adjoint-tangent module 22 s at the default level 3,
-    # 6 s at 0). weft's own cores load from the shipped store, compiled at level 3 as users
-    # get them; NUMBA_OPT=3 in the environment runs the suite as users' kernels compile
-    os.environ.setdefault("NUMBA_OPT", "0")
-    import sys
-    if "numba" in sys.modules:  # (already imported by a plugin: read the environment again)
-        from numba.core import config as numba_config
-        numba_config.reload_config()
     if "WEFT_CACHE_DIR" not in os.environ:
         tag = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
         path = os.path.join(tempfile.gettempdir(), f"weft-test-cache-{tag}")
