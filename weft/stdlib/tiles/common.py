@@ -229,8 +229,7 @@ def store_back(ctx, target, value):
     that was a view of another tile (``row = t[i]``, ``wp.tile_view``), the change is written
     back into the tile it views, as Warp's views alias their tile: the name of that tile is
     rebound to a copy with the view replaced (recursively, for views of views)."""
-    from ...transpiler.lowering.tile_params import note_param
-    note_param(ctx, target.id)
+    ctx.changed_in_place(target.id)
     old = ctx.env.get(target.id)
     ctx.bind(target.id, value, target)
     if old is None or not T.is_tile_type(getattr(value, "type", None)):

@@ -53,6 +53,14 @@ class Lowering:
         self.callables = {}              # locals bound to funcs (f = square; g = wp.grad(f))
         self.tile_views = {}             # id(Var) -> (Var of the tile it views, how): tiles
         # taken as views of another (t[i], wp.tile_view), whose in-place changes write back
+        self.tile_params = {}            # funcs: tile parameters, name -> type, and those
+        self.inplace_params = []         # changed in place, in order (lowering/tile_params)
+
+    def changed_in_place(self, name):
+        """Tiles: local ``name`` was changed in place (``tiles.store_back``); a func records its
+        tile parameters so changed, which the caller's tiles then take (``tile_params``)."""
+        if name in self.tile_params and name not in self.inplace_params:
+            self.inplace_params.append(name)
 
     # ------------------------------------------------------------------------ naming, errors
     def loc(self, node):

@@ -3,7 +3,7 @@
 Warp passes tiles to funcs by reference: ``t += x``, ``t[i] = v``, ``wp.tile_matmul(a, b, t)``
 or any other in-place tile operation on a parameter ``t`` changes the caller's tile. weft's
 tiles are values, and an in-place operation rebinds the name to the changed tile
-(:func:`weft.stdlib.tiles.store_back`). So a func that changes a tile parameter in place
+(:func:`weft.stdlib.tiles.store_back`, which tells ``ctx.changed_in_place``). So a func that changes a tile parameter in place
 returns the parameter's final value too (after its own result: ``(result, t)``, or a tuple's
 items then ``t``; ``t`` alone for a func returning nothing), and the call gives it back to the caller's variable, by the same
 :func:`store_back` (so a caller's view writes back into the tile it views). An argument that is
@@ -25,16 +25,9 @@ from ...core.errors import KernelTypeError
 from ...stdlib import ir, registry
 
 
-def note_param(ctx, name):
-    """``store_back`` changed local ``name`` in place: record it when it is one of a func's
-    tile parameters."""
-    if ctx.kind == "func" and name in getattr(ctx, "tile_params", ()) and \
-            name not in ctx.inplace_params:
-        ctx.inplace_params.append(name)
-
-
 def bind_params(ctx, params):
-    """Before lowering: the func's tile parameters (``params``: (name, type) pairs)."""
+    """Before lowering a func: its tile parameters (``params``: (name, type) pairs), whose
+    in-place changes ``ctx.changed_in_place`` records."""
     ctx.tile_params = {n: t for n, t in params if T.is_tile_type(t)}
     ctx.inplace_params = []
 
