@@ -13,6 +13,33 @@ N = 4
 F64 = wp.float64
 
 
+def _one_launch(kernel, dim, tiled=True):
+    """A program of one launch of ``kernel`` on its inputs and a fresh scalar loss."""
+    def program(*xs):
+        out = wp.zeros(1, dtype=F64, requires_grad=True)
+        if tiled:
+            wp.launch_tiled(kernel, dim=dim, inputs=[*xs, out], block_dim=8 if dim == 1 else 4)
+        else:
+            wp.launch(kernel, dim=dim, inputs=[*xs, out])
+        return out
+    return program
+
+
+def _check(program, shapes, seed, dtypes=None):
+    """tape.hvp of ``program`` at random inputs of ``shapes`` along random vectors, against
+    central differences of its float64 gradients; returns (H v, gradients, inputs)."""
+    rng = np.random.default_rng(seed)
+    x0s = [rng.uniform(-1, 1, s) for s in shapes]
+    vs = [rng.normal(size=s) for s in shapes]
+    inputs = [(dt, None) for dt in (dtypes or [F64] * len(shapes))]
+    hv, g, _ = _hvp(program, inputs, x0s, vs)
+    fd = _fd_hvp(program, inputs, x0s, vs)
+    for h, f in zip(hv, fd):
+        assert np.abs(h).max() > 1e-3
+        np.testing.assert_allclose(h, f, rtol=1e-6, atol=1e-6)
+    return hv, g, (inputs, x0s)
+
+
 @wp.kernel
 def mlp_energy(x: wp.array2d(dtype=F64), w: wp.array2d(dtype=F64), out: wp.array(dtype=F64)):
     """A product, a map, a reduction and a max: each with a tangent of its adjoint."""
@@ -24,22 +51,10 @@ def mlp_energy(x: wp.array2d(dtype=F64), w: wp.array2d(dtype=F64), out: wp.array
     wp.tile_atomic_add(out, s)
 
 
-def _mlp_program(x, w):
-    out = wp.zeros(1, dtype=F64, requires_grad=True)
-    wp.launch_tiled(mlp_energy, dim=1, inputs=[x, w, out], block_dim=8)
-    return out
-
-
 def test_hvp_product_map_reduction_max():
-    rng = np.random.default_rng(11)
-    x0, w0 = rng.uniform(-1, 1, (N, N)), rng.uniform(-1, 1, (N, N))
-    vs = [rng.normal(size=(N, N)), rng.normal(size=(N, N))]
-    inputs = [(F64, None), (F64, None)]
-    hv, g, _ = _hvp(_mlp_program, inputs, [x0, w0], vs)
-    fd = _fd_hvp(_mlp_program, inputs, [x0, w0], vs)
-    for h, f in zip(hv, fd):
-        np.testing.assert_allclose(h, f, rtol=1e-6, atol=1e-7)
-    for a, b in zip(g, _grads(_mlp_program, inputs, [x0, w0])):
+    program = _one_launch(mlp_energy, 1)
+    _, g, (inputs, x0s) = _check(program, [(N, N), (N, N)], 11)
+    for a, b in zip(g, _grads(program, inputs, x0s)):  # the sweep's gradient, as backward's
         np.testing.assert_allclose(a, b, rtol=1e-12)
 
 
@@ -74,13 +89,7 @@ def _rows_program(x):
 def test_hvp_two_tile_launches_store_views_shapes():
     """A stored tile read by a second launch (the store's tangent), row views of arrays,
     reshape, transpose, broadcast, element reads and tile_min, on three blocks."""
-    rng = np.random.default_rng(12)
-    x0 = rng.uniform(-1, 1, (3, N))
-    v = rng.normal(size=(3, N))
-    inputs = [(F64, None)]
-    (hv,), _, _ = _hvp(_rows_program, inputs, [x0], [v])
-    (fd,) = _fd_hvp(_rows_program, inputs, [x0], [v])
-    np.testing.assert_allclose(hv, fd, rtol=1e-6, atol=1e-7)
+    _check(_rows_program, [(3, N)], 12)
 
 
 @wp.kernel
@@ -96,21 +105,8 @@ def acc_product(a: wp.array2d(dtype=F64), b: wp.array2d(dtype=F64), out: wp.arra
     wp.tile_atomic_add(out, wp.tile_sum(s) * F64(0.01) + wp.tile_max(s) * F64(float(i)))
 
 
-def _acc_program(a, b):
-    out = wp.zeros(1, dtype=F64, requires_grad=True)
-    wp.launch(acc_product, dim=N, inputs=[a, b, out])
-    return out
-
-
 def test_hvp_accumulating_product_scan_plain_launch():
-    rng = np.random.default_rng(13)
-    a0, b0 = rng.uniform(-1, 1, (N, N)), rng.uniform(-1, 1, (N, N))
-    vs = [rng.normal(size=(N, N)), rng.normal(size=(N, N))]
-    inputs = [(F64, None), (F64, None)]
-    hv, _, _ = _hvp(_acc_program, inputs, [a0, b0], vs)
-    fd = _fd_hvp(_acc_program, inputs, [a0, b0], vs)
-    for h, f in zip(hv, fd):
-        np.testing.assert_allclose(h, f, rtol=1e-6, atol=1e-7)
+    _check(_one_launch(acc_product, N, tiled=False), [(N, N), (N, N)], 13)
 
 
 @wp.kernel
@@ -127,22 +123,8 @@ def chol_energy(a: wp.array2d(dtype=F64), y: wp.array2d(dtype=F64), out: wp.arra
     wp.tile_atomic_add(out, wp.tile_sum(L * L * L) + wp.tile_sum(x * z) + wp.tile_sum(u * x))
 
 
-def _chol_program(a, y):
-    out = wp.zeros(1, dtype=F64, requires_grad=True)
-    wp.launch_tiled(chol_energy, dim=1, inputs=[a, y, out], block_dim=8)
-    return out
-
-
 def test_hvp_cholesky_and_solves():
-    rng = np.random.default_rng(14)
-    a0, y0 = rng.uniform(-1, 1, (N, N)), rng.uniform(-1, 1, (N, 2))
-    vs = [rng.normal(size=(N, N)), rng.normal(size=(N, 2))]
-    inputs = [(F64, None), (F64, None)]
-    hv, _, _ = _hvp(_chol_program, inputs, [a0, y0], vs)
-    fd = _fd_hvp(_chol_program, inputs, [a0, y0], vs)
-    for h, f in zip(hv, fd):
-        assert np.abs(h).max() > 1e-3
-        np.testing.assert_allclose(h, f, rtol=1e-6, atol=1e-6)
+    _check(_one_launch(chol_energy, 1), [(N, N), (N, 2)], 14)
 
 
 @wp.kernel
@@ -159,21 +141,8 @@ def axpy_scan_fft(x: wp.array(dtype=F64), c: wp.array2d(dtype=wp.vec2d),
     wp.tile_atomic_add(out, wp.tile_sum(m * b) + wp.tile_sum(q) * F64(0.1))
 
 
-def _axpy_program(x, c):
-    out = wp.zeros(1, dtype=F64, requires_grad=True)
-    wp.launch_tiled(axpy_scan_fft, dim=1, inputs=[x, c, out], block_dim=4)
-    return out
-
-
 def test_hvp_axpy_max_scan_fft():
-    rng = np.random.default_rng(17)
-    x0, c0 = rng.uniform(-1, 1, 8), rng.uniform(-1, 1, (1, 8, 2))
-    vs = [rng.normal(size=8), rng.normal(size=(1, 8, 2))]
-    inputs = [(F64, None), (wp.vec2d, None)]
-    hv, _, _ = _hvp(_axpy_program, inputs, [x0, c0], vs)
-    fd = _fd_hvp(_axpy_program, inputs, [x0, c0], vs)
-    for h, f in zip(hv, fd):
-        np.testing.assert_allclose(h, f, rtol=1e-6, atol=1e-7)
+    _check(_one_launch(axpy_scan_fft, 1), [8, (1, 8, 2)], 17, [F64, wp.vec2d])
 
 
 @wp.kernel
@@ -185,23 +154,13 @@ def lanes_energy(x: wp.array(dtype=F64), out: wp.array(dtype=F64)):
     wp.tile_atomic_add(out, s * s)
 
 
-def _lanes_program(x):
-    out = wp.zeros(1, dtype=F64, requires_grad=True)
-    wp.launch_tiled(lanes_energy, dim=2, inputs=[x, out], block_dim=4)
-    return out
-
-
 @pytest.mark.parametrize("blocks", [False, True], ids=["serial_lanes", "cpu_blocks"])
 def test_hvp_tile_of_lane_values(blocks, request):
     """Lane values made into a tile, with lanes run one after another and, with
     ``enable_cpu_blocks``, as a cooperative block."""
     if blocks:
         request.getfixturevalue("cpu_blocks")
-    rng = np.random.default_rng(16)
-    x0, v = rng.uniform(-1, 1, 8), rng.normal(size=8)
-    (hv,), _, _ = _hvp(_lanes_program, [(F64, None)], [x0], [v])
-    (fd,) = _fd_hvp(_lanes_program, [(F64, None)], [x0], [v])
-    np.testing.assert_allclose(hv, fd, rtol=1e-6, atol=1e-7)
+    _check(_one_launch(lanes_energy, 2), [8], 16)
 
 
 @pytest.mark.parametrize("name", ["cholesky", "lower_solve", "upper_solve", "cholesky_solve"])
