@@ -118,9 +118,9 @@ def chol_energy(a: wp.array2d(dtype=F64), y: wp.array2d(dtype=F64), out: wp.arra
     L = wp.tile_cholesky(spd)
     rhs = wp.tile_load(y, shape=(N, 2))
     x = wp.tile_cholesky_solve(L, rhs)
-    z = wp.tile_lower_solve(L, wp.tile_map(wp.sin, rhs))
+    z = wp.tile_lower_solve(L, rhs)
     u = wp.tile_upper_solve(wp.tile_transpose(L), z * z)
-    wp.tile_atomic_add(out, wp.tile_sum(L * L * L) + wp.tile_sum(x * z) + wp.tile_sum(u * x))
+    wp.tile_atomic_add(out, wp.tile_sum(L * L * x[0, 1]) + wp.tile_sum(u * x))
 
 
 def test_hvp_cholesky_and_solves():
@@ -143,6 +143,25 @@ def axpy_scan_fft(x: wp.array(dtype=F64), c: wp.array2d(dtype=wp.vec2d),
 
 def test_hvp_axpy_max_scan_fft():
     _check(_one_launch(axpy_scan_fft, 1), [8, (1, 8, 2)], 17, [F64, wp.vec2d])
+
+
+@wp.kernel
+def vector_tiles(x: wp.array(dtype=wp.vec3d), m: wp.array(dtype=wp.mat22d),
+                 out: wp.array(dtype=F64)):
+    """Tiles of vectors and matrices: their sum, an element, maps, a custom reduction, a
+    broadcast of determinants."""
+    t = wp.tile_load(x, shape=4)
+    s = wp.tile_sum(t)[0]
+    e = t[2]
+    u = wp.tile_map(wp.normalize, t)
+    q = wp.tile_reduce(wp.add, wp.tile_map(wp.length_sq, u * e[0]))
+    d = wp.tile_map(wp.determinant, wp.tile_load(m, shape=2))
+    r = wp.tile_broadcast(wp.tile_reshape(d, shape=(2, 1)), shape=(2, 3))
+    wp.tile_atomic_add(out, wp.tile(wp.dot(s, s) * wp.length(e)) + q + wp.tile_sum(r * r))
+
+
+def test_hvp_tiles_of_vectors_and_matrices():
+    _check(_one_launch(vector_tiles, 1), [(4, 3), (2, 2, 2)], 5, [wp.vec3d, wp.mat22d])
 
 
 @wp.kernel
