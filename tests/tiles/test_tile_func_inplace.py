@@ -66,6 +66,10 @@ def test_changed_parameter_and_result_with_gradients():
     assert loss.numpy()[0] == pytest.approx(np.sum((a0 + b0) ** 2))
     np.testing.assert_allclose(x.grad.numpy(), 2 * (a0 + b0))
     np.testing.assert_allclose(y.grad.numpy(), 2 * (a0 + b0))
+    da = np.array([[1.0, 0.0], [0.0, 2.0]])  # forward mode and second order through it too
+    tan = tape.forward({x: da})
+    assert tan[loss].numpy()[0] == pytest.approx(np.sum(2 * (a0 + b0) * da))
+    np.testing.assert_allclose(tape.hvp(loss, {x: da})[x].numpy(), 2 * da)
 
 
 @wp.kernel
