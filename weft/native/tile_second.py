@@ -66,24 +66,6 @@ def _solve_t(F, X, lower):
 
 
 @_jit
-def _solve(L, X):
-    """``L^-1 X`` for lower-triangular ``L`` (forward substitution, zero pivots skipped)."""
-    n, m = X.shape
-    W = X.copy()
-    zero = L.dtype.type(0)
-    for i in range(n):
-        for j in range(i):
-            f = L[i, j]
-            for c in range(m):
-                W[i, c] = W[i, c] - f * W[j, c]
-        d = L[i, i]
-        if d != zero:
-            for c in range(m):
-                W[i, c] = W[i, c] / d
-    return W
-
-
-@_jit
 def _mirror(P):
     """The lower triangle of ``P`` mirrored onto the upper one."""
     n = P.shape[0]
@@ -166,10 +148,11 @@ def cholesky_solve_adj_jvp(L, y, x, g, dL, dy, dx, dg):
     dL = _tri(np.ascontiguousarray(dL), True)
     X = np.ascontiguousarray(x).reshape((n, m))
     dX = np.ascontiguousarray(dx).reshape((n, m))
-    Z = _solve_t(L, _solve(L, np.ascontiguousarray(g).reshape((n, m))), True)
+    Lt = L.T.copy()  # L^-1 X is (L^T)^-T X
+    Z = _solve_t(L, _solve_t(Lt, np.ascontiguousarray(g).reshape((n, m)), False), True)
     dAZ = _mm(dL, _mm(L.T.copy(), Z)) + _mm(L, _mm(dL.T.copy(), Z))
     rhs = np.ascontiguousarray(dg).reshape((n, m)) - dAZ
-    dZ = _solve_t(L, _solve(L, rhs), True)
+    dZ = _solve_t(L, _solve_t(Lt, rhs, False), True)
     S = _outer_sum(Z, X, X, Z)
     dS = _outer_sum(dZ, X, Z, dX) + _outer_sum(dX, Z, X, dZ)
     return -_tri(_mm(dS, L) + _mm(S, dL), True), dZ.reshape(y.shape)
