@@ -33,7 +33,8 @@ from __future__ import annotations
 import ast
 
 from ..native.vocabulary import CALLS, TILE_JVP, called_name
-from .second_order_rules import _add, _bin, _c, _call, _mul, _n, _neg, _sub
+from .second_order_rules import _METHODS, _add, _bin, _c, _call, _kind_at, _method, _mul, _n
+from .second_order_rules import _keep_comments, _neg, _restore_comments, _root, _sub
 from .second_order_rules import tangent as rule_tangent
 
 PREFIX = "tn_"
@@ -44,39 +45,6 @@ def _kind(name):
     :mod:`weft.native.vocabulary`), None when it has none."""
     e = CALLS.get(name)
     return None if e is None else e.second
-
-
-def _kind_at(kind, default):
-    """``(kind, argument position)`` of a kind written ``linear:2`` (``default`` without)."""
-    if kind is not None and ":" in kind:
-        k, at = kind.split(":")
-        return k, int(at)
-    return kind, default
-
-
-#: the array methods generated tile code calls: ``x.reshape(shape)`` (a view of ``x``: the two
-#: names are active together, and the tangent is the same view of the tangent)
-_METHODS = ("reshape",)
-
-
-def _method(e):
-    """``(array expression, method)`` when call ``e`` is a method call of a local array
-    (``_tm0.reshape(16)``), else None."""
-    f = e.func
-    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
-            f.value.id not in _MODULES:
-        return f.value, f.attr
-    return None
-
-
-_MODULES = ("np", "_wk", "_w2", "math", "cuda", "numba")
-
-
-def _root(t):
-    """The name an array expression (``a``, ``a[i]``) writes into."""
-    while isinstance(t, ast.Subscript):
-        t = t.value
-    return t
 
 
 class SecondOrderError(Exception):
@@ -567,31 +535,6 @@ class Function:
 
 
 # ---------------------------------------------------------------------- modules
-_COMMENT = "_weft_comment"
-
-
-def _keep_comments(source):
-    """The generated code's comments (``# file.py:12: the source line``) as marker statements,
-    so they survive the transform; :func:`_restore_comments` turns them back."""
-    out = []
-    for line in source.splitlines():
-        body = line.lstrip()
-        if body.startswith("# ") and line.startswith(" "):
-            line = line[:len(line) - len(body)] + f"{_COMMENT}({body[2:]!r})"
-        out.append(line)
-    return "\n".join(out) + "\n"
-
-
-def _restore_comments(text):
-    out = []
-    for line in text.splitlines():
-        body = line.lstrip()
-        if body.startswith(_COMMENT + "("):
-            line = line[:len(line) - len(body)] + "# " + ast.literal_eval(
-                body[len(_COMMENT) + 1:-1])
-        out.append(line)
-    return "\n".join(out) + "\n"
-
 
 def tangent_module(source, entries):
     """The source of a module holding ``source`` (a generated module) and the tangents of its

@@ -1,7 +1,9 @@
 """The derivatives of second order (:mod:`.second_order`): the tangent of each math call the
 generated code makes, rendered as Python AST from the derivative the vocabulary declares for it
 (:mod:`weft.native.vocabulary`: the templates the first-order rules render too,
-:mod:`weft.stdlib.derivatives`), and the small AST builders it and the tangent generator share.
+:mod:`weft.stdlib.derivatives`), and the small AST builders it and the tangent generator share;
+also how it reads the calls of tile code (kinds with an argument position, array views) and
+keeps a module's comments through the transform.
 
 Rendering: a tangent is an expression or None (zero), and arithmetic on zeros folds (``t * x``
 is zero, ``a - t`` is ``a``, a conditional between zeros is zero); a number is ``_w2.like(x, c)``
@@ -147,3 +149,66 @@ class _Render:
             return ast.IfExp(self.ex(node.test), a if a is not None else _like(self.first, 0.0),
                              b if b is not None else _like(self.first, 0.0))
         raise ValueError(f"derivative template: {ast.unparse(node)}")
+
+
+# ---------------------------------------------------------------------- calls in tile code
+
+def _kind_at(kind, default):
+    """``(kind, argument position)`` of a kind written ``linear:2`` (``default`` without)."""
+    if kind is not None and ":" in kind:
+        k, at = kind.split(":")
+        return k, int(at)
+    return kind, default
+
+
+#: the array methods generated tile code calls: ``x.reshape(shape)`` (a view of ``x``: the two
+#: names are active together, and the tangent is the same view of the tangent)
+_METHODS = ("reshape",)
+
+
+def _method(e):
+    """``(array expression, method)`` when call ``e`` is a method call of a local array
+    (``_tm0.reshape(16)``), else None."""
+    f = e.func
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+            f.value.id not in _MODULES:
+        return f.value, f.attr
+    return None
+
+
+_MODULES = ("np", "_wk", "_w2", "math", "cuda", "numba")
+
+
+def _root(t):
+    """The name an array expression (``a``, ``a[i]``) writes into."""
+    while isinstance(t, ast.Subscript):
+        t = t.value
+    return t
+
+
+# ---------------------------------------------------------------------- module text
+
+_COMMENT = "_weft_comment"
+
+
+def _keep_comments(source):
+    """The generated code's comments (``# file.py:12: the source line``) as marker statements,
+    so they survive the transform; :func:`_restore_comments` turns them back."""
+    out = []
+    for line in source.splitlines():
+        body = line.lstrip()
+        if body.startswith("# ") and line.startswith(" "):
+            line = line[:len(line) - len(body)] + f"{_COMMENT}({body[2:]!r})"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _restore_comments(text):
+    out = []
+    for line in text.splitlines():
+        body = line.lstrip()
+        if body.startswith(_COMMENT + "("):
+            line = line[:len(line) - len(body)] + "# " + ast.literal_eval(
+                body[len(_COMMENT) + 1:-1])
+        out.append(line)
+    return "\n".join(out) + "\n"
