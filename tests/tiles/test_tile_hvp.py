@@ -93,6 +93,34 @@ def test_hvp_two_tile_launches_store_views_shapes():
 
 
 @wp.kernel
+def gather_scatter(x: wp.array(dtype=F64), idx: wp.array(dtype=int), y: wp.array(dtype=F64)):
+    """An indexed load and an indexed store (the store's value: argument -2)."""
+    t = wp.tile_load(x, shape=4)
+    ii = wp.tile_load(idx, shape=4)
+    g = wp.tile_load_indexed(x, indices=ii, shape=(4,), axis=0)
+    wp.tile_store_indexed(y, indices=ii, t=wp.tile_map(wp.sin, t * g), axis=0)
+
+
+@wp.kernel
+def cube_sum(y: wp.array(dtype=F64), out: wp.array(dtype=F64)):
+    t = wp.tile_load(y, shape=4)
+    wp.tile_atomic_add(out, wp.tile_sum(t * t * t))
+
+
+def _gather_program(x):
+    y = wp.zeros(4, dtype=F64, requires_grad=True)
+    out = wp.zeros(1, dtype=F64, requires_grad=True)
+    idx = wp.array(np.array([2, 0, 3, 1]), dtype=int)
+    wp.launch_tiled(gather_scatter, dim=1, inputs=[x, idx, y], block_dim=4)
+    wp.launch_tiled(cube_sum, dim=1, inputs=[y, out], block_dim=4)
+    return out
+
+
+def test_hvp_indexed_load_and_store():
+    _check(_gather_program, [4], 21)
+
+
+@wp.kernel
 def acc_product(a: wp.array2d(dtype=F64), b: wp.array2d(dtype=F64), out: wp.array(dtype=F64)):
     """The accumulating product (alpha, beta), a scan and a tile written from each thread's
     values, on a plain launch of N threads (each one's gradient in its own copy)."""
