@@ -109,17 +109,23 @@ def _outer_sum(a, b, c, d):
 
 
 @_jit
+def _operands(F, dF, lower, x, dx, g, dg):
+    """A solve adjoint's operands as it reads them: the factor and its tangent (their triangle),
+    the solution, the seed and their tangents as ``(n, m)`` matrices."""
+    n = F.shape[0]
+    m = g.size // n if n > 0 else 0
+    return (_tri(np.ascontiguousarray(F), lower), _tri(np.ascontiguousarray(dF), lower),
+            np.ascontiguousarray(x).reshape((n, m)), np.ascontiguousarray(dx).reshape((n, m)),
+            np.ascontiguousarray(g).reshape((n, m)), np.ascontiguousarray(dg).reshape((n, m)))
+
+
+@_jit
 def _triangular_adj_jvp(F, x, g, dF, dx, dg, lower):
     """Tangent of ``(adj_F, adj_rhs) = (-tri(W x^T), W)`` with ``W = F^-T g``, for the
     lower (``lower_solve``) or upper (``upper_solve``) triangular ``F``."""
-    n = F.shape[0]
-    m = g.size // n if n > 0 else 0
-    F = _tri(np.ascontiguousarray(F), lower)
-    dF = _tri(np.ascontiguousarray(dF), lower)
-    X = np.ascontiguousarray(x).reshape((n, m))
-    dX = np.ascontiguousarray(dx).reshape((n, m))
-    W = _solve_t(F, np.ascontiguousarray(g).reshape((n, m)), lower)
-    dW = _solve_t(F, np.ascontiguousarray(dg).reshape((n, m)) - _mm(dF.T.copy(), W), lower)
+    F, dF, X, dX, G, dG = _operands(F, dF, lower, x, dx, g, dg)
+    W = _solve_t(F, G, lower)
+    dW = _solve_t(F, dG - _mm(dF.T.copy(), W), lower)
     return -_tri(_outer_sum(dW, X, W, dX), lower), dW
 
 
@@ -142,17 +148,11 @@ def cholesky_solve_adj_jvp(L, y, x, g, dL, dy, dx, dg):
     """Tangent of ``cholesky_solve_adj(L, y, x, g) = (-tril(S L), Z)`` with
     ``Z = A^-1 g``, ``A = L L^T``, ``S = Z x^T + x Z^T``: ``dZ = A^-1 (dg - dA Z)``,
     ``dA = dL L^T + L dL^T``, ``d adj_L = -tril(dS L + S dL)``."""
-    n = L.shape[0]
-    m = g.size // n if n > 0 else 0
-    L = _tri(np.ascontiguousarray(L), True)
-    dL = _tri(np.ascontiguousarray(dL), True)
-    X = np.ascontiguousarray(x).reshape((n, m))
-    dX = np.ascontiguousarray(dx).reshape((n, m))
+    L, dL, X, dX, G, dG = _operands(L, dL, True, x, dx, g, dg)
     Lt = L.T.copy()  # L^-1 X is (L^T)^-T X
-    Z = _solve_t(L, _solve_t(Lt, np.ascontiguousarray(g).reshape((n, m)), False), True)
-    dAZ = _mm(dL, _mm(L.T.copy(), Z)) + _mm(L, _mm(dL.T.copy(), Z))
-    rhs = np.ascontiguousarray(dg).reshape((n, m)) - dAZ
-    dZ = _solve_t(L, _solve_t(Lt, rhs, False), True)
+    Z = _solve_t(L, _solve_t(Lt, G, False), True)
+    dAZ = _mm(dL, _mm(Lt, Z)) + _mm(L, _mm(dL.T.copy(), Z))
+    dZ = _solve_t(L, _solve_t(Lt, dG - dAZ, False), True)
     S = _outer_sum(Z, X, X, Z)
     dS = _outer_sum(dZ, X, Z, dX) + _outer_sum(dX, Z, X, dZ)
     return -_tri(_mm(dS, L) + _mm(S, dL), True), dZ.reshape(y.shape)

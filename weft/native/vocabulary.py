@@ -254,8 +254,7 @@ TILE_EFFECTS = frozenset({"tile_store1", "tile_store2", "tile_store3", "tile_loa
                           "tile_add_plain2"})
 
 #: how a tangent passes through each tile helper, for second order (``tape.hvp``); a helper
-#: absent here has no rule (an active argument is reported): the adjoints of the
-#: sort, float16 tiles, ``tile_axpy``'s adjoint
+#: absent here has no rule (an active argument is reported): the sort and the float16 helpers
 TILE_SECOND = {
     **{f"tile_{op}{nd}": "linear" for nd in "1234" for op in ("load", "view")},
     **{f"tile_store{nd}": "store" for nd in "1234"},
@@ -281,7 +280,7 @@ TILE_SECOND = {
     "tile_cholesky_solve": "jvp", "tile_scan_max_inclusive": "jvp",
     "tile_cholesky_adj": "jvp", "tile_lower_solve_adj": "jvp", "tile_upper_solve_adj": "jvp",
     "tile_cholesky_solve_adj": "jvp", "tile_fft_adj": "linear", "tile_ifft_adj": "linear",
-    "tile_scan_min_inclusive": "jvp", "tile_axpy": "jvp",
+    "tile_scan_min_inclusive": "jvp",
     "tile_fft": "linear", "tile_ifft": "linear", "tile_scan_inclusive": "linear",
     "tile_scan_exclusive": "linear",
     **{f"tile_{n}_adj": "linear:1" for n in ("scan_inclusive", "scan_exclusive",
@@ -300,7 +299,6 @@ TILE_JVP = {
     "tile_cholesky_solve": ("_wk.tile_cholesky_solve_jvp", True, (0, 1)),
     "tile_scan_max_inclusive": ("_wk.tile_scan_max_inclusive_jvp", False, (0,)),
     "tile_scan_min_inclusive": ("_wk.tile_scan_min_inclusive_jvp", False, (0,)),
-    "tile_axpy": ("_wk.tile_axpy_jvp", False, (0, 1, 2)),
     # the adjoints of the factorisation and the solves (weft.native.tile_second, as _w2)
     **{f"tile_{n}_adj": (f"_w2.tile_{n}_adj_jvp", False, (0, 1, 2, 3)[:3 + (n != "cholesky")])
        for n in ("cholesky", "lower_solve", "upper_solve", "cholesky_solve")},
