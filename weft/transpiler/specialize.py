@@ -175,7 +175,7 @@ class Specializer:
         fir = FuncIR(name=name, kind=kind, params=lw.params, body=body, ret_type=lw.ret_type,
                      callees=lw.callees, tid_dims=lw.tid_dims, source=src,
                      tid_vars=lw.tid_vars, ret_struct=lw.ret_struct,
-                     writes_back=getattr(lw, "writes_back", ()))
+                     writes_back=lw.writes_back)
         if register:
             self.order.append(fir)
         return fir

@@ -55,6 +55,7 @@ class Lowering:
         # taken as views of another (t[i], wp.tile_view), whose in-place changes write back
         self.tile_params = {}            # funcs: tile parameters, name -> type, and those
         self.inplace_params = []         # changed in place, in order (lowering/tile_params)
+        self.writes_back = ()            # ... and what the func returns for them (FuncIR's)
 
     def changed_in_place(self, name):
         """Tiles: local ``name`` was changed in place (``tiles.store_back``); a func records its

@@ -29,7 +29,6 @@ def bind_params(ctx, params):
     """Before lowering a func: its tile parameters (``params``: (name, type) pairs), whose
     in-place changes ``ctx.changed_in_place`` records."""
     ctx.tile_params = {n: t for n, t in params if T.is_tile_type(t)}
-    ctx.inplace_params = []
 
 
 def _plain_assignment(tree, name):
@@ -73,9 +72,7 @@ def returns_with_params(ctx, exits, rets):
     rv = ctx.new_temp(out_type, "ret")
     make = registry.lookup("make_tuple")
     get = registry.lookup("tuple_get")
-    for e in exits:
-        if e.kind not in ("return", "fall"):
-            continue
+    for e in exits:  # (returns and the fall off the end: breaks were refused before)
         loc = ctx.loc(e.node) if e.node is not None else ctx.loc(ctx.src.tree)
         parts = []
         if isinstance(value_type, T.TupleType):
@@ -116,7 +113,7 @@ def write_back(ctx, func, fir, node, args, out):
         if isinstance(arg, ast.Name) and arg.id in ctx.env and \
                 T.is_tile_type(getattr(ctx.env[arg.id], "type", None)):
             store_back(ctx, arg, value)
-        elif arg is not None and k < len(args):
+        elif arg is not None:
             write_into_viewed(ctx, args[k], value, arg)
     if n_items == 0:
         return None
