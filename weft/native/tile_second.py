@@ -16,19 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..core.diskcache import njit
+from .simd import gemm  # a @ b, as tile_matmul computes it
 
 _jit = njit(error_model="numpy", nogil=True)
-
-
-@_jit
-def _mm(a, b):
-    out = np.zeros((a.shape[0], b.shape[1]), a.dtype)
-    for i in range(a.shape[0]):
-        for k in range(a.shape[1]):
-            p = a[i, k]
-            for j in range(b.shape[1]):
-                out[i, j] += p * b[k, j]
-    return out
 
 
 @_jit
@@ -86,12 +76,12 @@ def cholesky_adj_jvp(A, L, G, dA, dL, dG):
     dL = np.ascontiguousarray(dL)
     G = np.ascontiguousarray(G)
     dG = np.ascontiguousarray(dG)
-    B = _solve_t(L, _solve_t(L, _mirror(_mm(L.T.copy(), G)), True).T.copy(), True)
-    dM = _mirror(_mm(dL.T.copy(), G) + _mm(L.T.copy(), dG))
+    B = _solve_t(L, _solve_t(L, _mirror(gemm(L.T, G)), True).T.copy(), True)
+    dM = _mirror(gemm(dL.T, G) + gemm(L.T, dG))
     dL = _tri(dL, True)
     dB = _solve_t(L, _solve_t(L, dM, True).T.copy(), True)
-    dB -= _solve_t(L, _mm(dL.T.copy(), B), True)
-    dB -= _solve_t(L, _mm(B, dL).T.copy(), True).T
+    dB -= _solve_t(L, gemm(dL.T, B), True)
+    dB -= _solve_t(L, gemm(B, dL).T.copy(), True).T
     n = L.shape[0]
     out = np.zeros((n, n), L.dtype)
     half = L.dtype.type(0.5)
@@ -105,7 +95,7 @@ def cholesky_adj_jvp(A, L, G, dA, dL, dG):
 @_jit
 def _outer_sum(a, b, c, d):
     """``a b^T + c d^T`` for ``(n, m)`` matrices."""
-    return _mm(a, b.T.copy()) + _mm(c, d.T.copy())
+    return gemm(a, b.T) + gemm(c, d.T)
 
 
 @_jit
@@ -125,7 +115,7 @@ def _triangular_adj_jvp(F, x, g, dF, dx, dg, lower):
     lower (``lower_solve``) or upper (``upper_solve``) triangular ``F``."""
     F, dF, X, dX, G, dG = _operands(F, dF, lower, x, dx, g, dg)
     W = _solve_t(F, G, lower)
-    dW = _solve_t(F, dG - _mm(dF.T.copy(), W), lower)
+    dW = _solve_t(F, dG - gemm(dF.T, W), lower)
     return -_tri(_outer_sum(dW, X, W, dX), lower), dW
 
 
@@ -151,8 +141,8 @@ def cholesky_solve_adj_jvp(L, y, x, g, dL, dy, dx, dg):
     L, dL, X, dX, G, dG = _operands(L, dL, True, x, dx, g, dg)
     Lt = L.T.copy()  # L^-1 X is (L^T)^-T X
     Z = _solve_t(L, _solve_t(Lt, G, False), True)
-    dAZ = _mm(dL, _mm(Lt, Z)) + _mm(L, _mm(dL.T.copy(), Z))
+    dAZ = gemm(dL, gemm(Lt, Z)) + gemm(L, gemm(dL.T, Z))
     dZ = _solve_t(L, _solve_t(Lt, dG - dAZ, False), True)
     S = _outer_sum(Z, X, X, Z)
     dS = _outer_sum(dZ, X, Z, dX) + _outer_sum(dX, Z, X, dZ)
-    return -_tri(_mm(dS, L) + _mm(S, dL), True), dZ.reshape(y.shape)
+    return -_tri(gemm(dS, L) + gemm(S, dL), True), dZ.reshape(y.shape)
