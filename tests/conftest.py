@@ -4,9 +4,20 @@ Each pytest-xdist worker shares the same folder (keyed by the parent's pid), so 
 compiled by one worker are reused by the others.
 """
 import os
+import subprocess
+import sys
 import tempfile
 
 import pytest
+
+# Test kernels compile without LLVM's optimiser (Numba's level 0; NVVM's too, which numba-cuda
+# gives the same level), unless the environment sets NUMBA_OPT: a test checks what a kernel
+# computes, which the optimiser must not change, and optimising was most of the suite's compile
+# time (docs/performance.md, stop 67). What the optimiser itself makes (a vectorised loop,
+# optnone marks, PTX shaped by address-space inference) is checked at level 3: tests marked
+# ``optimised`` run in a process of their own at level 3, and the shipped store's build runs the
+# whole suite at level 3 (weft/native/shipped.py). Set before anything imports Numba.
+os.environ.setdefault("NUMBA_OPT", "0")
 
 
 def pytest_configure(config):
@@ -33,6 +44,29 @@ def pytest_configure(config):
     # with it on)
     from weft.core import config as weft_config
     weft_config.background_compile = False
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem):
+    """A test marked ``optimised`` checks what LLVM's optimiser makes: where this process
+    compiles at level 0, it runs in a new process at level 3 (its outcome is this test's)."""
+    if pyfuncitem.get_closest_marker("optimised") is None or \
+            os.environ.get("NUMBA_OPT", "3") != "0":
+        return None
+    env = dict(os.environ, NUMBA_OPT="3")
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID",
+                 "PYTEST_CURRENT_TEST"):
+        env.pop(name, None)
+    root = str(pyfuncitem.config.rootpath)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "-p", "no:xdist", pyfuncitem.nodeid], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=900)
+    if r.returncode != 0:
+        pytest.fail(f"at NUMBA_OPT=3, in a process of its own:\n{r.stdout[-6000:]}"
+                    f"\n{r.stderr[-2000:]}", pytrace=False)
+    if " passed" not in r.stdout:  # (skipped there: skipped here)
+        pytest.skip(f"at NUMBA_OPT=3: {r.stdout.strip().splitlines()[-1]}")
+    return True
 
 
 def pytest_collection_modifyitems(config, items):

@@ -55,6 +55,7 @@ def test_threaded_launches_compute_values_gradients_and_tangents():
     np.testing.assert_allclose(ty, (3.0 * v + np.cos(v)) * dx[idx_np], rtol=2e-5, atol=1e-5)
 
 
+@pytest.mark.optimised  # what LLVM makes at level 3
 @pytest.mark.uncached  # compiles dispatchers of its own on every run (a warm cache's loaded
 def test_entries_and_chunk_wrappers_are_optnone_chunks_are_not():  # code keeps no LLVM text)
     _run(N)

@@ -54,13 +54,19 @@ SPRING = textwrap.dedent("""
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
-@pytest.mark.parametrize("program", [TWO_D, SPRING.format(examples=os.path.abspath(EXAMPLES))],
-                         ids=["array2d-sin-cos", "spring-4-particles"])
-def test_second_run_on_a_warm_cache(tmp_path, program):
+@pytest.mark.parametrize("program,opt", [
+    (TWO_D, None), (SPRING.format(examples=os.path.abspath(EXAMPLES)), None),
+    # unoptimised, a kernel calling a func kept a dead load of its process address, and Numba
+    # would not cache it: compiled again in every process (numba_lowering._called_only)
+    (SPRING.format(examples=os.path.abspath(EXAMPLES)), "0")],
+    ids=["array2d-sin-cos", "spring-4-particles", "spring-at-numba-opt-0"])
+def test_second_run_on_a_warm_cache(tmp_path, program, opt):
     path = tmp_path / "prog.py"
     path.write_text(program)
-    env = {k: v for k, v in os.environ.items() if k != "WEFT_EXPECT_WARM"}
+    env = {k: v for k, v in os.environ.items() if k not in ("WEFT_EXPECT_WARM", "NUMBA_OPT")}
     env["WEFT_CACHE_DIR"] = str(tmp_path / "cache")
+    if opt is not None:
+        env["NUMBA_OPT"] = opt
     runs = []
     for _ in range(2):
         r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env,

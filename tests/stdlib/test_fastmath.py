@@ -135,6 +135,7 @@ def vec_kernel(x: wp.array(dtype=wp.vec3), y: wp.array(dtype=wp.vec3)):
     y[i] = wp.vec3(wp.sin(v[0]) * wp.exp(v[1]), wp.cos(v[1]), wp.tanh(v[2])) * wp.length(v)
 
 
+@pytest.mark.optimised  # what LLVM makes at level 3
 @pytest.mark.cold  # compiles the chunk again to read its IR, on a warm cache too
 def test_the_loop_vectorises():
     """What fast_math is for: with call-free math, constant vec3 strides and non-negative

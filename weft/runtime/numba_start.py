@@ -47,6 +47,37 @@ def start():
             sys.modules[_NAME] = mod
 
 
+def drop_dead_globals_when_unoptimised():
+    """At Numba's level 0 (``NUMBA_OPT=0``), a function's final module loses its dead
+    instructions and unreferenced globals before Numba looks for "dynamic globals".
+
+    Numba lowers a global function (a ``@wp.func``, a helper of ``_wk``) as its object's process
+    address, a ``numba.dynamic.globals`` variable, though a call never reads it. LLVM's
+    optimiser drops the dead load and the variable; at level 0 they stay, and Numba will not
+    cache a function that keeps one: every kernel calling a func or a helper was compiled again
+    in every process, for weft's test suite (which compiles at level 0) as for a user who sets
+    the level. Two passes at the end (dead code, then dead globals: what any higher level
+    runs too); installed once, at ``import weft``, for Numba's CPU code libraries."""
+    from numba.core import codegen, config
+    library = codegen.CPUCodeLibrary
+    if config.OPT != 0 or getattr(library, "_weft_drops_dead_globals", False):
+        return
+    import llvmlite.binding as llvm
+    optimise = library._optimize_final_module
+
+    def _optimize_final_module(self):
+        optimise(self)
+        pm = llvm.create_new_module_pass_manager()
+        pm.add_dead_code_elimination_pass()
+        pm.add_global_dead_code_eliminate_pass()
+        pto = llvm.create_pipeline_tuning_options()
+        pto.speed_level = 0
+        pm.run(self._final_module, llvm.create_pass_builder(self._codegen._tm, pto))
+
+    library._optimize_final_module = _optimize_final_module
+    library._weft_drops_dead_globals = True
+
+
 def _load_extension():
     try:
         spec = importlib.util.find_spec("scipy")

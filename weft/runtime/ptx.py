@@ -52,8 +52,10 @@ def _host_value(ptype, value):
     return kernel_scalar(ptype, value)
 
 
-def compile_ptx(kernel, args, dims=(1,), cc=(9, 0), kinds=("forward", "adjoint", "tangent")):
-    """PTX text of the kernel's CUDA ``kinds`` for arguments like ``args`` (host values)."""
+def compile_ptx(kernel, args, dims=(1,), cc=(9, 0), kinds=("forward", "adjoint", "tangent"),
+                opt=None):
+    """PTX text of the kernel's CUDA ``kinds`` for arguments like ``args`` (host values).
+    ``opt``: NVVM's optimiser on or off (None: as ``NUMBA_OPT`` says, numba-cuda's default)."""
     from numba import cuda
     from ..stdlib.lanes import NeedsBlockDim
     try:
@@ -75,5 +77,5 @@ def compile_ptx(kernel, args, dims=(1,), cc=(9, 0), kinds=("forward", "adjoint",
         for kind in kinds:
             fn = ck.entry(kind, "cuda")
             sig = tuple(_typeof(v) for v in [tuple(dims)] + values + extra[kind])
-            out[kind], _ = cuda.compile_ptx(fn.py_func, sig, cc=cc)
+            out[kind], _ = cuda.compile_ptx(fn.py_func, sig, cc=cc, opt=opt)
     return out
