@@ -56,8 +56,9 @@ def drop_dead_globals_when_unoptimised():
     optimiser drops the dead load and the variable; at level 0 they stay, and Numba will not
     cache a function that keeps one: every kernel calling a func or a helper was compiled again
     in every process, for weft's test suite (which compiles at level 0) as for a user who sets
-    the level. Two passes at the end (dead code, then dead globals: what any higher level
-    runs too); installed once, at ``import weft``, for Numba's CPU code libraries."""
+    the level. Three passes at the end (variables out of their stack slots, dead code, dead
+    globals: what any higher level runs too); installed once, at ``import weft``, for Numba's
+    CPU code libraries."""
     from numba.core import codegen, config
     library = codegen.CPUCodeLibrary
     if config.OPT != 0 or getattr(library, "_weft_drops_dead_globals", False):
@@ -68,6 +69,7 @@ def drop_dead_globals_when_unoptimised():
     def _optimize_final_module(self):
         optimise(self)
         pm = llvm.create_new_module_pass_manager()
+        pm.add_sroa_pass()  # (a variable assigned in several places holds it in a slot)
         pm.add_dead_code_elimination_pass()
         pm.add_global_dead_code_eliminate_pass()
         pto = llvm.create_pipeline_tuning_options()
@@ -206,6 +208,8 @@ def _install_cuda_pipeline():
     _cuda_installed = True
     import numba
     if numba.config.ENABLE_CUDASIM:  # the simulator runs Python: nothing compiles
+        from .cudasim import install
+        install()  # (its blocks' threads without a spinning overseer)
         return
     from . import numba_passes
     try:

@@ -1,0 +1,66 @@
+"""weft's manager of a simulated CUDA block (``weft/runtime/cudasim.py``): the simulator's
+barrier and error protocol, with the block's threads run without a spinning overseer."""
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.cudasim
+cuda = pytest.importorskip("numba.cuda")  # (module-level: the simulator swaps it in kernels)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _weft_manager():
+    import numba
+    if not numba.config.ENABLE_CUDASIM:
+        pytest.skip("a real GPU: the simulator is not in use")
+    from weft.runtime import cudasim
+    from numba.cuda.simulator import kernel as sim
+    cudasim.install()
+    assert sim.BlockManager.run.__module__ == "weft.runtime.cudasim"
+
+
+def test_barriers_order_shared_memory_rounds():
+    # each round every thread reads its neighbour's value of the last round: wrong without a
+    # barrier between the write and the reads of each round
+    @cuda.jit
+    def rounds(out):
+        s = cuda.shared.array(16, np.float64)
+        i = cuda.threadIdx.x
+        s[i] = i
+        cuda.syncthreads()
+        for _ in range(5):
+            v = s[(i + 1) % 16]
+            cuda.syncthreads()
+            s[i] = v + 1.0
+            cuda.syncthreads()
+        out[cuda.blockIdx.x, i] = s[i]
+
+    out = np.zeros((3, 16))
+    rounds[3, 16](out)
+    want = (np.arange(16) + 5) % 16 + 5.0
+    np.testing.assert_array_equal(out, np.tile(want, (3, 1)))
+
+
+def test_threads_that_finish_early_do_not_hold_the_barrier():
+    @cuda.jit
+    def early(ones, out):
+        i = cuda.threadIdx.x
+        if i >= 4:
+            return
+        ones[i] = i + 1.0
+        cuda.syncthreads()  # (the simulator counts live threads only, as numba-cuda's does)
+        out[i] = ones[(i + 1) % 4]
+
+    ones, out = np.zeros(8), np.zeros(8)
+    early[1, 8](ones, out)
+    np.testing.assert_array_equal(out, [2, 3, 4, 1, 0, 0, 0, 0])
+
+
+def test_a_failing_thread_stops_the_block_with_its_error():
+    @cuda.jit
+    def fails(out):
+        i = cuda.threadIdx.x
+        cuda.syncthreads()
+        out[i * 10] = 1.0  # thread 1 and up index past the end
+
+    with pytest.raises(IndexError, match=r"tid=\[\d+, 0, 0\]"):
+        fails[1, 4](np.zeros(4))
