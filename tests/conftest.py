@@ -21,13 +21,6 @@ os.environ.setdefault("NUMBA_OPT", "0")
 
 
 def pytest_configure(config):
-    # ``-n N`` distributes by work stealing unless ``--dist`` says otherwise: each worker starts
-    # on its own contiguous half of the tests (a module's kernels compiled and loaded in one
-    # process rather than in both), and an idle worker takes tests from the other's queue
-    if getattr(config.option, "dist", None) == "load" and \
-            getattr(config.option, "numprocesses", None) and \
-            not any(str(a).startswith("--dist") for a in config.invocation_params.args):
-        config.option.dist = "worksteal"
     config.addinivalue_line("markers", "cold: compiles anew on every run by design (exempt from "
                             "the warm-cache check)")
     # CUDA-target tests run under Numba's CUDA simulator unless a real GPU is asked for
