@@ -32,8 +32,7 @@ def install():
         import numpy as np
     except (ImportError, AttributeError):
         return
-    if not all(hasattr(manager, a) for a in ("run", "__init__")) or \
-            not hasattr(thread, "syncthreads"):
+    if not hasattr(manager, "run") or not hasattr(thread, "syncthreads"):
         return
 
     def run(self, grid_point, *args):
@@ -54,8 +53,8 @@ def install():
                     t.abort = True
                     t.syncthreads_blocked = False
                     t.syncthreads_event.set()
-                kind, tb = failed[0].exception
-                raise kind.with_traceback(tb)
+                err, tb = failed[0].exception
+                raise err.with_traceback(tb)
             running = [t for t in running if t.is_alive()]
             if running and all(t.syncthreads_blocked for t in running):
                 for t in running:  # every live thread at the barrier: all go on
@@ -65,7 +64,7 @@ def install():
                 time.sleep(0)  # the lock to the block's threads
         for t in threads:
             if t.exception:
-                kind, tb = t.exception
-                raise kind.with_traceback(tb)
+                err, tb = t.exception
+                raise err.with_traceback(tb)
 
     manager.run = run

@@ -64,6 +64,9 @@ def drop_dead_globals_when_unoptimised():
     if config.OPT != 0 or getattr(library, "_weft_drops_dead_globals", False):
         return
     import llvmlite.binding as llvm
+    if not hasattr(library, "_optimize_final_module") or \
+            not hasattr(llvm, "create_new_module_pass_manager"):
+        return  # (another Numba or llvmlite: as Numba does)
     optimise = library._optimize_final_module
 
     def _optimize_final_module(self):
