@@ -64,3 +64,34 @@ def test_a_failing_thread_stops_the_block_with_its_error():
 
     with pytest.raises(IndexError, match=r"tid=\[\d+, 0, 0\]"):
         fails[1, 4](np.zeros(4))
+
+
+@cuda.jit
+def _endless(flag, out):
+    i = cuda.threadIdx.x
+    while flag[0] == 0:  # until told: a barrier each round
+        out[i] += 1.0
+        cuda.syncthreads()
+
+
+def test_an_interrupted_launch_stops_its_threads_at_their_next_barrier():
+    """Ctrl-C (or a test runner's timeout) in the launching thread: the block's threads stop at
+    their next barrier instead of running on beside whatever runs next."""
+    import _thread
+    import threading
+    import time
+    flag = cuda.to_device(np.zeros(1, np.int32))  # (device arrays: read while they run)
+    out = cuda.to_device(np.zeros(4))
+    timer = threading.Timer(0.5, _thread.interrupt_main)
+    before = threading.active_count()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        _endless[1, 4](flag, out)
+    deadline = time.monotonic() + 10
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() == before  # the block's threads have ended
+    rounds = out.copy_to_host()
+    assert rounds.min() >= 1  # they ran, and stopped
+    time.sleep(0.2)
+    np.testing.assert_array_equal(out.copy_to_host(), rounds)

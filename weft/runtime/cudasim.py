@@ -9,7 +9,10 @@ weft's CUDA tile tests (``tests/cuda/test_cuda_tiles.py``, 2 cores, a cold cache
 with :func:`install` (the test of loops of known trip counts: 14 s of simulation became about
 one). The manager here keeps the simulator's protocol (the same flags and events, the same
 release when every live thread waits, the same error when a thread fails), and gives the
-lock away (``time.sleep(0)``) whenever some thread of the block is still running.
+lock away (``time.sleep(0)``) whenever some thread of the block is still running. When the
+calling thread is interrupted (Ctrl-C, a test runner's timeout), the block's threads are told
+to stop at their next barrier, as on a thread's error; numba-cuda's left them running, unseen,
+beside whatever ran next.
 
 Installed by weft's first simulated CUDA launch or compile (``numba_start``); nothing changes
 on a real GPU. A simulator whose manager is not as expected is left as it is.
@@ -45,26 +48,37 @@ def install():
                    for point in np.ndindex(*self._block_dim)]
         for t in threads:
             t.start()
-        running = threads
-        while running:
-            failed = [t for t in running if t.exception and not t.syncthreads_blocked]
-            if failed:  # wake the others where they wait, each to stop there
-                for t in threads:
-                    t.abort = True
-                    t.syncthreads_blocked = False
-                    t.syncthreads_event.set()
-                err, tb = failed[0].exception
-                raise err.with_traceback(tb)
-            running = [t for t in running if t.is_alive()]
-            if running and all(t.syncthreads_blocked for t in running):
-                for t in running:  # every live thread at the barrier: all go on
-                    t.syncthreads_blocked = False
-                    t.syncthreads_event.set()
-            elif running:
-                time.sleep(0)  # the lock to the block's threads
+        try:
+            _oversee(threads)
+        except BaseException:
+            # a thread's error, or this thread interrupted (Ctrl-C, a test's timeout): wake the
+            # others where they wait, each to stop there rather than run on unseen
+            for t in threads:
+                t.abort = True
+                t.syncthreads_blocked = False
+                t.syncthreads_event.set()
+            raise
         for t in threads:
             if t.exception:
                 err, tb = t.exception
                 raise err.with_traceback(tb)
 
     manager.run = run
+
+
+def _oversee(threads):
+    """Release the block's barriers until its threads have all ended; raise the first error of
+    a thread that failed outside a barrier."""
+    running = threads
+    while running:
+        failed = [t for t in running if t.exception and not t.syncthreads_blocked]
+        if failed:
+            err, tb = failed[0].exception
+            raise err.with_traceback(tb)
+        running = [t for t in running if t.is_alive()]
+        if running and all(t.syncthreads_blocked for t in running):
+            for t in running:  # every live thread at the barrier: all go on
+                t.syncthreads_blocked = False
+                t.syncthreads_event.set()
+        elif running:
+            time.sleep(0)  # the lock to the block's threads
