@@ -57,7 +57,8 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 @pytest.mark.parametrize("program,opt", [
     (TWO_D, None), (SPRING.format(examples=os.path.abspath(EXAMPLES)), None),
     # unoptimised, a kernel calling a func kept a dead load of its process address, and Numba
-    # would not cache it: compiled again in every process (numba_lowering._called_only)
+    # would not cache it: compiled again in every process
+    # (numba_start.drop_dead_globals_when_unoptimised)
     (SPRING.format(examples=os.path.abspath(EXAMPLES)), "0")],
     ids=["array2d-sin-cos", "spring-4-particles", "spring-at-numba-opt-0"])
 def test_second_run_on_a_warm_cache(tmp_path, program, opt):

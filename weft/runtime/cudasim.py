@@ -19,6 +19,7 @@ on a real GPU. A simulator whose manager is not as expected is left as it is.
 """
 from __future__ import annotations
 
+import functools
 import time
 
 _installed = []
@@ -39,11 +40,7 @@ def install():
         return
 
     def run(self, grid_point, *args):
-        f = self._f
-
-        def body():
-            f(*args)
-
+        body = functools.partial(self._f, *args)
         threads = [thread(body, self, grid_point, point, self._debug)
                    for point in np.ndindex(*self._block_dim)]
         for t in threads:
