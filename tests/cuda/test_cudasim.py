@@ -78,15 +78,40 @@ def test_an_interrupted_launch_stops_its_threads_at_their_next_barrier():
     """Ctrl-C (or a test runner's timeout) in the launching thread: the block's threads stop at
     their next barrier instead of running on beside whatever runs next."""
     import _thread
+    import signal
     import threading
     import time
     flag = cuda.to_device(np.zeros(1, np.int32))  # (device arrays: read while they run)
     out = cuda.to_device(np.zeros(4))
-    timer = threading.Timer(0.5, _thread.interrupt_main)
+
+    launching = threading.Event()
+
+    def on_sigint(signum, frame):
+        if launching.is_set():
+            raise KeyboardInterrupt
+
+    def interrupt():  # Ctrl-C every 0.2 s until the launch gives up: a KeyboardInterrupt raised
+        time.sleep(0.5)  # in a finaliser the main thread happens to run is lost ("ignored")
+        for _ in range(50):
+            if not launching.is_set():
+                return
+            _thread.interrupt_main()
+            time.sleep(0.2)
+        flag[0] = 1  # never delivered (the test then fails): end the kernel rather than hang
+
+    # our own handler (whatever a library loaded earlier made of SIGINT; interrupt_main does
+    # nothing where it is ignored)
+    handler = signal.signal(signal.SIGINT, on_sigint)
+    timer = threading.Thread(target=interrupt, daemon=True)
     before = set(threading.enumerate())  # (other threads may end meanwhile: compare by identity)
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        _endless[1, 4](flag, out)
+    try:
+        launching.set()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            _endless[1, 4](flag, out)
+    finally:
+        launching.clear()
+        signal.signal(signal.SIGINT, handler)
 
     def started_by_the_launch():
         return [t for t in threading.enumerate() if t not in before and t is not timer]

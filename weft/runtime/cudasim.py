@@ -43,9 +43,9 @@ def install():
         body = functools.partial(self._f, *args)
         threads = [thread(body, self, grid_point, point, self._debug)
                    for point in np.ndindex(*self._block_dim)]
-        for t in threads:
-            t.start()
         try:
+            for t in threads:  # (interrupted while starting them: those started stop too)
+                t.start()
             _oversee(threads)
         except BaseException:
             # a thread's error, or this thread interrupted (Ctrl-C, a test's timeout): wake the
