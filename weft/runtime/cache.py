@@ -156,9 +156,9 @@ _CODE_HASH = []
 
 
 def _weft_code_hash():
-    """Hash of weft's own code generators and of the geometry cores that kernels link in (their
-    machine code is cached inside the kernels'), so that a changed weft never reuses stale
-    modules."""
+    """Hash of weft's own code generators, of the geometry cores that kernels link in (their
+    machine code is cached inside the kernels') and of the float32 ``tanh`` compiled into them
+    (``libm_tanh``), so that a changed weft never reuses stale modules."""
     if not _CODE_HASH:
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         h = hashlib.sha256()
@@ -169,12 +169,15 @@ def _weft_code_hash():
                 if name.endswith(".py"):
                     with open(os.path.join(folder, name), "rb") as f:
                         h.update(name.encode() + f.read())
+        with open(os.path.join(root, "runtime", "libm_tanh.py"), "rb") as f:
+            h.update(f.read())  # (compiled into kernels in place of the C library's tanhf)
         _CODE_HASH.append(h.hexdigest()[:16])
     return _CODE_HASH[0]
 
 
 def key_of(kernel, extra=""):
-    out = [f"weft {__version__} {_weft_code_hash()}", extra]
+    from .libm_tanh import variant
+    out = [f"weft {__version__} {_weft_code_hash()} tanhf:{variant()}", extra]
     _fingerprint(kernel, set(), out)
     return hashlib.sha256("\n".join(out).encode()).hexdigest()[:20]
 

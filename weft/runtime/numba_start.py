@@ -161,6 +161,8 @@ def generated_code_compiler():
                 return [pm]
 
         _compiler = GeneratedCodeCompiler
+        from . import libm_tanh
+        libm_tanh.install()  # float32 tanh: the C library's bits, compiled in (see there)
     return _compiler
 
 
