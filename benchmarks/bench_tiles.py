@@ -128,13 +128,18 @@ def cases(wp, ks, rng):
     W, Xa = wp.array(w, requires_grad=True), wp.array(x, requires_grad=True)
     Ya = wp.zeros((h, nb * batch), dtype=float, requires_grad=True)
     g = rng.random((h, nb * batch), dtype=np.float32)
+    # the seed in the module's own array, made once, as NumPy's g is (a new 2 MB array each run
+    # cost weft 3 ms of fresh pages, the C library's mmap and munmap: docs/performance.md, stop
+    # 68); copied in each run
+    G = wp.array(g)
 
     def mlp_run(kernel):
         W.grad.zero_()
         Xa.grad.zero_()
+        G.assign(g)
         with wp.Tape() as tape:
             wp.launch_tiled(kernel, dim=[batch], inputs=[W, Xa, Ya], block_dim=64)
-        tape.backward(grads={Ya: wp.array(g)})
+        tape.backward(grads={Ya: G})
         wp.synchronize()
 
     def mlp_numpy():
