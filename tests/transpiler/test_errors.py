@@ -124,3 +124,31 @@ def test_error_is_raised_at_launch_before_running():
     a = wp.zeros(3, dtype=float)
     with pytest.raises(wp.KernelError):
         wp.launch(k_type_mismatch, dim=3, inputs=[a, wp.zeros(3, dtype=wp.float64)])
+
+
+@wp.kernel
+def k_str_precision(A: wp.array2d(dtype=float), C: wp.array2d(dtype=float), mode: str):
+    a = wp.tile_load(A, shape=(4, 4))
+    wp.tile_store(C, wp.tile_matmul(a, a, precision=mode))  # STR PRECISION
+
+
+@wp.kernel
+def k_str_unused(a: wp.array(dtype=float), label: str):
+    a[wp.tid()] = 1.0
+
+
+def test_a_str_parameter_is_refused_where_it_is_used_as_a_literal():
+    """Warp declares a ``str`` parameter but cannot launch one (it cannot pack it), and its code
+    generation refuses one passed where a literal is needed (``precision=``, a ValueError)."""
+    err, text = _error(k_str_precision)
+    assert isinstance(err, wp.KernelError) and isinstance(err, ValueError)
+    line = _line_of("# STR PRECISION")
+    assert text.startswith(f"{__file__}:{line}:")
+    assert "precision must be a string literal, got a non-literal argument" in text
+    assert "'mode' is a str parameter" in text
+    err, text = _error(k_str_unused)
+    assert isinstance(err, wp.KernelTypeError)
+    assert "kernel parameter 'label: str'" in text and "strings as literals only" in text
+    A = wp.zeros((4, 4), dtype=float)
+    with pytest.raises(ValueError, match="got a non-literal argument"):  # at the launch, as Warp
+        wp.launch_tiled(k_str_precision, dim=(1, 1), inputs=[A, A, "tf32"], block_dim=4)

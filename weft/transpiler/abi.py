@@ -68,12 +68,36 @@ def declared_params(src, generic_ok):
             except Exception as exc:  # noqa: BLE001
                 raise error(src, a.annotation, f"cannot evaluate annotation: {exc}",
                             KernelTypeError) from None
+        if value is str:
+            raise _string_parameter(src, a)
         out.append((a.arg, value_type_of(value, lambda m, a=a: error(
             src, a.annotation, m, KernelTypeError)), a))
     if src.tree.args.vararg or src.tree.args.kwarg or src.tree.args.kwonlyargs:
         raise error(src, src.tree, "*args, **kwargs and keyword-only parameters are not "
                     "supported", KernelSyntaxError)
     return out
+
+
+def _string_parameter(src, a):
+    """The error for a ``str`` parameter: kernels take strings as literals only (Warp cannot
+    launch one either: it has no way to pack it). Where the body passes the parameter as an
+    argument that must be a literal (``tile_matmul(..., precision=mode)``), that argument is
+    the one reported, as Warp's code generation reports it."""
+    import ast
+
+    from ..core.errors import KernelTypeError, KernelValueError
+    from .source import error
+    for node in ast.walk(src.tree):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if isinstance(kw.value, ast.Name) and kw.value.id == a.arg:
+                    fn = ast.unparse(node.func).rsplit(".", 1)[-1]
+                    return error(src, kw.value, f"{fn}() {kw.arg} must be a string literal, got "
+                                 f"a non-literal argument ('{a.arg}' is a str parameter)",
+                                 KernelValueError)
+    return error(src, a.annotation, f"kernel parameter '{a.arg}: str': a kernel takes strings "
+                 "as literals only (write the string in the kernel, or pass it through "
+                 "wp.constant or wp.static)", KernelTypeError)
 
 
 def is_generic(t):
