@@ -294,11 +294,79 @@ def parallel_for(typingctx, chunk, n, args):
     return types.none(chunk, n, args), codegen
 
 
+# -- the per-thread copies' memory, kept between launches -------------------------------------
+#
+# An adjoint launch with per-thread copies of an array (``private_buffer``) needs (threads - 1)
+# times the array's bytes, zeroed, for the launch only. Allocated anew each launch, a copy of a
+# few MB came from the C library's ``mmap`` or its heap by the process's history: fresh pages
+# to fault in and, at the ``munmap``, the other cores' address translations flushed (3 ms of a
+# 3.4 ms tile MLP backward, docs/performance.md, stop 68). The buffers are kept here instead: a
+# launch takes one of the size it needs (or a new one), ``reduce_private`` gives it back. The
+# compiled code calls these two functions by symbol (a cached entry links them in any process);
+# a launch that raises before it gives its buffer back leaves that buffer out of the pool.
+
+#: bytes of free buffers kept for later launches (beyond it, a buffer given back is released)
+POOL_BYTES = 2 * PRIVATE_BUDGET
+_pool = {}     # size in bytes -> [free buffer, ...]
+_lent = {}     # address -> (buffer, size in bytes)
+_kept = [0]    # bytes in _pool
+
+
+def _take(nbytes):
+    """The address of a free buffer of ``nbytes`` (32-byte aligned), now lent; 0 if none can be
+    made (the launch then allocates as before)."""
+    try:
+        free = _pool.get(nbytes)
+        if free:
+            buf = free.pop()
+            _kept[0] -= nbytes
+        else:
+            import numpy as np
+            raw = np.empty(nbytes + 32, np.uint8)
+            start = (-raw.ctypes.data) % 32
+            buf = raw[start:start + nbytes]
+        address = buf.ctypes.data
+        _lent[address] = (buf, nbytes)
+        return address
+    except BaseException:  # (MemoryError, an interrupt: never out of a callback)
+        return 0
+
+
+def _give(address):
+    """A lent buffer given back: kept while the pool holds under ``POOL_BYTES``."""
+    try:
+        lent = _lent.pop(address, None)
+        if lent is not None and _kept[0] + lent[1] <= POOL_BYTES:
+            _pool.setdefault(lent[1], []).append(lent[0])
+            _kept[0] += lent[1]
+    except BaseException:
+        pass
+
+
+def _register_pool():
+    import ctypes
+    take = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64)(_take)
+    give = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_give)
+    _callbacks.extend([take, give])  # (alive for the process: compiled code calls them)
+    llvm.add_symbol("weft_private_take", ctypes.cast(take, ctypes.c_void_p).value)
+    llvm.add_symbol("weft_private_give", ctypes.cast(give, ctypes.c_void_p).value)
+
+
+_callbacks = []
+_register_pool()
+
+
+def _pool_function(builder, name, ret, args):
+    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, args), name)
+
+
 @intrinsic
 def private_buffer(typingctx, a, ok):
     """``np.zeros(((threads - 1) if ok else 0,) + a.shape, a.dtype)`` (``np.zeros((0, 0),
-    np.float32)`` for None), allocated in the caller's code: Numba's ``np.zeros`` compiles
-    three functions of its own for every array type."""
+    np.float32)`` for None), made in the caller's code (Numba's ``np.zeros`` compiles three
+    functions of its own for every array type): a buffer of the pool above when it has rows
+    (an array without a meminfo: nothing counts references to it, ``reduce_private`` gives it
+    back), else allocated by the NRT."""
     if isinstance(a, types.NoneType):
         arrty = types.Array(types.float32, 2, "C")
     elif isinstance(a, types.Array):
@@ -309,15 +377,43 @@ def private_buffer(typingctx, a, ok):
     def codegen(context, builder, sig, args):
         intp = context.get_value_type(types.intp)
         if isinstance(a, types.NoneType):
-            shapes = [intp(0), intp(0)]
-        else:
-            ary = context.make_array(a)(context, builder, args[0])
-            rows = builder.select(context.cast(builder, args[1], sig.args[1], types.boolean),
-                                  _copies(context, builder), intp(0))
-            shapes = [rows] + cgutils.unpack_tuple(builder, ary.shape, a.ndim)
-        out, nbytes = _new_array(context, builder, arrty, shapes)
-        cgutils.memset(builder, out.data, nbytes, 0)
-        return out._getvalue()
+            out, nbytes = _new_array(context, builder, arrty, [intp(0), intp(0)])
+            return out._getvalue()
+        ary = context.make_array(a)(context, builder, args[0])
+        rows = builder.select(context.cast(builder, args[1], sig.args[1], types.boolean),
+                              _copies(context, builder), intp(0))
+        shapes = [rows] + cgutils.unpack_tuple(builder, ary.shape, a.ndim)
+        itemsize = intp(context.get_abi_sizeof(context.get_data_type(arrty.dtype)))
+        nbytes = itemsize
+        for dim in shapes:
+            nbytes = builder.mul(nbytes, dim)
+        i8p = ir.IntType(8).as_pointer()
+        null = ir.Constant(i8p, None)
+        slot = cgutils.alloca_once_value(builder, null)
+        with builder.if_then(builder.icmp_signed(">", nbytes, intp(0))):
+            take = _pool_function(builder, "weft_private_take", i8p, [ir.IntType(64)])
+            builder.store(builder.call(take, [nbytes]), slot)
+        got = builder.load(slot)
+        result = cgutils.alloca_once(builder, context.get_value_type(arrty))
+        with builder.if_else(builder.icmp_unsigned("!=", got, null)) as (pooled, fresh):
+            with pooled:
+                from numba.np.arrayobj import populate_array   # (compile time only)
+                strides, size = [], itemsize
+                for dim in reversed(shapes):
+                    strides.append(size)
+                    size = builder.mul(size, dim)
+                out = context.make_array(arrty)(context, builder)
+                populate_array(out, data=builder.bitcast(got, out.data.type),
+                               shape=cgutils.pack_array(builder, shapes),
+                               strides=cgutils.pack_array(builder, strides[::-1]),
+                               itemsize=itemsize, meminfo=None)
+                cgutils.memset(builder, out.data, nbytes, 0)
+                builder.store(out._getvalue(), result)
+            with fresh:
+                out, size = _new_array(context, builder, arrty, shapes)
+                cgutils.memset(builder, out.data, size, 0)
+                builder.store(out._getvalue(), result)
+        return builder.load(result)
 
     return arrty(a, ok), codegen
 
@@ -385,6 +481,7 @@ def reduce_private(typingctx, a, acc):
     if a.layout != "C":
         def any_layout(context, builder, sig, args):
             context.compile_internal(builder, _reduce_any, sig, args)
+            _give_back(builder, context.make_array(acc)(context, builder, args[1]))
             return context.get_dummy_value()
         return sig, any_layout
     flat = types.Array(a.dtype, 1, "C")
@@ -412,9 +509,21 @@ def reduce_private(typingctx, a, acc):
                            itemsize=cps.itemsize, meminfo=cps.meminfo)
             tup = context.make_tuple(builder, tupty, [fv._getvalue(), rv._getvalue()])
             _launch(context, builder, _reduce_rows_py, csig.args, tupty, tup, n)
+        _give_back(builder, cps)
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+def _give_back(builder, copies):
+    """The copies' buffer back to the pool (:func:`private_buffer`'s, without a meminfo)."""
+    i8p = ir.IntType(8).as_pointer()
+    pooled = builder.and_(
+        builder.icmp_unsigned("==", copies.meminfo, ir.Constant(copies.meminfo.type, None)),
+        builder.icmp_unsigned("!=", copies.data, ir.Constant(copies.data.type, None)))
+    with builder.if_then(pooled):
+        give = _pool_function(builder, "weft_private_give", ir.VoidType(), [i8p])
+        builder.call(give, [builder.bitcast(copies.data, i8p)])
 
 
 @intrinsic
