@@ -105,3 +105,40 @@ def test_reduce_of_copies_adds_in_copy_order_by_blocks():
     _reduce_rows_py(1000, n - 9, a, acc)
     np.testing.assert_array_equal(a, expected)
     assert not np.array_equal(a, a0 + (acc[0] + acc[1] + acc[2]))  # the order matters here
+
+
+def test_copies_come_from_a_pool_kept_between_launches_and_start_at_zero():
+    """The per-thread copies are lent from ``threads._pool`` and given back after the launch's
+    reduction: the next launch of the same size reuses the buffer (zeroed again: the sums stay
+    exact, never the previous launch's added in), and none stays lent."""
+    import numba
+
+    from weft.native import threads
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        import pytest
+        pytest.skip("one thread: no copies")
+    vals = np.random.default_rng(4).integers(0, 8, N).astype(np.float64) * 0.25
+    nbytes = 7 * 8 * (numba.get_num_threads() - 1)  # the copies of bins: (threads - 1) x 7
+    seen = []
+    for _ in range(3):
+        bins = wp.zeros(7, dtype=wp.float64)
+        wp.launch(scatter, N, inputs=[wp.array(vals, dtype=wp.float64), bins])
+        np.testing.assert_array_equal(bins.numpy(), _expected_bins(vals))
+        assert not threads._lent  # given back
+        free = threads._pool.get(nbytes, [])
+        assert free  # kept for the next launch
+        seen.append(free[-1].ctypes.data)
+    assert seen[0] == seen[1] == seen[2]  # the same buffer each time
+    # the adjoint's copies as well (x's gradient: every thread reads x)
+    x = wp.array(np.random.default_rng(1).random((11, 3)), dtype=wp.vec3d, requires_grad=True)
+    counts = np.bincount(np.arange(N) % 11, minlength=11).astype(np.float64)
+    expected = np.stack([2.0 * counts, np.zeros(11), counts], 1)
+    for _ in range(2):
+        x.grad.zero_()
+        y = wp.zeros(N, dtype=wp.float64, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(gather, N, inputs=[x], outputs=[y])
+        tape.backward(grads={y: np.ones(N)})
+        np.testing.assert_array_equal(x.grad.numpy(), expected)
+        assert not threads._lent
