@@ -124,3 +124,24 @@ def test_the_choice_is_in_the_cache_key_and_can_be_turned_off(tmp_path):
     assert keys["0"][0] == "libm"
     assert keys["1"][0] == libm_tanh.variant()
     assert (keys["0"][1] != keys["1"][1]) == (libm_tanh.variant() == "fdlibm")
+
+
+def test_generated_code_compiles_tanh_in_and_other_code_keeps_the_call():
+    """The values above equal the library's either way; this checks which way ran: generated
+    code (compiled in ``compiling_generated_code``) has no call of ``tanhf`` where the variant
+    is fdlibm's, a user's own Numba function keeps it."""
+    from weft.runtime import numba_passes
+    libm_tanh.install()
+
+    def f(x):
+        return np.tanh(x)
+
+    generated = numba.njit(error_model="numpy")(f)
+    with numba_passes.compiling_generated_code():
+        generated.compile((numba.float32,))
+    text = generated.inspect_llvm(generated.signatures[0])
+    assert ("@tanhf(" in text) == (libm_tanh.variant() != "fdlibm")
+    assert generated(np.float32(0.75)) == _library_tanhf(np.array([0.75], np.float32))[0]
+    own = numba.njit(error_model="numpy")(f)
+    own.compile((numba.float32,))
+    assert "@tanhf(" in own.inspect_llvm(own.signatures[0])
