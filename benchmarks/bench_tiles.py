@@ -1,6 +1,6 @@
 """Tile kernels: weft against Warp's CPU backend and NumPy, results checked equal first.
 
-    python benchmarks/bench_tiles.py [--repeat 5] [--no-warp]
+    python benchmarks/bench_tiles.py [--repeat 20] [--no-warp]
 
 Cases (each a tiled launch, one block per tile problem, the blocks over every core):
 
@@ -15,6 +15,12 @@ Times are the best of ``--repeat`` runs after a warm-up launch (compiles exclude
 weft's compile helpers have finished (one left running by the previous run of this script made a
 case of the next run 12x slower); ratios are weft's time over the other's (below 1: weft is
 faster).
+
+Why 20 runs: on this 2-core virtual machine the first 2-4 threaded launches after the process
+idles (or after NumPy's OpenBLAS threads have run) take 4-8 ms each instead of 0.2-0.4 ms, the
+woken OpenMP worker waiting for a core; a plain ``numba.prange`` loop does the same
+(docs/performance.md, stop 69). Warp's CPU launches are serial and do not wake a worker. With 5
+runs the best could be one of those; with 20 it is the steady state.
 """
 import argparse
 import os
@@ -178,7 +184,7 @@ def measure(wp, repeat):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--no-warp", action="store_true")
     args = ap.parse_args()
     _wait_for_helpers()  # a helper left by an earlier run finishes its queue after that exits
