@@ -53,6 +53,8 @@ from .runtime.texture import (Texture, Texture1D, Texture2D, Texture3D,  # noqa:
 from .runtime.geometry_types import (MeshQueryPoint, MeshQueryRay, MeshQueryAABB,  # noqa: E402
                                      MeshQuery, BvhQuery)
 from .stdlib.geometry import HASH_GRID_QUERY as HashGridQuery  # noqa: E402
+from .stdlib.tiles.queries import BVH_TILED as BvhQueryTiled  # noqa: E402
+from .stdlib.tiles.queries import MESH_TILED as MeshQueryAABBTiled  # noqa: E402
 from .runtime.matmul import matmul, batched_matmul  # noqa: E402
 from .runtime.graph import (Graph, ScopedCapture, capture_begin, capture_end,  # noqa: E402
                             capture_if, capture_launch, capture_pause, capture_while,

@@ -375,8 +375,10 @@ class _vector4(_Value):
 
 
 class BvhQuery(_vector16): ...
+class BvhQueryTiled(_vector16): ...
 class HashGridQuery(_vector16): ...
 class MeshQuery(_vector16): ...
+class MeshQueryAABBTiled(_vector16): ...
 class mat22(_matrix2x2): ...
 class mat22d(_matrix2x2): ...
 class mat22h(_matrix2x2): ...
@@ -800,6 +802,10 @@ def bvh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
     """bvh_query_aabb(id: uint64, low: vec3, high: vec3[, root: int32]) -> bvh_query_t"""
 
 
+def bvh_query_aabb_tiled(*args: _Any, **kwargs: _Any) -> _Any:
+    """bvh_query_aabb_tiled(id: uint64, low: vec3, high: vec3) -> BvhQueryTiled"""
+
+
 def bvh_query_capsule(*args: _Any, **kwargs: _Any) -> _Any:
     """bvh_query_capsule(id: uint64, start: vec3, dir: vec3, radius: float32[, root: int32]) -> bvh_query_t"""
 
@@ -808,8 +814,16 @@ def bvh_query_next(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.bvh_query_next (kernel language)"""
 
 
+def bvh_query_next_tiled(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.bvh_query_next_tiled (kernel language)"""
+
+
 def bvh_query_ray(*args: _Any, **kwargs: _Any) -> _Any:
     """bvh_query_ray(id: uint64, start: vec3, dir: vec3[, root: int32]) -> bvh_query_t"""
+
+
+def bvh_query_ray_tiled(*args: _Any, **kwargs: _Any) -> _Any:
+    """bvh_query_ray_tiled(id: uint64, start: vec3, dir: vec3) -> BvhQueryTiled"""
 
 
 def bvh_query_sphere(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1075,6 +1089,14 @@ def mesh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
 
 def mesh_query_aabb_next(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.mesh_query_aabb_next (kernel language)"""
+
+
+def mesh_query_aabb_next_tiled(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.mesh_query_aabb_next_tiled (kernel language)"""
+
+
+def mesh_query_aabb_tiled(*args: _Any, **kwargs: _Any) -> _Any:
+    """mesh_query_aabb_tiled(id: uint64, low: vec3, high: vec3) -> MeshQueryAABBTiled"""
 
 
 def mesh_query_furthest_point_no_sign(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1491,6 +1513,18 @@ def tile_broadcast(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_broadcast (kernel language)"""
 
 
+def tile_bvh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_bvh_query_aabb(id: uint64, low: vec3, high: vec3) -> BvhQueryTiled"""
+
+
+def tile_bvh_query_next(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_bvh_query_next (kernel language)"""
+
+
+def tile_bvh_query_ray(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_bvh_query_ray(id: uint64, start: vec3, dir: vec3) -> BvhQueryTiled"""
+
+
 def tile_cholesky(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_cholesky (kernel language)"""
 
@@ -1567,12 +1601,24 @@ def tile_max(*args: _Any, **kwargs: _Any) -> _Any:
     """tile_max(t) -> a tile of one element"""
 
 
+def tile_mesh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_mesh_query_aabb(id: uint64, low: vec3, high: vec3) -> MeshQueryAABBTiled"""
+
+
+def tile_mesh_query_aabb_next(*args: _Any, **kwargs: _Any) -> _Any:
+    """wp.tile_mesh_query_aabb_next (kernel language)"""
+
+
 def tile_min(*args: _Any, **kwargs: _Any) -> _Any:
     """tile_min(t) -> a tile of one element"""
 
 
 def tile_ones(*args: _Any, **kwargs: _Any) -> _Any:
     """wp.tile_ones (kernel language)"""
+
+
+def tile_query_valid(*args: _Any, **kwargs: _Any) -> _Any:
+    """tile_query_valid(query) -> bool: False once a step of the block's query found nothing"""
 
 
 def tile_randf(*args: _Any, **kwargs: _Any) -> _Any:

@@ -1263,3 +1263,21 @@ def test_tile_sum_in_the_cpu_order():
         out = np.zeros(1, np.float32)
         total[1, 1](x, out)
         assert out[0] == tiles.tile_sum_scalar(x), n
+
+
+def test_a_blocks_geometry_query_is_refused_on_cuda():
+    # tile_bvh_query_next / tile_mesh_query_aabb_next run on the CPU only (docs/tiles.md; weft
+    # builds its BVHs and meshes on the CPU only): refused when compiled, at the line
+    @wp.kernel(module="unique")
+    def tiled_query(bvh: wp.uint64, hits: wp.array(dtype=int)):
+        query = wp.tile_bvh_query_aabb(bvh, wp.vec3(0.0), wp.vec3(1.0))
+        while wp.tile_query_valid(query):
+            item = wp.untile(wp.tile_bvh_query_next(query))
+            if item >= 0:
+                wp.atomic_add(hits, item, 1)
+
+    hits = wp.zeros(4, dtype=int, device="cuda")
+    with pytest.raises(KernelError, match=r"test_cuda_tiles.py:\d+:\d+: in kernel 'tiled_query'"
+                       r"(.|\n)*tile_bvh_query_next is not supported on CUDA yet"):
+        wp.launch_tiled(tiled_query, dim=1, inputs=[wp.uint64(0), hits], block_dim=4,
+                        device="cuda")

@@ -209,9 +209,9 @@ _HELPERS = {
 #: they read registered objects (and the iterators advance their state), so none is pure; their
 #: derivatives are the builtins' own rules (``_adj``/``_tan`` queries), not second order's
 GEOMETRY = tuple("""
-    bvh_group_root bvh_next bvh_query bvh_query_capsule hg_next hg_point_id hg_query
-    mesh_eval mesh_eval_adj mesh_eval_tan mesh_furthest_point_no_sign mesh_get_index
-    mesh_group_root mesh_next mesh_point mesh_point_no_sign mesh_point_sign_normal
+    bvh_group_root bvh_next bvh_next_batch bvh_query bvh_query_capsule hg_next hg_point_id
+    hg_query mesh_eval mesh_eval_adj mesh_eval_tan mesh_furthest_point_no_sign mesh_get_index
+    mesh_group_root mesh_next mesh_next_batch mesh_point mesh_point_no_sign mesh_point_sign_normal
     mesh_point_sign_parity mesh_point_sign_winding_number mesh_query_aabb mesh_ray
     mesh_ray_anyhit mesh_ray_count mesh_vertex mesh_vertex_adj mesh_vertex_tan tri_tri tri_tri_d
     vol_grad_d vol_grad_f vol_hess_d vol_hess_f vol_jac_v vol_lookup_d vol_lookup_f vol_lookup_i

@@ -477,9 +477,53 @@ def geo_bvh_next(q, max_dist):
     return _pack_state(1 if found else 0, item, q[2], s)
 
 
+def _batch_words(q, s, out):
+    """The query's 16 words (``_pack_state``) at the start of a tiled query's batch ``out``,
+    its first word 1 while the batch holds an item (``tile_query_valid``)."""
+    w = _pack_state(0, -1, q[2], s)
+    for k in range(16):
+        out[k] = w[k]
+    out[0] = 1 if out[16] >= 0 else 0
+
+
+def geo_bvh_next_batch(q, out):
+    """A block's step of a tiled BVH query (``tile_bvh_query_next``): the next items in
+    ``out[16:]``, -1 past the last, after the query's new words (``_batch_words``). ``out`` is
+    the kernel's (these helpers allocate nothing; nor do they return an array: compiled without
+    reference counting, a returned argument would be released once more by the caller)."""
+    d = view_i64(q[2], BVH_WORDS)
+    bounds = view_f32(d[3], d[4]).reshape((d[4] // 6, 6))
+    links = view_i32(d[5], d[6]).reshape((d[6] // 4, 4))
+    prims = view_i32(d[7], d[8])
+    lowers = view_f32(d[9], d[10]).reshape((d[10] // 3, 3))
+    uppers = view_f32(d[11], d[12]).reshape((d[12] // 3, 3))
+    s = _unpack_state(q)
+    found = True
+    for k in range(out.shape[0] - 16):
+        item = -1
+        if found:
+            found, item, s = bvh_query_next(bounds, links, prims, lowers, uppers, s,
+                                            np.float32(np.inf))
+        out[16 + k] = item if found else -1
+    _batch_words(q, s, out)
+
+
+def geo_mesh_next_batch(q, out):
+    """``tile_mesh_query_aabb_next``: as ``geo_bvh_next_batch``, the next faces."""
+    bounds, links, prims, tris = _mesh_bvh(view_i64(q[2], MESH_WORDS))
+    s = _unpack_state(q)
+    found = True
+    for k in range(out.shape[0] - 16):
+        face = -1
+        if found:
+            found, face, s = mesh_query_next(bounds, links, prims, tris, s)
+        out[16 + k] = face if found else -1
+    _batch_words(q, s, out)
+
+
 #: the wrappers, in dependency order (they call the cores, never each other)
 PORTABLE = ("f32_bits", "bits_f32", "_pack_state", "_unpack_state", "_mesh_bvh",
-            "_values_len", "_mesh_average") + \
+            "_values_len", "_mesh_average", "_batch_words") + \
     tuple(n for n in list(globals()) if n.startswith("geo_"))
 #: wrappers inlined into kernels on the CPU (the iterator step runs once per candidate)
 INLINE = ("geo_hg_next", "geo_mesh_next", "geo_bvh_next", "_pack_state", "_unpack_state",

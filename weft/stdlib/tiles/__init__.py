@@ -24,7 +24,8 @@ module imports them all, in the order their code first appeared in the former si
 - :mod:`.shape`: ``tile_transpose``, ``tile_astype``, ``tile_reshape``/``squeeze``/``broadcast``;
 - :mod:`.threads`: ``wp.tile``, ``untile``, ``tile_from_thread``, ``block_dim``, per-lane scatters;
 - :mod:`.views`: ``tile_view``, ``tile_assign`` and subscripts of tiles;
-- :mod:`.stacks`: tile stacks.
+- :mod:`.stacks`: tile stacks;
+- :mod:`.queries`: a block's BVH and mesh queries (``tile_bvh_query_aabb``, ...).
 
 The dense linear algebra and the transforms are :mod:`weft.stdlib.tiles_algebra`.
 """
@@ -40,6 +41,7 @@ from . import shape  # noqa: F401
 from . import threads  # noqa: F401
 from . import views  # noqa: F401
 from . import stacks  # noqa: F401
+from . import queries  # noqa: F401
 from .common import store_back
 from .elements import tile_operator
 from .views import assign_subscript, atomic_subscript, check_augmented, subscript
