@@ -397,16 +397,7 @@ def private_buffer(typingctx, a, ok):
         result = cgutils.alloca_once(builder, context.get_value_type(arrty))
         with builder.if_else(builder.icmp_unsigned("!=", got, null)) as (pooled, fresh):
             with pooled:
-                from numba.np.arrayobj import populate_array   # (compile time only)
-                strides, size = [], itemsize
-                for dim in reversed(shapes):
-                    strides.append(size)
-                    size = builder.mul(size, dim)
-                out = context.make_array(arrty)(context, builder)
-                populate_array(out, data=builder.bitcast(got, out.data.type),
-                               shape=cgutils.pack_array(builder, shapes),
-                               strides=cgutils.pack_array(builder, strides[::-1]),
-                               itemsize=itemsize, meminfo=None)
+                out, _ = _c_array(context, builder, arrty, shapes, lambda size: (got, None))
                 cgutils.memset(builder, out.data, nbytes, 0)
                 builder.store(out._getvalue(), result)
             with fresh:
@@ -425,6 +416,15 @@ def _new_array(context, builder, arrty, shapes):
     a compiled allocator function of ``numba.np.arrayobj``, whose environment a cached entry
     rebuilds at load by importing that module (with its dependencies, 25-55 ms of every warm
     start): this emits the allocation directly."""
+    def allocate(size):
+        meminfo = context.nrt.meminfo_alloc_aligned(builder, size=size, align=32)
+        return context.nrt.meminfo_data(builder, meminfo), meminfo
+    return _c_array(context, builder, arrty, shapes, allocate)
+
+
+def _c_array(context, builder, arrty, shapes, memory):
+    """``(array, its size in bytes)``: a C-contiguous array of type ``arrty`` and shape
+    ``shapes`` on the memory ``memory(size)`` gives (``(data pointer, meminfo or None)``)."""
     from numba.np.arrayobj import populate_array   # (compile time only)
     intp = context.get_value_type(types.intp)
     itemsize = intp(context.get_abi_sizeof(context.get_data_type(arrty.dtype)))
@@ -432,10 +432,10 @@ def _new_array(context, builder, arrty, shapes):
     for dim in reversed(shapes):
         strides.append(size)
         size = builder.mul(size, dim)
-    meminfo = context.nrt.meminfo_alloc_aligned(builder, size=size, align=32)
+    data, meminfo = memory(size)
     ary = context.make_array(arrty)(context, builder)
-    data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo), ary.data.type)
-    populate_array(ary, data=data, shape=cgutils.pack_array(builder, shapes),
+    populate_array(ary, data=builder.bitcast(data, ary.data.type),
+                   shape=cgutils.pack_array(builder, shapes),
                    strides=cgutils.pack_array(builder, strides[::-1]), itemsize=itemsize,
                    meminfo=meminfo)
     return ary, size
