@@ -179,3 +179,11 @@ def test_refusals():
         k = wp.kernel(fn)
         with pytest.raises(KernelError, match=msg):
             wp.launch_tiled(k, dim=[1], inputs=[wp.uint64(0), out], block_dim=1)
+
+
+def test_warps_former_names_warn_when_compiled():
+    # Warp 1.18 renamed bvh_query_aabb_tiled & co.; compiling the old names warns (Warp too)
+    from weft.stdlib.tiles import queries
+    with pytest.warns(DeprecationWarning, match=r"wp\.bvh_query_next_tiled\(\) is deprecated "
+                      r"since Warp 1\.18; use wp\.tile_bvh_query_next\(\)"):
+        queries._deprecated("bvh_query_next_tiled", "tile_bvh_query_next")

@@ -20,6 +20,7 @@ differentiable (a query's results are discrete choices, as in Warp). Refused on 
 from __future__ import annotations
 
 import ast
+import warnings
 
 from ...core import types as T
 from .. import lanes
@@ -45,7 +46,14 @@ def _started(q, qtype):
     return Ex(ast.BinOp(one, ast.Add(), rest), qtype)
 
 
-def _start(name, helper, kind, qtype, what, pts):
+def _deprecated(name, replacement):
+    """Warp 1.18 renamed the ``*_tiled`` queries: the old name still works, with its warning."""
+    if replacement:
+        warnings.warn(f"wp.{name}() is deprecated since Warp 1.18; use wp.{replacement}() "
+                      "instead", DeprecationWarning, stacklevel=2)
+
+
+def _start(name, helper, kind, qtype, what, pts, replacement=None):
     @builtin(name, [f"{name}(id: uint64, {pts}) -> {qtype.__name__}"],
              lambda ts, attrs=None: qtype if len(ts) == 3 and _id(ts[0]) and _v3(ts[1]) and
              _v3(ts[2]) else None, differentiable=False)
@@ -54,6 +62,7 @@ def _start(name, helper, kind, qtype, what, pts):
                    "a loop guarded by ``tile_query_valid``.")
 
         def primal(oid, a, b):
+            _deprecated(name, replacement)
             args = [oid, const(kind, T.int32), *_xyz(a), *_xyz(b)]
             if helper == "_wk.geo_bvh_query":
                 args.append(const(-1, T.int32))  # the root: the whole tree
@@ -69,11 +78,11 @@ tile_mesh_query_aabb = _start("tile_mesh_query_aabb", "_wk.geo_mesh_query_aabb",
                               "mesh", "low: vec3, high: vec3")
 # Warp's names before 1.18 (deprecated there, the same builtins)
 bvh_query_aabb_tiled = _start("bvh_query_aabb_tiled", "_wk.geo_bvh_query", 0, BVH_TILED, "BVH",
-                              "low: vec3, high: vec3")
+                              "low: vec3, high: vec3", "tile_bvh_query_aabb")
 bvh_query_ray_tiled = _start("bvh_query_ray_tiled", "_wk.geo_bvh_query", 1, BVH_TILED, "BVH",
-                             "start: vec3, dir: vec3")
+                             "start: vec3, dir: vec3", "tile_bvh_query_ray")
 mesh_query_aabb_tiled = _start("mesh_query_aabb_tiled", "_wk.geo_mesh_query_aabb", 0,
-                               MESH_TILED, "mesh", "low: vec3, high: vec3")
+                               MESH_TILED, "mesh", "low: vec3, high: vec3", "tile_mesh_query_aabb")
 
 
 @builtin("tile_query_valid", ["tile_query_valid(query) -> bool: False once a step of the "
@@ -117,8 +126,9 @@ class _tile_query_items:
                            []), T.TileType(T.int32, (n,)))
 
 
-def _next_form(name, qtype, helper, what):
+def _next_form(name, qtype, helper, what, replacement=None):
     def lower(ctx, node):
+        _deprecated(name, replacement)
         if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Name):
             raise ctx.fail(node, f"{name}(query) takes the variable holding the block's "
                            f"{what} query")
@@ -145,11 +155,12 @@ def _next_form(name, qtype, helper, what):
 tile_bvh_query_next = _next_form("tile_bvh_query_next", BVH_TILED,
                                  "_wk.geo_bvh_next_batch", "BVH")
 bvh_query_next_tiled = _next_form("bvh_query_next_tiled", BVH_TILED,
-                                  "_wk.geo_bvh_next_batch", "BVH")
+                                  "_wk.geo_bvh_next_batch", "BVH", "tile_bvh_query_next")
 tile_mesh_query_aabb_next = _next_form("tile_mesh_query_aabb_next", MESH_TILED,
                                        "_wk.geo_mesh_next_batch", "Mesh")
 mesh_query_aabb_next_tiled = _next_form("mesh_query_aabb_next_tiled", MESH_TILED,
-                                        "_wk.geo_mesh_next_batch", "Mesh")
+                                        "_wk.geo_mesh_next_batch", "Mesh",
+                                        "tile_mesh_query_aabb_next")
 
 
 def _mark_kinds():
