@@ -14,7 +14,8 @@ to weft with ``WEFT_ASSET_DIR``). An example without an ``Example`` class (``cor
 check their own results; they take numpy from ``warp.tests.unittest_utils``, which weft's copy
 imports instead. A script (no ``Example``, and test functions, if any, that need more than a
 device: ``tile/example_tile_matmul``) runs as a program; the numbers it prints are compared.
-``Example`` arguments without defaults get ``seed=42``, ``train_iters=3``. ``--mode debug``
+``Example`` arguments without defaults get ``seed=42``, ``train_iters=3``; ``headless=True`` where
+the example takes it (no window). ``--mode debug``
 runs weft's copy with every array access checked.
 """
 from __future__ import annotations
@@ -45,6 +46,8 @@ t0 = time.perf_counter()
 if hasattr(m, "Example"):
     params = inspect.signature(m.Example.__init__).parameters
     kw = {"stage_path": None} if "stage_path" in params else {}
+    if "headless" in params:  # no window (example_tile_nbody plots with matplotlib otherwise)
+        kw["headless"] = True
     kw.update({n: v for n, v in (("seed", 42), ("train_iters", 3))
                if n in params and params[n].default is inspect.Parameter.empty})
     ex = m.Example(**kw)
