@@ -146,6 +146,7 @@ def test_mesh_aabb_faces(lanes):
     np.testing.assert_array_equal(hits.numpy(), expected.astype(int))
 
 
+@pytest.mark.filterwarnings("ignore:wp.bvh_query:DeprecationWarning")  # the former names
 @pytest.mark.parametrize("block_dim", [1, 8])
 def test_the_step_is_a_tile(lanes, block_dim):
     lo, hi = _boxes(seed=11)
