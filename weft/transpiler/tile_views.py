@@ -7,8 +7,9 @@ is ``t = _wk.tile_viewN(a, ...)`` (the same arguments) exactly when
 - ``t`` is a name assigned once in the function (not a parameter, not rebound in a loop);
 - every read of ``t`` is in a statement after the load in the same block;
 - the statements from the load's next one to the last that reads ``t`` write nothing: no
-  subscript is assigned, and every call is one the vocabulary marks pure (a store, an atomic,
-  an adjoint's add into an array, a call of another generated function are not);
+  subscript is assigned, and every call is one the vocabulary marks pure or of a generated
+  function of the module that writes nothing and calls only such (:func:`pure_functions`; a
+  store, an atomic, an adjoint's add into an array, any other generated function are not);
 - every read of ``t`` is an operand of an arithmetic operator or an argument of a helper whose
   result is a new array (``weft.native.tiles.FRESH``), so no other name can hold the view.
 
@@ -156,10 +157,11 @@ def _adjoint_reset(call, adjoints):
     return called_name(call.func) in _STORES and type(a) is ast.Name and a.id in adjoints
 
 
-def _writes_nothing(st, local, adjoints=()):
-    """Whether statement ``st`` calls only pure functions and assigns no element but of
-    ``local`` arrays (or resets a region of one of ``adjoints``: given for a load of a primal
-    array, which a store into an adjoint array does not write)."""
+def _writes_nothing(st, local, adjoints=(), pure=()):
+    """Whether statement ``st`` calls only pure functions (the vocabulary's, or the module's
+    generated functions in ``pure``) and assigns no element but of ``local`` arrays (or resets
+    a region of one of ``adjoints``: given for a load of a primal array, which a store into an
+    adjoint array does not write)."""
     for node in ast.walk(st):
         kind = type(node)
         if kind is ast.Subscript and type(node.ctx) is not ast.Load:
@@ -167,6 +169,7 @@ def _writes_nothing(st, local, adjoints=()):
             if type(base) is not ast.Name or base.id not in local:
                 return False
         elif kind is ast.Call and not is_pure(called_name(node.func)) and \
+                called_name(node.func) not in pure and \
                 _reshape_of(node) is None and not _adjoint_reset(node, adjoints):
             return False
         elif kind in (ast.Delete, ast.Global, ast.Nonlocal) or \
@@ -178,10 +181,14 @@ def _writes_nothing(st, local, adjoints=()):
 def _consumed(node, parent, ndim, fresh):
     """Whether a read of a tile (``ndim`` None) or of a reshaped name for it (``ndim`` its
     dimensions) only feeds a new value: an operand of an operator, an argument of a ``fresh``
-    helper, or (a reshaped name) one element, indexed in every dimension."""
+    helper, one scalar element read by ``tile_extract`` (tagged ``weft_element``), or (a
+    reshaped name) one element, indexed in every dimension."""
     if type(parent) in (ast.BinOp, ast.UnaryOp):
         return True
     if type(parent) is ast.Call and node in parent.args and called_name(parent.func) in fresh:
+        return True
+    if type(parent) is ast.Subscript and parent.value is node and \
+            getattr(parent, "weft_element", False):   # one scalar element (tile_extract)
         return True
     if ndim is None or type(parent) is not ast.Subscript or parent.value is not node or \
             type(parent.ctx) is not ast.Load:
@@ -201,7 +208,7 @@ def _loads(fdef):
                 yield block, k, st
 
 
-def _viewable(index, block, k, local, fresh, adjoints):
+def _viewable(index, block, k, local, fresh, adjoints, pure=()):
     """Whether the load ``block[k]`` may read its array in place (the module's rule)."""
     t = block[k].targets[0].id
     if not index.once(t):
@@ -231,7 +238,7 @@ def _viewable(index, block, k, local, fresh, adjoints):
                 seen, last = seen + len(reads), j
     src = block[k].value.args[0] if block[k].value.args else None
     resets = adjoints if type(src) is ast.Name and src.id not in adjoints else ()
-    return seen == wanted and all(_writes_nothing(s, local, resets)
+    return seen == wanted and all(_writes_nothing(s, local, resets, pure)
                                   for s in block[k + 1:last + 1])
 
 
@@ -287,7 +294,23 @@ def scalars(fdef, index=None):
     return made
 
 
-def views(fdef, fresh, index=None):
+def pure_functions(defs):
+    """The names of the module's generated functions that write no array and call only pure
+    functions or each other (a ``@wp.func`` of values, as an n-body interaction): a call of
+    one between a load and its last read keeps the load a view."""
+    funcs = {d.name: d for d in defs if isinstance(d, ast.FunctionDef)}
+    pure = set(funcs)
+    changed = True
+    while changed:
+        changed = False
+        for name in sorted(pure):
+            if not all(_writes_nothing(st, (), (), pure) for st in funcs[name].body):
+                pure.discard(name)
+                changed = True
+    return pure
+
+
+def views(fdef, fresh, index=None, pure=()):
     """``fdef`` with its eligible loads made views (in place); the number made."""
     loads = list(_loads(fdef))
     if not loads:
@@ -297,7 +320,7 @@ def views(fdef, fresh, index=None):
     adjoints = _adjoint_arrays(fdef, index)
     made = 0
     for block, k, st in loads:
-        if _viewable(index, block, k, local, fresh, adjoints):
+        if _viewable(index, block, k, local, fresh, adjoints, pure):
             st.value.func.attr = _LOADS[called_name(st.value.func)]
             made += 1
     return made
@@ -398,10 +421,11 @@ def run(state):
     if not any(abi.tile_work for abi in state.abis.values()):
         return state
     fresh = _fresh()
+    pure = pure_functions(state.defs)
     for d in state.defs:
         if isinstance(d, ast.FunctionDef):
             index = _Index(d)
-            views(d, fresh, index)     # renames calls only: the index stays true
+            views(d, fresh, index, pure)  # renames calls only: the index stays true
             scalars(d, index)          # replaces subscripts
             zero_products(d, index)    # removes statements
             private_tile_adds(d)       # replaces statements: last

@@ -20,6 +20,14 @@ TILE_OPERATORS = {}
 
 
 # ----------------------------------------------------------------------------- elements
+def _element_read(tile, index):
+    """``tile[index]``, one scalar of the tile's array, tagged as such: pass ``tile_views`` lets
+    a load that only such reads consume read its array in place."""
+    node = ast.Subscript(tile, index, ast.Load())
+    node.weft_element = True
+    return node
+
+
 @builtin("tile_extract", ["t[i, j]"], lambda ts, a=None: ts[0].dtype if T.is_tile_type(ts[0]) and
          len(ts) - 1 == len(ts[0].shape) and all(T.is_int(x) for x in ts[1:]) else None,
          public=False)
@@ -28,10 +36,21 @@ class tile_extract:
         sl = _tuple([i.node for i in idx])
         dt = t.type.dtype
         if not T.is_composite(dt):
-            return Ex(ast.Subscript(t.node, sl, ast.Load()), dt)
-        v = _let(_wk("tile_get_vec", t.node, sl), "ev")
-        return Ex(_tuple([ast.Subscript(v, _int(c), ast.Load())
-                          for c in range(_elem_len(dt))]), dt)
+            return Ex(_element_read(t.node, sl), dt)
+        target = _target.get()
+        if target is not None and target.name == "cuda" or len(T.element_shape(dt)) != 1:
+            # CUDA's tile pass turns the helper into a view of the element in shared memory; a
+            # matrix's components may be held flat (the lanes pass's per-lane buffers): the
+            # helper reads either layout
+            v = _let(_wk("tile_get_vec", t.node, sl), "ev")
+            return Ex(_tuple([ast.Subscript(v, _int(c), ast.Load())
+                              for c in range(_elem_len(dt))]), dt)
+        # the CPU, vectors (quaternions, transforms): each component read where it is
+        # (t[i, c]); a view of the element per read counted a reference on the tile,
+        # atomically (an n-body loop over a tile's vec3s ran 12x slower than over the array)
+        comps = [_element_read(t.node, _tuple([i.node for i in idx] + [_int(c)]))
+                 for c in range(dt._length_)]
+        return Ex(_tuple(comps), dt)
 
     def adjoint(t, *idx, ret, adj):
         sl = _tuple([i.node for i in idx])
