@@ -378,3 +378,74 @@ def test_fresh_helpers_never_return_their_arguments_memory():
                 if isinstance(a, np.ndarray):
                     assert not np.shares_memory(leaf, a), name
     # the numeric cores (tile_kernels) are checked on every call of test_tile_kernels.py
+
+
+def test_the_pure_function_rule():
+    # the module's generated functions that write nothing (and call only pure functions or
+    # each other) keep a load a view across their calls; one that writes an array, or calls
+    # one that does, does not
+    module = ast.parse(textwrap.dedent("""
+        def interact(p, q):
+            return (q[0] - p[0], np.sqrt(q[1]))
+        def via(p, q):
+            return interact(p, q)
+        def writes(out, q):
+            out[0] = q[0]
+            return q
+        def via_writes(out, q):
+            return writes(out, q)
+        def prints(q):
+            print(q)
+            return q
+    """)).body
+    assert tile_views.pure_functions(module) == {"interact", "via"}
+    fdef = ast.parse("def f(a, b, i):\n    t = _wk.tile_load1(a, i, 8)\n"
+                     "    for j in range(8):\n        x = via(b, (t[j, 0], t[j, 1]))\n"
+                     "    u = _wk.tile_sum(t)").body[0]
+    for pure, want in (({"interact", "via"}, "tile_view1"), (set(), "tile_load1")):
+        f = ast.parse(ast.unparse(fdef)).body[0]
+        for node in ast.walk(f):
+            if isinstance(node, ast.Subscript) and getattr(node.value, "id", "") == "t":
+                node.weft_element = True   # as tile_extract tags its element reads
+        tile_views.views(f, tile_views._fresh(), pure=pure)
+        assert want in ast.unparse(f)
+    # untagged subscripts of the tile (a row, a slice: a view that could escape) keep the copy
+    f = ast.parse(ast.unparse(fdef)).body[0]
+    tile_views.views(f, tile_views._fresh(), pure={"interact", "via"})
+    assert "tile_load1" in ast.unparse(f)
+
+
+TB = wp.constant(16)
+
+
+@wp.func
+def pull(p0: wp.vec3, p: wp.vec3):
+    r = p - p0
+    d = wp.length_sq(r) + 0.01
+    inv = 1.0 / wp.sqrt(d)
+    return inv * inv * inv * r
+
+
+@wp.kernel
+def nbody(pos: wp.array(dtype=wp.vec3), acc_out: wp.array(dtype=wp.vec3), n: int):
+    i = wp.tid()
+    p0 = pos[i]
+    acc = wp.vec3(0.0)
+    for k in range(n / TB):
+        t = wp.tile_load(pos, shape=TB, offset=k * TB)   # Warp's example_tile_nbody
+        for j in range(TB):
+            acc += pull(p0, t[j])
+    acc_out[i] = acc
+
+
+def test_elements_of_a_tile_of_vectors_read_in_place():
+    src = nbody.source("forward")
+    assert "_wk.tile_view1(pos" in src and "tile_get_vec" not in src
+    n = 64
+    p = np.random.default_rng(5).random((n, 3)).astype(np.float32)
+    out = wp.zeros(n, dtype=wp.vec3)
+    wp.launch(nbody, n, inputs=[wp.array(p, dtype=wp.vec3), out, n], block_dim=TB)
+    r = p[None, :, :].astype(np.float64) - p[:, None, :]
+    inv = 1.0 / np.sqrt((r * r).sum(axis=2) + 0.01)
+    np.testing.assert_allclose(out.numpy(), ((inv ** 3)[:, :, None] * r).sum(axis=1),
+                               rtol=2e-4, atol=2e-4)
