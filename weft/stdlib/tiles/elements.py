@@ -48,6 +48,7 @@ class tile_extract:
         # the CPU, vectors (quaternions, transforms): each component read where it is
         # (t[i, c]); a view of the element per read counted a reference on the tile,
         # atomically (an n-body loop over a tile's vec3s ran 12x slower than over the array)
+        t, idx = t.atom("tl"), [i.atom("ix") for i in idx]   # each read once per component
         comps = [_element_read(t.node, _tuple([i.node for i in idx] + [_int(c)]))
                  for c in range(dt._length_)]
         return Ex(_tuple(comps), dt)
