@@ -188,3 +188,29 @@ def test_warps_former_names_warn_when_compiled():
     with pytest.warns(DeprecationWarning, match=r"wp\.bvh_query_next_tiled\(\) is deprecated "
                       r"since Warp 1\.18; use wp\.tile_bvh_query_next\(\)"):
         queries._deprecated("bvh_query_next_tiled", "tile_bvh_query_next")
+
+
+@wp.kernel
+def squares_of_found(bvh: wp.uint64, x: wp.array(dtype=float), loss: wp.array(dtype=float)):
+    q = wp.tile_bvh_query_aabb(bvh, wp.vec3(0.0), wp.vec3(3.0))
+    while wp.tile_query_valid(q):
+        i = wp.untile(wp.tile_bvh_query_next(q))
+        if i >= 0:
+            wp.atomic_add(loss, 0, x[i] * x[i])
+
+
+def test_gradients_through_a_blocks_query(lanes):
+    # the query's results are discrete; what the loop computes from them is differentiated
+    lo, hi = _boxes(n=40, seed=1, size=0.5)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3), wp.array(hi, dtype=wp.vec3))
+    hit = _overlap(lo, hi, (0.0, 0.0, 0.0), (3.0, 3.0, 3.0))
+    xv = np.random.default_rng(2).random(40).astype(np.float32)
+    x = wp.array(xv, requires_grad=True)
+    loss = wp.zeros(1, dtype=float, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch_tiled(squares_of_found, dim=[1], inputs=[bvh.id, x, loss], block_dim=8)
+    tape.backward(loss)
+    np.testing.assert_allclose(loss.numpy()[0], (xv[hit].astype(np.float64) ** 2).sum(),
+                               rtol=1e-5)
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 * xv * hit, rtol=1e-6)
