@@ -803,7 +803,7 @@ def bvh_query_aabb(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def bvh_query_aabb_tiled(*args: _Any, **kwargs: _Any) -> _Any:
-    """bvh_query_aabb_tiled(id: uint64, low: vec3, high: vec3) -> BvhQueryTiled"""
+    """wp.bvh_query_aabb_tiled (kernel language)"""
 
 
 def bvh_query_capsule(*args: _Any, **kwargs: _Any) -> _Any:
@@ -823,7 +823,7 @@ def bvh_query_ray(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def bvh_query_ray_tiled(*args: _Any, **kwargs: _Any) -> _Any:
-    """bvh_query_ray_tiled(id: uint64, start: vec3, dir: vec3) -> BvhQueryTiled"""
+    """wp.bvh_query_ray_tiled (kernel language)"""
 
 
 def bvh_query_sphere(*args: _Any, **kwargs: _Any) -> _Any:
@@ -1096,7 +1096,7 @@ def mesh_query_aabb_next_tiled(*args: _Any, **kwargs: _Any) -> _Any:
 
 
 def mesh_query_aabb_tiled(*args: _Any, **kwargs: _Any) -> _Any:
-    """mesh_query_aabb_tiled(id: uint64, low: vec3, high: vec3) -> MeshQueryAABBTiled"""
+    """wp.mesh_query_aabb_tiled (kernel language)"""
 
 
 def mesh_query_furthest_point_no_sign(*args: _Any, **kwargs: _Any) -> _Any:

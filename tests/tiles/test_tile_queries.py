@@ -182,12 +182,29 @@ def test_refusals():
             wp.launch_tiled(k, dim=[1], inputs=[wp.uint64(0), out], block_dim=1)
 
 
-def test_warps_former_names_warn_when_compiled():
-    # Warp 1.18 renamed bvh_query_aabb_tiled & co.; compiling the old names warns (Warp too)
-    from weft.stdlib.tiles import queries
-    with pytest.warns(DeprecationWarning, match=r"wp\.bvh_query_next_tiled\(\) is deprecated "
-                      r"since Warp 1\.18; use wp\.tile_bvh_query_next\(\)"):
-        queries._deprecated("bvh_query_next_tiled", "tile_bvh_query_next")
+def test_warps_former_names_warn_at_the_kernels_line():
+    # Warp 1.18 renamed bvh_query_aabb_tiled & co.; compiling the old names warns (Warp too),
+    # at the line of the kernel that uses them
+    def former(bvh: wp.uint64, hits: wp.array(dtype=int)):
+        q = wp.bvh_query_aabb_tiled(bvh, wp.vec3(0.0), wp.vec3(1.0))
+        while wp.tile_query_valid(q):
+            i = wp.untile(wp.bvh_query_next_tiled(q))
+            if i >= 0:
+                hits[i] = 1
+
+    import inspect
+
+    from weft.transpiler import pipeline
+    from weft.transpiler.state import CompileOptions, CompileState
+    first = inspect.getsourcelines(former)[1]
+    k = wp.kernel(former, module="unique")
+    with pytest.warns(DeprecationWarning) as record:   # a transpile (no cache in between)
+        pipeline.run(CompileState(roots=[k], options=CompileOptions.for_device(
+            "cpu", "release", False)))
+    got = {(str(w.message).split("()")[0], w.lineno) for w in record
+           if issubclass(w.category, DeprecationWarning) and w.filename == __file__}
+    assert ("wp.bvh_query_aabb_tiled", first + 1) in got
+    assert ("wp.bvh_query_next_tiled", first + 3) in got
 
 
 @wp.kernel

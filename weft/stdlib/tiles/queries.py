@@ -46,14 +46,17 @@ def _started(q, qtype):
     return Ex(ast.BinOp(one, ast.Add(), rest), qtype)
 
 
-def _deprecated(name, replacement):
-    """Warp 1.18 renamed the ``*_tiled`` queries: the old name still works, with its warning."""
+def _deprecated(ctx, node, name, replacement):
+    """Warp 1.18 renamed the ``*_tiled`` queries: the old name still works, with its warning
+    at the kernel's line (once per compile of the kernel, as Warp's at its code generation)."""
     if replacement:
-        warnings.warn(f"wp.{name}() is deprecated since Warp 1.18; use wp.{replacement}() "
-                      "instead", DeprecationWarning, stacklevel=2)
+        loc = ctx.loc(node)
+        warnings.warn_explicit(f"wp.{name}() is deprecated since Warp 1.18; use "
+                               f"wp.{replacement}() instead", DeprecationWarning,
+                               loc.filename, loc.lineno)
 
 
-def _start(name, helper, kind, qtype, what, pts, replacement=None):
+def _start(name, helper, kind, qtype, what, pts):
     @builtin(name, [f"{name}(id: uint64, {pts}) -> {qtype.__name__}"],
              lambda ts, attrs=None: qtype if len(ts) == 3 and _id(ts[0]) and _v3(ts[1]) and
              _v3(ts[2]) else None, differentiable=False)
@@ -62,7 +65,6 @@ def _start(name, helper, kind, qtype, what, pts, replacement=None):
                    "a loop guarded by ``tile_query_valid``.")
 
         def primal(oid, a, b):
-            _deprecated(name, replacement)
             args = [oid, const(kind, T.int32), *_xyz(a), *_xyz(b)]
             if helper == "_wk.geo_bvh_query":
                 args.append(const(-1, T.int32))  # the root: the whole tree
@@ -76,13 +78,22 @@ tile_bvh_query_ray = _start("tile_bvh_query_ray", "_wk.geo_bvh_query", 1, BVH_TI
                             "start: vec3, dir: vec3")
 tile_mesh_query_aabb = _start("tile_mesh_query_aabb", "_wk.geo_mesh_query_aabb", 0, MESH_TILED,
                               "mesh", "low: vec3, high: vec3")
-# Warp's names before 1.18 (deprecated there, the same builtins)
-bvh_query_aabb_tiled = _start("bvh_query_aabb_tiled", "_wk.geo_bvh_query", 0, BVH_TILED, "BVH",
-                              "low: vec3, high: vec3", "tile_bvh_query_aabb")
-bvh_query_ray_tiled = _start("bvh_query_ray_tiled", "_wk.geo_bvh_query", 1, BVH_TILED, "BVH",
-                             "start: vec3, dir: vec3", "tile_bvh_query_ray")
-mesh_query_aabb_tiled = _start("mesh_query_aabb_tiled", "_wk.geo_mesh_query_aabb", 0,
-                               MESH_TILED, "mesh", "low: vec3, high: vec3", "tile_mesh_query_aabb")
+
+
+def _former_start(name, replacement):
+    """Warp's name before 1.18 of a start: its warning, then the start itself."""
+    def lower(ctx, node):
+        _deprecated(ctx, node, name, replacement)
+        if node.keywords:
+            raise ctx.fail(node, f"{name} takes its arguments by position")
+        return ctx.apply(replacement, [ctx.expr(a) for a in node.args], node)
+    return special_form(name, f"{name}(...): Warp's name before 1.18 of {replacement} "
+                        "(deprecated)")(lower)
+
+
+bvh_query_aabb_tiled = _former_start("bvh_query_aabb_tiled", "tile_bvh_query_aabb")
+bvh_query_ray_tiled = _former_start("bvh_query_ray_tiled", "tile_bvh_query_ray")
+mesh_query_aabb_tiled = _former_start("mesh_query_aabb_tiled", "tile_mesh_query_aabb")
 
 
 @builtin("tile_query_valid", ["tile_query_valid(query) -> bool: False once a step of the "
@@ -128,7 +139,7 @@ class _tile_query_items:
 
 def _next_form(name, qtype, helper, what, replacement=None):
     def lower(ctx, node):
-        _deprecated(name, replacement)
+        _deprecated(ctx, node, name, replacement)
         if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Name):
             raise ctx.fail(node, f"{name}(query) takes the variable holding the block's "
                            f"{what} query")
@@ -166,11 +177,9 @@ mesh_query_aabb_next_tiled = _next_form("mesh_query_aabb_next_tiled", MESH_TILED
 def _mark_kinds():
     """The launch checks the id each start takes (``analyze.geometry_ids``)."""
     from ...native.geometry.descriptors import KIND_BVH, KIND_MESH
-    for name in ("tile_bvh_query_aabb", "tile_bvh_query_ray", "bvh_query_aabb_tiled",
-                 "bvh_query_ray_tiled"):
+    for name in ("tile_bvh_query_aabb", "tile_bvh_query_ray"):
         REGISTRY[name].geometry_kind = KIND_BVH
-    for name in ("tile_mesh_query_aabb", "mesh_query_aabb_tiled"):
-        REGISTRY[name].geometry_kind = KIND_MESH
+    REGISTRY["tile_mesh_query_aabb"].geometry_kind = KIND_MESH
 
 
 _mark_kinds()
