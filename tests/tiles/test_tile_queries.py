@@ -231,3 +231,7 @@ def test_gradients_through_a_blocks_query(lanes):
     np.testing.assert_allclose(loss.numpy()[0], (xv[hit].astype(np.float64) ** 2).sum(),
                                rtol=1e-5)
     np.testing.assert_allclose(x.grad.numpy(), 2.0 * xv * hit, rtol=1e-6)
+    # forward mode over the same recording: the loss's tangent along dx
+    dx = np.random.default_rng(3).random(40).astype(np.float32)
+    dloss = tape.forward({x: dx})[loss].numpy()[0]
+    np.testing.assert_allclose(dloss, (2.0 * xv * dx)[hit].astype(np.float64).sum(), rtol=1e-5)

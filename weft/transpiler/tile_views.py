@@ -303,7 +303,7 @@ def pure_functions(defs):
     changed = True
     while changed:
         changed = False
-        for name in sorted(pure):
+        for name in list(pure):
             if not all(_writes_nothing(st, (), (), pure) for st in funcs[name].body):
                 pure.discard(name)
                 changed = True

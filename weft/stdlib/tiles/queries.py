@@ -12,8 +12,8 @@ results, in the traversal's order; Warp's order is unspecified).
 A tiled query is the 16 words of a scalar query (:mod:`weft.stdlib.mesh`) as a type of its
 own, its first word the valid flag. A step is one call of the block
 (``_wk.geo_bvh_next_batch``/``geo_mesh_next_batch``, :mod:`weft.native.geometry.kernel_api`)
-that returns the query's new words followed by the step's results, a tile the lowering splits:
-the special form rebinds the query's variable to the new words (as ``bvh_query_next(query,
+that fills an array the kernel makes with the query's new words followed by the step's
+results, a tile the lowering splits: the special form rebinds the query's variable to the new words (as ``bvh_query_next(query,
 index)`` does) and returns the results, a tile of ``int32`` of the block's length. Not
 differentiable (a query's results are discrete choices, as in Warp). Refused on CUDA.
 """
@@ -23,20 +23,15 @@ import ast
 import warnings
 
 from ...core import types as T
-from .. import lanes
-from ..exprs import Ex, attr_path, call, const
+from .. import lanes, mesh
+from ..exprs import Ex, attr_path
 from ..geometry_common import _is_id as _id
-from ..geometry_common import _xyz
 from ..registry import REGISTRY, builtin, special_form
 from .common import _emit, _int, _let, _tuple
 
 BVH_TILED = T.query_type("BvhQueryTiled")
 MESH_TILED = T.query_type("MeshQueryAABBTiled")
 WORDS = 16  # a query's words before a step's results
-
-
-def _v3(t):
-    return T.is_vector(t) and t._length_ == 3 and T.scalar_of(t) is T.float32
 
 
 def _started(q, qtype):
@@ -56,27 +51,25 @@ def _deprecated(ctx, node, name, replacement):
                                loc.filename, loc.lineno)
 
 
-def _start(name, helper, kind, qtype, what, pts):
+def _start(name, scalar, qtype, what, pts):
+    """The tiled form of the scalar query start ``scalar`` (its rules in :mod:`..mesh`)."""
     @builtin(name, [f"{name}(id: uint64, {pts}) -> {qtype.__name__}"],
-             lambda ts, attrs=None: qtype if len(ts) == 3 and _id(ts[0]) and _v3(ts[1]) and
-             _v3(ts[2]) else None, differentiable=False)
+             lambda ts, attrs=None: qtype if len(ts) == 3 and _id(ts[0]) and
+             mesh._v3(ts[1]) and mesh._v3(ts[2]) else None, differentiable=False)
     class rules:
         __doc__ = (f"A {what} query the whole block traverses: step it with its ``_next`` in "
                    "a loop guarded by ``tile_query_valid``.")
 
         def primal(oid, a, b):
-            args = [oid, const(kind, T.int32), *_xyz(a), *_xyz(b)]
-            if helper == "_wk.geo_bvh_query":
-                args.append(const(-1, T.int32))  # the root: the whole tree
-            return _started(call(helper, *args, type_=qtype), qtype)
+            return _started(scalar.primal(oid, a, b), qtype)
     return rules
 
 
-tile_bvh_query_aabb = _start("tile_bvh_query_aabb", "_wk.geo_bvh_query", 0, BVH_TILED, "BVH",
+tile_bvh_query_aabb = _start("tile_bvh_query_aabb", mesh.bvh_query_aabb, BVH_TILED, "BVH",
                              "low: vec3, high: vec3")
-tile_bvh_query_ray = _start("tile_bvh_query_ray", "_wk.geo_bvh_query", 1, BVH_TILED, "BVH",
+tile_bvh_query_ray = _start("tile_bvh_query_ray", mesh.bvh_query_ray, BVH_TILED, "BVH",
                             "start: vec3, dir: vec3")
-tile_mesh_query_aabb = _start("tile_mesh_query_aabb", "_wk.geo_mesh_query_aabb", 0, MESH_TILED,
+tile_mesh_query_aabb = _start("tile_mesh_query_aabb", mesh.mesh_query_aabb, MESH_TILED,
                               "mesh", "low: vec3, high: vec3")
 
 
