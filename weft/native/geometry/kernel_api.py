@@ -222,6 +222,15 @@ def _mesh_bvh(d):
             view_f32(d[13], d[14]).reshape((d[14] // TRI_COLS, TRI_COLS)))
 
 
+def _bvh_arrays(d):
+    """A ``wp.Bvh``'s descriptor words ``d`` as the arrays ``bvh_query_next`` walks: bounds,
+    links, prims, lowers, uppers."""
+    return (view_f32(d[3], d[4]).reshape((d[4] // 6, 6)),
+            view_i32(d[5], d[6]).reshape((d[6] // 4, 4)), view_i32(d[7], d[8]),
+            view_f32(d[9], d[10]).reshape((d[10] // 3, 3)),
+            view_f32(d[11], d[12]).reshape((d[12] // 3, 3)))
+
+
 # closest points, each ``(found, face, u, v, sign)`` (one wrapper per form: a kernel compiles
 # only the forms it calls)
 def geo_mesh_point(mid, px, py, pz, max_dist, a, b):
@@ -467,13 +476,9 @@ def geo_bvh_query_capsule(bid, ox, oy, oz, dx, dy, dz, radius, root):
 
 
 def geo_bvh_next(q, max_dist):
-    d = view_i64(q[2], BVH_WORDS)
-    found, item, s = bvh_query_next(view_f32(d[3], d[4]).reshape((d[4] // 6, 6)),
-                                    view_i32(d[5], d[6]).reshape((d[6] // 4, 4)),
-                                    view_i32(d[7], d[8]),
-                                    view_f32(d[9], d[10]).reshape((d[10] // 3, 3)),
-                                    view_f32(d[11], d[12]).reshape((d[12] // 3, 3)),
-                                    _unpack_state(q), max_dist)
+    bounds, links, prims, lowers, uppers = _bvh_arrays(view_i64(q[2], BVH_WORDS))
+    found, item, s = bvh_query_next(bounds, links, prims, lowers, uppers, _unpack_state(q),
+                                    max_dist)
     return _pack_state(1 if found else 0, item, q[2], s)
 
 
@@ -491,12 +496,7 @@ def geo_bvh_next_batch(q, out):
     ``out[16:]``, -1 past the last, after the query's new words (``_batch_words``). ``out`` is
     the kernel's (these helpers allocate nothing; nor do they return an array: compiled without
     reference counting, a returned argument would be released once more by the caller)."""
-    d = view_i64(q[2], BVH_WORDS)
-    bounds = view_f32(d[3], d[4]).reshape((d[4] // 6, 6))
-    links = view_i32(d[5], d[6]).reshape((d[6] // 4, 4))
-    prims = view_i32(d[7], d[8])
-    lowers = view_f32(d[9], d[10]).reshape((d[10] // 3, 3))
-    uppers = view_f32(d[11], d[12]).reshape((d[12] // 3, 3))
+    bounds, links, prims, lowers, uppers = _bvh_arrays(view_i64(q[2], BVH_WORDS))
     s = _unpack_state(q)
     found = True
     for k in range(out.shape[0] - 16):
@@ -523,11 +523,11 @@ def geo_mesh_next_batch(q, out):
 
 #: the wrappers, in dependency order (they call the cores, never each other)
 PORTABLE = ("f32_bits", "bits_f32", "_pack_state", "_unpack_state", "_mesh_bvh",
-            "_values_len", "_mesh_average", "_batch_words") + \
+            "_values_len", "_mesh_average", "_bvh_arrays", "_batch_words") + \
     tuple(n for n in list(globals()) if n.startswith("geo_"))
 #: wrappers inlined into kernels on the CPU (the iterator step runs once per candidate)
 INLINE = ("geo_hg_next", "geo_mesh_next", "geo_bvh_next", "_pack_state", "_unpack_state",
-          "f32_bits", "bits_f32", "_mesh_bvh")
+          "f32_bits", "bits_f32", "_mesh_bvh", "_bvh_arrays")
 
 
 def bind(namespace, target, jit=None, inline_jit=None):
