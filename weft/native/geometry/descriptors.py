@@ -34,7 +34,10 @@ HEADER = 3  # MAGIC, kind, number of arrays
 #: converted to float64 has (conversion quiets a NaN)
 AVG_STALE = 0x7FF4_0000_57A1_E000
 
-_lock = threading.Lock()
+# re-entrant: a collection that runs while the lock is held (numpy's ``a.ctypes`` allocates)
+# may finalize another object, whose ``release`` then takes the lock again in the same thread
+# (with a plain Lock that deadlocked: a test suite's worker hung in HashGrid.__del__)
+_lock = threading.RLock()
 _LIVE = {}      # id -> Descriptor
 _FREED = set()  # ids of released descriptors (for a clear error)
 _BUFFERS = {}   # address -> the registered numpy array there (python_view)
