@@ -63,3 +63,25 @@ def test_cubql_is_not_available_and_its_errors():
         wp.Bvh(*_boxes()).rebuild("cubql")
     with pytest.raises(ValueError, match="Cannot rebuild a non-cuBQL mesh BVH"):
         wp.Mesh(points, indices).rebuild("cubql")
+
+
+def test_a_release_run_while_the_registry_is_locked_does_not_deadlock():
+    # a collection can run while the registry's lock is held (numpy's a.ctypes allocates) and
+    # finalize another geometry object, whose release takes the lock again in the same thread:
+    # simulated here, in a thread that must finish (a plain Lock hung forever)
+    import threading
+    held = D.Descriptor(D.KIND_BVH, [np.zeros(4, np.float32)])
+    freed = D.Descriptor(D.KIND_BVH, [np.ones(4, np.float32)])
+
+    def nested():
+        with D._lock:
+            freed.release()
+            held.set([np.zeros(4, np.float32)])
+
+    t = threading.Thread(target=nested, daemon=True)
+    t.start()
+    t.join(10.0)
+    assert not t.is_alive(), "a release inside the registry's lock deadlocked"
+    assert D.check_id(freed.id, D.KIND_BVH, "id").endswith("has been freed")
+    assert D.check_id(held.id, D.KIND_BVH, "id") is None
+    held.release()
