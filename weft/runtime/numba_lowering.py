@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import contextlib
 
-from numba.core import ir
+from llvmlite import ir as llir
+from numba.core import ir, types
 from numba.core.base import BaseContext
 from numba.core.types.functions import BaseFunction
 from numba.core.compiler_machinery import AnalysisPass, register_pass
@@ -101,8 +102,15 @@ def lowering_pass():
             def lower(self):
                 # (once: the wrapper below asks again)
                 self.weft_entry = QUICK_ENTRIES and _launches_threads(self.func_ir)
+                self.weft_depths = {}
                 with _unoptimised(self.library, self.weft_entry):
                     super().lower()
+
+            def lower_assign(self, ty, inst):
+                value = super().lower_assign(ty, inst)
+                if CHAIN_CUTS:
+                    value = _cut_chain(self, ty, inst, value)
+                return value
 
             def create_cpython_wrapper(self, release_gil=False):
                 quick = self.weft_entry or QUICK_ENTRIES and _is_chunk(self.func_ir)
@@ -132,6 +140,75 @@ def lowering_pass():
 
 
 _LoweringPass = None
+
+
+# -- long chains of arithmetic cut for LLVM's loop vectorizer -----------------------------------
+#
+# LLVM 22's loop vectorizer (llvmlite 0.46) infers the type of each recipe of a loop body with a
+# fresh cache whenever its common-subexpression step hashes or compares one
+# (``VPlanTransforms::cse``): each such query walks the recipe's whole cone of operands, back to
+# loads, constants, casts and calls, so a body where values depend on values N statements
+# before (an adjoint's sums, a chain of updates) takes time N squared. Measured on
+# ``bench_compile_scaling``'s chain of 1,000 statements: 6.5 of the adjoint's 15.5 s compile in
+# ``LoopVectorizePass``, 13.8x its 300-statement time. Without the vectorizer the launch's
+# indices run 15x slower there, so it stays; instead a value at the end of a chain of
+# ``CHAIN_CUT_DEPTH`` or more operations (counted on the Numba IR as it is lowered: one per
+# operation, a copy adding none, a load, an argument or a constant starting at zero) passes
+# through ``llvm.canonicalize``, whose result type the vectorizer knows without looking further.
+# For the result of an arithmetic operation it is the identity (the value is canonical already:
+# the same bits); it costs one multiplication by 1.0 per cut, about one in
+# ``CHAIN_CUT_DEPTH`` operations of a long chain. A copy is cut too: where branches join, the
+# vectorizer's blend of the two values infers its type from one of them, so a chain that runs
+# through the joins of many ``if`` statements (the value left as it was on one side) is cut
+# where the join's variable is copied. Functions without such chains (every ordinary kernel)
+# are lowered as before.
+
+#: long chains are cut (False: as Numba lowers them, for side-by-side measurements)
+CHAIN_CUTS = True
+CHAIN_CUT_DEPTH = 50
+
+
+def _chain_depth(lower, value):
+    """The number of operations before ``value`` (an IR assignment's value) since a load, an
+    argument, a constant or a cut."""
+    depths = lower.weft_depths
+    if isinstance(value, ir.Var):
+        return depths.get(value.name, 0)
+    if not isinstance(value, ir.Expr):
+        return 0
+    if value.op in ("getitem", "static_getitem") and \
+            isinstance(lower.typeof(value.value.name), types.Buffer):
+        return 0  # a load
+    return 1 + max((depths.get(v.name, 0) for v in value.list_vars()), default=0)
+
+
+def _canonicalize(builder, ty, value):
+    """``value`` of Numba type ``ty`` with each floating-point member through
+    ``llvm.canonicalize``, or None where it has none."""
+    if isinstance(ty, types.Float):
+        fn = builder.module.declare_intrinsic("llvm.canonicalize", [value.type])
+        return builder.call(fn, [value])
+    if not isinstance(ty, types.BaseTuple) or isinstance(value.type, llir.PointerType):
+        return None
+    out, changed = value, False
+    for k, member in enumerate(ty.types):
+        done = _canonicalize(builder, member, builder.extract_value(value, k))
+        if done is not None:
+            out, changed = builder.insert_value(out, done, k), True
+    return out if changed else None
+
+
+def _cut_chain(lower, ty, inst, value):
+    """The lowered ``value`` of assignment ``inst``, through ``llvm.canonicalize`` where it ends
+    a chain of ``CHAIN_CUT_DEPTH`` operations (see above)."""
+    depth = _chain_depth(lower, inst.value)
+    if depth >= CHAIN_CUT_DEPTH and isinstance(inst.value, (ir.Expr, ir.Var)):
+        done = _canonicalize(lower.builder, ty, value)
+        if done is not None:
+            value, depth = done, 0
+    name = inst.target.name
+    lower.weft_depths[name] = max(depth, lower.weft_depths.get(name, 0))
+    return value
 
 
 # -- weft's own helpers called by symbol --------------------------------------------------------

@@ -448,24 +448,37 @@ def compute_live_map(cfg, blocks, var_use_map, var_def_map):
 
 
 def _live_fixed_point(cfg, blocks, var_use_map, var_def_map, order, stopped):
-    """Live variables at each block's entry, as Numba's fixed point finds them (in reverse
-    topological order until nothing changes), where ``stopped[block]`` never becomes live."""
+    """Live variables at each block's entry, as Numba's fixed point finds them, where
+    ``stopped[block]`` never becomes live.
+
+    Numba sweeps every block in reverse topological order until a sweep changes nothing; where
+    a kernel's body is a loop (a chunk's loop over its launch indices) around a long chain of
+    branches, each sweep grows the sets of only part of the loop, and the sweeps, each through
+    every block, multiplied: 23.6 s of a 2,000-``if`` kernel's compile (2.0 s at 1,000). Here a
+    work list revisits only the predecessors of a block whose set grew, in the same order: the
+    same least fixed point of the same equations."""
     index = set(order)
     live_map = {label: set(var_use_map[label]) for label in blocks}
-    size = None
-    while True:
-        for label in reversed(order):
-            live = live_map[label]
-            for pred, _ in cfg.predecessors(label):
-                if pred in index:
-                    more = live - var_def_map[pred]
-                    if pred in stopped:
-                        more -= stopped[pred]
-                    live_map[pred] |= more
-        now = tuple(len(v) for v in live_map.values())
-        if now == size:
-            return live_map
-        size = now
+    work = list(order)  # popped from the end: the last block first, as Numba's sweep
+    queued = set(work)
+    while work:
+        label = work.pop()
+        queued.discard(label)
+        live = live_map[label]
+        if not live:
+            continue
+        for pred, _ in cfg.predecessors(label):
+            if pred in index:
+                more = live - var_def_map[pred]
+                if pred in stopped:
+                    more -= stopped[pred]
+                target = live_map[pred]
+                if not more <= target:
+                    target |= more
+                    if pred not in queued:
+                        queued.add(pred)
+                        work.append(pred)
+    return live_map
 
 
 _numba_live_map = analysis.compute_live_map

@@ -1,0 +1,244 @@
+"""Long chains of arithmetic are cut for LLVM's loop vectorizer (``numba_lowering._cut_chain``):
+a value ending a chain of ``CHAIN_CUT_DEPTH`` operations passes through ``llvm.canonicalize``,
+the identity on the result of an arithmetic operation. The launches' values, gradients and
+tangents equal NumPy's float32 arithmetic done in the same order (bit for bit), and a function
+compiled anew with the cuts has them in its LLVM and computes the same bits as one compiled
+without them."""
+import numba
+import numpy as np
+import pytest
+
+import weft as wp
+from weft.runtime import numba_lowering
+from weft.runtime.numba_start import generated_code_compiler
+
+CX = [1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.0, 1.01, 1.02, 1.03, 1.04, 1.05, 1.06, 1.0, 1.01, 1.02, 1.03]
+DX = [0.0, 0.125, 0.25, 0.375, 0.5, 0.0, 0.125, 0.25, 0.375, 0.5, 0.0, 0.125, 0.25, 0.375, 0.5, 0.0, 0.125, 0.25, 0.375, 0.5, 0.0, 0.125, 0.25, 0.375, 0.5, 0.0, 0.125, 0.25, 0.375, 0.5, 0.0, 0.125, 0.25, 0.375, 0.5, 0.0, 0.125, 0.25, 0.375, 0.5, 0.0, 0.125, 0.25, 0.375, 0.5, 0.0, 0.125, 0.25, 0.375, 0.5, 0.0, 0.125, 0.25, 0.375, 0.5, 0.0, 0.125, 0.25, 0.375, 0.5]
+CU = [1.0, 0.99, 0.98, 1.0, 0.99, 0.98, 1.0, 0.99, 0.98, 1.0, 0.99, 0.98, 1.0, 0.99, 0.98, 1.0, 0.99, 0.98, 1.0, 0.99]
+
+
+@wp.kernel
+def long_chain(a: wp.array(dtype=float), v: wp.array(dtype=wp.vec3),
+               y: wp.array(dtype=float), w: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    x = a[i]
+    u = v[i]
+    x = x * 1.0 + 0.0
+    x = x * 1.01 + 0.125
+    x = x * 1.02 + 0.25
+    u = u * 1.0 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.03 + 0.375
+    x = x * 1.04 + 0.5
+    x = x * 1.05 + 0.0
+    u = u * 0.99 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.06 + 0.125
+    x = x * 1.0 + 0.25
+    x = x * 1.01 + 0.375
+    u = u * 0.98 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.02 + 0.5
+    x = x * 1.03 + 0.0
+    x = x * 1.04 + 0.125
+    u = u * 1.0 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.05 + 0.25
+    x = x * 1.06 + 0.375
+    x = x * 1.0 + 0.5
+    u = u * 0.99 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.01 + 0.0
+    x = x * 1.02 + 0.125
+    x = x * 1.03 + 0.25
+    u = u * 0.98 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.04 + 0.375
+    x = x * 1.05 + 0.5
+    x = x * 1.06 + 0.0
+    u = u * 1.0 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.0 + 0.125
+    x = x * 1.01 + 0.25
+    x = x * 1.02 + 0.375
+    u = u * 0.99 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.03 + 0.5
+    x = x * 1.04 + 0.0
+    x = x * 1.05 + 0.125
+    u = u * 0.98 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.06 + 0.25
+    x = x * 1.0 + 0.375
+    x = x * 1.01 + 0.5
+    u = u * 1.0 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.02 + 0.0
+    x = x * 1.03 + 0.125
+    x = x * 1.04 + 0.25
+    u = u * 0.99 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.05 + 0.375
+    x = x * 1.06 + 0.5
+    x = x * 1.0 + 0.0
+    u = u * 0.98 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.01 + 0.125
+    x = x * 1.02 + 0.25
+    x = x * 1.03 + 0.375
+    u = u * 1.0 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.04 + 0.5
+    x = x * 1.05 + 0.0
+    x = x * 1.06 + 0.125
+    u = u * 0.99 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.0 + 0.25
+    x = x * 1.01 + 0.375
+    x = x * 1.02 + 0.5
+    u = u * 0.98 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.03 + 0.0
+    x = x * 1.04 + 0.125
+    x = x * 1.05 + 0.25
+    u = u * 1.0 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.06 + 0.375
+    x = x * 1.0 + 0.5
+    x = x * 1.01 + 0.0
+    u = u * 0.99 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.02 + 0.125
+    x = x * 1.03 + 0.25
+    x = x * 1.04 + 0.375
+    u = u * 0.98 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.05 + 0.5
+    x = x * 1.06 + 0.0
+    x = x * 1.0 + 0.125
+    u = u * 1.0 + wp.vec3(0.5, 0.25, 0.125)
+    x = x * 1.01 + 0.25
+    x = x * 1.02 + 0.375
+    x = x * 1.03 + 0.5
+    u = u * 0.99 + wp.vec3(0.5, 0.25, 0.125)
+    y[i] = x
+    w[i] = u
+
+
+def _reference(a, v):
+    f = np.float32
+    x, u = a.copy(), v.copy()
+    for k in range(60):
+        x = x * f(CX[k]) + f(DX[k])
+        if k % 3 == 2:
+            u = u * f(CU[k // 3]) + np.array([0.5, 0.25, 0.125], f)
+    gx = f(1.0)  # the adjoint multiplies by each factor, last first
+    for c in reversed(CX):
+        gx = gx * f(c)
+    gu = f(1.0)
+    for c in reversed(CU):
+        gu = gu * f(c)
+    return x, u, gx, gu
+
+
+def _inputs(n):
+    rng = np.random.default_rng(3)
+    return (rng.uniform(0.5, 1.5, n).astype(np.float32),
+            rng.uniform(-1.0, 1.0, (n, 3)).astype(np.float32))
+
+
+@pytest.mark.parametrize("n", [100, 700])  # serial, threaded (config.serial_threshold 256)
+def test_values_gradients_and_tangents_are_numpys_bits(n):
+    a_np, v_np = _inputs(n)
+    a = wp.array(a_np, requires_grad=True)
+    v = wp.array(v_np, dtype=wp.vec3, requires_grad=True)
+    y = wp.zeros(n, dtype=float, requires_grad=True)
+    w = wp.zeros(n, dtype=wp.vec3, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(long_chain, n, inputs=[a, v], outputs=[y, w])
+    x_ref, u_ref, gx, gu = _reference(a_np, v_np)
+    np.testing.assert_array_equal(y.numpy(), x_ref)
+    np.testing.assert_array_equal(w.numpy(), u_ref)
+    tape.backward(grads={y: np.ones(n, np.float32), w: np.ones((n, 3), np.float32)})
+    np.testing.assert_array_equal(a.grad.numpy(), np.full(n, gx))
+    np.testing.assert_array_equal(v.grad.numpy(), np.full((n, 3), gu))
+    # analytic, in float64: the product of the factors
+    np.testing.assert_allclose(a.grad.numpy(), np.prod(CX), rtol=1e-5)
+    da = np.linspace(-1.0, 1.0, n).astype(np.float32)
+    t = wp.jvp(long_chain, n, inputs=[a, v], outputs=[y, w], tangents={a: da})
+    np.testing.assert_allclose(t[y].numpy(), da * np.prod(CX), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(t[w].numpy(), np.zeros((n, 3), np.float32))
+
+
+def _compiled_anew(disp, cuts):
+    """Generated function ``disp`` compiled again by the generated-code pipeline, in a
+    dispatcher of its own (no cache), with the chains cut or not: (dispatcher, LLVM text)."""
+    saved = numba_lowering.CHAIN_CUTS
+    numba_lowering.CHAIN_CUTS = cuts
+    try:
+        fresh = numba.njit(pipeline_class=generated_code_compiler(), error_model="numpy",
+                           nogil=True)(disp.py_func)
+        sig = disp.signatures[0]
+        fresh.compile(sig)
+        return fresh, fresh.inspect_llvm(sig)
+    finally:
+        numba_lowering.CHAIN_CUTS = saved
+
+
+def _arguments(sig, n, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for ty in sig:
+        if isinstance(ty, numba.types.Array):
+            shape = (n,) if ty.ndim == 1 else (n, 3)
+            out.append(rng.uniform(0.5, 1.5, shape).astype(ty.dtype.name))
+        else:  # the launch's dimensions
+            out.append((n,))
+    return out
+
+
+@pytest.mark.uncached  # compiles dispatchers of its own on every run
+@pytest.mark.parametrize("kind", ["forward", "adjoint"])
+def test_cut_functions_have_canonicalize_and_compute_the_same_bits(kind):
+    n = 50
+    a_np, v_np = _inputs(n)
+    wp.launch(long_chain, n, inputs=[wp.array(a_np), wp.array(v_np, dtype=wp.vec3)],
+              outputs=[wp.zeros(n, dtype=float), wp.zeros(n, dtype=wp.vec3)])
+    if kind == "adjoint":
+        a = wp.array(a_np, requires_grad=True)
+        v = wp.array(v_np, dtype=wp.vec3, requires_grad=True)
+        y = wp.zeros(n, dtype=float, requires_grad=True)
+        w = wp.zeros(n, dtype=wp.vec3, requires_grad=True)
+        tape = wp.Tape()
+        with tape:
+            wp.launch(long_chain, n, inputs=[a, v], outputs=[y, w])
+        tape.backward(grads={y: np.ones(n, np.float32), w: np.ones((n, 3), np.float32)})
+    entry = long_chain.compiled("cpu").entry(kind, "serial")
+    cut, cut_text = _compiled_anew(entry, True)
+    plain, plain_text = _compiled_anew(entry, False)
+    assert "llvm.canonicalize" in cut_text and "llvm.canonicalize" not in plain_text
+    sig = entry.signatures[0]
+    got, want = _arguments(sig, n, 1), _arguments(sig, n, 1)
+    cut(*got)
+    plain(*want)
+    for g, e in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
+
+
+@wp.kernel
+def short_chain(a: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = a[i] * 2.0 + wp.sin(a[i])
+
+
+@pytest.mark.uncached  # compiles a dispatcher of its own on every run
+def test_a_short_kernel_has_no_cut():
+    a = wp.array(np.ones(8, np.float32))
+    y = wp.zeros(8, dtype=float)
+    wp.launch(short_chain, 8, inputs=[a], outputs=[y])
+    np.testing.assert_allclose(y.numpy(), 2.0 + np.sin(1.0), rtol=1e-6)
+    _, text = _compiled_anew(short_chain.compiled("cpu").entry("forward", "serial"), True)
+    assert "define" in text and "llvm.canonicalize" not in text
+
+
+@pytest.mark.optimised  # what LLVM makes at level 3
+@pytest.mark.uncached  # compiles a dispatcher of its own on every run
+def test_the_cut_loop_is_still_vectorized():
+    import re
+    n = 50
+    a_np, v_np = _inputs(n)
+    wp.launch(long_chain, n, inputs=[wp.array(a_np), wp.array(v_np, dtype=wp.vec3)],
+              outputs=[wp.zeros(n, dtype=float), wp.zeros(n, dtype=wp.vec3)])
+    entry = long_chain.compiled("cpu").entry("forward", "serial")
+    cut, text = _compiled_anew(entry, True)
+    # the launch's loop was vectorized across indices with the cuts in it
+    assert re.search(r"llvm\.canonicalize\.v\d+f32", text), text[:2000]
+    got, want = _arguments(entry.signatures[0], n, 2), _arguments(entry.signatures[0], n, 2)
+    plain, _ = _compiled_anew(entry, False)
+    cut(*got)
+    plain(*want)
+    for g, e in zip(got, want):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
