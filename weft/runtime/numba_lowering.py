@@ -99,6 +99,24 @@ def lowering_pass():
                 if not LEAN_LOWERING or refcounted(self.context, typ):
                     super().decref(typ, val)
 
+            def storevar(self, value, name, argidx=None):
+                # Numba loads the old value of a stack-stored variable before each store, to
+                # decref it: dead for a plain value, yet a read of the variable before its
+                # definition, which LLVM's SROA answered with phis from the function's entry
+                # (the slot's zero) at every join on the way (see below)
+                if not LEAN_LOWERING or argidx is not None or (
+                        name in self._singly_assigned_vars and not self._disable_sroa_like_opt):
+                    return super().storevar(value, name, argidx)
+                fetype = self.typeof(name)
+                if refcounted(self.context, fetype):
+                    return super().storevar(value, name, argidx)
+                self._alloca_var(name, fetype)
+                ptr = self.getvar(name)
+                if value.type != ptr.type.pointee:
+                    raise AssertionError(f"Storing {value.type} to ptr of {ptr.type.pointee} "
+                                         f"('{name}'). FE type {fetype}")
+                self.builder.store(value, ptr)
+
             def lower(self):
                 # (once: the wrapper below asks again)
                 self.weft_entry = QUICK_ENTRIES and _launches_threads(self.func_ir)
