@@ -34,7 +34,11 @@ from . import numba_passes
 # ``extract_value`` for every member of a tuple, recursively (a ``mat44`` copy: 16), before it
 # finds nothing to count. Generated code is mostly tuples of floats. For values of a type that
 # holds no NRT reference, the statements and the instructions go; arrays and anything holding
-# one keep Numba's treatment exactly.
+# one keep Numba's treatment exactly. That includes the load of a variable's old value before
+# each store (to decref it): for a plain value it was dead, but as a read of the variable
+# before its definition it made LLVM's SROA place phis of the slot's initial zero at the joins
+# between the function's entry and the definition (SROA on a kernel of 1,000 ``if``
+# statements: 2.1 -> 1.5 s).
 
 _REFCOUNTED = {}
 
