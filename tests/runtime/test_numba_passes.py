@@ -447,3 +447,29 @@ def test_generated_code_compiles_with_the_collector_paused_then_restored(tmp_pat
         assert not gc.isenabled()  # left off, as the program had it
     finally:
         gc.enable()
+
+
+def test_entry_variables_are_numbas_when_read():
+    """While generated code compiles, the post-processor leaves each block's entry variables
+    to be computed when read (``numba_passes._EntryVars``): read, they are Numba's, before and
+    after SSA."""
+    from numba.core import postproc
+    numba_passes.install_analyses()
+    for fn in _generated_functions(branches_and_loops):
+        for with_ssa in (False, True):
+            numbas, ours = run_frontend(fn), run_frontend(fn)
+            if with_ssa:
+                numbas.blocks = numba_passes.reconstruct_ssa_blocks(numbas.blocks)
+                ours.blocks = numba_passes.reconstruct_ssa_blocks(ours.blocks)
+            postproc.PostProcessor(numbas).run()
+            with numba_passes.compiling_generated_code():
+                postproc.PostProcessor(ours).run()
+            assert type(numbas.block_entry_vars) is dict
+            entry = ours.block_entry_vars
+            assert isinstance(entry, numba_passes._EntryVars) and entry._pending is not None
+            assert list(ours.blocks) == list(numbas.blocks)
+            got = {label: entry[block] for label, block in ours.blocks.items()}
+            want = {label: numbas.block_entry_vars[block]
+                    for label, block in numbas.blocks.items()}
+            assert got == want and len(entry) == len(ours.blocks), fn.__name__
+            assert ours.generator_info is None and ours.variable_lifetime is not None

@@ -169,21 +169,21 @@ _LoweringPass = None
 # LLVM 22's loop vectorizer (llvmlite 0.46) infers the type of each recipe of a loop body with a
 # fresh cache whenever its common-subexpression step hashes or compares one
 # (``VPlanTransforms::cse``): each such query walks the recipe's whole cone of operands, back to
-# loads, constants, casts and calls, so a body where values depend on values N statements
-# before (an adjoint's sums, a chain of updates) takes time N squared. Measured on
+# loads, constants, casts and calls, so a body where values depend on values N statements before
+# (an adjoint's sums, a chain of updates) takes time N squared. Measured on
 # ``bench_compile_scaling``'s chain of 1,000 statements: 6.5 of the adjoint's 15.5 s compile in
 # ``LoopVectorizePass``, 13.8x its 300-statement time. Without the vectorizer the launch's
 # indices run 15x slower there, so it stays; instead a value at the end of a chain of
 # ``CHAIN_CUT_DEPTH`` or more operations (counted on the Numba IR as it is lowered: one per
-# operation, a copy adding none, a load, an argument or a constant starting at zero) passes
-# through ``llvm.canonicalize``, whose result type the vectorizer knows without looking further.
-# For the result of an arithmetic operation it is the identity (the value is canonical already:
-# the same bits); it costs one multiplication by 1.0 per cut, about one in
-# ``CHAIN_CUT_DEPTH`` operations of a long chain. A copy is cut too: where branches join, the
-# vectorizer's blend of the two values infers its type from one of them, so a chain that runs
-# through the joins of many ``if`` statements (the value left as it was on one side) is cut
-# where the join's variable is copied. Functions without such chains (every ordinary kernel)
-# are lowered as before.
+# operation or copy, a load, an argument or a constant starting at zero) passes through
+# ``llvm.canonicalize``, whose result type the vectorizer knows without looking further. For the
+# result of an arithmetic operation it is the identity (the value is canonical already: the same
+# bits); it costs one multiplication by 1.0 per cut, about one in ``CHAIN_CUT_DEPTH`` operations
+# of a long chain. A copy is cut too: where branches join, the vectorizer's blend of the two
+# values infers its type from one of them, so a chain that runs through the joins of many ``if``
+# statements (the value left as it was on one side) is cut where the join's variable is copied
+# (a copy counts one: it is where the blend will be). Functions without such chains (every
+# ordinary kernel) are lowered as before.
 
 #: long chains are cut (False: as Numba lowers them, for side-by-side measurements)
 CHAIN_CUTS = True
@@ -194,8 +194,8 @@ def _chain_depth(lower, value):
     """The number of operations before ``value`` (an IR assignment's value) since a load, an
     argument, a constant or a cut."""
     depths = lower.weft_depths
-    if isinstance(value, ir.Var):
-        return depths.get(value.name, 0)
+    if isinstance(value, ir.Var):  # (one: at a join, a blend)
+        return depths.get(value.name, 0) + 1
     if not isinstance(value, ir.Expr):
         return 0
     if value.op in ("getitem", "static_getitem") and \
