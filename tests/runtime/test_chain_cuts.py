@@ -129,9 +129,10 @@ def _inputs(n):
             rng.uniform(-1.0, 1.0, (n, 3)).astype(np.float32))
 
 
-@pytest.mark.parametrize("n", [100, 700])  # serial, threaded (config.serial_threshold 256)
-def test_values_gradients_and_tangents_are_numpys_bits(n):
-    a_np, v_np = _inputs(n)
+def _launch_and_backward(a_np, v_np):
+    """The kernel launched on a tape, then its adjoint with ones for both outputs' gradients:
+    (a, v, y, w)."""
+    n = len(a_np)
     a = wp.array(a_np, requires_grad=True)
     v = wp.array(v_np, dtype=wp.vec3, requires_grad=True)
     y = wp.zeros(n, dtype=float, requires_grad=True)
@@ -139,10 +140,17 @@ def test_values_gradients_and_tangents_are_numpys_bits(n):
     tape = wp.Tape()
     with tape:
         wp.launch(long_chain, n, inputs=[a, v], outputs=[y, w])
+    tape.backward(grads={y: np.ones(n, np.float32), w: np.ones((n, 3), np.float32)})
+    return a, v, y, w
+
+
+@pytest.mark.parametrize("n", [100, 700])  # serial, threaded (config.serial_threshold 256)
+def test_values_gradients_and_tangents_are_numpys_bits(n):
+    a_np, v_np = _inputs(n)
+    a, v, y, w = _launch_and_backward(a_np, v_np)
     x_ref, u_ref, gx, gu = _reference(a_np, v_np)
     np.testing.assert_array_equal(y.numpy(), x_ref)
     np.testing.assert_array_equal(w.numpy(), u_ref)
-    tape.backward(grads={y: np.ones(n, np.float32), w: np.ones((n, 3), np.float32)})
     np.testing.assert_array_equal(a.grad.numpy(), np.full(n, gx))
     np.testing.assert_array_equal(v.grad.numpy(), np.full((n, 3), gu))
     # analytic, in float64: the product of the factors
@@ -188,14 +196,7 @@ def test_cut_functions_have_canonicalize_and_compute_the_same_bits(kind):
     wp.launch(long_chain, n, inputs=[wp.array(a_np), wp.array(v_np, dtype=wp.vec3)],
               outputs=[wp.zeros(n, dtype=float), wp.zeros(n, dtype=wp.vec3)])
     if kind == "adjoint":
-        a = wp.array(a_np, requires_grad=True)
-        v = wp.array(v_np, dtype=wp.vec3, requires_grad=True)
-        y = wp.zeros(n, dtype=float, requires_grad=True)
-        w = wp.zeros(n, dtype=wp.vec3, requires_grad=True)
-        tape = wp.Tape()
-        with tape:
-            wp.launch(long_chain, n, inputs=[a, v], outputs=[y, w])
-        tape.backward(grads={y: np.ones(n, np.float32), w: np.ones((n, 3), np.float32)})
+        _launch_and_backward(a_np, v_np)
     entry = long_chain.compiled("cpu").entry(kind, "serial")
     cut, cut_text = _compiled_anew(entry, True)
     plain, plain_text = _compiled_anew(entry, False)
