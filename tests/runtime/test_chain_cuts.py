@@ -243,3 +243,91 @@ def test_the_cut_loop_is_still_vectorized():
     plain(*want)
     for g, e in zip(got, want):
         np.testing.assert_array_equal(np.asarray(g), np.asarray(e))
+
+
+@wp.kernel
+def long_chain_f16_f64(a: wp.array(dtype=wp.float16), b: wp.array(dtype=wp.float64),
+                       y: wp.array(dtype=wp.float16), z: wp.array(dtype=wp.float64)):
+    i = wp.tid()
+    x = a[i]
+    u = b[i]
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    x = x * wp.float16(1.0) + wp.float16(0.5)
+    u = u * 1.01 + 0.25
+    y[i] = x
+    z[i] = u
+
+
+def test_float64_chains_are_cut_and_float16_chains_are_left():
+    n = 300
+    b_np = np.linspace(-1.0, 1.0, n)
+    a = wp.array(np.zeros(n, np.float16), dtype=wp.float16)
+    b = wp.array(b_np, dtype=wp.float64)
+    y = wp.zeros(n, dtype=wp.float16)
+    z = wp.zeros(n, dtype=wp.float64)
+    wp.launch(long_chain_f16_f64, n, inputs=[a, b], outputs=[y, z])
+    u = b_np.copy()
+    for _ in range(30):
+        u = u * 1.01 + 0.25
+    np.testing.assert_array_equal(z.numpy(), u)  # float64 arithmetic, the same bits
+    np.testing.assert_array_equal(y.numpy(), np.full(n, 15.0, np.float16))
+    entry = long_chain_f16_f64.compiled("cpu").entry("forward", "serial")
+    _, text = _compiled_anew(entry, True)  # (the signature is there, loaded or compiled)
+    assert "llvm.canonicalize.f64" in text and "canonicalize.f16" not in text
