@@ -316,7 +316,7 @@ def long_chain_f16_f64(a: wp.array(dtype=wp.float16), b: wp.array(dtype=wp.float
 
 
 def test_float64_chains_are_cut_and_float16_chains_are_left():
-    n = 300
+    n = 200  # serial (config.serial_threshold 256): the entry compiled anew below
     b_np = np.linspace(-1.0, 1.0, n)
     a = wp.array(np.zeros(n, np.float16), dtype=wp.float16)
     b = wp.array(b_np, dtype=wp.float64)
