@@ -316,7 +316,13 @@ def long_chain_f16_f64(a: wp.array(dtype=wp.float16), b: wp.array(dtype=wp.float
 
 
 def test_float64_chains_are_cut_and_float16_chains_are_left():
-    n = 200  # serial (config.serial_threshold 256): the entry compiled anew below
+    _check_float64_and_float16_chains()
+
+
+def _check_float64_and_float16_chains():
+    """Launch (serial: config.serial_threshold is 256) and check the values; returns the
+    forward's serial entry."""
+    n = 200
     b_np = np.linspace(-1.0, 1.0, n)
     a = wp.array(np.zeros(n, np.float16), dtype=wp.float16)
     b = wp.array(b_np, dtype=wp.float64)
@@ -328,6 +334,11 @@ def test_float64_chains_are_cut_and_float16_chains_are_left():
         u = u * 1.01 + 0.25
     np.testing.assert_array_equal(z.numpy(), u)  # float64 arithmetic, the same bits
     np.testing.assert_array_equal(y.numpy(), np.full(n, 15.0, np.float16))
-    entry = long_chain_f16_f64.compiled("cpu").entry("forward", "serial")
-    _, text = _compiled_anew(entry, True)  # (the signature is there, loaded or compiled)
+    return long_chain_f16_f64.compiled("cpu").entry("forward", "serial")
+
+
+@pytest.mark.uncached  # compiles a dispatcher of its own on every run
+def test_the_float64_chain_has_cuts_the_float16_chain_none():
+    entry = _check_float64_and_float16_chains()
+    _, text = _compiled_anew(entry, True)
     assert "llvm.canonicalize.f64" in text and "canonicalize.f16" not in text
