@@ -49,6 +49,7 @@ import importlib
 import operator
 import threading
 from collections import Counter, defaultdict
+from collections.abc import MutableMapping
 
 import numpy as np
 
@@ -547,37 +548,37 @@ _transforms = importlib.import_module(CORE + ".transforms")
 _numba_postprocess = _postproc.PostProcessor.run
 
 
-class _EntryVars(dict):
+class _EntryVars(MutableMapping):
     """``FunctionIR.block_entry_vars`` as the post-processor makes it (block -> the variables
     live at its entry), computed from the lifetimes ``vlt`` of ``blocks`` when first read."""
 
     def __init__(self, vlt, blocks):
-        super().__init__()
         self._pending = (vlt, blocks)
+        self._sets = {}
 
-    def _fill(self):
+    def _filled(self):
         if self._pending is not None:
             vlt, blocks = self._pending
             self._pending = None
             bev = analysis.compute_live_variables(vlt.cfg, blocks, vlt.usedefs.defmap,
                                                   vlt.deadmaps.combined)
-            for offset, block in blocks.items():
-                dict.__setitem__(self, block, bev[offset])
+            self._sets.update((block, bev[offset]) for offset, block in blocks.items())
+        return self._sets
 
-    def _filled(name):
-        method = getattr(dict, name)
+    def __getitem__(self, block):
+        return self._filled()[block]
 
-        def read(self, *args, **kws):
-            self._fill()
-            return method(self, *args, **kws)
-        read.__name__ = name
-        return read
+    def __setitem__(self, block, names):
+        self._filled()[block] = names
 
-    for _name in ("__getitem__", "__contains__", "__iter__", "__len__", "__eq__", "__repr__",
-                  "__setitem__", "__delitem__", "get", "items", "keys", "values", "copy",
-                  "pop", "setdefault", "update"):
-        locals()[_name] = _filled(_name)
-    del _name, _filled
+    def __delitem__(self, block):
+        del self._filled()[block]
+
+    def __iter__(self):
+        return iter(self._filled())
+
+    def __len__(self):
+        return len(self._filled())
 
 
 def _postprocess(self, emit_dels=False, extend_lifetimes=False):
