@@ -210,7 +210,7 @@ def _canonicalize(builder, ty, value):
     if ty in (types.float32, types.float64):  # (not float16: x86 has no half arithmetic)
         fn = builder.module.declare_intrinsic("llvm.canonicalize", [value.type])
         return builder.call(fn, [value])
-    if not isinstance(ty, types.BaseTuple) or isinstance(value.type, llir.PointerType):
+    if not isinstance(ty, types.BaseTuple) or not isinstance(value.type, llir.Aggregate):
         return None
     out, changed = value, False
     for k, member in enumerate(ty.types):
@@ -224,7 +224,7 @@ def _cut_chain(lower, ty, inst, value):
     """The lowered ``value`` of assignment ``inst``, through ``llvm.canonicalize`` where it ends
     a chain of ``CHAIN_CUT_DEPTH`` operations (see above)."""
     depth = _chain_depth(lower, inst.value)
-    if depth >= CHAIN_CUT_DEPTH and isinstance(inst.value, (ir.Expr, ir.Var)):
+    if depth >= CHAIN_CUT_DEPTH:  # (only an operation or a copy counts)
         done = _canonicalize(lower.builder, ty, value)
         if done is not None:
             value, depth = done, 0
