@@ -13,9 +13,10 @@ A tiled query is the 16 words of a scalar query (:mod:`weft.stdlib.mesh`) as a t
 own, its first word the valid flag. A step is one call of the block
 (``_wk.geo_bvh_next_batch``/``geo_mesh_next_batch``, :mod:`weft.native.geometry.kernel_api`)
 that fills an array the kernel makes with the query's new words followed by the step's
-results, a tile the lowering splits: the special form rebinds the query's variable to the new words (as ``bvh_query_next(query,
-index)`` does) and returns the results, a tile of ``int32`` of the block's length. Not
-differentiable (a query's results are discrete choices, as in Warp). Refused on CUDA.
+results, a tile the lowering splits: the special form rebinds the query's variable to the new
+words (as ``bvh_query_next(query, index)`` does) and returns the results, a tile of ``int32``
+of the block's length. Not differentiable (a query's results are discrete choices, as in
+Warp). Refused on CUDA.
 """
 from __future__ import annotations
 
