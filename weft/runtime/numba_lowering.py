@@ -226,18 +226,21 @@ def read_before_assigned(blocks, entry):
     # assigned at each block's end: everything to begin with (the meet of a must-analysis),
     # lowered to the fixed point; a block no path reaches assigns nothing on entry
     out = {label: full for label in blocks}
+
+    def assigned_on_entry(label):
+        if label == entry or not preds[label]:
+            return 0
+        assigned = full
+        for pred in preds[label]:
+            assigned &= out[pred]
+        return assigned
+
     work = list(blocks)
     queued = set(work)
     while work:
         label = work.pop()
         queued.discard(label)
-        if label == entry or not preds[label]:
-            assigned = 0
-        else:
-            assigned = full
-            for pred in preds[label]:
-                assigned &= out[pred]
-        new = assigned | defs[label]
+        new = assigned_on_entry(label) | defs[label]
         if new != out[label]:
             out[label] = new
             for target in succs[label]:
@@ -246,12 +249,7 @@ def read_before_assigned(blocks, entry):
                     work.append(target)
     early = set()
     for label, used in use_defs.usemap.items():
-        if label == entry or not preds[label]:
-            assigned = 0
-        else:
-            assigned = full
-            for pred in preds[label]:
-                assigned &= out[pred]
+        assigned = assigned_on_entry(label)
         early.update(name for name in used if not assigned & bit[name])
     return frozenset(early)
 
