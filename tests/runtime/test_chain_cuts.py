@@ -331,3 +331,90 @@ def test_cuts_are_float64_and_float32_never_float16():
     _, text = _compiled_anew(entry, True)
     assert "llvm.canonicalize.f64" in text and "llvm.canonicalize.f32" in text
     assert "canonicalize.f16" not in text
+
+
+# sixty updates of one array element: LLVM forwards each store to the next load, one chain of
+# additions through memory that the IR's variables do not show
+CM = [1.0 + 0.01 * (k % 7) for k in range(60)]  # as written in the kernel below
+
+
+@wp.kernel
+def memory_chain(a: wp.array(dtype=float), y: wp.array(dtype=float)):
+    i = wp.tid()
+    y[i] = y[i] + a[i] * 1.0
+    y[i] = y[i] + a[i] * 1.01
+    y[i] = y[i] + a[i] * 1.02
+    y[i] = y[i] + a[i] * 1.03
+    y[i] = y[i] + a[i] * 1.04
+    y[i] = y[i] + a[i] * 1.05
+    y[i] = y[i] + a[i] * 1.06
+    y[i] = y[i] + a[i] * 1.0
+    y[i] = y[i] + a[i] * 1.01
+    y[i] = y[i] + a[i] * 1.02
+    y[i] = y[i] + a[i] * 1.03
+    y[i] = y[i] + a[i] * 1.04
+    y[i] = y[i] + a[i] * 1.05
+    y[i] = y[i] + a[i] * 1.06
+    y[i] = y[i] + a[i] * 1.0
+    y[i] = y[i] + a[i] * 1.01
+    y[i] = y[i] + a[i] * 1.02
+    y[i] = y[i] + a[i] * 1.03
+    y[i] = y[i] + a[i] * 1.04
+    y[i] = y[i] + a[i] * 1.05
+    y[i] = y[i] + a[i] * 1.06
+    y[i] = y[i] + a[i] * 1.0
+    y[i] = y[i] + a[i] * 1.01
+    y[i] = y[i] + a[i] * 1.02
+    y[i] = y[i] + a[i] * 1.03
+    y[i] = y[i] + a[i] * 1.04
+    y[i] = y[i] + a[i] * 1.05
+    y[i] = y[i] + a[i] * 1.06
+    y[i] = y[i] + a[i] * 1.0
+    y[i] = y[i] + a[i] * 1.01
+    y[i] = y[i] + a[i] * 1.02
+    y[i] = y[i] + a[i] * 1.03
+    y[i] = y[i] + a[i] * 1.04
+    y[i] = y[i] + a[i] * 1.05
+    y[i] = y[i] + a[i] * 1.06
+    y[i] = y[i] + a[i] * 1.0
+    y[i] = y[i] + a[i] * 1.01
+    y[i] = y[i] + a[i] * 1.02
+    y[i] = y[i] + a[i] * 1.03
+    y[i] = y[i] + a[i] * 1.04
+    y[i] = y[i] + a[i] * 1.05
+    y[i] = y[i] + a[i] * 1.06
+    y[i] = y[i] + a[i] * 1.0
+    y[i] = y[i] + a[i] * 1.01
+    y[i] = y[i] + a[i] * 1.02
+    y[i] = y[i] + a[i] * 1.03
+    y[i] = y[i] + a[i] * 1.04
+    y[i] = y[i] + a[i] * 1.05
+    y[i] = y[i] + a[i] * 1.06
+    y[i] = y[i] + a[i] * 1.0
+    y[i] = y[i] + a[i] * 1.01
+    y[i] = y[i] + a[i] * 1.02
+    y[i] = y[i] + a[i] * 1.03
+    y[i] = y[i] + a[i] * 1.04
+    y[i] = y[i] + a[i] * 1.05
+    y[i] = y[i] + a[i] * 1.06
+    y[i] = y[i] + a[i] * 1.0
+    y[i] = y[i] + a[i] * 1.01
+    y[i] = y[i] + a[i] * 1.02
+    y[i] = y[i] + a[i] * 1.03
+
+
+@pytest.mark.uncached  # compiles dispatchers of its own on every run
+def test_a_chain_through_an_array_element_is_cut():
+    n = 50
+    a_np, _ = _inputs(n)
+    y0 = np.linspace(-1.0, 1.0, n).astype(np.float32)
+    a, y = wp.array(a_np), wp.array(y0)
+    wp.launch(memory_chain, n, inputs=[a], outputs=[y])
+    f = np.float32
+    want = y0.copy()
+    for c in CM:
+        want = want + a_np * f(c)
+    np.testing.assert_array_equal(y.numpy(), want)
+    entry = memory_chain.compiled("cpu").entry("forward", "serial")
+    cut_text, plain_text = _same_bits_with_and_without_cuts(entry, n, 4)
+    assert "llvm.canonicalize" in cut_text and "llvm.canonicalize" not in plain_text

@@ -145,6 +145,13 @@ def lowering_pass():
                 with _unoptimised(self.library, self.weft_entry), _fill_at_use_only():
                     super().lower()
 
+            def lower_inst(self, inst):
+                super().lower_inst(inst)
+                if CHAIN_CUTS and isinstance(inst, ir.SetItem):
+                    # (a chain through memory: see _chain_depth)
+                    self.weft_depths[("stored", inst.target.name, inst.index.name)] = \
+                        self.weft_depths.get(inst.value.name, 0)
+
             def lower_assign(self, ty, inst):
                 value = super().lower_assign(ty, inst)
                 if CHAIN_CUTS:
@@ -307,8 +314,10 @@ def _fill_at_use_only():
 # of a long chain. A copy is cut too: where branches join, the vectorizer's blend of the two
 # values infers its type from one of them, so a chain that runs through the joins of many ``if``
 # statements (the value left as it was on one side) is cut where the join's variable is copied
-# (a copy counts one: it is where the blend will be). Functions without such chains (every
-# ordinary kernel) are lowered as before.
+# (a copy counts one: it is where the blend will be). A load of an array element stored before at
+# the same index variable continues the stored value's chain: LLVM forwards the store to the
+# load, so an adjoint's ``adj_a[i] += v`` in every statement is one chain of additions. Functions
+# without such chains (every ordinary kernel) are lowered as before.
 
 #: long chains are cut (False: as Numba lowers them, for side-by-side measurements)
 CHAIN_CUTS = True
@@ -325,7 +334,13 @@ def _chain_depth(lower, value):
         return 0
     if value.op in ("getitem", "static_getitem") and \
             isinstance(lower.typeof(value.value.name), types.Buffer):
-        return 0  # a load
+        # a load; where the same array was stored at the same index variable before, LLVM
+        # forwards the stored value to it, continuing that value's chain (``adj_a[i] += v``
+        # once per statement of an adjoint: one chain of additions through the whole sweep)
+        index = getattr(value, "index", None)
+        if not isinstance(index, ir.Var):
+            return 0
+        return depths.get(("stored", value.value.name, index.name), 0)
     return 1 + max((depths.get(v.name, 0) for v in value.list_vars()), default=0)
 
 
