@@ -124,9 +124,10 @@ def lowering_pass():
             def alloca(self, name, type):
                 # Numba stores zero into every slot in the entry block (so that a read
                 # before any assignment reads zero): left out for a plain value assigned on
-                # every path before any read (see below)
+                # every path before any read (see below). With debug information (Numba's
+                # NUMBA_DEBUGINFO) Numba's, which also describes the variable to a debugger
                 if not (LEAN_LOWERING and ENTRY_ZEROS_ONLY_WHERE_READ) or \
-                        refcounted(self.context, type):
+                        self._disable_sroa_like_opt or refcounted(self.context, type):
                     return super().alloca(name, type)
                 early = getattr(self, "weft_read_early", None)
                 if early is None:
