@@ -199,9 +199,12 @@ def test_live_variable_map_gives_numbas_sets_before_and_after_ssa():
         assert ours == numbas and list(ours) == list(numbas), fn.__name__
         cfg = analysis.compute_cfg_from_blocks(blocks)
         usedefs = analysis.compute_use_defs(blocks)
-        plain = numba_passes._live_fixed_point(cfg, blocks, usedefs.usemap, usedefs.defmap,
-                                               cfg.topo_order(), {})
-        leaky += plain != ours
+        names = numba_passes._Bits()
+        use = {label: names.of(usedefs.usemap[label]) for label in blocks}
+        defs = {label: names.of(usedefs.defmap[label]) for label in blocks}
+        plain = numba_passes._live_fixed_point(cfg, blocks, use, defs, cfg.topo_order(), {})
+        leaky += {label: numba_passes._names(names, bits) for label, bits in plain.items()} \
+            != ours
     assert leaky  # where the plain fixed point differs, the full rule was taken
 
 
@@ -382,8 +385,50 @@ def test_dead_variable_maps_are_numbas_before_and_after_ssa():
             numbas = _dead_maps(numba_passes._numba_dead_maps, blocks)
             ours = _dead_maps(numba_passes.compute_dead_maps, blocks)
             assert ours == numbas, fn.__name__
+            # the post-processor's lifetimes: dead maps from the live sets as bits
+            lifetime = numba_passes._Lifetime(blocks)
+            assert tuple({k: set(v) for k, v in part.items()}
+                         for part in lifetime.deadmaps) == numbas, fn.__name__
+            assert lifetime.livemap == numba_passes._numba_live_map(
+                lifetime.cfg, blocks, lifetime.usedefs.usemap, lifetime.usedefs.defmap)
             checked += sum(len(v) for v in numbas[2].values())
     assert checked  # some variables die somewhere
+
+
+def test_backbone_is_numbas_set():
+    """``CFGraph.backbone`` from the immediate post-dominators above the entry: Numba's set,
+    on the generated functions (before and after SSA), a long chain of ``if`` statements in a
+    loop, and a function whose loop has no exit."""
+    from numba.core import controlflow
+    graphs = []
+    for fn in _generated_functions(branches_and_loops):
+        blocks = run_frontend(fn).blocks
+        graphs.append(lambda blocks=blocks: analysis.compute_cfg_from_blocks(blocks))
+        ssa_blocks = numba_passes.reconstruct_ssa_blocks(blocks)
+        graphs.append(lambda blocks=ssa_blocks: analysis.compute_cfg_from_blocks(blocks))
+
+    def chain(n, exit_loop=True):
+        g = controlflow.CFGraph()
+        for k in range(2 * n + 3):
+            g.add_node(k)
+        g.add_edge(0, 1)
+        for k in range(n):  # 1 + 2k: a test (and the join before it), 2 + 2k: its branch
+            g.add_edge(1 + 2 * k, 2 + 2 * k)
+            g.add_edge(1 + 2 * k, 3 + 2 * k)
+            g.add_edge(2 + 2 * k, 3 + 2 * k)
+        g.add_edge(2 * n + 1, 1)  # back to the loop's head
+        if exit_loop:
+            g.add_edge(1, 2 * n + 2)
+        g.set_entry_point(0)
+        g.process()
+        return g
+
+    graphs += [lambda: chain(40), lambda: chain(5, exit_loop=False)]
+    for make in graphs:
+        ours, numbas = make(), make()
+        assert numba_passes._backbone(ours) == numba_passes._numba_backbone(numbas)
+        assert ours._succs == numbas._succs and ours._preds == numbas._preds
+    assert numba_passes._backbone(chain(40)) == {0, 1, 82}  # entry, loop head, exit
 
 
 def test_bytecode_labels_are_numbas_list_with_set_membership():

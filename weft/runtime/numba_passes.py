@@ -45,6 +45,7 @@ numba-cuda's own: ``tests/cuda/test_ptx_pipeline.py``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import operator
 import threading
@@ -414,14 +415,60 @@ def compute_live_map(cfg, blocks, var_use_map, var_def_map):
     it mentions (a bit set per block of the blocks it reaches finds them, usually a few blocks
     before the kernel's loop).
     """
+    names, live = _live_bits(cfg, blocks, var_use_map, var_def_map)
+    return {label: _names(names, live[label]) for label in blocks}
+
+
+class _Bits:
+    """Sets of variable names as Python integers, one bit per name (in order of first use):
+    the live sets of an adjoint hold every forward value kept for the reverse sweep in every
+    block between (a branch's condition, say), so their unions and differences, as sets, grew
+    with the square of the kernel; as integers they cost a few machine words each."""
+
+    __slots__ = ("index", "names", "use", "defs")
+
+    def __init__(self):
+        self.index = {}
+        self.names = []
+
+    def of(self, names):
+        index = self.index
+        bits = 0
+        for name in names:
+            k = index.get(name)
+            if k is None:
+                k = index[name] = len(self.names)
+                self.names.append(name)
+            bits |= 1 << k
+        return bits
+
+
+def _names(names, bits):
+    """The set of names whose bits are set in ``bits``."""
+    out = set()
+    table = names.names
+    while bits:
+        low = bits & -bits
+        out.add(table[low.bit_length() - 1])
+        bits ^= low
+    return out
+
+
+def _live_bits(cfg, blocks, var_use_map, var_def_map):
+    """:func:`compute_live_map`'s sets as bits: ``(names, {block: bits})``; also the block's
+    use and definition bits (``names.use``, ``names.defs``), for the dead maps."""
+    names = _Bits()
+    use = {label: names.of(var_use_map[label]) for label in blocks}
+    defs = {label: names.of(var_def_map[label]) for label in blocks}
+    names.use, names.defs = use, defs
     order = cfg.topo_order()
     if not order:
-        return {label: set(var_use_map[label]) for label in blocks}
-    live_map = _live_fixed_point(cfg, blocks, var_use_map, var_def_map, order, {})
+        return names, dict(use)
+    live = _live_fixed_point(cfg, blocks, use, defs, order, {})
     entry = order[0]
-    leaky = live_map[entry] - set(var_use_map[entry])
+    leaky = live[entry] & ~use[entry]
     if not leaky:
-        return live_map
+        return names, live
     reach = {label: 1 << k for k, label in enumerate(order)}  # itself, then what it reaches
     changed = True
     while changed:
@@ -433,22 +480,24 @@ def compute_live_map(cfg, blocks, var_use_map, var_def_map):
             if mask != reach[label]:
                 reach[label] = mask
                 changed = True
-    mentioned = dict.fromkeys(leaky, 0)  # the blocks reached from where each is mentioned
+    leaky_names = _names(names, leaky)
+    mentioned = dict.fromkeys(leaky_names, 0)  # the blocks reached from where each is mentioned
     for label in order:
-        for name in (var_def_map[label] | var_use_map[label]) & leaky:
+        for name in (var_def_map[label] | var_use_map[label]) & leaky_names:
             mentioned[name] |= reach[label]
     everything = (1 << len(order)) - 1
-    stopped = defaultdict(set)  # block -> the variables that may not become live there
+    stopped = defaultdict(int)  # block -> the variables that may not become live there
     for name, mask in mentioned.items():
+        bit = 1 << names.index[name]
         rest = everything & ~mask
         while rest:
             low = rest & -rest
-            stopped[order[low.bit_length() - 1]].add(name)
+            stopped[order[low.bit_length() - 1]] |= bit
             rest ^= low
-    return _live_fixed_point(cfg, blocks, var_use_map, var_def_map, order, stopped)
+    return names, _live_fixed_point(cfg, blocks, use, defs, order, stopped)
 
 
-def _live_fixed_point(cfg, blocks, var_use_map, var_def_map, order, stopped):
+def _live_fixed_point(cfg, blocks, use, defs, order, stopped):
     """Live variables at each block's entry, as Numba's fixed point finds them, where
     ``stopped[block]`` never becomes live.
 
@@ -459,7 +508,7 @@ def _live_fixed_point(cfg, blocks, var_use_map, var_def_map, order, stopped):
     work list revisits only the predecessors of a block whose set grew, in the same order: the
     same least fixed point of the same equations."""
     index = set(order)
-    live_map = {label: set(var_use_map[label]) for label in blocks}
+    live_map = dict(use)
     work = list(order)  # popped from the end: the last block first, as Numba's sweep
     queued = set(work)
     while work:
@@ -470,12 +519,10 @@ def _live_fixed_point(cfg, blocks, var_use_map, var_def_map, order, stopped):
             continue
         for pred, _ in cfg.predecessors(label):
             if pred in index:
-                more = live - var_def_map[pred]
-                if pred in stopped:
-                    more -= stopped[pred]
+                more = live & ~defs[pred] & ~stopped.get(pred, 0)
                 target = live_map[pred]
-                if not more <= target:
-                    target |= more
+                if more & ~target:
+                    live_map[pred] = target | more
                     if pred not in queued:
                         queued.add(pred)
                         work.append(pred)
@@ -504,31 +551,48 @@ def compute_dead_maps(cfg, blocks, live_map, var_def_map):
     copies the growing union once per block: blocks times variables. On a chain of 600 ``if``
     statements that was 0.74 s of the forward's compile under the profiler (the post-processor
     runs it about seven times per compile). Here each union is made in place."""
-    escaping_dead_map = defaultdict(set)
-    internal_dead_map = defaultdict(set)
-    exit_dead_map = defaultdict(set)
+    names = _Bits()
+    live = {label: names.of(live_map[label]) for label in blocks}
+    defs = {label: names.of(var_def_map[label]) for label in blocks}
+    return _dead_maps(cfg, blocks, names, live, defs)
+
+
+def _dead_maps(cfg, blocks, names, live, defs):
+    """:func:`compute_dead_maps` from live and definition sets as bits (:class:`_Bits`); the
+    maps it gives are small (each variable dies in a few places), made into sets at the end."""
+    escaping = defaultdict(int)
+    internal = {}
+    exits = 0
     for offset, ir_block in blocks.items():
-        cur_live_set = live_map[offset] | var_def_map[offset]
-        outgoing_live_map = {out_blk: live_map[out_blk] for out_blk, _ in cfg.successors(offset)}
-        terminator_liveset = {v.name for v in ir_block.terminator.list_vars()}
-        combined_liveset = set(terminator_liveset).union(*outgoing_live_map.values())
-        internal_set = cur_live_set - combined_liveset
-        internal_dead_map[offset] = internal_set
-        escaping_live_set = cur_live_set - internal_set
-        for out_blk, new_live_set in outgoing_live_map.items():
-            escaping_dead_map[out_blk] |= escaping_live_set - (new_live_set
-                                                               | var_def_map[out_blk])
-        if not outgoing_live_map:
-            exit_dead_map[offset] = terminator_liveset
-    missing = set().union(*live_map.values())
-    for dead in (internal_dead_map, escaping_dead_map, exit_dead_map):
-        for names in dead.values():
-            missing -= names
+        cur_live = live[offset] | defs[offset]
+        succs = [out_blk for out_blk, _ in cfg.successors(offset)]
+        terminator = names.of(v.name for v in ir_block.terminator.list_vars())
+        combined = terminator
+        for out_blk in succs:
+            combined |= live[out_blk]
+        internal[offset] = dead = cur_live & ~combined
+        escaping_live = cur_live & ~dead
+        for out_blk in succs:
+            escaping[out_blk] |= escaping_live & ~(live[out_blk] | defs[out_blk])
+        if not succs:
+            exits |= terminator
+    every_live = 0
+    for bits in live.values():
+        every_live |= bits
+    every_dead = exits
+    for bits in internal.values():
+        every_dead |= bits
+    for bits in escaping.values():
+        every_dead |= bits
+    missing = every_live & ~every_dead
     if missing and cfg.exit_points():  # (without exit points it cannot be checked)
-        raise RuntimeError(f"liveness info missing for vars: {missing}")
-    combined = {k: internal_dead_map[k] | escaping_dead_map[k] for k in blocks}
-    return analysis._dead_maps_result(internal=internal_dead_map, escaping=escaping_dead_map,
-                                      combined=combined)
+        raise RuntimeError(f"liveness info missing for vars: {_names(names, missing)}")
+    internal_map = defaultdict(set, ((k, _names(names, v)) for k, v in internal.items()))
+    escaping_map = defaultdict(set, ((k, _names(names, escaping.get(k, 0)))
+                                     for k in {**escaping, **dict.fromkeys(blocks)}))
+    combined_map = {k: _names(names, internal.get(k, 0) | escaping.get(k, 0)) for k in blocks}
+    return analysis._dead_maps_result(internal=internal_map, escaping=escaping_map,
+                                      combined=combined_map)
 
 
 # -- the post-processor's entry variables, when they are read ----------------------------------
@@ -546,6 +610,26 @@ def compute_dead_maps(cfg, blocks, live_map, var_def_map):
 _postproc = importlib.import_module(CORE + ".postproc")
 _transforms = importlib.import_module(CORE + ".transforms")
 _numba_postprocess = _postproc.PostProcessor.run
+
+
+class _Lifetime(_postproc.VariableLifetime):
+    """Numba's ``VariableLifetime``, whose dead maps come from the live sets as bits
+    (:func:`_live_bits`, :func:`_dead_maps`): the sets themselves are made only if read."""
+
+    @functools.cached_property
+    def _bits(self):
+        usedefs = self.usedefs
+        return _live_bits(self.cfg, self._blocks, usedefs.usemap, usedefs.defmap)
+
+    @functools.cached_property
+    def livemap(self):
+        names, live = self._bits
+        return {label: _names(names, live[label]) for label in self._blocks}
+
+    @functools.cached_property
+    def deadmaps(self):
+        names, live = self._bits
+        return _dead_maps(self.cfg, self._blocks, names, live, names.defs)
 
 
 class _EntryVars(MutableMapping):
@@ -588,12 +672,39 @@ def _postprocess(self, emit_dels=False, extend_lifetimes=False):
     if not getattr(_compiling, "depth", 0) or func_ir.is_generator:
         return _numba_postprocess(self, emit_dels, extend_lifetimes)
     func_ir.blocks = _transforms.canonicalize_cfg(func_ir.blocks)
-    vlt = _postproc.VariableLifetime(func_ir.blocks)
+    vlt = _Lifetime(func_ir.blocks)
     func_ir.variable_lifetime = vlt
     func_ir.block_entry_vars = _EntryVars(vlt, func_ir.blocks)
     func_ir.generator_info = None
     if emit_dels:
         self._insert_var_dels(extend_lifetimes=extend_lifetimes)
+
+
+@register_pass(mutates_CFG=False, analysis_only=True)
+class AnnotateTypesUnforced(_machinery.AnalysisPass):
+    """Numba's ``AnnotateTypes`` (the type annotation ``inspect_types`` prints, of a copy of the
+    IR), without computing the post-processor's entry variables: ``FunctionIR.copy`` copies
+    them, which computed :class:`_EntryVars` for nothing the annotation reads. An adjoint
+    keeps each forward value it needs (a branch's condition, say) from the replay through the
+    reverse sweep, so in every block between, and Numba's computation of the entry variables is
+    sets of all of them in every block: 0.16 s of a 1,000-``if`` kernel's adjoint, 4.5 s at
+    3,000 (under the profiler)."""
+
+    _name = "weft_annotate_types"
+
+    def __init__(self):
+        _machinery.AnalysisPass.__init__(self)
+
+    def run_pass(self, state):
+        from numba.core.typed_passes import AnnotateTypes
+        func_ir = state.func_ir
+        entry_vars = func_ir.block_entry_vars
+        if isinstance(entry_vars, _EntryVars) and entry_vars._pending is not None:
+            func_ir.block_entry_vars = {}  # what the copy gets: computed when read there
+        try:
+            return AnnotateTypes.run_pass(self, state)
+        finally:
+            func_ir.block_entry_vars = entry_vars
 
 
 class _Labels(list):
@@ -609,6 +720,40 @@ class _Labels(list):
 
     def __contains__(self, offset):
         return offset in self._members
+
+
+_controlflow = importlib.import_module(CORE + ".controlflow")
+_numba_backbone = _controlflow.CFGraph.backbone
+
+
+def _backbone(self):
+    """``CFGraph.backbone``: the blocks every path from the entry passes, Numba's set, from the
+    chain of immediate post-dominators above the entry. Numba's takes it from the post-dominator
+    sets of every block, each made whole (``_find_dominators_from_immediate_doms``): along a
+    chain of ``if`` statements each block's set holds every join after it, the square of the
+    kernel (the bytecode walk asks it once per compile: 0.1 s of a 1,000-``if`` kernel's
+    adjoint, 0.7 s at 3,000, under the profiler). Numba's own, where the sets are made
+    already or the graph has loops without exits (kept as Numba handles them)."""
+    if "_post_doms" in self.__dict__ or any(not loop.exits for loop in self._loops.values()):
+        return _numba_backbone(self)
+    dummy_exit = object()  # as Numba's _find_post_dominators: one exit after every exit
+    for exit in self._exit_points:
+        self._add_edge(exit, dummy_exit)
+    try:
+        idom = self._find_immediate_dominators(
+            entry_point=dummy_exit, preds=self._succs, succs=self._preds,
+            back_edges=self._find_back_edges(entry_point=dummy_exit, succs=self._preds))
+    finally:
+        self._remove_node_edges(dummy_exit)
+    node = self._entry_point
+    if node not in idom:  # (no path from the entry to an exit)
+        return _numba_backbone(self)
+    backbone = {node}
+    while idom[node] != node:
+        node = idom[node]
+        backbone.add(node)
+    backbone.discard(dummy_exit)
+    return backbone
 
 
 def _bytecode_init(self, func_id):
@@ -635,6 +780,8 @@ def install_analyses():
         _postproc.PostProcessor.run = _postprocess
     if _bytecode._ByteCode.__init__ is not _bytecode_init:
         _bytecode._ByteCode.__init__ = _bytecode_init
+    if _controlflow.CFGraph.backbone is not _backbone:
+        _controlflow.CFGraph.backbone = _backbone
     if ir.Inst._rec_list_vars is not _list_vars:
         ir.Inst._rec_list_vars = _list_vars
     if _typing_context.BaseContext.resolve_function_type is not _resolve_function_type:

@@ -107,12 +107,13 @@ def generated_code_compiler():
     if _compiler is None:
         from numba.core import compiler
         from numba.core.compiler_machinery import PassManager
-        from numba.core.typed_passes import IRLegalization, NativeLowering
+        from numba.core.typed_passes import AnnotateTypes, IRLegalization, NativeLowering
         from numba.core.untyped_passes import InlineClosureLikes, IRProcessing, ReconstructSSA
 
         from .numba_lowering import DropPlainDels, install_kept_lowering, lowering_pass
-        from .numba_passes import (ReconstructSSAByMentions, SimplifyGeneratedCode,
-                                   compiling_generated_code, install_analyses)
+        from .numba_passes import (AnnotateTypesUnforced, ReconstructSSAByMentions,
+                                   SimplifyGeneratedCode, compiling_generated_code,
+                                   install_analyses)
 
         install_analyses()
         install_kept_lowering()
@@ -153,6 +154,8 @@ def generated_code_compiler():
                         pm.passes.append((ReconstructSSAByMentions, about))
                     elif pss is NativeLowering:
                         pm.passes.append((lowering_pass(), about))
+                    elif pss is AnnotateTypes:
+                        pm.passes.append((AnnotateTypesUnforced, about))
                     elif pss is not InlineClosureLikes:
                         pm.passes.append((pss, about))
                     if pss is IRLegalization:
