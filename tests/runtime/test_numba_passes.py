@@ -431,6 +431,22 @@ def test_backbone_is_numbas_set():
     assert numba_passes._backbone(chain(40)) == {0, 1, 82}  # entry, loop head, exit
 
 
+def test_type_annotation_is_made_only_when_asked_for():
+    """A generated function's type annotation prints a line, not the typed IR (what Numba's
+    cache entry keeps), and ``annotate()`` still makes the whole text."""
+    from weft.runtime.numba_start import generated_code_compiler
+    compiled = numba.njit(pipeline_class=generated_code_compiler())(_scaled)
+    compiled(np.array([1.5, -0.25], np.float32))
+    annotation = compiled.overloads[compiled.signatures[0]].type_annotation
+    assert isinstance(annotation, numba_passes.KernelTypeAnnotation)
+    assert "_scaled" in str(annotation) and "annotate()" in str(annotation)
+    assert len(str(annotation)) < 200
+    text = annotation.annotate()
+    assert "float32" in text and "array(float32, 1d, C)" in text
+    reduced = compiled.overloads[compiled.signatures[0]]._replace()._reduce()
+    assert reduced[6] == str(annotation)  # what the cache entry keeps
+
+
 def test_bytecode_labels_are_numbas_list_with_set_membership():
     from numba.core import bytecode
     numba_passes.install_analyses()
