@@ -11,7 +11,8 @@ from numba.core.registry import CPUDispatcher
 
 import weft as wp
 from weft.runtime.numba_lowering import DropPlainDels, lowering_pass
-from weft.runtime.numba_passes import ReconstructSSAByMentions, SimplifyGeneratedCode
+from weft.runtime.numba_passes import (AnnotateTypesUnforced, ReconstructSSAByMentions,
+                                       SimplifyGeneratedCode)
 from weft.runtime.numba_start import generated_code_compiler
 
 
@@ -69,6 +70,8 @@ def test_every_function_of_a_module_uses_the_pipeline_and_computes_the_same():
             expected.append(ReconstructSSAByMentions)
         elif p is typed_passes.NativeLowering:
             expected.append(lowering_pass())
+        elif p is typed_passes.AnnotateTypes:
+            expected.append(AnnotateTypesUnforced)
         elif p is not untyped_passes.InlineClosureLikes:
             expected.append(p)
         if p is typed_passes.IRLegalization:

@@ -802,8 +802,8 @@ def install_analyses():
         _postproc.PostProcessor.run = _postprocess
     if _bytecode._ByteCode.__init__ is not _bytecode_init:
         _bytecode._ByteCode.__init__ = _bytecode_init
-    if _controlflow.CFGraph.backbone is not _backbone:
-        _controlflow.CFGraph.backbone = _backbone
+    if CORE == "numba.core" and _controlflow.CFGraph.backbone is not _backbone:
+        _controlflow.CFGraph.backbone = _backbone  # (numba-cuda's graph has its own internals)
     if ir.Inst._rec_list_vars is not _list_vars:
         ir.Inst._rec_list_vars = _list_vars
     if _typing_context.BaseContext.resolve_function_type is not _resolve_function_type:
