@@ -335,76 +335,27 @@ def test_cuts_are_float64_and_float32_never_float16():
 
 # sixty updates of one array element: LLVM forwards each store to the next load, one chain of
 # additions through memory that the IR's variables do not show
-CM = [1.0 + 0.01 * (k % 7) for k in range(60)]  # as written in the kernel below
+CM = [1.0 + 0.01 * (k % 7) for k in range(60)]
 
 
-@wp.kernel
-def memory_chain(a: wp.array(dtype=float), y: wp.array(dtype=float)):
-    i = wp.tid()
-    y[i] = y[i] + a[i] * 1.0
-    y[i] = y[i] + a[i] * 1.01
-    y[i] = y[i] + a[i] * 1.02
-    y[i] = y[i] + a[i] * 1.03
-    y[i] = y[i] + a[i] * 1.04
-    y[i] = y[i] + a[i] * 1.05
-    y[i] = y[i] + a[i] * 1.06
-    y[i] = y[i] + a[i] * 1.0
-    y[i] = y[i] + a[i] * 1.01
-    y[i] = y[i] + a[i] * 1.02
-    y[i] = y[i] + a[i] * 1.03
-    y[i] = y[i] + a[i] * 1.04
-    y[i] = y[i] + a[i] * 1.05
-    y[i] = y[i] + a[i] * 1.06
-    y[i] = y[i] + a[i] * 1.0
-    y[i] = y[i] + a[i] * 1.01
-    y[i] = y[i] + a[i] * 1.02
-    y[i] = y[i] + a[i] * 1.03
-    y[i] = y[i] + a[i] * 1.04
-    y[i] = y[i] + a[i] * 1.05
-    y[i] = y[i] + a[i] * 1.06
-    y[i] = y[i] + a[i] * 1.0
-    y[i] = y[i] + a[i] * 1.01
-    y[i] = y[i] + a[i] * 1.02
-    y[i] = y[i] + a[i] * 1.03
-    y[i] = y[i] + a[i] * 1.04
-    y[i] = y[i] + a[i] * 1.05
-    y[i] = y[i] + a[i] * 1.06
-    y[i] = y[i] + a[i] * 1.0
-    y[i] = y[i] + a[i] * 1.01
-    y[i] = y[i] + a[i] * 1.02
-    y[i] = y[i] + a[i] * 1.03
-    y[i] = y[i] + a[i] * 1.04
-    y[i] = y[i] + a[i] * 1.05
-    y[i] = y[i] + a[i] * 1.06
-    y[i] = y[i] + a[i] * 1.0
-    y[i] = y[i] + a[i] * 1.01
-    y[i] = y[i] + a[i] * 1.02
-    y[i] = y[i] + a[i] * 1.03
-    y[i] = y[i] + a[i] * 1.04
-    y[i] = y[i] + a[i] * 1.05
-    y[i] = y[i] + a[i] * 1.06
-    y[i] = y[i] + a[i] * 1.0
-    y[i] = y[i] + a[i] * 1.01
-    y[i] = y[i] + a[i] * 1.02
-    y[i] = y[i] + a[i] * 1.03
-    y[i] = y[i] + a[i] * 1.04
-    y[i] = y[i] + a[i] * 1.05
-    y[i] = y[i] + a[i] * 1.06
-    y[i] = y[i] + a[i] * 1.0
-    y[i] = y[i] + a[i] * 1.01
-    y[i] = y[i] + a[i] * 1.02
-    y[i] = y[i] + a[i] * 1.03
-    y[i] = y[i] + a[i] * 1.04
-    y[i] = y[i] + a[i] * 1.05
-    y[i] = y[i] + a[i] * 1.06
-    y[i] = y[i] + a[i] * 1.0
-    y[i] = y[i] + a[i] * 1.01
-    y[i] = y[i] + a[i] * 1.02
-    y[i] = y[i] + a[i] * 1.03
+def _memory_chain(folder):
+    """The kernel ``y[i] = y[i] + a[i] * c`` for each ``c`` of ``CM`` (sixty statements: a
+    loop would not be a chain of straight-line code), written to a module in ``folder``."""
+    import importlib.util
+    path = folder / "memory_chain_module.py"
+    path.write_text("import weft as wp\n\n\n@wp.kernel\n"
+                    "def memory_chain(a: wp.array(dtype=float), y: wp.array(dtype=float)):\n"
+                    "    i = wp.tid()\n" +
+                    "".join(f"    y[i] = y[i] + a[i] * {c!r}\n" for c in CM))
+    spec = importlib.util.spec_from_file_location("memory_chain_module", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.memory_chain
 
 
 @pytest.mark.uncached  # compiles dispatchers of its own on every run
-def test_a_chain_through_an_array_element_is_cut():
+def test_a_chain_through_an_array_element_is_cut(tmp_path):
+    memory_chain = _memory_chain(tmp_path)
     n = 50
     a_np, _ = _inputs(n)
     y0 = np.linspace(-1.0, 1.0, n).astype(np.float32)

@@ -415,7 +415,7 @@ def compute_live_map(cfg, blocks, var_use_map, var_def_map):
     it mentions (a bit set per block of the blocks it reaches finds them, usually a few blocks
     before the kernel's loop).
     """
-    names, live = _live_bits(cfg, blocks, var_use_map, var_def_map)
+    names, live, _ = _live_bits(cfg, blocks, var_use_map, var_def_map)
     return {label: _names(names, live[label]) for label in blocks}
 
 
@@ -425,7 +425,7 @@ class _Bits:
     block between (a branch's condition, say), so their unions and differences, as sets, grew
     with the square of the kernel; as integers they cost a few machine words each."""
 
-    __slots__ = ("index", "names", "use", "defs")
+    __slots__ = ("index", "names")
 
     def __init__(self):
         self.index = {}
@@ -444,31 +444,34 @@ class _Bits:
 
 
 def _names(names, bits):
-    """The set of names whose bits are set in ``bits``."""
-    out = set()
+    """The set of names whose bits are set in ``bits``: one bit at a time for a few (most
+    dead sets), else unpacked by NumPy (clearing a bit copies the whole integer)."""
     table = names.names
-    while bits:
-        low = bits & -bits
-        out.add(table[low.bit_length() - 1])
-        bits ^= low
-    return out
+    if bits.bit_count() <= 16:
+        out = set()
+        while bits:
+            low = bits & -bits
+            out.add(table[low.bit_length() - 1])
+            bits ^= low
+        return out
+    raw = np.frombuffer(bits.to_bytes((bits.bit_length() + 7) // 8, "little"), np.uint8)
+    return {table[k] for k in np.flatnonzero(np.unpackbits(raw, bitorder="little")).tolist()}
 
 
 def _live_bits(cfg, blocks, var_use_map, var_def_map):
-    """:func:`compute_live_map`'s sets as bits: ``(names, {block: bits})``; also the block's
-    use and definition bits (``names.use``, ``names.defs``), for the dead maps."""
+    """:func:`compute_live_map`'s sets as bits: ``(names, {block: live}, {block: defined})``
+    (:class:`_Bits`; the definitions for the dead maps)."""
     names = _Bits()
     use = {label: names.of(var_use_map[label]) for label in blocks}
     defs = {label: names.of(var_def_map[label]) for label in blocks}
-    names.use, names.defs = use, defs
     order = cfg.topo_order()
     if not order:
-        return names, dict(use)
+        return names, dict(use), defs
     live = _live_fixed_point(cfg, blocks, use, defs, order, {})
     entry = order[0]
     leaky = live[entry] & ~use[entry]
     if not leaky:
-        return names, live
+        return names, live, defs
     reach = {label: 1 << k for k, label in enumerate(order)}  # itself, then what it reaches
     changed = True
     while changed:
@@ -494,7 +497,7 @@ def _live_bits(cfg, blocks, var_use_map, var_def_map):
             low = rest & -rest
             stopped[order[low.bit_length() - 1]] |= bit
             rest ^= low
-    return names, _live_fixed_point(cfg, blocks, use, defs, order, stopped)
+    return names, _live_fixed_point(cfg, blocks, use, defs, order, stopped), defs
 
 
 def _live_fixed_point(cfg, blocks, use, defs, order, stopped):
@@ -613,6 +616,11 @@ _transforms = importlib.import_module(CORE + ".transforms")
 _numba_postprocess = _postproc.PostProcessor.run
 
 
+#: the post-processor's dead maps from live sets as bits (False: Numba's sets, for side-by-side
+#: measurements)
+LIFETIME_BITS = True
+
+
 class _Lifetime(_postproc.VariableLifetime):
     """Numba's ``VariableLifetime``, whose dead maps come from the live sets as bits
     (:func:`_live_bits`, :func:`_dead_maps`): the sets themselves are made only if read."""
@@ -624,13 +632,12 @@ class _Lifetime(_postproc.VariableLifetime):
 
     @functools.cached_property
     def livemap(self):
-        names, live = self._bits
+        names, live, _ = self._bits
         return {label: _names(names, live[label]) for label in self._blocks}
 
     @functools.cached_property
     def deadmaps(self):
-        names, live = self._bits
-        return _dead_maps(self.cfg, self._blocks, names, live, names.defs)
+        return _dead_maps(self.cfg, self._blocks, *self._bits)
 
 
 class _EntryVars(MutableMapping):
@@ -673,7 +680,7 @@ def _postprocess(self, emit_dels=False, extend_lifetimes=False):
     if not getattr(_compiling, "depth", 0) or func_ir.is_generator:
         return _numba_postprocess(self, emit_dels, extend_lifetimes)
     func_ir.blocks = _transforms.canonicalize_cfg(func_ir.blocks)
-    vlt = _Lifetime(func_ir.blocks)
+    vlt = (_Lifetime if LIFETIME_BITS else _postproc.VariableLifetime)(func_ir.blocks)
     func_ir.variable_lifetime = vlt
     func_ir.block_entry_vars = _EntryVars(vlt, func_ir.blocks)
     func_ir.generator_info = None
