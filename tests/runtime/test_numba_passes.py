@@ -23,7 +23,7 @@ from numba.core.compiler import run_frontend
 from numba.core.registry import CPUDispatcher
 
 import weft as wp
-from weft.runtime import numba_lowering, numba_passes
+from weft.runtime import liveness, numba_lowering, numba_passes
 
 
 @wp.func
@@ -199,11 +199,11 @@ def test_live_variable_map_gives_numbas_sets_before_and_after_ssa():
         assert ours == numbas and list(ours) == list(numbas), fn.__name__
         cfg = analysis.compute_cfg_from_blocks(blocks)
         usedefs = analysis.compute_use_defs(blocks)
-        names = numba_passes._Bits()
+        names = liveness.Bits()
         use = {label: names.of(usedefs.usemap[label]) for label in blocks}
         defs = {label: names.of(usedefs.defmap[label]) for label in blocks}
-        plain = numba_passes._live_fixed_point(cfg, blocks, use, defs, cfg.topo_order(), {})
-        leaky += {label: numba_passes._names(names, bits) for label, bits in plain.items()} \
+        plain = liveness.live_fixed_point(cfg, blocks, use, defs, cfg.topo_order(), {})
+        leaky += {label: liveness.names_of(names, bits) for label, bits in plain.items()} \
             != ours
     assert leaky  # where the plain fixed point differs, the full rule was taken
 
