@@ -88,15 +88,20 @@ def load_kernel(shape, n, directory, module="weft"):
     return getattr(mod, name)
 
 
-def transpile_seconds(kernel):
-    """weft's transpiler alone on ``kernel``: forward, adjoint and tangent source."""
+def transpile_seconds(kernel, tangents=False):
+    """weft's transpiler alone on ``kernel``: the forward and adjoint source a launch builds
+    (a CPU release module), or with ``tangents`` the tangent kernel's too (the whole module, as
+    ``weft transpile`` writes it and a first forward-mode launch builds)."""
+    import dataclasses
+
     from weft.transpiler import pipeline
     from weft.transpiler.state import CompileOptions, CompileState
+    options = dataclasses.replace(CompileOptions.for_device("cpu", "release", False),
+                                  tangents=tangents)
     t0 = time.perf_counter()
-    state = pipeline.run(CompileState(roots=[kernel], options=CompileOptions.for_device(
-        "cpu", "release", False)))
+    state = pipeline.run(CompileState(roots=[kernel], options=options))
     took = time.perf_counter() - t0
-    assert "__adj" in state.source and "__jvp" in state.source
+    assert "__adj_chunk" in state.source and ("__jvp_chunk" in state.source) == tangents
     return took
 
 

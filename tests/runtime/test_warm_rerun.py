@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
+
 import pytest
 
 pytestmark = pytest.mark.uncached  # programs with caches of their own
@@ -51,6 +53,24 @@ SPRING = textwrap.dedent("""
     print(len(STATS["transpiled"]), len(STATS["compiled"]))
 """)
 
+# forward mode loads the module holding the tangent kernels (a launch's leaves them out): the
+# second run loads both from the cache
+JVP = textwrap.dedent("""
+    import numpy as np, weft as wp
+    from weft.runtime.cache import STATS
+    @wp.kernel
+    def k(x: wp.array(dtype=float), out: wp.array(dtype=float)):
+        i = wp.tid()
+        out[i] = wp.sin(x[i]) * x[i]
+    n = 16
+    x = wp.array(np.linspace(0.0, 1.0, n, dtype=np.float32), requires_grad=True)
+    out = wp.zeros(n, dtype=float, requires_grad=True)
+    wp.launch(k, dim=n, inputs=[x], outputs=[out])
+    t = wp.jvp(k, n, inputs=[x], outputs=[out], tangents={x: wp.ones(n, dtype=float)})
+    print(out.numpy()[[1, 15]].tolist() + t[out].numpy()[[1, 15]].tolist())
+    print(len(STATS["transpiled"]), len(STATS["compiled"]))
+""")
+
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
 
 
@@ -59,8 +79,8 @@ EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
     # unoptimised, a kernel calling a func kept a dead load of its process address, and Numba
     # would not cache it: compiled again in every process
     # (numba_start.drop_dead_globals_when_unoptimised)
-    (SPRING.format(examples=os.path.abspath(EXAMPLES)), "0")],
-    ids=["array2d-sin-cos", "spring-4-particles", "spring-at-numba-opt-0"])
+    (SPRING.format(examples=os.path.abspath(EXAMPLES)), "0"), (JVP, None)],
+    ids=["array2d-sin-cos", "spring-4-particles", "spring-at-numba-opt-0", "jvp"])
 def test_second_run_on_a_warm_cache(tmp_path, program, opt):
     path = tmp_path / "prog.py"
     path.write_text(program)
@@ -78,3 +98,7 @@ def test_second_run_on_a_warm_cache(tmp_path, program, opt):
     assert runs[0][-1] != "0 0" and runs[1][-1] == "0 0"
     if program is TWO_D:
         assert [round(v, 4) for v in eval(runs[0][0])] == [0.8776, -0.4794]
+    if program is JVP:  # x sin x and its derivative sin x + x cos x at 1/15 and 1
+        x = np.array([1.0 / 15.0, 1.0])
+        np.testing.assert_allclose(eval(runs[0][0]), np.concatenate(
+            [x * np.sin(x), np.sin(x) + x * np.cos(x)]), rtol=1e-6, atol=1e-7)

@@ -51,13 +51,28 @@ class CompiledKernel:
                                    for name, axes in self.abi.thread_indexed
                                    for k, axis in enumerate(axes) if not axis]
 
+    #: how to load the module that also holds the kernel's tangent functions, when
+    #: ``module`` leaves them out (a CPU release module: ``Kernel._load_module``)
+    load_tangents = None
+
     def entry(self, kind, target):
         """The generated ``kind`` (forward, adjoint, tangent) function for ``target``."""
         fn = self._entries.get((kind, target))
         if fn is None:
-            fn = self._entries[(kind, target)] = getattr(self.module,
-                                                         self.abi.entries[kind][target])
+            module = self.tangent_module() if kind == "tangent" else self.module
+            fn = self._entries[(kind, target)] = getattr(module, self.abi.entries[kind][target])
         return fn
+
+    def tangent_module(self):
+        """The generated module holding this kernel's tangent functions: ``module`` itself,
+        or one built (or loaded from the cache) on first use, with every function of
+        ``module`` and the kernel's tangents (what ``weft transpile`` writes)."""
+        if self.load_tangents is None:
+            return self.module
+        mod = getattr(self, "_tangent_module", None)
+        if mod is None:
+            mod = self._tangent_module = self.load_tangents()
+        return mod
 
     def param_index(self, name):
         return self._index[name]

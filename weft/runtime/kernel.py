@@ -180,19 +180,30 @@ class Kernel(UserFunction):
                   f"{self.statement_count()} statements)",
                   file=sys.stderr, flush=True)
         ck = CompiledKernel(self, device_kind, module, types)
+        if _without_tangents(device_kind, mode):  # (see _load_module)
+            ck.load_tangents = lambda: self._load_module(device_kind, mode, types, lanes, True)
         if not lanes:
             self._compiled[(device_kind, mode, types)] = ck
         return ck
 
-    def _load_module(self, device_kind, mode, types=None, lanes=()):
+    def _load_module(self, device_kind, mode, types=None, lanes=(), tangents=False):
+        """The generated module of this kernel for ``device_kind`` and ``mode``. A CPU release
+        module leaves out the kernel's tangent functions (a third of its code, which only
+        ``wp.jvp`` and forward-mode launches run) but with ``tangents``: the first such
+        launch loads that module (:meth:`CompiledKernel.tangent_module`). Debug and guarded
+        modules, whose checked sites the whole module numbers, and CUDA ones keep them."""
+        import dataclasses
+
         from ..transpiler.state import CompileOptions
         if mode not in ("release", "debug") and not mode.startswith("guarded"):  # (the runtime's)
             raise ValueError(f"kernel '{self.key}': mode must be 'release' or 'debug', got "
                              f"{mode!r}")
         options = CompileOptions.for_device(device_kind, mode, self.fast_math)
         extra = repr(options)
+        if _without_tangents(device_kind, mode) and not tangents:
+            options = dataclasses.replace(options, tangents=False)
+            extra += " tangents=False"
         if lanes:  # cooperative CPU blocks (not in repr(options): other keys unchanged)
-            import dataclasses
             options = dataclasses.replace(options, lanes=tuple(lanes))
             extra += f" lanes={tuple(lanes)}"
         if device_kind == "cuda":
@@ -257,7 +268,7 @@ class Kernel(UserFunction):
         ``"second"`` (the adjoint's tangent, which ``tape.hvp`` runs; CPU) or ``"all"`` (the
         whole module, funcs included), for the ``"cpu"`` or ``"cuda"`` target."""
         ck = self.compiled("cuda" if target == "cuda" else "cpu")
-        src = ck.module.__weft_source__
+        src = ck.tangent_module().__weft_source__  # (the whole module, as `weft transpile`)
         if kind == "all":
             return src
         if kind == "second":
@@ -265,6 +276,12 @@ class Kernel(UserFunction):
                                    ck.abi.entries["adjoint"][target] + "__hvp")
         return function_source(src, ck.abi.entries[kind]["cuda" if target == "cuda" else
                                                       target])
+
+
+def _without_tangents(device_kind, mode):
+    """Whether a kernel's module for ``device_kind`` and ``mode`` leaves its tangent functions
+    to a module of their own (``Kernel._load_module``)."""
+    return device_kind == "cpu" and mode == "release"
 
 
 class _ModuleView:

@@ -69,8 +69,9 @@ def prologue(fir):
     return out
 
 
-def kernel_functions(fir, facts, target, shared=None):
-    """The forward, adjoint and tangent kernels of ``fir`` for ``target``, the names of its
+def kernel_functions(fir, facts, target, shared=None, tangents=True):
+    """The forward, adjoint and tangent kernels of ``fir`` for ``target`` (no tangent one when
+    not ``tangents``: its ABI still names it), the names of its
     parameters' adjoints and tangents, and what another target may copy instead of generating
     them again (None when nothing: see :func:`_shareable`). ``shared``: that of a target of
     the same family that generated them before: its loops are not generated again (a third of
@@ -146,12 +147,14 @@ def kernel_functions(fir, facts, target, shared=None):
     if shared is None:
         tan = Tangent(fir, names_for(fir), facts, target)
         tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
-        tan_body = tan.block(fir.body) if not no_adj else _no_derivative(fir)
+        tan_body = tan.block(fir.body) if not no_adj and tangents else \
+            _no_derivative(fir) if tangents else None
     else:
         tan_names, tan_body = shared["tan_names"], None
     tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
-    kernel("tangent", params + list(tan_names.values()) + (phases + tsums if ties else []),
-           tan_body, (), f"Tangent (forward-mode) kernel of '{fir.name}'.", tan_names)
+    if tangents:
+        kernel("tangent", params + list(tan_names.values()) + (phases + tsums if ties else []),
+               tan_body, (), f"Tangent (forward-mode) kernel of '{fir.name}'.", tan_names)
     made = None
     if shared is None and _shareable(target) and not private_fwd and not adj_private:
         made = {"family": target.body_family, "loop_defs": loop_defs, "adj_names": adj_names,
@@ -320,8 +323,8 @@ def run(state):
             reuse = shared if shared is not None and shared["family"] == target.body_family \
                 else None
             with targeting(target):
-                fdefs, entry, adj_names, tan_names, made = kernel_functions(fir, facts, target,
-                                                                            reuse)
+                fdefs, entry, adj_names, tan_names, made = kernel_functions(
+                    fir, facts, target, reuse, state.options.tangents)
             shared = shared or made
             defs += fdefs
             for kind, fname in entry.items():

@@ -45,6 +45,12 @@ class CompileOptions:
     # cooperative CPU blocks: (block_dim, tiled, launch dimensions) or () (one lane per
     # block); out of repr, which keys the cache of every other module
     lanes: tuple = field(default=(), repr=False)
+    # False: the kernels' tangent (forward-mode) functions are left out, a third of a kernel's
+    # generated code; the runtime's CPU release modules, whose tangents a first forward-mode
+    # launch builds in a module of their own (``CompiledKernel.tangent_module``). Funcs keep
+    # theirs, so weft's library modules (and the machine code shipped for them) are the same.
+    # Out of repr, as ``lanes``: the runtime keys such a module itself.
+    tangents: bool = field(default=True, repr=False)
 
     @classmethod
     def for_device(cls, device_kind, mode="release", fast_math=False):
