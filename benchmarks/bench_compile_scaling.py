@@ -16,8 +16,11 @@ Generates kernels of N statements in three shapes:
   and weft drops the rest from the forward and the adjoint as dead code (Warp compiles them):
   ``chain`` is the shape whose every statement is compiled, forward and adjoint.
 
-The transpile column is weft's transpiler alone (pure Python: lowering, analysis, the forward,
-adjoint and tangent kernels, the module's source text), with a fresh cache so nothing is reused.
+The transpile column is weft's transpiler alone (pure Python: lowering, analysis, the forward
+and adjoint kernels, the module's source text), with a fresh cache so nothing is reused: the
+module a launch builds. "with tangents" is the whole module, the tangent (forward-mode) kernel
+too: what ``weft transpile`` writes and a first forward-mode launch builds (measured last in the
+process, after the launches).
 ``--numba`` adds Numba's compilation plus a first launch of the forward and the adjoint for the
 sizes up to 1,000 (``--numba-big``: 3,000 too, which takes minutes), and, when ``warp`` is
 importable, Warp's first forward and adjoint launch with a fresh kernel cache (Warp builds a
@@ -142,7 +145,7 @@ def measure_one(shape, n, numba, module):
         row = (transpile_seconds(kernel),)
         if numba:
             row += launch_seconds(wp, kernel, shape)
-        return row
+        return row + (transpile_seconds(kernel, tangents=True),)  # (last: the others as before)
 
 
 def run_child(shape, n, numba, module):
@@ -178,7 +181,7 @@ def main():
     shapes = args.shapes.split(",")
     numba = args.numba or args.numba_big
     warp = numba and not args.no_warp and warp_available()
-    cols = ["shape", "statements", "transpile (s)", "growth"]
+    cols = ["shape", "statements", "transpile (s)", "growth", "with tangents (s)"]
     if numba:
         cols += ["numba fwd (s)", "numba adj (s)", "weft total (s)", "total growth"]
     if warp:
@@ -193,10 +196,11 @@ def main():
             if not done:
                 rows.append([shape, str(n), f"failed: {runs[0][1]}"] + [""] * (len(cols) - 3))
                 continue
-            vals = min(done, key=sum)
+            best = min(done, key=lambda v: sum(v[:-1]))
+            vals, whole = best[:-1], best[-1]
             growth = f"{vals[0] / prev[1]:.2f}x per {n / prev[0]:.0f}x" if prev else ""
             prev = (n, vals[0])
-            row = [shape, str(n), f"{vals[0]:.3f}", growth]
+            row = [shape, str(n), f"{vals[0]:.3f}", growth, f"{whole:.3f}"]
             if numba:
                 total = sum(vals) if len(vals) == 3 else None
                 total_growth = f"{total / prev_total[1]:.2f}x per {n / prev_total[0]:.0f}x" \
