@@ -99,6 +99,36 @@ def test_ssa_by_mentions_gives_numbas_ir_for_every_generated_function():
 
 
 @numba.njit
+def _one_sided(flag, x):
+    if flag:
+        y = x * 2.0  # one definition, in a branch: the use after the join is a violator
+    else:
+        x = x + 1.0  # two definitions of x
+    z = y + x
+    return z
+
+
+def test_ssa_violators_are_numbas_from_the_dominator_tree():
+    """The variables SSA reconstruction renames (defined twice, or used where no definition
+    dominates), found from the dominator tree's intervals: Numba's set in Numba's order, on the
+    generated functions (as the pipeline sees them and simplified) and on a function whose
+    single definition is in one branch; the intervals give Numba's dominator sets."""
+    functions = _generated_functions(branches_and_loops) + [_one_sided]
+    for fn in functions:
+        func_ir = run_frontend(fn)
+        blocks = func_ir.blocks
+        cfg = analysis.compute_cfg_from_blocks(blocks)
+        ours = list(numba_passes._defs_violators(ssa, blocks, cfg))
+        assert ours == list(ssa._find_defs_violators(blocks, cfg)), fn.__name__
+        span = numba_passes.dominator_intervals(cfg)
+        for node, doms in cfg.dominators().items():
+            assert doms == {d for d in span if span[d][0] <= span[node][0] <= span[d][1]}
+    ours = list(numba_passes._defs_violators(ssa, run_frontend(_one_sided).blocks,
+                                             analysis.compute_cfg_from_blocks(
+                                                 run_frontend(_one_sided).blocks)))
+    assert "x" in ours and "y" in ours and "z" not in ours
+
+
 def _casts():
     return (np.float32(0.1), np.float32(-0.0), np.float32(1e-46), np.float32(1e39),
             np.float32(3.4028235e38), np.float32(16777216), np.float64(0.1),
