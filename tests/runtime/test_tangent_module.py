@@ -79,8 +79,24 @@ def test_source_is_the_whole_module():
                                                          ck.abi.entries[kind]["cpu"])
 
 
+@wp.kernel(mode="debug")
+def _debug_tan(a: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    out[i] = _wave(a[i])
+
+
 def test_debug_module_keeps_its_tangents():
-    # a debug module numbers the checked sites of all its functions: it stays whole
+    # a debug module numbers the checked sites of all its functions: it stays whole, and its
+    # tangent runs from it
+    x, a, out = _inputs()
+    ta = wp.array(np.ones(8, np.float32))
+    got = wp.jvp(_debug_tan, 8, inputs=[a], outputs=[out], tangents={a: ta})
+    np.testing.assert_allclose(got[out].numpy(), np.sin(x) + x * np.cos(x), rtol=1e-5,
+                               atol=1e-5)
+    np.testing.assert_allclose(out.numpy(), x * np.sin(x), rtol=1e-6, atol=1e-6)
+    ck = _debug_tan.compiled("cpu", "debug")
+    assert ck.tangent_module() is ck.module
+    assert "_debug_tan__jvp" in _defined(ck.module.__weft_source__)
     from weft.runtime.kernel import _without_tangents
     assert _without_tangents("cpu", "release")
     assert not _without_tangents("cpu", "debug") and not _without_tangents("cuda", "release")

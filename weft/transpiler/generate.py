@@ -147,8 +147,8 @@ def kernel_functions(fir, facts, target, shared=None, tangents=True):
     if shared is None:
         tan = Tangent(fir, names_for(fir), facts, target)
         tan_names = {p.name: tan.tan(p) for p in fir.params if T.is_differentiable(p.type)}
-        tan_body = tan.block(fir.body) if not no_adj and tangents else \
-            _no_derivative(fir) if tangents else None
+        tan_body = None if not tangents else \
+            tan.block(fir.body) if not no_adj else _no_derivative(fir)
     else:
         tan_names, tan_body = shared["tan_names"], None
     tsums = [f"_tsum{k}" for k in range(len(facts.tie_sites))]
