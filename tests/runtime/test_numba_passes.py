@@ -23,7 +23,7 @@ from numba.core.compiler import run_frontend
 from numba.core.registry import CPUDispatcher
 
 import weft as wp
-from weft.runtime import liveness, numba_lowering, numba_passes
+from weft.runtime import dominance, liveness, numba_lowering, numba_passes
 
 
 @wp.func
@@ -118,12 +118,12 @@ def test_ssa_violators_are_numbas_from_the_dominator_tree():
         func_ir = run_frontend(fn)
         blocks = func_ir.blocks
         cfg = analysis.compute_cfg_from_blocks(blocks)
-        ours = list(numba_passes._defs_violators(ssa, blocks, cfg))
+        ours = list(dominance.defs_violators(ssa, blocks, cfg))
         assert ours == list(ssa._find_defs_violators(blocks, cfg)), fn.__name__
-        span = numba_passes.dominator_intervals(cfg)
+        span = dominance.dominator_intervals(cfg)
         for node, doms in cfg.dominators().items():
             assert doms == {d for d in span if span[d][0] <= span[node][0] <= span[d][1]}
-    ours = list(numba_passes._defs_violators(ssa, run_frontend(_one_sided).blocks,
+    ours = list(dominance.defs_violators(ssa, run_frontend(_one_sided).blocks,
                                              analysis.compute_cfg_from_blocks(
                                                  run_frontend(_one_sided).blocks)))
     assert "x" in ours and "y" in ours and "z" not in ours

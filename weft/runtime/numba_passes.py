@@ -55,6 +55,7 @@ from collections.abc import MutableMapping
 import numpy as np
 
 from ..core.startup import collector_paused
+from .dominance import defs_violators, post_dominator_chain
 from .liveness import Bits, dead_maps, live_bits, names_of
 
 #: the Numba core these passes work on: ``numba.core``, or numba-cuda's copy of it, whose IR
@@ -320,55 +321,6 @@ _SSA_PARTS = ("_iterated_domfronts", "_find_defs_violators", "_CacheListVars", "
               "_run_block_analysis", "_GatherDefsHandler", "OrderedSet")
 
 
-def dominator_intervals(cfg):
-    """``{label: (first, last)}`` of ``cfg``'s reachable blocks: a walk of the dominator tree
-    (from the immediate dominators) numbers each block on entry, ``last`` the highest number in
-    its subtree, so that block ``d`` dominates block ``u`` when ``first[d] <= first[u] <=
-    last[d]``."""
-    idom = cfg.immediate_dominators()
-    children = {}
-    for node, parent in idom.items():
-        if node != parent:
-            children.setdefault(parent, []).append(node)
-    out, clock = {}, 0
-    stack = [(cfg.entry_point(), False)]
-    while stack:
-        node, done = stack.pop()
-        if done:
-            out[node] = (out[node], clock - 1)
-            continue
-        out[node] = clock
-        clock += 1
-        stack.append((node, True))
-        stack.extend((child, False) for child in children.get(node, ()))
-    return out
-
-
-def _defs_violators(ssa, blocks, cfg):
-    """``ssa._find_defs_violators(blocks, cfg)``, the same set in the same order: the variables
-    defined more than once, then those with a use in a block that no block defining them
-    dominates. Numba asks the dominators of every block as whole sets (``cfg.dominators()``):
-    along a chain of ``if`` statements each block's set holds every block before it, the
-    square of the kernel (0.04 s of a 1,000-``if`` adjoint's compile, 0.7 s at 3,000, under the
-    profiler). Here a use is checked against the dominator tree's intervals."""
-    defs, uses = defaultdict(list), defaultdict(set)
-    ssa._run_block_analysis(blocks, {"defs": defs, "uses": uses}, ssa._GatherDefsHandler())
-    violators = ssa.OrderedSet([k for k, vs in defs.items() if len(vs) > 1])
-    span = dominator_intervals(cfg)
-    for k, use_blocks in uses.items():
-        if k in violators:
-            continue
-        homes = [span.get(label) for _assign, label in defs[k]]
-        for label in use_blocks:
-            at = span.get(label)
-            if at is None or None in homes:  # (a block no path reaches: as Numba decides)
-                return ssa._find_defs_violators(blocks, cfg)
-            if not any(lo <= at[0] <= hi for lo, hi in homes):
-                violators.add(k)
-                break
-    return violators
-
-
 def _mentions(blocks):
     """Variable name -> the labels of the blocks that define or read it, in block order."""
     where = {}
@@ -402,7 +354,7 @@ def reconstruct_ssa_blocks(blocks):
         return ssa._run_ssa(blocks)
     cfg = compute_cfg_from_blocks(blocks)
     df_plus = ssa._iterated_domfronts(cfg)
-    violators = _defs_violators(ssa, blocks, cfg) if SSA_BY_TREE else \
+    violators = defs_violators(ssa, blocks, cfg) if SSA_BY_TREE else \
         ssa._find_defs_violators(blocks, cfg)
     cache_list_vars = ssa._CacheListVars()
     where = _mentions(blocks) if violators else {}
@@ -667,33 +619,10 @@ _numba_backbone = _controlflow.CFGraph.backbone
 
 
 def _backbone(self):
-    """``CFGraph.backbone``: the blocks every path from the entry passes, Numba's set, from the
-    chain of immediate post-dominators above the entry. Numba's takes it from the post-dominator
-    sets of every block, each made whole (``_find_dominators_from_immediate_doms``): along a
-    chain of ``if`` statements each block's set holds every join after it, the square of the
-    kernel (the bytecode walk asks it once per compile: 0.1 s of a 1,000-``if`` kernel's
-    adjoint, 0.7 s at 3,000, under the profiler). Numba's own, where the sets are made
-    already or the graph has loops without exits (kept as Numba handles them)."""
-    if "_post_doms" in self.__dict__ or any(not loop.exits for loop in self._loops.values()):
-        return _numba_backbone(self)
-    dummy_exit = object()  # as Numba's _find_post_dominators: one exit after every exit
-    for exit in self._exit_points:
-        self._add_edge(exit, dummy_exit)
-    try:
-        idom = self._find_immediate_dominators(
-            entry_point=dummy_exit, preds=self._succs, succs=self._preds,
-            back_edges=self._find_back_edges(entry_point=dummy_exit, succs=self._preds))
-    finally:
-        self._remove_node_edges(dummy_exit)
-    node = self._entry_point
-    if node not in idom:  # (no path from the entry to an exit)
-        return _numba_backbone(self)
-    backbone = {node}
-    while idom[node] != node:
-        node = idom[node]
-        backbone.add(node)
-    backbone.discard(dummy_exit)
-    return backbone
+    """``CFGraph.backbone`` from the immediate post-dominators (``dominance``), Numba's own
+    where that does not apply."""
+    found = post_dominator_chain(self)
+    return _numba_backbone(self) if found is None else found
 
 
 def _bytecode_init(self, func_id):
