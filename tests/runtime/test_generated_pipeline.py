@@ -11,8 +11,8 @@ from numba.core.registry import CPUDispatcher
 
 import weft as wp
 from weft.runtime.numba_lowering import DropPlainDels, lowering_pass
-from weft.runtime.numba_passes import (AnnotateTypesUnforced, ReconstructSSAByMentions,
-                                       SimplifyGeneratedCode)
+from weft.runtime.numba_passes import AnnotateTypesUnforced, ReconstructSSAByMentions
+from weft.runtime.numba_simplify import SimplifyGeneratedCode
 from weft.runtime.numba_start import generated_code_compiler
 
 

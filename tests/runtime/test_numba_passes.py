@@ -23,7 +23,7 @@ from numba.core.compiler import run_frontend
 from numba.core.registry import CPUDispatcher
 
 import weft as wp
-from weft.runtime import dominance, liveness, numba_lowering, numba_passes
+from weft.runtime import dominance, liveness, numba_lowering, numba_passes, numba_simplify
 
 
 @wp.func
@@ -89,7 +89,7 @@ def test_ssa_by_mentions_gives_numbas_ir_for_every_generated_function():
                 args = tuple(types.Array(types.float32, 1, "C") if name.startswith(("a", "v",
                              "out", "adj_", "tan_")) else types.int64
                              for name in func_ir.arg_names)
-                numba_passes.SimplifyGeneratedCode().run_pass(
+                numba_simplify.SimplifyGeneratedCode().run_pass(
                     _State(func_ir=func_ir, args=args))
             numbas = ssa._run_ssa(copy.deepcopy(func_ir.blocks))
             ours = numba_passes.reconstruct_ssa_blocks(func_ir.blocks)
@@ -137,27 +137,27 @@ def _casts():
 
 def test_constant_casts_fold_to_the_bits_numba_computes():
     compiled = _casts()
-    folded = [numba_passes._constant_cast(np.float32, 0.1),
-              numba_passes._constant_cast(np.float32, -0.0),
-              numba_passes._constant_cast(np.float32, 1e-46),
-              numba_passes._constant_cast(np.float32, 1e39),
-              numba_passes._constant_cast(np.float32, 3.4028235e38),
-              numba_passes._constant_cast(np.float32, 16777216),
-              numba_passes._constant_cast(np.float64, 0.1),
-              numba_passes._constant_cast(np.int32, -5),
-              numba_passes._constant_cast(np.int32, 2147483647),
-              numba_passes._constant_cast(np.uint8, 255),
-              numba_passes._constant_cast(np.int64, -9007199254740993)]
+    folded = [numba_simplify._constant_cast(np.float32, 0.1),
+              numba_simplify._constant_cast(np.float32, -0.0),
+              numba_simplify._constant_cast(np.float32, 1e-46),
+              numba_simplify._constant_cast(np.float32, 1e39),
+              numba_simplify._constant_cast(np.float32, 3.4028235e38),
+              numba_simplify._constant_cast(np.float32, 16777216),
+              numba_simplify._constant_cast(np.float64, 0.1),
+              numba_simplify._constant_cast(np.int32, -5),
+              numba_simplify._constant_cast(np.int32, 2147483647),
+              numba_simplify._constant_cast(np.uint8, 255),
+              numba_simplify._constant_cast(np.int64, -9007199254740993)]
     kinds = [np.float32] * 6 + [np.float64, np.int32, np.int32, np.uint8, np.int64]
     for kind, want, got in zip(kinds, compiled, folded):  # (returned boxed: exact)
         assert type(got) is kind
         assert np.asarray(got).tobytes() == np.asarray(want, dtype=kind).tobytes()
     # left as calls: out of range, a big integer into a float, booleans, other kinds
-    assert numba_passes._constant_cast(np.int32, 2 ** 31) is None
-    assert numba_passes._constant_cast(np.uint8, -1) is None
-    assert numba_passes._constant_cast(np.float32, 16777217) is None
-    assert numba_passes._constant_cast(np.float32, True) is None
-    assert numba_passes._constant_cast(np.int32, 1.5) is None
+    assert numba_simplify._constant_cast(np.int32, 2 ** 31) is None
+    assert numba_simplify._constant_cast(np.uint8, -1) is None
+    assert numba_simplify._constant_cast(np.float32, 16777217) is None
+    assert numba_simplify._constant_cast(np.float32, True) is None
+    assert numba_simplify._constant_cast(np.int32, 1.5) is None
 
 
 @wp.kernel
@@ -177,7 +177,7 @@ def test_none_tests_on_arguments_are_pruned_by_type():
     args = tuple(types.none if name == "adj_b" else array if name != "_dim" else
                  types.UniTuple(types.int64, 1) for name in func_ir.arg_names)
     before = len(func_ir.blocks)
-    assert numba_passes.SimplifyGeneratedCode().run_pass(_State(func_ir=func_ir, args=args))
+    assert numba_simplify.SimplifyGeneratedCode().run_pass(_State(func_ir=func_ir, args=args))
     assert len(func_ir.blocks) < before
     for block in func_ir.blocks.values():
         for stmt in block.body:
@@ -272,11 +272,11 @@ def _long_chain(folder, n=80):
 def test_long_blocks_are_cut_and_compute_the_same(tmp_path):
     long_chain = _long_chain(tmp_path)
     func_ir = run_frontend(long_chain)
-    assert max(len(b.body) for b in func_ir.blocks.values()) > numba_passes.BLOCK_STATEMENTS
-    numba_passes.SimplifyGeneratedCode().run_pass(
+    assert max(len(b.body) for b in func_ir.blocks.values()) > numba_simplify.BLOCK_STATEMENTS
+    numba_simplify.SimplifyGeneratedCode().run_pass(
         _State(func_ir=func_ir, args=(types.Array(types.float32, 1, "C"),)))
     assert len(func_ir.blocks) > 2
-    assert max(len(b.body) for b in func_ir.blocks.values()) <= numba_passes.BLOCK_STATEMENTS
+    assert max(len(b.body) for b in func_ir.blocks.values()) <= numba_simplify.BLOCK_STATEMENTS
     from weft.runtime.numba_start import generated_code_compiler
     a = np.array([0.5, -1.25, 2.0], np.float32)
     want = numba.njit(long_chain)(a)

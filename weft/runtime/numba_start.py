@@ -112,15 +112,15 @@ def generated_code_compiler():
 
         from .numba_lowering import DropPlainDels, install_kept_lowering, lowering_pass
         from .numba_passes import (AnnotateTypesUnforced, ReconstructSSAByMentions,
-                                   SimplifyGeneratedCode, compiling_generated_code,
-                                   install_analyses)
+                                   compiling_generated_code, install_analyses)
+        from .numba_simplify import SimplifyGeneratedCode
 
         install_analyses()
         install_kept_lowering()
 
         class GeneratedCodeCompiler(compiler.CompilerBase):
             """Numba's nopython pipeline less ``InlineClosureLikes``, with
-            :class:`~weft.runtime.numba_passes.SimplifyGeneratedCode` first, SSA by
+            :class:`~weft.runtime.numba_simplify.SimplifyGeneratedCode` first, SSA by
             :class:`~weft.runtime.numba_passes.ReconstructSSAByMentions`, the linear
             live-variable analysis (:func:`~weft.runtime.numba_passes.compute_live_map`), a
             faster walk for statements' variables, and lowering that counts references only of
