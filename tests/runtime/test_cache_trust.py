@@ -275,3 +275,53 @@ def test_code_objects_load_beside_modules_and_damaged_ones_are_compiled_again(tm
     assert int(third["texts"]) == len(codes) and counts(third) == (0, 0)
     assert "Traceback" not in err
     assert {c: c.read_bytes() for c in codes} == good  # written again, as they were
+
+
+NRT_CHECK = textwrap.dedent("""
+    import numba
+    from numba.core.runtime import nrtdynmod
+
+    @numba.njit  # compiled here: links the NRT's functions, allocates, counts references
+    def ramp(n):
+        a = np.empty(n)
+        for i in range(n):
+            a[i] = i * 0.5
+        b = a
+        return b[1:].copy()
+
+    print("ramp", ramp(5).tolist())
+""")
+NO_NRT_COMPILE = textwrap.dedent("""
+    from numba.core.runtime import nrtdynmod as _nrtdynmod
+
+    def _refuse(*args):
+        raise AssertionError("the NRT's functions were compiled, not loaded")
+    _nrtdynmod.create_nrt_module = _refuse
+""")
+
+
+def test_nrt_functions_load_from_the_cache(tmp_path):
+    """The NRT's LLVM functions (reference counts, allocation) are compiled once per cache
+    (``diskcache._nrt_library``) and loaded, sealed, by later processes; a damaged file is
+    compiled again."""
+    cache = tmp_path / "c"
+
+    def go(prelude=""):
+        path = tmp_path / f"nrt_{abs(hash(prelude)) % 10**8}.py"
+        path.write_text(prelude + PROGRAM + NRT_CHECK)
+        r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                           env=clean_env({"WEFT_CACHE_DIR": str(cache)}), timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        lines = dict(line.split(" ", 1) for line in r.stdout.splitlines())
+        assert eval(lines["ramp"]) == [0.5, 1.0, 1.5, 2.0]
+        assert [round(v, 5) for v in eval(lines["y"])] == [round(v, 5) for v in EXPECTED_Y]
+        return lines, r.stderr
+
+    first, _ = go()
+    (nrt,) = cache.glob("nrt-*.bin")
+    second, err = go(NO_NRT_COMPILE)  # loaded: compiling would fail
+    assert second["g"] == first["g"] and "damaged" not in err  # (its kernel compiled here too)
+    nrt.write_bytes(nrt.read_bytes()[:200])
+    third, err = go()
+    assert "damaged compiled-code cache file" in err and third["g"] == first["g"]
+    go(NO_NRT_COMPILE)  # written again

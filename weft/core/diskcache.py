@@ -358,12 +358,69 @@ _runtime_ready = []
 def _runtime_symbols(target_context):
     """What loaded machine code links against that Numba registers only while loading its
     registries: the NRT's functions (allocation, reference counts) and the hash secret
-    (``_numba_hashsecret_*``). Missing, LLVM aborts the process ("Symbol not found")."""
+    (``_numba_hashsecret_*``). Missing, LLVM aborts the process ("Symbol not found"). The
+    NRT's own LLVM functions (atomic reference counts, ``NRT_MemInfo_data_fast``) come from
+    this cache (:func:`_nrt_library`) rather than compiled by Numba in every process."""
     if not _runtime_ready:
-        from numba.core.runtime import rtsys
+        from numba.core.runtime import nrtdynmod, rtsys
         from numba.cpython import hashing  # noqa: F401 (injects the hash secret)
-        rtsys.initialize(target_context)
+        with _nrt_lock:
+            if not rtsys._init:
+                compile_nrt = nrtdynmod.compile_nrt_functions
+                nrtdynmod.compile_nrt_functions = _nrt_library
+                try:
+                    rtsys.initialize(target_context)
+                finally:
+                    nrtdynmod.compile_nrt_functions = compile_nrt
         _runtime_ready.append(True)
+
+
+_nrt_lock = __import__("threading").Lock()
+
+
+def _nrt_library(ctx):
+    """Numba's ``compile_nrt_functions``: the NRT's LLVM functions as a code library, loaded
+    from a sealed file of this cache when one was written by the same Numba, llvmlite and
+    CPU (``codegen.magic_tuple``), else compiled and written there. Compiling them (their
+    module through LLVM's full pipeline) was 19-28 ms of every process that loads cached
+    code, about as long as loading a geometry program's kernels (``docs/performance.md``,
+    stop 74)."""
+    import pickle
+
+    import llvmlite
+    from numba.core.runtime import nrtdynmod
+    codegen = ctx.codegen()
+    root = cache_root()
+    path = None
+    if root is not None:
+        key = hashlib.sha256(repr((numba.__version__, llvmlite.__version__,
+                                   codegen.magic_tuple())).encode()).hexdigest()[:24]
+        path = os.path.join(root, f"nrt-{key}.bin")
+        try:
+            with open(path, "rb") as f:
+                blob = f.read()
+        except OSError:
+            blob = None
+        payload = _unseal(blob, path) if blob is not None else None
+        if payload is not None:
+            try:
+                return codegen.unserialize_library(pickle.loads(payload))
+            except Exception:  # noqa: BLE001 - unreadable: compiled below, as by Numba
+                pass
+    ir_mod, library = nrtdynmod.create_nrt_module(ctx)
+    library.enable_object_caching()
+    library.add_ir_module(ir_mod)
+    library.finalize()
+    if path is not None and writable():
+        try:
+            payload = pickle.dumps(library.serialize_using_object_code(), protocol=-1)
+            fd, tmp = tempfile.mkstemp(dir=root, prefix=".nrt-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(_seal(payload))
+            os.replace(tmp, path)
+        except (OSError, RuntimeError, ValueError):
+            pass  # (not cached: compiled again next time)
+    return library
 
 
 def _use_verified_cache(disp):

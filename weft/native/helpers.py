@@ -47,32 +47,34 @@ _portable.bind_composed(globals(), _jit)  # float16 rounding and atomics, tuple_
 def _bind_geometry():
     """The geometry queries by id (``_wk.geo_*``): compiled lazily like every helper, without
     Numba's reference counting (measured 3x faster samples) and with the iterator steps
-    inlined into kernels."""
+    inlined into kernels. Each query's dispatcher is made at its first lookup here
+    (:func:`__getattr__`), the cores it calls at theirs."""
     from .geometry import kernel_api
     if numba.config.DISABLE_JIT:
         return kernel_api.bind(globals(), "python")
     return kernel_api.bind(globals(), "cpu", njit(error_model="numpy", nogil=True, _nrt=False),
-                           njit(error_model="numpy", nogil=True, _nrt=False, inline="always"))
+                           njit(error_model="numpy", nogil=True, _nrt=False, inline="always"),
+                           lazy=True)
 
 
 _geometry_lock = threading.Lock()
-_geometry_bound = []  # [True] once bound
+_geometry_bound = []  # [the queries' namespace] once bound
 
 
 def use_geometry():
-    """Bind the geometry queries (``_wk.geo_*``) if they are not yet: binding makes about 250
-    dispatchers, 0.1-0.2 s that a program without geometry never needs. A generated module
-    whose kernels call them calls this at its import (``assemble._geometry_binding``): binding
+    """Bind the geometry queries (``_wk.geo_*``) if they are not yet (their namespace: the
+    queries and the cores they call, each made at its first lookup). A generated module whose
+    kernels call them calls this at its import (``assemble._geometry_binding``): binding
     from inside Numba's compile, at the first typing of ``_wk.geo_*``, left the queries'
     globals unresolved."""
     with _geometry_lock:
         if not _geometry_bound:
-            _bind_geometry()
-            _geometry_bound.append(True)
+            _geometry_bound.append(_bind_geometry())
+    return _geometry_bound[0]
 
 
 def __getattr__(name):
-    """The geometry names, for Python code that reads them before any module bound them, and
+    """The geometry queries (``_wk.geo_*``, made at their first lookup and kept here), and
     the fast-math functions (``_wk.fm_sin``, imported on first use)."""
     if name.startswith("fm_"):
         from .fastmath import FAST
@@ -85,9 +87,13 @@ def __getattr__(name):
             globals().update({n: getattr(tiles, n) for n in tiles.TILE_HELPERS})
             return globals()[name]
     from .geometry.kernel_api import PORTABLE
-    if name in PORTABLE:
-        use_geometry()
-        return globals()[name]
+    if name in PORTABLE or name.startswith("geo_vol_"):
+        api = use_geometry()
+        if name in globals():  # (bound into this module: no compiler)
+            return globals()[name]
+        if name in api.exported:
+            globals()[name] = value = api[name]
+            return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -48,7 +48,7 @@ from numba import prange
 from ...core.diskcache import njit
 
 from .._portable import f2h, h2f
-from .portable import compile_into, variant
+from .portable import Namespace, compile_into, variant
 
 #: Numba options for compiling these cores for the CPU: ``numba.njit(**CPU_JIT_OPTIONS)``.
 #: ``_nrt=False`` because the cores allocate nothing: with Numba's reference counting on, every
@@ -240,16 +240,18 @@ PORTABLE = ("f2h", "h2f", "hg_cell_coord", "hg_cell_index", "hg_point_cell", "hg
             "hash_grid_query_next", "hash_grid_point_id")
 
 
-def compile_for(jit, inline_jit=None):
+def compile_for(jit, inline_jit=None, lazy=False):
     """Every function of ``PORTABLE`` compiled with ``jit`` (a namespace dict), as in
     ``weft.native.geometry.volume_query.compile_for``; those in ``INLINE`` with ``inline_jit`` when
     given. For the CPU: ``compile_for(numba.njit(**CPU_JIT_OPTIONS),
     numba.njit(inline="always", **CPU_JIT_OPTIONS))`` (``compile_cpu()``); for CUDA
-    ``compile_for(cuda.jit(device=True))``."""
-    ns = {"math": math, "np": np, "INT_MIN": INT_MIN, "INT_MAX_1": INT_MAX_1, "real": real,
-          "__name__": __name__}  # a module name: cached code rebuilds its environment
-    return compile_into(ns, [(name, globals()[name]) for name in PORTABLE], jit, inline_jit,
-                        INLINE)
+    ``compile_for(cuda.jit(device=True))``. ``lazy``: a ``portable.Namespace`` making each
+    at its first lookup."""
+    ns = Namespace({"math": math, "np": np, "INT_MIN": INT_MIN, "INT_MAX_1": INT_MAX_1,
+                    "real": real, "__name__": __name__})  # (cached code: a module name)
+    ns = compile_into(ns, [(name, globals()[name]) for name in PORTABLE], jit, inline_jit,
+                      INLINE)
+    return ns if lazy else ns.made()
 
 
 def compile_cpu(cache=False):

@@ -22,7 +22,7 @@ from . import (bvh_groups, hashgrid, kernel_api_volume, mesh_query, mesh_winding
     volume_query)
 from .descriptors import AVG_STALE, HEADER
 from .mesh_query import TRI_COLS
-from .portable import compile_into, variant
+from .portable import Namespace, compile_into, variant
 
 # descriptor words (see weft.runtime.geometry for the objects that fill them)
 # tree, values, xform_f, xform_d; gtype, channels, indexable voxels (get_voxel_count)
@@ -530,12 +530,14 @@ INLINE = ("geo_hg_next", "geo_mesh_next", "geo_bvh_next", "_pack_state", "_unpac
           "f32_bits", "bits_f32", "_mesh_bvh", "_bvh_arrays")
 
 
-def bind(namespace, target, jit=None, inline_jit=None):
+def bind(namespace, target, jit=None, inline_jit=None, lazy=False):
     """Compile the cores and the wrappers for ``target`` (``"cpu"``, ``"cuda"``, ``"python"``)
-    with ``jit`` (None: uncompiled) and add the wrappers to ``namespace``."""
-    ns = {"math": math, "np": np, "__name__": __name__}  # cached code needs a module name
+    with ``jit`` (None: uncompiled) and add the wrappers to ``namespace``. Returns the
+    ``portable.Namespace`` holding the wrappers and the cores; with ``lazy`` nothing is added
+    to ``namespace``, and each is made at its first lookup there (``_wk``'s module
+    ``__getattr__`` on the CPU: a kernel calls a few of the 340)."""
+    ns = Namespace({"math": math, "np": np, "__name__": __name__})  # (caching: a module name)
     views.bind(ns, target)
-    cores = {}
     for mod in (volume_query, hashgrid, mesh_query):
         # the mesh cores are called, not inlined, by kernels, with their small helpers
         # (mesh_query.INLINE_HELPERS) inlined into them: rays through a kernel 1.3x faster
@@ -544,10 +546,12 @@ def bind(namespace, target, jit=None, inline_jit=None):
         # loaded from weft's cache compiles none). WEFT_MESH_INLINE=0: the faster compile
         inl = None if mod is mesh_query and os.environ.get("WEFT_MESH_INLINE", "1") == "0" \
             else inline_jit
-        cores.update(mod.compile_for(jit, inl) if jit is not None else _uncompiled(mod))
-    ns.update(cores)
+        ns.take(mod.compile_for(jit, inl, lazy=True) if jit is not None else _uncompiled(mod))
     root = types.FunctionType(bvh_groups.group_root.__code__, ns, "group_root")
-    ns["group_root"] = jit(root) if jit is not None else root
+    if jit is not None:
+        ns.later("group_root", lambda: jit(root))
+    else:
+        ns["group_root"] = root
     ns.update({"GRID_FLOAT": volume_query.GRID_FLOAT, "GRID_DOUBLE": volume_query.GRID_DOUBLE,
                "GRID_VEC3F": volume_query.GRID_VEC3F,
                "VOL_WORDS": VOL_WORDS, "HG_WORDS": HG_WORDS, "MESH_WORDS": MESH_WORDS,
@@ -558,9 +562,11 @@ def bind(namespace, target, jit=None, inline_jit=None):
     compile_into(ns, [(name, globals()[name]) for name in PORTABLE],
                  jit if jit is not None else (lambda f: f),
                  inline_jit if jit is not None else None, INLINE)
-    namespace.update({name: ns[name] for name in PORTABLE})
-    kernel_api_volume.bind(ns, namespace, jit)
-    return namespace
+    exported = PORTABLE + kernel_api_volume.bind(ns, jit)
+    ns.exported = frozenset(exported)
+    if not lazy:
+        namespace.update({name: ns[name] for name in exported})
+    return ns
 
 
 def _atomic_add(target):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import volume_traverse as vt
-from .portable import rebind
+from .portable import Namespace, rebind
 
 #: value type name -> (grid type, view, scalar, channels), the types weft's volumes hold
 VALUE_TYPES = {
@@ -72,21 +72,34 @@ def geo_vol_index_corners(vid, ux, uy, uz, mode):
 TEMPLATES = ("geo_vol_lookup", "geo_vol_store", "geo_vol_corners", "geo_vol_sample_int")
 
 
-def bind(ns, namespace, jit=None):
+def bind(ns, jit=None):
     """Add ``geo_vol_<op>_<type>`` for every template and value type, and
-    ``geo_vol_index_corners``, to ``namespace``, compiled with ``jit`` (None: uncompiled);
-    ``ns`` holds the views, the cores and ``VOL_WORDS``."""
+    ``geo_vol_index_corners``, to ``ns`` (a ``portable.Namespace`` holding the views, the
+    cores and ``VOL_WORDS``), compiled with ``jit`` (None: uncompiled) at their first lookup.
+    Returns their names."""
+    names = []
     for tname, (gtype, view, scalar, channels) in VALUE_TYPES.items():
         lookup, store, read = _BY_CHANNELS[channels]
-        tns = dict(ns, T_VIEW=ns[view], T_GTYPE=gtype, T_SCALAR=scalar, T_LOOKUP=ns[lookup],
-                   T_STORE=ns[store], T_READ=ns[read])
+        tns = Namespace({"__name__": dict.get(ns, "__name__"), "T_GTYPE": gtype,
+                         "T_SCALAR": scalar}, parent=ns)
+        for part, name in (("T_VIEW", view), ("T_LOOKUP", lookup), ("T_STORE", store),
+                           ("T_READ", read)):
+            tns.later(part, lambda name=name: ns[name])
         for name in TEMPLATES:
-            _add(tns, namespace, jit, f"{name}_{tname}", globals()[name])
-    _add(dict(ns, GRID_INDEX=vt.GRID_INDEX, GRID_ONINDEX_MASK=vt.GRID_ONINDEX_MASK), namespace,
-         jit, "geo_vol_index_corners", geo_vol_index_corners)
-    return namespace
+            names.append(_add(tns, ns, jit, f"{name}_{tname}", globals()[name]))
+    names.append(_add(Namespace({"__name__": dict.get(ns, "__name__"),
+                                 "GRID_INDEX": vt.GRID_INDEX,
+                                 "GRID_ONINDEX_MASK": vt.GRID_ONINDEX_MASK}, parent=ns),
+                      ns, jit, "geo_vol_index_corners", geo_vol_index_corners))
+    return tuple(names)
 
 
-def _add(ns, namespace, jit, name, fn):
-    rebound = rebind(fn, ns, name)   # a code object of its own name per instance
-    namespace[name] = rebound if jit is None else jit(rebound)
+def _add(glb, ns, jit, name, fn):
+    """``fn`` as ``name`` with the globals ``glb`` (a code object of its own name per instance),
+    made in ``ns`` at its first lookup; returns ``name``."""
+    rebound = rebind(fn, glb, name)
+    if jit is None:
+        ns[name] = rebound
+    else:
+        ns.later(name, lambda: jit(rebound))
+    return name

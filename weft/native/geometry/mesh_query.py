@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from . import bvh_query, mesh_geom, mesh_ray, mesh_winding, stackmem as _stackmem, tri_tri
-from .portable import compile_into, variant
+from .portable import Namespace, compile_into, variant
 from .mesh_geom import (F0, F1, PI_F, bary_dist_sq, dist_aabb_sq, dist_aabb_sq_f, dot3, facos,  # noqa
     f32x3, far_aabb_sq, finite3, fsqrt, length3, normalize3, sub3, tri_edges, tri_row,
     triangle_closest_point,
@@ -454,17 +454,19 @@ def _constants():
     return ns
 
 
-def compile_for(jit, inline_jit=None, inline=INLINE_HELPERS):
+def compile_for(jit, inline_jit=None, inline=INLINE_HELPERS, lazy=False):
     """A namespace (dict) of every portable mesh and BVH core compiled with ``jit`` (those
     named in ``inline`` with ``inline_jit`` when given: ``INLINE_HELPERS`` or ``INLINE``),
     calling each other's compiled versions, with ``stackmem`` bound for the target and
     ``fmaf`` native (``weft.native.geometry.stackmem``). CPU: ``compile_cpu()``; CUDA:
-    ``compile_for(cuda.jit(device=True))``."""
-    ns = _constants()
+    ``compile_for(cuda.jit(device=True))``. ``lazy``: a ``portable.Namespace`` making each
+    at its first lookup."""
+    ns = Namespace(_constants())
     ns["stackmem"] = _stackmem.for_jit(jit)
     fns = [(name, getattr(mod, name) if mod is not None else globals()[name])
            for mod, name in PORTABLE]
-    return compile_into(ns, fns, jit, inline_jit, inline, _stackmem.overrides(jit))
+    ns = compile_into(ns, fns, jit, inline_jit, inline, _stackmem.overrides(jit))
+    return ns if lazy else ns.made()
 
 
 def compile_cpu(cache=False, inline=INLINE_HELPERS):

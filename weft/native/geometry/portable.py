@@ -11,6 +11,7 @@ transforms are the float32 ones with ``np.float64`` for the cast. One text, two 
 functions: a variant compiles exactly as the copy it replaces did.
 """
 import builtins
+import threading
 import types
 
 
@@ -56,26 +57,88 @@ def variant(fn, name, doc=None, scope=None, **bindings):
     return out
 
 
+class Namespace(dict):
+    """A namespace whose compiled functions are made at their first lookup.
+
+    A kernel calls a few of the hundreds of queries and cores; making a dispatcher (and its
+    cache) costs about 0.2 ms, so binding them all took 0.07-0.09 s of a warm geometry
+    program's first launch (``docs/performance.md``, stop 74). A name is registered with its
+    recipe (:meth:`later`), and the first lookup of it (``ns[name]``: Python running the
+    functions whose globals this is, Numba reading their globals while it compiles them) makes
+    the value and keeps it. ``parent`` answers the names this one does not hold (a variant's
+    globals: its module's namespace with a few names bound otherwise). ``in`` counts the
+    names not yet made; ``get``, ``dict(ns)`` and ``{**ns}`` see only those made
+    (:meth:`made` makes them all)."""
+
+    def __init__(self, items=(), parent=None):
+        super().__init__(items)
+        self._recipes = {}
+        self._parent = parent
+
+    def later(self, name, recipe):
+        """Make ``name``'s value with ``recipe()`` at its first lookup."""
+        dict.pop(self, name, None)
+        self._recipes[name] = recipe
+
+    def take(self, other):
+        """Hold every name of ``other`` (another namespace's values, made there)."""
+        for name in list(other._recipes) if isinstance(other, Namespace) else ():
+            self.later(name, lambda name=name: other[name])
+        self.update(dict.items(other))
+
+    def __missing__(self, name):
+        with _LOCK:  # (two threads compiling: one value)
+            if dict.__contains__(self, name):
+                return dict.__getitem__(self, name)
+            recipe = self._recipes.get(name)
+            if recipe is not None:
+                value = recipe()
+                dict.__setitem__(self, name, value)
+                del self._recipes[name]
+                return value
+        if self._parent is not None:
+            return self._parent[name]
+        raise KeyError(name)
+
+    def __contains__(self, name):
+        return dict.__contains__(self, name) or name in self._recipes or \
+            (self._parent is not None and name in self._parent)
+
+    def get(self, name, default=None):
+        return self[name] if name in self else default
+
+    def made(self):
+        """This namespace with every value made (a plain dict)."""
+        for name in list(self._recipes):
+            self[name]  # noqa: B018 (makes it)
+        return dict(self)
+
+
+_LOCK = threading.RLock()
+
+
 def compile_into(ns, fns, jit, inline_jit=None, inline=(), native=None):
-    """Compile every ``(name, function)`` of ``fns`` into the namespace ``ns``: each with
-    ``jit`` (with ``inline_jit`` when given and the name is in ``inline``), its globals ``ns``
-    itself so that the functions call each other's compiled versions, a name in ``native``
-    (``{name: compiled}``) taken from there instead. A variant's globals are ``ns`` with its
-    bindings applied, filled in once every function is there (compiling is lazy). Returns
-    ``ns``."""
+    """Compile every ``(name, function)`` of ``fns`` into the namespace ``ns`` (a
+    :class:`Namespace`, whose values are made at their first lookup): each with ``jit`` (with
+    ``inline_jit`` when given and the name is in ``inline``), its globals ``ns`` itself so that
+    the functions call each other's compiled versions, a name in ``native`` (``{name:
+    compiled}``) taken from there instead. A variant's globals are a namespace over ``ns``
+    with its bindings applied. Returns ``ns``."""
     native = native or {}
-    variants = []
     for name, fn in fns:
         if name in native:
             ns[name] = native[name]
             continue
         bindings = getattr(fn, "bindings", None)
-        glb = ns if bindings is None else dict(ns)    # (its module's name, for caching)
+        glb = ns
         if bindings is not None:
-            variants.append((glb, bindings))
-        ns[name] = (inline_jit if inline_jit is not None and name in inline else jit)(
-            rebind(fn, glb, name))
-    for glb, bindings in variants:
-        glb.update(ns)
-        glb.update({k: _resolve(v, ns) for k, v in bindings.items()})
+            glb = Namespace({"__name__": dict.get(ns, "__name__")}, parent=ns)  # (caching)
+            for k, v in bindings.items():
+                if isinstance(v, str):
+                    glb.later(k, lambda v=v: _resolve(v, ns))
+                else:
+                    glb[k] = v
+        compile_fn = inline_jit if inline_jit is not None and name in inline else jit
+        ns.later(name, lambda fn=fn, glb=glb, name=name, compile_fn=compile_fn:
+                 compile_fn(rebind(fn, glb, name)))
     return ns

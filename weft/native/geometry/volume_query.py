@@ -49,7 +49,7 @@ import math
 import numpy as np
 
 from . import volume_traverse
-from .portable import compile_into, variant
+from .portable import Namespace, compile_into, variant
 from .volume_traverse import (CLOSEST, CPU_JIT_OPTIONS, F0, F1, FM1, GRID_DOUBLE, GRID_FLOAT,  # noqa: F401
     GRID_INDEX, GRID_INT32, GRID_INT64, GRID_ONINDEX_MASK, GRID_UINT32, GRID_VEC3D, GRID_VEC3F,
     GRID_VEC4D, GRID_VEC4F, INT_MIN, LINEAR, _outer2, vdb_block, vdb_block_in, vdb_cell,
@@ -507,18 +507,19 @@ _CONSTANTS = volume_traverse.CONSTANTS
 INLINE = tuple(name for name in PORTABLE if name.startswith("volume_")) + ("_mat3", "_outer2")
 
 
-def compile_for(jit, inline_jit=None):
+def compile_for(jit, inline_jit=None, lazy=False):
     """A namespace (dict) of every function in ``PORTABLE`` compiled with ``jit`` (those in
     ``INLINE`` with ``inline_jit`` when given), calling each other's compiled versions:
     ``compile_for(numba.njit(**CPU_JIT_OPTIONS), numba.njit(inline="always",
     **CPU_JIT_OPTIONS))`` for the CPU (``compile_cpu()``), ``compile_for(cuda.jit(device=True))``
-    for CUDA."""
-    ns = {"math": math, "np": np, "__name__": __name__}  # cached code needs a module name
+    for CUDA. ``lazy``: a ``portable.Namespace`` making each at its first lookup."""
+    ns = Namespace({"math": math, "np": np, "__name__": __name__})  # (caching: a module name)
     for name in _CONSTANTS:
         ns[name] = globals()[name]
     ns["real"] = real
-    return compile_into(ns, [(name, globals()[name]) for name in PORTABLE], jit, inline_jit,
-                        INLINE)
+    ns = compile_into(ns, [(name, globals()[name]) for name in PORTABLE], jit, inline_jit,
+                      INLINE)
+    return ns if lazy else ns.made()
 
 
 def compile_cpu(cache=False):
