@@ -424,16 +424,38 @@ def _nrt_library(ctx):
 
 
 def _use_verified_cache(disp):
-    """Give dispatcher ``disp`` the verified cache (or none when nothing can be cached)."""
+    """Give dispatcher ``disp`` the verified cache (or none when nothing can be cached), made
+    at its first use (:class:`_CacheOnUse`)."""
     if not isinstance(disp, dispatcher.Dispatcher):
         return disp  # NUMBA_DISABLE_JIT=1: a plain Python function
+    disp._cache = _CacheOnUse(disp)
+    return disp
+
+
+def _cache_of(disp):
     options = disp.targetoptions
     try:
-        disp._cache = VerifiedCache(disp.py_func, options) if cache_root() is not None else \
+        return VerifiedCache(disp.py_func, options) if cache_root() is not None else \
             _ShippedOnly(disp.py_func, options)
     except RuntimeError:  # no locator: the function has no source file
-        disp._cache = _ShippedOnly(disp.py_func, options)
-    return disp
+        return _ShippedOnly(disp.py_func, options)
+
+
+class _CacheOnUse:
+    """A dispatcher's cache, made (and put in its place) at the dispatcher's first compile or
+    load. Making one (Numba's locator, a write test of its directory, the shipped key) costs
+    about 0.1 ms, and most of weft's several hundred functions are never called by a given
+    program (``docs/performance.md``, stop 74)."""
+
+    __slots__ = ("_disp",)
+
+    def __init__(self, disp):
+        self._disp = disp
+
+    def __getattr__(self, name):
+        cache = _cache_of(self._disp)
+        self._disp._cache = cache
+        return getattr(cache, name)
 
 
 def njit(*args, **options):
