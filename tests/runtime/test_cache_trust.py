@@ -202,6 +202,26 @@ def test_weft_helpers_cache_under_the_cache_root():
     assert path.startswith(os.path.join(diskcache.cache_root(), "numba"))
 
 
+def test_a_helpers_cache_is_made_at_its_first_use(tmp_path):
+    """weft's several hundred helpers get their caches when first compiled or loaded."""
+    program = textwrap.dedent("""
+        import numpy as np
+        from weft.core import diskcache
+        from weft.native import helpers
+        before = type(helpers.grow._cache).__name__
+        out = helpers.grow(np.arange(3.0))
+        print(before, type(helpers.grow._cache).__name__, out[:3].tolist(), out.shape[0])
+    """)
+    path = tmp_path / "grow.py"
+    path.write_text(program)
+    for _ in range(2):  # compiled, then loaded from the cache
+        r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                           env=clean_env({"WEFT_CACHE_DIR": str(tmp_path / "c")}), timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert r.stdout.split() == ["_CacheOnUse", "VerifiedCache", "[0.0,", "1.0,", "2.0]",
+                                    "6"]
+
+
 SIGNATURES = r"""
 import sys
 import numpy as np

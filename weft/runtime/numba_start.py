@@ -83,6 +83,38 @@ def drop_dead_globals_when_unoptimised():
     library._weft_drops_dead_globals = True
 
 
+def environments_without_imports():
+    """Cached machine code rebuilds the environments of the functions it calls (Numba's
+    ``referenced_envs``) without importing their modules.
+
+    Numba rebuilds each environment from its module's name, importing the module for its
+    globals. For a cached function that allocates, those are Numba's own implementation
+    modules: loading the mesh refit imported ``numba.np.arrayobj`` and what it imports, 25-45
+    ms of a warm geometry program that compiles nothing (``docs/performance.md``, stop 74).
+    Nopython code reads only an environment's constants (the exceptions it raises); only
+    object mode, which weft never compiles, reads the globals. So an environment whose module
+    is not imported yet gets just the module's name as its globals (what keeps it cacheable)
+    and its constants; one whose module is imported is rebuilt as Numba does. Installed once,
+    at ``import weft``."""
+    from numba.core import environment
+    rebuild = environment._rebuild_env
+    if getattr(rebuild, "_weft", False):
+        return
+
+    def _rebuild_env(modname, consts, env_name):
+        env = environment.lookup_environment(env_name)
+        if env is not None or modname is None or modname in sys.modules:
+            return env if env is not None else rebuild(modname, consts, env_name)
+        env = environment.Environment({"__name__": modname})
+        env.consts[:] = consts
+        env.env_name = env_name
+        environment.Environment._memo[env_name] = env
+        return env
+
+    _rebuild_env._weft = True
+    environment._rebuild_env = _rebuild_env
+
+
 def _load_extension():
     try:
         spec = importlib.util.find_spec("scipy")

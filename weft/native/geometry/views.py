@@ -18,7 +18,11 @@ DTYPES = {"i64": np.int64, "i32": np.int32, "u32": np.uint32, "f32": np.float32,
           "f64": np.float64}
 
 
-def _intrinsics(intrinsic, types, make_array, populate_array):
+def _intrinsics(intrinsic, types, arrays):
+    """The views as intrinsics; ``arrays()`` gives the target's ``make_array`` and
+    ``populate_array``, imported at the first compile that lowers a view (the CPU's come
+    with ``numba.np.arrayobj``, 15-25 ms to import, which a program loading cached kernels
+    never needs)."""
     from numba.np import numpy_support
     def make(np_dtype):
         elem = numpy_support.from_dtype(np.dtype(np_dtype))
@@ -36,6 +40,7 @@ def _intrinsics(intrinsic, types, make_array, populate_array):
                 ptr = builder.inttoptr(addr, ll_elem.as_pointer())
                 n = context.cast(builder, args[1], signature.args[1], types.intp)
                 size = context.get_constant(types.intp, context.get_abi_sizeof(ll_elem))
+                make_array, populate_array = arrays()
                 ary = make_array(arrty)(context, builder)
                 populate_array(ary, data=ptr, shape=[n], strides=[size], itemsize=size,
                                meminfo=None)
@@ -89,13 +94,19 @@ def bind(namespace, target):
     elif target == "cpu":
         from numba.core import types
         from numba.extending import intrinsic
-        from numba.np.arrayobj import make_array, populate_array
-        namespace.update(_intrinsics(intrinsic, types, make_array, populate_array))
+
+        def arrays():
+            from numba.np.arrayobj import make_array, populate_array
+            return make_array, populate_array
+        namespace.update(_intrinsics(intrinsic, types, arrays))
     elif target == "cuda":
         from numba.core import types
         from numba.cuda.extending import intrinsic
-        from numba.cuda.np.arrayobj import make_array, populate_array
-        namespace.update(_intrinsics(intrinsic, types, make_array, populate_array))
+
+        def arrays():
+            from numba.cuda.np.arrayobj import make_array, populate_array
+            return make_array, populate_array
+        namespace.update(_intrinsics(intrinsic, types, arrays))
     else:
         raise ValueError(f"unknown target {target!r}")
     return namespace
