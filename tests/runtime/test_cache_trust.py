@@ -345,3 +345,47 @@ def test_nrt_functions_load_from_the_cache(tmp_path):
     third, err = go()
     assert "damaged compiled-code cache file" in err and third["g"] == first["g"]
     go(NO_NRT_COMPILE)  # written again
+
+
+ENVIRONMENTS = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import weft
+    from weft.core.diskcache import njit
+
+    @njit(error_model="numpy")
+    def ramp(n):
+        if n < 0:
+            raise ValueError("negative length", n)
+        a = np.empty(n)  # (Numba's allocation: an environment of numba.np.arrayobj)
+        for i in range(n):
+            a[i] = i * 0.25
+        return a
+
+    out = ramp(4).tolist()
+    try:
+        ramp(-2)
+        raised = None
+    except ValueError as exc:
+        raised = exc.args
+    print(out, raised, "numba.np.arrayobj" in sys.modules, len(ramp.stats.cache_hits))
+""")
+
+
+def test_cached_code_loads_without_importing_its_callees_modules(tmp_path):
+    """A cached function's referenced environments are rebuilt without importing their
+    modules (``numba_start.environments_without_imports``): loading it imports none of
+    Numba's implementation modules, and its values and exceptions are those compiled."""
+    path = tmp_path / "ramp.py"
+    path.write_text(ENVIRONMENTS)
+    outs = []
+    for _ in range(2):  # compiled, then loaded
+        r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                           env=clean_env({"WEFT_CACHE_DIR": str(tmp_path / "c")}), timeout=300)
+        assert r.returncode == 0, r.stderr[-3000:]
+        outs.append(r.stdout.strip().splitlines()[-1])
+    assert outs[0] == "[0.0, 0.25, 0.5, 0.75] ('negative length', -2) True 0"
+    assert outs[1] == "[0.0, 0.25, 0.5, 0.75] ('negative length', -2) False 1"
+    # the rebuild is pickled by reference as Numba's own: the files load without weft too
+    files = list((tmp_path / "c").rglob("*.nbc"))
+    assert files and all(b"numba_start" not in f.read_bytes() for f in files)

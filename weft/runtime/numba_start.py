@@ -112,6 +112,10 @@ def environments_without_imports():
         return env
 
     _rebuild_env._weft = True
+    # pickled by reference as Numba's own (``Environment.__reduce__`` names the module's
+    # attribute): the files written load with or without weft, and rebuild as the loader does
+    _rebuild_env.__module__ = rebuild.__module__
+    _rebuild_env.__qualname__ = rebuild.__qualname__
     environment._rebuild_env = _rebuild_env
 
 
