@@ -35,6 +35,8 @@ PROGRAM = textwrap.dedent("""
     print("y", y.numpy().round(6).tolist())
     print("g", x.grad.numpy().round(6).tolist())
     print("transpiled", len(STATS["transpiled"]), "compiled", len(STATS["compiled"]))
+    import sys
+    print("passes", "weft.runtime.numba_passes" in sys.modules)  # (imported to compile only)
 """)
 EXPECTED_Y = [round(2 * float(__import__("numpy").sin(v)), 6)
               for v in __import__("numpy").linspace(0.0, 1.0, 8, dtype="float32")]
@@ -73,7 +75,8 @@ def test_second_process_is_warm_and_agrees(tmp_path):
     first, _ = run(tmp_path, {"WEFT_CACHE_DIR": str(tmp_path / "c")})
     second, err = run(tmp_path, {"WEFT_CACHE_DIR": str(tmp_path / "c")})
     assert counts(first)[0] > 0 and counts(second) == (0, 0)
-    assert first == {**second, "transpiled": first["transpiled"]}
+    assert first == {**second, "transpiled": first["transpiled"], "passes": first["passes"]}
+    assert first["passes"] == "True" and second["passes"] == "False"
     assert "Warning" not in err
     assert stat.S_IMODE(os.stat(tmp_path / "c").st_mode) == 0o700
 
