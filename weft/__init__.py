@@ -21,8 +21,10 @@ from .core.modpaths import install as _install_module_paths  # noqa: E402
 _install_module_paths()  # weft.types, weft.utils, weft.optim, ...: the public module paths
 from .runtime.numba_start import drop_dead_globals_when_unoptimised as _drop  # noqa: E402
 from .runtime.numba_start import environments_without_imports as _environments  # noqa: E402
+from .runtime.numba_start import linking_modules_on_use as _linking  # noqa: E402
 _drop()  # at NUMBA_OPT=0 only: what calls functions stays cacheable
 _environments()  # cached code's environments: their modules' imports left to whoever uses them
+_linking()  # cached code's bitcode parsed when a compile first links it
 
 from .core.errors import InternalError, KernelError, KernelNameError, KernelSyntaxError  # noqa: E402
 from .core.errors import KernelTypeError, LaunchError, KernelIndexError, KernelFloatError  # noqa: E402,E501

@@ -372,13 +372,23 @@ ENVIRONMENTS = textwrap.dedent("""
     except ValueError as exc:
         raised = exc.args
     print(out, raised, "numba.np.arrayobj" in sys.modules, len(ramp.stats.cache_hits))
+    import numba
+    lib = ramp.overloads[ramp.signatures[0]].library
+
+    @numba.njit  # compiled here, linking ramp's library: its bitcode parsed now if loaded
+    def total(n):
+        return ramp(n).sum()
+
+    unparsed = "_weft_bitcode" in vars(lib)
+    print(total(4), unparsed, "_weft_bitcode" in vars(lib))
 """)
 
 
 def test_cached_code_loads_without_importing_its_callees_modules(tmp_path):
     """A cached function's referenced environments are rebuilt without importing their
     modules (``numba_start.environments_without_imports``): loading it imports none of
-    Numba's implementation modules, and its values and exceptions are those compiled."""
+    Numba's implementation modules, and its values and exceptions are those compiled. Its
+    bitcode is parsed when a new compile links it (``linking_modules_on_use``)."""
     path = tmp_path / "ramp.py"
     path.write_text(ENVIRONMENTS)
     outs = []
@@ -386,9 +396,35 @@ def test_cached_code_loads_without_importing_its_callees_modules(tmp_path):
         r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
                            env=clean_env({"WEFT_CACHE_DIR": str(tmp_path / "c")}), timeout=300)
         assert r.returncode == 0, r.stderr[-3000:]
-        outs.append(r.stdout.strip().splitlines()[-1])
-    assert outs[0] == "[0.0, 0.25, 0.5, 0.75] ('negative length', -2) True 0"
-    assert outs[1] == "[0.0, 0.25, 0.5, 0.75] ('negative length', -2) False 1"
+        outs.append(r.stdout.strip().splitlines()[-2:])
+    assert outs[0] == ["[0.0, 0.25, 0.5, 0.75] ('negative length', -2) True 0", "1.5 False False"]
+    # loaded: the bitcode callers link is parsed at the first link (linking_modules_on_use)
+    assert outs[1] == ["[0.0, 0.25, 0.5, 0.75] ('negative length', -2) False 1", "1.5 True False"]
     # the rebuild is pickled by reference as Numba's own: the files load without weft too
     files = list((tmp_path / "c").rglob("*.nbc"))
     assert files and all(b"numba_start" not in f.read_bytes() for f in files)
+
+
+def test_object_code_symbols_are_the_bitcodes_definitions():
+    """``elf_defined_symbols`` gives the names Numba takes from the bitcode it ships beside a
+    function's object code (functions, constants, environments, exception data)."""
+    import llvmlite.binding as ll
+    import numba
+    import numpy as np
+
+    from weft.runtime.numba_start import elf_defined_symbols
+
+    @numba.njit
+    def pick(a, i):
+        if i >= a.shape[0]:
+            raise IndexError("past the end", i)
+        return np.sin(a[i]) + a.sum()
+
+    pick(np.ones(3), 1)
+    name, kind, (obj, bitcode) = pick.overloads[pick.signatures[0]].library \
+        .serialize_using_object_code()
+    mod = ll.parse_bitcode(bitcode)
+    numbas = {g.name for gs in (mod.functions, mod.global_variables) for g in gs
+              if not g.is_declaration}
+    assert kind == "object" and len(numbas) > 3 and elf_defined_symbols(obj) == numbas
+    assert elf_defined_symbols(b"\xcf\xfa\xed\xfe" + obj[4:]) is None  # (another format)

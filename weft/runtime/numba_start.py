@@ -119,6 +119,78 @@ def environments_without_imports():
     environment._rebuild_env = _rebuild_env
 
 
+def linking_modules_on_use():
+    """Cached machine code loads without parsing the bitcode its callers would link.
+
+    Numba's cache holds, beside each function's object code, the LLVM bitcode a later compile
+    links into the functions that call it; loading parses that bitcode at once (about 1 ms
+    each) and walks it for the names the library defines. A program whose code all comes
+    from the cache links nothing, so here the bitcode is parsed when a compile first links
+    the library (``_get_module_for_linking``), and the defined names come from the object
+    code's ELF symbol table (:func:`elf_defined_symbols`: the same names, checked on every
+    entry of the shipped store). Another object format is loaded as Numba loads it. Installed
+    once, at ``import weft``; a warm geometry program loaded 17 libraries in 0.05 s, a third of
+    it the bitcode (``docs/performance.md``, stop 74)."""
+    import llvmlite.binding as ll
+    from numba.core import codegen
+    library = codegen.CPUCodeLibrary
+    if getattr(library, "_weft_links_on_use", False) or \
+            not hasattr(library, "_get_module_for_linking"):
+        return
+    unserialize = library._unserialize.__func__
+    for_linking = library._get_module_for_linking
+
+    def _unserialize(cls, codegen_, state):
+        name, kind, data = state
+        symbols = elf_defined_symbols(data[0]) if kind == "object" else None
+        if symbols is None:
+            return unserialize(cls, codegen_, state)
+        self = codegen_.create_library(name)
+        self.enable_object_caching()
+        self._set_compiled_object(data[0])
+        self._weft_bitcode = data[1]
+        self._finalize_final_module()
+        self._codegen._engine._defined_symbols |= symbols
+        return self
+
+    def _get_module_for_linking(self):
+        bitcode = self.__dict__.pop("_weft_bitcode", None)
+        if bitcode is not None:
+            self._shared_module = ll.parse_bitcode(bitcode)
+        return for_linking(self)
+
+    library._unserialize = classmethod(_unserialize)
+    library._get_module_for_linking = _get_module_for_linking
+    library._weft_links_on_use = True
+
+
+def elf_defined_symbols(obj):
+    """The names of the functions and variables an ELF64 little-endian object defines (its
+    symbol table's entries with a section, named, of no type, data or code), or None for
+    another format."""
+    import struct
+    if obj[:4] != b"\x7fELF" or obj[4:6] != b"\x02\x01":
+        return None
+    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    names = set()
+    for i in range(shnum):
+        base = shoff + i * shentsize
+        if struct.unpack_from("<I", obj, base + 4)[0] != 2:  # SHT_SYMTAB
+            continue
+        offset, size = struct.unpack_from("<QQ", obj, base + 0x18)
+        link, = struct.unpack_from("<I", obj, base + 0x28)
+        entsize, = struct.unpack_from("<Q", obj, base + 0x38)
+        strings, = struct.unpack_from("<Q", obj, shoff + link * shentsize + 0x18)
+        for at in range(offset + entsize, offset + size, entsize):  # (entry 0 is null)
+            name, info, _, section = struct.unpack_from("<IBBH", obj, at)
+            if section == 0 or name == 0 or info & 0xF > 2:  # undefined, unnamed, other
+                continue
+            start = strings + name
+            names.add(obj[start:obj.index(b"\0", start)].decode())
+    return names
+
+
 def _load_extension():
     try:
         spec = importlib.util.find_spec("scipy")
