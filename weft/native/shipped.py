@@ -18,7 +18,7 @@ these hold, and is otherwise ignored (weft then compiles as before; nothing chan
   ``weft/core/diskcache.py`` hash to
   the build's fingerprint (``tests/test_shipped.py`` fails while the store is stale).
 
-Rebuild after changing this layer, from a checkout (about 30 minutes on 2 cores: the geometry
+Rebuild after changing this layer, from a checkout (13-30 minutes on 2 cores: the geometry
 tests, then ``tools/native_workload.py``, with every compile collected)::
 
     python -m weft.native build
