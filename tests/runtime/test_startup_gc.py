@@ -51,3 +51,43 @@ def test_nothing_done_when_numba_came_first_or_the_collector_is_off():
     assert _run("numba") == {"enabled": "True", "frozen": "0", "flag": "False",
                              "collected": "True"}
     assert _run("disabled") == {"enabled": "False", "frozen": "0", "flag": "False"}
+
+
+LIGHT = r'''
+import sys
+import weft
+from numba.core import config
+print("scipy", "scipy" in sys.modules, "yaml", "yaml.reader" in sys.modules,
+      "have_yaml", config._HAVE_YAML, "debuginfo", config.DEBUGINFO_DEFAULT)
+import scipy, yaml
+print("later", scipy.__version__.count(".") >= 1, yaml.safe_load("a: 1") == {"a": 1},
+      config.yaml is sys.modules["yaml"])
+'''
+
+
+def test_numba_imported_without_scipy_and_with_yaml_on_use(tmp_path):
+    """``import weft`` imports Numba without SciPy (its version check only) and with PyYAML
+    executed at its first use (``startup._numba_import_light``); both import as usual later,
+    and a ``.numba_config.yaml`` in the working directory is read as Numba reads it."""
+    import pytest
+    pytest.importorskip("scipy")
+    pytest.importorskip("yaml")
+    script = tmp_path / "light.py"
+    script.write_text(LIGHT)
+
+    def run(cwd):
+        env = {k: v for k, v in os.environ.items() if k != "NUMBA_DEBUGINFO"}
+        r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                           cwd=cwd, env=env, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.split("\n")[:2]
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert run(plain) == ["scipy False yaml False have_yaml True debuginfo 0",
+                          "later True True True"]
+    configured = tmp_path / "configured"
+    configured.mkdir()
+    (configured / ".numba_config.yaml").write_text("debuginfo: 1\n")
+    assert run(configured) == ["scipy False yaml True have_yaml True debuginfo 1",
+                               "later True True True"]

@@ -34,11 +34,59 @@ def import_frozen():
     gc.disable()
     try:
         import numpy  # noqa: F401
-        import numba  # noqa: F401
+        with _numba_import_light():
+            import numba  # noqa: F401
     finally:
         gc.freeze()
         gc.enable()
     return True
+
+
+@contextlib.contextmanager
+def _numba_import_light():
+    """``import numba`` without the two imports it makes only in case they are needed (about
+    20 ms of a 0.4 s warm start, ``docs/performance.md`` stop 74):
+
+    - SciPy, which Numba's import loads only to check that its version is at least 1.0 (the
+      package and its test utilities, ~10 ms): hidden while Numba imports, so the check finds
+      none; Numba's BLAS lookup, at its first compile, and the program import it as usual;
+    - PyYAML, which Numba's configuration imports for a ``.numba_config.yaml`` in the working
+      directory (~10 ms): with no such file, hidden while Numba imports, then handed to Numba's
+      configuration (and ``sys.modules``) as a module executed at its first use."""
+    hidden = [name for name in ("scipy", "yaml") if name not in sys.modules]
+    if os.path.exists(".numba_config.yaml") and "yaml" in hidden:
+        hidden.remove("yaml")
+    for name in hidden:
+        sys.modules[name] = None  # (import raises ImportError)
+    try:
+        yield
+    finally:
+        for name in hidden:
+            if name in sys.modules and sys.modules[name] is None:
+                del sys.modules[name]
+        config = sys.modules.get("numba.core.config")
+        if "yaml" in hidden and config is not None and not getattr(config, "_HAVE_YAML", True):
+            module = _import_lazily("yaml")
+            if module is not None:
+                config.yaml = module
+                config._HAVE_YAML = True
+
+
+def _import_lazily(name):
+    """Module ``name``, put in ``sys.modules`` to be executed at its first attribute access
+    (None when it cannot be found)."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+        return None
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 frozen_at_import = import_frozen()
