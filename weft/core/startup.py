@@ -28,8 +28,11 @@ import threading
 
 def import_frozen():
     """Import numpy and numba with the collector paused; freeze the objects they created."""
-    if "numba" in sys.modules or not gc.isenabled() or \
-            os.environ.get("WEFT_GC_FREEZE", "1").strip() == "0":
+    if "numba" in sys.modules:
+        return False
+    if not gc.isenabled() or os.environ.get("WEFT_GC_FREEZE", "1").strip() == "0":
+        with _numba_import_light():
+            import numba  # noqa: F401
         return False
     gc.disable()
     try:
