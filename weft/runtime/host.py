@@ -86,9 +86,6 @@ def _as_weft_value(v, t):
 def _build(callee, args, kwargs):
     """Generate the plain-Python forward code of ``callee`` applied to these arguments (the
     host pipeline, ``weft.transpiler.pipeline.HOST``)."""
-    from ..stdlib.funcs import Function
-    from ..transpiler import pipeline
-    from ..transpiler.state import CompileOptions, CompileState
     n = next(_COUNTER)
     scope = {"_callee": callee}
     params, types, positions, actual = [], [], [], []
@@ -106,6 +103,16 @@ def _build(callee, args, kwargs):
         else:
             scope[const] = v
             actual.append(kw + const)
+    disk = _disk_key(callee, slots)
+    hit = _load(disk)
+    if hit is not None:
+        source, root, ret_type = hit
+        module = {"__name__": f"weft_host_{n}"}
+        exec(compile(source, f"<weft host module {n}>", "exec"), module)  # noqa: S102
+        return module[root], positions, ret_type
+    from ..stdlib.funcs import Function
+    from ..transpiler import pipeline
+    from ..transpiler.state import CompileOptions, CompileState
     filename = f"<weft host call {n}: {getattr(callee, '__name__', callee)}>"
     text = f"def _weft_host({', '.join(params)}):\n    return _callee({', '.join(actual)})\n"
     linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
@@ -119,7 +126,107 @@ def _build(callee, args, kwargs):
                         f"{exc.message}") from None
     module = {"__name__": f"weft_host_{n}"}
     exec(compile(state.source, f"<weft host module {n}>", "exec"), module)  # noqa: S102
+    _save(disk, state.source, state.host_root.name, state.host_root.ret_type)
     return module[state.host_root.name], positions, state.host_root.ret_type
+
+
+# -- generated host code kept in weft's cache ---------------------------------------------------
+#
+# Building a builtin's host function runs the transpiler (importing it the first time): about
+# 25 ms per builtin and argument types, in every process. Warp's `example_mesh_intersect` calls
+# `wp.normalize` and `wp.quat_from_axis_angle` at Python scope, so a warm run of it paid 40-50
+# ms for what an earlier run had generated (``docs/performance.md``, stop 74). The generated
+# text is plain Python and depends only on the callee, its parameters' types, its constants and
+# weft's code, so it is kept in a sealed file of weft's cache under a hash of those.
+
+def _identity(callee):
+    """A name for ``callee`` stable across processes (a builtin, a special form, one of weft's
+    own funcs), or None (not kept)."""
+    from ..stdlib.funcs import Function
+    from ..stdlib.registry import Builtin, SpecialForm
+    if isinstance(callee, (Builtin, SpecialForm)):
+        return f"{type(callee).__name__}:{callee.name}"
+    if isinstance(callee, Function) and str(callee.__module__).startswith("weft."):
+        return f"func:{callee.__module__}.{callee.__qualname__}"
+    return None
+
+
+def _constant(value):
+    """A stable text of a constant argument, or None (not kept)."""
+    if value is None or type(value) in (bool, int, str):
+        return repr(value)
+    if isinstance(value, type) and str(value.__module__).startswith(("weft.", "numpy")):
+        return f"type:{value.__module__}.{value.__qualname__}"
+    return None
+
+
+def _disk_key(callee, slots):
+    """The cache file's name for this build, or None when it is not kept."""
+    ident = _identity(callee)
+    if ident is None:
+        return None
+    parts = [ident]
+    for key, v, *_ in slots:
+        t = _param_type(v)
+        text = f"param {T.type_name(t)} {t.__module__}.{t.__qualname__}" if t is not None \
+            else _constant(v)
+        if text is None:
+            return None
+        parts.append(f"{key}={text}")
+    import hashlib
+
+    from .cache import _weft_code_hash
+    from ..core.version import __version__
+    parts.append(f"weft {__version__} {_weft_code_hash()}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
+
+
+def _path(disk):
+    import os
+
+    from ..core.diskcache import cache_root
+    root = cache_root()
+    return None if disk is None or root is None else os.path.join(root, "host", disk + ".bin")
+
+
+def _load(disk):
+    """``(source, root name, return type)`` kept for ``disk``, or None."""
+    import pickle
+
+    from ..core.diskcache import _unseal
+    path = _path(disk)
+    if path is None:
+        return None
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    payload = _unseal(blob, path)
+    try:
+        return pickle.loads(payload) if payload is not None else None
+    except Exception:  # noqa: BLE001 - unreadable (a type gone): built again
+        return None
+
+
+def _save(disk, source, root, ret_type):
+    import os
+    import pickle
+    import tempfile
+
+    from ..core.diskcache import _seal, writable
+    path = _path(disk)
+    if path is None or not writable():
+        return
+    try:
+        payload = pickle.dumps((source, root, ret_type), protocol=-1)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".host-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(_seal(payload))
+        os.replace(tmp, path)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+        pass  # (not kept: built again next time)
 
 
 def install():
