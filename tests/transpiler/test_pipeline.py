@@ -59,6 +59,7 @@ def test_what_runs_is_what_the_list_says(monkeypatch):
     assert ran == ["second_order"] and "def step__adj__hvp(" in text
     del ran[:]
     monkeypatch.setattr(host, "_CACHE", {})
+    monkeypatch.setattr(host, "_load", lambda disk: None)  # (not read from the cache)
     q = wp.quat_rpy(0.1, 0.2, 0.3)  # a builtin called at Python scope
     assert ran == ["lower", "verify", "analyze", "generate", "prune", "assemble"]
     assert np.allclose(np.asarray(q), [0.0342708, 0.1060205, 0.1435722, 0.9833475], atol=1e-6)
