@@ -107,9 +107,7 @@ def _build(callee, args, kwargs):
     hit = _load(disk)
     if hit is not None:
         source, root, ret_type = hit
-        module = {"__name__": f"weft_host_{n}"}
-        exec(compile(source, f"<weft host module {n}>", "exec"), module)  # noqa: S102
-        return module[root], positions, ret_type
+        return _run(source, root, n), positions, ret_type
     from ..stdlib.funcs import Function
     from ..transpiler import pipeline
     from ..transpiler.state import CompileOptions, CompileState
@@ -124,10 +122,16 @@ def _build(callee, args, kwargs):
     except KernelError as exc:
         raise TypeError(f"{getattr(callee, '__name__', callee)}() at Python scope: "
                         f"{exc.message}") from None
+    fn = _run(state.source, state.host_root.name, n)
+    _save(disk, state.source, state.host_root.name, state.host_root.ret_type)  # (once it ran)
+    return fn, positions, state.host_root.ret_type
+
+
+def _run(source, root, n):
+    """Function ``root`` of the generated host module ``source`` (the ``n``-th built)."""
     module = {"__name__": f"weft_host_{n}"}
-    exec(compile(state.source, f"<weft host module {n}>", "exec"), module)  # noqa: S102
-    _save(disk, state.source, state.host_root.name, state.host_root.ret_type)
-    return module[state.host_root.name], positions, state.host_root.ret_type
+    exec(compile(source, f"<weft host module {n}>", "exec"), module)  # noqa: S102
+    return module[root]
 
 
 # -- generated host code kept in weft's cache ---------------------------------------------------
@@ -212,19 +216,16 @@ def _load(disk):
 def _save(disk, source, root, ret_type):
     import os
     import pickle
-    import tempfile
 
     from ..core.diskcache import _seal, writable
+    from .cache import _replace
     path = _path(disk)
     if path is None or not writable():
         return
     try:
         payload = pickle.dumps((source, root, ret_type), protocol=-1)
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".host-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(_seal(payload))
-        os.replace(tmp, path)
+        _replace(path, _seal(payload))
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass  # (not kept: built again next time)
 
