@@ -88,5 +88,8 @@ def test_namespace_makes_each_value_once_at_its_first_lookup():
     child = Namespace(parent=ns)
     child.later("k", lambda: 7)
     assert child["k"] == 7 and child["_double"] is ns["_double"] and "_quad" in child
+    bound = ns.child({"_double": _triple})  # (a variant's globals)
+    assert bound["_double"](2) == 6 and bound["_quad"] is ns["_quad"]
+    assert bound["__name__"] == __name__
     whole = compile_into(Namespace({"__name__": __name__}), fns[:1], jit).made()
     assert type(whole) is dict and sorted(whole) == ["__name__", "_double"]

@@ -133,6 +133,15 @@ def _locked(path):
         os.close(fd)
 
 
+def write_replacing(target, data):
+    """Write ``data`` (bytes) to ``target`` atomically: through a temporary file beside it (a
+    reader sees the old file or the new one, and two writers of the same content agree)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, target)
+
+
 def _seal(payload):
     return _MAGIC + hashlib.sha256(payload).digest() + payload
 
@@ -414,10 +423,7 @@ def _nrt_library(ctx):
     if path is not None and writable():
         try:
             payload = pickle.dumps(library.serialize_using_object_code(), protocol=-1)
-            fd, tmp = tempfile.mkstemp(dir=root, prefix=".nrt-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(_seal(payload))
-            os.replace(tmp, path)
+            write_replacing(path, _seal(payload))
         except (OSError, RuntimeError, ValueError):
             pass  # (not cached: compiled again next time)
     return library

@@ -13,7 +13,6 @@ import hashlib
 import inspect
 import os
 import sys
-import tempfile
 
 import numpy as np
 
@@ -427,14 +426,6 @@ def _check_source(text, modname, path, cpu):
                             f"(line {exc.lineno}: {exc.msg}){where}") from None
 
 
-def _replace(target, data):
-    """Write ``data`` (bytes) to ``target`` atomically: through a temporary file beside it."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".tmp")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    os.replace(tmp, target)
-
-
 def _write(path, text, library=None):
     """Write the module's hash (and its ``library`` table: see :func:`_write_library`), then
     the module, each atomically: a reader never sees a module without its hash, and two
@@ -444,8 +435,8 @@ def _write(path, text, library=None):
         import json
         record += json.dumps(library, sort_keys=True) + "\n"
     try:
-        _replace(path + ".sha256", record.encode())
-        _replace(path, text.encode())
+        diskcache.write_replacing(path + ".sha256", record.encode())
+        diskcache.write_replacing(path, text.encode())
     except OSError as exc:
         import warnings
         warnings.warn(f"weft: could not write {path!r} to the cache ({exc.strerror}); "
@@ -491,7 +482,7 @@ def _save_code(path, runnable, code):
     blob = marshal.dumps(code)
     data = _code_header(runnable, path) + hashlib.sha256(blob).digest() + blob
     try:
-        _replace(path + _CODE_SUFFIX, data)
+        diskcache.write_replacing(path + _CODE_SUFFIX, data)
     except OSError:
         pass  # only the next process's start-up depends on it
 

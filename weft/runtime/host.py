@@ -217,15 +217,14 @@ def _save(disk, source, root, ret_type):
     import os
     import pickle
 
-    from ..core.diskcache import _seal, writable
-    from .cache import _replace
+    from ..core.diskcache import _seal, writable, write_replacing
     path = _path(disk)
     if path is None or not writable():
         return
     try:
         payload = pickle.dumps((source, root, ret_type), protocol=-1)
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        _replace(path, _seal(payload))
+        write_replacing(path, _seal(payload))
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass  # (not kept: built again next time)
 

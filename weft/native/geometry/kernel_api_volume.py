@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import volume_traverse as vt
-from .portable import Namespace, rebind
+from .portable import rebind
 
 #: value type name -> (grid type, view, scalar, channels), the types weft's volumes hold
 VALUE_TYPES = {
@@ -80,16 +80,14 @@ def bind(ns, jit=None):
     names = []
     for tname, (gtype, view, scalar, channels) in VALUE_TYPES.items():
         lookup, store, read = _BY_CHANNELS[channels]
-        tns = Namespace({"__name__": dict.get(ns, "__name__"), "T_GTYPE": gtype,
-                         "T_SCALAR": scalar}, parent=ns)
+        tns = ns.child({"T_GTYPE": gtype, "T_SCALAR": scalar})
         for part, name in (("T_VIEW", view), ("T_LOOKUP", lookup), ("T_STORE", store),
                            ("T_READ", read)):
             tns.later(part, lambda name=name: ns[name])
         for name in TEMPLATES:
             names.append(_add(tns, ns, jit, f"{name}_{tname}", globals()[name]))
-    names.append(_add(Namespace({"__name__": dict.get(ns, "__name__"),
-                                 "GRID_INDEX": vt.GRID_INDEX,
-                                 "GRID_ONINDEX_MASK": vt.GRID_ONINDEX_MASK}, parent=ns),
+    names.append(_add(ns.child({"GRID_INDEX": vt.GRID_INDEX,
+                                "GRID_ONINDEX_MASK": vt.GRID_ONINDEX_MASK}),
                       ns, jit, "geo_vol_index_corners", geo_vol_index_corners))
     return tuple(names)
 

@@ -86,6 +86,11 @@ class Namespace(dict):
             self.later(name, lambda name=name: other[name])
         self.update(dict.items(other))
 
+    def child(self, items=()):
+        """A namespace answering with ``items`` first, then with this one (its module name
+        kept: cached code needs one)."""
+        return Namespace({"__name__": dict.get(self, "__name__"), **dict(items)}, parent=self)
+
     def __missing__(self, name):
         with _LOCK:  # (two threads compiling: one value)
             if dict.__contains__(self, name):
@@ -132,7 +137,7 @@ def compile_into(ns, fns, jit, inline_jit=None, inline=(), native=None):
         bindings = getattr(fn, "bindings", None)
         glb = ns
         if bindings is not None:
-            glb = Namespace({"__name__": dict.get(ns, "__name__")}, parent=ns)  # (caching)
+            glb = ns.child()
             for k, v in bindings.items():
                 if isinstance(v, str):
                     glb.later(k, lambda v=v: _resolve(v, ns))
