@@ -40,6 +40,7 @@ tape = wp.Tape()
 with tape:
     wp.launch(ak.square, 300, inputs=[x, y])
     wp.launch(ak.total, 300, inputs=[y, s, 0.5])
+{settle}
 tape.backward(s)
 late = [c for c in cache.STATS["compiled"] if c.startswith("weft_generated.")
         and c not in ahead]
@@ -48,15 +49,16 @@ print(json.dumps({{"ahead": ahead, "late": late, "helper": background._proc is n
 """
 
 
-def run_program(cache, load="", **env):
-    """Run ``PROGRAM`` (``load``: a statement before the launches) in a new process with
-    cache ``cache``: ``{"ahead", "late"}`` (generated functions compiled in that process
+def run_program(cache, load="", settle="", **env):
+    """Run ``PROGRAM`` (``load``: a statement before the launches, ``settle``: one before the
+    backward pass) in a new process with cache ``cache``: ``{"ahead", "late"}`` (generated functions compiled in that process
     before and after the launches began), ``"helper"`` (a background helper started), the
     loss ``"s"`` and the gradient ``"grad"``."""
     env = dict(os.environ, WEFT_CACHE_DIR=str(cache), **env,
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    out = subprocess.run([sys.executable, "-c", PROGRAM.format(here=HERE, load=load)], env=env,
-                         capture_output=True, text=True, timeout=900)
+    program = PROGRAM.format(here=HERE, load=load, settle=settle)
+    out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                         text=True, timeout=900)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 

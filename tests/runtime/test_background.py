@@ -1,7 +1,11 @@
 """A launch recorded on a tape has its CPU adjoint compiled meanwhile by a helper process
 (weft.runtime.background): backward loads it from the cache instead of compiling it here, the
 loss and gradient are the same, and with a warm cache (or the helper switched off) no helper
-runs."""
+runs. An adjoint the helper has not begun when backward needs it is taken back and compiled
+here."""
+import pickle
+import struct
+
 import pytest
 
 from .ahead_kernels import check_values, run_program
@@ -13,7 +17,9 @@ def _compiled_here(res):
 
 @pytest.mark.cold
 def test_adjoints_compiled_by_the_helper(tmp_path):
-    res = run_program(tmp_path / "cache")
+    # (backward waits until the helper is done: otherwise an adjoint it has not begun yet
+    # would be compiled here, test_adjoint_not_begun_is_compiled_here)
+    res = run_program(tmp_path / "cache", settle="assert background.finish(600)")
     check_values(res)
     assert res["helper"]
     # this process compiled the forwards; the helper the adjoints, loaded here from the cache
@@ -29,3 +35,44 @@ def test_helper_switched_off(tmp_path):
     check_values(res)
     assert not res["helper"]
     assert _compiled_here(res) == ["square__adj", "square__fwd", "total__adj", "total__fwd"]
+
+
+#: a helper that records what it is sent and never compiles anything
+SILENT = r'''
+import os, sys
+with open({log!r}, "ab") as f:
+    while True:
+        part = os.read(0, 1 << 16)
+        if not part:
+            break
+        f.write(part)
+        f.flush()
+'''
+
+
+def _messages(path):
+    data, out = path.read_bytes(), []
+    while data:
+        n = struct.unpack("<I", data[:4])[0]
+        out.append(pickle.loads(data[4:4 + n]))
+        data = data[4 + n:]
+    return out
+
+
+@pytest.mark.cold
+def test_adjoint_not_begun_is_compiled_here(tmp_path):
+    """The helper never begins the adjoints asked of it: backward takes each request back
+    (the helper is told to drop it) and compiles the adjoint here, with the same results."""
+    log = tmp_path / "sent.bin"
+    res = run_program(tmp_path / "cache",
+                      load=f"background.HELPER = {SILENT.format(log=str(log))!r}")
+    check_values(res)
+    assert res["helper"]
+    assert _compiled_here(res) == ["square__adj", "square__fwd", "total__adj", "total__fwd"]
+    sent = _messages(log)
+    asked = [(m[1][1], m[2]) for m in sent if m[0] == "compile"]
+    assert sorted(asked) == [("square__adj", True), ("total__adj", True)]
+    # backward takes them back in its order: the last launch's adjoint first
+    assert [m[1][1] for m in sent if m[0] == "cancel"] == ["total__adj", "square__adj"]
+    for m in sent:
+        assert m[0] in ("compile", "cancel") and m[1][0].startswith("weft_generated.")

@@ -1,7 +1,8 @@
 """Tiered compiles (wp.config.tiered_compile, weft.runtime.background.tier): while a kernel's
-threaded CPU entry is not in the disk cache, launches run its serial twin and the helper
-process compiles the threaded entry, which later launches use; a warm cache starts threaded.
-The test session turns tiering off (tests/conftest.py); these programs turn it on."""
+threaded CPU entry is not in the disk cache, launches run its chunk over the whole launch (the
+serial twin where the chunk takes more than the entry's parameters) and the helper process
+compiles the threaded entry, which later launches use; a warm cache starts threaded. The test
+session turns tiering off (tests/conftest.py); these programs turn it on."""
 import json
 import os
 import subprocess
@@ -36,6 +37,8 @@ def step():
 tape = wp.Tape()
 with tape:
     first = step()
+if {finish}:  # (else an adjoint the helper has not begun is compiled here)
+    assert background.finish(600)
 tape.backward(s)
 grad = x.grad.numpy().tolist()
 early = [c.rsplit(".", 1)[1] for c in cache.STATS["compiled"] if c.startswith("weft_generated.")]
@@ -67,11 +70,11 @@ def test_serial_twin_first_then_threaded_then_warm(tmp_path):
     assert res["first"] == pytest.approx(expect, rel=1e-5)
     assert res["second"] == pytest.approx(expect, rel=1e-5)
     np.testing.assert_allclose(res["grad"], np.arange(300) / 100, rtol=1e-6)
-    # square's first launches ran its serial twin (compiled here; the helper compiled its
-    # adjoint's twin, which backward waited for, and the threaded entries); total adds into
-    # per-thread copies, whose sum the serial twin would round differently: not tiered, its
-    # threaded forward compiled here from the start
-    assert res["helper"] and sorted(res["early"]) == ["square__fwd_serial", "total__fwd"]
+    # square's first launches ran its chunk over the whole launch (compiled here; the helper
+    # compiled its adjoint's chunk and the threaded entries, which load the chunks from the
+    # cache); total adds into per-thread copies, whose sum one thread would round differently:
+    # not tiered, its threaded forward compiled here from the start
+    assert res["helper"] and sorted(res["early"]) == ["square__fwd_chunk", "total__fwd"]
     assert res["threaded"] == [True, True]
     assert sorted(res["late"]) == sorted(res["early"])
     warm = _run(tmp_path / "cache")  # a new process: the threaded entries from the start
@@ -121,9 +124,8 @@ def _helpers_of(cache):
 @pytest.mark.cold
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="finds the helper through /proc")
 def test_a_program_that_exits_leaves_its_helper_to_fill_the_cache(tmp_path):
-    """A short program ends before the threaded entries are compiled (they were deferred while
-    its tape recorded): at exit they are sent, the helper finishes its queue after the program,
-    and the next run starts with the threaded code."""
+    """A short program ends before the helper has compiled the threaded entries: the helper
+    finishes its queue after the program, and the next run starts with the threaded code."""
     import time
     cache = tmp_path / "cache"
     res = _run(cache, finish=False)
@@ -133,3 +135,30 @@ def test_a_program_that_exits_leaves_its_helper_to_fill_the_cache(tmp_path):
         time.sleep(0.2)
     warm = _run(cache, finish=False)
     assert warm["early"] == [] and warm["threaded"] == [True, True] and not warm["helper"]
+
+
+def test_whole_launch_is_the_threaded_entrys_chunk():
+    """The first tier of a threaded entry that hands its chunk only its own parameters is that
+    chunk over the whole launch (the same results as the threaded entry); an entry that adds
+    into per-thread copies has none (it runs its serial twin, or is not tiered)."""
+    import weft as wp
+    from weft.runtime.background import WholeLaunch, whole_launch
+    from weft.runtime.dispatch import prepare
+
+    from .ahead_kernels import square, total
+    x = wp.array(np.arange(300, dtype=np.float32) / 100)
+    y, z = wp.zeros(300, dtype=float), wp.zeros(300, dtype=float)
+    wp.launch(square, 300, inputs=[x, y])  # the threaded entry
+    ck, _, values = prepare(square, (300,), [x, z], wp.get_device("cpu"))
+    fn = ck.entry("forward", "cpu")
+    assert fn in ck.called
+    whole = whole_launch(ck, fn)
+    assert isinstance(whole, WholeLaunch)
+    assert whole.dispatcher is ck.module.square__fwd_chunk.dispatcher
+    whole((300,), *values)
+    np.testing.assert_array_equal(z.numpy(), y.numpy())
+    np.testing.assert_array_equal(z.numpy(), (np.arange(300, dtype=np.float32) / 100) ** 2)
+    tk = total.compiled("cpu")
+    assert whole_launch(tk, tk.entry("forward", "cpu")) is None
+    # (its adjoint adds into adj_y at each thread's own index: no per-thread copies)
+    assert isinstance(whole_launch(tk, tk.entry("adjoint", "cpu")), WholeLaunch)

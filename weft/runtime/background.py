@@ -4,23 +4,25 @@ A launch recorded on a tape will, most likely, have its adjoint run by ``tape.ba
 When a kernel's CPU adjoint has not been called yet in this process, the recording launch asks
 one helper process (started on first need, fed through a pipe) to compile that adjoint for the
 exact argument types the backward pass will pass (the launch's arrays, their gradients or
-None), into the disk cache. The forward pass goes on meanwhile, on the other core; when the
-backward pass first calls the adjoint it waits for the helper's answer for that function (it
-is usually done), and Numba then loads the machine code from the cache instead of compiling
-it. If the helper fails or is slow, the adjoint compiles here as without it: nothing but the
-timing depends on the helper.
+None), into the disk cache. The forward pass goes on meanwhile, on the other core. When the
+backward pass first calls the adjoint: if the helper is compiling it, the call waits for its
+answer and Numba then loads the machine code from the cache; if the helper has not begun it
+(busy with another, or still starting), the request is taken back and the adjoint compiles
+here at once (:func:`wait_for`). The helper takes the newest urgent request first: a backward
+pass calls the adjoints in the reverse order of the launches. Nothing but the timing depends on
+the helper.
 
 Tiered compiles (``wp.config.tiered_compile``, :func:`tier`): a launch whose threaded CPU
 entry is neither called yet nor in the disk cache runs the kernel's serial twin instead (a
 plain loop compiles in a fraction of a parfor's time) and asks the same helper for the threaded
-entry; later launches use it once the helper has answered.
+entry, which it compiles once no urgent request is queued; later launches use it once the
+helper has answered.
 
 Off without a writable disk cache, under ``NUMBA_DISABLE_JIT``, in debug mode, and when
 ``wp.config.background_compile`` is False (or ``WEFT_BACKGROUND_COMPILE=0``).
 """
 from __future__ import annotations
 
-import atexit
 import os
 import pickle
 import select
@@ -31,40 +33,55 @@ import threading
 import time
 
 from ..core import config
-from .hooks import tapes as _tapes  # the live list of recording tapes
 
 HELPER = r'''
-import pickle, struct, sys
-inp, out = sys.stdin.buffer, sys.stdout.buffer
+import os, pickle, select, struct, sys
 from weft.runtime.ahead import compile_entry
-while True:
-    head = inp.read(4)
-    if len(head) < 4:
-        break
-    modname, fname, sig = pickle.loads(inp.read(struct.unpack("<I", head)[0]))
-    ok = True
-    try:
-        compile_entry(modname, fname, sig)
-    except BaseException:
-        ok = False
-    data = pickle.dumps(((modname, fname), ok))
+fd, out = sys.stdin.fileno(), sys.stdout.buffer
+buf, urgent, later, reading = b"", [], [], True
+def say(message):
+    data = pickle.dumps(message)
     try:
         out.write(struct.pack("<I", len(data)) + data)
         out.flush()
     except OSError:  # the program has exited: finish the queue for its next run
         pass
+while True:
+    # everything the program has sent; wait for it only with nothing to do
+    while reading and (not (urgent or later) or select.select([fd], [], [], 0)[0]):
+        part = os.read(fd, 1 << 16)
+        if not part:
+            reading = False
+            break
+        buf += part
+        while len(buf) >= 4 and len(buf) >= 4 + struct.unpack("<I", buf[:4])[0]:
+            n = struct.unpack("<I", buf[:4])[0]
+            message, buf = pickle.loads(buf[4:4 + n]), buf[4 + n:]
+            if message[0] == "cancel":
+                urgent[:] = [job for job in urgent if job[0] != message[1]]
+                later[:] = [job for job in later if job[0] != message[1]]
+            else:
+                (urgent if message[2] else later).append((message[1], message[3]))
+    if not (urgent or later):
+        break
+    # the newest urgent request first (a backward pass needs the last recorded launch's
+    # adjoint first), then the later ones in order
+    key, sig = urgent.pop() if urgent else later.pop(0)
+    say(("start", key))
+    ok = True
+    try:
+        compile_entry(*key, sig)
+    except BaseException:
+        ok = False
+    say(("done", key, ok))
 '''
 
 _lock = threading.Lock()
 _proc = None
 _pending = {}   # (module name, function name) -> number of requests not answered yet
-# threaded entries wanted only for later launches (tiering): sent once no request a launch may
-# wait for is left and no tape records, so that a serial twin the backward pass needs is never
-# queued behind a parfor's compile of several seconds
-_deferred = []  # pickled requests not sent yet (counted in _pending)
-_urgent = set()  # keys of sent requests a launch may wait for, until answered
 _asked = set()  # entries (dispatchers) asked for once: later recorded launches skip them
 _failed = False
+_started = [None]  # the key the helper said it is compiling now (None: none, or not known)
 
 
 def _after_fork():  # a forked child must not write into its parent's pipe
@@ -73,22 +90,11 @@ def _after_fork():  # a forked child must not write into its parent's pipe
     _lock = threading.Lock()
     _pending.clear()
     _asked.clear()
-    _deferred.clear()
-    _urgent.clear()
+    _started[0] = None
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
-
-
-@atexit.register
-def _send_deferred_at_exit():
-    """A program that ends with threaded entries still deferred sends them: the helper finishes
-    its queue after this process exits (it reads until its input closes), so the next run finds
-    the threaded code in the cache."""
-    if _deferred and _proc is not None:
-        with _lock:
-            _flush(force=True)
 
 
 def enabled():
@@ -128,15 +134,70 @@ def request_adjoint(ck, dims, values, args):
         return
     arguments = lambda: [dims, *values, *adjoint_arrays(ck, args)]  # noqa: E731
     if target == "cpu" and tiering() and not _sums_privately(fn):
-        # backward will run the serial twin until the threaded adjoint is there: ask for the
-        # twin first, and for the threaded entry when nothing urgent is left
-        twin = ck.entry("adjoint", "serial")
-        if twin not in _asked and twin not in ck.called:
-            _asked.add(twin)
-            _request(ck, twin, arguments)
+        # backward will run the chunk (or the serial twin) until the threaded adjoint is
+        # there: ask for it, and for the threaded entry once nothing urgent is queued
+        first = whole_launch(ck, fn)
+        if first is None:
+            first = ck.entry("adjoint", "serial")
+            first_arguments = arguments
+        else:
+            first_arguments = lambda: [0, _launch_size(dims), *arguments()]  # noqa: E731
+        disp = getattr(first, "dispatcher", first)
+        if disp not in _asked and disp not in ck.called:
+            _asked.add(disp)
+            _request(ck, disp, first_arguments)
         _request(ck, fn, arguments, urgent=False)
         return
     _request(ck, fn, arguments)
+
+
+def _launch_size(dims):
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+class WholeLaunch:
+    """A threaded entry's chunk run over the whole launch on the calling thread: what the
+    serial twin does, with the same body compiled once for both (the threaded entry, compiled
+    by the helper, loads the chunk's machine code from the disk cache instead of compiling it
+    again). ``dispatcher`` is the chunk's (a launch's bookkeeping: called, waited for)."""
+
+    def __init__(self, chunk):
+        self.dispatcher = chunk
+
+    def __call__(self, dims, *values):
+        self.dispatcher(0, _launch_size(dims), dims, *values)
+
+
+_wholes = {}  # threaded entry -> its WholeLaunch, or None where its chunk cannot run alone
+
+
+def whole_launch(ck, fn):
+    """The :class:`WholeLaunch` of threaded entry ``fn``, or None when ``fn`` hands its chunk
+    more than its own parameters over ``launch_size(_dim)`` (per-thread sums, tile blocks)."""
+    if fn in _wholes:
+        return _wholes[fn]
+    import re
+
+    from .compiled import function_source
+    src = getattr(ck.module, "__weft_source__", None)
+    code = fn.py_func.__code__
+    text = function_source(src, code.co_name).split(f"\ndef {code.co_name}(", 1) if src else ()
+    body = [line.strip() for line in text[-1].splitlines()[1:] if line.strip()] \
+        if len(text) == 2 else []
+    if body and body[0].startswith('"""'):  # (the docstring: one line)
+        body = body[1:]
+    params = ", ".join(code.co_varnames[:code.co_argcount])
+    run = re.fullmatch(r"_wk\.parallel_for\((\w+), _wk\.launch_size\(_dim\), \((.*)\)\)",
+                       body[0]) if len(body) == 1 else None
+    whole = None
+    if run and run.group(2).rstrip(",") == params:
+        chunk = getattr(ck.module, run.group(1), None)
+        whole = WholeLaunch(getattr(chunk, "dispatcher", chunk)) if chunk is not None else None
+    _wholes[fn] = whole
+    return whole
 
 
 def tiering():
@@ -150,21 +211,32 @@ def tier(ck, kind, fn, dims, values):
     called yet (the caller tests that): ``fn`` once it is in the disk cache or the helper has
     compiled it; until then the serial twin, with ``fn`` asked of the helper (see the
     module's docstring)."""
-    if not tiering():
-        return fn
+    if not tiering() or _sums_privately(fn):
+        return fn  # (such an entry asked for by a recorded launch is waited for or compiled)
     if fn in _asked:  # asked before (by a launch or a recorded launch's adjoint)
         key = (ck.module.__name__, fn.py_func.__name__)
         if _pending.get(key):
             with _lock:
                 _take_answers(time.monotonic())  # what has arrived, without waiting
-                _flush()
-        return ck.entry(kind, "serial") if _pending.get(key) else fn
-    if ck.abi.debug_sites is not None or not enabled() or _sums_privately(fn):
+        return _first_tier(ck, kind, fn) if _pending.get(key) else fn
+    if ck.abi.debug_sites is not None or not enabled():
         return fn
     _asked.add(fn)
+    first = _first_tier(ck, kind, fn)
+    if isinstance(first, WholeLaunch):
+        sig = _signature([dims, *values])
+        if sig is None or _cached(fn, sig):
+            return fn
+        first.dispatcher.compile(_signature([0, 1, dims, *values]))  # the helper loads it
     if not _request(ck, fn, lambda: [dims, *values], urgent=False):
         return fn  # in the cache (now loaded), or the helper cannot be used
-    return ck.entry(kind, "serial")
+    return first
+
+
+def _first_tier(ck, kind, fn):
+    """What runs while threaded entry ``fn`` is not there: its chunk over the whole launch,
+    or the serial twin."""
+    return whole_launch(ck, fn) or ck.entry(kind, "serial")
 
 
 def _sums_privately(fn):
@@ -177,13 +249,12 @@ def _sums_privately(fn):
 
 def _request(ck, fn, arguments, urgent=True):
     """Send entry ``fn`` of ``ck`` for the types of ``arguments()`` to the helper (not
-    ``urgent``: once no urgent request is pending); False when it is in the disk cache already
-    (then loaded) or cannot be sent."""
+    ``urgent``: compiled once no urgent request is queued there); False when it is in the disk
+    cache already (then loaded) or cannot be sent. The helper finishes its queue after this
+    process exits (it reads until its input closes): the next run finds the code cached."""
     global _failed
-    import numba
-    try:
-        sig = tuple(numba.typeof(v) for v in arguments())
-    except (ValueError, TypeError):
+    sig = _signature(arguments())
+    if sig is None:
         return False
     if _cached(fn, sig):
         return False  # a warm cache: loaded now, as the first call would (no helper)
@@ -193,39 +264,26 @@ def _request(ck, fn, arguments, urgent=True):
             if _proc is None or _proc.poll() is not None:
                 _start()
             _take_answers(time.monotonic())  # answers nobody waited for: keep the pipe empty
-            data = pickle.dumps(key + (sig,))
-            if urgent:
-                _send(data)
-                _urgent.add(key)
-            else:
-                _deferred.append((key, data))
+            _send(pickle.dumps(("compile", key, urgent, sig)))
         except (OSError, pickle.PicklingError):
             _failed = True
             return False
         _pending[key] = _pending.get(key, 0) + 1
-        _flush()
     return True
+
+
+def _signature(arguments):
+    """Numba's types of ``arguments``, or None if one has none."""
+    import numba
+    try:
+        return tuple(numba.typeof(v) for v in arguments)
+    except (ValueError, TypeError):
+        return None
 
 
 def _send(data):
     _proc.stdin.write(struct.pack("<I", len(data)) + data)
     _proc.stdin.flush()
-
-
-def _flush(force=False):
-    """Send the deferred requests once no urgent one is pending and no tape is recording
-    (whose launches may still ask for adjoints the backward pass will wait for), or
-    ``force``."""
-    global _failed
-    if not _deferred:
-        return
-    if force or not (_tapes or _urgent):
-        try:
-            for _key, data in _deferred:
-                _send(data)
-        except OSError:
-            _failed = True
-        _deferred.clear()
 
 
 def _cached(disp, sig):
@@ -241,8 +299,10 @@ def _cached(disp, sig):
 
 
 def wait_for(ck, fn, timeout=120.0):
-    """Before the first call of ``ck``'s entry ``fn``: wait (at most ``timeout`` seconds) for
-    the helper's answers about it, so that Numba finds its machine code in the cache."""
+    """Before the first call of ``ck``'s entry ``fn``: if the helper is compiling it, wait (at
+    most ``timeout`` seconds) for its answer, so that Numba finds the machine code in the
+    cache; if the helper has not begun it (busy with another, or still starting), take the
+    request back: compiling it here at once is never slower than waiting behind the queue."""
     global _failed
     if not _pending:  # (the common case: a dict test before any name is built)
         return
@@ -251,23 +311,32 @@ def wait_for(ck, fn, timeout=120.0):
         return
     deadline = time.monotonic() + timeout
     with _lock:
-        if any(key == want for key, _data in _deferred):
-            _flush(force=True)  # not sent yet: send it (and the others deferred) now
-        if not _take_answers(deadline, want):  # too slow, or the helper died: compile here
+        _take_answers(time.monotonic())  # what the helper has said so far, without waiting
+        if _pending.get(want) and _started[0] != want:
+            _withdraw(want)
+        elif not _take_answers(deadline, want):  # too slow, or the helper died: compile here
             _failed = True
             _pending.clear()
-            _deferred.clear()
-            _urgent.clear()
-        _flush()
+
+
+def _withdraw(key):
+    """Take the requests for ``key`` back: the helper drops them from its queue (if it began
+    one meanwhile, its answer is read and ignored, and the disk cache is written twice with the
+    same code)."""
+    global _failed
+    _pending.pop(key, None)
+    try:
+        _send(pickle.dumps(("cancel", key)))
+    except OSError:
+        _failed = True
 
 
 def finish(timeout=600.0):
-    """Send every deferred request and wait (at most ``timeout`` seconds) until the helper has
-    answered all: afterwards every entry asked for is in the disk cache (or failed there and
-    compiles here). True when nothing is left pending."""
+    """Wait (at most ``timeout`` seconds) until the helper has answered every request:
+    afterwards every entry asked for is in the disk cache (or failed there and compiles here).
+    True when nothing is left pending."""
     deadline = time.monotonic() + timeout
     with _lock:
-        _flush(force=True)
         while _pending and _proc is not None and time.monotonic() < deadline:
             if not _take_answers(deadline, next(iter(_pending))):
                 break
@@ -284,13 +353,18 @@ def _take_answers(deadline, want=None):
         frame = head and _read(struct.unpack("<I", head)[0], deadline)
         if not frame:  # an answer is written whole in one write: no partial frame is left
             return want is None and _proc.poll() is None
-        done, _ok = pickle.loads(frame)
+        message = pickle.loads(frame)
+        if message[0] == "start":
+            _started[0] = message[1]
+            continue
+        done = message[1]
+        if _started[0] == done:
+            _started[0] = None
         left = _pending.get(done, 0) - 1
         if left > 0:
             _pending[done] = left
         else:
             _pending.pop(done, None)
-            _urgent.discard(done)
     return want is None
 
 
