@@ -155,7 +155,13 @@ def test_whole_launch_is_the_threaded_entrys_chunk():
     whole = whole_launch(ck, fn)
     assert isinstance(whole, WholeLaunch)
     assert whole.dispatcher is ck.module.square__fwd_chunk.dispatcher
-    whole((300,), *values)
+    import numba
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(3, numba.config.NUMBA_NUM_THREADS))  # blocks on Python threads
+    try:
+        whole((300,), *values)
+    finally:
+        numba.set_num_threads(before)
     np.testing.assert_array_equal(z.numpy(), y.numpy())
     np.testing.assert_array_equal(z.numpy(), (np.arange(300, dtype=np.float32) / 100) ** 2)
     tk = total.compiled("cpu")

@@ -159,16 +159,40 @@ def _launch_size(dims):
 
 
 class WholeLaunch:
-    """A threaded entry's chunk run over the whole launch on the calling thread: what the
-    serial twin does, with the same body compiled once for both (the threaded entry, compiled
-    by the helper, loads the chunk's machine code from the disk cache instead of compiling it
-    again). ``dispatcher`` is the chunk's (a launch's bookkeeping: called, waited for)."""
+    """A threaded entry's chunk run over the whole launch: what the serial twin does, with the
+    same body compiled once for both (the threaded entry, compiled by the helper, loads the
+    chunk's machine code from the disk cache instead of compiling it again). The launch is
+    split into the threaded entry's blocks (as many as Numba's threads), run on Python threads
+    (the chunk releases the GIL); a block's exception is raised after all have run.
+    ``dispatcher`` is the chunk's (a launch's bookkeeping: called, waited for)."""
 
     def __init__(self, chunk):
         self.dispatcher = chunk
 
     def __call__(self, dims, *values):
-        self.dispatcher(0, _launch_size(dims), dims, *values)
+        import numba
+        n = _launch_size(dims)
+        blocks = max(1, min(n, numba.get_num_threads()))
+        if blocks == 1:
+            self.dispatcher(0, n, dims, *values)
+            return
+        self.dispatcher(0, 0, dims, *values)  # compiled (or loaded) once, before the threads
+        failed = []
+
+        def block(r):
+            try:
+                self.dispatcher(r * n // blocks, (r + 1) * n // blocks, dims, *values)
+            except BaseException as exc:  # noqa: B902 (raised below, on the launching thread)
+                failed.append(exc)
+
+        others = [threading.Thread(target=block, args=(r,)) for r in range(1, blocks)]
+        for t in others:
+            t.start()
+        block(0)
+        for t in others:
+            t.join()
+        if failed:
+            raise failed[0]
 
 
 _wholes = {}  # threaded entry -> its WholeLaunch, or None where its chunk cannot run alone
