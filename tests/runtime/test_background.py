@@ -51,12 +51,7 @@ with open({log!r}, "ab") as f:
 
 
 def _messages(path):
-    data, out = path.read_bytes(), []
-    while data:
-        n = struct.unpack("<I", data[:4])[0]
-        out.append(pickle.loads(data[4:4 + n]))
-        data = data[4 + n:]
-    return out
+    return _frames(path.read_bytes())
 
 
 @pytest.mark.cold
@@ -76,3 +71,43 @@ def test_adjoint_not_begun_is_compiled_here(tmp_path):
     assert [m[1][1] for m in sent if m[0] == "cancel"] == ["total__adj", "square__adj"]
     for m in sent:
         assert m[0] in ("compile", "cancel") and m[1][0].startswith("weft_generated.")
+
+
+def test_helper_order_and_cancel(tmp_path):
+    """The helper compiles the newest urgent request first, then the others in the order sent,
+    and drops a cancelled one (entries not in the cache: each fails at once, and is answered)."""
+    import os
+    import subprocess
+    import sys
+
+    from weft.runtime import background
+
+    from .ahead_kernels import ROOT
+
+    def frame(message):
+        data = pickle.dumps(message)
+        return struct.pack("<I", len(data)) + data
+
+    key = lambda name: ("weft_generated.absent_module", name)  # noqa: E731
+    sent = [frame(("compile", key("a"), True, ())), frame(("compile", key("b"), False, ())),
+            frame(("compile", key("c"), True, ())), frame(("compile", key("d"), False, ())),
+            frame(("compile", key("e"), True, ())), frame(("cancel", key("a")))]
+    env = dict(os.environ, WEFT_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    (tmp_path / "cache").mkdir(mode=0o700)
+    out = subprocess.run([sys.executable, "-c", background.HELPER], input=b"".join(sent),
+                         capture_output=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr.decode()
+    said = _frames(out.stdout)
+    assert [m[1][1] for m in said if m[0] == "start"] == ["e", "c", "b", "d"]
+    assert [(m[0], m[1][1], m[2]) for m in said if m[0] == "done"] == \
+        [("done", n, False) for n in "ecbd"]
+
+
+def _frames(data):
+    out = []
+    while data:
+        n = struct.unpack("<I", data[:4])[0]
+        out.append(pickle.loads(data[4:4 + n]))
+        data = data[4 + n:]
+    return out

@@ -13,10 +13,11 @@ pass calls the adjoints in the reverse order of the launches. Nothing but the ti
 the helper.
 
 Tiered compiles (``wp.config.tiered_compile``, :func:`tier`): a launch whose threaded CPU
-entry is neither called yet nor in the disk cache runs the kernel's serial twin instead (a
-plain loop compiles in a fraction of a parfor's time) and asks the same helper for the threaded
-entry, which it compiles once no urgent request is queued; later launches use it once the
-helper has answered.
+entry is neither called yet nor in the disk cache runs that entry's chunk instead, compiled
+here, over the whole launch on Python threads (:class:`WholeLaunch`; the serial twin where the
+chunk takes more than the entry's own arguments), and asks the same helper for the threaded
+entry, which it compiles once no urgent request is queued, loading the chunk from the cache;
+later launches use it once the helper has answered.
 
 Off without a writable disk cache, under ``NUMBA_DISABLE_JIT``, in debug mode, and when
 ``wp.config.background_compile`` is False (or ``WEFT_BACKGROUND_COMPILE=0``).
@@ -33,6 +34,7 @@ import threading
 import time
 
 from ..core import config
+from ..native._portable import launch_size
 
 HELPER = r'''
 import os, pickle, select, struct, sys
@@ -132,30 +134,23 @@ def request_adjoint(ck, dims, values, args):
     _asked.add(fn)
     if fn in ck.called or not enabled():
         return
-    arguments = lambda: [dims, *values, *adjoint_arrays(ck, args)]  # noqa: E731
-    if target == "cpu" and tiering() and not _sums_privately(fn):
+    arguments = [dims, *values, *adjoint_arrays(ck, args)]
+    sig = _signature(arguments)
+    if sig is None or _cached(fn, sig):
+        return  # (a warm cache: loaded now, as the first call would; no helper)
+    tiered = target == "cpu" and tiering() and not _sums_privately(fn)
+    if tiered:
         # backward will run the chunk (or the serial twin) until the threaded adjoint is
         # there: ask for it, and for the threaded entry once nothing urgent is queued
         first = whole_launch(ck, fn)
         if first is None:
-            first = ck.entry("adjoint", "serial")
-            first_arguments = arguments
+            first, first_arguments = ck.entry("adjoint", "serial"), arguments
         else:
-            first_arguments = lambda: [0, _launch_size(dims), *arguments()]  # noqa: E731
-        disp = getattr(first, "dispatcher", first)
-        if disp not in _asked and disp not in ck.called:
-            _asked.add(disp)
-            _request(ck, disp, first_arguments)
-        _request(ck, fn, arguments, urgent=False)
-        return
-    _request(ck, fn, arguments)
-
-
-def _launch_size(dims):
-    n = 1
-    for d in dims:
-        n *= d
-    return n
+            first, first_arguments = first.dispatcher, [0, launch_size(dims), *arguments]
+        if first not in _asked and first not in ck.called:
+            _asked.add(first)
+            _request(ck, first, lambda: first_arguments)
+    _ask(ck, fn, sig, urgent=not tiered)
 
 
 class WholeLaunch:
@@ -171,7 +166,7 @@ class WholeLaunch:
 
     def __call__(self, dims, *values):
         import numba
-        n = _launch_size(dims)
+        n = launch_size(dims)
         blocks = max(1, min(n, numba.get_num_threads()))
         if blocks == 1:
             self.dispatcher(0, n, dims, *values)
@@ -233,8 +228,8 @@ def tiering():
 def tier(ck, kind, fn, dims, values):
     """The entry a CPU launch of ``ck`` runs when its target is the threaded entry ``fn``, not
     called yet (the caller tests that): ``fn`` once it is in the disk cache or the helper has
-    compiled it; until then the serial twin, with ``fn`` asked of the helper (see the
-    module's docstring)."""
+    compiled it; until then its chunk over the whole launch (or the serial twin), with ``fn``
+    asked of the helper (see the module's docstring)."""
     if not tiering() or _sums_privately(fn):
         return fn  # (such an entry asked for by a recorded launch is waited for or compiled)
     if fn in _asked:  # asked before (by a launch or a recorded launch's adjoint)
@@ -246,14 +241,14 @@ def tier(ck, kind, fn, dims, values):
     if ck.abi.debug_sites is not None or not enabled():
         return fn
     _asked.add(fn)
+    sig = _signature([dims, *values])
+    if sig is None or _cached(fn, sig):
+        return fn  # a warm cache: loaded now, as the first call would (no helper)
     first = _first_tier(ck, kind, fn)
     if isinstance(first, WholeLaunch):
-        sig = _signature([dims, *values])
-        if sig is None or _cached(fn, sig):
-            return fn
         first.dispatcher.compile(_signature([0, 1, dims, *values]))  # the helper loads it
-    if not _request(ck, fn, lambda: [dims, *values], urgent=False):
-        return fn  # in the cache (now loaded), or the helper cannot be used
+    if not _ask(ck, fn, sig, urgent=False):
+        return fn  # the helper cannot be used
     return first
 
 
@@ -276,12 +271,15 @@ def _request(ck, fn, arguments, urgent=True):
     ``urgent``: compiled once no urgent request is queued there); False when it is in the disk
     cache already (then loaded) or cannot be sent. The helper finishes its queue after this
     process exits (it reads until its input closes): the next run finds the code cached."""
-    global _failed
     sig = _signature(arguments())
-    if sig is None:
-        return False
-    if _cached(fn, sig):
-        return False  # a warm cache: loaded now, as the first call would (no helper)
+    if sig is None or _cached(fn, sig):
+        return False  # (a warm cache: loaded now, as the first call would; no helper)
+    return _ask(ck, fn, sig, urgent)
+
+
+def _ask(ck, fn, sig, urgent):
+    """Send the request for ``fn`` of ``ck`` and types ``sig`` (not in the disk cache)."""
+    global _failed
     key = (ck.module.__name__, fn.py_func.__name__)
     with _lock:
         try:
