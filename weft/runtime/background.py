@@ -149,7 +149,7 @@ def request_adjoint(ck, dims, values, args):
             first, first_arguments = first.dispatcher, [0, launch_size(dims), *arguments]
         if first not in _asked and first not in ck.called:
             _asked.add(first)
-            _request(ck, first, lambda: first_arguments)
+            _request(ck, first, first_arguments)
     _ask(ck, fn, sig, urgent=not tiered)
 
 
@@ -267,11 +267,11 @@ def _sums_privately(fn):
 
 
 def _request(ck, fn, arguments, urgent=True):
-    """Send entry ``fn`` of ``ck`` for the types of ``arguments()`` to the helper (not
+    """Send entry ``fn`` of ``ck`` for the types of ``arguments`` to the helper (not
     ``urgent``: compiled once no urgent request is queued there); False when it is in the disk
     cache already (then loaded) or cannot be sent. The helper finishes its queue after this
     process exits (it reads until its input closes): the next run finds the code cached."""
-    sig = _signature(arguments())
+    sig = _signature(arguments)
     if sig is None or _cached(fn, sig):
         return False  # (a warm cache: loaded now, as the first call would; no helper)
     return _ask(ck, fn, sig, urgent)
