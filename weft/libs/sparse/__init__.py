@@ -15,7 +15,9 @@ as a 2-d scalar array ``(blocks, rows * cols)``, so each is compiled once per sc
 once per block shape.
 
 Modules: ``_common`` (host helpers), ``_kernels`` (the kernels and ``_gather``), ``_matrix``
-(the matrix classes and the host-side topology), ``_ops`` (the operations and operators).
+(the matrix classes and the host-side topology), ``_assembly`` (triplets, compression, assign and
+copy), ``_transforms`` (transposition, diagonals, scale and axpy), ``_products`` (``bsr_mm`` and
+``bsr_mv``), ``_ops`` (the kernel-API funcs and the operators; it re-exports the operations).
 
 Example::
 
