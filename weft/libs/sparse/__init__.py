@@ -17,7 +17,7 @@ once per block shape.
 Modules: ``_common`` (host helpers), ``_kernels`` (the kernels and ``_gather``), ``_matrix``
 (the matrix classes and the host-side topology), ``_assembly`` (triplets, compression, assign and
 copy), ``_transforms`` (transposition, diagonals, scale and axpy), ``_products`` (``bsr_mm`` and
-``bsr_mv``), ``_ops`` (the kernel-API funcs and the operators; it re-exports the operations).
+``bsr_mv``), ``_ops`` (the kernel-API funcs and the operators).
 
 Example::
 
@@ -33,11 +33,13 @@ import weft as wp  # noqa: F401  (Warp's tests patch ``warp._src.sparse.wp.copy`
 
 from ._matrix import (BSR_STATUS_ROW_CAPACITY_EXCEEDED, BSR_STATUS_SUCCESS,  # noqa: F401
                       BsrMatrix, BsrTripletMap, bsr_matrix_t, bsr_set_zero, bsr_zeros)
-from ._ops import (bsr_assign, bsr_axpy, bsr_axpy_work_arrays, bsr_block_index,  # noqa: F401
-                   bsr_compress, bsr_copy, bsr_diag, bsr_from_triplets, bsr_get_diag,
-                   bsr_identity, bsr_mm, bsr_mm_work_arrays, bsr_mv, bsr_row_index, bsr_scale,
-                   bsr_set_diag, bsr_set_from_mapped_values, bsr_set_from_triplets,
-                   bsr_set_identity, bsr_set_transpose, bsr_transposed)
+from ._assembly import (bsr_assign, bsr_compress, bsr_copy, bsr_from_triplets,  # noqa: F401
+                        bsr_set_from_mapped_values, bsr_set_from_triplets)
+from ._ops import bsr_block_index, bsr_row_index  # noqa: F401  (and the matrix operators)
+from ._products import bsr_mm, bsr_mm_work_arrays, bsr_mv  # noqa: F401
+from ._transforms import (bsr_axpy, bsr_axpy_work_arrays, bsr_diag, bsr_get_diag,  # noqa: F401
+                          bsr_identity, bsr_scale, bsr_set_diag, bsr_set_identity,
+                          bsr_set_transpose, bsr_transposed)
 
 __all__ = [
     "BSR_STATUS_ROW_CAPACITY_EXCEEDED", "BSR_STATUS_SUCCESS", "BsrMatrix", "BsrTripletMap",

@@ -1,59 +1,15 @@
-"""The operations of weft.sparse, by module: ``_assembly`` (triplets, compression, assign and
-copy), ``_transforms`` (transposition, diagonals, scale and axpy) and ``_products`` (``bsr_mm``,
-``bsr_mv``); here, the kernel-API funcs and the matrix operators, and every name this module held
-before the operations moved out, importable from here as before."""
+"""The kernel-API funcs of weft.sparse and the matrix operators (attached to ``BsrMatrix`` and
+``_BsrScalingExpression``). The operations are in ``_assembly`` (triplets, compression, assign
+and copy), ``_transforms`` (transposition, diagonals, scale and axpy) and ``_products``
+(``bsr_mm``, ``bsr_mv``)."""
 # (no ``from __future__ import annotations``: the kernel-API funcs' annotations are evaluated)
-import os
-
-import numpy as np
-
 import weft as wp
-from weft.runtime.hooks import active_tape
-from weft.core.typeinfo import (is_array, type_is_matrix, type_repr, type_scalar_type,
-                                type_size, types_equal)
+from weft.core.typeinfo import is_array
 
-from ._common import _block_ndarray, _int_array, _np, _put, _put_at, _scalar_view, _unset
-from ._kernels import (_Values2d, _block_mv_kernel, _gather, _kernels_for, _segments,
-                       _topology_kernels)
-from ._matrix import (BsrMatrix, BsrTripletMap,
-                      _BsrScalingExpression, _active, _active_coo, _assemble,
-                      _ensure_fits, _extract_matrix_and_scale, _independent_row_counts,
-                      _resize, _row_ranges, bsr_set_zero, bsr_zeros)
-from ._assembly import (_coefficients, _host_assemble, _nonzero_blocks, _reblock_check,
-                        _values_blocks, bsr_assign, bsr_compress, bsr_copy, bsr_from_triplets,
-                        bsr_set_from_mapped_values, bsr_set_from_triplets)
-from ._products import (_as_vec, _flat1, _is_vec_array, _marker, _markers, _mm_compact,
-                        _mv_operands, _pool, _pooled, _product_pairs, _row_lists, _threaded,
-                        _vec_view, _zero_blocks, bsr_mm, bsr_mm_work_arrays, bsr_mv)
-from ._transforms import (bsr_axpy, bsr_axpy_work_arrays, bsr_diag, bsr_get_diag, bsr_identity,
-                          bsr_scale, bsr_set_diag, bsr_set_identity, bsr_set_transpose,
-                          bsr_transposed)
-
-#: the names this module held before the split (the operations that moved and what they
-#: import), importable from here as before; listed so that linters count them as used
-__all__ = [
-    # _assembly
-    "_coefficients", "_host_assemble", "_nonzero_blocks", "_reblock_check", "_values_blocks",
-    "bsr_assign", "bsr_compress", "bsr_copy", "bsr_from_triplets", "bsr_set_from_mapped_values",
-    "bsr_set_from_triplets",
-    # _transforms
-    "bsr_axpy", "bsr_axpy_work_arrays", "bsr_diag", "bsr_get_diag", "bsr_identity", "bsr_scale",
-    "bsr_set_diag", "bsr_set_identity", "bsr_set_transpose", "bsr_transposed",
-    # _products
-    "_as_vec", "_flat1", "_is_vec_array", "_marker", "_markers", "_mm_compact", "_mv_operands",
-    "_pool", "_pooled", "_product_pairs", "_row_lists", "_threaded", "_vec_view", "_zero_blocks",
-    "bsr_mm", "bsr_mm_work_arrays", "bsr_mv",
-    # defined here
-    "bsr_block_index", "bsr_row_index",
-    # imported here before the split
-    "os", "np", "wp", "active_tape", "is_array", "type_is_matrix", "type_repr",
-    "type_scalar_type", "type_size", "types_equal", "_block_ndarray", "_int_array", "_np", "_put",
-    "_put_at", "_scalar_view", "_unset", "_Values2d", "_block_mv_kernel", "_gather",
-    "_kernels_for", "_segments", "_topology_kernels", "BsrMatrix", "BsrTripletMap",
-    "_BsrScalingExpression", "_active", "_active_coo", "_assemble", "_ensure_fits",
-    "_extract_matrix_and_scale", "_independent_row_counts", "_resize", "_row_ranges",
-    "bsr_set_zero", "bsr_zeros",
-]
+from ._assembly import bsr_copy
+from ._matrix import BsrMatrix, _BsrScalingExpression
+from ._products import bsr_mm, bsr_mv
+from ._transforms import bsr_axpy, bsr_scale, bsr_transposed
 
 
 # ----------------------------------------------------------------------------- kernel API
