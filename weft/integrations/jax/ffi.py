@@ -35,102 +35,57 @@ finds no CUDA target for these calls.
 """
 from __future__ import annotations
 
-import collections
-import ctypes
-import inspect
-import math
 import operator
-import threading
-import typing
-from enum import IntEnum
 
 import numpy as np
 
 import weft as wp  # module attributes are looked up at call time (tests patch them)
 
 from ...core import types as T
-from ...runtime.array import array as _ARRAY
+from . import ffi_args as _args
 from . import get_jax_device  # noqa: F401  (tests patch ffi.get_jax_device)
 from . import xla_ffi as X
+from .ffi_args import (FfiArg, _as_dims, _check_array, _check_shapes, _cpu, _dtype_of_value,
+                       _hashable, _input_values, _is_generic, _make_static, _np_scalar,
+                       _same_type, _scalar_of, _scratch, _static_value, _wrap, _zeroed_outputs,
+                       get_jax_output_type, get_jax_output_type_metadata, get_warp_shape)
+from .ffi_callable import (JAX_CALLABLE_DEFAULT_GRAPH_CACHE_MAX, ExecutionContext, FfiBuffer,
+                           FfiCallable, _annotations, _CallDesc, clear_jax_callable_graph_cache,
+                           jax_callable, register_ffi_callback)
+from .ffi_modes import (GraphMode, JaxCallableGraphMode, JaxModulePreloadMode, ModulePreloadMode,
+                        _get_ffi_block_dim, _is_cpu, _KernelLoad, _load_ffi_module)
+from .ffi_primitive import _PRIMS, _SECOND_ORDER, _prims
+from .ffi_targets import (_FFI_CALLABLE_REGISTRY, _FFI_CALLBACK_LOCK, _FFI_CALLBACK_REGISTRY,
+                          _FFI_DIFF_KERNEL_REGISTRY, _FFI_KERNEL_REGISTRY, _FFI_REGISTRY_LOCK,
+                          _Descriptors, _check_cpu, _desc_of, _get_jax, _in_out_layout,
+                          _name_counts, _register, _target, check_jax_version,
+                          generate_unique_name)
 
 __all__ = ["jax_kernel", "jax_callable", "JaxCallableGraphMode", "JaxModulePreloadMode",
            "clear_jax_callable_graph_cache", "register_ffi_callback"]
 
-_FFI_REGISTRY_LOCK = threading.Lock()
-_FFI_CALLBACK_LOCK = threading.RLock()
-_FFI_KERNEL_REGISTRY = {}
-_FFI_DIFF_KERNEL_REGISTRY = {}
-_FFI_CALLABLE_REGISTRY = {}
-_FFI_CALLBACK_REGISTRY = {}
 _MISSING = object()
 
-JAX_CALLABLE_DEFAULT_GRAPH_CACHE_MAX = 32
 _TID_MAX_EXTENT = 2 ** 31 - 1  # Warp's wp.tid() is a 32-bit index
 
-
-def _get_jax():
-    import jax  # noqa: PLC0415
-    return jax
-
-
-def check_jax_version():
-    jax = _get_jax()
-    if jax.__version_info__ < (0, 5, 0):
-        raise RuntimeError("weft's jax_kernel() and jax_callable() need JAX 0.5.0 or newer, found "
-                           f"{jax.__version__}")
+# the names that moved to the modules above stay importable from here (Warp's tests reach some
+# through ``warp._src.jax.ffi``); those this module's code does not use are listed here
+_MOVED = (JAX_CALLABLE_DEFAULT_GRAPH_CACHE_MAX, ExecutionContext, FfiBuffer, FfiCallable,
+          _annotations, _CallDesc, GraphMode, ModulePreloadMode, _get_ffi_block_dim, _is_cpu,
+          _PRIMS, _FFI_CALLABLE_REGISTRY, _FFI_CALLBACK_REGISTRY, _Descriptors, _name_counts,
+          _target, generate_unique_name, _cpu, _np_scalar, _scalar_of)
 
 
-class JaxCallableGraphMode(IntEnum):
-    """CUDA graph capture modes of ``wp.jax_callable`` (Warp's). On the CPU ``NONE`` and
-    ``JAX`` run the function directly; ``WARP``, ``WARP_STAGED`` and ``WARP_STAGED_EX`` need
-    CUDA and fail there."""
-
-    NONE = 0
-    JAX = 1
-    WARP = 2
-    WARP_STAGED = 3
-    WARP_STAGED_EX = 4
-
-
-GraphMode = JaxCallableGraphMode
-
-
-class JaxModulePreloadMode(IntEnum):
-    """When kernels compile: ``CURRENT_DEVICE`` (default) at trace time for the current JAX
-    device, ``ALL_DEVICES`` for every device, ``NONE`` at the first launch."""
-
-    NONE = 0
-    CURRENT_DEVICE = 1
-    ALL_DEVICES = 2
-
-
-ModulePreloadMode = JaxModulePreloadMode
+def __getattr__(name):
+    if name == "_CPU":  # rebound in ffi_args when first needed: read it there (its one home)
+        return _args._CPU
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---------------------------------------------------------------------------------------------
 # module preloading (Warp's semantics; weft compiles one kernel, not a module)
-
-def _is_cpu(device):
-    v = getattr(device, "is_cpu", None)
-    return bool(v) if v is not None else not getattr(device, "is_cuda", False)
-
-
-def _get_ffi_block_dim(device, block_dim=None):
-    """The block size a launch on ``device`` uses: 256 threads (or ``block_dim``) on CUDA; 1
-    on the CPU unless ``wp.config.enable_cpu_blocks``."""
-    if _is_cpu(device):
-        return block_dim if (block_dim is not None and
-                             getattr(wp.config, "enable_cpu_blocks", False)) else 1
-    return 256 if block_dim is None else block_dim
-
-
-def _load_ffi_module(module, device, block_dim=None):
-    loaded = module.load(device, _get_ffi_block_dim(device, block_dim))
-    if loaded is None:
-        raise RuntimeError(f"Failed to load Warp module '{getattr(module, 'name', module)}' on "
-                           f"device '{device}' after a previous build failure")
-    return loaded
-
+# (this function stays in this module: Warp's tests patch ffi.get_jax_device and ffi._get_jax
+# and call it; the helpers are in ffi_modes)
 
 def _preload_ffi_module(module, mode, block_dim=None):
     """Compile ahead (``module.load(device, block_dim)``) for the devices ``mode`` names."""
@@ -165,96 +120,10 @@ def _preload_ffi_module(module, mode, block_dim=None):
     raise ValueError(f"Unsupported JAX module preload mode '{mode}'")
 
 
-class _KernelLoad:
-    """What preloading a jax_kernel compiles: its one kernel (for the argument types of the
-    call, when generic), on the CPU."""
-
-    def __init__(self, kernel, types):
-        self.kernel, self.types, self.name = kernel, types, kernel.key
-
-    def load(self, device, block_dim=None):
-        if _is_cpu(device):
-            self.kernel.compiled("cpu", types=self.types if self.kernel.is_generic else None)
-        return True
-
-
 # ---------------------------------------------------------------------------------------------
-# arguments
-
-def _is_generic(t):
-    from ...transpiler.abi import is_generic
-    return is_generic(t)
-
-
-def _scalar_of(dtype):
-    return T.type_scalar_type(dtype) if T.element_shape(dtype) else dtype
-
-
-def _np_scalar(dtype):
-    return np.dtype(T.numpy_dtype(_scalar_of(dtype)))
-
-
-class FfiArg:
-    """One parameter: an array (its weft dtype, dimensions, element shape) or a static
-    scalar/vector value."""
-
-    def __init__(self, name, t, in_out=False):
-        self.name, self.type, self.in_out = name, t, in_out
-        self.is_array = isinstance(t, T.ArrayType)
-        self.generic = _is_generic(t)
-        if self.is_array:
-            self.ndim = t.ndim
-            if not self.generic:
-                d = t.dtype
-                if T.is_struct(d) or not T.type_is_value(d):
-                    raise TypeError(f"Invalid data type for array argument '{name}', expected "
-                                    "scalar, vector, or matrix")
-                self._set_dtype(d)
-        else:
-            self.ndim = 0
-            if t is not None and not self.generic and \
-                    (T.is_struct(t) or not T.type_is_value(t)):
-                raise TypeError(f"Invalid type for argument '{name}', expected array or scalar, "
-                                f"got {t}")
-            if t is not None and not self.generic:
-                self._set_dtype(t)
-
-    def _set_dtype(self, d):
-        self.dtype = d
-        self.eshape = tuple(T.element_shape(d))
-        self.np_dtype = _np_scalar(d)
-        self.jax_ndim = self.ndim + len(self.eshape)
-
-    def concrete(self, dtype):
-        """A copy of this parameter with the generic dtype resolved."""
-        out = FfiArg.__new__(FfiArg)
-        out.__dict__.update(self.__dict__)
-        out.generic = False
-        out._set_dtype(dtype)
-        return out
-
-
-def _dtype_of_value(arg, value):
-    """The weft dtype a JAX array gives a generic array parameter (trailing dimensions past
-    the parameter's make a vector or matrix)."""
-    scalar = wp.dtype_from_jax(value.dtype)
-    extra = value.ndim - arg.ndim
-    if extra == 0:
-        return scalar
-    if extra == 1:
-        return T.vector(value.shape[-1], scalar)
-    if extra == 2:
-        return T.matrix(tuple(value.shape[-2:]), scalar)
-    raise TypeError(f"Invalid dimensionality for array argument '{arg.name}', expected "
-                    f"{arg.ndim} dimensions, got {value.ndim}")
-
-
-def _same_type(a, b):
-    try:
-        return a is b or T.types_equal(a, b)
-    except Exception:  # noqa: BLE001
-        return False
-
+# launch dimensions (trace-time checks; the handler checks its launch with the same function)
+# (in this module: Warp's tests patch ffi._build_kernel_launch_bounds and trace a jax_kernel, so
+# it, its callers and the kernel wrappers that call them, below, stay here)
 
 _TID_DIMS = {}
 
@@ -283,308 +152,12 @@ def _build_kernel_launch_bounds(dim, kernel, block_dim, types=None):
     return tuple(dim)
 
 
-def _check_shapes(kernel, types, dims, args, out_args, out_shapes):
-    """Trace-time check of the arrays' shapes against the launch (weft's own launch check:
-    arrays the thread index walks must be as large as the launch), on placeholders that own no
-    memory. ``args``: the kernel's inputs (JAX values and static values)."""
-    from ...runtime.checks import check_dims
-    try:
-        ck = kernel.compiled("cpu", types=types if kernel.is_generic else None)
-    except Exception:  # noqa: BLE001 - the launch reports the kernel's own errors
-        return
-    if ck.has_structs or not ck.thread_indexed:
-        return
-
-    def fake(a, shape):
-        data = np.lib.stride_tricks.as_strided(np.zeros(1, a.np_dtype), shape=tuple(shape),
-                                               strides=(0,) * len(shape))
-        return _ARRAY._wrap(data, a.dtype, _cpu())
-
-    values = [fake(a, v.shape) if a.is_array else v for a, v in args]
-    values += [fake(a, shape) for a, shape in zip(out_args, out_shapes)]
-    if len(values) == len(ck.params):
-        check_dims(ck, tuple(dims), values)
-
-
 def _validate_ffi_kernel_launch_bounds(dim, kernel, block_dim=None, types=None):
     """Trace-time checks of ``dim`` for every target the call may run on."""
     cuda_block_dim = 256 if block_dim is None else block_dim
     _build_kernel_launch_bounds(dim, kernel, cuda_block_dim, types)
     if any(e > _TID_MAX_EXTENT for e in dim) and cuda_block_dim != 1:
         _build_kernel_launch_bounds(dim, kernel, 1, types)
-
-
-def _as_dims(dims):
-    if dims is None:
-        return None
-    if isinstance(dims, (int, np.integer)):
-        return (int(dims),)
-    return tuple(int(d) for d in dims)
-
-
-def _hashable(v):
-    if isinstance(v, dict):
-        return tuple(sorted((k, _hashable(x)) for k, x in v.items()))
-    if isinstance(v, (list, tuple)):
-        return tuple(_hashable(x) for x in v)
-    return v
-
-
-def _static_value(arg, value):
-    """A static argument as a hashable Python value of the parameter's type."""
-    jax = _get_jax()
-    if isinstance(value, jax.core.Tracer):
-        raise ValueError(f"Argument '{arg.name}' must be a static value")
-    t = arg.type
-    if t is None or arg.generic:
-        from ...runtime.generics import argument_type
-        t = argument_type(value)
-        if t is None:
-            raise TypeError(f"Invalid value for argument '{arg.name}': {value!r}")
-    try:
-        if T.element_shape(t):
-            flat = np.asarray(value, dtype=_np_scalar(t)).reshape(-1)
-            if flat.size != int(np.prod(T.element_shape(t))):
-                raise ValueError(f"expected {int(np.prod(T.element_shape(t)))} components")
-            return t, tuple(flat.tolist())
-        return t, np.asarray(value, dtype=_np_scalar(t)).item()
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"Invalid value for argument '{arg.name}' of type {T.type_name(t)}: "
-                        f"{value!r} ({e})") from None
-
-
-def _make_static(t, v):
-    if isinstance(v, tuple):
-        return t(*v)
-    return v
-
-
-def _check_array(arg, value):
-    if not hasattr(value, "shape") or not hasattr(value, "dtype"):
-        raise TypeError(f"Argument '{arg.name}' must be an array, got {type(value).__name__}")
-    if np.dtype(value.dtype) != arg.np_dtype:
-        raise TypeError(f"Invalid data type for array argument '{arg.name}', expected "
-                        f"{arg.np_dtype}, got {value.dtype}")
-    if value.ndim != arg.jax_ndim:
-        raise TypeError(f"Invalid dimensionality for array argument '{arg.name}', expected "
-                        f"{arg.jax_ndim} dimensions, got {value.ndim}")
-    k = len(arg.eshape)
-    if k and tuple(value.shape[arg.ndim:]) != arg.eshape:
-        raise TypeError(f"Invalid inner dimensions for array argument '{arg.name}', expected "
-                        f"{arg.eshape}, got {tuple(value.shape[arg.ndim:])}")
-
-
-def get_warp_shape(arg, dims):
-    return tuple(dims[:arg.ndim])
-
-
-def get_jax_output_type_metadata(input_values):
-    """Type metadata for the outputs: the union of the array inputs' varying manual axes
-    (``shard_map``), which JAX cannot infer through a foreign call."""
-    jax = _get_jax()
-    if not hasattr(jax, "typeof") or not hasattr(jax.ShapeDtypeStruct, "update"):
-        return {}
-    axes, manual, mesh = set(), False, None
-    for v in input_values:
-        try:
-            t = jax.typeof(v)
-        except Exception:  # noqa: BLE001
-            continue
-        mat = getattr(t, "manual_axis_type", None)
-        if mat is not None:
-            manual = True
-            vma = mat.varying
-        else:
-            vma = getattr(t, "vma", None)
-        if vma:
-            axes.update(vma)
-            mesh = t.sharding.mesh
-    if not axes:
-        return {}
-    vma = frozenset(axes)
-    meta = ({"manual_axis_type": jax.sharding.ManualAxisType(varying=vma)} if manual
-            else {"vma": vma})
-    if hasattr(jax.sharding, "get_abstract_mesh"):
-        mesh = jax.sharding.get_abstract_mesh()
-    meta["sharding"] = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
-    return meta
-
-
-def get_jax_output_type(arg, dims, metadata=None):
-    jax = _get_jax()
-    dims = _as_dims(dims)
-    k = len(arg.eshape)
-    if k:
-        if len(dims) == arg.ndim:
-            dims = (*dims, *arg.eshape)
-        elif len(dims) != arg.jax_ndim or tuple(dims[-k:]) != arg.eshape:
-            raise ValueError(f"Invalid output dimensions for argument '{arg.name}': {dims}")
-    elif len(dims) != arg.ndim:
-        raise ValueError(f"Invalid output dimensions for argument '{arg.name}': {dims}")
-    out = jax.ShapeDtypeStruct(dims, arg.np_dtype)
-    if metadata:
-        out = out.update(**metadata)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# the handler side: XLA buffers as weft arrays
-
-_CPU = None
-
-
-def _cpu():
-    global _CPU
-    if _CPU is None:
-        from ...runtime import device as D
-        _CPU = D.get_device("cpu")
-    return _CPU
-
-
-def _wrap(arg, buf, batch):
-    """The weft array over an XLA buffer for parameter ``arg``: leading batch dimensions (from
-    ``vmap_method="broadcast_all"``) are folded into the first dimension, as Warp does;
-    ``batch[0]`` records their size."""
-    shape = X.buffer_shape(buf)
-    extra = len(shape) - arg.jax_ndim
-    if extra:
-        if extra < 0:
-            raise X.FfiError(f"buffer of argument '{arg.name}' has rank {len(shape)}, expected "
-                             f"{arg.jax_ndim}")
-        if batch[0] is None:
-            batch[0] = math.prod(shape[:extra])
-        shape = (math.prod(shape[:extra + 1]), *shape[extra + 1:])
-    if X.DTYPES.get(buf.dtype) is not arg.np_dtype.type:
-        raise X.FfiError(f"buffer of argument '{arg.name}' has XLA dtype {buf.dtype}, expected "
-                         f"{arg.np_dtype}")
-    return _ARRAY._wrap(X.buffer_view(buf, shape, arg.np_dtype), arg.dtype, _CPU or _cpu())
-
-
-def _input_values(args, statics, bufs, batch):
-    """A call's inputs: weft arrays over the array arguments' buffers (in order), the static
-    values for the others."""
-    values, k = [], 0
-    for a, s in zip(args, statics):
-        if a.is_array:
-            values.append(_wrap(a, bufs[k], batch))
-            k += 1
-        else:
-            values.append(_make_static(*s))
-    return values
-
-
-def _zeroed_outputs(args, bufs, batch):
-    """Weft arrays over the output buffers, zeroed (XLA hands them uninitialised)."""
-    out = []
-    for a, buf in zip(args, bufs):
-        arr = _wrap(a, buf, batch)
-        arr._data.fill(0)
-        out.append(arr)
-    return out
-
-
-def _scratch(arg, like):
-    """A zeroed weft array of the shape of array ``like`` (for outputs the handler discards)."""
-    from ...runtime.array import array
-    return array._wrap(np.zeros(like._data.shape, like._data.dtype), arg.dtype, like.device)
-
-
-def _register(call, func):
-    """The parts a ``jax_kernel`` and a ``jax_callable`` set up alike once their arguments are
-    known: the first array input, which inputs alias outputs (``in_out``), the descriptor
-    table, and the FFI target (named after ``func``) whose handler is ``call._handle``."""
-    call.first_array_arg = next((i for i, a in enumerate(call.input_args) if a.is_array), None)
-    arrays = [a for a in call.input_args if a.is_array]
-    call.input_output_aliases = {i: k for k, i in enumerate(
-        i for i, a in enumerate(arrays) if a.in_out)}
-    call._descs = _Descriptors()
-    call.name = generate_unique_name(func)
-    call.callback_func = _target(call.name, call._handle)
-
-
-def _check_cpu():
-    if not wp.is_cpu_available():
-        raise X.FfiError("This Warp build does not include CPU support",
-                         X.ERROR_FAILED_PRECONDITION)
-
-
-def _target(name, fn, traits=0):
-    """Register handler ``fn(frame)`` as XLA FFI target ``name`` on the CPU; the C callback is
-    kept alive in the registry."""
-    jax = _get_jax()
-    h = X.handler(fn, traits)
-    capsule = jax.ffi.pycapsule(ctypes.cast(h, ctypes.c_void_p).value)
-    jax.ffi.register_ffi_target(name, capsule, platform="cpu", api_version=1)
-    _FFI_CALLBACK_REGISTRY[name] = h
-    return h
-
-
-_name_counts = collections.Counter()
-
-
-def generate_unique_name(func):
-    key = f"weft_{getattr(func, '__module__', '')}.{getattr(func, '__qualname__', func)}"
-    key = "".join(c if c.isalnum() or c in "._" else "_" for c in key)
-    with _FFI_REGISTRY_LOCK:
-        n = _name_counts[key]
-        _name_counts[key] += 1
-    return f"{key}_{n}"
-
-
-class _Descriptors:
-    """Per-call data the handler needs (resolved types, static values, launch dimensions),
-    interned: the call passes its index as attribute ``desc``."""
-
-    def __init__(self):
-        self.items, self.index = [], {}
-
-    def intern(self, key, make):
-        i = self.index.get(key)
-        if i is None:
-            with _FFI_REGISTRY_LOCK:
-                i = self.index.get(key)
-                if i is None:
-                    self.items.append(make())
-                    i = self.index[key] = len(self.items) - 1
-        return i
-
-
-def _desc_of(frame, descs):
-    a = X.decode_attrs(frame)
-    try:
-        return descs.items[int(a["desc"])], int(a.get("mode", 0))
-    except (KeyError, IndexError, TypeError):
-        raise X.FfiError("weft FFI call without a valid 'desc' attribute") from None
-
-
-def _in_out_layout(names, num_outputs, in_out_argnames, what):
-    """Split parameters into inputs (in-out ones included) and outputs, checking
-    ``in_out_argnames`` as Warp does."""
-    listed = list(in_out_argnames or [])
-    in_out = set(listed)
-    if len(listed) != len(in_out):
-        raise ValueError("in_out_argnames must not contain duplicate names")
-    n = len(names)
-    num_inputs = n - num_outputs + len(in_out)
-    if num_outputs < 1:
-        raise ValueError("At least one output is required")
-    if num_outputs > n:
-        raise ValueError(f"Number of outputs cannot be greater than the number of {what} "
-                         "arguments")
-    if num_outputs < len(in_out):
-        raise ValueError("Number of outputs cannot be smaller than the number of "
-                         "in_out_argnames")
-    left = set(in_out)
-    for k, name in enumerate(names):
-        if name in left:
-            if k >= num_inputs:
-                raise ValueError(f"Expected an output-only argument for argument {name}. "
-                                 "in_out arguments should be placed before output-only "
-                                 "arguments.")
-            left.discard(name)
-    if left:
-        raise ValueError(f"in_out_argnames: '{left}' did not match any function argument names.")
-    return num_inputs, in_out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -887,75 +460,6 @@ class _DiffFfiKernel(FfiKernel):
             out._data[...] = hv[owned[k]].numpy().reshape(out._data.shape)
 
 
-_PRIMS = {}
-_SECOND_ORDER = ("weft: this derivative through a jax_kernel is not supported (forward over "
-                 "reverse is: jax.jvp of jax.grad, jax.hessian; reverse over reverse and third "
-                 "derivatives are not)")
-
-
-def _prims():
-    """The JAX primitive of a differentiable jax_kernel's tangent: ``weft_tangent(*primals,
-    *tangents)`` -> output tangents, linear in the tangents; its transpose runs the adjoint."""
-    if _PRIMS:
-        return _PRIMS["tangent"]
-    import jax  # noqa: PLC0415
-    import jax.numpy as jnp  # noqa: PLC0415
-    from jax.extend.core import Primitive  # noqa: PLC0415
-    from jax.interpreters import ad, batching, mlir  # noqa: PLC0415
-
-    p = Primitive("weft_kernel_tangent")
-    p.multiple_results = True
-
-    def split(args, wrapper, nb):
-        n = wrapper.n_arrays
-        return args[:n], args[n:]
-
-    def impl(*args, wrapper, statics, nb):
-        primals, tans = split(args, wrapper, nb)
-        return wrapper.tangent_call(primals, tans, statics, nb)
-
-    def abstract(*avals, wrapper, statics, nb):
-        primals = avals[:wrapper.n_arrays]
-        return [jax.core.ShapedArray(s.shape, s.dtype)
-                for s in wrapper.out_types(primals, statics, nb)]
-
-    def transpose(cts, *args, wrapper, statics, nb):
-        primals, tans = split(args, wrapper, nb)
-        if any(ad.is_undefined_primal(x) for x in primals):
-            raise NotImplementedError("weft: the tangent of a jax_kernel is linear in the "
-                                      "tangents only (no derivative through the primal inputs "
-                                      "here)")
-        outs = wrapper.out_types(primals, statics, nb)
-        cts = [jnp.zeros(o.shape, o.dtype) if type(c) is ad.Zero else c
-               for c, o in zip(cts, outs)]
-        grads = wrapper.adjoint_call(primals, cts, statics, nb)
-        return [None] * len(primals) + list(grads)
-
-    def batch(args, dims, *, wrapper, statics, nb):
-        size = next(a.shape[d] for a, d in zip(args, dims) if d is not None)
-        if wrapper.vmap_method == "sequential":  # one call per batch element, as the forward
-            outs = [p.bind(*(jnp.take(a, b, axis=d) if d is not None else a
-                             for a, d in zip(args, dims)),
-                           wrapper=wrapper, statics=statics, nb=nb) for b in range(size)]
-            return [jnp.stack(o) for o in zip(*outs)], [0] * len(outs[0])
-        moved = [jnp.moveaxis(a, d, 0) if d is not None else
-                 jnp.broadcast_to(a, (size, *a.shape)) for a, d in zip(args, dims)]
-        out = p.bind(*moved, wrapper=wrapper, statics=statics, nb=nb + 1)
-        return out, [0] * len(out)
-
-    def no_jvp(primals, tangents, **params):
-        raise NotImplementedError(_SECOND_ORDER)
-
-    p.def_impl(impl)
-    p.def_abstract_eval(abstract)
-    ad.primitive_jvps[p] = no_jvp
-    ad.primitive_transposes[p] = transpose
-    batching.primitive_batchers[p] = batch
-    mlir.register_lowering(p, mlir.lower_fun(impl, multiple_results=True))
-    _PRIMS["tangent"] = p
-    return p
-
-
 class _DiffKernel:
     """A differentiable ``jax_kernel``: a ``jax.custom_jvp`` function per set of static
     values, whose JVP is the tangent primitive (see :func:`_prims`)."""
@@ -1182,246 +686,3 @@ def jax_kernel(kernel, num_outputs=1, vmap_method="broadcast_all", launch_dims=N
         with _FFI_REGISTRY_LOCK:
             found = _FFI_DIFF_KERNEL_REGISTRY.setdefault(key, found)
     return found
-
-
-# ---------------------------------------------------------------------------------------------
-# jax_callable
-
-class _CallDesc:
-    __slots__ = ("statics",)
-
-    def __init__(self, statics):
-        self.statics = statics
-
-
-def _annotations(func):
-    try:
-        sig = inspect.signature(func)
-    except (TypeError, ValueError):
-        raise TypeError(f"jax_callable() needs a Python function, got {func!r}") from None
-    ann = dict(getattr(func, "__annotations__", {}) or {})
-    params = [p for p in sig.parameters.values()
-              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    out = []
-    for p in params:
-        t = ann.get(p.name, p.annotation)
-        if t is inspect.Parameter.empty:
-            raise RuntimeError(f"Incomplete argument annotations on function "
-                               f"{getattr(func, '__qualname__', func)}")
-        if isinstance(t, str):
-            hints = typing.get_type_hints(func)
-            t = hints.get(p.name, t)
-        if getattr(t, "_weft_array_", False):  # wp.array(dtype=...): an annotation instance
-            t = t._weft_array_type_
-        if not isinstance(t, T.ArrayType) and t is not typing.Any:
-            try:
-                t = T.type_to_warp(t)
-            except Exception:  # noqa: BLE001 - FfiArg reports it
-                pass
-        out.append((p.name, t))
-    ret = ann.get("return", None)
-    if ret is not None and ret is not type(None):
-        raise TypeError("Function must not return a value")
-    return out
-
-
-class FfiCallable:
-    """``wp.jax_callable(func)`` (see :func:`jax_callable`)."""
-
-    def __init__(self, func, num_outputs, graph_mode, vmap_method, output_dims,
-                 in_out_argnames, stage_in_argnames, stage_out_argnames, graph_cache_max,
-                 module_preload_mode, has_side_effect=False):
-        self.func = func
-        self.num_outputs = num_outputs
-        self.graph_mode = graph_mode
-        self.vmap_method = vmap_method
-        self.output_dims = output_dims
-        self.module_preload_mode = module_preload_mode
-        self.has_side_effect = has_side_effect
-        self._graph_cache_max = graph_cache_max
-        self.captures = collections.OrderedDict()  # CUDA graphs (none on the CPU)
-        self.stage_in_argnames = set(stage_in_argnames) if stage_in_argnames else None
-        self.stage_out_argnames = set(stage_out_argnames) if stage_out_argnames else None
-        declared = _annotations(func)
-        names = [n for n, _ in declared]
-        self.num_inputs, in_out = _in_out_layout(names, num_outputs, in_out_argnames,
-                                                 "kernel")
-        self.num_in_out = len(in_out)
-        self.args = [FfiArg(n, t, n in in_out) for n, t in declared]
-        for a in self.args:
-            if a.generic:
-                raise TypeError(f"jax_callable(): argument '{a.name}' needs a concrete type "
-                                "annotation")
-        self.input_args = self.args[:self.num_inputs]
-        self.output_args = self.args[self.num_inputs:]
-        for a in self.output_args:
-            if not a.is_array:
-                raise TypeError("All output arguments must be arrays")
-        _register(self, func)
-
-    @property
-    def graph_cache_max(self):
-        return self._graph_cache_max
-
-    @graph_cache_max.setter
-    def graph_cache_max(self, value):
-        self._graph_cache_max = value
-        while value is not None and len(self.captures) > value:
-            self.captures.popitem(last=False)
-
-    @property
-    def graph_cache_size(self):
-        return len(self.captures)
-
-    def __call__(self, *args, output_dims=None, vmap_method=None):
-        jax = _get_jax()
-        if len(args) != self.num_inputs:
-            names = ", ".join(a.name for a in self.input_args)
-            s = "" if self.num_inputs == 1 else "s"
-            raise ValueError(f"Expected {self.num_inputs} input{s} ({names}), but got "
-                             f"{len(args)}")
-        vmap_method = self.vmap_method if vmap_method is None else vmap_method
-        output_dims = self.output_dims if output_dims is None else output_dims
-        arrays, statics = [], []
-        for a, v in zip(self.input_args, args):
-            if a.is_array:
-                _check_array(a, v)
-                arrays.append(v)
-                statics.append(None)
-            else:
-                statics.append(_static_value(a, v))
-        meta = get_jax_output_type_metadata(arrays)
-        out_types = [get_jax_output_type(a, v.shape, meta)
-                     for a, v in zip(self.input_args, args) if a.is_array and a.in_out]
-        if isinstance(output_dims, dict):
-            for a in self.output_args:
-                d = output_dims.get(a.name)
-                if d is None:
-                    raise ValueError(f"Missing output dimensions for argument '{a.name}'")
-                out_types.append(get_jax_output_type(a, d, meta))
-        else:
-            if output_dims is None:
-                if self.first_array_arg is None:
-                    raise ValueError("Unable to determine output dimensions")
-                output_dims = get_warp_shape(self.input_args[self.first_array_arg],
-                                             args[self.first_array_arg].shape)
-            for a in self.output_args:
-                out_types.append(get_jax_output_type(a, output_dims, meta))
-        call = jax.ffi.ffi_call(self.name, out_types, vmap_method=vmap_method,
-                                input_output_aliases=self.input_output_aliases,
-                                has_side_effect=self.has_side_effect)
-        statics = tuple(statics)
-        i = self._descs.intern(statics, lambda: _CallDesc(statics))
-        return call(*arrays, desc=np.int64(i))
-
-    def _handle(self, frame):
-        with _FFI_CALLBACK_LOCK:
-            desc, _ = _desc_of(frame, self._descs)
-            ins = X.buffers(frame.contents.args)
-            rets = X.buffers(frame.contents.rets)
-            n_arr = sum(1 for a in self.input_args if a.is_array)
-            if len(ins) != n_arr or len(rets) != self.num_outputs:
-                raise X.FfiError(f"Expected {n_arr} JAX FFI input buffers and "
-                                 f"{self.num_outputs} output buffers, got {len(ins)} and "
-                                 f"{len(rets)}")
-            if self.graph_mode not in (JaxCallableGraphMode.NONE, JaxCallableGraphMode.JAX):
-                raise X.FfiError(f"JaxCallableGraphMode.{self.graph_mode.name} is not supported "
-                                 "for JAX CPU FFI calls (it captures CUDA graphs)")
-            _check_cpu()
-            batch = [None]
-            values = _input_values(self.input_args, desc.statics, ins, batch) + \
-                _zeroed_outputs(self.output_args, rets[self.num_in_out:], batch)
-            with wp.ScopedDevice("cpu"):
-                self.func(*values)
-
-
-def jax_callable(func, num_outputs: int = 1,
-                 graph_mode: JaxCallableGraphMode = JaxCallableGraphMode.JAX,
-                 vmap_method: str | None = "broadcast_all", output_dims=None,
-                 in_out_argnames=None, stage_in_argnames=None, stage_out_argnames=None,
-                 graph_cache_max: int | None = JAX_CALLABLE_DEFAULT_GRAPH_CACHE_MAX,
-                 module_preload_mode: JaxModulePreloadMode = JaxModulePreloadMode.CURRENT_DEVICE,
-                 has_side_effect: bool = False):
-    """A JAX function calling ``func``, a Python function annotated like a kernel (arrays and
-    scalars; the last ``num_outputs`` parameters are outputs, allocated by XLA and zeroed)
-    that launches weft kernels (Warp 1.19's ``wp.jax_callable``). The arrays it receives are
-    weft arrays over XLA's buffers (no copy). ``output_dims`` (default: the shape of the first
-    array input; a dict by name) may be given per call, as ``vmap_method``. Graph modes other
-    than ``NONE`` and ``JAX`` need CUDA; staging arguments are accepted and unused on the
-    CPU. Kernels compile on their first launch."""
-    check_jax_version()
-    graph_mode = JaxCallableGraphMode(graph_mode)
-    ho = _hashable(output_dims)
-    key = (func, num_outputs, graph_mode, vmap_method, ho,
-           tuple(in_out_argnames) if in_out_argnames else None,
-           tuple(stage_in_argnames) if stage_in_argnames else None,
-           tuple(stage_out_argnames) if stage_out_argnames else None,
-           module_preload_mode, has_side_effect)
-    with _FFI_REGISTRY_LOCK:
-        found = _FFI_CALLABLE_REGISTRY.get(key)
-    if found is None:
-        found = FfiCallable(func, num_outputs, graph_mode, vmap_method, output_dims,
-                            key[5], key[6], key[7], graph_cache_max, module_preload_mode,
-                            has_side_effect)
-        with _FFI_REGISTRY_LOCK:
-            found = _FFI_CALLABLE_REGISTRY.setdefault(key, found)
-    else:
-        found.graph_cache_max = graph_cache_max
-    return found
-
-
-def clear_jax_callable_graph_cache(callable=None):  # noqa: A002 - Warp's name
-    """Clear the CUDA graph cache of one ``jax_callable`` (or all of them); weft captures none
-    on the CPU."""
-    if callable is not None:
-        callable.captures.clear()
-        return
-    with _FFI_REGISTRY_LOCK:
-        for c in _FFI_CALLABLE_REGISTRY.values():
-            c.captures.clear()
-
-
-# ---------------------------------------------------------------------------------------------
-# plain callbacks
-
-class FfiBuffer:
-    """An XLA buffer handed to a ``register_ffi_callback`` function: ``dtype`` (numpy),
-    ``shape``, ``data`` (address), and ``numpy()`` (a view, no copy). As a weft kernel argument
-    it is an array of its scalar type (``__array_interface__``)."""
-
-    def __init__(self, buf):
-        self.dtype = np.dtype(X.DTYPES.get(buf.dtype, np.uint8))
-        self.shape = X.buffer_shape(buf)
-        self.data = buf.data
-        self._buf = buf
-
-    def numpy(self):
-        return X.buffer_view(self._buf)
-
-    @property
-    def __array_interface__(self):
-        return self.numpy().__array_interface__
-
-
-class ExecutionContext:
-    """The call's context: ``stage`` and ``stream`` (None on the CPU)."""
-
-    def __init__(self, frame):
-        self.stage = frame.stage
-        self.stream = None
-
-
-def register_ffi_callback(name: str, func, graph_compatible: bool = True) -> None:
-    """Register ``func(inputs, outputs, attrs, ctx)`` as XLA FFI target ``name`` (CPU), to be
-    called with ``jax.ffi.ffi_call(name, ...)``: ``inputs`` and ``outputs`` are
-    :class:`FfiBuffer` lists, ``attrs`` the call's attributes. Exceptions fail the JAX call."""
-    check_jax_version()
-
-    def run(frame):
-        with _FFI_CALLBACK_LOCK:
-            attrs = X.decode_attrs(frame)
-            ins = [FfiBuffer(b) for b in X.buffers(frame.contents.args)]
-            outs = [FfiBuffer(b) for b in X.buffers(frame.contents.rets)]
-            func(ins, outs, attrs, ExecutionContext(frame.contents))
-
-    _target(name, run)
