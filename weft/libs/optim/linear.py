@@ -25,6 +25,15 @@ the transposed system with the same solver (no unrolling of iterations): for ``x
 diagonal array with ``requires_grad``, or a BSR matrix whose ``values`` has one),
 ``A.grad -= lam x^T`` on its sparsity pattern; ``x.grad`` (the initial guess's) is cleared.
 See docs/linear-solvers.md.
+
+Layout: this module keeps :func:`aslinearoperator`, :func:`preconditioner`, the solver states
+and functions and the recorded solve (they call one another, and ``_bsr_mv``, which
+``aslinearoperator`` calls, is patched on this module by tests); the rest is in
+``_linear_helpers`` (array helpers), ``_linear_operator`` (:class:`LinearOperator`),
+``_linear_preconditioners`` (block inverses, :class:`FSAI`), ``_linear_reductions`` (dot
+products, ``TiledDot``), ``_linear_loop`` (tolerances, the host loop) and ``_linear_autodiff``
+(gradient targets, :func:`hessian_operator`). Every name this module held before is
+importable from here.
 """
 from __future__ import annotations
 
@@ -38,84 +47,29 @@ from ...core import types as T
 from ...runtime.array import array
 from ...runtime.array_ops import empty, zeros
 from ...runtime.launch import launch
+from ._linear_autodiff import _AdjOps, _blocks, _grad_target, hessian_operator
+from ._linear_helpers import (_bsr_host, _csr_arrays, _csr_mv, _dofs_per_entry, _flat, _host,
+                              _is_bsr, _put, _scalar_dof_count, _scalar_type, _to_array)
 from ._linear_kernels import kernels_for
+from ._linear_loop import _dtype_epsilon, _get_tolerances, _is_kernel, _run_solver_loop, _safe_div
+from ._linear_operator import LinearOperator
+from ._linear_preconditioners import (FSAI, _block_diag_operator, _check_square_bsr,
+                                      _csr_from_coo, _diag_blocks, _inv_cholesky, _inv_ldlt,
+                                      _inv_qr, _inverse_diag, _symmetric)
+from ._linear_reductions import TiledDot, _Batches, _create_segmented_tiled_dot_kernels, _dots
 
 __all__ = [
     "CG", "CR", "GMRES", "BiCGSTAB", "FSAI", "LinearOperator", "LinearSolverState",
     "aslinearoperator", "bicgstab", "cg", "cr", "gmres", "hessian_operator", "preconditioner",
 ]
 
-
-# ----------------------------------------------------------------------------- helpers
-def _scalar_type(dtype):
-    return T.scalar_of(dtype) if T.is_composite(dtype) else dtype
-
-
-def _dofs_per_entry(dtype):
-    return dtype._length_ if T.is_composite(dtype) else 1
+#: names this module held before its code moved to the modules above and no longer uses itself,
+#: importable from here as before (listed so that linters count them as used)
+_MOVED = (Callable, _csr_arrays, _csr_mv, _csr_from_coo, _symmetric, TiledDot,
+          _create_segmented_tiled_dot_kernels)
 
 
-def _scalar_dof_count(x):
-    return x.shape[0] * _dofs_per_entry(x.dtype)
-
-
-def _flat(a):
-    """``a`` as a 1-d array of scalars sharing its memory (vector/matrix elements split)."""
-    if a is None:
-        return None
-    if T.is_composite(a.dtype):
-        a = a.view(T.scalar_of(a.dtype))
-    return a if a.ndim == 1 else a.flatten()
-
-
-def _host(a):
-    """A numpy view of a CPU array (a copy from a CUDA device)."""
-    return a._data if not a.device.is_cuda else a.numpy()
-
-
-def _put(a, values):
-    """Write numpy ``values`` into array ``a`` (in place on the CPU)."""
-    if a.device.is_cuda:
-        host = np.empty(_host(a).shape, dtype=_host(a).dtype)
-        host[...] = values
-        a.assign(host)
-    else:
-        a._data[...] = values
-
-
-def _is_bsr(A):
-    return all(hasattr(A, f) for f in ("offsets", "columns", "values", "block_shape", "nrow"))
-
-
-def _bsr_host(A):
-    """(offsets, columns, values (nnz, br, bc) float64) of a BSR matrix, on the host."""
-    nnz = int(_host(A.offsets)[A.nrow])
-    offsets = np.asarray(_host(A.offsets)[: A.nrow + 1], dtype=np.int64)
-    columns = np.asarray(_host(A.columns)[:nnz], dtype=np.int64)
-    br, bc = A.block_shape
-    values = np.asarray(_host(A.values)[:nnz], dtype=np.float64).reshape(nnz, br, bc)
-    return offsets, columns, values
-
-
-def _to_array(values, dtype, device):
-    return array(np.ascontiguousarray(values), dtype=dtype, device=device)
-
-
-def _csr_arrays(offsets, columns, values, dtype, device):
-    return (_to_array(np.asarray(offsets, np.int32), T.int32, device),
-            _to_array(np.asarray(columns, np.int32), T.int32, device),
-            _to_array(np.asarray(values, T.numpy_dtype(dtype)), dtype, device))
-
-
-def _csr_mv(csr, x, y, z, alpha, beta):
-    """``z = alpha * C x + beta * y`` for a scalar CSR ``csr = (offsets, columns, values)``."""
-    offsets, columns, values = csr
-    k = kernels_for(values.dtype).csr_mv
-    zf = _flat(z)
-    launch(k, dim=zf.shape[0], inputs=[offsets, columns, values, _flat(x), _flat(y), zf,
-                                      float(alpha), float(beta)], device=values.device)
-
-
+# ----------------------------------------------------------------------------- operators
 def _bsr_mv(A, x, y, z, alpha, beta, transpose=False):
     from ...libs import sparse  # weft.sparse; imported when a BSR matrix is first used
     if z is not y and beta != 0.0:
@@ -124,77 +78,6 @@ def _bsr_mv(A, x, y, z, alpha, beta, transpose=False):
         sparse.bsr_mv(A, x, z, alpha, beta, transpose=True)
     else:
         sparse.bsr_mv(A, x, z, alpha, beta)
-
-
-# ----------------------------------------------------------------------------- operators
-class LinearOperator:
-    """A linear operator for the iterative solvers (Warp's ``LinearOperator``).
-
-    ``matvec(x, y, z, alpha, beta)`` stores ``alpha * (A @ x) + beta * y`` in ``z``.
-    ``batch_offsets`` (``B+1`` ints) splits the scalar unknowns into ``B`` independent
-    subproblems (unknowns from ``batch_offsets[-1]`` on are inactive); ``max_batch_length``
-    bounds their length (it requires ``batch_offsets``).
-
-    Beyond Warp (keyword-only): ``rmatvec``, the same product with ``A^T`` (used by the
-    implicit adjoint of BiCGSTAB and GMRES solves), and ``symmetric=True`` to declare that
-    ``A^T = A``.
-    """
-
-    def __init__(self, shape, dtype, device, matvec: Callable, batch_offsets=None,
-                 max_batch_length=None, *, rmatvec: Callable | None = None,
-                 symmetric: bool = False):
-        if max_batch_length is not None:
-            if batch_offsets is None:
-                raise ValueError("max_batch_length requires batch_offsets")
-            if max_batch_length < 0:
-                raise ValueError("max_batch_length must be non-negative")
-        self._shape = shape
-        self._dtype = dtype
-        self._device = device
-        self._matvec = matvec
-        self._batch_offsets = batch_offsets
-        self._max_batch_length = max_batch_length
-        self._rmatvec = rmatvec if rmatvec is not None else (matvec if symmetric else None)
-        self._grad_target = None  # see _grad_target (implicit adjoints)
-
-    @property
-    def shape(self):
-        """Number of rows and columns (a diagonal operator keeps its 1-d shape, as Warp)."""
-        return self._shape
-
-    @property
-    def dtype(self):
-        return self._dtype
-
-    @property
-    def device(self):
-        return self._device
-
-    @property
-    def matvec(self):
-        """``matvec(x, y, z, alpha, beta)``: ``z = alpha * (A @ x) + beta * y``."""
-        return self._matvec
-
-    @property
-    def rmatvec(self):
-        """``rmatvec(x, y, z, alpha, beta)``: ``z = alpha * (A^T @ x) + beta * y``, or None."""
-        return self._rmatvec
-
-    @property
-    def scalar_type(self):
-        return _scalar_type(self._dtype)
-
-    @property
-    def batch_offsets(self):
-        return self._batch_offsets
-
-    @property
-    def batch_count(self):
-        return 1 if self._batch_offsets is None else self._batch_offsets.shape[0] - 1
-
-    @property
-    def max_batch_length(self):
-        return self._max_batch_length
 
 
 def aslinearoperator(A, batch_offsets=None, max_batch_length=None) -> LinearOperator:
@@ -284,12 +167,6 @@ def preconditioner(A, ptype: str = "diag"):
     raise ValueError(f"Unsupported preconditioner type '{ptype}'")
 
 
-def _inverse_diag(d, use_abs):
-    d = np.abs(d) if use_abs else d
-    with np.errstate(divide="ignore"):
-        return np.where(d == 0.0, 1.0, 1.0 / np.where(d == 0.0, 1.0, d))
-
-
 def _jacobi(A, use_abs):
     if _is_bsr(A):
         offsets, columns, values = _bsr_host(A)
@@ -311,73 +188,6 @@ def _jacobi(A, use_abs):
     return aslinearoperator(inv)
 
 
-def _check_square_bsr(A, what):
-    if not _is_bsr(A):
-        raise ValueError(f"{what} preconditioner requires a BSR matrix (weft.sparse.BsrMatrix) "
-                         f"input, got {type(A).__name__}")
-    br, bc = A.block_shape
-    if br != bc:
-        raise ValueError(f"{what} preconditioner requires square matrix blocks, got shape "
-                         f"{(br, bc)}")
-    if A.nrow != A.ncol:
-        raise ValueError(f"{what} preconditioner requires the same number of block rows and "
-                         f"block columns, got {A.nrow} block rows and {A.ncol} block columns "
-                         f"(overall shape {A.shape})")
-    return br
-
-
-def _diag_blocks(A, bs):
-    offsets, columns, values = _bsr_host(A)
-    blocks = np.zeros((A.nrow, bs, bs))
-    for row in range(A.nrow):
-        for k in range(offsets[row], offsets[row + 1]):
-            if columns[k] == row:
-                blocks[row] += values[k]
-    return blocks
-
-
-def _symmetric(B, tol):
-    return np.all(np.abs(B - B.T) <= tol * np.max(np.abs(np.diagonal(B)), initial=0.0))
-
-
-def _inv_qr(B, tol):
-    if not np.all(np.isfinite(B)):
-        return None
-    _, R = np.linalg.qr(B)
-    piv = np.abs(np.diagonal(R))
-    if not np.all(np.isfinite(piv)) or np.any(piv <= tol * piv.max(initial=0.0)) or not piv.any():
-        return None
-    return np.linalg.inv(B)
-
-
-def _inv_ldlt(B, tol):
-    if not np.all(np.isfinite(B)) or not _symmetric(B, tol):
-        return None
-    n = B.shape[0]
-    scale = np.max(np.abs(np.diagonal(B)), initial=0.0)
-    L, D = np.eye(n), np.zeros(n)
-    for j in range(n):
-        d = B[j, j] - np.sum(L[j, :j] ** 2 * D[:j])
-        if not np.isfinite(d) or d <= tol * scale:
-            return None
-        D[j] = d
-        for i in range(j + 1, n):
-            L[i, j] = (B[i, j] - np.sum(L[i, :j] * L[j, :j] * D[:j])) / d
-    Linv = np.linalg.inv(L)
-    return Linv.T @ np.diag(1.0 / D) @ Linv
-
-
-def _inv_cholesky(B, tol):
-    if not np.all(np.isfinite(B)) or not _symmetric(B, tol):
-        return None
-    try:
-        Lc = np.linalg.cholesky(B)
-    except np.linalg.LinAlgError:
-        return None
-    Linv = np.linalg.inv(Lc)
-    return Linv.T @ Linv
-
-
 def _block_jacobi(A, ptype):
     bs = _check_square_bsr(A, "Block-Jacobi")
     scalar = A.scalar_type
@@ -395,256 +205,6 @@ def _block_jacobi(A, ptype):
         got = invert(B, tol)
         inv[i] = np.eye(bs) if got is None or not np.all(np.isfinite(got)) else got
     return _block_diag_operator(inv, scalar, A.device, A.dtype)
-
-
-def _block_diag_operator(inv, scalar, device, dtype):
-    """The operator of a block-diagonal matrix given its (nb, bs, bs) blocks (a CSR product)."""
-    nb, bs, _ = inv.shape
-    n = nb * bs
-    offsets = np.arange(0, n * bs + 1, bs)
-    columns = (np.arange(n)[:, None] // bs * bs + np.arange(bs)[None, :]).reshape(-1)
-    csr = _csr_arrays(offsets, columns, inv.reshape(-1), scalar, device)
-
-    def mv(x, y, z, alpha, beta):
-        _csr_mv(csr, x, y, z, alpha, beta)
-    return LinearOperator((n, n), dtype, device, mv)
-
-
-class FSAI(LinearOperator):
-    """Factorized sparse approximate inverse of an SPD BSR matrix: ``M = G^T G`` with ``G``
-    lower triangular, each scalar row ``i`` of ``G`` the solution of ``A[P, P] g = e_i`` on its
-    support ``P`` scaled to ``g_i = 1 / sqrt(...)``. The support is the lower-triangular
-    pattern of ``A`` in that row, limited to the ``max_row_size`` entries of largest magnitude
-    (the diagonal always kept): a static pattern, where Warp's FSAI grows each row's support
-    adaptively. A row whose small system is singular or not positive is the identity's.
-    Built on the host (numpy); applying it is two CSR products.
-
-    Warp's other options (``kap_tolerance``, ``pivot_floor``, ``factor_dtype``,
-    ``reuse_pattern``, ``max_step_size``, ``regularize_refit``, ``validate_topology``,
-    ``defer_pattern``) are accepted and ignored; :meth:`update` rebuilds from ``A``'s current
-    values."""
-
-    _IGNORED = ("kap_tolerance", "pivot_floor", "factor_dtype", "reuse_pattern",
-                "max_step_size", "regularize_refit", "validate_topology", "defer_pattern")
-
-    def __init__(self, A, max_row_size=64, **options):
-        unknown = set(options) - set(self._IGNORED)
-        if unknown:
-            raise TypeError(f"FSAI() got unexpected keyword arguments {sorted(unknown)}")
-        if not _is_bsr(A):
-            raise ValueError("FSAI requires a BSR matrix (weft.sparse.BsrMatrix)")
-        bs = _check_square_bsr(A, "FSAI")
-        scalar = A.scalar_type
-        if scalar not in (T.float16, T.float32, T.float64):
-            raise TypeError(f"FSAI: unsupported scalar type {T.type_name(scalar)}")
-        if not 1 <= int(max_row_size) <= 64:
-            raise ValueError(f"FSAI: max_row_size must be in [1, 64], got {max_row_size}")
-        self._A, self._bs, self._max_row_size = A, bs, int(max_row_size)
-        n = A.nrow * bs
-        self._tmp = None
-        self._build()
-
-        def mv(x, y, z, alpha, beta):
-            if self._tmp is None or self._tmp.shape != _flat(x).shape:
-                self._tmp = zeros(_flat(x).shape[0], dtype=scalar, device=A.device)
-            _csr_mv(self._G, x, self._tmp, self._tmp, 1.0, 0.0)
-            _csr_mv(self._GT, self._tmp, y, z, alpha, beta)
-        super().__init__((n, n), A.dtype, A.device, mv, symmetric=True)
-
-    def update(self, A=None):
-        """Rebuild the factor from ``A`` (default: the matrix given at construction), which
-        must have the same shape; returns ``self``."""
-        if A is not None:
-            if A.shape != self._A.shape:
-                raise ValueError(f"FSAI.update: expected shape {self._A.shape}, got {A.shape}")
-            self._A = A
-        self._build()
-        return self
-
-    def _build(self):
-        A, bs = self._A, self._bs
-        offsets, columns, values = _bsr_host(A)
-        n = A.nrow * bs
-        rows = [dict() for _ in range(n)]
-        for brow in range(A.nrow):
-            for k in range(offsets[brow], offsets[brow + 1]):
-                c0 = columns[k] * bs
-                for r in range(bs):
-                    row = rows[brow * bs + r]
-                    for c in range(bs):
-                        row[c0 + c] = row.get(c0 + c, 0.0) + values[k, r, c]
-        g_rows, g_cols, g_vals = [], [], []
-        for i in range(n):
-            lower = [j for j in rows[i] if j < i and rows[i][j] != 0.0]
-            lower.sort(key=lambda j: -abs(rows[i][j]))
-            P = np.array(sorted(lower[: self._max_row_size - 1]) + [i])
-            S = np.array([[rows[p].get(q, 0.0) for q in P] for p in P])
-            e = (P == i).astype(np.float64)
-            try:
-                g = np.linalg.solve(S, e)
-                gi = g[-1]
-                ok = bool(np.all(np.isfinite(g)) and gi > 0.0)
-            except np.linalg.LinAlgError:
-                ok = False
-            if ok:
-                g = g / math.sqrt(gi)
-            else:
-                P, g = np.array([i]), np.array([1.0])
-            g_rows += [i] * len(P)
-            g_cols += list(P)
-            g_vals += list(g)
-        g_rows, g_cols, g_vals = map(np.asarray, (g_rows, g_cols, g_vals))
-        self._G = _csr_from_coo(g_rows, g_cols, g_vals, n, A.scalar_type, A.device)
-        self._GT = _csr_from_coo(g_cols, g_rows, g_vals, n, A.scalar_type, A.device)
-
-
-def _csr_from_coo(rows, cols, vals, n, scalar, device):
-    order = np.lexsort((cols, rows))
-    rows, cols, vals = rows[order], cols[order], vals[order]
-    offsets = np.zeros(n + 1, np.int64)
-    np.add.at(offsets, rows + 1, 1)
-    return _csr_arrays(np.cumsum(offsets), cols, vals, scalar, device)
-
-
-# ----------------------------------------------------------------------------- reductions
-class TiledDot:
-    """Dot products of the columns of two arrays, per batch (Warp's ``TiledDot`` API; on weft
-    a float64-accumulating reduction kernel, the result in ``scalar_type``)."""
-
-    def __init__(self, max_length, scalar_type, tile_size=512, device=None, max_column_count=1,
-                 batch_offsets=None, max_batch_length=None):
-        if max_batch_length is not None:
-            if batch_offsets is None:
-                raise ValueError("max_batch_length requires batch_offsets")
-            if max_batch_length < 0:
-                raise ValueError("max_batch_length must be non-negative")
-        from ...runtime.device import get_device
-        self.device = get_device(device)
-        self.tile_size = tile_size
-        self.max_column_count = max_column_count
-        self.batch_offsets = batch_offsets
-        self.max_batch_length = max_batch_length
-        self.batch_count = 1 if batch_offsets is None else batch_offsets.shape[0] - 1
-        self.rounds = 0
-        self._batches = _Batches(batch_offsets, max_length, self.device)
-        self._acc = zeros((max_column_count, self.batch_count), dtype=T.float64,
-                          device=self.device)
-        self._output = zeros((max_column_count, self.batch_count), dtype=scalar_type,
-                             device=self.device)
-
-    def compute(self, a, b, col_offset=0):
-        cols = [(a, b)] if a.ndim == 1 else [(a[i], b[i]) for i in range(a.shape[0])]
-        got = _dots(self._acc, self._batches, cols)
-        out = _host(self._output).copy()
-        out[col_offset: col_offset + len(cols)] = got
-        _put(self._output, out)
-        return self._output
-
-    def col(self, col=0):
-        return self._output[col][: self.batch_count]
-
-    def cols(self, count, start=0):
-        return self._output[start: start + count, : self.batch_count]
-
-
-def _create_segmented_tiled_dot_kernels(tile_size):
-    """Warp's CUDA tile reduction kernels: weft's reductions need none (refused)."""
-    raise NotImplementedError("weft: the segmented tile dot kernels of Warp's CUDA reductions "
-                              "do not exist in weft (TiledDot reduces with one kernel)")
-
-
-class _Batches:
-    """The batch of every scalar unknown (-1: inactive), as the kernels read it."""
-
-    def __init__(self, batch_offsets, n, device):
-        if batch_offsets is None:
-            self.count, self.batched = 1, 0
-            self.bid = zeros(1, dtype=T.int32, device=device)
-        else:
-            offs = np.asarray(_host(batch_offsets), dtype=np.int64)
-            self.count, self.batched = len(offs) - 1, 1
-            d = np.arange(n)
-            b = np.searchsorted(offs, d, side="right") - 1
-            b[(d >= offs[-1]) | (b < 0) | (b >= self.count)] = -1
-            self.bid = _to_array(b.astype(np.int32), T.int32, device)
-
-
-def _dots(acc, batches, pairs):
-    """Per-batch dot products of the (a, b) pairs (two per pass): a (len(pairs), batch_count)
-    float64 numpy array."""
-    m = len(pairs)
-    if acc.device.is_cuda:
-        _put(acc[:m], 0.0)
-    else:
-        acc._data[:m].fill(0.0)
-    for k in range(0, m, 2):
-        af, bf = _flat(pairs[k][0]), _flat(pairs[k][1])
-        two = k + 1 < m
-        a2, b2 = (_flat(pairs[k + 1][0]), _flat(pairs[k + 1][1])) if two else (af, bf)
-        launch(kernels_for(af.dtype).dot, dim=af.shape[0],
-               inputs=[af, bf, a2, b2, int(two), acc, k, batches.bid, batches.batched],
-               device=af.device)
-    return np.array(_host(acc)[:m], dtype=np.float64)
-
-
-# ----------------------------------------------------------------------------- tolerances
-def _dtype_epsilon(dtype):
-    if dtype is T.float64:
-        return 1.0e-16
-    if dtype is T.float16:
-        return 1.0e-4
-    return 1.0e-8
-
-
-def _get_tolerances(dtype, tol, atol):
-    eps = _dtype_epsilon(dtype)
-    if tol is None and atol is None:
-        tol = atol = eps ** 0.75
-    elif tol is None:
-        tol = atol
-    elif atol is None:
-        atol = tol
-    return tol, max(atol, eps ** 2.25)
-
-
-# ----------------------------------------------------------------------------- the host loop
-def _run_solver_loop(do_cycle, cycle_size, r_norm_sq, maxiter, atol_sq, callback, check_every,
-                     use_cuda_graph, device):
-    """Warp's host loop: run ``do_cycle`` (``cycle_size`` iterations each) until every batch's
-    squared residual ``r_norm_sq`` is within ``atol_sq`` (checked every ``check_every``
-    iterations) or ``maxiter`` is reached; ``callback(iteration, residual, tolerance)`` at the
-    start, at every check and at the end. Returns ``(iterations, residual, tolerance)``."""
-    atol_host = np.array(_host(atol_sq), dtype=np.float64)
-    atol = math.sqrt(float(atol_host.max()))
-    check_every = max(check_every, cycle_size)
-    it = 0
-    r2 = np.array(_host(r_norm_sq), dtype=np.float64)
-    err = math.sqrt(float(r2.max()))
-    if callback is not None:
-        callback(it, err, atol)
-    if (r2 <= atol_host).all():
-        return it, err, atol
-    while True:
-        do_cycle()
-        it += cycle_size
-        if it >= maxiter:
-            break
-        if it % check_every < cycle_size:
-            r2 = np.array(_host(r_norm_sq), dtype=np.float64)
-            if (r2 <= atol_host).all():
-                break
-            if callback is not None:
-                callback(it, math.sqrt(float(r2.max())), atol)
-    err = math.sqrt(float(np.array(_host(r_norm_sq), dtype=np.float64).max()))
-    if callback is not None:
-        callback(it, err, atol)
-    return it, err, atol
-
-
-def _safe_div(a, b, cond):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.where(b != 0.0, a / np.where(b != 0.0, b, 1.0), 0.0)
-    return np.where(cond, q, 0.0)
 
 
 # ----------------------------------------------------------------------------- solver states
@@ -804,11 +364,6 @@ class LinearSolverState:
         if tapes and x.grad is not None:
             _record_solve(tapes, self, A_op, b, x, M_op)
         return out
-
-
-def _is_kernel(f):
-    from ...runtime.kernel import Kernel
-    return isinstance(f, Kernel)
 
 
 class _RestartableState(LinearSolverState):
@@ -1161,26 +716,6 @@ for _f in (cg, cr, bicgstab, gmres):
 
 
 # ----------------------------------------------------------------------------- implicit adjoint
-def _grad_target(A_op):
-    """Where ``-lam x^T`` goes for operator ``A_op``: ``(gradient array, block rows, block
-    columns, block shape)``, or None when the matrix has no gradient."""
-    if A_op._grad_target is not None:
-        return A_op._grad_target
-    A = getattr(A_op, "_bsr", None)
-    if A is None or A.values.grad is None:
-        return None
-    offsets, columns, _ = _bsr_host(A)
-    rows = np.repeat(np.arange(A.nrow), np.diff(offsets))
-    return A.values.grad, rows, columns, tuple(A.block_shape)
-
-
-def _blocks(data, target):
-    """The numpy gradient buffer ``data`` of ``target`` as (blocks, br, bc)."""
-    _, rows, _, (br, bc) = target
-    k = len(rows)
-    return data.reshape(-1)[: k * br * bc].reshape(k, br, bc)
-
-
 def _record_solve(tapes, state, A_op, b, x, M_op):
     """Record the implicit adjoint of the solve that just ran on every recording tape."""
     rec = _SolveRecord(state, A_op, b, x, M_op)
@@ -1304,40 +839,3 @@ class _SolveRecord:
             self._add_outer(tadjs.of(g._data), lam_np, tx, -1.0)
         xbar[...] = 0
         txbar[...] = 0
-
-
-class _AdjOps:
-    """The update kernel outside a solver state (unbatched)."""
-
-    def __init__(self, b):
-        self.bid = zeros(1, dtype=T.int32, device=b.device)
-        self.coef = zeros((1, 1), dtype=T.float64, device=b.device)
-
-    def update(self, y, ay, x, ax):
-        yf, xf = _flat(y), _flat(x)
-        launch(kernels_for(yf.dtype).update, dim=yf.shape[0],
-               inputs=[yf, xf, -1, float(ay), -1, float(ax), yf, xf, -1, 0.0, -1, 0.0, 0,
-                       self.coef, self.bid, 0], device=yf.device)
-
-
-# ----------------------------------------------------------------------------- Hessian operator
-def hessian_operator(tape, loss, param, damping=0.0):
-    """The Hessian of ``loss`` with respect to array ``param`` of the program recorded on
-    ``tape``, as a symmetric :class:`LinearOperator` whose products are ``tape.hvp`` (exact
-    Hessian-vector products, forward over reverse): ``cg(hessian_operator(tape, loss, x),
-    -grad, dx)`` is a Newton-Krylov step. ``damping`` adds ``damping * I`` (Levenberg). The
-    operator reads the tape as it is when a product runs: record the program anew after
-    ``param`` changes. The solver's vectors have ``param``'s dtype, of its shape or flattened
-    (``param.flatten()``'s: the solvers take 1-d arrays)."""
-    ops = _AdjOps(param)
-    n = param.size * _dofs_per_entry(param.dtype)
-
-    def mv(x, y, z, alpha, beta):
-        v = x if x.shape == param.shape else x.reshape(param.shape)
-        hv = tape.hvp(loss, {param: v})[param]
-        if z is not y and beta != 0.0:
-            ops.update(z, 0.0, y, 1.0)
-        ops.update(z, beta, hv, alpha)
-        if damping:
-            ops.update(z, 1.0, x, alpha * damping)
-    return LinearOperator((n, n), param.dtype, param.device, mv, symmetric=True)
