@@ -1,4 +1,5 @@
-"""Statements: blocks and their exits, branches, loops, assignment, and a function body.
+"""Statements: blocks and their exits, branches, loops, and a function body (assignments in
+:mod:`.assign_stmts`).
 
 ``break``, ``continue`` and ``return`` leave no trace in the IR: each block returns its
 :class:`Exit` records, statements after an ``if`` that may leave early move into its branches,
