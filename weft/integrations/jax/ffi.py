@@ -42,24 +42,22 @@ import numpy as np
 import weft as wp  # module attributes are looked up at call time (tests patch them)
 
 from ...core import types as T
-from . import ffi_args as _args
 from . import get_jax_device  # noqa: F401  (tests patch ffi.get_jax_device)
 from . import xla_ffi as X
-from .ffi_args import (FfiArg, _as_dims, _check_array, _check_shapes, _cpu, _dtype_of_value,
-                       _hashable, _input_values, _is_generic, _make_static, _np_scalar,
-                       _same_type, _scalar_of, _scratch, _static_value, _wrap, _zeroed_outputs,
-                       get_jax_output_type, get_jax_output_type_metadata, get_warp_shape)
+from .ffi_args import (FfiArg, _as_dims, _check_array, _check_shapes, _dtype_of_value, _hashable,
+                       _input_values, _is_generic, _make_static, _same_type, _scratch,
+                       _static_value, _wrap, _zeroed_outputs, get_jax_output_type,
+                       get_jax_output_type_metadata, get_warp_shape)
 from .ffi_callable import (JAX_CALLABLE_DEFAULT_GRAPH_CACHE_MAX, ExecutionContext, FfiBuffer,
-                           FfiCallable, _annotations, _CallDesc, clear_jax_callable_graph_cache,
-                           jax_callable, register_ffi_callback)
+                           FfiCallable, clear_jax_callable_graph_cache, jax_callable,
+                           register_ffi_callback)
 from .ffi_modes import (GraphMode, JaxCallableGraphMode, JaxModulePreloadMode, ModulePreloadMode,
-                        _get_ffi_block_dim, _is_cpu, _KernelLoad, _load_ffi_module)
-from .ffi_primitive import _PRIMS, _SECOND_ORDER, _prims
+                        _get_ffi_block_dim, _KernelLoad, _load_ffi_module)
+from .ffi_primitive import _SECOND_ORDER, _prims
 from .ffi_targets import (_FFI_CALLABLE_REGISTRY, _FFI_CALLBACK_LOCK, _FFI_CALLBACK_REGISTRY,
                           _FFI_DIFF_KERNEL_REGISTRY, _FFI_KERNEL_REGISTRY, _FFI_REGISTRY_LOCK,
-                          _Descriptors, _check_cpu, _desc_of, _get_jax, _in_out_layout,
-                          _name_counts, _register, _target, check_jax_version,
-                          generate_unique_name)
+                          _check_cpu, _desc_of, _get_jax, _in_out_layout, _register,
+                          check_jax_version, generate_unique_name)
 
 __all__ = ["jax_kernel", "jax_callable", "JaxCallableGraphMode", "JaxModulePreloadMode",
            "clear_jax_callable_graph_cache", "register_ffi_callback"]
@@ -68,18 +66,11 @@ _MISSING = object()
 
 _TID_MAX_EXTENT = 2 ** 31 - 1  # Warp's wp.tid() is a 32-bit index
 
-# the names that moved to the modules above stay importable from here (Warp's tests reach some
-# through ``warp._src.jax.ffi``); those this module's code does not use are listed here
+# names of Warp's ``warp._src.jax.ffi`` that moved to the modules above, importable from here
+# (Warp's tests and programs reach them there); those this module's code does not use
 _MOVED = (JAX_CALLABLE_DEFAULT_GRAPH_CACHE_MAX, ExecutionContext, FfiBuffer, FfiCallable,
-          _annotations, _CallDesc, GraphMode, ModulePreloadMode, _get_ffi_block_dim, _is_cpu,
-          _PRIMS, _FFI_CALLABLE_REGISTRY, _FFI_CALLBACK_REGISTRY, _Descriptors, _name_counts,
-          _target, generate_unique_name, _cpu, _np_scalar, _scalar_of)
-
-
-def __getattr__(name):
-    if name == "_CPU":  # rebound in ffi_args when first needed: read it there (its one home)
-        return _args._CPU
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+          GraphMode, ModulePreloadMode, _get_ffi_block_dim, _FFI_CALLABLE_REGISTRY,
+          _FFI_CALLBACK_REGISTRY, generate_unique_name)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Callable
 
 import numpy as np
 
@@ -48,14 +47,13 @@ from ...runtime.array import array
 from ...runtime.array_ops import empty, zeros
 from ...runtime.launch import launch
 from ._linear_autodiff import _AdjOps, _blocks, _grad_target, hessian_operator
-from ._linear_helpers import (_bsr_host, _csr_arrays, _csr_mv, _dofs_per_entry, _flat, _host,
-                              _is_bsr, _put, _scalar_dof_count, _scalar_type, _to_array)
+from ._linear_helpers import (_bsr_host, _dofs_per_entry, _flat, _host, _is_bsr, _put,
+                              _scalar_dof_count, _scalar_type, _to_array)
 from ._linear_kernels import kernels_for
 from ._linear_loop import _dtype_epsilon, _get_tolerances, _is_kernel, _run_solver_loop, _safe_div
 from ._linear_operator import LinearOperator
-from ._linear_preconditioners import (FSAI, _block_diag_operator, _check_square_bsr,
-                                      _csr_from_coo, _diag_blocks, _inv_cholesky, _inv_ldlt,
-                                      _inv_qr, _inverse_diag, _symmetric)
+from ._linear_preconditioners import (FSAI, _block_diag_operator, _check_square_bsr, _diag_blocks,
+                                      _inv_cholesky, _inv_ldlt, _inv_qr, _inverse_diag)
 from ._linear_reductions import TiledDot, _Batches, _create_segmented_tiled_dot_kernels, _dots
 
 __all__ = [
@@ -65,8 +63,7 @@ __all__ = [
 
 #: names this module held before its code moved to the modules above and no longer uses itself,
 #: importable from here as before (listed so that linters count them as used)
-_MOVED = (Callable, _csr_arrays, _csr_mv, _csr_from_coo, _symmetric, TiledDot,
-          _create_segmented_tiled_dot_kernels)
+_MOVED = (TiledDot, _create_segmented_tiled_dot_kernels)
 
 
 # ----------------------------------------------------------------------------- operators
