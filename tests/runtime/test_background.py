@@ -71,6 +71,10 @@ def test_adjoint_not_begun_is_compiled_here(tmp_path):
     assert [m[1][1] for m in sent if m[0] == "cancel"] == ["total__adj", "square__adj"]
     for m in sent:
         assert m[0] in ("compile", "cancel") and m[1][0].startswith("weft_generated.")
+    # what this process compiled is in the cache: a new process compiles nothing, same numbers
+    warm = run_program(tmp_path / "cache")
+    assert not warm["helper"] and _compiled_here(warm) == []
+    assert warm["s"] == res["s"] and warm["grad"] == res["grad"]
 
 
 def test_helper_order_and_cancel(tmp_path):

@@ -80,6 +80,7 @@ def test_serial_twin_first_then_threaded_then_warm(tmp_path):
     warm = _run(tmp_path / "cache")  # a new process: the threaded entries from the start
     assert warm["first"] == pytest.approx(expect, rel=1e-5)
     assert not warm["helper"] and warm["early"] == [] and warm["threaded"] == [True, True]
+    assert warm["grad"] == res["grad"]  # (the chunk's first tier and the threaded entry agree)
 
 
 @pytest.mark.cold
