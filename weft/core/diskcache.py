@@ -157,6 +157,24 @@ def _unseal(blob, path):
     return None
 
 
+def read_sealed(path):
+    """The payload of the sealed file at ``path``: None when there is none, or (with a
+    warning) when it does not verify."""
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    return _unseal(blob, path)
+
+
+def write_sealed(path, payload):
+    """Write ``payload`` (bytes) sealed to ``path``, atomically (its folder made first,
+    private)."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    write_replacing(path, _seal(payload))
+
+
 class _VerifiedFile(caching.IndexDataCacheFile):
     """Numba's index and data files, sealed with a SHA-256 of their contents.
 
@@ -405,12 +423,7 @@ def _nrt_library(ctx):
         key = hashlib.sha256(repr((numba.__version__, llvmlite.__version__,
                                    codegen.magic_tuple())).encode()).hexdigest()[:24]
         path = os.path.join(root, f"nrt-{key}.bin")
-        try:
-            with open(path, "rb") as f:
-                blob = f.read()
-        except OSError:
-            blob = None
-        payload = _unseal(blob, path) if blob is not None else None
+        payload = read_sealed(path)
         if payload is not None:
             try:
                 return codegen.unserialize_library(pickle.loads(payload))
@@ -423,7 +436,7 @@ def _nrt_library(ctx):
     if path is not None and writable():
         try:
             payload = pickle.dumps(library.serialize_using_object_code(), protocol=-1)
-            write_replacing(path, _seal(payload))
+            write_sealed(path, payload)
         except (OSError, RuntimeError, ValueError):
             pass  # (not cached: compiled again next time)
     return library

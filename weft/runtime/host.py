@@ -197,16 +197,9 @@ def _load(disk):
     """``(source, root name, return type)`` kept for ``disk``, or None."""
     import pickle
 
-    from ..core.diskcache import _unseal
+    from ..core.diskcache import read_sealed
     path = _path(disk)
-    if path is None:
-        return None
-    try:
-        with open(path, "rb") as f:
-            blob = f.read()
-    except OSError:
-        return None
-    payload = _unseal(blob, path)
+    payload = read_sealed(path) if path is not None else None
     try:
         return pickle.loads(payload) if payload is not None else None
     except Exception:  # noqa: BLE001 - unreadable (a type gone): built again
@@ -214,17 +207,15 @@ def _load(disk):
 
 
 def _save(disk, source, root, ret_type):
-    import os
     import pickle
 
-    from ..core.diskcache import _seal, writable, write_replacing
+    from ..core.diskcache import writable, write_sealed
     path = _path(disk)
     if path is None or not writable():
         return
     try:
         payload = pickle.dumps((source, root, ret_type), protocol=-1)
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        write_replacing(path, _seal(payload))
+        write_sealed(path, payload)
     except (OSError, pickle.PicklingError, TypeError, AttributeError):
         pass  # (not kept: built again next time)
 
