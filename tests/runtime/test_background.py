@@ -50,10 +50,6 @@ with open({log!r}, "ab") as f:
 '''
 
 
-def _messages(path):
-    return _frames(path.read_bytes())
-
-
 @pytest.mark.cold
 def test_adjoint_not_begun_is_compiled_here(tmp_path):
     """The helper never begins the adjoints asked of it: backward takes each request back
@@ -64,7 +60,7 @@ def test_adjoint_not_begun_is_compiled_here(tmp_path):
     check_values(res)
     assert res["helper"]
     assert _compiled_here(res) == ["square__adj", "square__fwd", "total__adj", "total__fwd"]
-    sent = _messages(log)
+    sent = _frames(log.read_bytes())
     asked = [(m[1][1], m[2]) for m in sent if m[0] == "compile"]
     assert sorted(asked) == [("square__adj", True), ("total__adj", True)]
     # backward takes them back in its order: the last launch's adjoint first
