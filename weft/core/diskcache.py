@@ -199,12 +199,7 @@ class _VerifiedFile(caching.IndexDataCacheFile):
 
     def _load_index(self):
         import pickle
-        try:
-            with open(self._index_path, "rb") as f:
-                blob = f.read()
-        except OSError:
-            return {}
-        payload = _unseal(blob, self._index_path)
+        payload = read_sealed(self._index_path)
         if payload is None:
             return {}
         try:
