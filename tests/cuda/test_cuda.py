@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import weft as wp
+from tests.cuda import launch_dims
 
 HERE = os.path.dirname(__file__)
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -78,7 +79,7 @@ def test_launch_configuration_fits_the_launch(monkeypatch):
     call = entries.call_once
 
     def spy(ck_, kind, fn, dims, values, extra=()):
-        seen.append((kind, tuple(fn.grid_dim), tuple(fn.block_dim)))
+        seen.append((kind, *launch_dims(fn)))
         return call(ck_, kind, fn, dims, values, extra)
     monkeypatch.setattr(entries, "call_once", spy)
     for n, grid, block in ((5, 1, 5), (300, 2, 256)):

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import weft as wp
+from tests.cuda import launch_dims
 from weft.core.errors import KernelError, LaunchError
 
 HERE = os.path.dirname(__file__)
@@ -787,7 +788,7 @@ def test_launch_configuration_is_a_cuda_block_per_tile_block(monkeypatch):
     call = entries.call_once
 
     def spy(ck_, kind, fn, dims, values, extra=()):
-        seen.append((kind, tuple(fn.grid_dim), tuple(fn.block_dim), tuple(dims)))
+        seen.append((kind, *launch_dims(fn), tuple(dims)))
         return call(ck_, kind, fn, dims, values, extra)
     monkeypatch.setattr(entries, "call_once", spy)
     a = wp.array(A8x8, dtype=float, device="cuda")

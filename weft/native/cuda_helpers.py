@@ -152,7 +152,7 @@ else:
 
 from . import cuda_tiles as _cuda_tiles  # noqa: E402 - the cooperative tile operations
 
-for _n in ("h2f", "f2h", "atomic_add_f16"):  # the portable helpers bound above
+for _n in ("h2f", "f2h", "atomic_add_f16", "atomic_exch"):  # the helpers bound above
     setattr(_cuda_tiles, _n, globals()[_n])
 
 

@@ -156,6 +156,10 @@ for _r in (1, 2, 3, 4):
     # a store: the tile into the region, skipping the elements outside the array
     _ranked(f"tile_store{_r}", _r, ["a"] + _offs + ["t"],
             "        if inside:\n            a[{p}] = t[{k}]\n")
+    # the adjoint of a store: ``out`` = the region's adjoint, each element exchanged with
+    # zero atomically, so that of the blocks storing one region exactly one takes it
+    _ranked(f"tile_load_reset{_r}_into", _r, ["out", "a"] + _offs,
+            "        out[{k}] = atomic_exch(a, {pt}, a.dtype.type(0)) if inside else 0\n")
     # an atomic add of the tile into the region; ``out`` = the values replaced
     _ranked(f"tile_atomic_add{_r}_into", _r, ["out", "a"] + _offs + ["t"],
             "        out[{k}] = cuda.atomic.add(a, {pt}, t[{k}]) if inside else 0\n")

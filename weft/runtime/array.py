@@ -112,10 +112,10 @@ class array(ArrayViews):
         if any(s < 0 for s in strides):
             raise NotImplementedError("Negative strides are not supported for newly allocated "
                                       "arrays.")
-        esize = self._data.itemsize * int(np.prod(T.element_shape(self.dtype), dtype=np.int64))
+        esize = self._data.dtype.itemsize * int(np.prod(T.element_shape(self.dtype), dtype=np.int64))
         extent = sum((n - 1) * s for n, s in zip(shape, strides)) + esize if all(shape) else 0
         store = np.zeros(max(extent, 0), np.uint8)
-        inner = _c_strides(T.element_shape(self.dtype), self._data.itemsize)
+        inner = _c_strides(T.element_shape(self.dtype), self._data.dtype.itemsize)
         out = np.lib.stride_tricks.as_strided(store.view(self._data.dtype) if extent else
                                               np.zeros(0, self._data.dtype),
                                               shape=self._data.shape, strides=(*strides, *inner))
@@ -205,7 +205,7 @@ class array(ArrayViews):
         return self.strides == _c_strides(self.shape, self._element_bytes())
 
     def _element_bytes(self):
-        return self._data.itemsize * int(np.prod(T.element_shape(self.dtype), dtype=np.int64))
+        return self._data.dtype.itemsize * int(np.prod(T.element_shape(self.dtype), dtype=np.int64))
 
     @property
     def capacity(self):
@@ -301,7 +301,7 @@ class array(ArrayViews):
         iface = self._data.__array_interface__
         if self._data.size == 0:  # numpy's zero strides for empty data; Warp's row-major ones
             iface = dict(iface, strides=self.strides + _c_strides(
-                T.element_shape(self.dtype), self._data.itemsize))
+                T.element_shape(self.dtype), self._data.dtype.itemsize))
         return iface
 
     @property

@@ -108,7 +108,7 @@ class ArrayViews:
         dtype = _as_dtype(dtype)
         from ..core.typeinfo import type_repr, type_size_in_bytes
         size_new, size_old = type_size_in_bytes(dtype), type_size_in_bytes(self.dtype)
-        item_new, item_old = T.numpy_dtype(dtype).itemsize, self._data.itemsize
+        item_new, item_old = T.numpy_dtype(dtype).itemsize, self._data.dtype.itemsize
         keep = self._ndim  # leading dimensions kept as they are
         if size_new == size_old:
             shape = self.shape

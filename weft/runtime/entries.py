@@ -62,6 +62,7 @@ def _run_cuda(ck, kind, dims, values):
         values = cuda_shadows(ck, kind, values)
     threads = cuda_block(ck, dims)
     blocks = (_size(dims) + threads - 1) // threads
+    dims = tuple(dims)  # (launch.Blocks: numba-cuda types no tuple subclass but a named one)
     shared = dict(ck.abi.dynamic_shared).get(kind, 0)
     launch = fn[blocks, threads] if not shared else \
         _DynamicShared(ck, fn, blocks, threads, shared)

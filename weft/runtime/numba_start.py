@@ -316,6 +316,28 @@ def compiling_generated_cuda_code():
         yield
 
 
+def _cache_only_what_pickles():
+    """numba-cuda's disk cache cannot pickle a kernel that links files beside its own code
+    (the reshape helpers, ``reshape_funcs.cu``, that every tile kernel calls; fp16 shims): its
+    save raises ``Cannot pickle CUDACodeLibrary with linking files`` and the launch fails. Such
+    a kernel is not cached: it compiles again in each process. Once, for numba-cuda's CUDA
+    caches; other kernels are cached as before."""
+    try:
+        from numba.cuda.dispatcher import NRT_LIBRARY, CUDACacheImpl
+    except ImportError:  # (another numba-cuda)
+        return
+    check = CUDACacheImpl.check_cachable
+    if getattr(check, "_weft", False):
+        return
+
+    def check_cachable(self, kernel):
+        files = getattr(getattr(kernel, "_codelibrary", None), "_linking_files", None) or ()
+        return not set(files) - {NRT_LIBRARY} and check(self, kernel)
+
+    check_cachable._weft = True
+    CUDACacheImpl.check_cachable = check_cachable
+
+
 def _install_cuda_pipeline():
     """numba-cuda runs its own copy of Numba's core, with a pipeline its ``compile_cuda``
     hard-codes (``CUDACompiler``). Once: that pipeline, while generated code compiles, takes
@@ -335,6 +357,7 @@ def _install_cuda_pipeline():
         from .cudasim import install
         install()  # (its blocks' threads without a spinning overseer)
         return
+    _cache_only_what_pickles()
     from . import numba_passes
     try:
         cuda_passes = numba_passes.for_cuda()

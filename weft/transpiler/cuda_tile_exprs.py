@@ -283,7 +283,7 @@ class TileExpressions:
             n = self.alloc(Tile(tuple(dims), _np_dtype(args[-1])), out)
             out.append(_expr_stmt(_wk(f"{fn}_into", name(n), args[0])))
             return n
-        m = re.fullmatch(r"tile_(load|view)([1234])", fn)
+        m = re.fullmatch(r"tile_(load|view|load_reset)([1234])", fn)
         if m:
             nd = int(m.group(2))
             src = args[0]
@@ -295,7 +295,8 @@ class TileExpressions:
                 raise Unsupported("a tile load from an array of structs, or an array weft "
                                   "cannot follow")
             n = self.alloc(Tile(tuple(dims) + elem, dt), out)
-            out.append(_expr_stmt(_wk(f"tile_load{nd + len(elem)}_into", name(n),
+            base = "tile_load_reset" if m.group(1) == "load_reset" else "tile_load"
+            out.append(_expr_stmt(_wk(f"{base}{nd + len(elem)}_into", name(n),
                                       *args[:1 + nd], *_zeros(elem))))
             return n
         m = re.fullmatch(r"tile_(load|store)_indexed([12])", fn)

@@ -11,7 +11,7 @@ import itertools
 from ...core import types as T
 from ...core.errors import KernelTypeError, KernelValueError
 from .. import ir
-from ..exprs import Ex, tile_const
+from ..exprs import Ex, _target, tile_const
 from ..registry import builtin, lookup, special_form
 from .common import (VOID, _emit, _fresh, _half, _int, _kw, _let, _not_none, _offsets,
                      _tile_arg, _tuple, _wk, static_shape)
@@ -132,6 +132,14 @@ class _tile_store:
         shape = t.type.shape
         load = _tile_load.primal(Ex(arr.node, a.type), *offs, shape=shape).node
         zeros = tile_const(0, t.type).node
+        target = _target.get()
+        if take and target is not None and target.name == "cuda" and \
+                not _half(a.type.dtype):
+            # on a GPU the blocks storing one region run at once: each would read the adjoint
+            # before any reset it. Each element is exchanged with zero atomically instead, so
+            # exactly one block takes it (cuda_tiles.tile_load_reset*_into)
+            load.func.attr = load.func.attr.replace("tile_load", "tile_load_reset")
+            return [None, Ex(_either(arr, load, zeros, "ga"), t.type)] + [None] * len(offs)
         reset = [ast.Expr(_tile_store.primal(Ex(arr.node, a.type), tile_const(0, t.type),
                                              *offs).node)] if take else []
         return [None, Ex(_either(arr, load, zeros, "ga", reset), t.type)] + [None] * len(offs)
