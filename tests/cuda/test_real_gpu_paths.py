@@ -15,6 +15,7 @@ checked here without one:
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -112,3 +113,20 @@ def test_kernels_that_link_files_are_compiled_not_cached():
                        env=env, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split() == ["True", "True", "False", "False"]
+
+
+def test_a_tile_adjoint_on_a_gpu_warns_once_and_not_under_the_simulator(monkeypatch):
+    from numba import config as numba_config
+
+    from weft.runtime import entries
+    ck = _same_region.compiled("cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        entries._warn_tile_adjoint_on_gpu(ck)  # the simulator: nothing to say
+    monkeypatch.setattr(numba_config, "ENABLE_CUDASIM", 0)
+    monkeypatch.setattr(entries, "_WARNED_TILE_ADJOINTS", set())
+    with pytest.warns(RuntimeWarning, match="tile kernel '.*_same_region.*' ran on a GPU"):
+        entries._warn_tile_adjoint_on_gpu(ck)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        entries._warn_tile_adjoint_on_gpu(ck)  # once per kernel

@@ -69,6 +69,8 @@ def _run_cuda(ck, kind, dims, values):
     if kind != "adjoint":
         _call(ck, kind, launch, dims, values)
         return
+    if ck.abi.tile_work:
+        _warn_tile_adjoint_on_gpu(ck)
     from numba import cuda
     err = cuda.to_device(np.zeros(1, np.int32))
     _call(ck, kind, launch, dims, values, [err])
@@ -78,6 +80,25 @@ def _run_cuda(ck, kind, dims, values):
                            "iterations in one thread, more than the CUDA target records; the "
                            "gradients of this launch are not valid. Set WEFT_CUDA_STACK to a "
                            "larger value (before importing weft).")
+
+
+_WARNED_TILE_ADJOINTS = set()
+
+
+def _warn_tile_adjoint_on_gpu(ck):
+    """Once per kernel: a tile kernel's adjoint run on a GPU (not the simulator). On the one
+    GPU weft has run on (an H200, stop 78), one tile kernel's gradient came out zero where the
+    CPU's and the simulator's are right, cause not found yet (docs/cuda.md, "Verified on
+    hardware"): say so rather than let a wrong gradient pass unnoticed."""
+    from numba import config as numba_config
+    if numba_config.ENABLE_CUDASIM or ck.key in _WARNED_TILE_ADJOINTS:
+        return
+    _WARNED_TILE_ADJOINTS.add(ck.key)
+    import warnings
+    warnings.warn(f"weft: the adjoint of tile kernel '{ck.key}' ran on a GPU, where tile "
+                  "gradients are not yet verified (one kernel's came out wrong: docs/cuda.md, "
+                  "'Verified on hardware'); compare with the same launch on device='cpu'",
+                  RuntimeWarning, stacklevel=4)
 
 
 class _DynamicShared:
