@@ -112,7 +112,7 @@ class array(ArrayViews):
         if any(s < 0 for s in strides):
             raise NotImplementedError("Negative strides are not supported for newly allocated "
                                       "arrays.")
-        esize = self._data.dtype.itemsize * int(np.prod(T.element_shape(self.dtype), dtype=np.int64))
+        esize = self._element_bytes()
         extent = sum((n - 1) * s for n, s in zip(shape, strides)) + esize if all(shape) else 0
         store = np.zeros(max(extent, 0), np.uint8)
         inner = _c_strides(T.element_shape(self.dtype), self._data.dtype.itemsize)
@@ -205,7 +205,8 @@ class array(ArrayViews):
         return self.strides == _c_strides(self.shape, self._element_bytes())
 
     def _element_bytes(self):
-        return self._data.dtype.itemsize * int(np.prod(T.element_shape(self.dtype), dtype=np.int64))
+        shape = T.element_shape(self.dtype)
+        return self._data.dtype.itemsize * int(np.prod(shape, dtype=np.int64))
 
     @property
     def capacity(self):

@@ -90,10 +90,12 @@ def _warn_tile_adjoint_on_gpu(ck):
     GPU weft has run on (an H200, stop 78), one tile kernel's gradient came out zero where the
     CPU's and the simulator's are right, cause not found yet (docs/cuda.md, "Verified on
     hardware"): say so rather than let a wrong gradient pass unnoticed."""
-    from numba import config as numba_config
-    if numba_config.ENABLE_CUDASIM or ck.key in _WARNED_TILE_ADJOINTS:
+    if ck.key in _WARNED_TILE_ADJOINTS:
         return
     _WARNED_TILE_ADJOINTS.add(ck.key)
+    from numba import config as numba_config
+    if numba_config.ENABLE_CUDASIM:
+        return
     import warnings
     warnings.warn(f"weft: the adjoint of tile kernel '{ck.key}' ran on a GPU, where tile "
                   "gradients are not yet verified (one kernel's came out wrong: docs/cuda.md, "

@@ -25,9 +25,9 @@ class _tile_load:
 
     own_derivatives = True  # the derivative lives in the array's adjoint, not an argument
 
-    def primal(a, *offs, shape):
+    def primal(a, *offs, shape, fn="tile_load"):
         t = T.TileType(a.type.dtype, shape)
-        node = _wk(f"tile_load{len(shape)}", a.node, *[o.node for o in offs],
+        node = _wk(f"{fn}{len(shape)}", a.node, *[o.node for o in offs],
                    *[_int(d) for d in shape])
         return Ex(_wk("tile_h2f", node) if _half(a.type.dtype) else node, t)
 
@@ -130,18 +130,17 @@ class _tile_store:
         if arr is None:
             return [None] * (2 + len(offs))
         shape = t.type.shape
-        load = _tile_load.primal(Ex(arr.node, a.type), *offs, shape=shape).node
-        zeros = tile_const(0, t.type).node
         target = _target.get()
-        if take and target is not None and target.name == "cuda" and \
-                not _half(a.type.dtype):
-            # on a GPU the blocks storing one region run at once: each would read the adjoint
-            # before any reset it. Each element is exchanged with zero atomically instead, so
-            # exactly one block takes it (cuda_tiles.tile_load_reset*_into)
-            load.func.attr = load.func.attr.replace("tile_load", "tile_load_reset")
-            return [None, Ex(_either(arr, load, zeros, "ga"), t.type)] + [None] * len(offs)
+        # on a GPU the blocks storing one region run at once, and each would read the adjoint
+        # before any reset it: there each element is exchanged with zero atomically, so that
+        # exactly one block takes it (cuda_tiles.tile_load_reset*_into)
+        atomic = take and target is not None and target.name == "cuda" and \
+            not _half(a.type.dtype)
+        load = _tile_load.primal(Ex(arr.node, a.type), *offs, shape=shape,
+                                 fn="tile_load_reset" if atomic else "tile_load").node
+        zeros = tile_const(0, t.type).node
         reset = [ast.Expr(_tile_store.primal(Ex(arr.node, a.type), tile_const(0, t.type),
-                                             *offs).node)] if take else []
+                                             *offs).node)] if take and not atomic else []
         return [None, Ex(_either(arr, load, zeros, "ga", reset), t.type)] + [None] * len(offs)
 
     def tangent(*args, **kw):  # an effect: see effect_tangent
