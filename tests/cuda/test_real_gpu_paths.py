@@ -6,8 +6,8 @@ checked here without one:
 * numba-cuda's device arrays have no ``itemsize`` (the simulator's have): copying a CUDA array
   to the host, and its views, failed;
 * numba-cuda's disk cache cannot pickle a kernel that links files beside its code (every tile
-  kernel calls the reshape helpers of ``reshape_funcs.cu``): the save raised and the launch
-  failed;
+  kernel called the reshape helpers of ``reshape_funcs.cu`` until stop 79, whose views are
+  made in place): the save raised and the launch failed;
 * blocks storing one tile region run at once on a GPU (one after another in the simulator):
   each read the region's adjoint before any reset it, and the gradient counted every block's
   store (x.grad 6 where it is 2, ``tests/tiles/test_tile_store_once.py``).

@@ -162,7 +162,7 @@ from . import cuda_tile_order as _cuda_tile_order  # noqa: E402
 #: the pure ones among the calls the pass ``cuda_tiles`` writes (the others write their first
 #: argument or its array, or synchronise the block)
 _PURE_TILE_CALLS = ("tile_lane", "tile_lanes", "block_index", "tile_sum_scalar", "tile_sum_in_order",
-                    "tile_max_scalar", "tile_min_scalar")
+                    "tile_max_scalar", "tile_min_scalar", "tile_view")
 
 
 #: the calls the generators write into CUDA tile code that the pass ``cuda_tiles`` always

@@ -9,7 +9,7 @@ import math
 
 from numba import cuda
 
-from .cuda_tiles import _dev, tile_copy, tile_fill, tile_transpose_into
+from .cuda_tiles import _dev, tile_copy, tile_fill, tile_transpose_into, tile_view
 
 
 # ------------------------------------------------------------------------------ FFT
@@ -22,8 +22,8 @@ def _fft_into(out, a, sgn):
     other sizes: the O(N^2) sum, read from ``a``."""
     n = out.shape[out.ndim - 2]
     batch = out.size // (2 * n)
-    x = out.reshape((batch, n, 2))
-    src = a.reshape((batch, n, 2))
+    x = tile_view(out, (batch, n, 2))
+    src = tile_view(a, (batch, n, 2))
     zero = x.dtype.type(0)
     one = x.dtype.type(1)
     two_pi = x.dtype.type(6.283185307179586)
@@ -186,7 +186,7 @@ def _back_substitution(X, U, transposed):
 def tile_lower_solve_into(out, L, y):
     """``out`` = ``z`` with ``L z = y`` (forward substitution)."""
     tile_copy(out, y)
-    _forward_substitution(out.reshape((out.shape[0], out.size // out.shape[0])), L, False)
+    _forward_substitution(tile_view(out, (out.shape[0], out.size // out.shape[0])), L, False)
     cuda.syncthreads()
 
 
@@ -194,7 +194,7 @@ def tile_lower_solve_into(out, L, y):
 def tile_upper_solve_into(out, U, z):
     """``out`` = ``x`` with ``U x = z`` (back substitution)."""
     tile_copy(out, z)
-    _back_substitution(out.reshape((out.shape[0], out.size // out.shape[0])), U, False)
+    _back_substitution(tile_view(out, (out.shape[0], out.size // out.shape[0])), U, False)
     cuda.syncthreads()
 
 
@@ -202,7 +202,7 @@ def tile_upper_solve_into(out, U, z):
 def tile_cholesky_solve_into(out, L, y):
     """``out`` = ``x`` with ``L L^T x = y``."""
     tile_copy(out, y)
-    X = out.reshape((out.shape[0], out.size // out.shape[0]))  # (a vector: one column)
+    X = tile_view(out, (out.shape[0], out.size // out.shape[0]))  # (a vector: one column)
     _forward_substitution(X, L, False)
     _back_substitution(X, L, True)
     cuda.syncthreads()
@@ -306,13 +306,13 @@ def _triangular_solve_adj(adj_F, adj_y, F, x, g, lower):
     F^-T g`` in ``adj_y``, ``adj_F = -W x^T`` on ``F``'s triangle."""
     tile_copy(adj_y, g)
     n = F.shape[0]
-    W = adj_y.reshape((n, adj_y.size // n))
+    W = tile_view(adj_y, (n, adj_y.size // n))
     if lower:
         _back_substitution(W, F, True)
     else:
         _forward_substitution(W, F, True)
     cuda.syncthreads()
-    _solve_adj_factor(adj_F, W, x.reshape((n, x.size // n)), lower)
+    _solve_adj_factor(adj_F, W, tile_view(x, (n, x.size // n)), lower)
 
 
 @_dev
@@ -333,8 +333,8 @@ def tile_cholesky_solve_adj_into(adj_L, adj_y, L, y, x, g):
     ``-tril((Z x^T + x Z^T) L)`` (``G = Z x^T + x Z^T`` entry by entry as the CPU sums it)."""
     tile_copy(adj_y, g)
     n = L.shape[0]
-    Z = adj_y.reshape((n, adj_y.size // n))
-    X = x.reshape((n, x.size // n))
+    Z = tile_view(adj_y, (n, adj_y.size // n))
+    X = tile_view(x, (n, x.size // n))
     m = Z.shape[1]
     _forward_substitution(Z, L, False)
     _back_substitution(Z, L, True)
@@ -375,8 +375,8 @@ def _triangular_solve_jvp(out, F, x, dF, dy, lower):
     - tri(dF) x)``."""
     tile_copy(out, dy)
     n = F.shape[0]
-    R = out.reshape((n, out.size // n))
-    _subtract_products(R, dF, x.reshape((n, x.size // n)), lower)
+    R = tile_view(out, (n, out.size // n))
+    _subtract_products(R, dF, tile_view(x, (n, x.size // n)), lower)
     if lower:
         _forward_substitution(R, F, False)
     else:
@@ -402,10 +402,10 @@ def tile_cholesky_solve_jvp_into(out, t1, t2, L, y, x, dL, dy):
     dL^T`` (``t1 = L^T x``, ``t2 = tril(dL)^T x``, each entry summed as the CPU does)."""
     tile_copy(out, dy)
     n = L.shape[0]
-    X = x.reshape((n, x.size // n))
-    T1 = t1.reshape((n, t1.size // n))
-    T2 = t2.reshape((n, t2.size // n))
-    R = out.reshape((n, out.size // n))
+    X = tile_view(x, (n, x.size // n))
+    T1 = tile_view(t1, (n, t1.size // n))
+    T2 = tile_view(t2, (n, t2.size // n))
+    R = tile_view(out, (n, out.size // n))
     m = X.shape[1]
     for e in range(cuda.threadIdx.x, n * m, cuda.blockDim.x):
         i = e // m

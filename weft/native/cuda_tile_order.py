@@ -10,7 +10,7 @@ import math
 
 from numba import cuda
 
-from .cuda_tiles import _dev
+from .cuda_tiles import _dev, tile_view
 
 
 # ------------------------------------------------------------------------------ scans
@@ -21,8 +21,8 @@ from .cuda_tiles import _dev
 def tile_scan_inclusive_into(out, a):
     cuda.syncthreads()
     if cuda.threadIdx.x == 0:
-        f = out.reshape(out.size)
-        x = a.reshape(a.size)
+        f = tile_view(out, out.size)
+        x = tile_view(a, a.size)
         acc = x.dtype.type(0)
         for i in range(x.size):
             acc = acc + x[i]
@@ -34,8 +34,8 @@ def tile_scan_inclusive_into(out, a):
 def tile_scan_exclusive_into(out, a):
     cuda.syncthreads()
     if cuda.threadIdx.x == 0:
-        f = out.reshape(out.size)
-        x = a.reshape(a.size)
+        f = tile_view(out, out.size)
+        x = tile_view(a, a.size)
         acc = x.dtype.type(0)
         for i in range(x.size):
             f[i] = acc
@@ -49,9 +49,9 @@ def _scan_extreme(out, a, da, big, tangent):
     element skipped); with ``tangent``, ``da`` at the running extreme's element instead."""
     cuda.syncthreads()
     if cuda.threadIdx.x == 0 and a.size > 0:
-        f = out.reshape(out.size)
-        x = a.reshape(a.size)
-        d = da.reshape(da.size)
+        f = tile_view(out, out.size)
+        x = tile_view(a, a.size)
+        d = tile_view(da, da.size)
         acc = x[0]
         w = 0
         f[0] = d[0] if tangent else acc
@@ -90,8 +90,8 @@ def _scan_sum_adj(out, g, inclusive):
     when not ``inclusive``)."""
     cuda.syncthreads()
     if cuda.threadIdx.x == 0:
-        f = out.reshape(out.size)
-        x = g.reshape(g.size)
+        f = tile_view(out, out.size)
+        x = tile_view(g, g.size)
         acc = f.dtype.type(0)
         for i in range(x.size - 1, -1, -1):
             if inclusive:
@@ -118,13 +118,13 @@ def _scan_extreme_adj(out, a, g, big):
     """The adjoint of a running maximum (``big``) or minimum: ``g[i]`` to the element that is
     the running extreme at ``i`` (the earliest on ties, as the forward keeps it)."""
     cuda.syncthreads()
-    f = out.reshape(out.size)
+    f = tile_view(out, out.size)
     for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
         f[e] = 0
     cuda.syncthreads()
     if cuda.threadIdx.x == 0 and a.size > 0:
-        x = a.reshape(a.size)
-        d = g.reshape(g.size)
+        x = tile_view(a, a.size)
+        d = tile_view(g, g.size)
         acc = x[0]
         w = 0
         f[0] += d[0]
@@ -167,8 +167,8 @@ def tile_sort_into(ok, ov, keys, values):
     cuda.syncthreads()
     n = keys.size
     inner = values.size // n if n > 0 else 0
-    fv = ov.reshape(ov.size)
-    gv = values.reshape(values.size)
+    fv = tile_view(ov, ov.size)
+    gv = tile_view(values, values.size)
     if cuda.threadIdx.x == 0:
         for i in range(n):
             x = keys[i]

@@ -19,13 +19,71 @@ which lanes arrive).
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda
+from numba import config, cuda
+from numba.core import types
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+from numba.np.arrayobj import populate_array
 
 _dev = cuda.jit(device=True)
 
 #: the portable float16 conversions and atomic add, bound by :mod:`weft.native.cuda_helpers`
 #: when it imports this module (before anything compiles)
 h2f = f2h = atomic_add_f16 = None
+
+
+def _view_rank(shape):
+    """The rank of a view of ``shape`` (Numba's type: an integer or a tuple of them), else
+    None."""
+    if isinstance(shape, types.Integer):
+        return 1
+    if isinstance(shape, types.BaseTuple) and len(shape) and \
+            all(isinstance(s, types.Integer) for s in shape):
+        return len(shape)
+    return None
+
+
+@intrinsic
+def _c_view(typingctx, t, shape):
+    """A view of C-contiguous array ``t`` as ``shape``, of the same size (the generated code's
+    static tile shapes, which the simulator's :func:`tile_view` checks), built in place: the
+    data pointer with row-major strides. numba-cuda's ``reshape`` calls a helper compiled from
+    CUDA C (``reshape_funcs.cu``) that every kernel using it links, and numba-cuda's disk
+    cache cannot keep such a kernel; this view keeps tile kernels cacheable, and needs no
+    scratch in local memory."""
+    rank = _view_rank(shape)
+    if not isinstance(t, types.Array) or t.layout != "C" or rank is None:
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty, shapety = sig.args
+        ary = context.make_array(aryty)(context, builder, args[0])
+        if isinstance(shapety, types.Integer):
+            dims = [context.cast(builder, args[1], shapety, types.intp)]
+        else:
+            dims = [context.cast(builder, builder.extract_value(args[1], k), shapety[k],
+                                 types.intp) for k in range(rank)]
+        strides = [ary.itemsize]
+        for d in reversed(dims[1:]):
+            strides.insert(0, builder.mul(strides[0], d))
+        out = context.make_array(sig.return_type)(context, builder)
+        populate_array(out, data=ary.data, shape=dims, strides=strides, itemsize=ary.itemsize,
+                       meminfo=ary.meminfo, parent=ary.parent)
+        return impl_ret_borrowed(context, builder, sig.return_type, out._getvalue())
+
+    return t.copy(ndim=rank, layout="C")(t, shape), codegen
+
+
+if config.ENABLE_CUDASIM:
+    @_dev
+    def tile_view(t, shape):
+        """``t`` (C-contiguous: a tile's buffer) seen as ``shape``, of the same size."""
+        flags = getattr(t, "flags", None)
+        if flags is not None and not flags["C_CONTIGUOUS"]:
+            raise ValueError("tile_view of an array that is not C-contiguous (a copy on a GPU)")
+        return t.reshape(shape)
+else:  # (the intrinsic itself: a device function returns no array it was not passed)
+    tile_view = _c_view
 
 
 @_dev
@@ -58,7 +116,7 @@ def block_index(p, dim, tid_dims):
 def tile_fill(out, x):
     """Every element of ``out`` (a tile of scalars) = ``x``."""
     cuda.syncthreads()
-    f = out.reshape(out.size)
+    f = tile_view(out, out.size)
     for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
         f[e] = x
     cuda.syncthreads()
@@ -69,7 +127,7 @@ def tile_fill_components(out, v):
     """Every element of ``out`` (a tile of vectors or matrices, their components its trailing
     axes) = ``v``, the components' tuple."""
     cuda.syncthreads()
-    f = out.reshape(out.size)
+    f = tile_view(out, out.size)
     n = len(v)
     for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
         f[e] = v[e % n]
@@ -79,8 +137,8 @@ def tile_fill_components(out, v):
 @_dev
 def tile_copy(out, t):
     cuda.syncthreads()
-    f = out.reshape(out.size)
-    g = t.reshape(t.size)
+    f = tile_view(out, out.size)
+    g = tile_view(t, t.size)
     for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):
         f[e] = g[e]
     cuda.syncthreads()
@@ -91,10 +149,10 @@ def _elementwise(fn_name, params, expr):
     flat views ``fa``/``fb`` of tile operands ``a``/``b`` at ``e``, or scalars ``x``), each
     thread taking its share of the elements between two barriers. (Generated from a template:
     numba-cuda types each variant separately.)"""
-    views = "".join(f"    f{p} = {p}.reshape({p}.size)\n" for p in params if p != "x")
+    views = "".join(f"    f{p} = tile_view({p}, {p}.size)\n" for p in params if p != "x")
     src = (f"def {fn_name}(out, {', '.join(params)}):\n"
            "    cuda.syncthreads()\n"
-           "    f = out.reshape(out.size)\n" + views +
+           "    f = tile_view(out, out.size)\n" + views +
            "    for e in range(cuda.threadIdx.x, f.size, cuda.blockDim.x):\n"
            f"        f[e] = {expr}\n"
            "    cuda.syncthreads()\n")
@@ -278,7 +336,7 @@ def tile_sum_scalar(t):
     """The sum of a tile of scalars, in the CPU's order (:func:`weft.native.simd.sum_flat`:
     32 running sums over the full blocks of 32, lane ``l`` plus lane ``l + 16``, halving to
     one, then the rest in order), computed by every lane."""
-    f = t.reshape(t.size)
+    f = tile_view(t, t.size)
     n = f.size
     m = n - n % 32
     s = f.dtype.type(0)
@@ -293,7 +351,7 @@ def tile_sum_scalar(t):
 def tile_sum_in_order(t):
     """The sum of a tile of scalars element after element (``np.sum``'s order in the CPU's
     compiled code), computed by every lane."""
-    f = t.reshape(t.size)
+    f = tile_view(t, t.size)
     s = f.dtype.type(0)
     for k in range(f.size):
         s += f[k]
@@ -302,7 +360,7 @@ def tile_sum_in_order(t):
 
 @_dev
 def tile_max_scalar(t):
-    f = t.reshape(t.size)
+    f = tile_view(t, t.size)
     m = f[0]
     for k in range(1, f.size):
         if f[k] > m:
@@ -312,7 +370,7 @@ def tile_max_scalar(t):
 
 @_dev
 def tile_min_scalar(t):
-    f = t.reshape(t.size)
+    f = tile_view(t, t.size)
     m = f[0]
     for k in range(1, f.size):
         if f[k] < m:
@@ -345,7 +403,7 @@ def tile_min_into(out, t):
 
 @_dev
 def tile_argmax_into(out, t):
-    f = t.reshape(t.size)
+    f = tile_view(t, t.size)
     m = 0
     for k in range(1, f.size):
         if f[k] > f[m]:
@@ -355,7 +413,7 @@ def tile_argmax_into(out, t):
 
 @_dev
 def tile_argmin_into(out, t):
-    f = t.reshape(t.size)
+    f = tile_view(t, t.size)
     m = 0
     for k in range(1, f.size):
         if f[k] < f[m]:
@@ -374,13 +432,13 @@ def tile_extreme_adj_into(out, t, r, g):
     """The adjoint of ``tile_max``/``tile_min``: all of ``g[0]`` to the first element equal
     to the result ``r[0]``."""
     cuda.syncthreads()
-    ft = t.reshape(t.size)
+    ft = tile_view(t, t.size)
     first = ft.size
     for k in range(ft.size):
         if ft[k] == r[0]:
             first = k
             break
-    fo = out.reshape(out.size)
+    fo = tile_view(out, out.size)
     for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
         fo[e] = g[0] if e == first else 0
     cuda.syncthreads()
@@ -441,7 +499,7 @@ def tile_add_at_vec_into(out, t, idx, x, has):
     tile_copy(out, t)
     if has:
         v = out[idx]
-        f = v.reshape(v.size)
+        f = tile_view(v, v.size)
         for k in range(len(x)):
             cuda.atomic.add(f, k, x[k])
     cuda.syncthreads()
@@ -569,8 +627,8 @@ def tile_broadcast_into(out, t, padded):
     """``out`` = ``t`` (its shape left-padded with ones to ``padded``) broadcast to
     ``out``'s shape."""
     cuda.syncthreads()
-    fo = out.reshape(out.size)
-    ft = t.reshape(t.size)
+    fo = tile_view(out, out.size)
+    ft = tile_view(t, t.size)
     for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
         fo[e] = ft[_source(e, out.shape, padded)]
     cuda.syncthreads()
@@ -581,8 +639,8 @@ def tile_unbroadcast_into(out, g, padded):
     """The adjoint of :func:`tile_broadcast_into`: ``g`` summed over the broadcast axes into
     ``out`` (the source's shape; each element's terms in increasing order, as the CPU)."""
     cuda.syncthreads()
-    fo = out.reshape(out.size)
-    fg = g.reshape(g.size)
+    fo = tile_view(out, out.size)
+    fg = tile_view(g, g.size)
     for e in range(cuda.threadIdx.x, fo.size, cuda.blockDim.x):
         s = fo.dtype.type(0)
         for k in range(fg.size):
@@ -635,7 +693,7 @@ def tile_of_lanes_rows_into(out, v):
     """``wp.tile(v, preserve_type=True)`` (or of a matrix, quaternion, transform): thread
     ``l``'s components (flat) as element ``l``."""
     cuda.syncthreads()
-    f = out.reshape((out.shape[0], out.size // out.shape[0]))
+    f = tile_view(out, (out.shape[0], out.size // out.shape[0]))
     for k in range(f.shape[1]):
         f[cuda.threadIdx.x, k] = v[k]
     cuda.syncthreads()
@@ -646,7 +704,7 @@ def tile_from_lane_into(out, x, idx):
     """``tile_from_thread``: thread ``idx`` fills ``out`` with its ``x``."""
     cuda.syncthreads()
     if cuda.threadIdx.x == idx:
-        f = out.reshape(out.size)
+        f = tile_view(out, out.size)
         for e in range(f.size):
             f[e] = x
     cuda.syncthreads()
@@ -668,7 +726,7 @@ def tile_lane_at(t, k):
 @_dev
 def tile_lane_comp(t, k):
     """Component ``k`` (flat) of the thread's element of a tile of vectors, matrices, ..."""
-    return t.reshape((t.shape[0], t.size // t.shape[0]))[cuda.threadIdx.x, k]
+    return tile_view(t, (t.shape[0], t.size // t.shape[0]))[cuda.threadIdx.x, k]
 
 
 @_dev
@@ -706,7 +764,7 @@ def tile_arange_into(out):
 def tile_sum_vec_into(out, t):
     """``out[0, c]`` = the sum over the tile's elements of component ``c``, in order."""
     k = out.shape[1]
-    f = t.reshape((t.size // k, k))
+    f = tile_view(t, (t.size // k, k))
     cuda.syncthreads()
     if cuda.threadIdx.x == 0:
         for c in range(k):
@@ -721,7 +779,7 @@ def tile_sum_vec_into(out, t):
 def tile_sum_vec_adj_into(out, t, g):
     """The adjoint of :func:`tile_sum_vec_into`: ``g``'s components in every element."""
     k = g.shape[1]
-    f = out.reshape((out.size // k, k))
+    f = tile_view(out, (out.size // k, k))
     cuda.syncthreads()
     for e in range(cuda.threadIdx.x, out.size, cuda.blockDim.x):
         f[e // k, e % k] = g[0, e % k]
@@ -735,7 +793,7 @@ def tile_insert_vec_into(out, t, idx, x):
     code), as ``tile_insert_into``."""
     tile_copy(out, t)
     v = out[idx]
-    f = v.reshape(v.size)
+    f = tile_view(v, v.size)
     for k in range(len(x)):
         f[k] = x[k]
     cuda.syncthreads()
@@ -746,7 +804,7 @@ def tile_onehot_vec_into(out, idx, g):
     """``out`` = zeros but the sum of every thread's components ``g`` at element ``idx``."""
     tile_fill(out, 0)
     v = out[idx]
-    f = v.reshape(v.size)
+    f = tile_view(v, v.size)
     for k in range(len(g)):
         cuda.atomic.add(f, k, g[k])
     cuda.syncthreads()

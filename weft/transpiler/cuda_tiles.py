@@ -508,13 +508,30 @@ def rewrite(fdef, arrays, tid_dims=1, funcs=None):
     new.weft_dynamic_shared = 0
     if fn.shared > SHARED_LIMIT:
         new.weft_dynamic_shared = _dynamic_shared(new)
+    _ViewsInPlace().visit(new)
     return new
+
+
+class _ViewsInPlace(ast.NodeTransformer):
+    """Every ``x.reshape(shape)`` of the cooperative code (the flat and shaped views of its
+    tiles' buffers, which the passes above follow as views) written ``_wk.tile_view(x, shape)``:
+    a view made in place, since numba-cuda's ``reshape`` links a CUDA C helper that its disk
+    cache cannot keep (see :func:`weft.native.cuda_tiles.tile_view`)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr == "reshape" and len(node.args) == 1 and \
+                not node.keywords:
+            return ast.copy_location(ast.Call(attr_path("_wk.tile_view"),
+                                              [f.value, node.args[0]], []), node)
+        return node
 
 
 def _dynamic_shared(fdef):
     """Every ``cuda.shared.array(shape, dt)`` of ``fdef`` made a part of the block's dynamic
     shared memory (``cuda.shared.array(0, dt)``, one name per dtype, all at the same address):
-    a tile's buffer is ``_dyn_float32[o:o + n].reshape(shape)`` at its own offset (a multiple of
+    a tile's buffer is ``_dyn_float32[o:o + n].reshape(shape)`` (then ``_wk.tile_view``) at its own offset (a multiple of
     16 bytes), as a static array of that statement would be one buffer. A block may use more
     than 48 KiB of shared memory only so (its launch opts in: :mod:`weft.runtime.entries`).
     Returns the bytes the launch gives each block; raises :class:`Unsupported` above
