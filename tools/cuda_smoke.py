@@ -4,8 +4,9 @@
 
 For a machine with a GPU (the suite's CUDA tests run under Numba's simulator unless
 ``WEFT_TEST_REAL_CUDA=1``): forward values, every ``.grad`` after a tape's backward pass,
-forward-mode tangents, a tile reduction and matrix product, and a captured graph's replay, each
-on ``"cuda"`` against the same program on ``"cpu"``. Prints one line per check and exits
+forward-mode tangents, a tile reduction and matrix product, a captured graph's replay, and tile
+gradients (the suite's ``shapes`` kernel, then one kernel per operation of it), each on
+``"cuda"`` against the same program on ``"cpu"``. Prints one line per check and exits
 non-zero if any differs. (Geometry is built on the CPU only: no mesh here.)
 """
 from __future__ import annotations
@@ -74,6 +75,88 @@ def tile_sum_matmul(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float),
     tb = wp.tile_load(b, shape=(TILE, TILE))
     wp.tile_store(s, wp.tile_sum(ta))
     wp.tile_store(c, wp.tile_matmul(ta, tb))
+
+
+@wp.func
+def bump(x: float):
+    return x * x + 1.0
+
+
+# ``tile_shapes`` is the suite's ``shapes`` tile kernel (tests/data/cuda_tile_kernels.py), whose
+# ``a.grad`` was all zeros on an H200 in stop 78 while its values matched; each ``tg_*`` kernel
+# holds one of its operations, so that a run shows which adjoint differs
+@wp.kernel
+def tile_shapes(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float),
+                r: wp.array(dtype=float), ri: wp.array(dtype=int)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
+    u = wp.tile_map(bump, t) - t * 0.5
+    v = wp.tile_ones(shape=(4, 8), dtype=float) * 3.0 + u
+    w = wp.tile_transpose(v)
+    m = wp.tile_matmul(v, w)
+    wp.tile_store(out, wp.tile_map(wp.sin, m * 0.01), offset=(i * 4, 0))
+    wp.tile_store(r, wp.tile_max(v), offset=i * 3)
+    wp.tile_store(r, wp.tile_min(u), offset=i * 3 + 1)
+    wp.tile_store(r, wp.tile_reduce(wp.add, u), offset=i * 3 + 2)
+    wp.tile_store(ri, wp.tile_argmax(v), offset=i)
+
+
+@wp.kernel
+def tg_map(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
+    wp.tile_store(out, wp.tile_map(bump, t) - t * 0.5, offset=(i * 4, 0))
+
+
+@wp.kernel
+def tg_gram(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
+    wp.tile_store(out, wp.tile_matmul(t, wp.tile_transpose(t)), offset=(i * 4, 0))
+
+
+@wp.kernel
+def tg_extremes(a: wp.array2d(dtype=float), r: wp.array(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
+    wp.tile_store(r, wp.tile_max(t), offset=i * 2)
+    wp.tile_store(r, wp.tile_min(t), offset=i * 2 + 1)
+
+
+@wp.kernel
+def tg_sum(a: wp.array2d(dtype=float), r: wp.array(dtype=float)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
+    wp.tile_store(r, wp.tile_reduce(wp.add, t), offset=i)
+
+
+@wp.kernel
+def tg_int_output(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float),
+                  ri: wp.array(dtype=int)):
+    i = wp.tid()
+    t = wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
+    wp.tile_store(out, wp.tile_map(wp.sin, t), offset=(i * 4, 0))
+    wp.tile_store(ri, wp.tile_argmax(t), offset=i)
+
+
+def tile_gradient(kernel, outputs):
+    """A program launching tile ``kernel`` over 2 blocks of 8 threads on an 8 x 8 ``a`` and
+    ``outputs`` (shape, dtype), then backward from random seeds of its float outputs: returns
+    the outputs' values and ``a.grad``."""
+    def program(device):
+        rng = np.random.default_rng(8)
+        a = wp.array(rng.random((8, 8)).astype(np.float32), dtype=float, requires_grad=True,
+                     device=device)
+        outs = [wp.zeros(shape, dtype=dt, requires_grad=dt is float, device=device)
+                for shape, dt in outputs]
+        tape = wp.Tape()
+        with tape:
+            wp.launch_tiled(kernel, dim=[2], inputs=[a, *outs], block_dim=8, device=device)
+        seeds = {o: wp.array(rng.random(o.shape).astype(np.float32), dtype=float,
+                             device=device) for o in outs if o.dtype == wp.float32}
+        tape.backward(grads=seeds)
+        return (*(o.numpy() for o in outs), a.grad.numpy())
+    return program
 
 
 def on(device, fn):
@@ -164,7 +247,15 @@ def main():
                 ("rotate (value, q.grad, v.grad, m.grad)", program_rotate),
                 ("scatter (value, val.grad)", program_scatter),
                 ("tiles (sum, matmul)", program_tiles),
-                ("graph capture replay", program_capture)]
+                ("graph capture replay", program_capture),
+                ("tile shapes (values, a.grad)", tile_gradient(
+                    tile_shapes, [((8, 8), float), ((6,), float), ((2,), int)])),
+                ("tile map of a func (value, a.grad)", tile_gradient(tg_map, [((8, 8), float)])),
+                ("tile t t^T (value, a.grad)", tile_gradient(tg_gram, [((8, 4), float)])),
+                ("tile max, min (values, a.grad)", tile_gradient(tg_extremes, [((4,), float)])),
+                ("tile sum stored (value, a.grad)", tile_gradient(tg_sum, [((2,), float)])),
+                ("tile int output beside a float (values, a.grad)", tile_gradient(
+                    tg_int_output, [((8, 8), float), ((2,), int)]))]
     for name, fn in programs:
         try:
             t0 = time.perf_counter()
