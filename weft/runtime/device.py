@@ -79,7 +79,42 @@ _CUDA = {}
 _current = [_CPU]
 
 
+_DRIVER = []  # [whether a CUDA driver library loads], found once per process
+
+
+def _driver_loads():
+    """Whether a CUDA driver library loads from where numba-cuda looks for one
+    (``cudadrv.driver.locate_driver_and_loader``). Without one CUDA is not available, and
+    saying so needs no ``import numba.cuda``: 0.8 s here, most of it its typing modules and
+    ``ml_dtypes``. A CPU program that asks ``wp.is_cuda_available()`` or lists the devices
+    (Warp's examples do) pays nothing for the GPU it does not have."""
+    if not _DRIVER:
+        import ctypes
+        import os
+        import sys
+        if sys.platform == "win32":
+            load, dirs, names = ctypes.WinDLL, ["\\windows\\system32"], ["nvcuda.dll"]
+        elif sys.platform == "darwin":
+            load, dirs, names = ctypes.CDLL, ["/usr/local/cuda/lib"], ["libcuda.dylib"]
+        else:
+            load, dirs, names = ctypes.CDLL, ["/usr/lib", "/usr/lib64"], ["libcuda.so",
+                                                                         "libcuda.so.1"]
+        loads = False
+        for path in names + [os.path.join(d, n) for d in dirs for n in names]:
+            try:
+                load(path)
+            except OSError:
+                continue
+            loads = True
+            break
+        _DRIVER.append(loads)
+    return _DRIVER[0]
+
+
 def is_cuda_available():
+    from numba import config as nbconfig
+    if not nbconfig.ENABLE_CUDASIM and not _driver_loads():
+        return False
     try:
         from numba import cuda
         return bool(cuda.is_available())
