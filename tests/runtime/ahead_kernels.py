@@ -42,21 +42,24 @@ with tape:
     wp.launch(ak.total, 300, inputs=[y, s, 0.5])
 {settle}
 tape.backward(s)
+extra = None
+{after}
 late = [c for c in cache.STATS["compiled"] if c.startswith("weft_generated.")
         and c not in ahead]
 print(json.dumps({{"ahead": ahead, "late": late, "helper": background._proc is not None,
-                  "s": float(s.numpy()[0]), "grad": x.grad.numpy().tolist()}}))
+                  "s": float(s.numpy()[0]), "grad": x.grad.numpy().tolist(), "extra": extra}}))
 """
 
 
-def run_program(cache, load="", settle="", **env):
+def run_program(cache, load="", settle="", after="", **env):
     """Run ``PROGRAM`` (``load``: a statement before the launches, ``settle``: one before the
-    backward pass) in a new process with cache ``cache``: ``{"ahead", "late"}`` (generated functions compiled in that process
+    backward pass, ``after``: statements after it, which may set ``extra``) in a new process
+    with cache ``cache``: ``{"ahead", "late"}`` (generated functions compiled in that process
     before and after the launches began), ``"helper"`` (a background helper started), the
-    loss ``"s"`` and the gradient ``"grad"``."""
+    loss ``"s"``, the gradient ``"grad"`` and ``"extra"``."""
     env = dict(os.environ, WEFT_CACHE_DIR=str(cache), **env,
                PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    program = PROGRAM.format(here=HERE, load=load, settle=settle)
+    program = PROGRAM.format(here=HERE, load=load, settle=settle, after=after)
     out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
                          text=True, timeout=900)
     assert out.returncode == 0, out.stderr

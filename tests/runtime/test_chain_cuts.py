@@ -188,6 +188,19 @@ def _arguments(sig, n, seed):
     return out
 
 
+def _serial(kernel, kind):
+    """``kernel``'s serial twin for ``kind``, compiled for the types its launch passed: a
+    small launch runs the threaded entry's chunk instead when that is compiled already
+    (``background.serial_entry``), and then the twin is compiled here for the chunk's types."""
+    from weft.runtime import background
+    ck = kernel.compiled("cpu")
+    entry = ck.entry(kind, "serial")
+    if not entry.signatures:
+        chunk = background.whole_launch(ck, ck.entry(kind, "cpu")).dispatcher
+        entry.compile(chunk.signatures[0][2:])  # (start, end, then the entry's own)
+    return entry
+
+
 def _same_bits_with_and_without_cuts(entry, n, seed):
     """Generated function ``entry`` compiled anew with the cuts and without, each run on the
     same arguments: every array equal bit for bit. Returns both LLVM texts."""
@@ -211,7 +224,7 @@ def test_cut_functions_have_canonicalize_and_compute_the_same_bits(kind):
               outputs=[wp.zeros(n, dtype=float), wp.zeros(n, dtype=wp.vec3)])
     if kind == "adjoint":
         _launch_and_backward(a_np, v_np)
-    entry = long_chain.compiled("cpu").entry(kind, "serial")
+    entry = _serial(long_chain, kind)
     cut_text, plain_text = _same_bits_with_and_without_cuts(entry, n, 1)
     assert "llvm.canonicalize" in cut_text and "llvm.canonicalize" not in plain_text
 
@@ -228,7 +241,7 @@ def test_a_short_kernel_has_no_cut():
     y = wp.zeros(8, dtype=float)
     wp.launch(short_chain, 8, inputs=[a], outputs=[y])
     np.testing.assert_allclose(y.numpy(), 2.0 + np.sin(1.0), rtol=1e-6)
-    _, text = _compiled_anew(short_chain.compiled("cpu").entry("forward", "serial"), True)
+    _, text = _compiled_anew(_serial(short_chain, "forward"), True)
     assert "define" in text and "llvm.canonicalize" not in text
 
 
@@ -240,7 +253,7 @@ def test_the_cut_loop_is_still_vectorized():
     a_np, v_np = _inputs(n)
     wp.launch(long_chain, n, inputs=[wp.array(a_np), wp.array(v_np, dtype=wp.vec3)],
               outputs=[wp.zeros(n, dtype=float), wp.zeros(n, dtype=wp.vec3)])
-    entry = long_chain.compiled("cpu").entry("forward", "serial")
+    entry = _serial(long_chain, "forward")
     text, _ = _same_bits_with_and_without_cuts(entry, n, 2)
     # the launch's loop was vectorized across indices with the cuts in it
     assert re.search(r"llvm\.canonicalize\.v\d+f32", text), text[:2000]
@@ -320,7 +333,7 @@ def _check_float64_and_float16_chains():
         u = u * c + d
     np.testing.assert_array_equal(z.numpy(), u)  # float64 arithmetic, the same bits
     np.testing.assert_array_equal(y.numpy(), np.full(n, sum(F16), np.float16))  # (exact)
-    return long_chain_f16_f64.compiled("cpu").entry("forward", "serial")
+    return _serial(long_chain_f16_f64, "forward")
 
 
 @pytest.mark.uncached  # compiles a dispatcher of its own on every run
@@ -366,6 +379,6 @@ def test_a_chain_through_an_array_element_is_cut(tmp_path):
     for c in CM:
         want = want + a_np * f(c)
     np.testing.assert_array_equal(y.numpy(), want)
-    entry = memory_chain.compiled("cpu").entry("forward", "serial")
+    entry = _serial(memory_chain, "forward")
     cut_text, plain_text = _same_bits_with_and_without_cuts(entry, n, 4)
     assert "llvm.canonicalize" in cut_text and "llvm.canonicalize" not in plain_text

@@ -258,6 +258,45 @@ def _first_tier(ck, kind, fn):
     return whole_launch(ck, fn) or ck.entry(kind, "serial")
 
 
+class ChunkSerial:
+    """A serial launch run by its threaded entry's chunk, over the whole launch in one call:
+    the serial twin's work in the serial twin's order, from machine code already there for the
+    threaded entry (``wp.load_module``, a larger launch, or the disk cache), so that a small
+    launch compiles nothing more. ``dispatcher`` is the chunk's (a launch's bookkeeping)."""
+
+    __slots__ = ("dispatcher",)
+
+    def __init__(self, chunk):
+        self.dispatcher = chunk
+
+    def __call__(self, dims, *values):
+        self.dispatcher(0, dims[0] if len(dims) == 1 else launch_size(dims), dims, *values)
+
+
+_serials = {}  # serial twin -> what its kernel's serial launches run (decided at the first)
+
+
+def serial_entry(ck, kind, serial, dims, values):
+    """What a serial launch of ``ck``'s ``kind`` runs, decided at the first such launch in this
+    process: a :class:`ChunkSerial` when the serial twin ``serial`` has no machine code here
+    yet and the threaded entry's chunk, taking the entry's own arguments, has it for these
+    types (here or in the disk cache), else ``serial``. Results are the same either way: one
+    body, run in order on one thread."""
+    got = _serials.get(serial)
+    if got is not None:
+        return got
+    got = serial
+    threaded = ck.entry(kind, "cpu")
+    if not serial.overloads and ck.abi.debug_sites is None and not ck.abi.tie_arrays and \
+            not _sums_privately(threaded):
+        whole = whole_launch(ck, threaded)
+        sig = whole and _signature([0, 1, dims, *values])
+        if sig is not None and _cached(whole.dispatcher, sig):
+            got = ChunkSerial(whole.dispatcher)
+    _serials[serial] = got
+    return got
+
+
 def _sums_privately(fn):
     """Whether threaded entry ``fn`` adds into per-thread copies that it sums after the loop:
     its serial twin adds in another order, so its float results differ in the last bits, and a

@@ -29,7 +29,11 @@ def bound_forward(ck, dims, values, device):
     CUDA, debug builds and ``verify_fp`` go through :func:`run`."""
     if device.is_cuda or ck.abi.debug_sites is not None or config.verify_fp:
         return (lambda: run(ck, "forward", dims, values, device)), None
-    return ck.entry("forward", cpu_target(ck, "forward", dims)), (dims, *values)
+    target = cpu_target(ck, "forward", dims)
+    fn = ck.entry("forward", target)
+    if target == "serial" and fn not in ck.called:
+        fn = background.serial_entry(ck, "forward", fn, dims, values)  # (or its chunk)
+    return fn, (dims, *values)
 
 
 def run(ck, kind, dims, values, device, target=None):
@@ -42,6 +46,8 @@ def run(ck, kind, dims, values, device, target=None):
     if not device.is_cuda:
         target = target or cpu_target(ck, kind, dims)
         fn = ck.entry(kind, target)
+        if target == "serial" and kind in ("forward", "adjoint") and fn not in ck.called:
+            fn = background.serial_entry(ck, kind, fn, dims, values)  # (or its chunk)
         if kind == "forward" and target == "serial" and ck.kernel._fast is None:
             FastLaunch.enable(ck, fn)
         if target == "cpu" and fn not in ck.called and kind in ("forward", "adjoint") and \

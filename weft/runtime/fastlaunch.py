@@ -18,10 +18,12 @@ class FastLaunch:
     converters do not take, another device, a struct, geometry id or constant-index parameter)
     takes the general path, which checks and reports."""
 
-    __slots__ = ("fn", "convs", "checks", "options")
+    __slots__ = ("fn", "chunk", "convs", "checks", "options")
 
     def __init__(self, ck, fn):
         self.fn = fn
+        # a background.ChunkSerial: its chunk called here over the launch, one frame less
+        self.chunk = getattr(fn, "dispatcher", None)
         self.convs = [conv for _, _, conv in ck._converters]
         self.checks = ck.first_index_checks
         self.options = ck.kernel.options
@@ -61,5 +63,8 @@ class FastLaunch:
         for i, k in self.checks:
             if values[i].shape[k] < dim:
                 return False
-        self.fn((dim,), *values)
+        if self.chunk is not None:
+            self.chunk(0, dim, (dim,), *values)
+        else:
+            self.fn((dim,), *values)
         return True
