@@ -34,16 +34,23 @@ import machine  # noqa: E402
 from bench_startup import _wait_for_helpers  # noqa: E402
 from warp_examples import DRIVER, weftify  # noqa: E402
 
-#: Warp 1.19's core and optim examples that run on a CPU without extra packages
-#: (``core/example_mesh`` and ``optim/example_diffray`` read their assets with ``usd-core``)
+#: Warp 1.19's examples that weft runs on a CPU: the core and optim examples that need no
+#: extra package (``core/example_mesh`` and ``optim/example_diffray`` read their assets with
+#: ``usd-core``), the tile examples that do not ask for ``cuda:0``, and the JAX interop examples
+#: (``jax``). Not here: those Warp cannot run on a CPU either (CuPy, PyTorch, OpenGL, custom
+#: allocators, MPI/NCCL), ``tile/example_tile_mlp`` (fails under Warp too), and what weft does
+#: not have: ``warp.fem`` and ``warp.geometry`` (marching cubes).
 EXAMPLES = (
     "core/example_wave", "core/example_fluid", "core/example_sph", "core/example_dem",
     "core/example_mesh", "core/example_mesh_intersect", "core/example_raycast",
     "core/example_raymarch", "core/example_sample_mesh", "core/example_nvdb",
     "core/example_graph_capture", "core/example_work_queue", "core/example_spin_lock",
-    "core/example_fft_poisson_navier_stokes_2d",
+    "core/example_fft_poisson_navier_stokes_2d", "core/example_fdtd_3d",
     "optim/example_diffray", "optim/example_particle_repulsion", "optim/example_fluid_checkpoint",
     "optim/example_fluid_checkpoint_custom_backward", "optim/example_navier_stokes_perturbation",
+    "tile/example_tile_matmul", "tile/example_tile_block_cholesky", "tile/example_tile_cholesky",
+    "tile/example_tile_mcgp", "tile/example_tile_stream_compaction", "tile/example_tile_nbody",
+    "interop/example_jax_callable", "interop/example_jax_kernel",
 )
 
 

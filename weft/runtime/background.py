@@ -287,8 +287,9 @@ def serial_entry(ck, kind, serial, dims, values):
         return got
     got = serial
     threaded = ck.entry(kind, "cpu")
-    if not serial.overloads and ck.abi.debug_sites is None and not ck.abi.tie_arrays and \
-            not _sums_privately(threaded):
+    compiled_here = getattr(serial, "overloads", None)  # (None: NUMBA_DISABLE_JIT, no compiles)
+    if compiled_here is not None and not compiled_here and ck.abi.debug_sites is None and \
+            not ck.abi.tie_arrays and not _sums_privately(threaded):
         whole = whole_launch(ck, threaded)
         sig = whole and _signature([0, 1, dims, *values])
         if sig is not None and _cached(whole.dispatcher, sig):
