@@ -280,8 +280,11 @@ def serial_entry(ck, kind, serial, dims, values):
     """What a serial launch of ``ck``'s ``kind`` runs, decided at the first such launch in this
     process: a :class:`ChunkSerial` when the serial twin ``serial`` has no machine code here
     yet and the threaded entry's chunk, taking the entry's own arguments, has it for these
-    types (here or in the disk cache), else ``serial``. Results are the same either way: one
-    body, run in order on one thread."""
+    types (here or in the disk cache), else ``serial``. Results are the same either way: the
+    chunk's body is the serial twin's over a range of launch indices (``[_lo, _hi)`` for
+    ``range(launch_size)``), here run over all of them in order on one thread, so adjoints
+    that are serial at any size (an atomic replay's order, threads sharing elements) keep
+    their order too."""
     got = _serials.get(serial)
     if got is not None:
         return got
