@@ -11,12 +11,17 @@ non-zero if any differs. (Geometry is built on the CPU only: no mesh here.)
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
 import numpy as np
 
 import weft as wp
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tests", "data"))
+import cuda_tile_kernels as tk  # noqa: E402 - the suite's tile kernels
 
 FAILED = []
 
@@ -77,35 +82,14 @@ def tile_sum_matmul(a: wp.array2d(dtype=float), b: wp.array2d(dtype=float),
     wp.tile_store(c, wp.tile_matmul(ta, tb))
 
 
-@wp.func
-def bump(x: float):
-    return x * x + 1.0
-
-
-# ``tile_shapes`` is the suite's ``shapes`` tile kernel (tests/data/cuda_tile_kernels.py), whose
-# ``a.grad`` was all zeros on an H200 in stop 78 while its values matched; each ``tg_*`` kernel
-# holds one of its operations, so that a run shows which adjoint differs
-@wp.kernel
-def tile_shapes(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float),
-                r: wp.array(dtype=float), ri: wp.array(dtype=int)):
-    i = wp.tid()
-    t = wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
-    u = wp.tile_map(bump, t) - t * 0.5
-    v = wp.tile_ones(shape=(4, 8), dtype=float) * 3.0 + u
-    w = wp.tile_transpose(v)
-    m = wp.tile_matmul(v, w)
-    wp.tile_store(out, wp.tile_map(wp.sin, m * 0.01), offset=(i * 4, 0))
-    wp.tile_store(r, wp.tile_max(v), offset=i * 3)
-    wp.tile_store(r, wp.tile_min(u), offset=i * 3 + 1)
-    wp.tile_store(r, wp.tile_reduce(wp.add, u), offset=i * 3 + 2)
-    wp.tile_store(ri, wp.tile_argmax(v), offset=i)
-
-
+# ``tk.shapes`` is the suite's tile kernel whose ``a.grad`` was all zeros on an H200 in stop 78
+# while its values matched; each ``tg_*`` kernel holds one of its operations, so that a run shows
+# which adjoint differs
 @wp.kernel
 def tg_map(a: wp.array2d(dtype=float), out: wp.array2d(dtype=float)):
     i = wp.tid()
     t = wp.tile_load(a, shape=(4, 8), offset=(i * 4, 0))
-    wp.tile_store(out, wp.tile_map(bump, t) - t * 0.5, offset=(i * 4, 0))
+    wp.tile_store(out, wp.tile_map(tk.bump, t) - t * 0.5, offset=(i * 4, 0))
 
 
 @wp.kernel
@@ -249,7 +233,7 @@ def main():
                 ("tiles (sum, matmul)", program_tiles),
                 ("graph capture replay", program_capture),
                 ("tile shapes (values, a.grad)", tile_gradient(
-                    tile_shapes, [((8, 8), float), ((6,), float), ((2,), int)])),
+                    tk.shapes, [((8, 8), float), ((6,), float), ((2,), int)])),
                 ("tile map of a func (value, a.grad)", tile_gradient(tg_map, [((8, 8), float)])),
                 ("tile t t^T (value, a.grad)", tile_gradient(tg_gram, [((8, 4), float)])),
                 ("tile max, min (values, a.grad)", tile_gradient(tg_extremes, [((4,), float)])),

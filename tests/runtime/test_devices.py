@@ -45,15 +45,19 @@ def test_unknown_device_name():
         wp.zeros(3, dtype=float, device="tpu")
 
 
-def test_cuda_without_gpu_or_simulator_is_a_clear_error():
+def _without_simulator(code):
+    """Run ``code`` in a new process without Numba's CUDA simulator."""
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-    code = ("import weft as wp\n"
-            "try:\n    wp.zeros(3, dtype=float, device='cuda')\n"
-            "except wp.LaunchError as e:\n    print('ERR', e)\n"
-            "print('avail', wp.is_cuda_available())\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=300)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_cuda_without_gpu_or_simulator_is_a_clear_error():
+    r = _without_simulator("import weft as wp\n"
+                           "try:\n    wp.zeros(3, dtype=float, device='cuda')\n"
+                           "except wp.LaunchError as e:\n    print('ERR', e)\n"
+                           "print('avail', wp.is_cuda_available())\n")
     if "avail True" in r.stdout:
         pytest.skip("a real CUDA device is present")
     assert "ERR device 'cuda': no CUDA device was found" in r.stdout, r.stdout + r.stderr
@@ -62,14 +66,11 @@ def test_cuda_without_gpu_or_simulator_is_a_clear_error():
 def test_no_driver_means_no_cuda_without_importing_numba_cuda():
     # a CPU program asking about GPUs (Warp's examples do) does not import numba.cuda, 0.8 s,
     # to learn that no driver library loads; with one, numba-cuda answers as before
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-    code = ("import sys, weft as wp\nfrom weft.runtime import device\n"
-            "print(wp.is_cuda_available(), wp.get_cuda_device_count(), wp.get_preferred_device(),"
-            " wp.get_devices(), device._driver_loads(), 'numba.cuda' in sys.modules)\n"
-            "from numba import cuda\nprint(cuda.is_available())\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=300)
+    r = _without_simulator(
+        "import sys, weft as wp\nfrom weft.runtime import device\n"
+        "print(wp.is_cuda_available(), wp.get_cuda_device_count(), wp.get_preferred_device(),"
+        " wp.get_devices(), device._driver_loads(), 'numba.cuda' in sys.modules)\n"
+        "from numba import cuda\nprint(cuda.is_available())\n")
     assert r.returncode == 0, r.stderr[-2000:]
     first, numba_says = r.stdout.split("\n")[:2]
     if "True" not in first.split()[-2]:  # no driver library: the answer without numba.cuda
