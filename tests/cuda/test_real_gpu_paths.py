@@ -138,14 +138,14 @@ def test_a_tile_view_is_made_in_place_of_a_c_contiguous_buffer_only():
     import numba
     from numba.core.errors import TypingError
 
-    from weft.native import cuda_tiles
+    from weft.native import cuda_views
 
     @numba.njit
     def views(a, b):
-        f = cuda_tiles._c_view(a, a.size)
+        f = cuda_views._c_view(a, a.size)
         f[3] = 100.0                                   # writes through to a[0, 3]
-        g = cuda_tiles._c_view(a, (a.size // 2, 2))
-        h = cuda_tiles._c_view(b[2:6], (2, np.int32(2)))  # a slice of a 1-D buffer
+        g = cuda_views._c_view(a, (a.size // 2, 2))
+        h = cuda_views._c_view(b[2:6], (2, np.int32(2)))  # a slice of a 1-D buffer
         return f.shape, g.shape, g.strides, g[2, 1], h.strides, h[1, 0]
 
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
@@ -154,10 +154,10 @@ def test_a_tile_view_is_made_in_place_of_a_c_contiguous_buffer_only():
 
     @numba.njit
     def of_a_transpose(a):
-        return cuda_tiles._c_view(a.T, 12)
+        return cuda_views._c_view(a.T, 12)
     with pytest.raises(TypingError):  # not C-contiguous: no view of it is made
         of_a_transpose(a)
-    if cuda_tiles.tile_view is not cuda_tiles._c_view:  # the simulator's: the same refusal
+    if cuda_views.tile_view is not cuda_views._c_view:  # the simulator's: the same refusal
         with pytest.raises(ValueError, match="not C-contiguous"):
-            cuda_tiles.tile_view(a.T, 12)
-        assert cuda_tiles.tile_view(a, (2, 6))[0, 3] == 100.0
+            cuda_views.tile_view(a.T, 12)
+        assert cuda_views.tile_view(a, (2, 6))[0, 3] == 100.0

@@ -516,7 +516,7 @@ class _ViewsInPlace(ast.NodeTransformer):
     """Every ``x.reshape(shape)`` of the cooperative code (the flat and shaped views of its
     tiles' buffers, which the passes above follow as views) written ``_wk.tile_view(x, shape)``:
     a view made in place, since numba-cuda's ``reshape`` links a CUDA C helper that its disk
-    cache cannot keep (see :func:`weft.native.cuda_tiles.tile_view`)."""
+    cache cannot keep (see :func:`weft.native.cuda_views.tile_view`)."""
 
     def visit_Call(self, node):
         self.generic_visit(node)
