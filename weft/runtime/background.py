@@ -288,17 +288,19 @@ def serial_entry(ck, kind, serial, dims, values):
     got = _serials.get(serial)
     if got is not None:
         return got
-    got = serial
-    threaded = ck.entry(kind, "cpu")
-    compiled_here = getattr(serial, "overloads", None)  # (None: NUMBA_DISABLE_JIT, no compiles)
-    if compiled_here is not None and not compiled_here and ck.abi.debug_sites is None and \
-            not ck.abi.tie_arrays and not _sums_privately(threaded):
-        whole = whole_launch(ck, threaded)
-        sig = whole and _signature([0, 1, dims, *values])
-        if sig is not None and _cached(whole.dispatcher, sig):
-            got = ChunkSerial(whole.dispatcher)
-    _serials[serial] = got
+    _serials[serial] = got = _chunk_or_serial(ck, kind, serial, dims, values)
     return got
+
+
+def _chunk_or_serial(ck, kind, serial, dims, values):
+    compiled_here = getattr(serial, "overloads", None)  # (None: NUMBA_DISABLE_JIT, no compiles)
+    if compiled_here is None or compiled_here or ck.abi.debug_sites is not None or \
+            ck.abi.tie_arrays:
+        return serial
+    threaded = ck.entry(kind, "cpu")
+    whole = None if _sums_privately(threaded) else whole_launch(ck, threaded)
+    sig = whole and _signature([0, 1, dims, *values])
+    return ChunkSerial(whole.dispatcher) if sig and _cached(whole.dispatcher, sig) else serial
 
 
 def _sums_privately(fn):

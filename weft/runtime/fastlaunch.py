@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..core import config
 from . import device as D
+from .background import ChunkSerial
 from . import hazards
 from .graph import _open as _captures_open
 from .hooks import tapes as _tapes  # the live list of recording tapes, read directly
@@ -22,8 +23,8 @@ class FastLaunch:
 
     def __init__(self, ck, fn):
         self.fn = fn
-        # a background.ChunkSerial: its chunk called here over the launch, one frame less
-        self.chunk = getattr(fn, "dispatcher", None)
+        # a ChunkSerial: its chunk called here over the launch, one frame less
+        self.chunk = fn.dispatcher if isinstance(fn, ChunkSerial) else None
         self.convs = [conv for _, _, conv in ck._converters]
         self.checks = ck.first_index_checks
         self.options = ck.kernel.options

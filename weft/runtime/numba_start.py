@@ -318,11 +318,11 @@ def compiling_generated_cuda_code():
 
 def _cache_only_what_pickles():
     """numba-cuda's disk cache cannot pickle a kernel that links files beside its own code
-    (numba-cuda's reshape helpers, ``reshape_funcs.cu``, which weft's tile code no longer
-    calls: :func:`weft.native.cuda_views.tile_view`; fp16 shims): its
-    save raises ``Cannot pickle CUDACodeLibrary with linking files`` and the launch fails. Such
-    a kernel is not cached: it compiles again in each process. Once, for numba-cuda's CUDA
-    caches; other kernels are cached as before."""
+    (fp16 shims; numba-cuda's reshape helpers, ``reshape_funcs.cu``, which weft's tile code no
+    longer calls: :func:`weft.native.cuda_views.tile_view`): its save raises ``Cannot pickle
+    CUDACodeLibrary with linking files`` and the launch fails. Such a kernel is not cached: it
+    compiles again in each process. Once, for numba-cuda's CUDA caches; other kernels are
+    cached as before."""
     try:
         from numba.cuda.dispatcher import NRT_LIBRARY, CUDACacheImpl
     except ImportError:  # (another numba-cuda)
