@@ -1,17 +1,15 @@
 """The CUDA target: results equal the CPU target's (under Numba's simulator in CI), every
 generated CUDA function compiles to PTX for cc 9.0, and adjoint stack overflow is an error."""
 import os
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
 import weft as wp
-from tests.cuda import launch_dims
+from tests.cuda import launch_dims, without_simulator
 
 HERE = os.path.dirname(__file__)
-ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, "..", "data"))
 import cuda_kernels as ck  # noqa: E402
 
@@ -113,12 +111,7 @@ def test_cuda_atomic_accumulation_matches_cpu():
     np.testing.assert_allclose(out["cpu"][1], out["cuda"][1])
 
 
-def _subprocess(code, *argv, **env):
-    e = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    e["PYTHONPATH"] = ROOT + os.pathsep + os.path.join(HERE, "..", "data")
-    e.update(env)
-    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
-                          env=e, timeout=900)
+_subprocess = without_simulator  # (its name in these tests)
 
 
 PTX = """

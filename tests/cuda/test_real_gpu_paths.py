@@ -12,17 +12,13 @@ checked here without one:
   each read the region's adjoint before any reset it, and the gradient counted every block's
   store (x.grad 6 where it is 2, ``tests/tiles/test_tile_store_once.py``).
 """
-import os
-import subprocess
-import sys
 import warnings
 
 import numpy as np
 import pytest
 
 import weft as wp
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.cuda import without_simulator
 
 
 @wp.kernel
@@ -107,10 +103,7 @@ print(check(None, Kernel([])), check(None, Kernel([NRT_LIBRARY])),
 
 def test_kernels_that_link_files_are_compiled_not_cached():
     pytest.importorskip("numba.cuda")
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    env["PYTHONPATH"] = ROOT
-    r = subprocess.run([sys.executable, "-c", CACHE_CHECK], capture_output=True, text=True,
-                       env=env, timeout=300)
+    r = without_simulator(CACHE_CHECK)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split() == ["True", "True", "False", "False"]
 
@@ -168,8 +161,7 @@ def test_a_tile_view_is_made_in_place_of_a_c_contiguous_buffer_only():
     # not C-contiguous: no view of it is made (typing fails). In a process of its own: a failed
     # compile here, after some other tests of the suite, made later gradients in this process
     # wrong (docs/performance.md, stop 79: open)
-    r = subprocess.run([sys.executable, "-c", REFUSAL], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=ROOT), timeout=300)
+    r = without_simulator(REFUSAL)
     assert r.returncode == 0 and r.stdout.split() == ["refused"], r.stdout + r.stderr[-2000:]
     if cuda_views.tile_view is not cuda_views._c_view:  # the simulator's: the same refusal
         with pytest.raises(ValueError, match="not C-contiguous"):

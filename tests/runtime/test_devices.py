@@ -1,12 +1,9 @@
 """Devices and CUDA arrays (under the simulator in CI), and the no-GPU error."""
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import weft as wp
+from tests.cuda import without_simulator
 
 pytestmark = pytest.mark.cudasim
 
@@ -45,16 +42,8 @@ def test_unknown_device_name():
         wp.zeros(3, dtype=float, device="tpu")
 
 
-def _without_simulator(code):
-    """Run ``code`` in a new process without Numba's CUDA simulator."""
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=300)
-
-
 def test_cuda_without_gpu_or_simulator_is_a_clear_error():
-    r = _without_simulator("import weft as wp\n"
+    r = without_simulator("import weft as wp\n"
                            "try:\n    wp.zeros(3, dtype=float, device='cuda')\n"
                            "except wp.LaunchError as e:\n    print('ERR', e)\n"
                            "print('avail', wp.is_cuda_available())\n")
@@ -66,7 +55,7 @@ def test_cuda_without_gpu_or_simulator_is_a_clear_error():
 def test_no_driver_means_no_cuda_without_importing_numba_cuda():
     # a CPU program asking about GPUs (Warp's examples do) does not import numba.cuda, 0.8 s,
     # to learn that no driver library loads; with one, numba-cuda answers as before
-    r = _without_simulator(
+    r = without_simulator(
         "import sys, weft as wp\nfrom weft.runtime import device\n"
         "print(wp.is_cuda_available(), wp.get_cuda_device_count(), wp.get_preferred_device(),"
         " wp.get_devices(), device._driver_loads(), 'numba.cuda' in sys.modules)\n"
