@@ -22,9 +22,11 @@ _install_module_paths()  # weft.types, weft.utils, weft.optim, ...: the public m
 from .runtime.numba_start import drop_dead_globals_when_unoptimised as _drop  # noqa: E402
 from .runtime.numba_start import environments_without_imports as _environments  # noqa: E402
 from .runtime.numba_start import linking_modules_on_use as _linking  # noqa: E402
+from .runtime.numba_start import unique_function_ids as _unique_ids  # noqa: E402
 _drop()  # at NUMBA_OPT=0 only: what calls functions stays cacheable
 _environments()  # cached code's environments: their modules' imports left to whoever uses them
 _linking()  # cached code's bitcode parsed when a compile first links it
+_unique_ids()  # no function compiled here shares a symbol with cached code of another process
 
 from .core.errors import InternalError, KernelError, KernelNameError, KernelSyntaxError  # noqa: E402
 from .core.errors import KernelTypeError, LaunchError, KernelIndexError, KernelFloatError  # noqa: E402,E501

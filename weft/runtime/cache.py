@@ -170,6 +170,9 @@ def _weft_code_hash():
                         h.update(name.encode() + f.read())
         with open(os.path.join(root, "runtime", "libm_tanh.py"), "rb") as f:
             h.update(f.read())  # (compiled into kernels in place of the C library's tanhf)
+        # modules cached before Numba's function ids were drawn at random
+        # (``numba_start.unique_function_ids``) may share symbols with each other's code
+        h.update(b"function ids: random")
         _CODE_HASH.append(h.hexdigest()[:16])
     return _CODE_HASH[0]
 

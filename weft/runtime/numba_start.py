@@ -164,6 +164,42 @@ def linking_modules_on_use():
     library._weft_links_on_use = True
 
 
+class _RandomIds:
+    """Numba's ``FunctionIdentity._unique_ids`` drawing each id at random (63 bits) in place of
+    counting from 1 in every process: see :func:`unique_function_ids`."""
+
+    __slots__ = ()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return int.from_bytes(os.urandom(8), "little") >> 1
+
+
+def unique_function_ids():
+    """Every function Numba compiles in this process gets a symbol no other process's code has.
+
+    Numba names a compiled function by its module, qualified name, argument types and an id
+    counted from 1 in each process, so that two functions of one name (closures of one
+    factory, the implementations ``@overload`` returns) get distinct symbols. Code loaded from
+    the disk cache keeps the names of the process that compiled it, with that process's ids;
+    a function compiled here can get the same name as one it holds, with another body. LLVM
+    binds a name once per process: code loaded after the fresh function then calls the fresh
+    body (both are ``linkonce_odr``, as Numba links callees). Measured (stop 80): a cached
+    function returning ``a + v`` through an overload's lambda returned ``a - v`` after a
+    function with a lambda of that name, ids aligned, was compiled first; in weft's suite, one
+    extra compile early in a worker shifted the count so that later kernels, loaded from the
+    cache, ran another kernel's atomic operation and gave wrong gradients. Drawn at random,
+    an id is never reused across processes (nor across a ``fork``'s children, which inherit a
+    counter). Installed once, at ``import weft``: functions compiled before that keep Numba's
+    count. numba-cuda, which has its own counter, links each kernel's callees from one compile
+    (its cache holds whole kernels), so its names never meet a cached function's."""
+    from numba.core.bytecode import FunctionIdentity
+    if not isinstance(FunctionIdentity._unique_ids, _RandomIds):
+        FunctionIdentity._unique_ids = _RandomIds()
+
+
 def elf_defined_symbols(obj):
     """The names of the functions and variables an ELF64 little-endian object defines (its
     symbol table's entries with a section, named, of no type, data or code), or None for
