@@ -182,19 +182,19 @@ def unique_function_ids():
 
     Numba names a compiled function by its module, qualified name, argument types and an id
     counted from 1 in each process, so that two functions of one name (closures of one
-    factory, the implementations ``@overload`` returns) get distinct symbols. Code loaded from
-    the disk cache keeps the names of the process that compiled it, with that process's ids;
-    a function compiled here can get the same name as one it holds, with another body. LLVM
-    binds a name once per process: code loaded after the fresh function then calls the fresh
-    body (both are ``linkonce_odr``, as Numba links callees). Measured (stop 80): a cached
-    function returning ``a + v`` through an overload's lambda returned ``a - v`` after a
-    function with a lambda of that name, ids aligned, was compiled first; in weft's suite, one
-    extra compile early in a worker shifted the count so that later kernels, loaded from the
-    cache, ran another kernel's atomic operation and gave wrong gradients. Drawn at random,
-    an id is never reused across processes (nor across a ``fork``'s children, which inherit a
-    counter). Installed once, at ``import weft``: functions compiled before that keep Numba's
-    count. numba-cuda, which has its own counter, links each kernel's callees from one compile
-    (its cache holds whole kernels), so its names never meet a cached function's."""
+    factory, the implementations an ``@overload`` returns) get distinct symbols. Code loaded
+    from the disk cache keeps the names of the process that compiled it, with that process's
+    ids, and two programs that run the same steps count alike: a function compiled here could
+    get the name of one that cached code holds, with another body. LLVM binds a name once per
+    process (both are ``linkonce_odr``, as Numba links callees), so cached code loaded after
+    the fresh function ran the fresh body. Measured (stop 80, ``NUMBA_OPT=0``, where nothing is
+    inlined): a cached function adding through an overload's lambda subtracted, after a second
+    program compiled the subtracting lambda of the same factory first; a cached kernel calling
+    ``wp.atomic_add`` ran ``atomic_sub`` (weft's eight atomic operations are lambdas of one
+    factory). Drawn at random, an id is not reused across processes (nor across a ``fork``'s
+    children, which would inherit a counter). Installed once, at ``import weft``: functions
+    compiled before that keep Numba's count. numba-cuda keeps a counter of its own, not changed
+    here."""
     from numba.core.bytecode import FunctionIdentity
     if not isinstance(FunctionIdentity._unique_ids, _RandomIds):
         FunctionIdentity._unique_ids = _RandomIds()
