@@ -83,11 +83,13 @@ def _programs(tmp_path, module, first, second):
     (tmp_path / "m.py").write_text(module)
     env = {k: v for k, v in os.environ.items() if k not in ("WEFT_EXPECT_WARM",)}
     env.update(NUMBA_OPT="0", WEFT_CACHE_DIR=str(tmp_path / "cache"),
-               NUMBA_CACHE_DIR=str(tmp_path / "numba"), PYTHONPATH=str(tmp_path))
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(tmp_path),
+                                                        env.get("PYTHONPATH")])))
     out = []
     for code in (first, second):
         r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                           text=True, env=env, timeout=300, cwd=tmp_path)
+                           text=True, env=env, timeout=300)
         assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
         out.append(r.stdout.splitlines())
     return out
