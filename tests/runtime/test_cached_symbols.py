@@ -130,3 +130,12 @@ def test_cached_kernel_runs_its_own_atomic_operation(tmp_path):
     np.testing.assert_allclose(eval(second[0]), expect_sub)
     np.testing.assert_allclose(eval(second[1]), expect_add)  # (before the fix: the sums of acc_sub)
     assert second[2] == "0"  # acc_add came from the cache: nothing compiled for it
+
+
+def test_function_ids_are_drawn_at_random():
+    # what the two program pairs rely on, whatever order of compiles lines their ids up
+    import weft  # noqa: F401
+    from numba.core.bytecode import FunctionIdentity
+    ids = [FunctionIdentity.from_function(_programs).unique_id for _ in range(4)]
+    assert len(set(ids)) == 4 and all(0 <= i < 2 ** 63 for i in ids)
+    assert max(ids) - min(ids) > 3  # (Numba's own count: consecutive)
