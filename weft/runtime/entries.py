@@ -29,11 +29,17 @@ def bound_forward(ck, dims, values, device):
     CUDA, debug builds and ``verify_fp`` go through :func:`run`."""
     if device.is_cuda or ck.abi.debug_sites is not None or config.verify_fp:
         return (lambda: run(ck, "forward", dims, values, device)), None
-    target = cpu_target(ck, "forward", dims)
-    fn = ck.entry("forward", target)
-    if target == "serial" and fn not in ck.called:
-        fn = background.serial_entry(ck, "forward", fn, dims, values)  # (or its chunk)
-    return fn, (dims, *values)
+    return _cpu_entry(ck, "forward", cpu_target(ck, "forward", dims), dims, values), \
+        (dims, *values)
+
+
+def _cpu_entry(ck, kind, target, dims, values):
+    """``ck``'s CPU entry for ``kind`` and ``target``; a serial forward or adjoint not called
+    yet may be the threaded entry's chunk instead (:func:`background.serial_entry`)."""
+    fn = ck.entry(kind, target)
+    if target == "serial" and kind in ("forward", "adjoint") and fn not in ck.called:
+        fn = background.serial_entry(ck, kind, fn, dims, values)
+    return fn
 
 
 def run(ck, kind, dims, values, device, target=None):
@@ -45,9 +51,7 @@ def run(ck, kind, dims, values, device, target=None):
                           src.lines[src.first_line - 1], ck.key)
     if not device.is_cuda:
         target = target or cpu_target(ck, kind, dims)
-        fn = ck.entry(kind, target)
-        if target == "serial" and kind in ("forward", "adjoint") and fn not in ck.called:
-            fn = background.serial_entry(ck, kind, fn, dims, values)  # (or its chunk)
+        fn = _cpu_entry(ck, kind, target, dims, values)
         if kind == "forward" and target == "serial" and ck.kernel._fast is None:
             FastLaunch.enable(ck, fn)
         if target == "cpu" and fn not in ck.called and kind in ("forward", "adjoint") and \

@@ -532,8 +532,9 @@ def _dynamic_shared(fdef):
     """Every ``cuda.shared.array(shape, dt)`` of ``fdef`` made a part of the block's dynamic
     shared memory (``cuda.shared.array(0, dt)``, one name per dtype, all at the same address):
     a tile's buffer is ``_dyn_float32[o:o + n].reshape(shape)`` (later ``_wk.tile_view``) at
-    its own offset (a multiple of 16 bytes), as a static array of that statement would be one buffer. A block may use more
-    than 48 KiB of shared memory only so (its launch opts in: :mod:`weft.runtime.entries`).
+    its own offset (a multiple of 16 bytes), as a static array of that statement would be one
+    buffer. A block may use more than 48 KiB of shared memory only so (its launch opts in:
+    :mod:`weft.runtime.entries`).
     Returns the bytes the launch gives each block; raises :class:`Unsupported` above
     :data:`SHARED_OPT_IN_MAX`."""
     offset = 0
