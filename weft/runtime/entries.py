@@ -115,10 +115,10 @@ def _warn_tile_adjoint_on_gpu(ck):
 
 class _DynamicShared:
     """A CUDA launch whose blocks take ``nbytes`` of dynamic shared memory (tiles over the 48
-    KiB of static shared memory: :func:`weft.transpiler.cuda_tiles._dynamic_shared`). On a GPU
-    the kernel opts in to that much first (the driver's ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` of the
-    compiled function, as numba-cuda sets its carveout); more than the device gives a block is
-    refused before anything runs. Numba's simulator needs neither."""
+    KiB of static shared memory: :func:`weft.transpiler.cuda_tile_memory.dynamic_shared`). On a
+    GPU the kernel opts in to that much first (the driver's ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` of
+    the compiled function, as numba-cuda sets its carveout); more than the device gives a block
+    is refused before anything runs. Numba's simulator needs neither."""
 
     def __init__(self, ck, dispatcher, blocks, threads, nbytes):
         self.ck, self.dispatcher, self.nbytes = ck, dispatcher, nbytes

@@ -229,7 +229,7 @@ class KernelABI:
     (:func:`weft.transpiler.cuda_lanes.lane_tiles`). ``dynamic_shared`` (CUDA): ``(kind,
     bytes)`` for each entry whose tiles need more than the 48 KiB of static shared memory a
     block has: they are carved from dynamic shared memory, which its launch gives and opts in
-    to (:func:`weft.transpiler.cuda_tiles._dynamic_shared`)."""
+    to (:func:`weft.transpiler.cuda_tile_memory.dynamic_shared`)."""
 
     kernel: str
     tid_dims: int
