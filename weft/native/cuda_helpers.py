@@ -157,7 +157,11 @@ for _n in ("h2f", "f2h", "atomic_add_f16", "atomic_exch"):  # the helpers bound 
 
 
 from . import cuda_tile_algebra as _cuda_tile_algebra  # noqa: E402
+from . import cuda_tile_elements as _cuda_tile_elements  # noqa: E402
 from . import cuda_tile_order as _cuda_tile_order  # noqa: E402
+
+#: the modules of the cooperative tile operations
+_TILE_MODULES = (_cuda_tiles, _cuda_tile_elements, _cuda_tile_algebra, _cuda_tile_order)
 
 #: the pure ones among the calls the pass ``cuda_tiles`` writes (the others write their first
 #: argument or its array, or synchronise the block)
@@ -177,11 +181,10 @@ PASS_FORMS = {"tile_add_at": "tile_add_at_into", "tile_set_at": "tile_set_at_int
 
 def _register_tile_calls():
     """Every call the pass ``cuda_tiles`` writes into generated CUDA code (the functions of
-    ``cuda_tiles``, ``cuda_tile_algebra`` and ``cuda_tile_order``, and the shared buffers) joins
-    :data:`weft.native.vocabulary.CALLS` here (the vocabulary itself, part of the shipped
-    store's fingerprint, stays the CPU's)."""
+    :data:`_TILE_MODULES`, and the shared buffers) joins :data:`weft.native.vocabulary.CALLS`
+    here (the vocabulary itself, part of the shipped store's fingerprint, stays the CPU's)."""
     from . import vocabulary
-    names = sorted({n for m in (_cuda_tiles, _cuda_tile_algebra, _cuda_tile_order)
+    names = sorted({n for m in _TILE_MODULES
                     for n, v in vars(m).items()
                     if (n.startswith("tile_") or n == "block_index") and callable(v)})
     entries = [(f"_wk.{n}", n in _PURE_TILE_CALLS) for n in names]
@@ -193,6 +196,6 @@ def _register_tile_calls():
 
 _register_tile_calls()
 
-for _module in (_cuda_tiles, _cuda_tile_algebra, _cuda_tile_order):
+for _module in _TILE_MODULES:
     globals().update({_n: getattr(_module, _n) for _n in dir(_module)
                       if _n.startswith("tile_") or _n == "block_index"})

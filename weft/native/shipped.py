@@ -54,12 +54,13 @@ COLLECT_ENV = "WEFT_SHIPPED_COLLECT"
 
 
 #: this module and its command line: what ships the code, not what is compiled; and the CUDA
-#: device functions (``cuda_helpers``, ``cuda_tiles``, ``cuda_tile_algebra``,
-#: ``cuda_tile_order``, ``cuda_views``), which numba-cuda compiles on the GPU's machine and the
-#: store (CPU machine code) never holds
+#: device functions (``cuda_helpers``, ``cuda_tiles``, ``cuda_tile_elements``,
+#: ``cuda_tile_algebra``, ``cuda_tile_order``, ``cuda_views``), which numba-cuda compiles on the
+#: GPU's machine and the store (CPU machine code) never holds
 MECHANISM = {(HERE, "shipped.py"), (HERE, "__main__.py"), (HERE, "cuda_helpers.py"),
              (HERE, "cuda_tiles.py"), (HERE, "cuda_tile_algebra.py"),
-             (HERE, "cuda_tile_order.py"), (HERE, "cuda_views.py")}
+             (HERE, "cuda_tile_order.py"), (HERE, "cuda_views.py"),
+             (HERE, "cuda_tile_elements.py")}
 
 
 def fingerprint():
